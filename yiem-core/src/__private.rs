@@ -1,0 +1,79 @@
+//! Not public API: items used by the code `#[tool]` generates. Nothing here is covered by semver.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use inventory;
+pub use serde_json::Value;
+
+pub use crate::handler::{
+    ArgsOnly, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs, Nothing, Parse,
+    ToolArgs, TypedHandler, ValidateFn,
+};
+pub use crate::registry::ToolRegistration;
+pub use crate::tool::SchemaCell;
+
+use crate::tool::{
+    AgentTool, ExecutionMode, SchemaSource, SourceLocation, ToolAnnotations, ToolInner, title_case,
+};
+
+/// What `#[tool]` knows about a tool at compile time.
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub label: Option<&'static str>,
+    pub description: &'static str,
+    pub mode: ExecutionMode,
+    pub timeout_ms: Option<u64>,
+    pub annotations: ToolAnnotations,
+    pub prepare: Option<fn(Value) -> Value>,
+    pub file: &'static str,
+    pub line: u32,
+}
+
+impl ToolSpec {
+    /// Builds the tool; its schemas are computed on first use and cached in the given statics.
+    pub fn build<H: TypedHandler>(
+        self,
+        input: &'static SchemaCell,
+        output: &'static SchemaCell,
+        handler: H,
+    ) -> AgentTool {
+        let label = match self.label {
+            Some(label) => Cow::Borrowed(label),
+            None => Cow::Owned(title_case(self.name)),
+        };
+        AgentTool {
+            inner: Arc::new(ToolInner {
+                name: Cow::Borrowed(self.name),
+                label,
+                description: Cow::Borrowed(self.description),
+                input_schema: SchemaSource::Lazy {
+                    cell: input,
+                    make: H::input_schema,
+                },
+                output_schema: SchemaSource::Lazy {
+                    cell: output,
+                    make: H::output_schema,
+                },
+                handler: Box::new(handler),
+                prepare_arguments: self
+                    .prepare
+                    .map(|prepare| Box::new(prepare) as Box<dyn Fn(Value) -> Value + Send + Sync>),
+                mode: self.mode,
+                timeout: self.timeout_ms.map(Duration::from_millis),
+                annotations: self.annotations,
+                source: SourceLocation {
+                    file: self.file,
+                    line: self.line,
+                },
+            }),
+        }
+    }
+}
+
+/// Compile-time check, spanned on the user's argument type.
+pub const fn assert_args<A: ToolArgs>() {}
+
+/// Compile-time check, spanned on the user's return type.
+pub const fn assert_output<R: crate::IntoToolResult>() {}

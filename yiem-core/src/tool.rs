@@ -1,0 +1,601 @@
+//! [`AgentTool`]: a tool the model can call — its name, label, description, JSON Schema and the code that
+//! runs it — and [`ToolBuilder`] for tools defined at run time.
+
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, Location};
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use futures::FutureExt;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::args::{self, ArgumentError, ArgumentProblem};
+use crate::context::ToolContext;
+use crate::result::{AgentToolResult, IntoToolResult};
+
+/// The future of one bound tool call: arguments already parsed and validated, not yet running.
+pub type ToolFuture = Pin<Box<dyn Future<Output = AgentToolResult> + Send + 'static>>;
+
+/// Whether a tool may run at the same time as other tools of the same batch.
+///
+/// ```
+/// use yiem_core::ExecutionMode;
+///
+/// assert_eq!(ExecutionMode::default(), ExecutionMode::Sequential);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ExecutionMode {
+    /// Runs alone; a batch containing one sequential tool runs every call in order. The safe default.
+    #[default]
+    Sequential,
+    /// May run concurrently with the other parallel calls of its batch.
+    Parallel,
+}
+
+impl fmt::Display for ExecutionMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ExecutionMode::Sequential => "sequential",
+            ExecutionMode::Parallel => "parallel",
+        })
+    }
+}
+
+/// Hints about a tool's behaviour, published to MCP clients (`readOnlyHint`, `destructiveHint`,
+/// `idempotentHint`, `openWorldHint`); `None` leaves a hint unsaid.
+///
+/// ```
+/// use yiem_core::ToolAnnotations;
+///
+/// let hints = ToolAnnotations { read_only: Some(true), ..ToolAnnotations::default() };
+/// assert_eq!(hints.destructive, None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolAnnotations {
+    /// The tool does not change its environment.
+    pub read_only: Option<bool>,
+    /// The tool may destroy or overwrite data.
+    pub destructive: Option<bool>,
+    /// Calling the tool twice with the same arguments has no further effect.
+    pub idempotent: Option<bool>,
+    /// The tool reaches an open world (the internet, other people).
+    pub open_world: Option<bool>,
+}
+
+/// Where a tool was defined, for error messages such as a duplicate registration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SourceLocation {
+    /// The source file.
+    pub file: &'static str,
+    /// The line in that file.
+    pub line: u32,
+}
+
+impl SourceLocation {
+    /// The location of the caller (for `#[track_caller]` constructors).
+    #[track_caller]
+    pub fn caller() -> Self {
+        let location = Location::caller();
+        SourceLocation {
+            file: location.file(),
+            line: location.line(),
+        }
+    }
+}
+
+impl fmt::Display for SourceLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// A schema computed once, on first use, and shared by every copy of the tool.
+#[doc(hidden)]
+pub struct SchemaCell(OnceLock<Option<Value>>);
+
+impl SchemaCell {
+    /// An empty cell, for a `static`.
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        SchemaCell(OnceLock::new())
+    }
+}
+
+/// Where a tool's schema comes from: a generator run once (macro tools) or a value given at run time.
+pub(crate) enum SchemaSource {
+    Lazy {
+        cell: &'static SchemaCell,
+        make: fn() -> Option<Value>,
+    },
+    Ready(Option<Value>),
+}
+
+impl SchemaSource {
+    fn get(&self) -> Option<&Value> {
+        match self {
+            SchemaSource::Lazy { cell, make } => cell.0.get_or_init(make).as_ref(),
+            SchemaSource::Ready(value) => value.as_ref(),
+        }
+    }
+}
+
+/// The type-erased code of a tool: parses and validates the arguments, then hands back the future that
+/// runs the call.
+pub(crate) trait ErasedHandler: Send + Sync + 'static {
+    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError>;
+}
+
+type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
+
+pub(crate) struct ToolInner {
+    pub(crate) name: Cow<'static, str>,
+    pub(crate) label: Cow<'static, str>,
+    pub(crate) description: Cow<'static, str>,
+    pub(crate) input_schema: SchemaSource,
+    pub(crate) output_schema: SchemaSource,
+    pub(crate) handler: Box<dyn ErasedHandler>,
+    pub(crate) prepare_arguments: Option<Box<PrepareFn>>,
+    pub(crate) mode: ExecutionMode,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) annotations: ToolAnnotations,
+    pub(crate) source: SourceLocation,
+}
+
+/// A tool the model can call.
+///
+/// Cheap to clone (the definition is shared) and `Send + Sync`, so one tool can serve many calls at once.
+/// Get one from a `#[tool]` function's generated `<fn>_tool()` constructor, or build one at run time with
+/// [`AgentTool::builder`].
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::{AgentTool, ToolContext};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let echo = AgentTool::builder("echo")
+///     .description("Repeat the given text.")
+///     .input_schema(json!({
+///         "type": "object",
+///         "properties": {"text": {"type": "string"}},
+///         "required": ["text"]
+///     }))
+///     .handler(|_ctx: ToolContext, args: serde_json::Value| async move {
+///         args["text"].as_str().unwrap_or_default().to_owned()
+///     })
+///     .build()
+///     .unwrap();
+///
+/// let result = echo.execute("call-1", json!({"text": "hi"})).await;
+/// assert_eq!(result.text_content(), "hi");
+///
+/// let refused = echo.execute("call-2", json!({"text": 5})).await;
+/// assert!(refused.is_error);
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct AgentTool {
+    pub(crate) inner: Arc<ToolInner>,
+}
+
+impl AgentTool {
+    /// Starts a tool defined at run time (from configuration, another process or an MCP server). Its
+    /// arguments are validated against the JSON Schema you give it.
+    #[track_caller]
+    pub fn builder(name: impl Into<String>) -> ToolBuilder {
+        ToolBuilder {
+            name: name.into(),
+            label: None,
+            description: None,
+            input_schema: None,
+            output_schema: None,
+            handler: None,
+            prepare_arguments: None,
+            mode: ExecutionMode::Sequential,
+            timeout: None,
+            annotations: ToolAnnotations::default(),
+            source: SourceLocation::caller(),
+        }
+    }
+
+    /// The name the model calls the tool by.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The human-readable name.
+    pub fn label(&self) -> &str {
+        &self.inner.label
+    }
+
+    /// What the tool does, for the model.
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// The canonical JSON Schema (2020-12) of the arguments, computed once per tool.
+    pub fn input_schema(&self) -> &Value {
+        static EMPTY: OnceLock<Value> = OnceLock::new();
+        match self.inner.input_schema.get() {
+            Some(schema) => schema,
+            None => EMPTY.get_or_init(|| serde_json::json!({"type": "object", "properties": {}})),
+        }
+    }
+
+    /// The JSON Schema of the structured output, for tools that return [`Json<T>`](crate::Json).
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.inner.output_schema.get()
+    }
+
+    /// Whether the tool may run concurrently with others.
+    pub fn execution_mode(&self) -> ExecutionMode {
+        self.inner.mode
+    }
+
+    /// The tool's own time limit, if it has one.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.inner.timeout
+    }
+
+    /// The MCP behaviour hints.
+    pub fn annotations(&self) -> &ToolAnnotations {
+        &self.inner.annotations
+    }
+
+    /// Where the tool was defined.
+    pub fn source(&self) -> SourceLocation {
+        self.inner.source
+    }
+
+    /// Brings raw arguments into shape: a JSON string is parsed, `null` means `{}`, anything but an object
+    /// is refused; then the tool's own prepare step (if any) rewrites them.
+    pub fn prepare_arguments(&self, raw: Value) -> Result<Value, ArgumentError> {
+        let args = args::normalize(&self.inner.name, raw)?;
+        Ok(match &self.inner.prepare_arguments {
+            Some(prepare) => prepare(args),
+            None => args,
+        })
+    }
+
+    /// Parses and validates prepared arguments and returns the call, ready to run but not started.
+    pub fn bind(&self, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+        self.inner.handler.bind(&self.inner.name, args, ctx)
+    }
+
+    /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
+    /// arguments, an error, a panic or a timeout each become an error result.
+    pub async fn execute(&self, call_id: impl Into<Arc<str>>, args: Value) -> AgentToolResult {
+        self.execute_with(ToolContext::new(call_id), args).await
+    }
+
+    /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
+    pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
+        let bound = self
+            .prepare_arguments(args)
+            .and_then(|args| self.bind(&args, ctx.clone()));
+        match bound {
+            Ok(call) => self.run(call, &ctx, None).await,
+            Err(error) => AgentToolResult::error(error.to_string()),
+        }
+    }
+
+    /// Runs a bound call to its end: a panic, the time limit (the tool's own, else `default_timeout`) or
+    /// cancellation of the context's token each become an error result. Updates stop at the end.
+    pub async fn run(
+        &self,
+        call: ToolFuture,
+        ctx: &ToolContext,
+        default_timeout: Option<Duration>,
+    ) -> AgentToolResult {
+        let name = self.name();
+        let guarded = AssertUnwindSafe(call).catch_unwind();
+        let limit = self.inner.timeout.or(default_timeout);
+        let outcome = tokio::select! {
+            biased;
+            outcome = guarded => Ok(outcome),
+            () = ctx.cancelled() => Err(format!("tool `{name}` was aborted before it finished")),
+            () = sleep_or_never(limit) => {
+                ctx.cancellation_token().cancel();
+                let ms = limit.map_or(0, |d| d.as_millis());
+                Err(format!("tool `{name}` timed out after {ms} ms"))
+            }
+        };
+        ctx.close_updates();
+        match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(panic)) => AgentToolResult::error(format!(
+                "tool `{name}` panicked: {}",
+                panic_message(panic.as_ref())
+            )),
+            Err(message) => AgentToolResult::error(message),
+        }
+    }
+}
+
+async fn sleep_or_never(limit: Option<Duration>) {
+    match limit {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The text of a panic payload.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a panic with a non-text payload".to_owned()
+    }
+}
+
+impl fmt::Debug for AgentTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentTool")
+            .field("name", &self.inner.name)
+            .field("label", &self.inner.label)
+            .field("mode", &self.inner.mode)
+            .field("source", &self.inner.source)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `name` is a valid tool name: `^[a-zA-Z0-9_-]{1,64}$`, the limit common to LLM providers.
+///
+/// ```
+/// assert!(yiem_core::is_valid_tool_name("get_weather"));
+/// assert!(!yiem_core::is_valid_tool_name("get weather"));
+/// ```
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// `get_weather` → `Get Weather`, `readFile` → `Read File`: the default label.
+pub(crate) fn title_case(name: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut previous_lower = false;
+    for ch in name.chars() {
+        if ch == '_' || ch == '-' || ch == ' ' {
+            words.push(String::new());
+            previous_lower = false;
+            continue;
+        }
+        if words.is_empty() || (ch.is_uppercase() && previous_lower) {
+            words.push(String::new());
+        }
+        let word = words.last_mut().expect("a word was pushed above");
+        if word.is_empty() {
+            word.extend(ch.to_uppercase());
+        } else {
+            word.push(ch);
+        }
+        previous_lower = ch.is_lowercase() || ch.is_ascii_digit();
+    }
+    words.retain(|w| !w.is_empty());
+    words.join(" ")
+}
+
+/// Why a run-time tool definition was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ToolDefinitionError {
+    /// The name does not match `^[a-zA-Z0-9_-]{1,64}$`.
+    #[error(
+        "tool name `{0}` is invalid: use 1 to 64 ASCII letters, digits, `_` or `-` (the limit LLM providers share)"
+    )]
+    InvalidName(String),
+    /// No description was given.
+    #[error("tool `{0}` has no description: the model needs one to know when to call it")]
+    MissingDescription(String),
+    /// No handler was given.
+    #[error("tool `{0}` has no handler: call `.handler(...)` on the builder")]
+    MissingHandler(String),
+    /// The input schema is not a valid JSON Schema, or does not describe an object.
+    #[error("the input schema of tool `{name}` is not usable: {detail}")]
+    InvalidSchema {
+        /// The tool.
+        name: String,
+        /// What is wrong with the schema.
+        detail: String,
+    },
+}
+
+/// Builds an [`AgentTool`] at run time. Start with [`AgentTool::builder`].
+#[must_use]
+pub struct ToolBuilder {
+    name: String,
+    label: Option<String>,
+    description: Option<String>,
+    input_schema: Option<Value>,
+    output_schema: Option<Value>,
+    handler: Option<Arc<DynHandler>>,
+    prepare_arguments: Option<Box<PrepareFn>>,
+    mode: ExecutionMode,
+    timeout: Option<Duration>,
+    annotations: ToolAnnotations,
+    source: SourceLocation,
+}
+
+type DynHandler = dyn Fn(ToolContext, Value) -> ToolFuture + Send + Sync;
+
+impl ToolBuilder {
+    /// The human-readable name (default: the name in title case).
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+
+    /// What the tool does, for the model. Required.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// The JSON Schema of the arguments (default: an object with no properties). Arguments are validated
+    /// against it before the handler runs.
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = Some(schema);
+        self
+    }
+
+    /// The JSON Schema of the structured output.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Lets the tool run concurrently with other parallel tools.
+    pub fn parallel(mut self) -> Self {
+        self.mode = ExecutionMode::Parallel;
+        self
+    }
+
+    /// Sets the execution mode.
+    pub fn execution_mode(mut self, mode: ExecutionMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// The tool's time limit.
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// The MCP behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Rewrites the raw JSON arguments before validation (e.g. to accept a legacy shape).
+    pub fn prepare_arguments(mut self, prepare: impl Fn(Value) -> Value + Send + Sync + 'static) -> Self {
+        self.prepare_arguments = Some(Box::new(prepare));
+        self
+    }
+
+    /// The code that runs the tool, given the context and the validated JSON arguments.
+    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ToolContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: IntoToolResult,
+    {
+        self.handler = Some(Arc::new(move |ctx, args| {
+            let call = handler(ctx, args);
+            Box::pin(async move { call.await.into_tool_result() })
+        }));
+        self
+    }
+
+    /// Checks the definition and builds the tool.
+    pub fn build(self) -> Result<AgentTool, ToolDefinitionError> {
+        let name = self.name;
+        if !is_valid_tool_name(&name) {
+            return Err(ToolDefinitionError::InvalidName(name));
+        }
+        let description = match self.description {
+            Some(text) if !text.trim().is_empty() => text,
+            _ => return Err(ToolDefinitionError::MissingDescription(name)),
+        };
+        let Some(handler) = self.handler else {
+            return Err(ToolDefinitionError::MissingHandler(name));
+        };
+        let schema = self
+            .input_schema
+            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
+        let schema_error = |detail: String| ToolDefinitionError::InvalidSchema {
+            name: name.clone(),
+            detail,
+        };
+        if !describes_object(&schema) {
+            return Err(schema_error(
+                "tool arguments are a JSON object: the schema needs `\"type\": \"object\"`".into(),
+            ));
+        }
+        let validator = jsonschema::validator_for(&schema).map_err(|e| schema_error(e.to_string()))?;
+        let label = self.label.unwrap_or_else(|| title_case(&name));
+        Ok(AgentTool {
+            inner: Arc::new(ToolInner {
+                label: label.into(),
+                description: description.into(),
+                input_schema: SchemaSource::Ready(Some(schema)),
+                output_schema: SchemaSource::Ready(self.output_schema),
+                handler: Box::new(SchemaHandler { validator, handler }),
+                prepare_arguments: self.prepare_arguments,
+                mode: self.mode,
+                timeout: self.timeout,
+                annotations: self.annotations,
+                source: self.source,
+                name: name.into(),
+            }),
+        })
+    }
+}
+
+fn describes_object(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(kind)) => kind == "object",
+        Some(_) => false,
+        None => schema.get("properties").is_some(),
+    }
+}
+
+/// A run-time tool's handler: validates the arguments against the tool's JSON Schema first.
+struct SchemaHandler {
+    validator: jsonschema::Validator,
+    handler: Arc<DynHandler>,
+}
+
+impl ErasedHandler for SchemaHandler {
+    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+        let problems: Vec<ArgumentProblem> = self
+            .validator
+            .iter_errors(args)
+            .map(|error| ArgumentProblem {
+                path: error.instance_path().to_string(),
+                message: error.to_string(),
+            })
+            .collect();
+        if !problems.is_empty() {
+            return Err(ArgumentError::Invalid {
+                tool: tool.to_owned(),
+                problems,
+            });
+        }
+        Ok((self.handler)(ctx, args.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn title_case_splits_snake_kebab_and_camel_case() {
+        assert_eq!(title_case("get_weather"), "Get Weather");
+        assert_eq!(title_case("read-file"), "Read File");
+        assert_eq!(title_case("readFile"), "Read File");
+        assert_eq!(title_case("list_tools"), "List Tools");
+        assert_eq!(title_case("x"), "X");
+        assert_eq!(title_case("get_utc2_time"), "Get Utc2 Time");
+    }
+
+    #[test]
+    fn tool_names_follow_the_provider_limit() {
+        assert!(is_valid_tool_name("a"));
+        assert!(is_valid_tool_name(&"a".repeat(64)));
+        assert!(!is_valid_tool_name(&"a".repeat(65)));
+        assert!(!is_valid_tool_name(""));
+        assert!(!is_valid_tool_name("名前"));
+        assert!(!is_valid_tool_name("a.b"));
+    }
+}

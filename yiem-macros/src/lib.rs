@@ -1,0 +1,22 @@
+//! The `#[tool]` attribute of yiem. Use it through `yiem_core::tool`; the documentation lives there.
+//!
+//! The work is split by phase, like serde_derive and thiserror: [`attr`] parses the attribute keys, [`ast`]
+//! gives a typed view of the function, [`valid`] checks both (collecting every error), [`expand`] generates
+//! the code and [`fallback`] is what is emitted when there are errors: the user's function unchanged plus
+//! the errors, so nothing else breaks.
+
+mod ast;
+mod attr;
+mod ctxt;
+mod expand;
+mod fallback;
+mod valid;
+
+use proc_macro::TokenStream;
+
+/// Turns an `async fn` (or plain `fn`) into a tool an LLM can call. See `yiem_core::tool` for the full
+/// documentation.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::tool(args.into(), input.into()).into()
+}
