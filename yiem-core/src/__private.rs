@@ -8,8 +8,8 @@ pub use inventory;
 pub use serde_json::Value;
 
 pub use crate::handler::{
-    ArgsOnly, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs, Nothing, Parse,
-    ToolArgs, TypedHandler, ValidateFn,
+    ArgsOnly, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs, Nothing,
+    Parse, ToolArgs, TypedHandler, ValidateFn,
 };
 pub use crate::registry::ToolRegistration;
 pub use crate::tool::SchemaCell;

@@ -40,7 +40,9 @@ impl fmt::Display for ArgumentProblem {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ArgumentError {
     /// The arguments came as a string that is not JSON.
-    #[error("arguments for tool `{tool}` are not valid JSON ({detail}); send the arguments as a JSON object")]
+    #[error(
+        "arguments for tool `{tool}` are not valid JSON ({detail}); send the arguments as a JSON object"
+    )]
     NotJson {
         /// The tool that was called.
         tool: String,
@@ -98,7 +100,10 @@ fn describe_invalid(tool: &str, problems: &[ArgumentProblem]) -> String {
     match problems {
         [one] => format!("invalid arguments for tool `{tool}`: {one}"),
         many => {
-            let mut text = format!("invalid arguments for tool `{tool}` ({} problems):", many.len());
+            let mut text = format!(
+                "invalid arguments for tool `{tool}` ({} problems):",
+                many.len()
+            );
             for problem in many {
                 text.push_str("\n- ");
                 text.push_str(&problem.to_string());

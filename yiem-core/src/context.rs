@@ -62,7 +62,10 @@ impl ToolContext {
     }
 
     /// Delivers each partial result to `deliver` until [`close_updates`](Self::close_updates) is called.
-    pub fn with_updates(mut self, deliver: impl Fn(AgentToolResult) + Send + Sync + 'static) -> Self {
+    pub fn with_updates(
+        mut self,
+        deliver: impl Fn(AgentToolResult) + Send + Sync + 'static,
+    ) -> Self {
         self.updates = Some(Arc::new(UpdateSink {
             open: AtomicBool::new(true),
             deliver: Box::new(deliver),

@@ -152,11 +152,21 @@ pub trait TypedHandler: Send + Sync + 'static {
     /// The output schema of the return type.
     fn output_schema() -> Option<Value>;
     /// Parses and validates the arguments and returns the call, not yet started.
-    fn bind_typed(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError>;
+    fn bind_typed(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, ArgumentError>;
 }
 
 impl<H: TypedHandler> ErasedHandler for H {
-    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+    fn bind(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, ArgumentError> {
         self.bind_typed(tool, args, ctx)
     }
 }
@@ -250,7 +260,12 @@ where
         <<F::Fut as Future>::Output as IntoToolResult>::output_schema()
     }
 
-    fn bind_typed(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+    fn bind_typed(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, ArgumentError> {
         let parsed = parse_and_validate(tool, args, self.validate)?;
         let call = self.f.call(ctx, parsed);
         Ok(Box::pin(async move { call.await.into_tool_result() }))
@@ -271,7 +286,12 @@ where
         <F::Output as IntoToolResult>::output_schema()
     }
 
-    fn bind_typed(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+    fn bind_typed(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, ArgumentError> {
         let parsed = parse_and_validate(tool, args, self.validate)?;
         let f = Arc::clone(&self.f);
         Ok(Box::pin(async move {

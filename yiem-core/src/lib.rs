@@ -95,9 +95,9 @@ pub use content::Content;
 pub use context::ToolContext;
 pub use registry::{LIST_TOOLS, RegistrationError, ToolStore, register_all_tools, static_tools};
 pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
-pub use tool::{
-    AgentTool, ExecutionMode, SourceLocation, ToolAnnotations, ToolBuilder, ToolDefinitionError, ToolFuture,
-    is_valid_tool_name,
-};
 pub use tokio_util::sync::CancellationToken;
+pub use tool::{
+    AgentTool, ExecutionMode, SourceLocation, ToolAnnotations, ToolBuilder, ToolDefinitionError,
+    ToolFuture, is_valid_tool_name,
+};
 pub use yiem_macros::tool;

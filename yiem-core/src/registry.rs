@@ -102,7 +102,9 @@ impl ToolStore {
 
     fn write(&self) -> RwLockWriteGuard<'_, ToolMap> {
         // A panic while the lock was held cannot leave the map half-written: every write is one call.
-        self.tools.write().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.tools
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Adds `tool`; refuses a name that is already taken, naming both definitions.
@@ -196,7 +198,9 @@ impl ToolStore {
 pub const LIST_TOOLS: &str = "list_tools";
 
 fn read_map(tools: &RwLock<ToolMap>) -> RwLockReadGuard<'_, ToolMap> {
-    tools.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+    tools
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn list(store: &Weak<RwLock<ToolMap>>, store_name: &str) -> Result<String, String> {
@@ -207,7 +211,12 @@ fn list(store: &Weak<RwLock<ToolMap>>, store_name: &str) -> Result<String, Strin
     let mut text = String::from("Available tools:");
     for tool in tools.values() {
         let summary = tool.description().lines().next().unwrap_or_default().trim();
-        text.push_str(&format!("\n- {}: {} — {}", tool.name(), tool.label(), summary));
+        text.push_str(&format!(
+            "\n- {}: {} — {}",
+            tool.name(),
+            tool.label(),
+            summary
+        ));
     }
     Ok(text)
 }
@@ -249,9 +258,12 @@ pub fn register_all_tools(store: &mut ToolStore) -> Result<Vec<String>, Registra
     {
         let existing = store.read();
         for (index, tool) in tools.iter().enumerate() {
-            let earlier = existing
-                .get(tool.name())
-                .or_else(|| index.checked_sub(1).map(|i| &tools[i]).filter(|t| t.name() == tool.name()));
+            let earlier = existing.get(tool.name()).or_else(|| {
+                index
+                    .checked_sub(1)
+                    .map(|i| &tools[i])
+                    .filter(|t| t.name() == tool.name())
+            });
             if let Some(earlier) = earlier {
                 return Err(store.duplicate(earlier, tool));
             }

@@ -244,9 +244,9 @@ impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
                 structured_content: Some(value),
                 ..AgentToolResult::default()
             },
-            Err(error) => {
-                AgentToolResult::error(format!("the tool's output could not be serialized to JSON: {error}"))
-            }
+            Err(error) => AgentToolResult::error(format!(
+                "the tool's output could not be serialized to JSON: {error}"
+            )),
         }
     }
 

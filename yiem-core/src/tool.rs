@@ -128,7 +128,8 @@ impl SchemaSource {
 /// The type-erased code of a tool: parses and validates the arguments, then hands back the future that
 /// runs the call.
 pub(crate) trait ErasedHandler: Send + Sync + 'static {
-    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError>;
+    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext)
+    -> Result<ToolFuture, ArgumentError>;
 }
 
 type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
@@ -477,7 +478,10 @@ impl ToolBuilder {
     }
 
     /// Rewrites the raw JSON arguments before validation (e.g. to accept a legacy shape).
-    pub fn prepare_arguments(mut self, prepare: impl Fn(Value) -> Value + Send + Sync + 'static) -> Self {
+    pub fn prepare_arguments(
+        mut self,
+        prepare: impl Fn(Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
         self.prepare_arguments = Some(Box::new(prepare));
         self
     }
@@ -521,7 +525,8 @@ impl ToolBuilder {
                 "tool arguments are a JSON object: the schema needs `\"type\": \"object\"`".into(),
             ));
         }
-        let validator = jsonschema::validator_for(&schema).map_err(|e| schema_error(e.to_string()))?;
+        let validator =
+            jsonschema::validator_for(&schema).map_err(|e| schema_error(e.to_string()))?;
         let label = self.label.unwrap_or_else(|| title_case(&name));
         Ok(AgentTool {
             inner: Arc::new(ToolInner {
@@ -556,7 +561,12 @@ struct SchemaHandler {
 }
 
 impl ErasedHandler for SchemaHandler {
-    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+    fn bind(
+        &self,
+        tool: &str,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, ArgumentError> {
         let problems: Vec<ArgumentProblem> = self
             .validator
             .iter_errors(args)

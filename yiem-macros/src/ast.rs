@@ -47,11 +47,11 @@ impl<'a> ToolFn<'a> {
 /// `ToolContext` (by any path ending in it) marks the context parameter.
 fn is_context(ty: &Type) -> bool {
     match ty {
-        Type::Path(path) if path.qself.is_none() => path
-            .path
-            .segments
-            .last()
-            .is_some_and(|segment| segment.ident == "ToolContext" && segment.arguments.is_none()),
+        Type::Path(path) if path.qself.is_none() => {
+            path.path.segments.last().is_some_and(|segment| {
+                segment.ident == "ToolContext" && segment.arguments.is_none()
+            })
+        }
         _ => false,
     }
 }
@@ -62,11 +62,21 @@ fn doc_text(attrs: &[Attribute]) -> Option<String> {
         if !attr.path().is_ident("doc") {
             continue;
         }
-        let Meta::NameValue(nv) = &attr.meta else { continue };
-        let Expr::Lit(ExprLit { lit: Lit::Str(text), .. }) = &nv.value else {
+        let Meta::NameValue(nv) = &attr.meta else {
             continue;
         };
-        for line in text.value().lines() {
+        let Expr::Lit(ExprLit {
+            lit: Lit::Str(text),
+            ..
+        }) = &nv.value
+        else {
+            continue;
+        };
+        let text = text.value();
+        if text.is_empty() {
+            lines.push(String::new());
+        }
+        for line in text.lines() {
             lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
         }
     }

@@ -105,7 +105,10 @@ fn unknown_key(cx: &mut Ctxt, key: &syn::Path, text: &str) {
         key,
         format!(
             "unknown #[tool] key `{text}`; valid keys are: {}",
-            KEYS.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            KEYS.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     );
 }
@@ -115,7 +118,10 @@ fn set<T>(slot: &mut Option<Keyed<T>>, key: &syn::Path, value: Option<T>, cx: &m
     if slot.is_some() {
         cx.error_spanned_by(
             key,
-            format!("duplicate #[tool] key `{}`; write each key once", path_text(key)),
+            format!(
+                "duplicate #[tool] key `{}`; write each key once",
+                path_text(key)
+            ),
         );
         return;
     }
@@ -132,11 +138,17 @@ fn name_of(meta: &Meta) -> String {
 fn string_value(cx: &mut Ctxt, meta: &Meta) -> Option<LitStr> {
     match meta {
         Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) => Some(lit.clone()),
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => Some(lit.clone()),
             other => {
                 cx.error_spanned_by(
                     other,
-                    format!("`{}` takes a string literal, e.g. `{} = \"...\"`", name_of(meta), name_of(meta)),
+                    format!(
+                        "`{}` takes a string literal, e.g. `{} = \"...\"`",
+                        name_of(meta),
+                        name_of(meta)
+                    ),
                 );
                 None
             }
@@ -144,7 +156,11 @@ fn string_value(cx: &mut Ctxt, meta: &Meta) -> Option<LitStr> {
         _ => {
             cx.error_spanned_by(
                 meta,
-                format!("`{}` takes a value: write `{} = \"...\"`", name_of(meta), name_of(meta)),
+                format!(
+                    "`{}` takes a value: write `{} = \"...\"`",
+                    name_of(meta),
+                    name_of(meta)
+                ),
             );
             None
         }
@@ -159,7 +175,9 @@ fn int_value(cx: &mut Ctxt, meta: &Meta) -> Option<LitInt> {
     );
     match meta {
         Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit { lit: Lit::Int(lit), .. }) => Some(lit.clone()),
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(lit), ..
+            }) => Some(lit.clone()),
             other => {
                 cx.error_spanned_by(other, message);
                 None
@@ -181,7 +199,9 @@ fn path_value(cx: &mut Ctxt, meta: &Meta) -> Option<syn::Path> {
     match meta {
         Meta::NameValue(nv) => match &nv.value {
             Expr::Path(path) if path.qself.is_none() => Some(path.path.clone()),
-            Expr::Lit(ExprLit { lit: Lit::Str(lit), .. }) => match lit.parse::<syn::Path>() {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => match lit.parse::<syn::Path>() {
                 Ok(path) => Some(path),
                 Err(_) => {
                     cx.error_spanned_by(lit, message);
@@ -206,7 +226,11 @@ fn flag(cx: &mut Ctxt, meta: &Meta) -> Option<()> {
         _ => {
             cx.error_spanned_by(
                 meta,
-                format!("`{}` is a flag and takes no value: write `{}`", name_of(meta), name_of(meta)),
+                format!(
+                    "`{}` is a flag and takes no value: write `{}`",
+                    name_of(meta),
+                    name_of(meta)
+                ),
             );
             None
         }
@@ -231,7 +255,10 @@ fn hint(cx: &mut Ctxt, meta: &Meta) -> Option<bool> {
             }
         },
         Meta::List(_) => {
-            cx.error_spanned_by(meta, format!("`{}` is a flag: write `{}`", name_of(meta), name_of(meta)));
+            cx.error_spanned_by(
+                meta,
+                format!("`{}` is a flag: write `{}`", name_of(meta), name_of(meta)),
+            );
             None
         }
     }

@@ -30,7 +30,10 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 
     let mut cx = Ctxt::default();
     let attrs = attr::parse(&mut cx, args);
-    let krate = attrs.krate.as_ref().map_or(default_crate, |k| k.value.clone());
+    let krate = attrs
+        .krate
+        .as_ref()
+        .map_or(default_crate, |k| k.value.clone());
     let tool = ToolFn::from_item(&item);
     let checked = valid::check(&mut cx, &attrs, &tool);
     match (cx.check(), checked) {
@@ -44,7 +47,12 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     }
 }
 
-fn generate(attrs: &Attrs, tool: &ToolFn<'_>, checked: &Checked<'_>, krate: &syn::Path) -> TokenStream {
+fn generate(
+    attrs: &Attrs,
+    tool: &ToolFn<'_>,
+    checked: &Checked<'_>,
+    krate: &syn::Path,
+) -> TokenStream {
     let item = tool.item;
     let vis = &item.vis;
     let fn_name = &item.sig.ident;

@@ -68,12 +68,18 @@ pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>) -> Option<Chec
     if let Some(description) = &attrs.description
         && description.value.value().trim().is_empty()
     {
-        cx.error_spanned_by(&description.value, "the description is empty: say what the tool does");
+        cx.error_spanned_by(
+            &description.value,
+            "the description is empty: say what the tool does",
+        );
     }
     if let Some(label) = &attrs.label
         && label.value.value().trim().is_empty()
     {
-        cx.error_spanned_by(&label.value, "the label is empty: give a human-readable name or leave `label` out");
+        cx.error_spanned_by(
+            &label.value,
+            "the label is empty: give a human-readable name or leave `label` out",
+        );
     }
 
     Some(Checked {
@@ -86,7 +92,10 @@ pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>) -> Option<Chec
 }
 
 fn is_valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len()) && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 fn check_signature(cx: &mut Ctxt, tool: &ToolFn<'_>) {
@@ -101,10 +110,16 @@ fn check_signature(cx: &mut Ctxt, tool: &ToolFn<'_>) {
         );
     }
     if let Some(abi) = &sig.abi {
-        cx.error_spanned_by(abi, "a tool cannot have an `extern` ABI: remove it and write a plain Rust fn");
+        cx.error_spanned_by(
+            abi,
+            "a tool cannot have an `extern` ABI: remove it and write a plain Rust fn",
+        );
     }
     if let Some(variadic) = &sig.variadic {
-        cx.error_spanned_by(variadic, "a tool cannot be variadic: take one argument struct");
+        cx.error_spanned_by(
+            variadic,
+            "a tool cannot be variadic: take one argument struct",
+        );
     }
     if !sig.generics.params.is_empty() {
         cx.error_spanned_by(
@@ -112,7 +127,10 @@ fn check_signature(cx: &mut Ctxt, tool: &ToolFn<'_>) {
             "a tool cannot be generic: the model calls it with one concrete argument type; replace the type parameter with that type",
         );
     } else if let Some(where_clause) = &sig.generics.where_clause {
-        cx.error_spanned_by(where_clause, "a tool cannot have a `where` clause: use concrete types");
+        cx.error_spanned_by(
+            where_clause,
+            "a tool cannot have a `where` clause: use concrete types",
+        );
     }
     if sig.asyncness.is_none()
         && let ReturnType::Type(_, ty) = &sig.output
@@ -198,7 +216,8 @@ fn check_attrs(cx: &mut Ctxt, attrs: &Attrs, has_args: bool) {
         ));
     }
     if let Some(timeout) = &attrs.timeout_ms {
-        let positive = timeout.value.base10_parse::<u64>().is_ok_and(|ms| ms > 0) && timeout.value.suffix().is_empty();
+        let positive = timeout.value.base10_parse::<u64>().is_ok_and(|ms| ms > 0)
+            && timeout.value.suffix().is_empty();
         if !positive {
             cx.error_spanned_by(
                 &timeout.value,
