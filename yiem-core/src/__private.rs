@@ -8,10 +8,11 @@ pub use inventory;
 pub use serde_json::Value;
 
 pub use crate::handler::{
-    ArgsOnly, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs, Nothing,
-    Parse, ToolArgs, TypedHandler, ValidateFn,
+    ArgsOnly, ArgsSpec, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs,
+    Nothing, OutputSpec, ToolArgs, ValidateFn, args_spec, no_args_spec, output_spec,
 };
 pub use crate::registry::ToolRegistration;
+pub use crate::tool::ErasedHandler;
 pub use crate::tool::SchemaCell;
 
 use crate::tool::{
@@ -33,10 +34,11 @@ pub struct ToolSpec {
 
 impl ToolSpec {
     /// Builds the tool; its schemas are computed on first use and cached in the given statics.
-    pub fn build<H: TypedHandler>(
+    pub fn build<A, R, H: ErasedHandler>(
         self,
         input: &'static SchemaCell,
         output: &'static SchemaCell,
+        (args, result): (ArgsSpec<A>, OutputSpec<R>),
         handler: H,
     ) -> AgentTool {
         let label = match self.label {
@@ -50,11 +52,11 @@ impl ToolSpec {
                 description: Cow::Borrowed(self.description),
                 input_schema: SchemaSource::Lazy {
                     cell: input,
-                    make: H::input_schema,
+                    make: args.schema(),
                 },
                 output_schema: SchemaSource::Lazy {
                     cell: output,
-                    make: H::output_schema,
+                    make: result.schema(),
                 },
                 handler: Box::new(handler),
                 prepare_arguments: self
@@ -71,9 +73,3 @@ impl ToolSpec {
         }
     }
 }
-
-/// Compile-time check, spanned on the user's argument type.
-pub const fn assert_args<A: ToolArgs>() {}
-
-/// Compile-time check, spanned on the user's return type.
-pub const fn assert_output<R: crate::IntoToolResult>() {}

@@ -15,6 +15,71 @@ use crate::context::ToolContext;
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::tool::{ErasedHandler, ToolFuture};
 
+/// How to parse a tool's arguments, and their canonical schema. Made by [`args_spec`] (typed arguments) or
+/// [`no_args_spec`], so that a bad argument type is reported once, on the user's type.
+pub struct ArgsSpec<A> {
+    parse: fn(&str, &Value) -> Result<A, ArgumentError>,
+    schema: fn() -> Option<Value>,
+}
+
+impl<A> Clone for ArgsSpec<A> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<A> Copy for ArgsSpec<A> {}
+
+impl<A> ArgsSpec<A> {
+    /// The canonical schema (`None`: no arguments).
+    pub fn schema(&self) -> fn() -> Option<Value> {
+        self.schema
+    }
+}
+
+/// The spec of typed arguments.
+pub fn args_spec<A: ToolArgs>() -> ArgsSpec<A> {
+    ArgsSpec {
+        parse: args::parse::<A>,
+        schema: || Some(schemars::schema_for!(A).to_value()),
+    }
+}
+
+/// The spec of "no arguments": anything object-shaped is accepted, the schema is the empty object.
+pub fn no_args_spec() -> ArgsSpec<NoArgs> {
+    ArgsSpec {
+        parse: |_, _| Ok(NoArgs),
+        schema: || None,
+    }
+}
+
+/// How a tool's return value becomes a result, and its output schema. Made by [`output_spec`].
+pub struct OutputSpec<R> {
+    finish: fn(R) -> AgentToolResult,
+    schema: fn() -> Option<Value>,
+}
+
+impl<R> Clone for OutputSpec<R> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<R> Copy for OutputSpec<R> {}
+
+impl<R> OutputSpec<R> {
+    /// The output schema.
+    pub fn schema(&self) -> fn() -> Option<Value> {
+        self.schema
+    }
+}
+
+/// The spec of a return type.
+pub fn output_spec<R: IntoToolResult>() -> OutputSpec<R> {
+    OutputSpec {
+        finish: R::into_tool_result,
+        schema: R::output_schema,
+    }
+}
+
 /// The arguments of a `#[tool]` function: an owned type that serde can deserialize and schemars can
 /// describe. Implemented for every such type.
 #[diagnostic::on_unimplemented(
@@ -52,7 +117,7 @@ pub trait AsyncCall<A, K>: Send + Sync + 'static {
 /// How a plain (blocking) tool function of signature kind `K` is called.
 pub trait BlockingCall<A, K>: Send + Sync + 'static {
     /// What the function returns.
-    type Output: IntoToolResult;
+    type Output;
     /// Calls the function.
     fn call(&self, ctx: ToolContext, args: A) -> Self::Output;
 }
@@ -82,7 +147,6 @@ where
 impl<F, R, A> BlockingCall<A, ArgsOnly> for F
 where
     F: Fn(A) -> R + Send + Sync + 'static,
-    R: IntoToolResult,
 {
     type Output = R;
     fn call(&self, _ctx: ToolContext, args: A) -> R {
@@ -93,7 +157,6 @@ where
 impl<F, R, A> BlockingCall<A, CtxArgs> for F
 where
     F: Fn(ToolContext, A) -> R + Send + Sync + 'static,
-    R: IntoToolResult,
 {
     type Output = R;
     fn call(&self, ctx: ToolContext, args: A) -> R {
@@ -126,7 +189,6 @@ where
 impl<F, R> BlockingCall<NoArgs, Nothing> for F
 where
     F: Fn() -> R + Send + Sync + 'static,
-    R: IntoToolResult,
 {
     type Output = R;
     fn call(&self, _ctx: ToolContext, _args: NoArgs) -> R {
@@ -137,7 +199,6 @@ where
 impl<F, R> BlockingCall<NoArgs, CtxOnly> for F
 where
     F: Fn(ToolContext) -> R + Send + Sync + 'static,
-    R: IntoToolResult,
 {
     type Output = R;
     fn call(&self, ctx: ToolContext, _args: NoArgs) -> R {
@@ -145,44 +206,27 @@ where
     }
 }
 
-/// What a `#[tool]` function's handler knows about its types.
-pub trait TypedHandler: Send + Sync + 'static {
-    /// The canonical input schema (`None`: no arguments).
-    fn input_schema() -> Option<Value>;
-    /// The output schema of the return type.
-    fn output_schema() -> Option<Value>;
-    /// Parses and validates the arguments and returns the call, not yet started.
-    fn bind_typed(
-        &self,
-        tool: &str,
-        args: &Value,
-        ctx: ToolContext,
-    ) -> Result<ToolFuture, ArgumentError>;
-}
-
-impl<H: TypedHandler> ErasedHandler for H {
-    fn bind(
-        &self,
-        tool: &str,
-        args: &Value,
-        ctx: ToolContext,
-    ) -> Result<ToolFuture, ArgumentError> {
-        self.bind_typed(tool, args, ctx)
-    }
-}
-
-/// An async `#[tool]` function of signature kind `K` over arguments `A`.
-pub struct AsyncTool<F, A, K> {
+/// An async `#[tool]` function of signature kind `K`, over arguments `A`, returning `R`.
+pub struct AsyncTool<F, A, R, K> {
     f: F,
+    args: ArgsSpec<A>,
+    output: OutputSpec<R>,
     validate: Option<ValidateFn<A>>,
     _kind: PhantomData<fn() -> K>,
 }
 
-impl<F, A, K> AsyncTool<F, A, K> {
+impl<F, A, R, K> AsyncTool<F, A, R, K> {
     /// Wraps `f`.
-    pub fn new(f: F, validate: Option<ValidateFn<A>>) -> Self {
+    pub fn new(
+        f: F,
+        args: ArgsSpec<A>,
+        output: OutputSpec<R>,
+        validate: Option<ValidateFn<A>>,
+    ) -> Self {
         AsyncTool {
             f,
+            args,
+            output,
             validate,
             _kind: PhantomData,
         }
@@ -190,112 +234,84 @@ impl<F, A, K> AsyncTool<F, A, K> {
 }
 
 /// A plain (blocking) `#[tool]` function; it runs on tokio's blocking threads.
-pub struct BlockingTool<F, A, K> {
+pub struct BlockingTool<F, A, R, K> {
     f: Arc<F>,
+    args: ArgsSpec<A>,
+    output: OutputSpec<R>,
     validate: Option<ValidateFn<A>>,
     _kind: PhantomData<fn() -> K>,
 }
 
-impl<F, A, K> BlockingTool<F, A, K> {
+impl<F, A, R, K> BlockingTool<F, A, R, K> {
     /// Wraps `f`.
-    pub fn new(f: F, validate: Option<ValidateFn<A>>) -> Self {
+    pub fn new(
+        f: F,
+        args: ArgsSpec<A>,
+        output: OutputSpec<R>,
+        validate: Option<ValidateFn<A>>,
+    ) -> Self {
         BlockingTool {
             f: Arc::new(f),
+            args,
+            output,
             validate,
             _kind: PhantomData,
         }
     }
 }
 
-fn parse_and_validate<A: Parse>(
+fn parse_and_validate<A>(
     tool: &str,
     args: &Value,
+    spec: ArgsSpec<A>,
     validate: Option<ValidateFn<A>>,
 ) -> Result<A, ArgumentError> {
-    let parsed = A::parse(tool, args)?;
+    let parsed = (spec.parse)(tool, args)?;
     if let Some(validate) = validate {
         validate(&parsed).map_err(|message| ArgumentError::invalid(tool, "", message))?;
     }
     Ok(parsed)
 }
 
-/// Argument parsing for both typed arguments and "no arguments".
-pub trait Parse: Sized + Send + 'static {
-    /// The canonical schema (`None`: no arguments).
-    fn schema() -> Option<Value>;
-    /// Parses `args`.
-    fn parse(tool: &str, args: &Value) -> Result<Self, ArgumentError>;
-}
-
-impl<A: ToolArgs> Parse for A {
-    fn schema() -> Option<Value> {
-        Some(schemars::schema_for!(A).to_value())
-    }
-    fn parse(tool: &str, args: &Value) -> Result<Self, ArgumentError> {
-        args::parse(tool, args)
-    }
-}
-
-impl Parse for NoArgs {
-    fn schema() -> Option<Value> {
-        None
-    }
-    fn parse(_tool: &str, _args: &Value) -> Result<Self, ArgumentError> {
-        Ok(NoArgs)
-    }
-}
-
-impl<F, A, K> TypedHandler for AsyncTool<F, A, K>
+impl<F, A, R, K> ErasedHandler for AsyncTool<F, A, R, K>
 where
     F: AsyncCall<A, K>,
-    <F::Fut as Future>::Output: IntoToolResult,
-    A: Parse,
+    F::Fut: Future<Output = R>,
+    A: Send + 'static,
+    R: 'static,
     K: 'static,
 {
-    fn input_schema() -> Option<Value> {
-        A::schema()
-    }
-
-    fn output_schema() -> Option<Value> {
-        <<F::Fut as Future>::Output as IntoToolResult>::output_schema()
-    }
-
-    fn bind_typed(
+    fn bind(
         &self,
         tool: &str,
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, ArgumentError> {
-        let parsed = parse_and_validate(tool, args, self.validate)?;
+        let parsed = parse_and_validate(tool, args, self.args, self.validate)?;
         let call = self.f.call(ctx, parsed);
-        Ok(Box::pin(async move { call.await.into_tool_result() }))
+        let finish = self.output.finish;
+        Ok(Box::pin(async move { finish(call.await) }))
     }
 }
 
-impl<F, A, K> TypedHandler for BlockingTool<F, A, K>
+impl<F, A, R, K> ErasedHandler for BlockingTool<F, A, R, K>
 where
-    F: BlockingCall<A, K>,
-    A: Parse,
+    F: BlockingCall<A, K, Output = R>,
+    A: Send + 'static,
+    R: 'static,
     K: 'static,
 {
-    fn input_schema() -> Option<Value> {
-        A::schema()
-    }
-
-    fn output_schema() -> Option<Value> {
-        <F::Output as IntoToolResult>::output_schema()
-    }
-
-    fn bind_typed(
+    fn bind(
         &self,
         tool: &str,
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, ArgumentError> {
-        let parsed = parse_and_validate(tool, args, self.validate)?;
+        let parsed = parse_and_validate(tool, args, self.args, self.validate)?;
         let f = Arc::clone(&self.f);
+        let finish = self.output.finish;
         Ok(Box::pin(async move {
-            let run = move || f.call(ctx, parsed).into_tool_result();
+            let run = move || finish(f.call(ctx, parsed));
             match tokio::runtime::Handle::try_current() {
                 // Off the async threads, so a slow plain fn never stalls other tools.
                 Ok(runtime) => match runtime.spawn_blocking(run).await {

@@ -13,7 +13,7 @@
 //! from the function, its description from the doc comment and its JSON Schema from `schemars`; it registers
 //! itself, so [`register_all_tools`] finds it without a hand-kept list.
 //!
-//! ```
+//! ```standalone_crate
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
 //! use yiem_core::{ToolStore, register_all_tools, tool};
@@ -100,4 +100,117 @@ pub use tool::{
     AgentTool, ExecutionMode, SourceLocation, ToolAnnotations, ToolBuilder, ToolDefinitionError,
     ToolFuture, is_valid_tool_name,
 };
+
+/// Turns an `async fn` (or a plain `fn`) into a tool an LLM can call.
+///
+/// The function stays callable exactly as written. Beside it, with the same visibility, the macro adds a
+/// constructor `<fn>_tool() -> AgentTool` and registers the tool with [`register_all_tools`].
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use yiem_core::{ExecutionMode, tool};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct WeatherArgs {
+///     /// City name, e.g. "Tokyo".
+///     city: String,
+/// }
+///
+/// /// Fetch the current weather for a city.
+/// #[tool(label = "Weather Lookup", parallel, read_only)]
+/// async fn get_weather(args: WeatherArgs) -> Result<String, std::io::Error> {
+///     Ok(format!("{}: 21 °C", args.city))
+/// }
+///
+/// let tool = get_weather_tool();
+/// assert_eq!(tool.name(), "get_weather");
+/// assert_eq!(tool.label(), "Weather Lookup");
+/// assert_eq!(tool.description(), "Fetch the current weather for a city.");
+/// assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
+/// assert_eq!(tool.input_schema()["required"], serde_json::json!(["city"]));
+/// ```
+///
+/// # Signatures
+///
+/// `async fn f(args: A)`, `async fn f(ctx: ToolContext, args: A)`, `async fn f()` and
+/// `async fn f(ctx: ToolContext)`, where `A: Deserialize + JsonSchema` (a struct deriving both). Plain `fn`s
+/// with the same parameters are accepted too and run on tokio's blocking threads, so they never stall other
+/// tools. The future of an async tool must be `Send`.
+///
+/// # Return types
+///
+/// Anything that implements [`IntoToolResult`]: `String`, `&'static str`, `()`, [`AgentToolResult`],
+/// [`Json<T>`] (text plus structured content and an output schema), [`Content`], `Vec<Content>`, and
+/// `Result<T, E>` where `T` is one of these and `E: Display`; an `Err` becomes an error result whose text is
+/// the error's `Display`, so the model sees it and can recover.
+///
+/// # Keys
+///
+/// | key | meaning | default |
+/// |---|---|---|
+/// | `name = "..."` | the name the model calls (`^[a-zA-Z0-9_-]{1,64}$`, checked at compile time) | the fn name |
+/// | `label = "..."` | human-readable name | the name in title case |
+/// | `description = "..."` | what the tool does | the doc comment (one of the two is required) |
+/// | `parallel` / `sequential` | may it run concurrently with other tools of a batch | `sequential` |
+/// | `timeout_ms = N` | time limit; the call gets an error result when it passes | none |
+/// | `prepare = path` | `fn(serde_json::Value) -> serde_json::Value`, rewrites raw arguments first | none |
+/// | `validate = path` | `fn(&A) -> Result<(), String>`, extra checks after parsing | none |
+/// | `read_only`, `destructive`, `idempotent`, `open_world` | MCP hints, as flags or `= true/false` | unsaid |
+/// | `crate = "path"` | where the runtime is, for re-exports | `::yiem_core` |
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use yiem_core::tool;
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct RangeArgs {
+///     low: i32,
+///     high: i32,
+/// }
+///
+/// fn ordered(args: &RangeArgs) -> Result<(), String> {
+///     if args.low <= args.high { Ok(()) } else { Err("`low` must not exceed `high`".into()) }
+/// }
+///
+/// /// Size of an integer range.
+/// #[tool(name = "range-size", validate = ordered, timeout_ms = 1000, idempotent)]
+/// fn range_size(args: RangeArgs) -> String {
+///     (args.high - args.low).to_string()
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let refused = range_size_tool().execute("c1", serde_json::json!({"low": 3, "high": 1})).await;
+/// assert_eq!(
+///     refused.text_content(),
+///     "invalid arguments for tool `range-size`: `low` must not exceed `high`"
+/// );
+/// # });
+/// ```
+///
+/// # Misuse is a compile error on your token
+///
+/// A tool without a description, with borrowed or several argument structs, generic, taking `self`, with
+/// an unknown or repeated key, or with arguments that are not `Deserialize + JsonSchema` does not compile,
+/// and the error says what to write instead:
+///
+/// ```compile_fail
+/// use yiem_core::tool;
+///
+/// #[tool] // error: a tool needs a description for the model: add a doc comment ...
+/// async fn undocumented() -> String {
+///     String::new()
+/// }
+/// ```
+///
+/// ```compile_fail
+/// use yiem_core::tool;
+///
+/// /// Greet someone.
+/// #[tool]
+/// async fn greet(name: &str) -> String { // error: ... take `String` instead of `&str` ...
+///     format!("hello {name}")
+/// }
+/// ```
 pub use yiem_macros::tool;

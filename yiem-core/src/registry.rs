@@ -236,7 +236,10 @@ impl fmt::Debug for ToolStore {
 /// All or nothing: if any name is already taken (in the store, or by two `#[tool]`s), nothing is registered
 /// and the error names both definitions.
 ///
-/// ```
+/// Every `#[tool]` in the binary counts, so a test binary (or a merged doctest) that defines tools in
+/// several places sees all of them.
+///
+/// ```standalone_crate
 /// use yiem_core::{ToolStore, register_all_tools, tool};
 ///
 /// /// Say hello.
@@ -283,7 +286,7 @@ pub fn register_all_tools(store: &mut ToolStore) -> Result<Vec<String>, Registra
 /// uses. A crate that holds nothing but tools is never used by name, so its tools would silently be missing
 /// from [`register_all_tools`]. Name such crates once, at the top level of the binary (usually `main.rs`):
 ///
-/// ```ignore
+/// ```text
 /// yiem_core::link_tools!(weather_tools, file_tools);
 /// ```
 ///

@@ -127,7 +127,9 @@ impl SchemaSource {
 
 /// The type-erased code of a tool: parses and validates the arguments, then hands back the future that
 /// runs the call.
-pub(crate) trait ErasedHandler: Send + Sync + 'static {
+#[doc(hidden)]
+pub trait ErasedHandler: Send + Sync + 'static {
+    /// Parses and validates `args` and returns the call, not yet started.
     fn bind(&self, tool: &str, args: &Value, ctx: ToolContext)
     -> Result<ToolFuture, ArgumentError>;
 }

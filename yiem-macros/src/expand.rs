@@ -18,7 +18,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
         Ok(item) => item,
         Err(_) => {
             let error = syn::Error::new(
-                Span::call_site(),
+                item_keyword_span(&input),
                 "#[tool] goes on a function: `async fn name(args: Args) -> Output`",
             );
             // Keep whatever the user wrote, so only this error shows.
@@ -98,7 +98,9 @@ fn generate(
         (Kind::ArgsOnly, Some(ty)) => (quote!(ArgsOnly), quote!(#ty)),
         (Kind::CtxArgs, Some(ty)) => (quote!(CtxArgs), quote!(#ty)),
         (Kind::CtxOnly, _) => (quote!(CtxOnly), quote!(#private::NoArgs)),
-        _ => (quote!(Nothing), quote!(#private::NoArgs)),
+        (Kind::Nothing | Kind::ArgsOnly | Kind::CtxArgs, _) => {
+            (quote!(Nothing), quote!(#private::NoArgs))
+        }
     };
     let adapter = if tool.is_async() {
         quote!(AsyncTool)
@@ -132,18 +134,24 @@ fn generate(
         None => quote!(::core::option::Option::None),
     };
 
-    // Type checks on the user's own tokens: the argument type and the return type.
-    let args_check = checked.args_ty.map(|ty| {
-        quote_spanned! {ty.span()=>
-            #private::assert_args::<#ty>();
-        }
-    });
-    let output_check = match &item.sig.output {
-        ReturnType::Type(_, ty) if tool.is_async() => Some(quote_spanned! {ty.span()=>
-            #private::assert_output::<#ty>();
-        }),
-        _ => None,
+    // Each type is checked once, on the user's own token: the argument type by `args_spec`, the return
+    // type by `output_spec`. The handler itself only has to agree with them.
+    let args_spec = match checked.args_ty {
+        Some(ty) => quote_spanned! {ty.span()=> #private::args_spec::<#ty>()},
+        None => quote!(#private::no_args_spec()),
     };
+    let output_spec = match &item.sig.output {
+        ReturnType::Type(_, ty) if contains_impl_trait(ty) => {
+            quote_spanned! {ty.span()=> #private::output_spec::<_>()}
+        }
+        ReturnType::Type(_, ty) => quote_spanned! {ty.span()=> #private::output_spec::<#ty>()},
+        ReturnType::Default => quote_spanned! {fn_name.span()=> #private::output_spec::<()>()},
+    };
+    // Spanned on the fn name: a future that is not `Send` is reported there.
+    let handler = quote_spanned! {fn_name.span()=>
+        #private::#adapter::<_, _, _, #private::#kind>::new(#fn_name, args, output, #validate)
+    };
+    let handler_ident = quote_spanned! {fn_name.span()=> handler};
 
     let location = quote_spanned! {fn_name.span()=> ::core::file!(), ::core::line!()};
     let doc = format!(
@@ -159,8 +167,9 @@ fn generate(
         #vis fn #constructor() -> #krate::AgentTool {
             static __YIEM_INPUT_SCHEMA: #private::SchemaCell = #private::SchemaCell::new();
             static __YIEM_OUTPUT_SCHEMA: #private::SchemaCell = #private::SchemaCell::new();
-            #args_check
-            #output_check
+            let args = #args_spec;
+            let output = #output_spec;
+            let #handler_ident = #handler;
             let (file, line) = (#location);
             #private::ToolSpec {
                 name: #name,
@@ -178,11 +187,7 @@ fn generate(
                 file,
                 line,
             }
-            .build(
-                &__YIEM_INPUT_SCHEMA,
-                &__YIEM_OUTPUT_SCHEMA,
-                #private::#adapter::<_, #args_ty, #private::#kind>::new(#fn_name, #validate),
-            )
+            .build(&__YIEM_INPUT_SCHEMA, &__YIEM_OUTPUT_SCHEMA, (args, output), #handler_ident)
         }
 
         #[doc(hidden)]
@@ -192,4 +197,37 @@ fn generate(
             }
         };
     }
+}
+
+/// Whether `ty` mentions `impl Trait` (then the output type is left to inference).
+fn contains_impl_trait(ty: &syn::Type) -> bool {
+    struct Finder(bool);
+    impl<'ast> syn::visit::Visit<'ast> for Finder {
+        fn visit_type_impl_trait(&mut self, _: &'ast syn::TypeImplTrait) {
+            self.0 = true;
+        }
+    }
+    let mut finder = Finder(false);
+    syn::visit::Visit::visit_type(&mut finder, ty);
+    finder.0
+}
+
+/// The span of the keyword that starts an item (`struct`, `impl`, ...), past attributes and visibility.
+fn item_keyword_span(input: &TokenStream) -> Span {
+    use proc_macro2::TokenTree;
+    let mut tokens = input.clone().into_iter().peekable();
+    while let Some(token) = tokens.next() {
+        match &token {
+            TokenTree::Punct(p) if p.as_char() == '#' => {
+                tokens.next(); // the attribute's `[...]`
+            }
+            TokenTree::Ident(ident) if ident == "pub" => {
+                if let Some(TokenTree::Group(_)) = tokens.peek() {
+                    tokens.next(); // `pub(crate)`
+                }
+            }
+            other => return other.span(),
+        }
+    }
+    Span::call_site()
 }

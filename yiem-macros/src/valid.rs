@@ -137,7 +137,7 @@ fn check_signature(cx: &mut Ctxt, tool: &ToolFn<'_>) {
         && let Type::ImplTrait(_) = ty.as_ref()
     {
         cx.error_spanned_by(
-            &sig.fn_token,
+            sig.fn_token,
             "a plain `fn` tool runs on a blocking thread and cannot return `impl Trait`: write `async fn` and return the output type",
         );
     }

@@ -1,0 +1,60 @@
+//! Every attribute key at once.
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use yiem_core::{ExecutionMode, ToolAnnotations, tool};
+
+#[derive(Deserialize, JsonSchema)]
+struct Args {
+    n: u8,
+}
+
+fn prepare(raw: Value) -> Value {
+    raw
+}
+
+fn validate(args: &Args) -> Result<(), String> {
+    if args.n > 0 { Ok(()) } else { Err("`n` must be positive".into()) }
+}
+
+/// Ignored: the description key wins.
+#[tool(
+    name = "every-key",
+    label = "Every Key",
+    description = "Uses every key.",
+    parallel,
+    timeout_ms = 1500,
+    prepare = prepare,
+    validate = validate,
+    read_only,
+    destructive = false,
+    idempotent = true,
+    open_world = false,
+)]
+async fn every_key(args: Args) -> String {
+    args.n.to_string()
+}
+
+/// Sequential, said explicitly.
+#[tool(sequential)]
+async fn explicit_sequential() {}
+
+fn main() {
+    let tool = every_key_tool();
+    assert_eq!(tool.name(), "every-key");
+    assert_eq!(tool.label(), "Every Key");
+    assert_eq!(tool.description(), "Uses every key.");
+    assert_eq!(tool.execution_mode(), ExecutionMode::Parallel);
+    assert_eq!(tool.timeout(), Some(std::time::Duration::from_millis(1500)));
+    assert_eq!(
+        *tool.annotations(),
+        ToolAnnotations {
+            read_only: Some(true),
+            destructive: Some(false),
+            idempotent: Some(true),
+            open_world: Some(false)
+        }
+    );
+    assert_eq!(explicit_sequential_tool().execution_mode(), ExecutionMode::Sequential);
+    let _ = json!({});
+}
