@@ -81,9 +81,15 @@ mod args;
 mod call;
 mod content;
 mod context;
+mod event;
+mod executor;
 mod handler;
+mod hooks;
+mod message;
+mod pipeline;
 mod registry;
 mod result;
+mod suggest;
 mod tool;
 
 #[doc(hidden)]
@@ -93,6 +99,14 @@ pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use content::Content;
 pub use context::ToolContext;
+pub use event::{AgentEvent, EventBus, EventStream};
+pub use executor::{ToolCallBatch, ToolExecutor, execute_tool_calls};
+pub use hooks::{
+    AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
+};
+pub use message::{
+    AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,
+};
 pub use registry::{LIST_TOOLS, RegistrationError, ToolStore, register_all_tools, static_tools};
 pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
 pub use tokio_util::sync::CancellationToken;

@@ -298,10 +298,12 @@ impl AgentTool {
         let name = self.name();
         let guarded = AssertUnwindSafe(call).catch_unwind();
         let limit = self.inner.timeout.or(default_timeout);
+        // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if the tool
+        // noticed the token and returned on its own.
         let outcome = tokio::select! {
             biased;
-            outcome = guarded => Ok(outcome),
             () = ctx.cancelled() => Err(format!("tool `{name}` was aborted before it finished")),
+            outcome = guarded => Ok(outcome),
             () = sleep_or_never(limit) => {
                 ctx.cancellation_token().cancel();
                 let ms = limit.map_or(0, |d| d.as_millis());

@@ -1,0 +1,264 @@
+//! Lifecycle events ([`AgentEvent`]) and their delivery ([`EventBus`]): to sink callbacks, inline and
+//! lossless, and to [`EventStream`]s, bounded and never blocking the executor.
+//!
+//! # Backpressure
+//!
+//! A sink registered with [`EventBus::on_event`] is called inline, in order, on the task that emits the
+//! event: it sees every event and must be quick (hand the event to a channel of your own if it is not).
+//! A stream from [`EventBus::subscribe`] buffers up to its capacity (default 1024 events). When a
+//! subscriber falls that far behind, the oldest events it has not read are dropped for it — the executor
+//! never waits for a slow reader — and [`EventStream::missed`] counts what was dropped (a `tracing` warning
+//! says so too). Memory is bounded; delivery to a stream is best-effort.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::call::{ToolCall, ToolResultMessage};
+use crate::message::{AgentMessage, AssistantMessage};
+use crate::result::AgentToolResult;
+
+/// Something that happened in an agent run or a tool batch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEvent {
+    /// A run started.
+    AgentStart,
+    /// A turn (one model call and its tool calls) started.
+    TurnStart,
+    /// A message entered the conversation (streaming ones are updated, then ended).
+    MessageStart {
+        /// The message as it is now.
+        message: AgentMessage,
+    },
+    /// A streaming assistant message changed.
+    MessageUpdate {
+        /// The message so far.
+        message: AgentMessage,
+        /// What was added, as the model streamed it.
+        delta: Value,
+    },
+    /// A message is complete.
+    MessageEnd {
+        /// The final message.
+        message: AgentMessage,
+    },
+    /// A tool call is about to be prepared and run.
+    ToolExecutionStart {
+        /// The call.
+        call: Arc<ToolCall>,
+    },
+    /// A running tool streamed a partial result.
+    ToolExecutionUpdate {
+        /// The call.
+        call: Arc<ToolCall>,
+        /// The partial result.
+        partial: AgentToolResult,
+    },
+    /// A tool call finished (successfully or not); exactly one per call.
+    ToolExecutionEnd {
+        /// The call.
+        call: Arc<ToolCall>,
+        /// The final result.
+        result: AgentToolResult,
+        /// Whether it failed.
+        is_error: bool,
+    },
+    /// A turn ended.
+    TurnEnd {
+        /// The assistant message of the turn.
+        message: AssistantMessage,
+        /// The results of its tool calls.
+        tool_results: Vec<ToolResultMessage>,
+    },
+    /// A run ended.
+    AgentEnd {
+        /// The messages the run added.
+        messages: Vec<AgentMessage>,
+    },
+}
+
+type Sink = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+
+struct Bus {
+    sinks: RwLock<Arc<[Sink]>>,
+    sender: broadcast::Sender<AgentEvent>,
+}
+
+/// Delivers events to sink callbacks and streams. Cloning it gives another handle to the same bus.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use yiem_core::{AgentEvent, EventBus};
+///
+/// let bus = EventBus::new();
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let sink = seen.clone();
+/// bus.on_event(move |event| sink.lock().unwrap().push(event.clone()));
+/// bus.emit(AgentEvent::TurnStart);
+/// assert_eq!(*seen.lock().unwrap(), [AgentEvent::TurnStart]);
+/// ```
+#[derive(Clone)]
+pub struct EventBus {
+    bus: Arc<Bus>,
+}
+
+impl Default for EventBus {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl EventBus {
+    /// The default stream capacity, in events per subscriber.
+    pub const DEFAULT_CAPACITY: usize = 1024;
+
+    /// A bus whose streams buffer [`DEFAULT_CAPACITY`](Self::DEFAULT_CAPACITY) events.
+    pub fn new() -> Self {
+        Self::with_capacity(Self::DEFAULT_CAPACITY)
+    }
+
+    /// A bus whose streams buffer `capacity` events each (at least 1).
+    pub fn with_capacity(capacity: usize) -> Self {
+        let (sender, _) = broadcast::channel(capacity.max(1));
+        EventBus {
+            bus: Arc::new(Bus {
+                sinks: RwLock::new(Arc::new([])),
+                sender,
+            }),
+        }
+    }
+
+    /// Calls `sink` with every event, inline and in order. Keep it quick.
+    pub fn on_event(&self, sink: impl Fn(&AgentEvent) + Send + Sync + 'static) {
+        let mut sinks = self
+            .bus
+            .sinks
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut list = sinks.to_vec();
+        list.push(Arc::new(sink));
+        *sinks = list.into();
+    }
+
+    fn sinks(&self) -> Arc<[Sink]> {
+        Arc::clone(
+            &self
+                .bus
+                .sinks
+                .read()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
+    /// A stream of the events emitted from now on (see the module docs for what happens when it lags).
+    pub fn subscribe(&self) -> EventStream {
+        EventStream::new(self.bus.sender.subscribe())
+    }
+
+    /// Whether anyone listens; emitters skip building events nobody would see.
+    pub fn is_observed(&self) -> bool {
+        self.bus.sender.receiver_count() > 0 || !self.sinks().is_empty()
+    }
+
+    /// Delivers `event` to every sink, then to every stream.
+    pub fn emit(&self, event: AgentEvent) {
+        // A snapshot, so a sink may register another sink without deadlocking.
+        for sink in self.sinks().iter() {
+            // A panicking sink must not cost a call its end event, nor the batch its results.
+            if let Err(panic) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&event)))
+            {
+                tracing::error!(panic = %crate::tool::panic_message(panic.as_ref()), "an event sink panicked");
+            }
+        }
+        if self.bus.sender.receiver_count() > 0 {
+            // An error only means every receiver went away meanwhile.
+            let _ = self.bus.sender.send(event);
+        }
+    }
+}
+
+impl std::fmt::Debug for EventBus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventBus")
+            .field("streams", &self.bus.sender.receiver_count())
+            .finish_non_exhaustive()
+    }
+}
+
+type Recv = Pin<
+    Box<
+        dyn Future<
+                Output = (
+                    Result<AgentEvent, broadcast::error::RecvError>,
+                    broadcast::Receiver<AgentEvent>,
+                ),
+            > + Send,
+    >,
+>;
+
+/// A stream of [`AgentEvent`]s from an [`EventBus`]. Ends when every handle to the bus is dropped.
+pub struct EventStream {
+    pending: Option<Recv>,
+    missed: Arc<AtomicU64>,
+}
+
+impl EventStream {
+    fn new(receiver: broadcast::Receiver<AgentEvent>) -> Self {
+        EventStream {
+            pending: Some(Self::next_from(receiver)),
+            missed: Arc::default(),
+        }
+    }
+
+    fn next_from(mut receiver: broadcast::Receiver<AgentEvent>) -> Recv {
+        Box::pin(async move {
+            let event = receiver.recv().await;
+            (event, receiver)
+        })
+    }
+
+    /// How many events this stream dropped because it fell behind.
+    pub fn missed(&self) -> u64 {
+        self.missed.load(Ordering::Relaxed)
+    }
+}
+
+impl Stream for EventStream {
+    type Item = AgentEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<AgentEvent>> {
+        loop {
+            let Some(pending) = self.pending.as_mut() else {
+                return Poll::Ready(None);
+            };
+            let (outcome, receiver) = match pending.as_mut().poll(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(ready) => ready,
+            };
+            match outcome {
+                Ok(event) => {
+                    self.pending = Some(Self::next_from(receiver));
+                    return Poll::Ready(Some(event));
+                }
+                Err(broadcast::error::RecvError::Lagged(count)) => {
+                    self.missed.fetch_add(count, Ordering::Relaxed);
+                    tracing::warn!(
+                        missed = count,
+                        "an event stream fell behind and dropped events"
+                    );
+                    self.pending = Some(Self::next_from(receiver));
+                }
+                Err(broadcast::error::RecvError::Closed) => {
+                    self.pending = None;
+                    return Poll::Ready(None);
+                }
+            }
+        }
+    }
+}
