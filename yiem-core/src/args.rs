@@ -1,6 +1,7 @@
 //! Turning the JSON arguments a model sent into a tool's typed arguments, and the errors that explain to the
 //! model what was wrong.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::DeserializeOwned;
@@ -126,25 +127,31 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
 }
 
 /// Brings raw arguments into the one shape tools accept, a JSON object: a string is parsed as JSON (the
-/// OpenAI wire format), `null` and an empty string mean "no arguments".
-pub(crate) fn normalize(tool: &str, raw: Value) -> Result<Value, ArgumentError> {
-    let value = match raw {
-        Value::String(text) if text.trim().is_empty() => return Ok(Value::Object(Map::new())),
-        Value::String(text) => serde_json::from_str(&text).map_err(|e| ArgumentError::NotJson {
-            tool: tool.to_owned(),
-            detail: e.to_string(),
-        })?,
-        other => other,
-    };
-    match value {
-        Value::Null => Ok(Value::Object(Map::new())),
-        Value::Object(_) => Ok(value),
-        other => Err(ArgumentError::not_an_object(tool, &other)),
+/// OpenAI wire format), `null` and an empty string mean "no arguments". An object is borrowed, not copied.
+pub(crate) fn normalize<'a>(tool: &str, raw: &'a Value) -> Result<Cow<'a, Value>, ArgumentError> {
+    match raw {
+        Value::Object(_) => Ok(Cow::Borrowed(raw)),
+        Value::Null => Ok(Cow::Owned(Value::Object(Map::new()))),
+        Value::String(text) if text.trim().is_empty() => Ok(Cow::Owned(Value::Object(Map::new()))),
+        Value::String(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Null) => Ok(Cow::Owned(Value::Object(Map::new()))),
+            Ok(value @ Value::Object(_)) => Ok(Cow::Owned(value)),
+            Ok(other) => Err(ArgumentError::not_an_object(tool, &other)),
+            Err(error) => Err(ArgumentError::NotJson {
+                tool: tool.to_owned(),
+                detail: error.to_string(),
+            }),
+        },
+        other => Err(ArgumentError::not_an_object(tool, other)),
     }
 }
 
 /// Deserializes `args` into `A`, reporting the path of the value that did not fit.
 pub(crate) fn parse<A: DeserializeOwned>(tool: &str, args: &Value) -> Result<A, ArgumentError> {
+    // The fast path tracks no path; only a failure pays for a second, path-tracking pass.
+    if let Ok(parsed) = A::deserialize(args) {
+        return Ok(parsed);
+    }
     serde_path_to_error::deserialize(args).map_err(|error| {
         let path = pointer(error.path());
         ArgumentError::invalid(tool, path, error.into_inner().to_string())
@@ -197,19 +204,21 @@ mod tests {
 
     #[test]
     fn string_arguments_are_parsed_as_json() {
-        let value = normalize("t", json!("{\"a\": 1}")).unwrap();
-        assert_eq!(value, json!({"a": 1}));
+        let raw = json!("{\"a\": 1}");
+        assert_eq!(*normalize("t", &raw).unwrap(), json!({"a": 1}));
     }
 
     #[test]
     fn null_and_empty_string_mean_no_arguments() {
-        assert_eq!(normalize("t", Value::Null).unwrap(), json!({}));
-        assert_eq!(normalize("t", json!("  ")).unwrap(), json!({}));
+        assert_eq!(*normalize("t", &Value::Null).unwrap(), json!({}));
+        assert_eq!(*normalize("t", &json!("  ")).unwrap(), json!({}));
+        let object = json!({"a": 1});
+        assert!(matches!(normalize("t", &object).unwrap(), Cow::Borrowed(_)));
     }
 
     #[test]
     fn a_string_that_is_not_json_is_refused() {
-        let error = normalize("t", json!("{city: Tokyo")).unwrap_err();
+        let error = normalize("t", &json!("{city: Tokyo")).unwrap_err();
         assert_eq!(
             error.to_string(),
             "arguments for tool `t` are not valid JSON (key must be a string at line 1 column 2); send the arguments as a JSON object"

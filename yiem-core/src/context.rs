@@ -2,8 +2,8 @@
 //! to stream partial results.
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 
@@ -40,24 +40,50 @@ struct UpdateSink {
 /// ```
 #[derive(Clone)]
 pub struct ToolContext {
-    call_id: Arc<str>,
-    cancel: CancellationToken,
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
+    call_id: Box<str>,
+    /// The batch's token; this call's token is derived from it on first use.
+    parent: Option<CancellationToken>,
+    /// This call's token, made only when something asks for it (most quick tools never do).
+    token: OnceLock<CancellationToken>,
     updates: Option<Arc<UpdateSink>>,
 }
 
 impl ToolContext {
-    /// A context for the call `call_id`, with a fresh cancellation token and no update receiver.
-    pub fn new(call_id: impl Into<Arc<str>>) -> Self {
+    /// A context for the call `call_id`, with its own cancellation token and no update receiver.
+    pub fn new(call_id: impl Into<Box<str>>) -> Self {
         ToolContext {
-            call_id: call_id.into(),
-            cancel: CancellationToken::new(),
-            updates: None,
+            inner: Arc::new(Inner {
+                call_id: call_id.into(),
+                parent: None,
+                token: OnceLock::new(),
+                updates: None,
+            }),
         }
+    }
+
+    fn inner_mut(&mut self) -> &mut Inner {
+        Arc::make_mut(&mut self.inner)
     }
 
     /// Uses `token` as this call's cancellation token.
     pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
-        self.cancel = token;
+        let inner = self.inner_mut();
+        inner.parent = None;
+        inner.token = OnceLock::from(token);
+        self
+    }
+
+    /// Gives the call a token of its own that is cancelled whenever `parent` is (a child token), made on
+    /// first use.
+    pub fn with_parent(mut self, parent: CancellationToken) -> Self {
+        let inner = self.inner_mut();
+        inner.parent = Some(parent);
+        inner.token = OnceLock::new();
         self
     }
 
@@ -66,7 +92,7 @@ impl ToolContext {
         mut self,
         deliver: impl Fn(AgentToolResult) + Send + Sync + 'static,
     ) -> Self {
-        self.updates = Some(Arc::new(UpdateSink {
+        self.inner_mut().updates = Some(Arc::new(UpdateSink {
             open: AtomicBool::new(true),
             deliver: Box::new(deliver),
         }));
@@ -75,28 +101,35 @@ impl ToolContext {
 
     /// The id of the tool call being executed.
     pub fn call_id(&self) -> &str {
-        &self.call_id
+        &self.inner.call_id
     }
 
     /// The call's cancellation token: cancelled when the run is aborted or the call times out.
     pub fn cancellation_token(&self) -> &CancellationToken {
-        &self.cancel
+        self.inner.token.get_or_init(|| match &self.inner.parent {
+            Some(parent) => parent.child_token(),
+            None => CancellationToken::new(),
+        })
     }
 
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
+        match (self.inner.token.get(), &self.inner.parent) {
+            (Some(token), _) => token.is_cancelled(),
+            (None, Some(parent)) => parent.is_cancelled(),
+            (None, None) => false,
+        }
     }
 
     /// Completes when the call is cancelled; use it in `tokio::select!` to stop early.
     pub async fn cancelled(&self) {
-        self.cancel.cancelled().await
+        self.cancellation_token().cancelled().await
     }
 
     /// Streams a partial result (each becomes a `ToolExecutionUpdate` event). Updates sent after the call
     /// has ended are dropped.
     pub fn update(&self, partial: impl IntoToolResult) {
-        if let Some(sink) = &self.updates
+        if let Some(sink) = &self.inner.updates
             && sink.open.load(Ordering::Acquire)
         {
             (sink.deliver)(partial.into_tool_result());
@@ -105,7 +138,7 @@ impl ToolContext {
 
     /// Stops delivering updates; called by the executor when the call ends.
     pub fn close_updates(&self) {
-        if let Some(sink) = &self.updates {
+        if let Some(sink) = &self.inner.updates {
             sink.open.store(false, Ordering::Release);
         }
     }
@@ -114,9 +147,9 @@ impl ToolContext {
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("call_id", &self.call_id)
-            .field("cancelled", &self.cancel.is_cancelled())
-            .field("streams_updates", &self.updates.is_some())
+            .field("call_id", &self.inner.call_id)
+            .field("cancelled", &self.is_cancelled())
+            .field("streams_updates", &self.inner.updates.is_some())
             .finish()
     }
 }

@@ -11,7 +11,7 @@
 //! says so too). Memory is bounded; delivery to a stream is best-effort.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 
@@ -86,6 +86,10 @@ type Sink = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 
 struct Bus {
     sinks: RwLock<Arc<[Sink]>>,
+    /// Whether any sink is registered.
+    has_sinks: AtomicBool,
+    /// How many streams are alive (so an unobserved bus costs two atomic loads, and no lock).
+    streams: Arc<AtomicUsize>,
     sender: broadcast::Sender<AgentEvent>,
 }
 
@@ -128,6 +132,8 @@ impl EventBus {
         EventBus {
             bus: Arc::new(Bus {
                 sinks: RwLock::new(Arc::new([])),
+                has_sinks: AtomicBool::new(false),
+                streams: Arc::default(),
                 sender,
             }),
         }
@@ -143,6 +149,7 @@ impl EventBus {
         let mut list = sinks.to_vec();
         list.push(Arc::new(sink));
         *sinks = list.into();
+        self.bus.has_sinks.store(true, Ordering::Release);
     }
 
     fn sinks(&self) -> Arc<[Sink]> {
@@ -157,18 +164,27 @@ impl EventBus {
 
     /// A stream of the events emitted from now on (see the module docs for what happens when it lags).
     pub fn subscribe(&self) -> EventStream {
-        EventStream::new(self.bus.sender.subscribe())
+        self.bus.streams.fetch_add(1, Ordering::AcqRel);
+        EventStream::new(self.bus.sender.subscribe(), Arc::clone(&self.bus.streams))
     }
 
     /// Whether anyone listens; emitters skip building events nobody would see.
     pub fn is_observed(&self) -> bool {
-        self.bus.sender.receiver_count() > 0 || !self.sinks().is_empty()
+        self.bus.has_sinks.load(Ordering::Acquire) || self.bus.streams.load(Ordering::Acquire) > 0
     }
 
     /// Delivers `event` to every sink, then to every stream.
     pub fn emit(&self, event: AgentEvent) {
+        if !self.is_observed() {
+            return;
+        }
         // A snapshot, so a sink may register another sink without deadlocking.
-        for sink in self.sinks().iter() {
+        let sinks = if self.bus.has_sinks.load(Ordering::Acquire) {
+            self.sinks()
+        } else {
+            Arc::new([])
+        };
+        for sink in sinks.iter() {
             // A panicking sink must not cost a call its end event, nor the batch its results.
             if let Err(panic) =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&event)))
@@ -176,7 +192,7 @@ impl EventBus {
                 tracing::error!(panic = %crate::tool::panic_message(panic.as_ref()), "an event sink panicked");
             }
         }
-        if self.bus.sender.receiver_count() > 0 {
+        if self.bus.streams.load(Ordering::Acquire) > 0 {
             // An error only means every receiver went away meanwhile.
             let _ = self.bus.sender.send(event);
         }
@@ -186,7 +202,7 @@ impl EventBus {
 impl std::fmt::Debug for EventBus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventBus")
-            .field("streams", &self.bus.sender.receiver_count())
+            .field("streams", &self.bus.streams.load(Ordering::Relaxed))
             .finish_non_exhaustive()
     }
 }
@@ -206,13 +222,21 @@ type Recv = Pin<
 pub struct EventStream {
     pending: Option<Recv>,
     missed: Arc<AtomicU64>,
+    streams: Arc<AtomicUsize>,
+}
+
+impl Drop for EventStream {
+    fn drop(&mut self) {
+        self.streams.fetch_sub(1, Ordering::AcqRel);
+    }
 }
 
 impl EventStream {
-    fn new(receiver: broadcast::Receiver<AgentEvent>) -> Self {
+    fn new(receiver: broadcast::Receiver<AgentEvent>, streams: Arc<AtomicUsize>) -> Self {
         EventStream {
             pending: Some(Self::next_from(receiver)),
             missed: Arc::default(),
+            streams,
         }
     }
 

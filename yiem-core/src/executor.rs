@@ -15,7 +15,7 @@ use crate::message::{AgentMessage, AssistantMessage};
 use crate::pipeline::{self, CallEnv, Prepared, ReadyCall};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
-use crate::tool::ExecutionMode;
+use crate::tool::{AgentTool, ExecutionMode};
 
 /// The results of one batch.
 #[derive(Clone, Debug, PartialEq)]
@@ -143,17 +143,23 @@ impl ToolExecutor {
             default_timeout: self.default_timeout,
             assistant,
         };
-        let calls: Vec<Arc<ToolCall>> = calls.into_iter().map(Arc::new).collect();
+        // Each tool is looked up once, here.
+        let calls: Vec<(Arc<ToolCall>, Option<AgentTool>)> = calls
+            .into_iter()
+            .map(|call| {
+                let tool = store.get(&call.name);
+                (Arc::new(call), tool)
+            })
+            .collect();
         let sequential = self.mode == ExecutionMode::Sequential
-            || calls.iter().any(|call| {
-                store
-                    .get(&call.name)
+            || calls.iter().any(|(_, tool)| {
+                tool.as_ref()
                     .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
             });
         let results = if sequential {
-            run_sequential(store, &calls, &env, cancel).await
+            run_sequential(store, calls, &env, cancel).await
         } else {
-            run_parallel(store, &calls, &env, cancel).await
+            run_parallel(store, calls, &env, cancel).await
         };
         let terminate = !results.is_empty() && results.iter().all(|(_, terminate)| *terminate);
         ToolCallBatch {
@@ -184,6 +190,9 @@ fn call_span(call: &ToolCall) -> tracing::Span {
 }
 
 fn record_outcome(span: &tracing::Span, result: &AgentToolResult, started: Instant) {
+    if span.is_disabled() {
+        return;
+    }
     span.record("outcome", if result.is_error { "error" } else { "ok" });
     span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
 }
@@ -223,6 +232,7 @@ fn finish(env: &CallEnv, call: &ToolCall, result: AgentToolResult) -> (ToolResul
 /// Runs one call to its end (start event, pipeline, end event) and returns its result.
 async fn run_one(
     store: &ToolStore,
+    tool: Option<AgentTool>,
     call: &Arc<ToolCall>,
     env: &CallEnv,
     cancel: &CancellationToken,
@@ -234,7 +244,7 @@ async fn run_one(
         if cancel.is_cancelled() {
             return pipeline::not_run(&call.name);
         }
-        match pipeline::prepare(store, call, env, cancel).await {
+        match pipeline::prepare(store, tool, call, env, cancel).await {
             Prepared::Immediate(result) => result,
             Prepared::Ready(ready) => pipeline::execute_and_finalize(ready, env).await,
         }
@@ -248,14 +258,14 @@ async fn run_one(
 
 async fn run_sequential(
     store: &ToolStore,
-    calls: &[Arc<ToolCall>],
+    calls: Vec<(Arc<ToolCall>, Option<AgentTool>)>,
     env: &CallEnv,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResultMessage, bool)> {
     let mut results = Vec::with_capacity(calls.len());
-    for call in calls {
-        let result = run_one(store, call, env, cancel).await;
-        results.push(finish(env, call, result));
+    for (call, tool) in calls {
+        let result = run_one(store, tool, &call, env, cancel).await;
+        results.push(finish(env, &call, result));
     }
     results
 }
@@ -279,21 +289,21 @@ impl Drop for AbortOnDrop {
 
 async fn run_parallel(
     store: &ToolStore,
-    calls: &[Arc<ToolCall>],
+    calls: Vec<(Arc<ToolCall>, Option<AgentTool>)>,
     env: &CallEnv,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResultMessage, bool)> {
     // A lone call gains nothing from a task of its own.
     let spawn = calls.len() > 1;
     let mut slots = Vec::with_capacity(calls.len());
-    for call in calls {
+    for (call, tool) in &calls {
         let span = call_span(call);
         let started = Instant::now();
         emit_start(env, call);
         let prepared = if cancel.is_cancelled() {
             Prepared::Immediate(pipeline::not_run(&call.name))
         } else {
-            pipeline::prepare(store, call, env, cancel)
+            pipeline::prepare(store, tool.clone(), call, env, cancel)
                 .instrument(span.clone())
                 .await
         };
@@ -319,7 +329,7 @@ async fn run_parallel(
         });
     }
     let mut results = Vec::with_capacity(calls.len());
-    for (slot, call) in slots.into_iter().zip(calls) {
+    for (slot, (call, _)) in slots.into_iter().zip(&calls) {
         let result = match slot {
             Slot::Done(result) => result,
             Slot::Running(mut handle) => match (&mut handle.0).await {

@@ -33,7 +33,8 @@ pub(crate) struct CallEnv {
 pub(crate) struct ReadyCall {
     pub call: Arc<ToolCall>,
     pub tool: AgentTool,
-    pub args: Arc<Value>,
+    /// The prepared arguments, kept only when a hook will look at them.
+    pub args: Option<Arc<Value>>,
     future: ToolFuture,
     ctx: ToolContext,
 }
@@ -48,16 +49,19 @@ pub(crate) enum Prepared {
 
 /// Prepares `call`. Never fails: an unknown tool, bad arguments, a blocking or failing hook, or an abort
 /// becomes an immediate error result.
+///
+/// `tool` is the store's tool of that name, looked up once by the caller.
 pub(crate) async fn prepare(
     store: &ToolStore,
+    tool: Option<AgentTool>,
     call: &Arc<ToolCall>,
     env: &CallEnv,
     cancel: &CancellationToken,
 ) -> Prepared {
-    let Some(tool) = store.get(&call.name) else {
+    let Some(tool) = tool else {
         return Prepared::Immediate(AgentToolResult::error(unknown_tool(store, &call.name)));
     };
-    let args = match tool.prepare_arguments(call.arguments.clone()) {
+    let args = match tool.prepare_arguments(&call.arguments) {
         Ok(args) => args,
         Err(error) => return Prepared::Immediate(AgentToolResult::error(error.to_string())),
     };
@@ -66,11 +70,12 @@ pub(crate) async fn prepare(
         Ok(future) => future,
         Err(error) => return Prepared::Immediate(AgentToolResult::error(error.to_string())),
     };
-    let args = Arc::new(args);
-    if let Some(before) = &env.hooks.before {
+    let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
+    let args = hooked.then(|| Arc::new(args.into_owned()));
+    if let (Some(before), Some(args)) = (&env.hooks.before, &args) {
         let hook_ctx = BeforeToolCallContext {
             call: Arc::clone(call),
-            args: Arc::clone(&args),
+            args: Arc::clone(args),
             tool: tool.clone(),
             assistant: env.assistant.clone(),
         };
@@ -116,7 +121,7 @@ pub(crate) async fn execute_and_finalize(ready: ReadyCall, env: &CallEnv) -> Age
         ctx,
     } = ready;
     let result = tool.run(future, &ctx, env.default_timeout).await;
-    let Some(after) = &env.hooks.after else {
+    let (Some(after), Some(args)) = (&env.hooks.after, args) else {
         return result;
     };
     let hook_ctx = AfterToolCallContext {
@@ -149,7 +154,7 @@ fn call_context(
     cancel: &CancellationToken,
     events: &EventBus,
 ) -> ToolContext {
-    let ctx = ToolContext::new(call.id.as_str()).with_cancellation(cancel.child_token());
+    let ctx = ToolContext::new(call.id.as_str()).with_parent(cancel.clone());
     if !events.is_observed() {
         return ctx;
     }

@@ -56,7 +56,8 @@ pub enum RegistrationError {
     },
 }
 
-type ToolMap = IndexMap<String, AgentTool>;
+/// Seeded per process; names are short, so a fast hash keeps lookups cheap.
+type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 
 /// A per-agent set of tools: an ordered map from name to [`AgentTool`], with O(1) lookup and registration
 /// order kept. Stores are isolated from each other.

@@ -257,10 +257,12 @@ impl AgentTool {
 
     /// Brings raw arguments into shape: a JSON string is parsed, `null` means `{}`, anything but an object
     /// is refused; then the tool's own prepare step (if any) rewrites them.
-    pub fn prepare_arguments(&self, raw: Value) -> Result<Value, ArgumentError> {
+    ///
+    /// An arguments object is borrowed as it is when the tool has no prepare step.
+    pub fn prepare_arguments<'a>(&self, raw: &'a Value) -> Result<Cow<'a, Value>, ArgumentError> {
         let args = args::normalize(&self.inner.name, raw)?;
         Ok(match &self.inner.prepare_arguments {
-            Some(prepare) => prepare(args),
+            Some(prepare) => Cow::Owned(prepare(args.into_owned())),
             None => args,
         })
     }
@@ -272,14 +274,14 @@ impl AgentTool {
 
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result.
-    pub async fn execute(&self, call_id: impl Into<Arc<str>>, args: Value) -> AgentToolResult {
+    pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
         self.execute_with(ToolContext::new(call_id), args).await
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
     pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
         let bound = self
-            .prepare_arguments(args)
+            .prepare_arguments(&args)
             .and_then(|args| self.bind(&args, ctx.clone()));
         match bound {
             Ok(call) => self.run(call, &ctx, None).await,
@@ -296,18 +298,30 @@ impl AgentTool {
         default_timeout: Option<Duration>,
     ) -> AgentToolResult {
         let name = self.name();
-        let guarded = AssertUnwindSafe(call).catch_unwind();
-        let limit = self.inner.timeout.or(default_timeout);
-        // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if the tool
-        // noticed the token and returned on its own.
-        let outcome = tokio::select! {
-            biased;
-            () = ctx.cancelled() => Err(format!("tool `{name}` was aborted before it finished")),
-            outcome = guarded => Ok(outcome),
-            () = sleep_or_never(limit) => {
-                ctx.cancellation_token().cancel();
-                let ms = limit.map_or(0, |d| d.as_millis());
-                Err(format!("tool `{name}` timed out after {ms} ms"))
+        let aborted =
+            || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
+        if ctx.is_cancelled() {
+            ctx.close_updates();
+            return aborted();
+        }
+        let mut guarded = std::pin::pin!(AssertUnwindSafe(call).catch_unwind());
+        // Most tools finish on their first poll: no timer, no waiter on the token.
+        let outcome = match futures::poll!(guarded.as_mut()) {
+            std::task::Poll::Ready(outcome) => Ok(outcome),
+            std::task::Poll::Pending => {
+                let limit = self.inner.timeout.or(default_timeout);
+                // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if
+                // the tool noticed the token and returned on its own.
+                tokio::select! {
+                    biased;
+                    () = ctx.cancelled() => Err(aborted()),
+                    outcome = guarded => Ok(outcome),
+                    () = sleep_or_never(limit) => {
+                        ctx.cancellation_token().cancel();
+                        let ms = limit.map_or(0, |d| d.as_millis());
+                        Err(AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms")))
+                    }
+                }
             }
         };
         ctx.close_updates();
@@ -317,7 +331,7 @@ impl AgentTool {
                 "tool `{name}` panicked: {}",
                 panic_message(panic.as_ref())
             )),
-            Err(message) => AgentToolResult::error(message),
+            Err(result) => result,
         }
     }
 }
