@@ -85,6 +85,7 @@ mod event;
 mod executor;
 mod handler;
 mod hooks;
+pub mod llm;
 mod message;
 mod pipeline;
 mod registry;
@@ -103,6 +104,9 @@ pub use event::{AgentEvent, EventBus, EventStream};
 pub use executor::{ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
+};
+pub use llm::{
+    MessageAssembler, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel, ScriptedTurn,
 };
 pub use message::{
     AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,

@@ -1,0 +1,295 @@
+//! Models: the [`Model`] trait every LLM provider implements, the events a model streams
+//! ([`ModelEvent`]), and the [`MessageAssembler`] that turns those events into an [`AssistantMessage`].
+//!
+//! Two models ship: [`ScriptedModel`] (offline and deterministic: the default of the examples and tests)
+//! and an OpenAI-compatible chat-completions client.
+
+mod scripted;
+
+use std::pin::Pin;
+
+use futures::Stream;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::ToolCall;
+use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason};
+use crate::result::Usage;
+use crate::tool::AgentTool;
+
+pub use scripted::{ScriptedModel, ScriptedTurn};
+
+/// What the agent asks a model: the system prompt, the conversation and the tools it may call.
+#[derive(Clone, Debug, Default)]
+pub struct ModelRequest {
+    /// The system prompt.
+    pub system_prompt: String,
+    /// The conversation so far.
+    pub messages: Vec<AgentMessage>,
+    /// The tools the model may call; the model renders them in its provider's dialect.
+    pub tools: Vec<AgentTool>,
+}
+
+/// One step of a streamed assistant reply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelEvent {
+    /// The reply started.
+    Start {
+        /// The model that answers.
+        model: String,
+    },
+    /// More answer text.
+    TextDelta(String),
+    /// More reasoning text.
+    ThinkingDelta(String),
+    /// A tool call started. `index` identifies it in the deltas that follow.
+    ToolCallStart {
+        /// The call's position in the reply.
+        index: usize,
+        /// Its id; an empty id gets a fresh one.
+        id: String,
+        /// The tool's name.
+        name: String,
+    },
+    /// More of a tool call's arguments, as partial JSON text.
+    ToolCallDelta {
+        /// The call's position in the reply.
+        index: usize,
+        /// The next piece of the arguments.
+        arguments: String,
+    },
+    /// A tool call's arguments are complete.
+    ToolCallEnd {
+        /// The call's position in the reply.
+        index: usize,
+    },
+    /// The reply is complete.
+    Done {
+        /// Why the model stopped.
+        stop_reason: StopReason,
+        /// Tokens used.
+        usage: Usage,
+    },
+    /// The request failed; the reply ends with stop reason `error` and this text.
+    Error(String),
+}
+
+/// A stream of [`ModelEvent`]s.
+pub type ModelStream = Pin<Box<dyn Stream<Item = ModelEvent> + Send>>;
+
+/// An LLM: takes a [`ModelRequest`], streams the reply. Implementations never panic on bad input from the
+/// network: failures arrive as [`ModelEvent::Error`].
+///
+/// ```
+/// use futures::StreamExt;
+/// use yiem_core::{Model, ModelEvent, ModelRequest, ScriptedModel, ScriptedTurn, CancellationToken};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let model = ScriptedModel::new([ScriptedTurn::text("hello there")]);
+/// let events: Vec<ModelEvent> = model.stream(ModelRequest::default(), CancellationToken::new()).collect().await;
+/// assert!(matches!(events.first(), Some(ModelEvent::Start { .. })));
+/// assert!(matches!(events.last(), Some(ModelEvent::Done { .. })));
+/// # });
+/// ```
+pub trait Model: Send + Sync {
+    /// The model's name, for messages and logs.
+    fn name(&self) -> &str;
+
+    /// Streams the reply to `request`. Cancelling `cancel` ends the stream early.
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+}
+
+/// Builds an [`AssistantMessage`] from [`ModelEvent`]s as they arrive; after each event the partial
+/// message is complete enough to show.
+///
+/// ```
+/// use yiem_core::{MessageAssembler, ModelEvent, StopReason, Usage};
+///
+/// let mut assembler = MessageAssembler::new();
+/// assembler.apply(ModelEvent::TextDelta("Hel".into()));
+/// assembler.apply(ModelEvent::TextDelta("lo".into()));
+/// assembler.apply(ModelEvent::ToolCallStart { index: 0, id: "c1".into(), name: "read".into() });
+/// assembler.apply(ModelEvent::ToolCallDelta { index: 0, arguments: "{\"path\":".into() });
+/// assembler.apply(ModelEvent::ToolCallDelta { index: 0, arguments: "\"a.txt\"}".into() });
+/// assembler.apply(ModelEvent::ToolCallEnd { index: 0 });
+/// assembler.apply(ModelEvent::Done { stop_reason: StopReason::ToolUse, usage: Usage::default() });
+/// let message = assembler.finish();
+/// assert_eq!(message.text_content(), "Hello");
+/// assert_eq!(message.tool_calls().next().unwrap().arguments, serde_json::json!({"path": "a.txt"}));
+/// ```
+#[derive(Debug, Default)]
+pub struct MessageAssembler {
+    message: AssistantMessage,
+    /// Argument text per open tool call, keyed by the model's index, with the call's block position.
+    pending: Vec<PendingCall>,
+    done: bool,
+}
+
+#[derive(Debug)]
+struct PendingCall {
+    index: usize,
+    block: usize,
+    arguments: String,
+    closed: bool,
+}
+
+impl MessageAssembler {
+    /// An empty reply.
+    pub fn new() -> Self {
+        MessageAssembler {
+            message: AssistantMessage {
+                timestamp: crate::call::now_millis(),
+                ..AssistantMessage::default()
+            },
+            ..Self::default()
+        }
+    }
+
+    /// The reply so far.
+    pub fn message(&self) -> &AssistantMessage {
+        &self.message
+    }
+
+    /// Whether a `Done` or `Error` event arrived.
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// Applies one event; returns the delta to report in a `MessageUpdate` event (`None` for `Start`, `Done`
+    /// and `Error`).
+    pub fn apply(&mut self, event: ModelEvent) -> Option<Value> {
+        match event {
+            ModelEvent::Start { model } => {
+                self.message.model = model;
+                None
+            }
+            ModelEvent::TextDelta(text) => {
+                let delta = serde_json::json!({"type": "text_delta", "text": text});
+                match self.message.content.last_mut() {
+                    Some(AssistantContent::Text { text: existing }) => existing.push_str(&text),
+                    _ => self.message.content.push(AssistantContent::Text { text }),
+                }
+                Some(delta)
+            }
+            ModelEvent::ThinkingDelta(thinking) => {
+                let delta = serde_json::json!({"type": "thinking_delta", "thinking": thinking});
+                match self.message.content.last_mut() {
+                    Some(AssistantContent::Thinking { thinking: existing }) => {
+                        existing.push_str(&thinking)
+                    }
+                    _ => self
+                        .message
+                        .content
+                        .push(AssistantContent::Thinking { thinking }),
+                }
+                Some(delta)
+            }
+            ModelEvent::ToolCallStart { index, id, name } => {
+                let id = if id.is_empty() {
+                    uuid::Uuid::new_v4().to_string()
+                } else {
+                    id
+                };
+                let delta = serde_json::json!({"type": "tool_call_start", "index": index, "id": id, "name": name});
+                self.pending.push(PendingCall {
+                    index,
+                    block: self.message.content.len(),
+                    arguments: String::new(),
+                    closed: false,
+                });
+                self.message
+                    .content
+                    .push(AssistantContent::ToolCall(ToolCall::new(
+                        id,
+                        name,
+                        Value::String(String::new()),
+                    )));
+                Some(delta)
+            }
+            ModelEvent::ToolCallDelta { index, arguments } => {
+                let delta = serde_json::json!({"type": "tool_call_delta", "index": index, "arguments": arguments});
+                if let Some(call) = self
+                    .pending
+                    .iter_mut()
+                    .rev()
+                    .find(|c| c.index == index && !c.closed)
+                {
+                    call.arguments.push_str(&arguments);
+                    if let Some(AssistantContent::ToolCall(tool_call)) =
+                        self.message.content.get_mut(call.block)
+                    {
+                        tool_call.arguments = Value::String(call.arguments.clone());
+                    }
+                }
+                Some(delta)
+            }
+            ModelEvent::ToolCallEnd { index } => {
+                self.close(index);
+                Some(serde_json::json!({"type": "tool_call_end", "index": index}))
+            }
+            ModelEvent::Done { stop_reason, usage } => {
+                self.message.stop_reason = stop_reason;
+                self.message.usage = usage;
+                self.done = true;
+                None
+            }
+            ModelEvent::Error(text) => {
+                self.message.stop_reason = StopReason::Error;
+                self.message.error = Some(text);
+                self.done = true;
+                None
+            }
+        }
+    }
+
+    /// Parses the finished arguments of call `index`: a JSON value when they parse, else the raw text (the
+    /// call then fails with a clear error when it runs).
+    fn close(&mut self, index: usize) {
+        let Some(call) = self
+            .pending
+            .iter_mut()
+            .rev()
+            .find(|c| c.index == index && !c.closed)
+        else {
+            return;
+        };
+        call.closed = true;
+        if let Some(AssistantContent::ToolCall(tool_call)) =
+            self.message.content.get_mut(call.block)
+        {
+            tool_call.arguments = parse_arguments(&call.arguments);
+        }
+    }
+
+    /// The finished message. Calls that never got their end event are closed now; a stream that ended
+    /// without `Done` or `Error` is reported as an error.
+    pub fn finish(mut self) -> AssistantMessage {
+        let open: Vec<usize> = self
+            .pending
+            .iter()
+            .filter(|c| !c.closed)
+            .map(|c| c.index)
+            .collect();
+        for index in open {
+            self.close(index);
+        }
+        if !self.done {
+            self.message.stop_reason = StopReason::Error;
+            self.message.error =
+                Some("the model's stream ended before the reply was complete".into());
+        }
+        if self.message.stop_reason == StopReason::Stop
+            && self.message.tool_calls().next().is_some()
+        {
+            self.message.stop_reason = StopReason::ToolUse;
+        }
+        self.message
+    }
+}
+
+fn parse_arguments(text: &str) -> Value {
+    if text.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
