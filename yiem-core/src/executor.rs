@@ -169,6 +169,37 @@ impl ToolExecutor {
     }
 }
 
+impl ToolExecutor {
+    /// Answers every call with an error result built by `reason`, without running any (used when a reply's
+    /// tool calls cannot be trusted, e.g. cut off by the output limit). Events are emitted as for a run.
+    pub fn refuse(
+        &self,
+        calls: &[ToolCall],
+        reason: impl Fn(&ToolCall) -> String,
+    ) -> ToolCallBatch {
+        let env = CallEnv {
+            hooks: ToolHooks::default(),
+            events: self.events.clone(),
+            default_timeout: None,
+            assistant: None,
+        };
+        let messages = calls
+            .iter()
+            .map(|call| {
+                let call = Arc::new(call.clone());
+                emit_start(&env, &call);
+                let result = AgentToolResult::error(reason(&call));
+                emit_end(&env, &call, &result);
+                finish(&env, &call, result).0
+            })
+            .collect();
+        ToolCallBatch {
+            messages,
+            terminate: false,
+        }
+    }
+}
+
 /// Executes a batch with a fresh [`ToolExecutor`]; see there.
 pub async fn execute_tool_calls(
     store: &ToolStore,

@@ -77,6 +77,7 @@
 
 #![warn(missing_docs)]
 
+mod agent;
 mod args;
 mod call;
 mod content;
@@ -96,6 +97,7 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+pub use agent::{Agent, AgentBuilder, AgentContext, NextTurnContext, TurnUpdate};
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use content::Content;

@@ -60,7 +60,8 @@ pub enum RegistrationError {
 type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 
 /// A per-agent set of tools: an ordered map from name to [`AgentTool`], with O(1) lookup and registration
-/// order kept. Stores are isolated from each other.
+/// order kept. Stores are isolated from each other; a clone is another handle to the same store (an agent
+/// and its owner share one that way), so tools registered through either are seen by both.
 ///
 /// ```
 /// use yiem_core::{AgentTool, ToolStore};
@@ -78,6 +79,7 @@ type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 /// let duplicate = store.register(tool).unwrap_err();
 /// assert!(duplicate.to_string().contains("already registered"));
 /// ```
+#[derive(Clone)]
 pub struct ToolStore {
     name: String,
     tools: Arc<RwLock<ToolMap>>,
