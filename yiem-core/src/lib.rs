@@ -70,7 +70,8 @@
 //! assert!(result.is_error);
 //! assert_eq!(
 //!     result.text_content(),
-//!     "invalid arguments for tool `add`: at `/a`: invalid type: string \"two\", expected i64"
+//!     "invalid arguments for tool `add`: at `/a`: expected an integer, got the string \"two\"\n\
+//!      valid properties: `a`, `b`"
 //! );
 //! # });
 //! ```
@@ -81,6 +82,7 @@ mod args;
 mod call;
 mod content;
 mod context;
+mod dialect;
 mod handler;
 mod registry;
 mod result;
@@ -93,6 +95,7 @@ pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use content::Content;
 pub use context::ToolContext;
+pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use registry::{LIST_TOOLS, RegistrationError, ToolStore, register_all_tools, static_tools};
 pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
 pub use tokio_util::sync::CancellationToken;
