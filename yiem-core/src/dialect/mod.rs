@@ -40,7 +40,8 @@ use crate::tool::AgentTool;
 /// use yiem_core::Dialect;
 ///
 /// assert_eq!("openai-strict".parse::<Dialect>().unwrap(), Dialect::OpenAiStrict);
-/// assert_eq!(Dialect::Gemini.to_string(), "gemini");
+/// assert_eq!(Dialect::OpenAiStrict.as_str(), "openai-strict");
+/// assert_eq!(Dialect::OpenAiStrict.to_string(), "OpenAI strict mode");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Dialect {
@@ -187,9 +188,16 @@ impl Dialect {
     }
 }
 
+/// The target's name for people: `MCP`, `OpenAI`, `OpenAI strict mode`, `Anthropic`, `Gemini`.
 impl fmt::Display for Dialect {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.write_str(match self {
+            Dialect::Mcp => "MCP",
+            Dialect::OpenAi => "OpenAI",
+            Dialect::OpenAiStrict => "OpenAI strict mode",
+            Dialect::Anthropic => "Anthropic",
+            Dialect::Gemini => "Gemini",
+        })
     }
 }
 
