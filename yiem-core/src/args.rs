@@ -534,7 +534,8 @@ fn unknown_property(
 }
 
 /// The known name closest to `typed`, if it is close enough to be a misspelling: equal once case, `_` and
-/// `-` are ignored (`firstName` for `first_name`), or within a small edit distance.
+/// `-` are ignored (`firstName` for `first_name`), within a small edit distance (1 for names up to 3
+/// characters, 2 up to 8, else 3), or one a prefix of the other (`zip_code` for `zip`).
 pub(crate) fn did_you_mean<'a>(
     typed: &str,
     known: impl Iterator<Item = &'a String>,
@@ -552,12 +553,22 @@ pub(crate) fn did_you_mean<'a>(
         _ => 3,
     };
     known
-        .map(|name| {
-            let distance = strsim::damerau_levenshtein(&typed_folded, &fold(name));
-            (distance, name)
+        .filter_map(|name| {
+            let folded = fold(name);
+            let distance = strsim::damerau_levenshtein(&typed_folded, &folded);
+            let (short, long) = if folded.len() < typed_folded.len() {
+                (&folded, &typed_folded)
+            } else {
+                (&typed_folded, &folded)
+            };
+            let prefix = short.len() >= 3 && long.starts_with(short.as_str());
+            match (distance <= limit, prefix) {
+                (true, _) => Some((distance, name)),
+                (false, true) => Some((limit + 1, name)),
+                (false, false) => None,
+            }
         })
-        .filter(|(distance, _)| *distance <= limit)
-        .min_by_key(|(distance, _)| *distance)
+        .min_by_key(|(score, _)| *score)
         .map(|(_, name)| name.as_str())
 }
 
@@ -818,6 +829,20 @@ mod tests {
             error.to_string(),
             "arguments for tool `t` are not valid JSON (key must be a string at line 1 column 2); send the arguments as a JSON object"
         );
+    }
+
+    #[test]
+    fn did_you_mean_takes_the_closest_plausible_name() {
+        let known: Vec<String> = ["city", "unit", "first_name", "zip"]
+            .map(String::from)
+            .to_vec();
+        let suggest = |typed: &str| did_you_mean(typed, known.iter());
+        assert_eq!(suggest("citty"), Some("city"));
+        assert_eq!(suggest("firstName"), Some("first_name"));
+        assert_eq!(suggest("zip_code"), Some("zip"));
+        assert_eq!(suggest("units"), Some("unit"));
+        assert_eq!(suggest("verbose"), None);
+        assert_eq!(suggest("ab"), None);
     }
 
     #[test]
