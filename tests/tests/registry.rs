@@ -182,14 +182,16 @@ async fn run_time_tools_validate_arguments_against_their_schema() {
     assert_eq!(
         result.text_content(),
         "invalid arguments for tool `echo` (3 problems):\n\
-         - at `/text`: \"\" is shorter than 1 character\n\
-         - at `/times`: 0 is less than the minimum of 1\n\
-         - Additional properties are not allowed ('loud' was unexpected)"
+         - at `/loud`: unknown property `loud`\n\
+         - at `/text`: expected a string of at least 1 character, got the string \"\"\n\
+         - at `/times`: expected an integer ≥ 1, got the number 0\n\
+         valid properties: `text`, `times`"
     );
     let result = echo.execute("e3", json!({})).await;
     assert_eq!(
         result.text_content(),
-        "invalid arguments for tool `echo`: \"text\" is a required property"
+        "invalid arguments for tool `echo`: missing required property `text` (expected a string of at least 1 character)\n\
+         valid properties: `text`, `times`"
     );
 }
 

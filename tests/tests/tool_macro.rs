@@ -354,7 +354,8 @@ async fn a_wrong_type_names_the_tool_and_the_field() {
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
-        "invalid arguments for tool `get_weather`: at `/city`: invalid type: integer `42`, expected a string"
+        "invalid arguments for tool `get_weather`: at `/city`: expected a string, got the number 42\n\
+         valid properties: `city`, `unit`"
     );
 }
 
@@ -366,7 +367,8 @@ async fn a_missing_field_names_the_tool_and_the_field() {
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
-        "invalid arguments for tool `get_weather`: missing field `city`"
+        "invalid arguments for tool `get_weather`: missing required property `city` (expected a string)\n\
+         valid properties: `city`, `unit`"
     );
 }
 
@@ -377,7 +379,8 @@ async fn a_bad_enum_value_names_the_field_and_the_variants() {
         .await;
     assert_eq!(
         result.text_content(),
-        "invalid arguments for tool `get_weather`: at `/unit`: unknown variant `kelvin`, expected `metric` or `imperial`"
+        "invalid arguments for tool `get_weather`: at `/unit`: expected one of \"metric\", \"imperial\" or null, got the string \"kelvin\"\n\
+         valid properties: `city`, `unit`"
     );
 }
 
@@ -387,7 +390,8 @@ async fn a_nested_error_gives_the_json_pointer_of_the_value() {
     let result = total_qty_tool().execute("c1", args).await;
     assert_eq!(
         result.text_content(),
-        "invalid arguments for tool `total_qty`: at `/items/1/qty`: invalid value: integer `-2`, expected u32"
+        "invalid arguments for tool `total_qty`: at `/items/1/qty`: expected an integer ≥ 0, got the number -2\n\
+         valid properties: `items`, `tags`"
     );
 }
 

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub use inventory;
 pub use serde_json::Value;
 
+pub use crate::args::ArgumentCheck;
 pub use crate::handler::{
     ArgsOnly, ArgsSpec, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs,
     Nothing, OutputSpec, ToolArgs, ValidateFn, args_spec, no_args_spec, output_spec,
@@ -15,6 +16,8 @@ pub use crate::registry::ToolRegistration;
 pub use crate::tool::ErasedHandler;
 pub use crate::tool::SchemaCell;
 
+use crate::args::ArgumentCache;
+use crate::dialect::DialectCache;
 use crate::tool::{
     AgentTool, ExecutionMode, SchemaSource, SourceLocation, ToolAnnotations, ToolInner, title_case,
 };
@@ -69,6 +72,8 @@ impl ToolSpec {
                     file: self.file,
                     line: self.line,
                 },
+                arguments: ArgumentCache::default(),
+                dialects: DialectCache::default(),
             }),
         }
     }

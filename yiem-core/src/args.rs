@@ -1,10 +1,34 @@
 //! Turning the JSON arguments a model sent into a tool's typed arguments, and the errors that explain to the
-//! model what was wrong.
+//! model what was wrong: every problem with its JSON Pointer, what was expected and what came, the valid
+//! property names, and a "did you mean" for a misspelt property.
+//!
+//! # Unknown properties
+//!
+//! serde silently ignores a property it does not know, so a model that misspells `city` as `citty` would get
+//! the default instead of an error. yiem reports every property of the arguments object that the schema does
+//! not declare, **unless the schema opts in to extra properties**: the root schema (or, for arguments that are
+//! an enum of objects, one of its top-level `anyOf`/`oneOf`/`allOf` branches) has an `additionalProperties`
+//! or `unevaluatedProperties` that is present and not `false` (schemars emits one for a `#[serde(flatten)]`
+//! map), has `patternProperties`, or declares no `properties` at all (a run-time schema such as
+//! `{"type": "object"}` says nothing about names). A missing `additionalProperties` counts as `false`. The
+//! check covers the top level of the arguments, where a misspelling costs the most, and is cheap: a set
+//! lookup per key. Nested objects are held to their schema (`#[serde(deny_unknown_fields)]` emits
+//! `additionalProperties: false`) whenever the arguments fail.
+//!
+//! # Cost
+//!
+//! Arguments that parse and have no unknown property never touch the JSON Schema validator. Only a failing
+//! call compiles the tool's validator (once per tool, then cached) to list every problem.
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::OnceLock;
 
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::{ValidationError, Validator};
 use serde::de::DeserializeOwned;
+
+use crate::suggest::did_you_mean;
 use serde_json::{Map, Value};
 
 /// One problem with a tool's arguments: where it is and what is wrong.
@@ -59,12 +83,15 @@ pub enum ArgumentError {
         got: &'static str,
     },
     /// The arguments object does not fit the tool's parameters.
-    #[error("{}", describe_invalid(tool, problems))]
+    #[error("{}", describe_invalid(tool, problems, valid_properties))]
     Invalid {
         /// The tool that was called.
         tool: String,
         /// Every problem found, each with its path.
         problems: Vec<ArgumentProblem>,
+        /// The properties the arguments object may have, in schema order (empty when the problem is not
+        /// about the shape of the arguments, e.g. a failed `validate` check).
+        valid_properties: Vec<String>,
     },
 }
 
@@ -78,6 +105,13 @@ impl ArgumentError {
     }
 
     /// The error for one problem in the arguments object.
+    ///
+    /// ```
+    /// use yiem_core::ArgumentError;
+    ///
+    /// let error = ArgumentError::invalid("book", "/nights", "at most 30 nights");
+    /// assert_eq!(error.to_string(), "invalid arguments for tool `book`: at `/nights`: at most 30 nights");
+    /// ```
     pub fn invalid(tool: &str, path: impl Into<String>, message: impl Into<String>) -> Self {
         ArgumentError::Invalid {
             tool: tool.to_owned(),
@@ -85,6 +119,7 @@ impl ArgumentError {
                 path: path.into(),
                 message: message.into(),
             }],
+            valid_properties: Vec::new(),
         }
     }
 
@@ -97,8 +132,8 @@ impl ArgumentError {
     }
 }
 
-fn describe_invalid(tool: &str, problems: &[ArgumentProblem]) -> String {
-    match problems {
+fn describe_invalid(tool: &str, problems: &[ArgumentProblem], valid: &[String]) -> String {
+    let mut text = match problems {
         [one] => format!("invalid arguments for tool `{tool}`: {one}"),
         many => {
             let mut text = format!(
@@ -111,7 +146,12 @@ fn describe_invalid(tool: &str, problems: &[ArgumentProblem]) -> String {
             }
             text
         }
+    };
+    if !valid.is_empty() {
+        text.push_str("\nvalid properties: ");
+        text.push_str(&backticked(valid.iter().map(String::as_str)));
     }
+    text
 }
 
 /// `a string`, `an array`, ... for error messages.
@@ -146,15 +186,15 @@ pub(crate) fn normalize<'a>(tool: &str, raw: &'a Value) -> Result<Cow<'a, Value>
     }
 }
 
-/// Deserializes `args` into `A`, reporting the path of the value that did not fit.
-pub(crate) fn parse<A: DeserializeOwned>(tool: &str, args: &Value) -> Result<A, ArgumentError> {
+/// Deserializes `args` into `A`; on failure, the path of the value that did not fit and serde's message.
+pub(crate) fn parse<A: DeserializeOwned>(args: &Value) -> Result<A, ArgumentProblem> {
     // The fast path tracks no path; only a failure pays for a second, path-tracking pass.
     if let Ok(parsed) = A::deserialize(args) {
         return Ok(parsed);
     }
-    serde_path_to_error::deserialize(args).map_err(|error| {
-        let path = pointer(error.path());
-        ArgumentError::invalid(tool, path, error.into_inner().to_string())
+    serde_path_to_error::deserialize(args).map_err(|error| ArgumentProblem {
+        path: pointer(error.path()),
+        message: error.into_inner().to_string(),
     })
 }
 
@@ -166,12 +206,550 @@ fn pointer(path: &serde_path_to_error::Path) -> String {
         out.push('/');
         match segment {
             Segment::Seq { index } => out.push_str(&index.to_string()),
-            Segment::Map { key } => out.push_str(&key.replace('~', "~0").replace('/', "~1")),
+            Segment::Map { key } => out.push_str(&escape(key)),
             Segment::Enum { variant } => out.push_str(variant),
             Segment::Unknown => out.push('?'),
         }
     }
     out
+}
+
+/// One JSON Pointer segment, escaped.
+fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// `` `a`, `b`, `c` ``
+fn backticked<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    names
+        .map(|name| format!("`{name}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What a tool caches to check its arguments: the top-level property names (computed on the first call)
+/// and the JSON Schema validator (compiled on the first failure).
+#[derive(Default)]
+pub(crate) struct ArgumentCache {
+    validator: OnceLock<Option<Validator>>,
+    top_level: OnceLock<TopLevel>,
+}
+
+impl ArgumentCache {
+    /// A cache whose validator is already compiled (run-time tools validate every call).
+    pub(crate) fn with_validator(validator: Validator) -> Self {
+        ArgumentCache {
+            validator: OnceLock::from(Some(validator)),
+            top_level: OnceLock::new(),
+        }
+    }
+}
+
+/// The properties the arguments object may have.
+struct TopLevel {
+    /// Every declared name, in schema order.
+    names: Vec<String>,
+    /// Whether other names are allowed too (see the module docs).
+    open: bool,
+}
+
+impl TopLevel {
+    fn of(schema: &Value) -> Self {
+        let mut top = TopLevel {
+            names: Vec::new(),
+            open: false,
+        };
+        let mut declared = false;
+        collect_top_level(schema, schema, &mut top, &mut declared, 0);
+        if !declared {
+            top.open = true;
+        }
+        top
+    }
+
+    fn knows(&self, name: &str) -> bool {
+        self.names.iter().any(|known| known == name)
+    }
+}
+
+fn collect_top_level(
+    root: &Value,
+    node: &Value,
+    top: &mut TopLevel,
+    declared: &mut bool,
+    depth: usize,
+) {
+    let Some(object) = node.as_object() else {
+        return;
+    };
+    if depth > 8 {
+        top.open = true;
+        return;
+    }
+    if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+        *declared = true;
+        for name in properties.keys() {
+            if !top.knows(name) {
+                top.names.push(name.clone());
+            }
+        }
+    }
+    let allows = |keyword: &str| {
+        object
+            .get(keyword)
+            .is_some_and(|v| v != &Value::Bool(false))
+    };
+    if allows("additionalProperties")
+        || allows("unevaluatedProperties")
+        || object.contains_key("patternProperties")
+    {
+        top.open = true;
+    }
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+    {
+        collect_top_level(root, target, top, declared, depth + 1);
+    }
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        for branch in object
+            .get(keyword)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            collect_top_level(root, branch, top, declared, depth + 1);
+        }
+    }
+}
+
+/// The schema a local `$ref` (`#/$defs/Name`, `#`) points at.
+pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let fragment = reference.strip_prefix('#')?;
+    root.pointer(fragment)
+}
+
+/// Everything the check of one call needs: the tool's name, its canonical schema and its caches.
+#[doc(hidden)]
+pub struct ArgumentCheck<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) schema: &'a Value,
+    pub(crate) cache: &'a ArgumentCache,
+}
+
+impl ArgumentCheck<'_> {
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        self.tool
+    }
+
+    fn top_level(&self) -> &TopLevel {
+        self.cache
+            .top_level
+            .get_or_init(|| TopLevel::of(self.schema))
+    }
+
+    fn validator(&self) -> Option<&Validator> {
+        self.cache
+            .validator
+            .get_or_init(|| jsonschema::validator_for(self.schema).ok())
+            .as_ref()
+    }
+
+    /// Whether the arguments object has a property the schema does not allow (cheap: no validator).
+    pub(crate) fn has_unknown_properties(&self, args: &Value) -> bool {
+        let top = self.top_level();
+        !top.open
+            && args
+                .as_object()
+                .is_some_and(|args| args.keys().any(|key| !top.knows(key)))
+    }
+
+    /// Whether the arguments satisfy the schema and have no unknown property.
+    pub(crate) fn is_valid(&self, args: &Value) -> bool {
+        !self.has_unknown_properties(args) && self.validator().is_none_or(|v| v.is_valid(args))
+    }
+
+    /// The full report for arguments that failed: unknown properties, then every schema violation; serde's
+    /// own complaint when the schema finds nothing wrong (serde can be stricter than the schema).
+    pub(crate) fn explain(
+        &self,
+        args: &Value,
+        serde_problem: Option<ArgumentProblem>,
+    ) -> ArgumentError {
+        let top = self.top_level();
+        let mut problems = Vec::new();
+        if let (false, Some(object)) = (top.open, args.as_object()) {
+            for key in object.keys().filter(|key| !top.knows(key)) {
+                problems.push(unknown_property("", key, &top.names, object));
+            }
+        }
+        let unknown_count = problems.len();
+        if let Some(validator) = self.validator() {
+            for error in validator.iter_errors(args) {
+                let at_root = error.instance_path().as_str().is_empty();
+                if at_root
+                    && matches!(
+                        error.kind(),
+                        ValidationErrorKind::AdditionalProperties { .. }
+                    )
+                {
+                    continue; // already reported above, with suggestions
+                }
+                self.describe(&error, &mut problems);
+            }
+        }
+        if problems.len() == unknown_count
+            && let Some(problem) = serde_problem
+        {
+            problems.push(problem);
+        }
+        ArgumentError::Invalid {
+            tool: self.tool.to_owned(),
+            problems,
+            valid_properties: top.names.clone(),
+        }
+    }
+
+    /// The schema object an error's keyword sits in.
+    fn node_of(&self, error: &ValidationError<'_>) -> Option<&Value> {
+        let path = error.schema_path().as_str();
+        let parent = &path[..path.rfind('/')?];
+        self.schema.pointer(parent)
+    }
+
+    fn describe(&self, error: &ValidationError<'_>, problems: &mut Vec<ArgumentProblem>) {
+        let path = error.instance_path().as_str().to_owned();
+        let node = self.node_of(error);
+        let message = match error.kind() {
+            ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let known: Vec<String> = node
+                    .and_then(|n| n.get("properties"))
+                    .and_then(Value::as_object)
+                    .map(|p| p.keys().cloned().collect())
+                    .unwrap_or_default();
+                let empty = Map::new();
+                let siblings = error.instance().as_object().unwrap_or(&empty);
+                for key in unexpected {
+                    problems.push(unknown_property(&path, key, &known, siblings));
+                }
+                return;
+            }
+            ValidationErrorKind::Required { property } => {
+                let name = property.as_str().unwrap_or_default();
+                let expected = node
+                    .and_then(|n| n.get("properties"))
+                    .and_then(|p| p.get(name))
+                    .map(|schema| self.expected(schema));
+                match expected {
+                    Some(expected) => {
+                        format!("missing required property `{name}` (expected {expected})")
+                    }
+                    None => format!("missing required property `{name}`"),
+                }
+            }
+            ValidationErrorKind::AnyOf { context }
+            | ValidationErrorKind::OneOfNotValid { context } => {
+                if let Some(branch) = closest_branch(&path, context) {
+                    for inner in branch {
+                        self.describe(inner, problems);
+                    }
+                    return;
+                }
+                self.expected_got(node, error)
+            }
+            ValidationErrorKind::Type { .. }
+            | ValidationErrorKind::Enum { .. }
+            | ValidationErrorKind::Constant { .. }
+            | ValidationErrorKind::Minimum { .. }
+            | ValidationErrorKind::Maximum { .. }
+            | ValidationErrorKind::ExclusiveMinimum { .. }
+            | ValidationErrorKind::ExclusiveMaximum { .. }
+            | ValidationErrorKind::MinLength { .. }
+            | ValidationErrorKind::MaxLength { .. }
+            | ValidationErrorKind::Pattern { .. }
+            | ValidationErrorKind::MinItems { .. }
+            | ValidationErrorKind::MaxItems { .. }
+            | ValidationErrorKind::MultipleOf { .. } => self.expected_got(node, error),
+            _ => error.to_string(),
+        };
+        problems.push(ArgumentProblem { path, message });
+    }
+
+    fn expected_got(&self, node: Option<&Value>, error: &ValidationError<'_>) -> String {
+        let got = got(error.instance());
+        match node {
+            Some(node) => format!("expected {}, got {got}", self.expected(node)),
+            None => match error.kind() {
+                ValidationErrorKind::Type { kind } => {
+                    format!("expected {}, got {got}", type_kind(kind))
+                }
+                _ => error.to_string(),
+            },
+        }
+    }
+
+    /// What a schema accepts, in words: `an integer from 0 to 255`, `one of "metric", "imperial" or null`.
+    fn expected(&self, schema: &Value) -> String {
+        describe_schema(self.schema, schema, 0)
+    }
+}
+
+/// The branch of a failed `anyOf`/`oneOf` that the value meant: the only one whose problems all sit inside
+/// the value (a tag that matched, a wrong field below), so its problems are more useful than "none matched".
+fn closest_branch<'e>(
+    path: &str,
+    context: &'e [Vec<ValidationError<'static>>],
+) -> Option<&'e [ValidationError<'static>]> {
+    let mut found = None;
+    for branch in context {
+        let inside = !branch.is_empty()
+            && branch.iter().all(|error| {
+                let at = error.instance_path().as_str();
+                let tag_mismatch = matches!(
+                    error.kind(),
+                    ValidationErrorKind::Constant { .. } | ValidationErrorKind::Enum { .. }
+                );
+                let below = at.len() > path.len() && at.starts_with(path);
+                (below && !tag_mismatch)
+                    || (at == path && matches!(error.kind(), ValidationErrorKind::Required { .. }))
+            });
+        if inside {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(branch.as_slice());
+        }
+    }
+    found
+}
+
+fn unknown_property(
+    path: &str,
+    key: &str,
+    known: &[String],
+    present: &Map<String, Value>,
+) -> ArgumentProblem {
+    let mut message = format!("unknown property `{key}`");
+    if let Some(suggestion) = did_you_mean(key, known.iter().filter(|k| !present.contains_key(*k)))
+    {
+        message.push_str(&format!("; did you mean `{suggestion}`?"));
+    }
+    ArgumentProblem {
+        path: format!("{path}/{}", escape(key)),
+        message,
+    }
+}
+
+/// What came, in words: `the string "three"`, `the number -2`, `an object with `kind`, `side``.
+fn got(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("{b}"),
+        Value::Number(n) => format!("the number {n}"),
+        Value::String(s) if s.chars().count() > 40 => {
+            let head: String = s.chars().take(40).collect();
+            format!("the string {}…", Value::String(head))
+        }
+        Value::String(_) => format!("the string {value}"),
+        Value::Array(items) if items.is_empty() => "an empty array".into(),
+        Value::Array(items) => format!(
+            "an array of {} item{}",
+            items.len(),
+            if items.len() == 1 { "" } else { "s" }
+        ),
+        Value::Object(map) if map.is_empty() => "an empty object".into(),
+        Value::Object(map) => format!(
+            "an object with {}",
+            backticked(map.keys().map(String::as_str))
+        ),
+    }
+}
+
+fn type_kind(kind: &TypeKind) -> String {
+    match kind {
+        TypeKind::Single(one) => article(&one.to_string()),
+        TypeKind::Multiple(set) => {
+            let names: Vec<String> = set.iter().map(|t| article(&t.to_string())).collect();
+            join_or(&names)
+        }
+    }
+}
+
+fn article(type_name: &str) -> String {
+    match type_name {
+        "null" => "null".into(),
+        "integer" | "array" | "object" => format!("an {type_name}"),
+        other => format!("a {other}"),
+    }
+}
+
+fn join_or(items: &[String]) -> String {
+    match items {
+        [] => "nothing".into(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} or {last}", init.join(", ")),
+    }
+}
+
+/// A schema in words, for "expected ..." messages.
+pub(crate) fn describe_schema(root: &Value, schema: &Value, depth: usize) -> String {
+    let Some(object) = schema.as_object() else {
+        return if schema == &Value::Bool(false) {
+            "nothing".into()
+        } else {
+            "any value".into()
+        };
+    };
+    if depth > 6 {
+        return "a value".into();
+    }
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+    {
+        return describe_schema(root, target, depth + 1);
+    }
+    if let Some(value) = object.get("const") {
+        return value.to_string();
+    }
+    if let Some(Value::Array(values)) = object.get("enum") {
+        let values: Vec<String> = values.iter().map(Value::to_string).collect();
+        return match values.as_slice() {
+            [one] => one.clone(),
+            _ => format!("one of {}", values.join(", ")),
+        };
+    }
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = object.get(keyword) {
+            let mut values = Vec::new();
+            let mut others = Vec::new();
+            for branch in branches {
+                let text = describe_schema(root, branch, depth + 1);
+                if let Some(listed) = text.strip_prefix("one of ") {
+                    values.push(listed.to_owned());
+                } else if branch.get("const").is_some() {
+                    values.push(text);
+                } else {
+                    others.push(text);
+                }
+            }
+            let values = match values.len() {
+                0 => None,
+                1 if !values[0].contains(", ") => Some(values.remove(0)),
+                _ => Some(format!("one of {}", values.join(", "))),
+            };
+            return match (values, others.is_empty()) {
+                (Some(values), true) => values,
+                (Some(values), false) => format!("{values} or {}", join_or(&others)),
+                (None, _) => join_or(&others),
+            };
+        }
+    }
+    let types: Vec<&str> = match object.get("type") {
+        Some(Value::String(one)) => vec![one.as_str()],
+        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
+        _ if object.contains_key("properties") => vec!["object"],
+        _ if object.contains_key("items") => vec!["array"],
+        _ => return "any value".into(),
+    };
+    let described: Vec<String> = types
+        .iter()
+        .map(|kind| describe_type(root, object, kind, depth))
+        .collect();
+    join_or(&described)
+}
+
+fn describe_type(root: &Value, object: &Map<String, Value>, kind: &str, depth: usize) -> String {
+    let number = |key: &str| {
+        object
+            .get(key)
+            .filter(|v| v.is_number())
+            .map(Value::to_string)
+    };
+    let unsigned = |key: &str| object.get(key).and_then(Value::as_u64);
+    let mut text = article(kind);
+    match kind {
+        "integer" | "number" => {
+            match (number("minimum"), number("maximum")) {
+                (Some(min), Some(max)) => text.push_str(&format!(" from {min} to {max}")),
+                (Some(min), None) => text.push_str(&format!(" ≥ {min}")),
+                (None, Some(max)) => text.push_str(&format!(" ≤ {max}")),
+                (None, None) => {}
+            }
+            if let Some(min) = number("exclusiveMinimum") {
+                text.push_str(&format!(" > {min}"));
+            }
+            if let Some(max) = number("exclusiveMaximum") {
+                text.push_str(&format!(" < {max}"));
+            }
+            if let Some(step) = number("multipleOf") {
+                text.push_str(&format!(", a multiple of {step}"));
+            }
+        }
+        "string" => {
+            if let Some(format) = object.get("format").and_then(Value::as_str) {
+                text.push_str(&format!(" in `{format}` format"));
+            }
+            match (unsigned("minLength"), unsigned("maxLength")) {
+                (Some(min), Some(max)) => {
+                    text.push_str(&format!(" of {min} to {max} characters"));
+                }
+                (Some(min), None) => {
+                    text.push_str(&format!(" of at least {min} character{}", plural(min)))
+                }
+                (None, Some(max)) => {
+                    text.push_str(&format!(" of at most {max} character{}", plural(max)))
+                }
+                (None, None) => {}
+            }
+            if let Some(pattern) = object.get("pattern").and_then(Value::as_str) {
+                text.push_str(&format!(" matching `{pattern}`"));
+            }
+        }
+        "array" => {
+            match (unsigned("minItems"), unsigned("maxItems")) {
+                (Some(min), Some(max)) => text.push_str(&format!(" of {min} to {max} items")),
+                (Some(min), None) => {
+                    text.push_str(&format!(" of at least {min} item{}", plural(min)))
+                }
+                (None, Some(max)) => {
+                    text.push_str(&format!(" of at most {max} item{}", plural(max)))
+                }
+                (None, None) => {}
+            }
+            if let Some(items) = object.get("items").filter(|i| i.is_object()) {
+                text.push_str(&format!(
+                    " (each item: {})",
+                    describe_schema(root, items, depth + 1)
+                ));
+            }
+        }
+        "object" => {
+            let tags: Vec<String> = object
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter_map(|(name, property)| {
+                    property
+                        .get("const")
+                        .map(|value| format!("`{name}`: {value}"))
+                })
+                .collect();
+            if !tags.is_empty() {
+                text.push_str(&format!(" with {}", tags.join(", ")));
+            }
+        }
+        _ => {}
+    }
+    text
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }
 
 #[cfg(test)]
@@ -195,10 +773,10 @@ mod tests {
     #[test]
     fn nested_type_error_is_reported_with_its_json_pointer() {
         let args = json!({"items": [{"qty": 1}, {"qty": 2}, {"qty": "three"}]});
-        let error = parse::<Order>("order", &args).unwrap_err();
+        let problem = parse::<Order>(&args).unwrap_err();
         assert_eq!(
-            error.to_string(),
-            "invalid arguments for tool `order`: at `/items/2/qty`: invalid type: string \"three\", expected u32"
+            problem.to_string(),
+            "at `/items/2/qty`: invalid type: string \"three\", expected u32"
         );
     }
 
@@ -226,13 +804,27 @@ mod tests {
     }
 
     #[test]
+    fn did_you_mean_takes_the_closest_plausible_name() {
+        let known: Vec<String> = ["city", "unit", "first_name", "zip"]
+            .map(String::from)
+            .to_vec();
+        let suggest = |typed: &str| did_you_mean(typed, known.iter());
+        assert_eq!(suggest("citty"), Some("city"));
+        assert_eq!(suggest("firstName"), Some("first_name"));
+        assert_eq!(suggest("zip_code"), Some("zip"));
+        assert_eq!(suggest("units"), Some("unit"));
+        assert_eq!(suggest("verbose"), None);
+        assert_eq!(suggest("ab"), None);
+    }
+
+    #[test]
     fn pointer_escapes_slash_and_tilde() {
         #[derive(Debug, Deserialize)]
         #[allow(dead_code)]
         struct M {
             m: std::collections::BTreeMap<String, u8>,
         }
-        let error = parse::<M>("t", &json!({"m": {"a/b~c": "x"}})).unwrap_err();
-        assert_eq!(error.problems()[0].path, "/m/a~1b~0c");
+        let problem = parse::<M>(&json!({"m": {"a/b~c": "x"}})).unwrap_err();
+        assert_eq!(problem.path, "/m/a~1b~0c");
     }
 }

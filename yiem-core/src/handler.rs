@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::args::{self, ArgumentError};
+use crate::args::{self, ArgumentCheck, ArgumentError, ArgumentProblem};
 use crate::context::ToolContext;
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::tool::{ErasedHandler, ToolFuture};
@@ -18,7 +18,7 @@ use crate::tool::{ErasedHandler, ToolFuture};
 /// How to parse a tool's arguments, and their canonical schema. Made by [`args_spec`] (typed arguments) or
 /// [`no_args_spec`], so that a bad argument type is reported once, on the user's type.
 pub struct ArgsSpec<A> {
-    parse: fn(&str, &Value) -> Result<A, ArgumentError>,
+    parse: fn(&Value) -> Result<A, ArgumentProblem>,
     schema: fn() -> Option<Value>,
 }
 
@@ -47,7 +47,7 @@ pub fn args_spec<A: ToolArgs>() -> ArgsSpec<A> {
 /// The spec of "no arguments": anything object-shaped is accepted, the schema is the empty object.
 pub fn no_args_spec() -> ArgsSpec<NoArgs> {
     ArgsSpec {
-        parse: |_, _| Ok(NoArgs),
+        parse: |_| Ok(NoArgs),
         schema: || None,
     }
 }
@@ -260,15 +260,20 @@ impl<F, A, R, K> BlockingTool<F, A, R, K> {
     }
 }
 
+/// Unknown properties first (cheap), then serde; only a failure runs the schema validator, to list every
+/// problem at once.
 fn parse_and_validate<A>(
-    tool: &str,
+    check: &ArgumentCheck<'_>,
     args: &Value,
     spec: ArgsSpec<A>,
     validate: Option<ValidateFn<A>>,
 ) -> Result<A, ArgumentError> {
-    let parsed = (spec.parse)(tool, args)?;
+    if check.has_unknown_properties(args) {
+        return Err(check.explain(args, None));
+    }
+    let parsed = (spec.parse)(args).map_err(|problem| check.explain(args, Some(problem)))?;
     if let Some(validate) = validate {
-        validate(&parsed).map_err(|message| ArgumentError::invalid(tool, "", message))?;
+        validate(&parsed).map_err(|message| ArgumentError::invalid(check.tool(), "", message))?;
     }
     Ok(parsed)
 }
@@ -283,11 +288,11 @@ where
 {
     fn bind(
         &self,
-        tool: &str,
+        check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, ArgumentError> {
-        let parsed = parse_and_validate(tool, args, self.args, self.validate)?;
+        let parsed = parse_and_validate(check, args, self.args, self.validate)?;
         let call = self.f.call(ctx, parsed);
         let finish = self.output.finish;
         Ok(Box::pin(async move { finish(call.await) }))
@@ -303,11 +308,11 @@ where
 {
     fn bind(
         &self,
-        tool: &str,
+        check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, ArgumentError> {
-        let parsed = parse_and_validate(tool, args, self.args, self.validate)?;
+        let parsed = parse_and_validate(check, args, self.args, self.validate)?;
         let f = Arc::clone(&self.f);
         let finish = self.output.finish;
         Ok(Box::pin(async move {

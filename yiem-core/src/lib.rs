@@ -70,7 +70,8 @@
 //! assert!(result.is_error);
 //! assert_eq!(
 //!     result.text_content(),
-//!     "invalid arguments for tool `add`: at `/a`: invalid type: string \"two\", expected i64"
+//!     "invalid arguments for tool `add`: at `/a`: expected an integer, got the string \"two\"\n\
+//!      valid properties: `a`, `b`"
 //! );
 //! # });
 //! ```
@@ -82,6 +83,7 @@ mod args;
 mod call;
 mod content;
 mod context;
+mod dialect;
 mod event;
 mod executor;
 mod handler;
@@ -102,6 +104,7 @@ pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use content::Content;
 pub use context::ToolContext;
+pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use event::{AgentEvent, EventBus, EventStream};
 pub use executor::{ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{

@@ -178,7 +178,7 @@ fn unknown_tool(store: &ToolStore, name: &str) -> String {
     if names.is_empty() {
         return format!("tool `{name}` not found: no tools are available");
     }
-    let suggestion = suggest::closest(name, names.iter().map(String::as_str))
+    let suggestion = suggest::did_you_mean(name, names.iter())
         .map(|closest| format!(" Did you mean `{closest}`?"))
         .unwrap_or_default();
     format!(

@@ -14,8 +14,9 @@ use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::args::{self, ArgumentError, ArgumentProblem};
+use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentError};
 use crate::context::ToolContext;
+use crate::dialect::DialectCache;
 use crate::result::{AgentToolResult, IntoToolResult};
 
 /// The future of one bound tool call: arguments already parsed and validated, not yet running.
@@ -129,9 +130,14 @@ impl SchemaSource {
 /// runs the call.
 #[doc(hidden)]
 pub trait ErasedHandler: Send + Sync + 'static {
-    /// Parses and validates `args` and returns the call, not yet started.
-    fn bind(&self, tool: &str, args: &Value, ctx: ToolContext)
-    -> Result<ToolFuture, ArgumentError>;
+    /// Parses and validates `args` (with `check`, which knows the tool's name, schema and caches) and
+    /// returns the call, not yet started.
+    fn bind(
+        &self,
+        check: &ArgumentCheck<'_>,
+        args: &Value,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, ArgumentError>;
 }
 
 type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
@@ -148,6 +154,8 @@ pub(crate) struct ToolInner {
     pub(crate) timeout: Option<Duration>,
     pub(crate) annotations: ToolAnnotations,
     pub(crate) source: SourceLocation,
+    pub(crate) arguments: ArgumentCache,
+    pub(crate) dialects: DialectCache,
 }
 
 /// A tool the model can call.
@@ -269,7 +277,12 @@ impl AgentTool {
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
     pub fn bind(&self, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
-        self.inner.handler.bind(&self.inner.name, args, ctx)
+        let check = ArgumentCheck {
+            tool: &self.inner.name,
+            schema: self.input_schema(),
+            cache: &self.inner.arguments,
+        };
+        self.inner.handler.bind(&check, args, ctx)
     }
 
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
@@ -552,12 +565,14 @@ impl ToolBuilder {
                 description: description.into(),
                 input_schema: SchemaSource::Ready(Some(schema)),
                 output_schema: SchemaSource::Ready(self.output_schema),
-                handler: Box::new(SchemaHandler { validator, handler }),
+                handler: Box::new(SchemaHandler { handler }),
                 prepare_arguments: self.prepare_arguments,
                 mode: self.mode,
                 timeout: self.timeout,
                 annotations: self.annotations,
                 source: self.source,
+                arguments: ArgumentCache::with_validator(validator),
+                dialects: DialectCache::default(),
                 name: name.into(),
             }),
         })
@@ -574,30 +589,18 @@ fn describes_object(schema: &Value) -> bool {
 
 /// A run-time tool's handler: validates the arguments against the tool's JSON Schema first.
 struct SchemaHandler {
-    validator: jsonschema::Validator,
     handler: Arc<DynHandler>,
 }
 
 impl ErasedHandler for SchemaHandler {
     fn bind(
         &self,
-        tool: &str,
+        check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, ArgumentError> {
-        let problems: Vec<ArgumentProblem> = self
-            .validator
-            .iter_errors(args)
-            .map(|error| ArgumentProblem {
-                path: error.instance_path().to_string(),
-                message: error.to_string(),
-            })
-            .collect();
-        if !problems.is_empty() {
-            return Err(ArgumentError::Invalid {
-                tool: tool.to_owned(),
-                problems,
-            });
+        if !check.is_valid(args) {
+            return Err(check.explain(args, None));
         }
         Ok((self.handler)(ctx, args.clone()))
     }

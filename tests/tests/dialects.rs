@@ -1,0 +1,287 @@
+//! Schema dialects over a corpus of argument types: golden files for every dialect, a checker that encodes
+//! each provider's documented constraints, and a property test that values of every type survive the trip
+//! through every dialect.
+//!
+//! Rewrite the golden files after a deliberate change with `YIEM_BLESS=1 cargo test --test dialects`, and
+//! review the diff like code.
+
+mod dialects {
+    pub mod checker;
+    pub mod corpus;
+    pub mod strategies;
+}
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use proptest::prelude::*;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use yiem_core::Dialect;
+
+use dialects::{checker, corpus, strategies};
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("golden")
+}
+
+/// A definition as its golden file holds it: the definition, or `{"error": "..."}`.
+fn golden_value(tool: &yiem_core::AgentTool, dialect: Dialect) -> Value {
+    match tool.definition(dialect) {
+        Ok(definition) => definition.clone(),
+        Err(error) => json!({"error": error.to_string()}),
+    }
+}
+
+#[test]
+fn the_corpus_has_at_least_twenty_argument_types() {
+    let tools = corpus::tools();
+    assert_eq!(tools.len(), 22);
+    let names: BTreeSet<&str> = tools.iter().map(|(name, _)| *name).collect();
+    assert_eq!(names.len(), 22);
+}
+
+#[test]
+fn every_dialect_matches_its_golden_files() {
+    let bless = std::env::var_os("YIEM_BLESS").is_some();
+    for dialect in Dialect::ALL {
+        let dir = golden_dir().join(dialect.as_str());
+        if bless {
+            std::fs::create_dir_all(&dir).unwrap();
+        }
+        let mut expected_files = BTreeSet::new();
+        for (name, tool) in corpus::tools() {
+            let file = dir.join(format!("{name}.json"));
+            expected_files.insert(format!("{name}.json"));
+            let actual =
+                serde_json::to_string_pretty(&golden_value(&tool, dialect)).unwrap() + "\n";
+            if bless {
+                std::fs::write(&file, &actual).unwrap();
+                continue;
+            }
+            let golden = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("{}: {e} (bless with YIEM_BLESS=1)", file.display()));
+            assert_eq!(actual, golden, "{} differs from the output", file.display());
+        }
+        let present: BTreeSet<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(
+            present,
+            expected_files,
+            "stale golden files in {}",
+            dir.display()
+        );
+    }
+}
+
+#[test]
+fn every_golden_definition_passes_the_provider_checker() {
+    let mut checked = 0;
+    for (name, tool) in corpus::tools() {
+        for dialect in Dialect::ALL {
+            if let Ok(definition) = tool.definition(dialect) {
+                let violations = checker::check(dialect, definition);
+                assert_eq!(violations, Vec::<String>::new(), "{name} in {dialect}");
+                checked += 1;
+            }
+        }
+    }
+    // 22 types x 5 dialects, less the errors: map (strict, Gemini), flatten_map (strict), recursive (Gemini).
+    assert_eq!(checked, 106);
+}
+
+fn corpus_tool(name: &str) -> yiem_core::AgentTool {
+    corpus::tools()
+        .into_iter()
+        .find(|(tool, _)| *tool == name)
+        .map(|(_, tool)| tool)
+        .unwrap()
+}
+
+#[test]
+fn the_checker_refuses_the_canonical_schema_in_strict_mode() {
+    let canonical = corpus_tool("option_enum").input_schema().clone();
+    let definition = json!({
+        "type": "function",
+        "function": {"name": "option_enum", "description": "d", "parameters": canonical, "strict": true}
+    });
+    assert_eq!(
+        checker::check(Dialect::OpenAiStrict, &definition),
+        [
+            "/: keyword `$schema` is not accepted",
+            "/: keyword `$schema` is not supported",
+            "/: objects need `additionalProperties: false`",
+            "/: property `unit` must be required",
+            "/unit: keyword `default` is not supported",
+            "#Unit: keyword `oneOf` is not supported",
+            "#Unit: no `type`",
+            "#Unit|oneOf0: keyword `const` is not supported",
+            "#Unit|oneOf1: keyword `const` is not supported",
+        ]
+    );
+}
+
+#[test]
+fn the_checker_refuses_the_canonical_schema_for_gemini() {
+    let canonical = corpus_tool("option_struct").input_schema().clone();
+    let definition = json!({"name": "option_struct", "description": "d", "parameters": canonical});
+    assert_eq!(
+        checker::check(Dialect::Gemini, &definition),
+        [
+            "/: keyword `$schema` is not accepted",
+            "/: `$schema` is not a field of Gemini's Schema",
+            "/: `$defs` is not a field of Gemini's Schema",
+            "/address|anyOf0: `$ref` is not a field of Gemini's Schema",
+            "/address|anyOf0: no `type`",
+            "/address|anyOf1: `type` must be one type name, got \"null\"",
+        ]
+    );
+}
+
+/// The schema inside a definition, as JSON Schema a validator understands (Gemini's OpenAPI `nullable`
+/// becomes an `anyOf` with `null`); `None` for a Gemini tool without parameters.
+fn dialect_schema(dialect: Dialect, definition: &Value) -> Option<Value> {
+    let schema = match dialect {
+        Dialect::Mcp => definition.get("inputSchema"),
+        Dialect::OpenAi | Dialect::OpenAiStrict => definition["function"].get("parameters"),
+        Dialect::Anthropic => definition.get("input_schema"),
+        Dialect::Gemini => definition.get("parameters"),
+    }?;
+    let mut schema = schema.clone();
+    if dialect == Dialect::Gemini {
+        nullable_to_any_of(&mut schema);
+    }
+    Some(schema)
+}
+
+fn nullable_to_any_of(schema: &mut Value) {
+    let Some(object) = schema.as_object_mut() else {
+        return;
+    };
+    for (_, child) in object.iter_mut() {
+        match child {
+            Value::Object(map) => {
+                if map.contains_key("type")
+                    || map.contains_key("anyOf")
+                    || map.contains_key("nullable")
+                {
+                    nullable_to_any_of(child);
+                } else {
+                    for (_, grandchild) in map.iter_mut() {
+                        nullable_to_any_of(grandchild);
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(nullable_to_any_of),
+            _ => {}
+        }
+    }
+    if object.remove("nullable") == Some(Value::Bool(true)) {
+        let inner = std::mem::take(object);
+        object.insert(
+            "anyOf".into(),
+            json!([Value::Object(inner), {"type": "null"}]),
+        );
+    }
+}
+
+/// A value of a corpus type through every dialect that can describe its tool: what a model following the
+/// dialect's schema would send (the serialized value; for every dialect but strict mode, without the
+/// `null`s of optional properties, which those schemas leave out) validates against the schema, and after
+/// the dialect's normalization deserializes back to the value.
+fn round_trip<T>(tool_name: &str, value: &T) -> Result<(), TestCaseError>
+where
+    T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    let tool = corpus_tool(tool_name);
+    let serialized = serde_json::to_value(value).unwrap();
+    for dialect in Dialect::ALL {
+        let Ok(definition) = tool.definition(dialect) else {
+            continue;
+        };
+        let sent = match dialect {
+            Dialect::OpenAiStrict => serialized.clone(),
+            _ => dialect.normalize_arguments(&tool, serialized.clone()),
+        };
+        if let Some(schema) = dialect_schema(dialect, definition) {
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            let problems: Vec<String> = validator
+                .iter_errors(&sent)
+                .map(|e| format!("{}: {e}", e.instance_path()))
+                .collect();
+            prop_assert!(
+                problems.is_empty(),
+                "{tool_name} in {dialect}: {sent} fails {schema}: {problems:?}"
+            );
+        }
+        let back: T = serde_json::from_value(dialect.normalize_arguments(&tool, sent)).unwrap();
+        prop_assert_eq!(&back, value, "{} in {}", tool_name, dialect);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn option_scalar_round_trips(v in strategies::option_scalar()) { round_trip("option_scalar", &v)?; }
+    #[test]
+    fn option_enum_round_trips(v in strategies::option_enum()) { round_trip("option_enum", &v)?; }
+    #[test]
+    fn option_struct_round_trips(v in strategies::option_struct()) { round_trip("option_struct", &v)?; }
+    #[test]
+    fn option_vec_round_trips(v in strategies::option_vec()) { round_trip("option_vec", &v)?; }
+    #[test]
+    fn documented_enum_round_trips(v in strategies::documented_enum()) { round_trip("documented_enum", &v)?; }
+    #[test]
+    fn internally_tagged_round_trips(v in strategies::internally_tagged()) { round_trip("internally_tagged", &v)?; }
+    #[test]
+    fn externally_tagged_round_trips(v in strategies::externally_tagged()) { round_trip("externally_tagged", &v)?; }
+    #[test]
+    fn adjacently_tagged_round_trips(v in strategies::adjacently_tagged()) { round_trip("adjacently_tagged", &v)?; }
+    #[test]
+    fn nested_structs_round_trip(v in strategies::nested_structs()) { round_trip("nested_structs", &v)?; }
+    #[test]
+    fn vec_of_struct_round_trips(v in strategies::vec_of_struct()) { round_trip("vec_of_struct", &v)?; }
+    #[test]
+    fn map_round_trips(v in strategies::map()) { round_trip("map", &v)?; }
+    #[test]
+    fn flatten_struct_round_trips(v in strategies::flatten_struct()) { round_trip("flatten_struct", &v)?; }
+    #[test]
+    fn flatten_map_round_trips(v in strategies::flatten_map()) { round_trip("flatten_map", &v)?; }
+    #[test]
+    fn rename_all_round_trips(v in strategies::rename_all()) { round_trip("rename_all", &v)?; }
+    #[test]
+    fn defaults_round_trip(v in strategies::defaults()) { round_trip("defaults", &v)?; }
+    #[test]
+    fn deny_unknown_round_trips(v in strategies::deny_unknown()) { round_trip("deny_unknown", &v)?; }
+    #[test]
+    fn integers_round_trip(v in strategies::integers()) { round_trip("integers", &v)?; }
+    #[test]
+    fn float_round_trips(v in strategies::float()) { round_trip("float", &v)?; }
+    #[test]
+    fn recursive_round_trips(v in strategies::recursive()) { round_trip("recursive", &v)?; }
+    #[test]
+    fn date_strings_round_trip(v in strategies::date_strings()) { round_trip("date_strings", &v)?; }
+    #[test]
+    fn ten_levels_round_trip(v in strategies::ten_levels()) { round_trip("ten_levels", &v)?; }
+}
+
+#[test]
+fn the_no_argument_tool_takes_an_empty_object_in_every_dialect() {
+    let tool = corpus_tool("no_arguments");
+    for dialect in Dialect::ALL {
+        let definition = tool.definition(dialect).unwrap();
+        let expected = match dialect {
+            Dialect::Gemini => None,
+            Dialect::OpenAiStrict => Some(json!({
+                "type": "object", "properties": {}, "required": [], "additionalProperties": false
+            })),
+            _ => Some(json!({"type": "object", "properties": {}})),
+        };
+        assert_eq!(dialect_schema(dialect, definition), expected, "{dialect}");
+    }
+}

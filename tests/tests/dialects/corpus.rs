@@ -1,0 +1,503 @@
+//! The argument types the dialect goldens, the checker and the property test run over: one per shape that
+//! has broken a provider somewhere (optional values, tagged enums, maps, flatten, recursion, deep nesting...).
+
+use std::collections::HashMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use yiem_core::{AgentTool, Json, tool};
+
+/// Temperature unit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    /// Degrees Celsius.
+    Metric,
+    /// Degrees Fahrenheit.
+    Imperial,
+}
+
+/// Optional scalars.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionScalar {
+    /// Who to greet.
+    pub name: String,
+    /// A nickname, if they have one.
+    pub nickname: Option<String>,
+    /// Age in years.
+    pub age: Option<u32>,
+}
+
+/// An optional enum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionEnum {
+    /// City name, e.g. "Tokyo".
+    pub city: String,
+    /// Temperature unit; metric when left out.
+    #[serde(default)]
+    pub unit: Option<Unit>,
+}
+
+/// A postal address.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Address {
+    /// Street and number.
+    pub street: String,
+    /// City.
+    pub city: String,
+}
+
+/// An optional struct.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionStruct {
+    /// The customer's name.
+    pub name: String,
+    /// Where to ship; pickup when left out.
+    pub address: Option<Address>,
+}
+
+/// A documented unit enum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DocumentedEnum {
+    /// The unit to report in.
+    pub unit: Unit,
+}
+
+/// A shape, tagged by its `kind`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Shape {
+    /// A circle.
+    Circle {
+        /// Radius in metres.
+        radius: f64,
+    },
+    /// An axis-aligned rectangle.
+    Rectangle {
+        /// Width in metres.
+        width: f64,
+        /// Height in metres.
+        height: f64,
+    },
+}
+
+/// An internally tagged enum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InternallyTagged {
+    /// The shape to draw.
+    pub shape: Shape,
+}
+
+/// What the robot should do.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// Stand still.
+    Stop,
+    /// Move by an offset.
+    Move {
+        /// Metres east.
+        dx: i32,
+        /// Metres north.
+        dy: i32,
+    },
+    /// Say something.
+    Say(String),
+}
+
+/// An externally tagged enum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExternallyTagged {
+    /// The next action.
+    pub action: Action,
+}
+
+/// A user interface event.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    /// A click at a position.
+    Click {
+        /// Column.
+        x: u16,
+        /// Row.
+        y: u16,
+    },
+    /// A key press.
+    Key(String),
+}
+
+/// An adjacently tagged enum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AdjacentlyTagged {
+    /// The event to replay.
+    pub event: Event,
+}
+
+/// The innermost part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Engine {
+    /// Power in kilowatts.
+    pub power_kw: u32,
+}
+
+/// The middle part.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Car {
+    /// The model name.
+    pub model: String,
+    /// What drives it.
+    pub engine: Engine,
+}
+
+/// Nested structs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct NestedStructs {
+    /// The car to register.
+    pub car: Car,
+}
+
+/// One order line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Item {
+    /// Stock keeping unit.
+    pub sku: String,
+    /// How many.
+    pub qty: u32,
+}
+
+/// A list of structs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VecOfStruct {
+    /// The order lines.
+    pub items: Vec<Item>,
+}
+
+/// A map.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Map {
+    /// Word counts by word.
+    pub counts: HashMap<String, u32>,
+}
+
+/// Paging parameters, shared by list tools.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Paging {
+    /// Page number, from 1.
+    pub page: u32,
+    /// Results per page.
+    pub per_page: u32,
+}
+
+/// A flattened struct.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlattenStruct {
+    /// What to search for.
+    pub query: String,
+    #[serde(flatten)]
+    pub paging: Paging,
+}
+
+/// A flattened map of extra fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlattenMap {
+    /// The record's id.
+    pub id: String,
+    /// Any other fields, kept as text.
+    #[serde(flatten)]
+    pub extra: HashMap<String, String>,
+}
+
+/// Renamed fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RenameAll {
+    /// Given name.
+    pub first_name: String,
+    /// Family name.
+    pub last_name: String,
+    /// Whether to send the newsletter.
+    pub wants_newsletter: bool,
+}
+
+fn default_limit() -> u32 {
+    10
+}
+
+/// Fields with defaults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Defaults {
+    /// What to search for.
+    pub query: String,
+    /// How many results.
+    #[serde(default = "default_limit")]
+    pub limit: u32,
+    /// Whether to include archived results.
+    #[serde(default)]
+    pub archived: bool,
+}
+
+/// No fields but these.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DenyUnknown {
+    /// Path of the file to delete.
+    pub path: String,
+}
+
+/// Every integer width.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Integers {
+    /// A byte.
+    pub byte: u8,
+    /// A port number.
+    pub port: u16,
+    /// A count.
+    pub count: u32,
+    /// A big count.
+    pub big: u64,
+    /// A signed offset.
+    pub offset: i64,
+}
+
+/// A float.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Float {
+    /// Sampling temperature.
+    pub temperature: f32,
+}
+
+/// A tree node: a recursive type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TreeNode {
+    /// The node's label.
+    pub label: String,
+    /// The child nodes.
+    pub children: Vec<TreeNode>,
+}
+
+/// A recursive type.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Recursive {
+    /// The tree to store.
+    pub root: TreeNode,
+}
+
+/// Dates as plain strings with a format, no date library.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DateStrings {
+    /// The day, as `YYYY-MM-DD`.
+    #[schemars(extend("format" = "date"))]
+    pub day: String,
+    /// The moment, as RFC 3339.
+    #[schemars(extend("format" = "date-time"))]
+    pub at: String,
+}
+
+macro_rules! levels {
+    ($($name:ident => $next:ident),* ; $last:ident) => {
+        $(
+            /// One level of a deep nesting.
+            #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+            pub struct $name {
+                /// The next level.
+                pub next: $next,
+            }
+        )*
+        /// The deepest level.
+        #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+        pub struct $last {
+            /// The value at the bottom.
+            pub value: String,
+        }
+    };
+}
+
+levels!(Level2 => Level3, Level3 => Level4, Level4 => Level5, Level5 => Level6, Level6 => Level7,
+        Level7 => Level8, Level8 => Level9, Level9 => Level10; Level10);
+
+/// Ten levels of objects, counting the arguments object: the deepest OpenAI strict mode accepts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TenLevels {
+    /// The second level.
+    pub next: Level2,
+}
+
+/// An optional list and a plain (undocumented) unit enum.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Priority {
+    Low,
+    High,
+}
+
+/// Optional list, undocumented enum.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionVec {
+    /// Labels to attach.
+    pub labels: Option<Vec<String>>,
+    /// The priority.
+    pub priority: Priority,
+}
+
+/// Take no arguments.
+#[tool]
+async fn no_arguments() -> &'static str {
+    "done"
+}
+
+// One echo tool per type, written out: `#[tool]` inside `macro_rules!` would mix hygiene contexts.
+
+/// Echo the arguments back.
+#[tool]
+async fn option_scalar(args: OptionScalar) -> Json<OptionScalar> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn option_enum(args: OptionEnum) -> Json<OptionEnum> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn option_struct(args: OptionStruct) -> Json<OptionStruct> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn option_vec(args: OptionVec) -> Json<OptionVec> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn documented_enum(args: DocumentedEnum) -> Json<DocumentedEnum> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn internally_tagged(args: InternallyTagged) -> Json<InternallyTagged> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn externally_tagged(args: ExternallyTagged) -> Json<ExternallyTagged> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn adjacently_tagged(args: AdjacentlyTagged) -> Json<AdjacentlyTagged> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn nested_structs(args: NestedStructs) -> Json<NestedStructs> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn vec_of_struct(args: VecOfStruct) -> Json<VecOfStruct> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn map(args: Map) -> Json<Map> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn flatten_struct(args: FlattenStruct) -> Json<FlattenStruct> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn flatten_map(args: FlattenMap) -> Json<FlattenMap> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn rename_all(args: RenameAll) -> Json<RenameAll> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn defaults(args: Defaults) -> Json<Defaults> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn deny_unknown(args: DenyUnknown) -> Json<DenyUnknown> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn integers(args: Integers) -> Json<Integers> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn float(args: Float) -> Json<Float> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn recursive(args: Recursive) -> Json<Recursive> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn date_strings(args: DateStrings) -> Json<DateStrings> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn ten_levels(args: TenLevels) -> Json<TenLevels> {
+    Json(args)
+}
+
+/// Every corpus tool, by the name of its golden files.
+pub fn tools() -> Vec<(&'static str, AgentTool)> {
+    vec![
+        ("no_arguments", no_arguments_tool()),
+        ("option_scalar", option_scalar_tool()),
+        ("option_enum", option_enum_tool()),
+        ("option_struct", option_struct_tool()),
+        ("option_vec", option_vec_tool()),
+        ("documented_enum", documented_enum_tool()),
+        ("internally_tagged", internally_tagged_tool()),
+        ("externally_tagged", externally_tagged_tool()),
+        ("adjacently_tagged", adjacently_tagged_tool()),
+        ("nested_structs", nested_structs_tool()),
+        ("vec_of_struct", vec_of_struct_tool()),
+        ("map", map_tool()),
+        ("flatten_struct", flatten_struct_tool()),
+        ("flatten_map", flatten_map_tool()),
+        ("rename_all", rename_all_tool()),
+        ("defaults", defaults_tool()),
+        ("deny_unknown", deny_unknown_tool()),
+        ("integers", integers_tool()),
+        ("float", float_tool()),
+        ("recursive", recursive_tool()),
+        ("date_strings", date_strings_tool()),
+        ("ten_levels", ten_levels_tool()),
+    ]
+}

@@ -1,0 +1,156 @@
+//! Run-time normalization of the arguments a model sent in a dialect, before they are deserialized.
+//!
+//! Every dialect writes an optional property so that leaving it out is the way to say "none": OpenAI strict
+//! mode makes it required and nullable, so the model sends `null`; the other dialects drop `null` from the
+//! schema of an optional property, yet models and serializers still send it. An optional property that came
+//! as `null` is therefore removed, at every depth, so serde sees it absent and applies `#[serde(default)]`
+//! (a `null` would fail for `#[serde(default)] limit: u32`).
+
+use serde_json::{Map, Value};
+
+use crate::args::resolve_ref;
+
+/// Removes `null` values of optional properties from `value`, walking `schema` (the canonical schema)
+/// alongside it.
+pub(super) fn drop_optional_nulls(root: &Value, schema: &Value, value: &mut Value, depth: usize) {
+    if depth > 64 {
+        return;
+    }
+    let Some(object) = schema.as_object() else {
+        return;
+    };
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+    {
+        drop_optional_nulls(root, target, value, depth + 1);
+    }
+    for branch in object
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        drop_optional_nulls(root, branch, value, depth + 1);
+    }
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = object.get(keyword)
+            && let Some(branch) = branches.iter().find(|b| fits(root, b, value, depth))
+        {
+            drop_optional_nulls(root, branch, value, depth + 1);
+        }
+    }
+    match value {
+        Value::Object(map) => {
+            let properties = object.get("properties").and_then(Value::as_object);
+            if let Some(properties) = properties {
+                let required = |name: &str| {
+                    object
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .is_some_and(|names| names.iter().any(|n| n == name))
+                };
+                map.retain(|name, v| {
+                    !(v.is_null() && properties.contains_key(name) && !required(name))
+                });
+                for (name, property) in properties {
+                    if let Some(v) = map.get_mut(name) {
+                        drop_optional_nulls(root, property, v, depth + 1);
+                    }
+                }
+            }
+            if let Some(extra) = object.get("additionalProperties").filter(|e| e.is_object()) {
+                for (name, v) in map.iter_mut() {
+                    if properties.is_none_or(|p| !p.contains_key(name)) {
+                        drop_optional_nulls(root, extra, v, depth + 1);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item) = object.get("items").filter(|i| i.is_object()) {
+                for v in items {
+                    drop_optional_nulls(root, item, v, depth + 1);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether `value` has the shape of union branch `schema`: the same JSON type and, for objects, every
+/// required property present and every constant property (an enum tag) equal. Enough to pick the branch a
+/// tagged enum's value belongs to.
+fn fits(root: &Value, schema: &Value, value: &Value, depth: usize) -> bool {
+    if depth > 64 {
+        return false;
+    }
+    let Some(object) = schema.as_object() else {
+        return schema != &Value::Bool(false);
+    };
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+    {
+        return fits(root, target, value, depth + 1);
+    }
+    for keyword in ["anyOf", "oneOf"] {
+        if let Some(Value::Array(branches)) = object.get(keyword) {
+            return branches.iter().any(|b| fits(root, b, value, depth + 1));
+        }
+    }
+    if let Some(constant) = object.get("const") {
+        return constant == value;
+    }
+    if let Some(Value::Array(values)) = object.get("enum") {
+        return values.contains(value);
+    }
+    let type_ok = match object.get("type") {
+        Some(Value::String(kind)) => type_matches(kind, value),
+        Some(Value::Array(kinds)) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .any(|k| type_matches(k, value)),
+        _ => true,
+    };
+    if !type_ok {
+        return false;
+    }
+    let (Value::Object(map), Some(properties)) =
+        (value, object.get("properties").and_then(Value::as_object))
+    else {
+        return true;
+    };
+    let required_present = object
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .all(|name| map.contains_key(name));
+    required_present && tags_match(properties, map)
+}
+
+fn tags_match(properties: &Map<String, Value>, map: &Map<String, Value>) -> bool {
+    properties.iter().all(
+        |(name, property)| match (property.get("const"), map.get(name)) {
+            (Some(constant), Some(v)) => constant == v,
+            _ => true,
+        },
+    )
+}
+
+fn type_matches(kind: &str, value: &Value) -> bool {
+    match kind {
+        "null" => value.is_null(),
+        "boolean" => value.is_boolean(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "string" => value.is_string(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        _ => true,
+    }
+}
