@@ -7,8 +7,11 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
+use std::os::fd::OwnedFd;
 use tokio::io::AsyncReadExt;
-use tokio::process::Command;
+
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use yiem_core::{AgentToolResult, ToolContext, tool};
 
@@ -88,34 +91,43 @@ async fn run(
     command: &str,
     limit: Duration,
 ) -> AgentToolResult {
+    match start(root, command) {
+        Ok((child, chunks)) => supervise(ctx, child, chunks, limit).await,
+        Err(error) => AgentToolResult::error(format!(
+            "tool `bash`: cannot start `bash`: {error}; is bash installed and on PATH?"
+        )),
+    }
+}
+
+/// Starts `bash -c command` in its own process group, stdout and stderr on one pipe (so their order is
+/// kept), and returns the child and the pipe's chunks.
+fn start(root: &ToolRoot, command: &str) -> std::io::Result<(Child, mpsc::Receiver<Vec<u8>>)> {
+    let (reader, writer) = std::io::pipe()?;
     let mut cmd = Command::new("bash");
     cmd.arg("-c")
         .arg(command)
         .current_dir(root.path())
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    #[cfg(unix)]
-    cmd.process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(child) => child,
-        Err(error) => {
-            return AgentToolResult::error(format!(
-                "tool `bash`: cannot start `bash`: {error}; is bash installed and on PATH?"
-            ));
-        }
-    };
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .process_group(0);
+    let child = cmd.spawn()?;
+    // The command holds our copies of the write end: drop it, or the pipe never reports its end.
+    drop(cmd);
+    let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let (sender, chunks) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(pump(reader, sender));
+    Ok((child, chunks))
+}
+
+async fn supervise(
+    ctx: &ToolContext,
+    mut child: Child,
+    mut chunks: mpsc::Receiver<Vec<u8>>,
+    limit: Duration,
+) -> AgentToolResult {
     // Kills the group if this future is dropped (the caller's own timeout or abort) before the end.
     let mut group = GroupGuard(child.id());
-
-    let (sender, mut chunks) = mpsc::channel::<Vec<u8>>(64);
-    if let Some(stdout) = child.stdout.take() {
-        tokio::spawn(pump(stdout, sender.clone()));
-    }
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(pump(stderr, sender.clone()));
-    }
-    drop(sender);
 
     let mut output = HeadTail::new(BASH_HEAD_BYTES, BASH_TAIL_BYTES);
     let mut last_update: Option<Instant> = None;
@@ -262,7 +274,6 @@ impl Drop for GroupGuard {
     }
 }
 
-#[cfg(unix)]
 fn kill_group(pgid: u32) {
     let Ok(pgid) = libc::pid_t::try_from(pgid) else {
         return;
@@ -273,6 +284,3 @@ fn kill_group(pgid: u32) {
         libc::killpg(pgid, libc::SIGKILL);
     }
 }
-
-#[cfg(not(unix))]
-fn kill_group(_pgid: u32) {}
