@@ -6,8 +6,9 @@
 //! yiem tools call NAME --args JSON [--root DIR]
 //! ```
 //!
-//! Exit codes: 0 on success, 1 when the tool returned an error result (its text on stderr), 2 on bad input
-//! (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), always as one line on stderr.
+//! Exit codes: 0 on success; 1 when the tool returned an error result (its text on stderr, as the tool wrote
+//! it); 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
+//! one line on stderr, never a panic.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -63,17 +64,18 @@ enum ToolsCommand {
     },
 }
 
-/// A failure, reported as one line on stderr with its exit code.
-struct Failure {
-    code: u8,
-    message: String,
+/// Why a command failed; each kind has its exit code.
+enum Failure {
+    /// Unknown tool, invalid JSON, wrong argument types, bad flags: exit 2, one line.
+    BadInput(String),
+    /// The tool ran and returned an error result: exit 1, the result's text as the tool wrote it.
+    ToolError(String),
+    /// Anything else (the runtime would not start, stdout is gone): exit 1, one line.
+    Internal(String),
 }
 
 fn bad_input(message: impl Into<String>) -> Failure {
-    Failure {
-        code: 2,
-        message: message.into(),
-    }
+    Failure::BadInput(message.into())
 }
 
 fn main() -> ExitCode {
@@ -99,19 +101,31 @@ fn main() -> ExitCode {
     }
 }
 
+/// Reports a failure on stderr: bad input as one line, a tool's error result as the tool wrote it.
 fn fail(failure: Failure) -> ExitCode {
-    let line = failure.message.lines().collect::<Vec<_>>().join("; ");
-    let line = line.strip_prefix("error: ").unwrap_or(&line);
-    let _ = writeln!(std::io::stderr(), "yiem: error: {line}");
-    ExitCode::from(failure.code)
+    let one_line = |message: &str| {
+        let line = message
+            .lines()
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join("; ");
+        format!(
+            "yiem: error: {}",
+            line.strip_prefix("error: ").unwrap_or(&line)
+        )
+    };
+    let (code, text) = match failure {
+        Failure::BadInput(message) => (2, one_line(&message)),
+        Failure::Internal(message) => (1, one_line(&message)),
+        Failure::ToolError(text) => (1, text),
+    };
+    let _ = writeln!(std::io::stderr(), "{}", text.trim_end());
+    ExitCode::from(code)
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
     let mut store = ToolStore::new("yiem");
-    register_all_tools(&mut store).map_err(|error| Failure {
-        code: 1,
-        message: error.to_string(),
-    })?;
+    register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
     let Command::Tools(command) = cli.command;
     match command {
         ToolsCommand::List { json } => {
@@ -229,10 +243,7 @@ fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|error| Failure {
-            code: 1,
-            message: format!("cannot start the async runtime: {error}"),
-        })?;
+        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
     let result = runtime.block_on(async {
         let ctx = ToolContext::new("cli");
         let prepared = tool
@@ -245,10 +256,7 @@ fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
     })?;
     let text = render(&result.content);
     if result.is_error {
-        return Err(Failure {
-            code: 1,
-            message: text,
-        });
+        return Err(Failure::ToolError(text));
     }
     print(&text)
 }
@@ -286,10 +294,9 @@ fn print(text: &str) -> Result<(), Failure> {
         writeln!(stdout, "{text}")
     };
     match outcome.and_then(|()| stdout.flush()) {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure {
-            code: 1,
-            message: format!("cannot write to stdout: {error}"),
-        }),
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Internal(
+            format!("cannot write to stdout: {error}"),
+        )),
         _ => Ok(()),
     }
 }

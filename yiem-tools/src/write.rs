@@ -59,6 +59,7 @@ pub fn write_in(root: &ToolRoot, args: WriteArgs) -> AgentToolResult {
     }
     let verb = if existed { "Overwrote" } else { "Created" };
     let bytes = args.content.len();
-    AgentToolResult::text(format!("{verb} `{shown}` ({bytes} bytes)."))
+    let unit = if bytes == 1 { "byte" } else { "bytes" };
+    AgentToolResult::text(format!("{verb} `{shown}` ({bytes} {unit})."))
         .with_details(json!({"path": shown, "bytes": bytes, "created": !existed}))
 }
