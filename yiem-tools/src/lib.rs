@@ -19,6 +19,8 @@
 //! | `write_tool` | writes a new `#[tool]` into the tools directory, compiled in by the next build | |
 //! | `list_tools` | the tools of the store (from `yiem-core`, added by `register_all_tools`) | read-only |
 //!
+//! Unix only (Linux, macOS): `bash` runs commands in their own process group.
+//!
 //! Linking this crate registers them all, so [`register_all_tools`](yiem_core::register_all_tools) finds
 //! them:
 //!

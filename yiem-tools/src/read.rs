@@ -1,6 +1,7 @@
 //! `read`: a text file with line numbers, a window of it at a time, or an image as image content.
 
-use std::io::Read as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read as _};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -95,32 +96,37 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
         return read_image(&path, &shown, mime, metadata.len());
     }
 
-    let bytes = std::fs::read(&path)
-        .map_err(|error| format!("tool `read`: cannot read `{shown}`: {error}"))?;
-    if bytes[..bytes.len().min(8192)].contains(&0) {
+    let cannot = |error: std::io::Error| format!("tool `read`: cannot read `{shown}`: {error}");
+    // Streamed: only the window is kept in memory; the rest of the file is only counted.
+    let mut reader = BufReader::with_capacity(64 * 1024, File::open(&path).map_err(cannot)?);
+    let first = reader.fill_buf().map_err(cannot)?;
+    if first[..first.len().min(8192)].contains(&0) {
         return Err(format!(
             "tool `read`: `{shown}` is a binary file ({} bytes); `read` shows text files and PNG, JPEG, GIF or WebP images",
-            bytes.len()
+            metadata.len()
         ));
     }
-    let text = String::from_utf8_lossy(&bytes);
-    if text.is_empty() {
+    if first.is_empty() {
         return Ok(AgentToolResult::text(format!("[`{shown}` is empty]"))
             .with_details(json!({"path": shown, "total_lines": 0})));
-    }
-    let lines: Vec<&str> = text.lines().collect();
-    let total = lines.len();
-    if offset > total {
-        return Err(format!(
-            "tool `read`: offset {offset} is past the end of `{shown}`, which has {total} lines; use an offset from 1 to {total}"
-        ));
     }
 
     let mut out = String::new();
     let mut end = offset - 1;
     let mut hit_byte_limit = false;
-    for (index, line) in lines.iter().enumerate().skip(offset - 1).take(limit) {
-        let numbered = format!("{:>6}\t{}", index + 1, shorten_line(line, MAX_LINE_CHARS));
+    let mut total = 0usize;
+    let mut line = Vec::new();
+    while !hit_byte_limit && total < offset - 1 + limit {
+        line.clear();
+        if reader.read_until(b'\n', &mut line).map_err(cannot)? == 0 {
+            break;
+        }
+        total += 1;
+        if total < offset {
+            continue;
+        }
+        let text = String::from_utf8_lossy(strip_line_end(&line));
+        let numbered = format!("{total:>6}\t{}", shorten_line(&text, MAX_LINE_CHARS));
         if !out.is_empty() && out.len() + numbered.len() + 1 > READ_MAX_BYTES {
             hit_byte_limit = true;
             break;
@@ -129,7 +135,13 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
             out.push('\n');
         }
         out.push_str(&numbered);
-        end = index + 1;
+        end = total;
+    }
+    total += count_lines(&mut reader).map_err(cannot)?;
+    if offset > total {
+        return Err(format!(
+            "tool `read`: offset {offset} is past the end of `{shown}`, which has {total} lines; use an offset from 1 to {total}"
+        ));
     }
     let truncated = end < total;
     if truncated {
@@ -150,6 +162,28 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
         "total_lines": total,
         "truncated": truncated,
     })))
+}
+
+/// `line` without its `\n` or `\r\n`.
+fn strip_line_end(line: &[u8]) -> &[u8] {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+/// The number of lines left in `reader` (a last line without `\n` counts).
+fn count_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
+    let mut lines = 0;
+    let mut partial = false;
+    loop {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
+            return Ok(lines + usize::from(partial));
+        }
+        lines += chunk.iter().filter(|&&b| b == b'\n').count();
+        partial = chunk.last() != Some(&b'\n');
+        let used = chunk.len();
+        reader.consume(used);
+    }
 }
 
 fn read_image(

@@ -671,3 +671,37 @@ async fn rooted_tools_validate_arguments_against_the_schema() {
         "invalid arguments for tool `write`: \"content\" is a required property"
     );
 }
+
+#[tokio::test]
+async fn read_counts_lines_like_an_editor_whatever_the_line_ends() {
+    let sandbox = Sandbox::new();
+    sandbox.put("crlf.txt", "a\r\nb\r\nc");
+    let result = sandbox
+        .ok("read", json!({"path": "crlf.txt", "limit": 1}))
+        .await;
+    assert_eq!(
+        result.text_content(),
+        "     1\ta\n\n[Showing lines 1-1 of 3. Use offset=2 to continue.]"
+    );
+    let rest = sandbox
+        .ok("read", json!({"path": "crlf.txt", "offset": 2}))
+        .await;
+    assert_eq!(rest.text_content(), "     2\tb\n     3\tc");
+}
+
+#[tokio::test]
+async fn read_of_a_large_file_counts_every_line_past_the_window() {
+    let sandbox = Sandbox::new();
+    let text: String = (1..=300_000).map(|i| format!("{i}\n")).collect();
+    sandbox.put("big.log", &text);
+    let result = sandbox
+        .ok(
+            "read",
+            json!({"path": "big.log", "offset": 150000, "limit": 2}),
+        )
+        .await;
+    assert_eq!(
+        result.text_content(),
+        "150000\t150000\n150001\t150001\n\n[Showing lines 150000-150001 of 300000. Use offset=150002 to continue.]"
+    );
+}
