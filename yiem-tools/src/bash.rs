@@ -49,7 +49,8 @@ pub async fn bash(ctx: ToolContext, args: BashArgs) -> AgentToolResult {
     }
 }
 
-/// `bash` in the given root.
+/// `bash` in the given root. While the command runs, each update through `ctx` carries the output so far
+/// (at most one every 50 ms, head and tail kept as in the result).
 ///
 /// ```
 /// use yiem_core::ToolContext;

@@ -3,7 +3,7 @@
 //! ```text
 //! yiem tools list [--json]
 //! yiem tools schema NAME
-//! yiem tools call NAME --args JSON [--root DIR]
+//! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR]
 //! ```
 //!
 //! Exit codes: 0 on success; 1 when the tool returned an error result (its text on stderr, as the tool wrote
@@ -61,6 +61,9 @@ enum ToolsCommand {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
+        /// The directory `write_tool` writes into (default: the `src/tools` this program was built from).
+        #[arg(long)]
+        tools_dir: Option<PathBuf>,
     },
 }
 
@@ -141,11 +144,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let tool = find(&store, &name)?;
             print(&pretty(&schema_json(&tool)))
         }
-        ToolsCommand::Call { name, args, root } => {
+        ToolsCommand::Call {
+            name,
+            args,
+            root,
+            tools_dir,
+        } => {
             if let Some(root) = root {
                 yiem_tools::set_default_root(&root).map_err(|error| {
                     bad_input(format!("--root: {error}; give an existing directory"))
                 })?;
+            }
+            if let Some(dir) = tools_dir {
+                if !dir.is_dir() {
+                    return Err(bad_input(format!(
+                        "--tools-dir: `{}` is not a directory; give an existing directory",
+                        dir.display()
+                    )));
+                }
+                yiem_tools::set_default_tools_dir(dir);
             }
             let tool = find(&store, &name)?;
             call(&tool, &args)

@@ -248,3 +248,52 @@ fn help_goes_to_stdout_with_success() {
     assert!(stdout(&output).contains("schema"));
     assert!(stdout(&output).contains("call"));
 }
+
+#[test]
+fn tools_call_write_tool_writes_into_the_given_tools_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = json!({
+        "name": "roll_die",
+        "label": "Roll Die",
+        "description": "Roll a six-sided die.",
+        "body": "Ok(\"4\".to_string())"
+    })
+    .to_string();
+    let tools_dir = dir.path().to_str().unwrap();
+    let output = yiem(&[
+        "tools",
+        "call",
+        "write_tool",
+        "--tools-dir",
+        tools_dir,
+        "--args",
+        &args,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let path = dir.path().join("roll_die.rs");
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "Wrote tool `roll_die` to `{}`. The next `cargo build` compiles it in (every file in the tools directory is included); restart the program to call `roll_die`.\n",
+            path.display()
+        )
+    );
+    assert!(
+        std::fs::read_to_string(path)
+            .unwrap()
+            .contains("pub async fn roll_die(_args: RollDieArgs)")
+    );
+
+    assert_bad_input(
+        &yiem(&[
+            "tools",
+            "call",
+            "write_tool",
+            "--tools-dir",
+            "/not/a/dir",
+            "--args",
+            &args,
+        ]),
+        "yiem: error: --tools-dir: `/not/a/dir` is not a directory; give an existing directory",
+    );
+}
