@@ -1,0 +1,287 @@
+//! `bash`: run a shell command in the root directory, with a time limit, streamed output, and the whole
+//! process group killed on timeout or abort.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use std::os::fd::OwnedFd;
+use tokio::io::AsyncReadExt;
+
+use tokio::net::unix::pipe;
+use tokio::process::{Child, Command};
+use tokio::sync::mpsc;
+use yiem_core::{AgentToolResult, ToolContext, tool};
+
+use crate::root::ToolRoot;
+use crate::truncate::{BASH_HEAD_BYTES, BASH_TAIL_BYTES, HeadTail};
+
+/// Seconds a command may run when no `timeout` is given.
+pub const BASH_DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// The longest `timeout` accepted, in seconds.
+pub const BASH_MAX_TIMEOUT_SECS: u64 = 3600;
+/// How long output is still read after the command exits, for background processes that hold it open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
+/// The least time between two streamed updates.
+const UPDATE_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Arguments of `bash`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct BashArgs {
+    /// The command line, run with `bash -c` in the root directory.
+    pub command: String,
+    /// Seconds before the command and every process it started are killed. Default: 120, at most 3600.
+    #[serde(default)]
+    pub timeout: Option<u64>,
+}
+
+/// Run a shell command (`bash -c`) in the root directory and return its combined stdout and stderr. Output
+/// streams while the command runs; past 30 KB only the first 10 KB and the last 20 KB are kept. A non-zero
+/// exit is an error result that shows the output and the exit code. On timeout or abort the command and all
+/// its child processes are killed. Standard input is empty: interactive commands cannot be answered.
+#[tool(label = "Run Shell Command", destructive, open_world = true)]
+pub async fn bash(ctx: ToolContext, args: BashArgs) -> AgentToolResult {
+    match ToolRoot::current() {
+        Ok(root) => bash_in(&root, &ctx, args).await,
+        Err(error) => AgentToolResult::error(format!("tool `bash`: {error}")),
+    }
+}
+
+/// `bash` in the given root. While the command runs, each update through `ctx` carries the output so far
+/// (at most one every 50 ms, head and tail kept as in the result).
+///
+/// ```
+/// use yiem_core::ToolContext;
+/// use yiem_tools::{ToolRoot, bash::{BashArgs, bash_in}};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// let root = ToolRoot::new(dir.path()).unwrap();
+/// let args = BashArgs { command: "echo hi; echo oops >&2".into(), timeout: None };
+/// let result = bash_in(&root, &ToolContext::new("c1"), args).await;
+/// assert_eq!(result.text_content(), "hi\noops\n");
+/// assert_eq!(result.details["exit_code"], 0);
+/// # });
+/// ```
+pub async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> AgentToolResult {
+    let secs = args.timeout.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS);
+    if secs == 0 || secs > BASH_MAX_TIMEOUT_SECS {
+        return AgentToolResult::error(format!(
+            "tool `bash`: `timeout` is {secs} s; give a number of seconds from 1 to {BASH_MAX_TIMEOUT_SECS}"
+        ));
+    }
+    if args.command.trim().is_empty() {
+        return AgentToolResult::error(
+            "tool `bash`: `command` is empty; give a command line to run",
+        );
+    }
+    run(root, ctx, &args.command, Duration::from_secs(secs)).await
+}
+
+/// Why a command stopped before it exited by itself.
+enum Stop {
+    TimedOut,
+    Aborted,
+}
+
+async fn run(
+    root: &ToolRoot,
+    ctx: &ToolContext,
+    command: &str,
+    limit: Duration,
+) -> AgentToolResult {
+    match start(root, command) {
+        Ok((child, chunks)) => supervise(ctx, child, chunks, limit).await,
+        Err(error) => AgentToolResult::error(format!(
+            "tool `bash`: cannot start `bash`: {error}; is bash installed and on PATH?"
+        )),
+    }
+}
+
+/// Starts `bash -c command` in its own process group, stdout and stderr on one pipe (so their order is
+/// kept), and returns the child and the pipe's chunks.
+fn start(root: &ToolRoot, command: &str) -> std::io::Result<(Child, mpsc::Receiver<Vec<u8>>)> {
+    let (reader, writer) = std::io::pipe()?;
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(root.path())
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .process_group(0);
+    let child = cmd.spawn()?;
+    // The command holds our copies of the write end: drop it, or the pipe never reports its end.
+    drop(cmd);
+    let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let (sender, chunks) = mpsc::channel::<Vec<u8>>(64);
+    tokio::spawn(pump(reader, sender));
+    Ok((child, chunks))
+}
+
+async fn supervise(
+    ctx: &ToolContext,
+    mut child: Child,
+    mut chunks: mpsc::Receiver<Vec<u8>>,
+    limit: Duration,
+) -> AgentToolResult {
+    // Kills the group if this future is dropped (the caller's own timeout or abort) before the end.
+    let mut group = GroupGuard(child.id());
+
+    let mut output = HeadTail::new(BASH_HEAD_BYTES, BASH_TAIL_BYTES);
+    let mut last_update: Option<Instant> = None;
+    let deadline = tokio::time::sleep(limit);
+    tokio::pin!(deadline);
+    let mut open = true;
+    let mut stop = None;
+    let status = loop {
+        tokio::select! {
+            chunk = chunks.recv(), if open => match chunk {
+                Some(bytes) => {
+                    output.push(&bytes);
+                    if last_update.is_none_or(|at| at.elapsed() >= UPDATE_INTERVAL) {
+                        ctx.update(output.render());
+                        last_update = Some(Instant::now());
+                    }
+                }
+                None => open = false,
+            },
+            status = child.wait() => break status,
+            () = &mut deadline => {
+                stop = Some(Stop::TimedOut);
+                group.kill();
+                break child.wait().await;
+            }
+            () = ctx.cancelled() => {
+                stop = Some(Stop::Aborted);
+                group.kill();
+                break child.wait().await;
+            }
+        }
+    };
+
+    // The shell has exited; read what is left, but not forever: a background process may hold the pipes.
+    let mut stragglers_killed = false;
+    if open {
+        let drain_until = tokio::time::sleep(DRAIN_AFTER_EXIT);
+        tokio::pin!(drain_until);
+        loop {
+            tokio::select! {
+                chunk = chunks.recv() => match chunk {
+                    Some(bytes) => output.push(&bytes),
+                    None => break,
+                },
+                () = &mut drain_until => {
+                    group.kill();
+                    stragglers_killed = stop.is_none();
+                    break;
+                }
+            }
+        }
+    }
+    group.disarm();
+
+    let mut text = output.render();
+    let exit_code = status.as_ref().ok().and_then(|s| s.code());
+    let details = json!({
+        "exit_code": exit_code,
+        "timed_out": matches!(stop, Some(Stop::TimedOut)),
+        "aborted": matches!(stop, Some(Stop::Aborted)),
+        "truncated": output.truncated(),
+        "output_bytes": output.total(),
+    });
+    let mut note = |line: String| {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&line);
+    };
+    if stragglers_killed {
+        note("[background processes that kept the output open were killed]".into());
+    }
+    let is_error = match (&stop, &status) {
+        (Some(Stop::TimedOut), _) => {
+            note(format!(
+                "[timed out after {} s: the command and its child processes were killed]",
+                limit.as_secs()
+            ));
+            true
+        }
+        (Some(Stop::Aborted), _) => {
+            note("[aborted: the command and its child processes were killed]".into());
+            true
+        }
+        (None, Err(error)) => {
+            note(format!("[could not wait for the command: {error}]"));
+            true
+        }
+        (None, Ok(status)) if status.success() => false,
+        (None, Ok(status)) => {
+            match status.code() {
+                Some(code) => note(format!("[exit code {code}]")),
+                None => note(format!("[killed by a signal: {status}]")),
+            }
+            true
+        }
+    };
+    if text.is_empty() {
+        text.push_str("[no output]");
+    }
+    let result = if is_error {
+        AgentToolResult::error(text)
+    } else {
+        AgentToolResult::text(text)
+    };
+    result.with_details(details)
+}
+
+async fn pump(mut from: impl tokio::io::AsyncRead + Unpin, to: mpsc::Sender<Vec<u8>>) {
+    let mut buffer = vec![0u8; 8192];
+    loop {
+        match from.read(&mut buffer).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if to.send(buffer[..n].to_vec()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The process group of a running command (its id is the shell's pid); killed on drop unless disarmed.
+struct GroupGuard(Option<u32>);
+
+impl GroupGuard {
+    fn kill(&mut self) {
+        if let Some(pgid) = self.0 {
+            kill_group(pgid);
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn kill_group(pgid: u32) {
+    let Ok(pgid) = libc::pid_t::try_from(pgid) else {
+        return;
+    };
+    // SAFETY: killpg only sends a signal; it reads no memory of ours. The group id is the one our child
+    // was placed in (process_group(0)), and the guard is disarmed before the group can be reused.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}

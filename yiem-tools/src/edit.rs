@@ -1,0 +1,157 @@
+//! `edit`: replace an exact piece of text in a file, and report the change as a unified diff.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use similar::{Algorithm, DiffTag, TextDiff};
+use yiem_core::{AgentToolResult, tool};
+
+use crate::atomic::write_atomically;
+use crate::root::ToolRoot;
+
+/// Arguments of `edit`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct EditArgs {
+    /// The file to edit, relative to the root directory.
+    pub path: String,
+    /// The exact text to replace, including whitespace and indentation. It must occur exactly once
+    /// unless `replace_all` is true; include surrounding lines to make it unique.
+    pub old_string: String,
+    /// The text to put in its place.
+    pub new_string: String,
+    /// Replace every occurrence instead of exactly one. Default: false.
+    #[serde(default)]
+    pub replace_all: bool,
+}
+
+/// Edit a file under the root directory by exact string replacement: `old_string` must occur exactly once
+/// (or set `replace_all`). Read the file first and copy the text exactly. The file is rewritten
+/// atomically; the details hold a unified diff and the first changed line.
+#[tool(label = "Edit File", destructive, open_world = false)]
+pub fn edit(args: EditArgs) -> AgentToolResult {
+    match ToolRoot::current() {
+        Ok(root) => edit_in(&root, args),
+        Err(error) => AgentToolResult::error(format!("tool `edit`: {error}")),
+    }
+}
+
+/// `edit` in the given root.
+///
+/// ```
+/// use yiem_tools::{ToolRoot, edit::{EditArgs, edit_in}};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
+/// let root = ToolRoot::new(dir.path()).unwrap();
+/// let args = EditArgs {
+///     path: "a.txt".into(),
+///     old_string: "two".into(),
+///     new_string: "2".into(),
+///     replace_all: false,
+/// };
+/// let result = edit_in(&root, args);
+/// assert_eq!(result.text_content(), "Replaced 1 occurrence in `a.txt`; first change at line 2.");
+/// assert_eq!(result.details["first_changed_line"], 2);
+/// ```
+pub fn edit_in(root: &ToolRoot, args: EditArgs) -> AgentToolResult {
+    match edit_inner(root, &args) {
+        Ok(result) => result,
+        Err(message) => AgentToolResult::error(message),
+    }
+}
+
+fn edit_inner(root: &ToolRoot, args: &EditArgs) -> Result<AgentToolResult, String> {
+    let path = root.resolve("edit", &args.path)?;
+    let shown = root.display(&path);
+    if args.old_string.is_empty() {
+        return Err(format!(
+            "tool `edit`: `old_string` is empty; give the exact text to replace (to create or overwrite `{shown}` whole, use `write`)"
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(
+            "tool `edit`: `old_string` and `new_string` are the same, so nothing would change"
+                .into(),
+        );
+    }
+    let old = match std::fs::read(&path) {
+        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
+            format!("tool `edit`: `{shown}` is not UTF-8 text; `edit` changes text files only")
+        })?,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!(
+                "tool `edit`: file `{shown}` does not exist; create it with `write`"
+            ));
+        }
+        Err(error) if path.is_dir() => {
+            return Err(format!(
+                "tool `edit`: `{shown}` is a directory, not a file ({error})"
+            ));
+        }
+        Err(error) => return Err(format!("tool `edit`: cannot read `{shown}`: {error}")),
+    };
+    let positions: Vec<usize> = old
+        .match_indices(&args.old_string)
+        .map(|(at, _)| at)
+        .collect();
+    match positions.len() {
+        0 => {
+            return Err(format!(
+                "tool `edit`: `old_string` was not found in `{shown}`; `read` the file and copy the text exactly, including whitespace and indentation"
+            ));
+        }
+        1 => {}
+        n if !args.replace_all => {
+            let lines: Vec<String> = positions
+                .iter()
+                .map(|&at| line_of(&old, at).to_string())
+                .collect();
+            return Err(format!(
+                "tool `edit`: `old_string` occurs {n} times in `{shown}` (at lines {}); include more surrounding text to make it unique, or set `replace_all` to true",
+                lines.join(", ")
+            ));
+        }
+        _ => {}
+    }
+    let new = old.replace(&args.old_string, &args.new_string);
+    write_atomically(&path, new.as_bytes())
+        .map_err(|error| format!("tool `edit`: cannot write `{shown}`: {error}"))?;
+
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .diff_lines(&old, &new);
+    let first_changed_line = diff
+        .ops()
+        .iter()
+        .find(|op| op.tag() != DiffTag::Equal)
+        .map(|op| op.new_range().start + 1);
+    let unified = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    let count = positions.len();
+    let noun = if count == 1 {
+        "occurrence"
+    } else {
+        "occurrences"
+    };
+    let at = first_changed_line.map_or(String::new(), |line| {
+        format!("; first change at line {line}")
+    });
+    Ok(
+        AgentToolResult::text(format!("Replaced {count} {noun} in `{shown}`{at}.")).with_details(
+            json!({
+                "path": shown,
+                "replacements": count,
+                "first_changed_line": first_changed_line,
+                "diff": unified,
+            }),
+        ),
+    )
+}
+
+/// The 1-based line number of byte offset `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text[..at].matches('\n').count() + 1
+}

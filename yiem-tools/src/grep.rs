@@ -1,0 +1,298 @@
+//! `grep`: search file contents under the root with a regular expression.
+
+use std::path::Path;
+
+use regex::{Regex, RegexBuilder};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use yiem_core::{AgentToolResult, tool};
+
+use crate::root::ToolRoot;
+use crate::truncate::{GREP_MAX_LINE_CHARS, shorten_line};
+
+/// Matches `grep` returns when no `limit` is given.
+pub const GREP_DEFAULT_LIMIT: usize = 100;
+/// Directories `grep` does not descend into (it still searches them when given as `path`).
+pub const GREP_SKIPPED_DIRS: [&str; 3] = [".git", "target", "node_modules"];
+/// Files larger than this are skipped.
+pub const GREP_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+
+/// Arguments of `grep`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct GrepArgs {
+    /// A regular expression (Rust `regex` syntax), e.g. `fn \w+_tool`.
+    pub pattern: String,
+    /// The file or directory to search, relative to the root directory. Default: the root.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// Only search files whose name matches this glob, e.g. `*.rs` or `*.{js,ts}`; a glob with `/` is
+    /// matched against the path relative to the searched directory (`**` spans directories).
+    #[serde(default)]
+    pub glob: Option<String>,
+    /// Match without regard to case. Default: false.
+    #[serde(default)]
+    pub ignore_case: bool,
+    /// How many matching lines to return at most. Default: 100.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// Search the contents of files under the root directory for a regular expression. Prints
+/// `path:line: text` for each matching line, files in name order. Skips binary files, symlinks, files over
+/// 10 MB, and the `.git`, `target` and `node_modules` directories (search inside them by giving them as
+/// `path`).
+#[tool(
+    label = "Search Files",
+    parallel,
+    read_only,
+    idempotent,
+    open_world = false
+)]
+pub fn grep(args: GrepArgs) -> AgentToolResult {
+    match ToolRoot::current() {
+        Ok(root) => grep_in(&root, args),
+        Err(error) => AgentToolResult::error(format!("tool `grep`: {error}")),
+    }
+}
+
+/// `grep` in the given root.
+///
+/// ```
+/// use yiem_tools::{ToolRoot, grep::{GrepArgs, grep_in}};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("a.rs"), "fn main() {}\n// main entry\n").unwrap();
+/// let root = ToolRoot::new(dir.path()).unwrap();
+/// let args = GrepArgs {
+///     pattern: r"fn \w+".into(),
+///     path: None,
+///     glob: None,
+///     ignore_case: false,
+///     limit: None,
+/// };
+/// assert_eq!(grep_in(&root, args).text_content(), "a.rs:1: fn main() {}");
+/// ```
+pub fn grep_in(root: &ToolRoot, args: GrepArgs) -> AgentToolResult {
+    match grep_inner(root, &args) {
+        Ok(result) => result,
+        Err(message) => AgentToolResult::error(message),
+    }
+}
+
+struct Search<'a> {
+    root: &'a ToolRoot,
+    base: &'a Path,
+    regex: Regex,
+    glob: Option<(Regex, bool)>,
+    limit: usize,
+    matches: Vec<String>,
+    files_searched: usize,
+    stopped: bool,
+}
+
+fn grep_inner(root: &ToolRoot, args: &GrepArgs) -> Result<AgentToolResult, String> {
+    let regex = RegexBuilder::new(&args.pattern)
+        .case_insensitive(args.ignore_case)
+        .build()
+        .map_err(|error| {
+            let detail = error.to_string().replace('\n', " ");
+            format!(
+                "tool `grep`: `pattern` is not a valid regular expression: {detail}; escape special characters such as `(` or `.` with `\\`"
+            )
+        })?;
+    let glob = match &args.glob {
+        Some(glob) => Some((glob_regex(glob)?, glob.contains('/'))),
+        None => None,
+    };
+    let limit = args.limit.unwrap_or(GREP_DEFAULT_LIMIT);
+    if limit == 0 {
+        return Err("tool `grep`: `limit` must be at least 1".into());
+    }
+    let requested = args.path.as_deref().unwrap_or(".");
+    let path = root.resolve("grep", requested)?;
+    let shown = root.display(&path);
+    let metadata = std::fs::metadata(&path).map_err(|_| {
+        format!("tool `grep`: `{shown}` does not exist; use `ls` to see what is there")
+    })?;
+    let base = if metadata.is_dir() {
+        path.clone()
+    } else {
+        path.parent().map(Path::to_path_buf).unwrap_or_default()
+    };
+    let mut search = Search {
+        root,
+        base: &base,
+        regex,
+        glob,
+        limit,
+        matches: Vec::new(),
+        files_searched: 0,
+        stopped: false,
+    };
+    if metadata.is_dir() {
+        search.directory(&path);
+    } else {
+        search.file(&path);
+    }
+    let count = search.matches.len();
+    let mut text = if count == 0 {
+        format!(
+            "No matches for `{}` in `{shown}` ({} files searched).",
+            args.pattern, search.files_searched
+        )
+    } else {
+        search.matches.join("\n")
+    };
+    if search.stopped {
+        text.push_str(&format!(
+            "\n\n[Stopped at {limit} matches. Narrow the pattern, the path or the glob, or raise `limit`.]"
+        ));
+    }
+    Ok(AgentToolResult::text(text).with_details(json!({
+        "matches": count,
+        "files_searched": search.files_searched,
+        "truncated": search.stopped,
+    })))
+}
+
+impl Search<'_> {
+    fn directory(&mut self, dir: &Path) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
+        entries.sort_by_key(|entry| entry.file_name());
+        for entry in entries {
+            if self.stopped {
+                return;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            if kind.is_dir() {
+                let name = entry.file_name();
+                if !GREP_SKIPPED_DIRS.iter().any(|skip| name == **skip) {
+                    self.directory(&path);
+                }
+            } else if kind.is_file() && self.glob_admits(&path) {
+                self.file(&path);
+            }
+        }
+    }
+
+    fn glob_admits(&self, path: &Path) -> bool {
+        let Some((glob, whole_path)) = &self.glob else {
+            return true;
+        };
+        let subject = if *whole_path {
+            path.strip_prefix(self.base)
+                .unwrap_or(path)
+                .to_string_lossy()
+                .into_owned()
+        } else {
+            path.file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        };
+        glob.is_match(&subject)
+    }
+
+    fn file(&mut self, path: &Path) {
+        let too_big = std::fs::metadata(path).map_or(true, |m| m.len() > GREP_MAX_FILE_BYTES);
+        let Ok(bytes) = (if too_big {
+            Err(())
+        } else {
+            std::fs::read(path).map_err(drop)
+        }) else {
+            return;
+        };
+        if bytes[..bytes.len().min(8192)].contains(&0) {
+            return;
+        }
+        self.files_searched += 1;
+        let text = String::from_utf8_lossy(&bytes);
+        let shown = self.root.display(path);
+        for (index, line) in text.lines().enumerate() {
+            if self.regex.is_match(line) {
+                if self.matches.len() == self.limit {
+                    self.stopped = true;
+                    return;
+                }
+                self.matches.push(format!(
+                    "{shown}:{}: {}",
+                    index + 1,
+                    shorten_line(line, GREP_MAX_LINE_CHARS)
+                ));
+            }
+        }
+    }
+}
+
+/// A glob (`*`, `?`, `**`, `{a,b}`, `[abc]`) as an anchored regular expression.
+fn glob_regex(glob: &str) -> Result<Regex, String> {
+    let mut pattern = String::from("^");
+    let mut chars = glob.chars().peekable();
+    let mut in_braces = false;
+    while let Some(ch) = chars.next() {
+        match ch {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    pattern.push_str("(?:.*/)?");
+                } else {
+                    pattern.push_str(".*");
+                }
+            }
+            '*' => pattern.push_str("[^/]*"),
+            '?' => pattern.push_str("[^/]"),
+            '{' if !in_braces => {
+                in_braces = true;
+                pattern.push_str("(?:");
+            }
+            '}' if in_braces => {
+                in_braces = false;
+                pattern.push(')');
+            }
+            ',' if in_braces => pattern.push('|'),
+            '[' => {
+                pattern.push('[');
+                for inner in chars.by_ref() {
+                    if inner == ']' {
+                        break;
+                    }
+                    if inner == '\\' || inner == '[' {
+                        pattern.push('\\');
+                    }
+                    pattern.push(inner);
+                }
+                pattern.push(']');
+            }
+            other => pattern.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    pattern.push('$');
+    Regex::new(&pattern).map_err(|_| {
+        format!("tool `grep`: `glob` `{glob}` is not a valid glob; use forms like `*.rs`, `src/**/*.rs` or `*.{{js,ts}}`")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_names_and_paths() {
+        let rs = glob_regex("*.rs").unwrap();
+        assert!(rs.is_match("main.rs") && !rs.is_match("main.rsx") && !rs.is_match("a/main.rs"));
+        let either = glob_regex("*.{js,ts}").unwrap();
+        assert!(either.is_match("a.js") && either.is_match("b.ts") && !either.is_match("c.py"));
+        let deep = glob_regex("src/**/*.rs").unwrap();
+        assert!(deep.is_match("src/lib.rs") && deep.is_match("src/a/b/c.rs"));
+        assert!(!deep.is_match("tests/a.rs"));
+        let class = glob_regex("file[12].txt").unwrap();
+        assert!(class.is_match("file1.txt") && !class.is_match("file3.txt"));
+    }
+}

@@ -1,0 +1,108 @@
+//! `ls`: the entries of a directory.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use yiem_core::{AgentToolResult, tool};
+
+use crate::root::ToolRoot;
+
+/// Entries `ls` shows when no `limit` is given.
+pub const LS_DEFAULT_LIMIT: usize = 500;
+
+/// Arguments of `ls`.
+#[derive(Clone, Debug, Default, Deserialize, JsonSchema)]
+pub struct LsArgs {
+    /// The directory to list, relative to the root directory. Default: the root itself.
+    #[serde(default)]
+    pub path: Option<String>,
+    /// How many entries to show at most. Default: 500.
+    #[serde(default)]
+    pub limit: Option<usize>,
+}
+
+/// List a directory under the root directory, sorted by name, hidden entries included. Directories end
+/// in `/`, symlinks in `@`.
+#[tool(
+    label = "List Directory",
+    parallel,
+    read_only,
+    idempotent,
+    open_world = false
+)]
+pub fn ls(args: LsArgs) -> AgentToolResult {
+    match ToolRoot::current() {
+        Ok(root) => ls_in(&root, args),
+        Err(error) => AgentToolResult::error(format!("tool `ls`: {error}")),
+    }
+}
+
+/// `ls` in the given root.
+///
+/// ```
+/// use yiem_tools::{ToolRoot, ls::{LsArgs, ls_in}};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::create_dir(dir.path().join("src")).unwrap();
+/// std::fs::write(dir.path().join("Cargo.toml"), "").unwrap();
+/// let root = ToolRoot::new(dir.path()).unwrap();
+/// assert_eq!(ls_in(&root, LsArgs::default()).text_content(), "Cargo.toml\nsrc/");
+/// ```
+pub fn ls_in(root: &ToolRoot, args: LsArgs) -> AgentToolResult {
+    match ls_inner(root, &args) {
+        Ok(result) => result,
+        Err(message) => AgentToolResult::error(message),
+    }
+}
+
+fn ls_inner(root: &ToolRoot, args: &LsArgs) -> Result<AgentToolResult, String> {
+    let requested = args.path.as_deref().unwrap_or(".");
+    let path = root.resolve("ls", requested)?;
+    let shown = root.display(&path);
+    let limit = args.limit.unwrap_or(LS_DEFAULT_LIMIT);
+    if limit == 0 {
+        return Err("tool `ls`: `limit` must be at least 1".into());
+    }
+    let entries = std::fs::read_dir(&path).map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => format!(
+            "tool `ls`: directory `{shown}` does not exist; list its parent to see what is there"
+        ),
+        _ if path.is_file() => {
+            format!("tool `ls`: `{shown}` is a file, not a directory; use `read` to see it")
+        }
+        _ => format!("tool `ls`: cannot list `{shown}`: {error}"),
+    })?;
+    let mut names: Vec<String> = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|error| format!("tool `ls`: cannot list `{shown}`: {error}"))?;
+        let mut name = entry.file_name().to_string_lossy().into_owned();
+        match entry.file_type() {
+            Ok(kind) if kind.is_symlink() => name.push('@'),
+            Ok(kind) if kind.is_dir() => name.push('/'),
+            _ => {}
+        }
+        names.push(name);
+    }
+    names.sort();
+    let total = names.len();
+    if total == 0 {
+        return Ok(AgentToolResult::text(format!("[`{shown}` is empty]"))
+            .with_details(json!({"path": shown, "entries": 0})));
+    }
+    let mut text = names
+        .iter()
+        .take(limit)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n");
+    if total > limit {
+        text.push_str(&format!(
+            "\n\n[Showing {limit} of {total} entries. Raise `limit` to see more.]"
+        ));
+    }
+    Ok(AgentToolResult::text(text).with_details(json!({
+        "path": shown,
+        "entries": total,
+        "truncated": total > limit,
+    })))
+}

@@ -1,0 +1,319 @@
+//! `yiem`: list, inspect and call the tools linked into this program from a terminal.
+//!
+//! ```text
+//! yiem tools list [--json]
+//! yiem tools schema NAME
+//! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR]
+//! ```
+//!
+//! Exit codes: 0 on success; 1 when the tool returned an error result (its text on stderr, as the tool wrote
+//! it); 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
+//! one line on stderr, never a panic.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use serde_json::{Value, json};
+use yiem_core::{AgentTool, Content, ToolContext, ToolStore, register_all_tools};
+
+yiem_core::link_tools!(yiem_tools);
+
+#[derive(Parser)]
+#[command(
+    name = "yiem",
+    version,
+    about = "Work with yiem agent tools from the command line"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List, inspect and call the tools linked into this program.
+    #[command(subcommand)]
+    Tools(ToolsCommand),
+}
+
+#[derive(Subcommand)]
+enum ToolsCommand {
+    /// List the tools: name, label, mode and description.
+    List {
+        /// Print a JSON array with every tool's definition and input schema.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a tool's input schema as JSON.
+    Schema {
+        /// The tool's name.
+        name: String,
+    },
+    /// Call a tool and print the content of its result.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// The arguments, a JSON object.
+        #[arg(long, default_value = "{}")]
+        args: String,
+        /// The root directory of the file tools and `bash` (default: the current directory).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// The directory `write_tool` writes into (default: the `src/tools` this program was built from).
+        #[arg(long)]
+        tools_dir: Option<PathBuf>,
+    },
+}
+
+/// Why a command failed; each kind has its exit code.
+enum Failure {
+    /// Unknown tool, invalid JSON, wrong argument types, bad flags: exit 2, one line.
+    BadInput(String),
+    /// The tool ran and returned an error result: exit 1, the result's text as the tool wrote it.
+    ToolError(String),
+    /// Anything else (the runtime would not start, stdout is gone): exit 1, one line.
+    Internal(String),
+}
+
+fn bad_input(message: impl Into<String>) -> Failure {
+    Failure::BadInput(message.into())
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => {
+            // --help and --version.
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            let rendered = error.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("invalid command line");
+            return fail(bad_input(format!("{first} (see `yiem --help`)")));
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => fail(failure),
+    }
+}
+
+/// Reports a failure on stderr: bad input as one line, a tool's error result as the tool wrote it.
+fn fail(failure: Failure) -> ExitCode {
+    let one_line = |message: &str| {
+        let line = message
+            .lines()
+            .map(str::trim)
+            .collect::<Vec<_>>()
+            .join("; ");
+        format!(
+            "yiem: error: {}",
+            line.strip_prefix("error: ").unwrap_or(&line)
+        )
+    };
+    let (code, text) = match failure {
+        Failure::BadInput(message) => (2, one_line(&message)),
+        Failure::Internal(message) => (1, one_line(&message)),
+        Failure::ToolError(text) => (1, text),
+    };
+    let _ = writeln!(std::io::stderr(), "{}", text.trim_end());
+    ExitCode::from(code)
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let mut store = ToolStore::new("yiem");
+    register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
+    let Command::Tools(command) = cli.command;
+    match command {
+        ToolsCommand::List { json } => {
+            let tools = store.tools();
+            if json {
+                let listing: Vec<Value> = tools.iter().map(tool_json).collect();
+                print(&pretty(&Value::Array(listing)))
+            } else {
+                print(&table(&tools))
+            }
+        }
+        ToolsCommand::Schema { name } => {
+            let tool = find(&store, &name)?;
+            print(&pretty(&schema_json(&tool)))
+        }
+        ToolsCommand::Call {
+            name,
+            args,
+            root,
+            tools_dir,
+        } => {
+            if let Some(root) = root {
+                yiem_tools::set_default_root(&root).map_err(|error| {
+                    bad_input(format!("--root: {error}; give an existing directory"))
+                })?;
+            }
+            if let Some(dir) = tools_dir {
+                if !dir.is_dir() {
+                    return Err(bad_input(format!(
+                        "--tools-dir: `{}` is not a directory; give an existing directory",
+                        dir.display()
+                    )));
+                }
+                yiem_tools::set_default_tools_dir(dir);
+            }
+            let tool = find(&store, &name)?;
+            call(&tool, &args)
+        }
+    }
+}
+
+fn find(store: &ToolStore, name: &str) -> Result<AgentTool, Failure> {
+    store.get(name).ok_or_else(|| {
+        bad_input(format!(
+            "unknown tool `{name}`; the tools are: {}",
+            store.names().join(", ")
+        ))
+    })
+}
+
+/// A tool's input schema as the CLI prints it. The place where a schema dialect will apply.
+fn schema_json(tool: &AgentTool) -> Value {
+    tool.input_schema().clone()
+}
+
+/// One entry of `yiem tools list --json`.
+fn tool_json(tool: &AgentTool) -> Value {
+    let hints = tool.annotations();
+    json!({
+        "name": tool.name(),
+        "label": tool.label(),
+        "description": tool.description(),
+        "mode": tool.execution_mode(),
+        "annotations": {
+            "read_only": hints.read_only,
+            "destructive": hints.destructive,
+            "idempotent": hints.idempotent,
+            "open_world": hints.open_world,
+        },
+        "input_schema": schema_json(tool),
+    })
+}
+
+/// The description on one line, cut at the end of its first sentence or at 100 characters.
+fn summary(description: &str) -> String {
+    let flat = description.split_whitespace().collect::<Vec<_>>().join(" ");
+    // A sentence ends at ". " before a capital letter (so "e.g. `x`" does not end one).
+    let end = flat.match_indices(". ").map(|(at, _)| at).find(|&at| {
+        flat[at + 2..]
+            .chars()
+            .next()
+            .is_some_and(char::is_uppercase)
+    });
+    let sentence = end.map_or(flat.as_str(), |end| &flat[..=end]);
+    match sentence.char_indices().nth(100) {
+        Some((cut, _)) => format!("{}…", &sentence[..cut]),
+        None => sentence.to_owned(),
+    }
+}
+
+/// The `yiem tools list` table: name, label, mode and a one-line summary of the description.
+fn table(tools: &[AgentTool]) -> String {
+    let rows: Vec<[String; 4]> = tools
+        .iter()
+        .map(|tool| {
+            [
+                tool.name().to_owned(),
+                tool.label().to_owned(),
+                tool.execution_mode().to_string(),
+                summary(tool.description()),
+            ]
+        })
+        .collect();
+    let header = ["NAME", "LABEL", "MODE", "DESCRIPTION"].map(str::to_owned);
+    let mut widths = [0usize; 3];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row.iter()) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let mut out = String::new();
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter().zip(row.iter()) {
+            out.push_str(cell);
+            out.push_str(&" ".repeat(width - cell.chars().count() + 2));
+        }
+        out.push_str(&row[3]);
+        out.push('\n');
+    }
+    out
+}
+
+fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
+    let value: Value = serde_json::from_str(raw).map_err(|error| {
+        bad_input(format!(
+            "--args is not valid JSON ({error}); give a JSON object such as '{{\"path\": \"README.md\"}}'"
+        ))
+    })?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
+    let result = runtime.block_on(async {
+        let ctx = ToolContext::new("cli");
+        let prepared = tool
+            .prepare_arguments(value)
+            .and_then(|args| tool.bind(&args, ctx.clone()));
+        match prepared {
+            Ok(future) => Ok(tool.run(future, &ctx, None).await),
+            Err(error) => Err(bad_input(error.to_string())),
+        }
+    })?;
+    let text = render(&result.content);
+    if result.is_error {
+        return Err(Failure::ToolError(text));
+    }
+    print(&text)
+}
+
+/// Result content as text: text blocks as they are, images as a one-line placeholder.
+fn render(content: &[Content]) -> String {
+    let mut out = String::new();
+    for block in content {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        match block {
+            Content::Text { text } => out.push_str(text),
+            Content::Image { data, mime_type } => {
+                out.push_str(&format!(
+                    "[image: {mime_type}, {} base64 characters]",
+                    data.len()
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())
+}
+
+/// Prints `text` with a final newline; a closed pipe (`yiem tools list | head`) is not an error.
+fn print(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    let outcome = if text.ends_with('\n') {
+        stdout.write_all(text.as_bytes())
+    } else {
+        writeln!(stdout, "{text}")
+    };
+    match outcome.and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(Failure::Internal(
+            format!("cannot write to stdout: {error}"),
+        )),
+        _ => Ok(()),
+    }
+}

@@ -1,0 +1,198 @@
+//! [`ToolRoot`]: the directory the file tools and `bash` work in, and the check that keeps every path a
+//! model sends inside it.
+
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, RwLock};
+
+/// The directory a set of file tools works in. Every path a model sends is resolved against it and
+/// refused when it leads outside: through `..`, as an absolute path elsewhere, or through a symlink.
+///
+/// The root is canonical (symlinks resolved), so two roots that name the same directory compare equal.
+///
+/// ```
+/// use yiem_tools::ToolRoot;
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("notes.txt"), "hi").unwrap();
+/// let root = ToolRoot::new(dir.path()).unwrap();
+///
+/// let inside = root.resolve("read", "notes.txt").unwrap();
+/// assert_eq!(std::fs::read_to_string(inside).unwrap(), "hi");
+///
+/// let refused = root.resolve("read", "../secret.txt").unwrap_err();
+/// assert!(refused.starts_with("tool `read`: path `../secret.txt` is outside the root directory"));
+/// ```
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ToolRoot {
+    path: Arc<Path>,
+}
+
+static DEFAULT_ROOT: RwLock<Option<ToolRoot>> = RwLock::new(None);
+
+impl ToolRoot {
+    /// A root at `path`, which must be an existing directory.
+    pub fn new(path: impl AsRef<Path>) -> io::Result<Self> {
+        let path = path.as_ref();
+        let canonical = path.canonicalize().map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("root directory `{}`: {error}", path.display()),
+            )
+        })?;
+        if !canonical.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotADirectory,
+                format!("root directory `{}` is not a directory", path.display()),
+            ));
+        }
+        Ok(ToolRoot {
+            path: canonical.into(),
+        })
+    }
+
+    /// The root the `#[tool]` versions of the file tools use: the one given to [`set_default_root`], else
+    /// the current directory at the time of the call.
+    ///
+    /// ```
+    /// let root = yiem_tools::ToolRoot::current().unwrap();
+    /// assert!(root.path().is_absolute());
+    /// ```
+    pub fn current() -> Result<Self, String> {
+        let chosen = DEFAULT_ROOT
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone();
+        match chosen {
+            Some(root) => Ok(root),
+            None => std::env::current_dir()
+                .and_then(ToolRoot::new)
+                .map_err(|error| format!("the current directory cannot serve as root: {error}")),
+        }
+    }
+
+    /// The canonical path of the root.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Resolves `requested` (relative to the root, or absolute) for `tool`, following symlinks, and
+    /// refuses it with a message for the model when it leads outside the root. The path need not exist;
+    /// its existing part is what symlinks are resolved in.
+    pub fn resolve(&self, tool: &str, requested: &str) -> Result<PathBuf, String> {
+        if requested.trim().is_empty() {
+            return Err(format!(
+                "tool `{tool}`: the path is empty; give a path relative to the root directory, e.g. `src/main.rs` (or `.` for the root itself)"
+            ));
+        }
+        let joined = self.path.join(requested);
+        let lexical = normalize(&joined);
+        let resolved = resolve_symlinks(&lexical).map_err(|detail| {
+            format!("tool `{tool}`: path `{requested}` cannot be resolved: {detail}")
+        })?;
+        if resolved.starts_with(&self.path) {
+            return Ok(resolved);
+        }
+        let root = self.path.display();
+        if lexical.starts_with(&self.path) {
+            Err(format!(
+                "tool `{tool}`: path `{requested}` goes through a symlink that leads outside the root directory `{root}`; only files inside the root can be used"
+            ))
+        } else {
+            Err(format!(
+                "tool `{tool}`: path `{requested}` is outside the root directory `{root}`; use a path inside it, relative to the root (e.g. `src/main.rs`)"
+            ))
+        }
+    }
+
+    /// `path` (inside the root) as the model should see it: relative to the root, `.` for the root.
+    ///
+    /// ```
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let root = yiem_tools::ToolRoot::new(dir.path()).unwrap();
+    /// assert_eq!(root.display(&root.path().join("a/b.txt")), "a/b.txt");
+    /// assert_eq!(root.display(root.path()), ".");
+    /// ```
+    pub fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.path) {
+            Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
+            Ok(relative) => relative.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    }
+}
+
+impl fmt::Debug for ToolRoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ToolRoot").field(&self.path).finish()
+    }
+}
+
+/// Sets the root that the registered (`#[tool]`) file tools and `bash` use in this process; the `yiem`
+/// program's `--root` calls it. Tools built with [`file_tools`](crate::file_tools) keep their own root.
+///
+/// ```
+/// let dir = tempfile::tempdir().unwrap();
+/// yiem_tools::set_default_root(dir.path()).unwrap();
+/// assert_eq!(yiem_tools::ToolRoot::current().unwrap().path(), dir.path().canonicalize().unwrap());
+/// ```
+pub fn set_default_root(path: impl AsRef<Path>) -> io::Result<()> {
+    let root = ToolRoot::new(path)?;
+    *DEFAULT_ROOT
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(root);
+    Ok(())
+}
+
+/// Removes `.` and resolves `..` without touching the file system.
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Follows the symlinks in the existing part of `path` (absolute and normalized); the part that does not
+/// exist yet is appended as it is.
+fn resolve_symlinks(path: &Path) -> Result<PathBuf, String> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    while std::fs::symlink_metadata(existing).is_err() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_owned());
+                existing = parent;
+            }
+            _ => break,
+        }
+    }
+    let mut resolved = existing.canonicalize().map_err(|error| {
+        format!(
+            "`{}` is a symlink to nowhere or in a loop ({error})",
+            existing.display()
+        )
+    })?;
+    for name in rest.into_iter().rev() {
+        resolved.push(name);
+    }
+    Ok(resolved)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_drops_dots_and_applies_parents() {
+        assert_eq!(normalize(Path::new("/r/a/./b/../c")), Path::new("/r/a/c"));
+        assert_eq!(normalize(Path::new("/r/../../x")), Path::new("/x"));
+    }
+}

@@ -1,0 +1,65 @@
+//! `write`: create or overwrite a file, atomically.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::json;
+use yiem_core::{AgentToolResult, tool};
+
+use crate::atomic::write_atomically;
+use crate::root::ToolRoot;
+
+/// Arguments of `write`.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct WriteArgs {
+    /// The file to write, relative to the root directory. Missing parent directories are created.
+    pub path: String,
+    /// The complete new content of the file.
+    pub content: String,
+}
+
+/// Write a file under the root directory, replacing it if it exists and creating missing parent
+/// directories. The write is atomic: the file holds either its old or its new content, never a mix. To
+/// change part of a file, use `edit` instead.
+#[tool(label = "Write File", destructive, idempotent, open_world = false)]
+pub fn write(args: WriteArgs) -> AgentToolResult {
+    match ToolRoot::current() {
+        Ok(root) => write_in(&root, args),
+        Err(error) => AgentToolResult::error(format!("tool `write`: {error}")),
+    }
+}
+
+/// `write` in the given root.
+///
+/// ```
+/// use yiem_tools::{ToolRoot, write::{WriteArgs, write_in}};
+///
+/// let dir = tempfile::tempdir().unwrap();
+/// let root = ToolRoot::new(dir.path()).unwrap();
+/// let result = write_in(&root, WriteArgs { path: "a/b.txt".into(), content: "hi\n".into() });
+/// assert_eq!(result.text_content(), "Created `a/b.txt` (3 bytes).");
+/// assert_eq!(std::fs::read_to_string(dir.path().join("a/b.txt")).unwrap(), "hi\n");
+/// ```
+pub fn write_in(root: &ToolRoot, args: WriteArgs) -> AgentToolResult {
+    let path = match root.resolve("write", &args.path) {
+        Ok(path) => path,
+        Err(message) => return AgentToolResult::error(message),
+    };
+    let shown = root.display(&path);
+    let existed = match std::fs::metadata(&path) {
+        Ok(metadata) if metadata.is_dir() => {
+            return AgentToolResult::error(format!(
+                "tool `write`: `{shown}` is a directory; give the path of a file inside it"
+            ));
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Err(error) = write_atomically(&path, args.content.as_bytes()) {
+        return AgentToolResult::error(format!("tool `write`: cannot write `{shown}`: {error}"));
+    }
+    let verb = if existed { "Overwrote" } else { "Created" };
+    let bytes = args.content.len();
+    let unit = if bytes == 1 { "byte" } else { "bytes" };
+    AgentToolResult::text(format!("{verb} `{shown}` ({bytes} {unit})."))
+        .with_details(json!({"path": shown, "bytes": bytes, "created": !existed}))
+}

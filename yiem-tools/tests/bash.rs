@@ -1,0 +1,294 @@
+//! `bash` with real subprocesses: output, exit codes, streaming, truncation, and the process group killed
+//! on timeout, abort and drop, children included.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use yiem_core::{CancellationToken, ToolContext};
+use yiem_tools::ToolRoot;
+use yiem_tools::bash::{BashArgs, bash_in};
+
+fn args(command: &str, timeout: Option<u64>) -> BashArgs {
+    BashArgs {
+        command: command.into(),
+        timeout,
+    }
+}
+
+fn sandbox() -> (tempfile::TempDir, ToolRoot) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = ToolRoot::new(dir.path()).unwrap();
+    (dir, root)
+}
+
+/// Whether `pid` is gone (or a zombie nobody has reaped yet: it runs no more).
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('Z') || state.starts_with('X')
+        }
+    }
+}
+
+/// Waits up to two seconds for `pid` to die.
+async fn died(pid: u32) -> bool {
+    for _ in 0..40 {
+        if is_dead(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// The pid a command wrote into `file` in the sandbox, once it is there.
+async fn pid_in(dir: &Path, file: &str) -> u32 {
+    for _ in 0..100 {
+        if let Ok(text) = std::fs::read_to_string(dir.join(file))
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the command never wrote {file}");
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_come_back_together_from_the_root_directory() {
+    let (_dir, root) = sandbox();
+    let result = bash_in(
+        &root,
+        &ToolContext::new("c"),
+        args("pwd; echo err >&2", None),
+    )
+    .await;
+    assert!(!result.is_error);
+    assert_eq!(
+        result.text_content(),
+        format!("{}\nerr\n", root.path().display())
+    );
+    assert_eq!(
+        result.details,
+        json!({"exit_code": 0, "timed_out": false, "aborted": false, "truncated": false, "output_bytes": root.path().display().to_string().len() + 5})
+    );
+}
+
+#[tokio::test]
+async fn a_non_zero_exit_is_an_error_that_shows_output_and_code() {
+    let (_dir, root) = sandbox();
+    let result = bash_in(
+        &root,
+        &ToolContext::new("c"),
+        args("echo failing; exit 3", None),
+    )
+    .await;
+    assert!(result.is_error);
+    assert_eq!(result.text_content(), "failing\n\n[exit code 3]");
+    assert_eq!(result.details["exit_code"], 3);
+}
+
+#[tokio::test]
+async fn standard_input_is_empty_and_silence_is_reported() {
+    let (_dir, root) = sandbox();
+    let result = bash_in(&root, &ToolContext::new("c"), args("cat", Some(5))).await;
+    assert!(!result.is_error);
+    assert_eq!(result.text_content(), "[no output]");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_command_and_its_children() {
+    let (dir, root) = sandbox();
+    let started = Instant::now();
+    let command = "echo before; sleep 30 & echo $! > child.pid; sleep 30";
+    let result = bash_in(&root, &ToolContext::new("c"), args(command, Some(1))).await;
+    let elapsed = started.elapsed();
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "before\n\n[timed out after 1 s: the command and its child processes were killed]"
+    );
+    assert_eq!(result.details["timed_out"], true);
+    assert!(
+        elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(5),
+        "{elapsed:?}"
+    );
+    let child = pid_in(dir.path(), "child.pid").await;
+    assert!(
+        died(child).await,
+        "the background child {child} outlived the timeout"
+    );
+}
+
+#[tokio::test]
+async fn cancelling_the_context_kills_the_process_group() {
+    let (dir, root) = sandbox();
+    let token = CancellationToken::new();
+    let ctx = ToolContext::new("c").with_cancellation(token.clone());
+    let command = "sleep 30 & echo $! > child.pid; wait";
+    let run = tokio::spawn({
+        let root = root.clone();
+        async move { bash_in(&root, &ctx, args(command, None)).await }
+    });
+    let child = pid_in(dir.path(), "child.pid").await;
+    token.cancel();
+    let result = tokio::time::timeout(Duration::from_secs(5), run)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "[aborted: the command and its child processes were killed]"
+    );
+    assert_eq!(result.details["aborted"], true);
+    assert!(died(child).await);
+}
+
+#[tokio::test]
+async fn dropping_the_call_kills_the_process_group() {
+    let (dir, root) = sandbox();
+    let ctx = ToolContext::new("c");
+    let command = "sleep 30 & echo $! > child.pid; wait";
+    let call = bash_in(&root, &ctx, args(command, None));
+    // An outer timeout (the executor's) drops the call's future.
+    assert!(
+        tokio::time::timeout(Duration::from_millis(500), call)
+            .await
+            .is_err()
+    );
+    let child = pid_in(dir.path(), "child.pid").await;
+    assert!(
+        died(child).await,
+        "the child {child} outlived the dropped call"
+    );
+}
+
+#[tokio::test]
+async fn the_tools_own_timeout_through_the_executor_also_kills_the_group() {
+    let (dir, _root) = sandbox();
+    let tools = yiem_tools::file_tools(&ToolRoot::new(dir.path()).unwrap());
+    let bash = tools.into_iter().find(|t| t.name() == "bash").unwrap();
+    let ctx = ToolContext::new("c");
+    let call = bash
+        .bind(
+            &json!({"command": "sleep 30 & echo $! > child.pid; wait"}),
+            ctx.clone(),
+        )
+        .unwrap();
+    let result = bash.run(call, &ctx, Some(Duration::from_millis(500))).await;
+    assert_eq!(result.text_content(), "tool `bash` timed out after 500 ms");
+    let child = pid_in(dir.path(), "child.pid").await;
+    assert!(died(child).await);
+}
+
+#[tokio::test]
+async fn output_streams_through_updates_while_the_command_runs() {
+    let (_dir, root) = sandbox();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    let ctx = ToolContext::new("c").with_updates(move |partial| {
+        sink.lock().unwrap().push(partial.text_content());
+    });
+    let result = bash_in(&root, &ctx, args("echo one; sleep 0.4; echo two", None)).await;
+    assert_eq!(result.text_content(), "one\ntwo\n");
+    let updates = seen.lock().unwrap().clone();
+    assert_eq!(updates, ["one\n", "one\ntwo\n"]);
+}
+
+#[tokio::test]
+async fn huge_output_keeps_head_and_tail_with_a_note() {
+    let (_dir, root) = sandbox();
+    let result = bash_in(&root, &ToolContext::new("c"), args("seq 1 100000", None)).await;
+    assert!(!result.is_error);
+    let total: usize = (1..=100_000).map(|i: u32| i.to_string().len() + 1).sum();
+    assert_eq!(result.details["output_bytes"], total);
+    assert_eq!(result.details["truncated"], true);
+
+    let text = result.text_content();
+    let lines: Vec<&str> = text.lines().collect();
+    let note = lines
+        .iter()
+        .position(|l| l.starts_with("[… "))
+        .expect("a note");
+    let head = &lines[..note];
+    let tail = &lines[note + 1..];
+    // Whole lines on both sides, in order, from the start and up to the end.
+    let expected_head: Vec<String> = (1..=head.len()).map(|i| i.to_string()).collect();
+    assert_eq!(head, expected_head);
+    let first_tail = 100_000 - tail.len() + 1;
+    let expected_tail: Vec<String> = (first_tail..=100_000).map(|i| i.to_string()).collect();
+    assert_eq!(tail, expected_tail);
+    // The note accounts for exactly what is missing.
+    let left_out: Vec<usize> = (head.len() + 1..first_tail).collect();
+    let left_out_bytes: usize = left_out.iter().map(|i| i.to_string().len() + 1).sum();
+    assert_eq!(
+        lines[note],
+        format!(
+            "[… {left_out_bytes} bytes ({} lines) of output left out; {total} bytes in all, showing the first and last parts. Narrow the command (e.g. pipe through grep, head or tail) to see the rest …]",
+            left_out.len()
+        )
+    );
+    assert!(text.len() < 31 * 1024 + 300, "{} bytes shown", text.len());
+    assert!(head.join("\n").len() <= 10 * 1024 && tail.join("\n").len() <= 20 * 1024);
+}
+
+#[tokio::test]
+async fn background_processes_holding_the_output_are_killed_when_the_command_ends() {
+    let (dir, root) = sandbox();
+    let started = Instant::now();
+    let command = "sleep 30 & echo $! > child.pid; echo started";
+    let result = bash_in(&root, &ToolContext::new("c"), args(command, None)).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "started\n\n[background processes that kept the output open were killed]"
+    );
+    let child = pid_in(dir.path(), "child.pid").await;
+    assert!(died(child).await);
+}
+
+#[tokio::test]
+async fn background_processes_that_let_go_of_the_output_keep_running() {
+    let (dir, root) = sandbox();
+    let command = "nohup sleep 30 >/dev/null 2>&1 & echo $! > child.pid; echo detached";
+    let result = bash_in(&root, &ToolContext::new("c"), args(command, None)).await;
+    assert_eq!(result.text_content(), "detached\n");
+    let child = pid_in(dir.path(), "child.pid").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!is_dead(child), "a detached process was killed");
+    std::process::Command::new("kill")
+        .arg(child.to_string())
+        .status()
+        .unwrap();
+}
+
+#[tokio::test]
+async fn bad_timeouts_and_empty_commands_are_refused() {
+    let (_dir, root) = sandbox();
+    let ctx = ToolContext::new("c");
+    let zero = bash_in(&root, &ctx, args("true", Some(0))).await;
+    assert_eq!(
+        zero.text_content(),
+        "tool `bash`: `timeout` is 0 s; give a number of seconds from 1 to 3600"
+    );
+    let empty = bash_in(&root, &ctx, args("  ", None)).await;
+    assert_eq!(
+        empty.text_content(),
+        "tool `bash`: `command` is empty; give a command line to run"
+    );
+}
+
+#[tokio::test]
+async fn stdout_and_stderr_keep_their_order() {
+    let (_dir, root) = sandbox();
+    let command = "for i in $(seq 1 200); do echo out$i; echo err$i >&2; done";
+    let result = bash_in(&root, &ToolContext::new("c"), args(command, None)).await;
+    let expected: String = (1..=200).map(|i| format!("out{i}\nerr{i}\n")).collect();
+    assert_eq!(result.text_content(), expected);
+}

@@ -1,0 +1,299 @@
+//! The `yiem` program, spawned: `tools list`, `tools schema`, `tools call`, and bad input.
+
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+fn yiem(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .expect("yiem runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).unwrap()
+}
+
+/// Asserts `output` is a bad-input failure: exit code 2, nothing on stdout, exactly `line` on stderr.
+fn assert_bad_input(output: &Output, line: &str) {
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(output));
+    assert_eq!(stdout(output), "");
+    assert_eq!(stderr(output), format!("{line}\n"));
+}
+
+#[test]
+fn tools_list_prints_a_table() {
+    let output = yiem(&["tools", "list"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 10);
+    assert_eq!(
+        lines[0],
+        "NAME        LABEL              MODE        DESCRIPTION"
+    );
+    assert_eq!(
+        lines[1],
+        "bash        Run Shell Command  sequential  Run a shell command (`bash -c`) in the root directory and return its combined stdout and stderr."
+    );
+    assert_eq!(
+        lines[7],
+        "read        Read File          parallel    Read a file under the root directory."
+    );
+    let names: Vec<&str> = lines[1..]
+        .iter()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "edit",
+            "get_time",
+            "grep",
+            "list_tools",
+            "ls",
+            "read",
+            "write",
+            "write_tool"
+        ]
+    );
+}
+
+#[test]
+fn tools_list_json_has_every_definition() {
+    let output = yiem(&["tools", "list", "--json"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let listing: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(listing.len(), 9);
+    let read = listing.iter().find(|t| t["name"] == "read").unwrap();
+    assert_eq!(read["label"], "Read File");
+    assert_eq!(read["mode"], "parallel");
+    assert_eq!(
+        read["annotations"],
+        json!({"read_only": true, "destructive": null, "idempotent": true, "open_world": false})
+    );
+    assert_eq!(read["input_schema"]["required"], json!(["path"]));
+    assert_eq!(
+        read["description"],
+        yiem_tools::read::read_tool().description()
+    );
+}
+
+#[test]
+fn tools_schema_prints_the_input_schema() {
+    let output = yiem(&["tools", "schema", "edit"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let schema: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(&schema, yiem_tools::edit::edit_tool().input_schema());
+    assert_eq!(
+        schema["required"],
+        json!(["path", "old_string", "new_string"])
+    );
+    assert_eq!(schema["properties"]["replace_all"]["type"], "boolean");
+}
+
+#[test]
+fn tools_call_prints_the_result_content() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hello\nworld\n").unwrap();
+    let root = dir.path().to_str().unwrap();
+    let read = yiem(&[
+        "tools",
+        "call",
+        "read",
+        "--args",
+        r#"{"path": "hello.txt"}"#,
+        "--root",
+        root,
+    ]);
+    assert!(read.status.success(), "{}", stderr(&read));
+    assert_eq!(stdout(&read), "     1\thello\n     2\tworld\n");
+    assert_eq!(stderr(&read), "");
+
+    let write = yiem(&[
+        "tools",
+        "call",
+        "write",
+        "--root",
+        root,
+        "--args",
+        r#"{"path": "out/x.txt", "content": "x"}"#,
+    ]);
+    assert_eq!(stdout(&write), "Created `out/x.txt` (1 byte).\n");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("out/x.txt")).unwrap(),
+        "x"
+    );
+
+    let time = yiem(&[
+        "tools",
+        "call",
+        "get_time",
+        "--args",
+        r#"{"timezone": "Asia/Tokyo"}"#,
+    ]);
+    assert!(time.status.success());
+    assert!(
+        stdout(&time).contains(" JST (UTC+09:00), "),
+        "{}",
+        stdout(&time)
+    );
+    assert!(
+        stdout(&time).ends_with(", in Asia/Tokyo\n"),
+        "{}",
+        stdout(&time)
+    );
+}
+
+#[test]
+fn an_error_result_exits_1_with_the_error_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let missing = yiem(&[
+        "tools",
+        "call",
+        "read",
+        "--root",
+        root,
+        "--args",
+        r#"{"path": "missing.txt"}"#,
+    ]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(stdout(&missing), "");
+    assert_eq!(
+        stderr(&missing),
+        "tool `read`: file `missing.txt` does not exist; use `ls` or `grep` to find the right path\n"
+    );
+    let failing = yiem(&[
+        "tools",
+        "call",
+        "bash",
+        "--root",
+        root,
+        "--args",
+        r#"{"command": "echo a; exit 4"}"#,
+    ]);
+    assert_eq!(failing.status.code(), Some(1));
+    assert_eq!(stderr(&failing), "a\n\n[exit code 4]\n");
+}
+
+#[test]
+fn an_unknown_tool_is_bad_input() {
+    assert_bad_input(
+        &yiem(&["tools", "call", "nope"]),
+        "yiem: error: unknown tool `nope`; the tools are: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool",
+    );
+    assert_bad_input(
+        &yiem(&["tools", "schema", "nope"]),
+        "yiem: error: unknown tool `nope`; the tools are: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool",
+    );
+}
+
+#[test]
+fn invalid_json_is_bad_input() {
+    assert_bad_input(
+        &yiem(&["tools", "call", "read", "--args", r#"{"path": "#]),
+        r#"yiem: error: --args is not valid JSON (EOF while parsing a value at line 1 column 9); give a JSON object such as '{"path": "README.md"}'"#,
+    );
+    assert_bad_input(
+        &yiem(&["tools", "call", "read", "--args", "[1]"]),
+        "yiem: error: arguments for tool `read` must be a JSON object, got an array",
+    );
+}
+
+#[test]
+fn wrong_types_are_bad_input() {
+    assert_bad_input(
+        &yiem(&["tools", "call", "read", "--args", r#"{"path": 3}"#]),
+        "yiem: error: invalid arguments for tool `read`: at `/path`: invalid type: integer `3`, expected a string",
+    );
+    assert_bad_input(
+        &yiem(&["tools", "call", "write", "--args", r#"{"path": "a"}"#]),
+        "yiem: error: invalid arguments for tool `write`: missing field `content`",
+    );
+}
+
+#[test]
+fn bad_flags_and_roots_are_bad_input() {
+    assert_bad_input(
+        &yiem(&["tools", "frobnicate"]),
+        "yiem: error: unrecognized subcommand 'frobnicate' (see `yiem --help`)",
+    );
+    assert_bad_input(
+        &yiem(&["tools", "list", "--yaml"]),
+        "yiem: error: unexpected argument '--yaml' found (see `yiem --help`)",
+    );
+    let output = yiem(&["tools", "call", "ls", "--root", "/definitely/not/here"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with("yiem: error: --root: root directory `/definitely/not/here`: "),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stderr(&output).lines().count(), 1);
+}
+
+#[test]
+fn help_goes_to_stdout_with_success() {
+    let output = yiem(&["tools", "--help"]);
+    assert!(output.status.success());
+    assert!(stdout(&output).contains("list"));
+    assert!(stdout(&output).contains("schema"));
+    assert!(stdout(&output).contains("call"));
+}
+
+#[test]
+fn tools_call_write_tool_writes_into_the_given_tools_dir() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = json!({
+        "name": "roll_die",
+        "label": "Roll Die",
+        "description": "Roll a six-sided die.",
+        "body": "Ok(\"4\".to_string())"
+    })
+    .to_string();
+    let tools_dir = dir.path().to_str().unwrap();
+    let output = yiem(&[
+        "tools",
+        "call",
+        "write_tool",
+        "--tools-dir",
+        tools_dir,
+        "--args",
+        &args,
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let path = dir.path().join("roll_die.rs");
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "Wrote tool `roll_die` to `{}`. The next `cargo build` compiles it in (every file in the tools directory is included); restart the program to call `roll_die`.\n",
+            path.display()
+        )
+    );
+    assert!(
+        std::fs::read_to_string(path)
+            .unwrap()
+            .contains("pub async fn roll_die(_args: RollDieArgs)")
+    );
+
+    assert_bad_input(
+        &yiem(&[
+            "tools",
+            "call",
+            "write_tool",
+            "--tools-dir",
+            "/not/a/dir",
+            "--args",
+            &args,
+        ]),
+        "yiem: error: --tools-dir: `/not/a/dir` is not a directory; give an existing directory",
+    );
+}
