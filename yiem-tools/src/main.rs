@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, Content, ToolContext, ToolStore, register_all_tools};
+use yiem_core::{AgentTool, Content, Dialect, ToolContext, ToolStore, register_all_tools};
 
 yiem_core::link_tools!(yiem_tools);
 
@@ -45,11 +45,19 @@ enum ToolsCommand {
         /// Print a JSON array with every tool's definition and input schema.
         #[arg(long)]
         json: bool,
+        /// With --json: print the request-ready tool list of a provider instead (mcp, openai,
+        /// openai-strict, anthropic, gemini).
+        #[arg(long, requires = "json", value_parser = parse_dialect)]
+        dialect: Option<Dialect>,
     },
-    /// Print a tool's input schema as JSON.
+    /// Print a tool's input schema as JSON (the canonical JSON Schema 2020-12).
     Schema {
         /// The tool's name.
         name: String,
+        /// Print the tool's definition as that provider takes it (mcp, openai, openai-strict, anthropic,
+        /// gemini).
+        #[arg(long, value_parser = parse_dialect)]
+        dialect: Option<Dialect>,
     },
     /// Call a tool and print the content of its result.
     Call {
@@ -131,7 +139,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
     register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
     let Command::Tools(command) = cli.command;
     match command {
-        ToolsCommand::List { json } => {
+        ToolsCommand::List {
+            dialect: Some(dialect),
+            ..
+        } => {
+            let definitions = store
+                .definitions(dialect)
+                .map_err(|error| bad_input(error.to_string()))?;
+            print(&pretty(&definitions))
+        }
+        ToolsCommand::List {
+            json,
+            dialect: None,
+        } => {
             let tools = store.tools();
             if json {
                 let listing: Vec<Value> = tools.iter().map(tool_json).collect();
@@ -140,9 +160,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 print(&table(&tools))
             }
         }
-        ToolsCommand::Schema { name } => {
+        ToolsCommand::Schema { name, dialect } => {
             let tool = find(&store, &name)?;
-            print(&pretty(&schema_json(&tool)))
+            match dialect {
+                Some(dialect) => {
+                    let definition = tool
+                        .definition(dialect)
+                        .map_err(|error| bad_input(error.to_string()))?;
+                    print(&pretty(definition))
+                }
+                None => print(&pretty(&schema_json(&tool))),
+            }
         }
         ToolsCommand::Call {
             name,
@@ -179,7 +207,12 @@ fn find(store: &ToolStore, name: &str) -> Result<AgentTool, Failure> {
     })
 }
 
-/// A tool's input schema as the CLI prints it. The place where a schema dialect will apply.
+/// `--dialect` values: the names `Dialect::as_str` gives.
+fn parse_dialect(text: &str) -> Result<Dialect, String> {
+    text.parse::<Dialect>().map_err(|error| error.to_string())
+}
+
+/// A tool's canonical input schema as the CLI prints it.
 fn schema_json(tool: &AgentTool) -> Value {
     tool.input_schema().clone()
 }
@@ -264,7 +297,7 @@ fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
     let result = runtime.block_on(async {
         let ctx = ToolContext::new("cli");
         let prepared = tool
-            .prepare_arguments(value)
+            .prepare_arguments(&value)
             .and_then(|args| tool.bind(&args, ctx.clone()));
         match prepared {
             Ok(future) => Ok(tool.run(future, &ctx, None).await),

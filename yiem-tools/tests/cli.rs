@@ -212,11 +212,11 @@ fn invalid_json_is_bad_input() {
 fn wrong_types_are_bad_input() {
     assert_bad_input(
         &yiem(&["tools", "call", "read", "--args", r#"{"path": 3}"#]),
-        "yiem: error: invalid arguments for tool `read`: at `/path`: invalid type: integer `3`, expected a string",
+        "yiem: error: invalid arguments for tool `read`: at `/path`: expected a string, got the number 3; valid properties: `path`, `offset`, `limit`",
     );
     assert_bad_input(
         &yiem(&["tools", "call", "write", "--args", r#"{"path": "a"}"#]),
-        "yiem: error: invalid arguments for tool `write`: missing field `content`",
+        "yiem: error: invalid arguments for tool `write`: missing required property `content` (expected a string); valid properties: `path`, `content`",
     );
 }
 
@@ -295,5 +295,56 @@ fn tools_call_write_tool_writes_into_the_given_tools_dir() {
             &args,
         ]),
         "yiem: error: --tools-dir: `/not/a/dir` is not a directory; give an existing directory",
+    );
+}
+
+#[test]
+fn tools_schema_with_a_dialect_prints_the_providers_definition() {
+    let output = yiem(&["tools", "schema", "edit", "--dialect", "openai-strict"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let definition: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let expected = yiem_tools::edit::edit_tool()
+        .definition(yiem_core::Dialect::OpenAiStrict)
+        .unwrap()
+        .clone();
+    assert_eq!(definition, expected);
+    assert_eq!(definition["function"]["strict"], json!(true));
+    assert_eq!(
+        definition["function"]["parameters"]["additionalProperties"],
+        json!(false)
+    );
+}
+
+#[test]
+fn tools_list_json_with_a_dialect_prints_the_request_ready_list() {
+    let output = yiem(&["tools", "list", "--json", "--dialect", "anthropic"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let list: Value = serde_json::from_str(&stdout(&output)).unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"read") && names.contains(&"list_tools"));
+    assert!(list[0]["input_schema"]["type"] == json!("object"));
+}
+
+#[test]
+fn a_tool_a_dialect_cannot_express_is_bad_input_naming_the_tool() {
+    let output = yiem(&["tools", "list", "--json", "--dialect", "gemini"]);
+    assert_bad_input(
+        &output,
+        "yiem: error: tool `write_tool` cannot be described for Gemini: `/input_schema` in type `WriteToolArgs` accepts any JSON value, which the target cannot express",
+    );
+}
+
+#[test]
+fn an_unknown_dialect_is_bad_input() {
+    let output = yiem(&["tools", "schema", "read", "--dialect", "bogus"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "yiem: error: invalid value 'bogus' for '--dialect <DIALECT>': unknown dialect `bogus`: use one of `mcp`, `openai`, `openai-strict`, `anthropic`, `gemini` (see `yiem --help`)\n"
     );
 }

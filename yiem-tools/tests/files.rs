@@ -663,12 +663,12 @@ async fn rooted_tools_validate_arguments_against_the_schema() {
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
-        "invalid arguments for tool `read`: at `/path`: 7 is not of type \"string\""
+        "invalid arguments for tool `read`: at `/path`: expected a string, got the number 7\nvalid properties: `path`, `offset`, `limit`"
     );
     let missing = sandbox.call("write", json!({"path": "a.txt"})).await;
     assert_eq!(
         missing.text_content(),
-        "invalid arguments for tool `write`: \"content\" is a required property"
+        "invalid arguments for tool `write`: missing required property `content` (expected a string)\nvalid properties: `path`, `content`"
     );
 }
 
