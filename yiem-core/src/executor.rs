@@ -324,8 +324,8 @@ async fn run_parallel(
     env: &CallEnv,
     cancel: &CancellationToken,
 ) -> Vec<(ToolResultMessage, bool)> {
-    // A lone call gains nothing from a task of its own.
-    let spawn = calls.len() > 1;
+    // Every call is prepared (and started) before any runs, so a batch's events read: all starts, then the
+    // ends as calls finish, then the results in call order.
     let mut slots = Vec::with_capacity(calls.len());
     for (call, tool) in &calls {
         let span = call_span(call);
@@ -344,20 +344,34 @@ async fn run_parallel(
                 emit_end(env, call, &result);
                 Slot::Done(result)
             }
-            Prepared::Ready(ready) if spawn => {
-                let env = env.clone();
-                let call = Arc::clone(call);
-                Slot::Running(AbortOnDrop(tokio::spawn(async move {
-                    let result = pipeline::execute_and_finalize(ready, &env)
-                        .instrument(span.clone())
-                        .await;
-                    record_outcome(&span, &result, started);
-                    emit_end(&env, &call, &result);
-                    result
-                })))
-            }
             Prepared::Ready(ready) => Slot::Inline(ready, span, started),
         });
+    }
+    // A lone call gains nothing from a task of its own.
+    let ready = slots
+        .iter()
+        .filter(|slot| matches!(slot, Slot::Inline(..)))
+        .count();
+    if ready > 1 {
+        slots = slots
+            .into_iter()
+            .zip(&calls)
+            .map(|(slot, (call, _))| match slot {
+                Slot::Inline(ready, span, started) => {
+                    let env = env.clone();
+                    let call = Arc::clone(call);
+                    Slot::Running(AbortOnDrop(tokio::spawn(async move {
+                        let result = pipeline::execute_and_finalize(ready, &env)
+                            .instrument(span.clone())
+                            .await;
+                        record_outcome(&span, &result, started);
+                        emit_end(&env, &call, &result);
+                        result
+                    })))
+                }
+                other => other,
+            })
+            .collect();
     }
     let mut results = Vec::with_capacity(calls.len());
     for (slot, (call, _)) in slots.into_iter().zip(&calls) {

@@ -33,6 +33,8 @@ pub struct ScriptedTurn {
     pub tool_calls: Vec<(String, Value)>,
     /// Make the reply fail with this text instead.
     pub error: Option<String>,
+    /// The stop reason to report (default: `ToolUse` with tool calls, else `Stop`).
+    pub stop_reason: Option<StopReason>,
 }
 
 impl ScriptedTurn {
@@ -74,6 +76,12 @@ impl ScriptedTurn {
     /// Adds answer text.
     pub fn with_text(mut self, text: impl Into<String>) -> Self {
         self.text = Some(text.into());
+        self
+    }
+
+    /// Reports `stop_reason` (e.g. `Length`, to imitate a reply cut off by the output limit).
+    pub fn with_stop_reason(mut self, stop_reason: StopReason) -> Self {
+        self.stop_reason = Some(stop_reason);
         self
     }
 
@@ -201,11 +209,11 @@ impl ScriptedModel {
             );
             events.push(ModelEvent::ToolCallEnd { index });
         }
-        let stop_reason = if turn.tool_calls.is_empty() {
+        let stop_reason = turn.stop_reason.unwrap_or(if turn.tool_calls.is_empty() {
             StopReason::Stop
         } else {
             StopReason::ToolUse
-        };
+        });
         let output = turn.text.as_deref().map_or(0, str::len)
             + turn
                 .tool_calls
