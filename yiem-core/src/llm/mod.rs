@@ -4,7 +4,9 @@
 //! Two models ship: [`ScriptedModel`] (offline and deterministic: the default of the examples and tests)
 //! and an OpenAI-compatible chat-completions client.
 
+mod openai_format;
 mod scripted;
+mod truncated;
 
 use std::pin::Pin;
 
@@ -17,7 +19,9 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReaso
 use crate::result::Usage;
 use crate::tool::AgentTool;
 
+pub use openai_format::{MessageFormat, OpenAiFormat, assistant_from_openai, to_openai_messages};
 pub use scripted::{ScriptedModel, ScriptedTurn};
+pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.
 #[derive(Clone, Debug, Default)]
