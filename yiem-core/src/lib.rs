@@ -106,8 +106,8 @@ pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
 pub use llm::{
-    MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel,
-    ScriptedTurn, truncated_tool_results,
+    ConfigError, MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream,
+    OpenAiConfig, OpenAiModel, RetryPolicy, ScriptedModel, ScriptedTurn, truncated_tool_results,
 };
 pub use message::{
     AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,
