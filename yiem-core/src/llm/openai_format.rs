@@ -3,6 +3,8 @@
 //! non-streaming reply back into an [`AssistantMessage`]. [`MessageFormat`] lets a user replace the first
 //! (the seeds' `formatMsgForLLM` hook) on an [`OpenAiModel`](crate::OpenAiModel).
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value, json};
 
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
@@ -74,8 +76,11 @@ where
 ///   `tool_calls`, each with its `arguments` as a JSON **string**. Thinking blocks are not sent back. A
 ///   call whose arguments are a string that is not JSON (a reply cut off by the output limit) is sent with
 ///   `"{}"`: servers such as llama.cpp and vLLM parse earlier calls' arguments and refuse the whole request
-///   otherwise; the call's error result tells the model what happened. An assistant message with neither
-///   text nor calls (a failed or aborted reply) is left out.
+///   otherwise; the call's error result tells the model what happened.
+/// - Calls and results are sent in pairs, as servers require: a call that no tool result answers (from a
+///   reply that failed or was aborted while it streamed) is left out, and so is a result whose call is
+///   not in an earlier assistant message. An assistant message left with neither text nor calls is left
+///   out.
 /// - A tool result becomes `{"role": "tool", "tool_call_id", "content"}` with its text; an image in a
 ///   result is replaced by a note, since tool messages carry only text.
 ///
@@ -108,6 +113,16 @@ where
 /// );
 /// ```
 pub fn to_openai_messages(system_prompt: &str, messages: &[AgentMessage]) -> Vec<Value> {
+    // Calls and results must pair up, or the server refuses the request: a call is sent only when a
+    // result answers it, a result only when its call was sent.
+    let answered: HashSet<&str> = messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolResult(result) => Some(result.tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let mut sent_calls: HashSet<&str> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len() + 1);
     if !system_prompt.is_empty() {
         out.push(json!({"role": "system", "content": system_prompt}));
@@ -115,8 +130,19 @@ pub fn to_openai_messages(system_prompt: &str, messages: &[AgentMessage]) -> Vec
     for message in messages {
         match message {
             AgentMessage::User(user) => out.push(user_message(user)),
-            AgentMessage::Assistant(assistant) => out.extend(assistant_message(assistant)),
-            AgentMessage::ToolResult(result) => out.push(tool_message(result)),
+            AgentMessage::Assistant(assistant) => {
+                let calls: Vec<&ToolCall> = assistant
+                    .tool_calls()
+                    .filter(|call| answered.contains(call.id.as_str()))
+                    .collect();
+                sent_calls.extend(calls.iter().map(|call| call.id.as_str()));
+                out.extend(assistant_message(assistant, &calls));
+            }
+            AgentMessage::ToolResult(result) => {
+                if sent_calls.contains(result.tool_call_id.as_str()) {
+                    out.push(tool_message(result));
+                }
+            }
         }
     }
     out
@@ -147,9 +173,9 @@ fn user_message(message: &UserMessage) -> Value {
     json!({"role": "user", "content": content})
 }
 
-fn assistant_message(message: &AssistantMessage) -> Option<Value> {
+fn assistant_message(message: &AssistantMessage, calls: &[&ToolCall]) -> Option<Value> {
     let text = message.text_content();
-    let calls: Vec<Value> = message.tool_calls().map(openai_tool_call).collect();
+    let calls: Vec<Value> = calls.iter().map(|call| openai_tool_call(call)).collect();
     if text.is_empty() && calls.is_empty() {
         return None;
     }
@@ -363,6 +389,11 @@ mod tests {
         );
     }
 
+    fn answer(id: &str) -> AgentMessage {
+        let call = ToolCall::new(id, "any", json!({}));
+        ToolResultMessage::new(&call, AgentToolResult::text(format!("result {id}"))).into()
+    }
+
     #[test]
     fn assistant_text_and_calls_are_sent_with_string_arguments_and_without_thinking() {
         let reply = AssistantMessage {
@@ -384,15 +415,56 @@ mod tests {
             ],
             ..AssistantMessage::default()
         };
+        let conversation = [
+            reply.into(),
+            answer("a"),
+            answer("b"),
+            answer("c"),
+            answer("d"),
+        ];
         assert_eq!(
-            to_openai_messages("", &[reply.into()]),
-            vec![
-                json!({"role": "assistant", "content": "Copying.", "tool_calls": [
+            to_openai_messages("", &conversation)[0],
+            json!({"role": "assistant", "content": "Copying.", "tool_calls": [
                     {"id": "a", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"t.txt\"}"}},
                     {"id": "b", "type": "function", "function": {"name": "list", "arguments": "{}"}},
                     {"id": "c", "type": "function", "function": {"name": "write", "arguments": "{\"path\":\"t.md\"}"}},
                     {"id": "d", "type": "function", "function": {"name": "write", "arguments": "{}"}}
-                ]})
+            ]})
+        );
+    }
+
+    #[test]
+    fn unanswered_calls_and_orphaned_results_are_left_out() {
+        let failed = AssistantMessage {
+            content: vec![
+                AssistantContent::Text {
+                    text: "Let me".into(),
+                },
+                AssistantContent::ToolCall(ToolCall::new("partial", "write", json!("{\"pa"))),
+            ],
+            stop_reason: StopReason::Error,
+            ..AssistantMessage::default()
+        };
+        let only_call = AssistantMessage {
+            content: vec![AssistantContent::ToolCall(ToolCall::new(
+                "cut",
+                "read",
+                json!({}),
+            ))],
+            stop_reason: StopReason::Aborted,
+            ..AssistantMessage::default()
+        };
+        let conversation = [
+            failed.into(),
+            only_call.into(),
+            answer("stray"),
+            UserMessage::text("go on").into(),
+        ];
+        assert_eq!(
+            to_openai_messages("", &conversation),
+            vec![
+                json!({"role": "assistant", "content": "Let me"}),
+                json!({"role": "user", "content": "go on"}),
             ]
         );
     }
@@ -422,12 +494,16 @@ mod tests {
         let mut result = AgentToolResult::text("the screen:");
         result.content.push(Content::image("QUJD", "image/png"));
         let error = ToolResultMessage::new(&call, AgentToolResult::error("no display"));
+        let mut reply = AssistantMessage::default();
+        reply.content.push(AssistantContent::ToolCall(call.clone()));
+        let conversation = [
+            reply.into(),
+            ToolResultMessage::new(&call, result).into(),
+            error.into(),
+        ];
         assert_eq!(
-            to_openai_messages(
-                "",
-                &[ToolResultMessage::new(&call, result).into(), error.into()]
-            ),
-            vec![
+            to_openai_messages("", &conversation)[1..],
+            [
                 json!({"role": "tool", "tool_call_id": "call_9",
                        "content": "the screen:\n[image/png image left out: tool messages carry only text]"}),
                 json!({"role": "tool", "tool_call_id": "call_9", "content": "no display"}),
