@@ -548,7 +548,7 @@ async fn tool_calls_cut_off_by_the_output_limit_are_refused_not_run() {
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
-        "tool `read` was not run: the reply hit the model's output limit, so its arguments may be truncated; call it again with shorter arguments"
+        "tool call `read` was not run: the reply hit the model's output limit (finish_reason \"length\"), so its arguments may be truncated; call the tool again with shorter arguments"
     );
     assert_eq!(
         assistant(&messages[3]).text_content(),

@@ -26,6 +26,7 @@ use crate::call::{ToolResultMessage, now_millis};
 use crate::event::{AgentEvent, EventBus, EventStream};
 use crate::executor::{ToolCallBatch, ToolExecutor};
 use crate::hooks::ToolHooks;
+use crate::llm::truncated::truncated_reason;
 use crate::llm::{MessageAssembler, Model, ModelRequest};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 use crate::registry::ToolStore;
@@ -498,12 +499,7 @@ impl<'a> Run<'a> {
         }
         let executor = &self.shared.executor;
         let batch: ToolCallBatch = if message.stop_reason == StopReason::Length {
-            executor.refuse(&calls, |call| {
-                format!(
-                    "tool `{}` was not run: the reply hit the model's output limit, so its arguments may be truncated; call it again with shorter arguments",
-                    call.name
-                )
-            })
+            executor.refuse(&calls, |call| truncated_reason(&call.name))
         } else {
             // Only the tools offered this turn can run.
             let offered = if self.shared.prepare_context.is_some() {

@@ -111,7 +111,8 @@ pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
 pub use llm::{
-    MessageAssembler, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel, ScriptedTurn,
+    ConfigError, MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream,
+    OpenAiConfig, OpenAiModel, RetryPolicy, ScriptedModel, ScriptedTurn, truncated_tool_results,
 };
 pub use message::{
     AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,

@@ -2,9 +2,13 @@
 //! ([`ModelEvent`]), and the [`MessageAssembler`] that turns those events into an [`AssistantMessage`].
 //!
 //! Two models ship: [`ScriptedModel`] (offline and deterministic: the default of the examples and tests)
-//! and an OpenAI-compatible chat-completions client.
+//! and [`OpenAiModel`], an OpenAI-compatible chat-completions client ([`to_openai_messages`] and
+//! [`assistant_from_openai`] convert the conversation to and from its wire format).
 
+mod openai;
+mod openai_format;
 mod scripted;
+pub(crate) mod truncated;
 
 use std::pin::Pin;
 
@@ -17,7 +21,13 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReaso
 use crate::result::Usage;
 use crate::tool::AgentTool;
 
+pub use openai::{
+    API_KEY_ENV, BASE_URL_ENV, ConfigError, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel,
+    RetryPolicy,
+};
+pub use openai_format::{MessageFormat, OpenAiFormat, assistant_from_openai, to_openai_messages};
 pub use scripted::{ScriptedModel, ScriptedTurn};
+pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.
 #[derive(Clone, Debug, Default)]

@@ -1,0 +1,1379 @@
+//! [`OpenAiModel`]: a [`Model`] over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
+//! llama.cpp, OpenRouter, ...), streamed with server-sent events.
+//!
+//! The client is lenient about what servers leave out and strict about what it cannot trust:
+//!
+//! - Tool-call deltas are assembled by `index`. A delta without `index` (Ollama and other simple servers
+//!   send whole calls) starts a new call when it carries a name or an id not seen yet, and continues the
+//!   latest call otherwise. A missing id is sent as an empty id, which the [`MessageAssembler`] replaces
+//!   with a fresh UUID; arguments sent whole as a JSON object are passed on as their JSON text.
+//! - `reasoning_content` / `reasoning` fields become thinking deltas.
+//! - A missing `finish_reason` before `[DONE]` is fine (the stop reason is `ToolUse` when the reply has
+//!   calls, else `Stop`), and so is a stream that ends after its `finish_reason` without `[DONE]`. Missing
+//!   usage is zero.
+//! - A server that ignores `stream: true` and answers with one JSON body is read as one chunk.
+//!
+//! Every failure ends the stream with [`ModelEvent::Error`] and a text that starts with the request
+//! (`POST <url> failed: `) and names what happened; nothing panics. Retries (see [`RetryPolicy`]) happen only before anything but `Start` was streamed. A
+//! chunk that is not JSON is **fatal**:
+//! skipping it could silently drop part of the answer or of a tool call's arguments. See
+//! [`OpenAiModel`] for the list.
+//!
+//! [`MessageAssembler`]: super::MessageAssembler
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt, stream};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::openai_format::{MessageFormat, OpenAiFormat, usage_from_openai};
+use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::dialect::{Dialect, DialectError};
+use crate::message::StopReason;
+use crate::result::Usage;
+use crate::tool::AgentTool;
+
+/// The environment variable with the base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`).
+pub const BASE_URL_ENV: &str = "YIEM_BASE_URL";
+/// The environment variable with the API key (sent as `Authorization: Bearer <key>`).
+pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
+/// The environment variable with the model name.
+pub const MODEL_ENV: &str = "YIEM_MODEL";
+/// The model used when [`MODEL_ENV`] is not set.
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+/// How failed requests are retried: HTTP 429 and 5xx answers, connection failures, and accepted responses
+/// that break before their first chunk. The wait before retry `n` (from 1) is `initial_delay * 2^(n-1)`, capped at `max_delay`, times
+/// a random factor between 0.5 and 1 (jitter); a `Retry-After` (seconds) or `retry-after-ms` header from
+/// the server replaces it. A server that asks for a longer wait than `max_delay` is not retried: the error
+/// says what it asked for. Nothing is retried once a response has started streaming.
+///
+/// ```
+/// use std::time::Duration;
+/// use yiem_core::RetryPolicy;
+///
+/// let policy = RetryPolicy { max_retries: 5, ..RetryPolicy::default() };
+/// assert_eq!(policy.initial_delay, Duration::from_millis(500));
+/// assert_eq!(RetryPolicy::none().max_retries, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt (default 3, so at most 4 attempts).
+    pub max_retries: u32,
+    /// The wait before the first retry (default 500 ms).
+    pub initial_delay: Duration,
+    /// The longest wait between attempts (default 30 s).
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 3,
+            initial_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No retries: the first failure is final.
+    pub fn none() -> Self {
+        RetryPolicy {
+            max_retries: 0,
+            ..Self::default()
+        }
+    }
+
+    /// The backoff before retry `retry` (1 for the first), with jitter.
+    fn backoff(&self, retry: u32) -> Duration {
+        let doubled = self
+            .initial_delay
+            .saturating_mul(1u32 << retry.saturating_sub(1).min(20));
+        let capped = doubled.min(self.max_delay);
+        let random = (uuid::Uuid::new_v4().as_u128() as u64 >> 11) as f64 / (1u64 << 53) as f64;
+        capped.mul_f64(0.5 + 0.5 * random)
+    }
+}
+
+/// Why an [`OpenAiModel`] could not be configured.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The base URL was not given.
+    #[error(
+        "`{BASE_URL_ENV}` is not set: set it to the chat-completions base URL, e.g. \
+         https://api.openai.com/v1 or http://localhost:11434/v1"
+    )]
+    MissingBaseUrl,
+    /// The base URL is not an http(s) URL.
+    #[error("the base URL `{url}` must start with http:// or https://")]
+    InvalidBaseUrl {
+        /// The URL given.
+        url: String,
+    },
+    /// The HTTP client could not be built (e.g. the TLS backend failed to start).
+    #[error("could not build the HTTP client: {0}")]
+    Client(String),
+}
+
+/// Where and how an [`OpenAiModel`] sends its requests.
+///
+/// ```
+/// use std::time::Duration;
+/// use yiem_core::{OpenAiConfig, RetryPolicy};
+///
+/// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")
+///     .with_retry(RetryPolicy::none())
+///     .with_extra("temperature", serde_json::json!(0.2));
+/// assert_eq!(config.api_key, None);
+/// assert_eq!(config.extra_body["temperature"], 0.2);
+///
+/// let from_env = OpenAiConfig::from_lookup(|name| match name {
+///     "YIEM_BASE_URL" => Some("https://api.openai.com/v1".into()),
+///     "OPENAI_API_KEY" => Some("sk-test".into()),
+///     _ => None,
+/// })
+/// .unwrap();
+/// assert_eq!(from_env.model, "gpt-4o-mini");
+/// assert_eq!(from_env.api_key.as_deref(), Some("sk-test"));
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct OpenAiConfig {
+    /// The base URL; requests go to `<base_url>/chat/completions` (a URL that already ends in
+    /// `/chat/completions` is used as it is).
+    pub base_url: String,
+    /// The API key, sent as `Authorization: Bearer <key>`; local servers need none.
+    pub api_key: Option<String>,
+    /// The model name sent with each request.
+    pub model: String,
+    /// More request fields (`temperature`, `max_tokens`, `reasoning_effort`, ...), merged into every body;
+    /// they override the client's own fields of the same name.
+    pub extra_body: Map<String, Value>,
+    /// Ask for a usage chunk (`stream_options.include_usage`, default true); turn off for servers that
+    /// refuse the field.
+    pub include_usage: bool,
+    /// Retries on 429, 5xx and connection failures.
+    pub retry: RetryPolicy,
+    /// The longest wait for a TCP (and TLS) connection (default 30 s).
+    pub connect_timeout: Duration,
+    /// The longest wait for the response headers after sending a request (default 300 s; local servers
+    /// may load the model first).
+    pub response_timeout: Duration,
+    /// The longest silence between two pieces of a streaming body (default 300 s).
+    pub idle_timeout: Duration,
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("extra_body", &self.extra_body)
+            .field("include_usage", &self.include_usage)
+            .field("retry", &self.retry)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("response_timeout", &self.response_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .finish()
+    }
+}
+
+impl OpenAiConfig {
+    /// A configuration for `model` at `base_url`, without an API key, with the default retries and timeouts.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            api_key: None,
+            model: model.into(),
+            extra_body: Map::new(),
+            include_usage: true,
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(30),
+            response_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// Reads [`BASE_URL_ENV`] (required), [`API_KEY_ENV`] (optional) and [`MODEL_ENV`] (default
+    /// [`DEFAULT_MODEL`]) from the environment; an empty variable counts as unset.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading the variables through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let base_url = var(BASE_URL_ENV).ok_or(ConfigError::MissingBaseUrl)?;
+        let model = var(MODEL_ENV).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
+        let mut config = OpenAiConfig::new(base_url.trim(), model.trim());
+        config.api_key = var(API_KEY_ENV).map(|key| key.trim().to_owned());
+        Ok(config)
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Sets the retry policy.
+    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Adds a field to every request body.
+    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.extra_body.insert(key.into(), value);
+        self
+    }
+
+    /// Sets the connect, response and idle timeouts.
+    pub fn with_timeouts(mut self, connect: Duration, response: Duration, idle: Duration) -> Self {
+        self.connect_timeout = connect;
+        self.response_timeout = response;
+        self.idle_timeout = idle;
+        self
+    }
+
+    /// The chat-completions URL.
+    fn endpoint(&self) -> Result<String, ConfigError> {
+        let base = self.base_url.trim().trim_end_matches('/');
+        if !(base.starts_with("http://") || base.starts_with("https://")) {
+            return Err(ConfigError::InvalidBaseUrl {
+                url: self.base_url.clone(),
+            });
+        }
+        Ok(if base.ends_with("/chat/completions") {
+            base.to_owned()
+        } else {
+            format!("{base}/chat/completions")
+        })
+    }
+}
+
+/// A [`Model`] that streams replies from an OpenAI-compatible chat-completions endpoint.
+///
+/// Each request is a `POST <base_url>/chat/completions` with `model`, `messages` (from the
+/// [`MessageFormat`], [`OpenAiFormat`] by default), `tools` (when there are any), `stream: true`,
+/// `stream_options: {"include_usage": true}` and the configured extra fields. The reply streams as
+/// [`ModelEvent`]s: `Start` once the server accepted the request, then text, thinking and tool-call
+/// events as they arrive, `ToolCallEnd` for every call when the `finish_reason` (or the end of the stream)
+/// arrives, and `Done` with the stop reason (`stop` → `Stop`, `tool_calls`/`function_call` → `ToolUse`,
+/// `length` → `Length`) and usage (`prompt_tokens`, `completion_tokens`, cached tokens).
+///
+/// Failures end the stream with `Start` (if not yet sent) and one `Error`, whose text starts with
+/// `POST <url> failed: ` followed by:
+///
+/// | what happened | text after the prefix | retried |
+/// |---|---|---|
+/// | HTTP 429 or 5xx | `HTTP 500 Internal Server Error: <server message> (4 attempts)` | yes |
+/// | other HTTP error | `HTTP 401 Unauthorized: <server message>` | no |
+/// | `Retry-After` longer than `max_delay` | `HTTP 429 ...: <message> (the server asked to retry after 120 s, more than the 30 s allowed)` | no |
+/// | no connection | `could not connect: <cause> (4 attempts)` | yes |
+/// | no response headers in time | `no response within 300 s` | no |
+/// | stream silent too long | `no data for 300 s after 12 chunks` | no |
+/// | stream broken by the network | `the stream broke off after 12 chunks: <cause>` | only before its first chunk |
+/// | stream ended without `finish_reason` or `[DONE]` | `the stream ended after 12 chunks before the reply was complete` | only before its first chunk |
+/// | a chunk that is not JSON | `chunk 3 is not JSON (<parse error>): <the chunk>` | no |
+/// | an error object or `event: error` in the stream | `the server reported an error in the stream: <message>` | no |
+/// | `finish_reason: "content_filter"` | `the server stopped the reply with finish_reason "content_filter"` | no |
+///
+/// The server message is `error.message` (OpenAI, vLLM, llama.cpp), `error` as a string (Ollama),
+/// `message` or `detail` from a JSON body, else the body itself (cut at 300 characters). "(N attempts)"
+/// appears only when there was more than one. Cancelling the token ends the stream at once, without an
+/// `Error`, also while waiting for a retry.
+///
+/// A reply cut at the output limit ends with `Done { stop_reason: Length, .. }` after its calls'
+/// `ToolCallEnd`s; their arguments may be incomplete, so the agent must not run them: see
+/// [`truncated_tool_results`](crate::truncated_tool_results).
+///
+/// ```no_run
+/// use futures::StreamExt;
+/// use yiem_core::{CancellationToken, MessageAssembler, Model, ModelRequest, OpenAiModel, UserMessage};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// // YIEM_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... YIEM_MODEL=gpt-4o-mini
+/// let model = OpenAiModel::from_env().expect("configured");
+/// let request = ModelRequest {
+///     system_prompt: "Answer in one word.".into(),
+///     messages: vec![UserMessage::text("Capital of Japan?").into()],
+///     tools: Vec::new(),
+/// };
+/// let mut assembler = MessageAssembler::new();
+/// let mut events = model.stream(request, CancellationToken::new());
+/// while let Some(event) = events.next().await {
+///     assembler.apply(event);
+/// }
+/// println!("{}", assembler.finish().text_content());
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct OpenAiModel {
+    config: Arc<OpenAiConfig>,
+    endpoint: Arc<str>,
+    client: reqwest::Client,
+    format: Arc<dyn MessageFormat>,
+}
+
+impl fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("endpoint", &self.endpoint)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiModel {
+    /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
+    ///
+    /// ```
+    /// use yiem_core::{OpenAiConfig, OpenAiModel};
+    ///
+    /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:8080/v1/", "qwen3")).unwrap();
+    /// assert_eq!(model.endpoint(), "http://localhost:8080/v1/chat/completions");
+    ///
+    /// let error = OpenAiModel::new(OpenAiConfig::new("localhost:8080", "qwen3")).unwrap_err();
+    /// assert_eq!(error.to_string(), "the base URL `localhost:8080` must start with http:// or https://");
+    /// ```
+    pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
+        let endpoint = config.endpoint()?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .build()
+            .map_err(|error| ConfigError::Client(error_chain(&error)))?;
+        Ok(OpenAiModel {
+            config: Arc::new(config),
+            endpoint: endpoint.into(),
+            client,
+            format: Arc::new(OpenAiFormat),
+        })
+    }
+
+    /// A client configured from the environment: see [`OpenAiConfig::from_env`].
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::new(OpenAiConfig::from_env()?)
+    }
+
+    /// Renders messages with `format` instead of [`OpenAiFormat`].
+    ///
+    /// ```
+    /// use serde_json::Value;
+    /// use yiem_core::llm::to_openai_messages;
+    /// use yiem_core::{AgentMessage, ModelRequest, OpenAiConfig, OpenAiModel, UserMessage};
+    ///
+    /// // Keep only the last 10 messages.
+    /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:11434/v1", "llama3.2"))
+    ///     .unwrap()
+    ///     .with_format(|system: &str, messages: &[AgentMessage]| -> Vec<Value> {
+    ///         to_openai_messages(system, &messages[messages.len().saturating_sub(10)..])
+    ///     });
+    /// let request = ModelRequest {
+    ///     messages: (0..12).map(|i| UserMessage::text(i.to_string()).into()).collect(),
+    ///     ..ModelRequest::default()
+    /// };
+    /// assert_eq!(model.request_body(&request).unwrap()["messages"][0]["content"], "2");
+    /// ```
+    pub fn with_format(mut self, format: impl MessageFormat + 'static) -> Self {
+        self.format = Arc::new(format);
+        self
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiConfig {
+        &self.config
+    }
+
+    /// The URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The JSON body sent for `request`. Fails when a tool cannot be described in the OpenAI dialect.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{ModelRequest, OpenAiConfig, OpenAiModel, UserMessage};
+    ///
+    /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")).unwrap();
+    /// let body = model.request_body(&ModelRequest {
+    ///     system_prompt: "Be brief.".into(),
+    ///     messages: vec![UserMessage::text("hi").into()],
+    ///     tools: Vec::new(),
+    /// }).unwrap();
+    /// assert_eq!(body, json!({
+    ///     "model": "llama3.2",
+    ///     "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+    ///     "stream": true,
+    ///     "stream_options": {"include_usage": true}
+    /// }));
+    /// ```
+    pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert(
+            "messages".into(),
+            Value::Array(
+                self.format
+                    .messages(&request.system_prompt, &request.messages),
+            ),
+        );
+        if !request.tools.is_empty() {
+            body.insert("tools".into(), Value::Array(openai_tools(&request.tools)?));
+        }
+        body.insert("stream".into(), json!(true));
+        if self.config.include_usage {
+            body.insert("stream_options".into(), json!({"include_usage": true}));
+        }
+        for (key, value) in &self.config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Ok(Value::Object(body))
+    }
+}
+
+/// The request's tools as OpenAI `tools` entries, in the OpenAI dialect (refs inlined, `Option` as a
+/// non-required property, Rust integer formats dropped), each computed once per tool and cached.
+fn openai_tools(tools: &[AgentTool]) -> Result<Vec<Value>, DialectError> {
+    tools
+        .iter()
+        .map(|tool| tool.definition(Dialect::OpenAi).cloned())
+        .collect()
+}
+
+impl Model for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let body = match self.request_body(&request) {
+            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
+            Err(error) => {
+                let events = vec![
+                    ModelEvent::Start {
+                        model: self.config.model.clone(),
+                    },
+                    ModelEvent::Error(format!("the request was not sent: {error}")),
+                ];
+                return Box::pin(stream::iter(events));
+            }
+        };
+        let run = Run {
+            client: self.client.clone(),
+            config: Arc::clone(&self.config),
+            endpoint: Arc::clone(&self.endpoint),
+            body,
+            cancel,
+            queue: VecDeque::new(),
+            phase: Phase::Connect,
+            parser: ChunkParser::default(),
+            attempt: 0,
+            started: false,
+        };
+        Box::pin(stream::unfold(run, |mut run| async move {
+            let event = run.next_event().await?;
+            Some((event, run))
+        }))
+    }
+}
+
+/// One request in flight: connects (with retries), then reads the event stream.
+struct Run {
+    client: reqwest::Client,
+    config: Arc<OpenAiConfig>,
+    endpoint: Arc<str>,
+    body: Vec<u8>,
+    cancel: CancellationToken,
+    queue: VecDeque<ModelEvent>,
+    phase: Phase,
+    parser: ChunkParser,
+    /// Requests sent so far.
+    attempt: u32,
+    /// Whether `Start` went out.
+    started: bool,
+}
+
+enum Phase {
+    Connect,
+    Streaming(SseStream),
+    Finished,
+}
+
+type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send>>;
+
+/// Why the body stream stopped early.
+enum BodyError {
+    Idle(Duration),
+    Transport(reqwest::Error),
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Idle(idle) => write!(f, "no data for {}", seconds(*idle)),
+            BodyError::Transport(error) => f.write_str(&root_cause(error)),
+        }
+    }
+}
+
+/// How connecting ended.
+enum Connected {
+    Response(reqwest::Response),
+    Failed(String),
+    Cancelled,
+}
+
+impl Run {
+    async fn next_event(&mut self) -> Option<ModelEvent> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return None;
+            }
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            match std::mem::replace(&mut self.phase, Phase::Finished) {
+                Phase::Finished => return None,
+                Phase::Connect => {
+                    if !self.started {
+                        self.started = true;
+                        self.queue.push_back(ModelEvent::Start {
+                            model: self.config.model.clone(),
+                        });
+                    }
+                    match self.connect().await {
+                        Connected::Cancelled => return None,
+                        Connected::Failed(text) => self.fail(text),
+                        Connected::Response(response) => self.start_reading(response).await,
+                    }
+                }
+                Phase::Streaming(mut events) => {
+                    let next = tokio::select! {
+                        () = self.cancel.cancelled() => return None,
+                        next = events.next() => next,
+                    };
+                    match self.read(next) {
+                        Flow::Continue => self.phase = Phase::Streaming(events),
+                        Flow::Stop => {}
+                        Flow::Reconnect(delay) => {
+                            drop(events);
+                            tokio::select! {
+                                () = self.cancel.cancelled() => return None,
+                                () = tokio::time::sleep(delay) => {}
+                            }
+                            self.phase = Phase::Connect;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues the parser's last events, with the request named in an error.
+    fn finish(&mut self) {
+        for event in self.parser.finish() {
+            match event {
+                ModelEvent::Error(text) => self.fail(text),
+                other => self.queue.push_back(other),
+            }
+        }
+        self.phase = Phase::Finished;
+    }
+
+    fn fail(&mut self, text: String) {
+        self.queue.push_back(ModelEvent::Error(format!(
+            "POST {} failed: {text}",
+            self.endpoint
+        )));
+        self.phase = Phase::Finished;
+    }
+
+    /// Sends the request until it is accepted, retrying what the policy allows.
+    async fn connect(&mut self) -> Connected {
+        let policy = self.config.retry;
+        loop {
+            self.attempt += 1;
+            let attempt = self.attempt;
+            let mut builder = self
+                .client
+                .post(&*self.endpoint)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .body(self.body.clone());
+            if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
+                builder = builder.bearer_auth(key);
+            }
+            let sent = tokio::select! {
+                () = self.cancel.cancelled() => return Connected::Cancelled,
+                sent = tokio::time::timeout(self.config.response_timeout, builder.send()) => sent,
+            };
+            let retry_allowed = attempt <= policy.max_retries;
+            let delay = match sent {
+                Err(_) => {
+                    return Connected::Failed(format!(
+                        "no response within {}{}",
+                        seconds(self.config.response_timeout),
+                        attempts(attempt)
+                    ));
+                }
+                Ok(Ok(response)) if response.status().is_success() => {
+                    return Connected::Response(response);
+                }
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    let retryable = status.as_u16() == 429 || status.is_server_error();
+                    let asked = retry_after(response.headers());
+                    if retryable && retry_allowed && asked.is_none_or(|d| d <= policy.max_delay) {
+                        asked.unwrap_or_else(|| policy.backoff(attempt))
+                    } else {
+                        let message =
+                            match read_body(response, &self.cancel, self.config.response_timeout)
+                                .await
+                            {
+                                Some(body) => server_message(&body),
+                                None => return Connected::Cancelled,
+                            };
+                        let mut text = format!("HTTP {status}: {message}{}", attempts(attempt));
+                        if let Some(asked) = asked.filter(|d| retryable && *d > policy.max_delay) {
+                            text.push_str(&format!(
+                                " (the server asked to retry after {}, more than the {} allowed)",
+                                seconds(asked),
+                                seconds(policy.max_delay)
+                            ));
+                        }
+                        return Connected::Failed(text);
+                    }
+                }
+                Ok(Err(error)) => {
+                    let before_response = error.is_connect() || error.is_request();
+                    if before_response && retry_allowed {
+                        policy.backoff(attempt)
+                    } else {
+                        let what = if error.is_connect() {
+                            "could not connect"
+                        } else {
+                            "the request failed"
+                        };
+                        return Connected::Failed(format!(
+                            "{what}: {}{}",
+                            root_cause(&error),
+                            attempts(attempt)
+                        ));
+                    }
+                }
+            };
+            tracing::debug!(attempt, ?delay, endpoint = %self.endpoint, "retrying the chat-completions request");
+            tokio::select! {
+                () = self.cancel.cancelled() => return Connected::Cancelled,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Starts reading an accepted response: an event stream, or one JSON body from a server that does not
+    /// stream.
+    async fn start_reading(&mut self, response: reqwest::Response) {
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        if !is_json {
+            self.phase = Phase::Streaming(event_stream(response, self.config.idle_timeout));
+            return;
+        }
+        let Some(body) = read_body(response, &self.cancel, self.config.response_timeout).await
+        else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&body).into_owned();
+        match self.parser.chunk(&text) {
+            Ok(events) => {
+                self.queue.extend(events);
+                self.finish();
+            }
+            Err(error) => self.fail(error),
+        }
+    }
+
+    /// Handles the next item of the event stream.
+    fn read(&mut self, next: Option<Result<Event, EventStreamError<BodyError>>>) -> Flow {
+        let read = chunk_count(self.parser.chunks);
+        // A response that breaks before its first chunk streamed nothing yet: it may be sent again.
+        let untouched = self.parser.chunks == 0;
+        let may_retry = untouched && self.attempt <= self.config.retry.max_retries;
+        let tries = if untouched {
+            attempts(self.attempt)
+        } else {
+            String::new()
+        };
+        match next {
+            None if self.parser.finish_reason.is_some() => {
+                self.finish();
+                Flow::Stop
+            }
+            None if may_retry => Flow::Reconnect(self.config.retry.backoff(self.attempt)),
+            None => {
+                self.fail(format!(
+                    "the stream ended after {read} before the reply was complete{tries}"
+                ));
+                Flow::Stop
+            }
+            Some(Err(error)) => {
+                let text = match error {
+                    EventStreamError::Transport(BodyError::Idle(idle)) => {
+                        format!("no data for {} after {read}", seconds(idle))
+                    }
+                    EventStreamError::Transport(error) if may_retry => {
+                        tracing::debug!(%error, "the response broke before its first chunk");
+                        return Flow::Reconnect(self.config.retry.backoff(self.attempt));
+                    }
+                    EventStreamError::Transport(error) => {
+                        format!("the stream broke off after {read}: {error}{tries}")
+                    }
+                    EventStreamError::Utf8(error) => {
+                        format!("the stream is not UTF-8 after {read}: {error}")
+                    }
+                    EventStreamError::Parser(error) => {
+                        format!("the stream is not a valid event stream after {read}: {error}")
+                    }
+                };
+                if self.parser.finish_reason.is_some() {
+                    // The reply was complete; only the usage chunk or `[DONE]` was lost.
+                    tracing::debug!(%text, "ignoring a stream error after the finish_reason");
+                    self.finish();
+                } else {
+                    self.fail(text);
+                }
+                Flow::Stop
+            }
+            Some(Ok(event)) => {
+                let data = event.data.trim();
+                if event.event == "error" {
+                    let message = server_message(data.as_bytes());
+                    self.fail(format!(
+                        "the server reported an error in the stream: {message}"
+                    ));
+                    return Flow::Stop;
+                }
+                if data.is_empty() {
+                    return Flow::Continue;
+                }
+                if data == "[DONE]" {
+                    self.finish();
+                    return Flow::Stop;
+                }
+                match self.parser.chunk(data) {
+                    Ok(events) => {
+                        self.queue.extend(events);
+                        Flow::Continue
+                    }
+                    Err(text) => {
+                        self.fail(text);
+                        Flow::Stop
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What to do after an item of the event stream.
+enum Flow {
+    /// Read on.
+    Continue,
+    /// The stream is over (its last events are queued).
+    Stop,
+    /// The response broke before its first chunk: wait this long, then send the request again.
+    Reconnect(Duration),
+}
+
+/// `1 chunk`, `3 chunks`.
+fn chunk_count(n: usize) -> String {
+    if n == 1 {
+        "1 chunk".into()
+    } else {
+        format!("{n} chunks")
+    }
+}
+
+/// A whole (error or non-streaming) body; `None` when cancelled. A body that cannot be read counts as
+/// empty.
+async fn read_body(
+    response: reqwest::Response,
+    cancel: &CancellationToken,
+    timeout: Duration,
+) -> Option<Vec<u8>> {
+    tokio::select! {
+        () = cancel.cancelled() => None,
+        body = tokio::time::timeout(timeout, response.bytes()) => {
+            Some(body.ok().and_then(Result::ok).map(|b| b.to_vec()).unwrap_or_default())
+        }
+    }
+}
+
+/// The response body as server-sent events, each piece awaited at most `idle`.
+fn event_stream(response: reqwest::Response, idle: Duration) -> SseStream {
+    let bytes = Box::pin(response.bytes_stream());
+    let timed = stream::unfold(Some(bytes), move |state| async move {
+        let mut bytes = state?;
+        match tokio::time::timeout(idle, bytes.next()).await {
+            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(bytes))),
+            Ok(Some(Err(error))) => Some((Err(BodyError::Transport(error)), None)),
+            Ok(None) => None,
+            Err(_) => Some((Err(BodyError::Idle(idle)), None)),
+        }
+    });
+    Box::pin(timed.eventsource())
+}
+
+/// Turns chat-completion chunks into [`ModelEvent`]s, keeping the state of the tool calls.
+#[derive(Default)]
+struct ChunkParser {
+    calls: Vec<CallState>,
+    finish_reason: Option<String>,
+    usage: Usage,
+    /// Chunks read so far.
+    chunks: usize,
+    finished: bool,
+}
+
+/// One tool call being assembled.
+struct CallState {
+    /// The server's `index`, when it sent one.
+    key: Option<u64>,
+    id: String,
+    name: String,
+    /// The arguments so far (to tell whether an index-less call is complete).
+    arguments: String,
+    /// Whether `ToolCallStart` went out (it waits for the name).
+    started: bool,
+    closed: bool,
+}
+
+impl ChunkParser {
+    /// The events of one chunk (a `data:` payload), or the error that ends the stream.
+    fn chunk(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+        self.chunks += 1;
+        let chunk: Value = serde_json::from_str(data).map_err(|error| {
+            format!(
+                "chunk {} is not JSON ({error}): {}",
+                self.chunks,
+                preview(data)
+            )
+        })?;
+        if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
+            return Err(format!(
+                "the server reported an error in the stream: {}",
+                error_text(error).unwrap_or_else(|| preview(&error.to_string()))
+            ));
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage = usage_from_openai(usage);
+        }
+        let mut events = Vec::new();
+        let choice = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| {
+                choices
+                    .iter()
+                    .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
+            });
+        let Some(choice) = choice else {
+            return Ok(events);
+        };
+        // Streaming chunks carry `delta`; a non-streaming body (read as one chunk) carries `message`.
+        if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
+            self.delta(delta, &mut events);
+        }
+        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            self.finish_reason = Some(reason.to_owned());
+            self.close_calls(&mut events);
+        }
+        Ok(events)
+    }
+
+    fn delta(&mut self, delta: &Value, events: &mut Vec<ModelEvent>) {
+        for key in ["reasoning_content", "reasoning"] {
+            if let Some(thinking) = delta.get(key).and_then(Value::as_str)
+                && !thinking.is_empty()
+            {
+                events.push(ModelEvent::ThinkingDelta(thinking.to_owned()));
+                break;
+            }
+        }
+        match delta.get("content") {
+            Some(Value::String(text)) if !text.is_empty() => {
+                events.push(ModelEvent::TextDelta(text.clone()))
+            }
+            Some(Value::Array(parts)) => {
+                for part in parts {
+                    if let Some(text) = part.get("text").and_then(Value::as_str)
+                        && !text.is_empty()
+                    {
+                        events.push(ModelEvent::TextDelta(text.to_owned()));
+                    }
+                }
+            }
+            _ => {}
+        }
+        if let Some(Value::Array(calls)) = delta.get("tool_calls") {
+            for call in calls {
+                self.tool_call(call, events);
+            }
+        }
+        if let Some(function) = delta.get("function_call").filter(|f| f.is_object()) {
+            self.tool_call(&json!({"index": 0, "function": function}), events);
+        }
+    }
+
+    /// One entry of a delta's `tool_calls`.
+    fn tool_call(&mut self, entry: &Value, events: &mut Vec<ModelEvent>) {
+        let function = entry.get("function").unwrap_or(entry);
+        let text = |value: Option<&Value>| {
+            value
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+        };
+        let id = text(entry.get("id"));
+        let name = text(function.get("name"));
+        let arguments = match function.get("arguments") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(piece)) => piece.clone(),
+            Some(whole) => whole.to_string(),
+        };
+        let key = entry.get("index").and_then(Value::as_u64);
+        let slot = match self.find_call(key, id.as_deref(), name.as_deref()) {
+            Some(slot) => slot,
+            None => {
+                self.calls.push(CallState {
+                    key,
+                    id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                    started: false,
+                    closed: false,
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[slot];
+        if call.closed {
+            return;
+        }
+        if !call.started {
+            if let Some(id) = id {
+                call.id = id;
+            }
+            if let Some(name) = name {
+                call.name = name;
+            }
+        }
+        call.arguments.push_str(&arguments);
+        if !call.started && !call.name.is_empty() {
+            call.started = true;
+            events.push(ModelEvent::ToolCallStart {
+                index: slot,
+                id: call.id.clone(),
+                name: call.name.clone(),
+            });
+            if !call.arguments.is_empty() {
+                events.push(ModelEvent::ToolCallDelta {
+                    index: slot,
+                    arguments: call.arguments.clone(),
+                });
+            }
+        } else if call.started && !arguments.is_empty() {
+            events.push(ModelEvent::ToolCallDelta {
+                index: slot,
+                arguments,
+            });
+        }
+    }
+
+    /// The call a delta belongs to, or `None` for a new call.
+    fn find_call(&self, key: Option<u64>, id: Option<&str>, name: Option<&str>) -> Option<usize> {
+        if key.is_some() {
+            let slot = self.calls.iter().rposition(|c| c.key == key && !c.closed)?;
+            // Some servers reuse one index for every call; a different id means a new call.
+            let other_id =
+                id.is_some_and(|id| !self.calls[slot].id.is_empty() && self.calls[slot].id != id);
+            return (!other_id).then_some(slot);
+        }
+        if let Some(id) = id {
+            return self
+                .calls
+                .iter()
+                .rposition(|c| c.id == id && !c.closed)
+                .or_else(|| {
+                    // An id that arrives after the name, for the latest nameless-id call.
+                    let last = self.calls.len().checked_sub(1)?;
+                    let call = &self.calls[last];
+                    (call.id.is_empty()
+                        && !call.closed
+                        && name.is_none_or(|n| n == call.name)
+                        && !call.complete())
+                    .then_some(last)
+                });
+        }
+        let last = self.calls.len().checked_sub(1)?;
+        let call = &self.calls[last];
+        if call.closed {
+            return None;
+        }
+        match name {
+            // A name starts a new call, unless it repeats the name of an unfinished one.
+            Some(name) => (call.name == name && !call.complete()).then_some(last),
+            None => Some(last),
+        }
+    }
+
+    /// `ToolCallEnd` for every open call (starting any that never got a name).
+    fn close_calls(&mut self, events: &mut Vec<ModelEvent>) {
+        for (index, call) in self.calls.iter_mut().enumerate() {
+            if call.closed {
+                continue;
+            }
+            if !call.started {
+                call.started = true;
+                events.push(ModelEvent::ToolCallStart {
+                    index,
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                });
+                if !call.arguments.is_empty() {
+                    events.push(ModelEvent::ToolCallDelta {
+                        index,
+                        arguments: call.arguments.clone(),
+                    });
+                }
+            }
+            call.closed = true;
+            events.push(ModelEvent::ToolCallEnd { index });
+        }
+    }
+
+    /// The last events: open calls closed, then `Done` (or `Error` for a filtered reply). Empty when called
+    /// twice.
+    fn finish(&mut self) -> Vec<ModelEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.finished = true;
+        let mut events = Vec::new();
+        self.close_calls(&mut events);
+        let has_calls = !self.calls.is_empty();
+        let stop_reason = match self.finish_reason.as_deref() {
+            Some("length") => StopReason::Length,
+            Some("content_filter") => {
+                events.push(ModelEvent::Error(
+                    "the server stopped the reply with finish_reason \"content_filter\"".into(),
+                ));
+                return events;
+            }
+            _ if has_calls => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        events.push(ModelEvent::Done {
+            stop_reason,
+            usage: self.usage,
+        });
+        events
+    }
+}
+
+impl CallState {
+    /// Whether the arguments so far are a whole JSON value.
+    fn complete(&self) -> bool {
+        !self.arguments.trim().is_empty()
+            && serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
+    }
+}
+
+/// The wait a 429/503 answer asks for: `retry-after-ms`, or `Retry-After` in seconds.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let number = |name: &str| {
+        headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|n| n.is_finite() && *n >= 0.0)
+    };
+    number("retry-after-ms")
+        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
+        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+}
+
+/// The error message in a response body.
+fn server_message(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let text = text.trim();
+    if text.is_empty() {
+        return "(empty response body)".into();
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .and_then(|value| error_text(&value))
+        .unwrap_or_else(|| preview(text))
+}
+
+/// `error.message`, `error` (a string), `message` or `detail`.
+fn error_text(value: &Value) -> Option<String> {
+    let string = |v: &Value| match v {
+        Value::String(s) if !s.is_empty() => Some(s.clone()),
+        _ => None,
+    };
+    if let Some(error) = value.get("error")
+        && let Some(text) = string(error).or_else(|| error.get("message").and_then(string))
+    {
+        return Some(text);
+    }
+    value.get("message").and_then(string).or_else(|| {
+        value
+            .get("detail")
+            .map(|d| string(d).unwrap_or_else(|| d.to_string()))
+    })
+}
+
+/// At most 300 characters of `text`.
+fn preview(text: &str) -> String {
+    const MAX: usize = 300;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// " (N attempts)" when there was more than one.
+fn attempts(n: u32) -> String {
+    if n > 1 {
+        format!(" ({n} attempts)")
+    } else {
+        String::new()
+    }
+}
+
+/// A duration for people: `300 s`, `1.5 s`, `200 ms`.
+fn seconds(duration: Duration) -> String {
+    if duration < Duration::from_secs(1) {
+        format!("{} ms", duration.as_millis())
+    } else if duration.subsec_millis() == 0 {
+        format!("{} s", duration.as_secs())
+    } else {
+        format!("{:.1} s", duration.as_secs_f64())
+    }
+}
+
+/// The innermost cause of an error (`Connection refused (os error 111)`), which says what happened better
+/// than the wrappers above it.
+fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut current = error;
+    while let Some(source) = current.source() {
+        current = source;
+    }
+    current.to_string()
+}
+
+/// An error and all its causes, joined with `: `.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut current = error;
+    while let Some(source) = current.source() {
+        text.push_str(": ");
+        text.push_str(&source.to_string());
+        current = source;
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(chunks: &[&str]) -> Vec<ModelEvent> {
+        let mut parser = ChunkParser::default();
+        let mut events = Vec::new();
+        for chunk in chunks {
+            events.extend(parser.chunk(chunk).unwrap());
+        }
+        events.extend(parser.finish());
+        events
+    }
+
+    #[test]
+    fn a_repeated_name_without_index_continues_an_unfinished_call() {
+        let events = parse(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"read","arguments":"{\"pa"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"read","arguments":"th\":1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"read","arguments":"{}"}}]}}]}"#,
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::ToolCallStart {
+                    index: 0,
+                    id: String::new(),
+                    name: "read".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"pa".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "th\":1}".into()
+                },
+                ModelEvent::ToolCallStart {
+                    index: 1,
+                    id: String::new(),
+                    name: "read".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 1,
+                    arguments: "{}".into()
+                },
+                ModelEvent::ToolCallEnd { index: 0 },
+                ModelEvent::ToolCallEnd { index: 1 },
+                ModelEvent::Done {
+                    stop_reason: StopReason::ToolUse,
+                    usage: Usage::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_reused_index_with_a_new_id_is_a_new_call() {
+        let events = parse(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"y","arguments":"{}"}}]}}]}"#,
+        ]);
+        assert_eq!(
+            events[..4],
+            [
+                ModelEvent::ToolCallStart {
+                    index: 0,
+                    id: "a".into(),
+                    name: "x".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{}".into()
+                },
+                ModelEvent::ToolCallStart {
+                    index: 1,
+                    id: "b".into(),
+                    name: "y".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 1,
+                    arguments: "{}".into()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_whose_name_comes_late_starts_when_it_comes() {
+        let events = parse(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"c1","function":{"arguments":"{\"a\":"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"name":"add","arguments":"1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::ToolCallStart {
+                    index: 0,
+                    id: "c1".into(),
+                    name: "add".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"a\":1}".into()
+                },
+                ModelEvent::ToolCallEnd { index: 0 },
+                ModelEvent::Done {
+                    stop_reason: StopReason::ToolUse,
+                    usage: Usage::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn retry_after_headers_are_read() {
+        let mut headers = reqwest::header::HeaderMap::new();
+        headers.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
+        headers.insert("retry-after-ms", "150".parse().unwrap());
+        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
+        let mut date = reqwest::header::HeaderMap::new();
+        date.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&date), None);
+    }
+
+    #[test]
+    fn backoff_doubles_and_is_capped_with_jitter() {
+        let policy = RetryPolicy {
+            max_retries: 10,
+            initial_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+        };
+        for _ in 0..50 {
+            let first = policy.backoff(1);
+            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
+            let second = policy.backoff(2);
+            assert!(second >= Duration::from_millis(100) && second <= Duration::from_millis(200));
+            let late = policy.backoff(9);
+            assert!(late >= Duration::from_millis(175) && late <= Duration::from_millis(350));
+        }
+    }
+
+    #[test]
+    fn server_messages_are_found_in_common_error_bodies() {
+        assert_eq!(
+            server_message(br#"{"error":{"message":"Rate limit reached","type":"requests"}}"#),
+            "Rate limit reached"
+        );
+        assert_eq!(
+            server_message(br#"{"error":"model 'x' not found"}"#),
+            "model 'x' not found"
+        );
+        assert_eq!(
+            server_message(br#"{"object":"error","message":"bad model"}"#),
+            "bad model"
+        );
+        assert_eq!(
+            server_message(br#"{"detail":[{"msg":"field required"}]}"#),
+            r#"[{"msg":"field required"}]"#
+        );
+        assert_eq!(server_message(b"upstream down\n"), "upstream down");
+        assert_eq!(server_message(b"  "), "(empty response body)");
+        assert_eq!(preview(&"x".repeat(400)).chars().count(), 301);
+    }
+
+    #[test]
+    fn durations_read_well() {
+        assert_eq!(seconds(Duration::from_millis(200)), "200 ms");
+        assert_eq!(seconds(Duration::from_secs(300)), "300 s");
+        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
+    }
+}
