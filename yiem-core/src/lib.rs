@@ -89,6 +89,8 @@ mod executor;
 mod handler;
 mod hooks;
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod message;
 mod pipeline;
 mod registry;
