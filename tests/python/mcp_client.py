@@ -37,7 +37,7 @@ async def list_tools(session, _):
     listed = await session.list_tools()
     check_equal(
         [tool.name for tool in listed.tools],
-        ["add", "count_up", "echo", "forbidden", "list_tools", "pixel", "slow_job"],
+        ["add", "count_up", "echo", "exclusive_step", "forbidden", "list_tools", "pixel", "slow_job"],
         "tool names, sorted",
     )
     add = next(tool for tool in listed.tools if tool.name == "add")
@@ -104,8 +104,8 @@ async def unknown_tool(session, _):
         check_equal(error.code, -32602, "error code")
         check_equal(
             error.message,
-            "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, forbidden, "
-            "list_tools, pixel, slow_job",
+            "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, exclusive_step, "
+            "forbidden, list_tools, pixel, slow_job",
             "error message",
         )
     else:

@@ -152,6 +152,27 @@ async fn tools_list_gives_every_tool_in_the_mcp_dialect_sorted_by_name() {
                 }
             },
             {
+                "name": "exclusive_step",
+                "title": "Exclusive Step",
+                "description": "Hold a directory alone for a while; sequential, so no other call runs meanwhile.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "markers": {
+                            "type": "string",
+                            "description": "A directory shared by the calls that must not overlap."
+                        },
+                        "millis": {
+                            "type": "integer",
+                            "format": "uint64",
+                            "minimum": 0,
+                            "description": "How long to hold it."
+                        }
+                    },
+                    "required": ["markers", "millis"]
+                }
+            },
+            {
                 "name": "forbidden",
                 "title": "Forbidden",
                 "description": "Always refused by the server's `before_tool_call` hook.",
@@ -287,8 +308,8 @@ async fn an_unknown_tool_is_an_invalid_params_error() {
         serde_json::to_value(&error).unwrap(),
         json!({
             "code": -32602,
-            "message": "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, forbidden, \
-                        list_tools, pixel, slow_job"
+            "message": "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, \
+                        exclusive_step, forbidden, list_tools, pixel, slow_job"
         })
     );
     client.cancel().await.unwrap();
@@ -345,6 +366,29 @@ async fn each_update_is_a_progress_notification_before_the_result() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(progress.try_recv().is_err(), "no progress after the result");
     client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn sequential_tools_never_overlap_other_calls() {
+    let markers = marker_dir("sequential");
+    let (client, _) = connect().await;
+    let step = || {
+        call(
+            &client,
+            "exclusive_step",
+            json!({"markers": markers, "millis": 150}),
+        )
+    };
+    let started = Instant::now();
+    let results = tokio::join!(step(), step(), step());
+    let ran_alone = json!({"content": [{"type": "text", "text": "ran alone"}], "isError": false});
+    assert_eq!(results, (ran_alone.clone(), ran_alone.clone(), ran_alone));
+    assert!(
+        started.elapsed() >= Duration::from_millis(450),
+        "the three calls ran one after another"
+    );
+    client.cancel().await.unwrap();
+    std::fs::remove_dir_all(&markers).unwrap();
 }
 
 /// A fresh, empty directory for one test's marker files.

@@ -119,6 +119,34 @@ impl Drop for StoppedMarker {
     }
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct StepArgs {
+    /// A directory shared by the calls that must not overlap.
+    markers: PathBuf,
+    /// How long to hold it.
+    millis: u64,
+}
+
+/// Hold a directory alone for a while; sequential, so no other call runs meanwhile.
+#[tool]
+async fn exclusive_step(args: StepArgs) -> Result<String, std::io::Error> {
+    let busy = args.markers.join("busy");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&busy)
+    {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Ok("overlapped another call".into());
+        }
+        Err(error) => return Err(error),
+    }
+    tokio::time::sleep(Duration::from_millis(args.millis)).await;
+    std::fs::remove_file(&busy)?;
+    Ok("ran alone".into())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
