@@ -51,6 +51,12 @@
 //! See [`tool`] for the accepted signatures, return types and attribute keys. Tools built at run time (from
 //! configuration or another process) use [`AgentTool::builder`].
 //!
+//! ## Serving tools over MCP
+//!
+//! With the `mcp` feature, `mcp::serve_stdio` serves every tool of a store to MCP clients (Claude Desktop,
+//! Cursor, IDEs) over stdio, through the same pipeline an agent uses; `mcp::McpServer` adds hooks, a
+//! server name and instructions. See the `mcp` module.
+//!
 //! ## Errors the model can act on
 //!
 //! Every call gets a result. Bad arguments, an `Err`, a panic or a timeout become an error result whose text
@@ -89,6 +95,8 @@ mod executor;
 mod handler;
 mod hooks;
 pub mod llm;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod message;
 mod pipeline;
 mod registry;

@@ -173,7 +173,8 @@ pub(crate) fn not_run(name: &str) -> AgentToolResult {
     AgentToolResult::error(format!("tool `{name}` was not run: the batch was aborted"))
 }
 
-fn unknown_tool(store: &ToolStore, name: &str) -> String {
+/// The text for a call of a tool the store does not have: the name, the closest match, every name.
+pub(crate) fn unknown_tool(store: &ToolStore, name: &str) -> String {
     let names = store.names();
     if names.is_empty() {
         return format!("tool `{name}` not found: no tools are available");

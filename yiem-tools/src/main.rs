@@ -36,6 +36,12 @@ enum Command {
     /// List, inspect and call the tools linked into this program.
     #[command(subcommand)]
     Tools(ToolsCommand),
+    /// Serve every tool over MCP on stdin/stdout (for Claude Desktop, Cursor, IDEs). Logs go to stderr.
+    Mcp {
+        /// The root directory of the file tools and `bash` (default: the current directory).
+        #[arg(long)]
+        root: Option<PathBuf>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -137,7 +143,10 @@ fn fail(failure: Failure) -> ExitCode {
 fn run(cli: Cli) -> Result<(), Failure> {
     let mut store = ToolStore::new("yiem");
     register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
-    let Command::Tools(command) = cli.command;
+    let command = match cli.command {
+        Command::Tools(command) => command,
+        Command::Mcp { root } => return serve_mcp(store, root),
+    };
     match command {
         ToolsCommand::List {
             dialect: Some(dialect),
@@ -196,6 +205,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             call(&tool, &args)
         }
     }
+}
+
+/// `yiem mcp`: the store over MCP stdio until the client hangs up.
+fn serve_mcp(store: ToolStore, root: Option<PathBuf>) -> Result<(), Failure> {
+    if let Some(root) = root {
+        yiem_tools::set_default_root(&root)
+            .map_err(|error| bad_input(format!("--root: {error}; give an existing directory")))?;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
+    runtime
+        .block_on(
+            yiem_core::mcp::McpServer::new(store)
+                .with_server_info("yiem", env!("CARGO_PKG_VERSION"))
+                .serve_stdio(),
+        )
+        .map_err(|error| Failure::Internal(error.to_string()))
 }
 
 fn find(store: &ToolStore, name: &str) -> Result<AgentTool, Failure> {

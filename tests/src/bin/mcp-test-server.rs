@@ -1,0 +1,168 @@
+//! The MCP server the `mcp` integration tests (Rust and Python) drive over stdio: a few tools made to be
+//! asserted on, served with a `before_tool_call` hook, and logs at `info` on stderr so the tests can check
+//! that nothing but protocol reaches stdout.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use yiem_core::mcp::McpServer;
+use yiem_core::{
+    Block, Content, Json, ToolContext, ToolExecutor, ToolHooks, ToolStore, register_all_tools, tool,
+};
+
+#[derive(Deserialize, JsonSchema)]
+struct AddArgs {
+    /// The first addend.
+    a: i64,
+    /// The second addend.
+    b: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Sum {
+    /// `a + b`.
+    sum: i64,
+}
+
+/// Add two integers.
+#[tool(parallel, read_only, idempotent, open_world = false)]
+async fn add(args: AddArgs) -> Json<Sum> {
+    Json(Sum {
+        sum: args.a + args.b,
+    })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EchoArgs {
+    /// The text to send back.
+    text: String,
+}
+
+/// Send the text back unchanged.
+#[tool(label = "Echo Text", parallel)]
+async fn echo(args: EchoArgs) -> String {
+    args.text
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct CountArgs {
+    /// How many steps to count.
+    steps: u32,
+}
+
+/// Count up, reporting each step as progress.
+#[tool(parallel)]
+async fn count_up(ctx: ToolContext, args: CountArgs) -> String {
+    for step in 1..=args.steps {
+        ctx.update(format!("step {step} of {}", args.steps));
+    }
+    format!("counted to {}", args.steps)
+}
+
+/// A one-pixel PNG, with a caption.
+#[tool(parallel)]
+async fn pixel() -> Vec<Content> {
+    vec![
+        Content::text("a 1x1 PNG"),
+        Content::image("iVBORw0KGgo=", "image/png"),
+    ]
+}
+
+/// Always refused by the server's `before_tool_call` hook.
+#[tool]
+async fn forbidden() -> &'static str {
+    "the hook let me through"
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct WaitArgs {
+    /// A directory for marker files: `started` when the call begins, `finished` if it runs to its end,
+    /// `cancelled` if it is stopped after its token was cancelled.
+    markers: PathBuf,
+    /// How long to work before finishing.
+    millis: u64,
+}
+
+/// Work for a while, leaving marker files that show how the call ended.
+#[tool(parallel, destructive = false)]
+async fn slow_job(ctx: ToolContext, args: WaitArgs) -> Result<String, std::io::Error> {
+    std::fs::write(args.markers.join("started"), "")?;
+    let mut stopped = StoppedMarker {
+        ctx: ctx.clone(),
+        path: args.markers.join("cancelled"),
+        finished: false,
+    };
+    tokio::select! {
+        () = ctx.cancelled() => return Ok("saw the cancellation".into()),
+        () = tokio::time::sleep(Duration::from_millis(args.millis)) => {}
+    }
+    std::fs::write(args.markers.join("finished"), "")?;
+    stopped.finished = true;
+    Ok("finished".into())
+}
+
+/// Writes its marker when the call is dropped (the executor drops a cancelled call) with its token
+/// cancelled: proof the call stopped because of the cancellation.
+struct StoppedMarker {
+    ctx: ToolContext,
+    path: PathBuf,
+    finished: bool,
+}
+
+impl Drop for StoppedMarker {
+    fn drop(&mut self) {
+        if !self.finished && self.ctx.is_cancelled() {
+            let _ = std::fs::write(&self.path, "");
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct StepArgs {
+    /// A directory shared by the calls that must not overlap.
+    markers: PathBuf,
+    /// How long to hold it.
+    millis: u64,
+}
+
+/// Hold a directory alone for a while; sequential, so no other call runs meanwhile.
+#[tool]
+async fn exclusive_step(args: StepArgs) -> Result<String, std::io::Error> {
+    let busy = args.markers.join("busy");
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&busy)
+    {
+        Ok(_) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Ok("overlapped another call".into());
+        }
+        Err(error) => return Err(error),
+    }
+    tokio::time::sleep(Duration::from_millis(args.millis)).await;
+    std::fs::remove_file(&busy)?;
+    Ok("ran alone".into())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+        .init();
+    let mut store = ToolStore::new("yiem-test");
+    register_all_tools(&mut store)?;
+    let hooks = ToolHooks::new().before_tool_call(|ctx| async move {
+        (ctx.call.name == "forbidden")
+            .then(|| Block::new("`forbidden` is refused by the server's policy"))
+    });
+    McpServer::new(store)
+        .with_server_info("yiem-test", "0.0.1")
+        .with_executor(ToolExecutor::new().with_hooks(hooks))
+        .serve_stdio()
+        .await?;
+    Ok(())
+}

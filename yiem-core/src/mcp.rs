@@ -1,0 +1,480 @@
+//! Serving a [`ToolStore`] over the Model Context Protocol (MCP), so any MCP client (Claude Desktop, Cursor,
+//! IDEs) can call the tools. Needs the `mcp` feature.
+//!
+//! This module owns [`McpServer`], an rmcp [`ServerHandler`] written over a store, and [`serve_stdio`], the
+//! shortest way to run one. A binary serves its own `#[tool]`s in three lines:
+//!
+//! ```no_run
+//! use yiem_core::{ToolStore, register_all_tools};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let mut store = ToolStore::new("my-tools");
+//!     register_all_tools(&mut store)?;
+//!     yiem_core::mcp::serve_stdio(store).await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! # What the client sees
+//!
+//! - `tools/list`: every tool of the store, in the store's order, as [`Dialect::Mcp`] describes it
+//!   (`name`, `title` = the label, `description`, `inputSchema`, `outputSchema` for tools that return
+//!   [`Json<T>`](crate::Json), `annotations`). The list is read at each request, so tools registered while
+//!   the server runs show up.
+//! - `tools/call`: runs through a [`ToolExecutor`] (the pipeline an agent uses, hooks included), so an MCP
+//!   call and an agent call behave the same. Bad arguments, a blocking hook, an `Err`, a panic or a timeout
+//!   come back as a result with `isError: true` and the text the model would see; a tool the store does not
+//!   have is a JSON-RPC invalid-params error (`-32602`). Text and image content map to MCP text and image
+//!   content; structured output becomes `structuredContent` beside its JSON text block.
+//! - Progress: when the request carries a `progressToken`, each [`ToolContext::update`](crate::ToolContext::update)
+//!   of the tool becomes a `notifications/progress` with a progress count that goes up by one per update and
+//!   the partial result's text as the message. All of them are sent before the call's result.
+//! - Cancellation: `notifications/cancelled` cancels the call's token (the tool sees
+//!   [`ToolContext::cancelled`](crate::ToolContext::cancelled)); no result is sent for a cancelled call.
+//! - Sequential tools run alone: calls arrive concurrently, so a tool marked `sequential` (the default)
+//!   waits until every running call has finished and holds back new ones while it runs, as it would in an
+//!   agent's batch; `parallel` tools run concurrently with each other.
+//!
+//! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
+//! prints must write to stderr (`tracing_subscriber::fmt().with_writer(std::io::stderr)`).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{RwLock, mpsc};
+use tokio::task::JoinHandle;
+
+use crate::call::{ToolCall, ToolResultMessage};
+use crate::content::Content;
+use crate::dialect::Dialect;
+use crate::event::AgentEvent;
+use crate::executor::ToolExecutor;
+use crate::pipeline;
+use crate::registry::ToolStore;
+use crate::result::AgentToolResult;
+use crate::tool::{AgentTool, ExecutionMode};
+
+/// Serves every tool of `store` over MCP on stdin and stdout until the client disconnects.
+///
+/// Shorthand for [`McpServer::new(store).serve_stdio()`](McpServer::serve_stdio): the server is named
+/// after the store, calls run through a fresh [`ToolExecutor`] (no hooks, no time limit).
+///
+/// ```no_run
+/// use yiem_core::{ToolStore, register_all_tools};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let mut store = ToolStore::new("my-tools");
+/// register_all_tools(&mut store)?;
+/// yiem_core::mcp::serve_stdio(store).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
+    McpServer::new(store).serve_stdio().await
+}
+
+/// Why an MCP server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// The connection ended, or the client sent something else, before the `initialize` handshake
+    /// completed.
+    #[error("the MCP handshake did not complete: {0}")]
+    Handshake(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The task that runs the connection failed (it panicked or the runtime shut down).
+    #[error("the MCP service task failed: {0}")]
+    Service(#[source] tokio::task::JoinError),
+}
+
+/// An MCP server over a [`ToolStore`]: an rmcp [`ServerHandler`] that lists the store's tools and runs
+/// calls through a [`ToolExecutor`]. See the [module docs](self) for what a client sees.
+///
+/// Serve it on stdio with [`serve_stdio`](Self::serve_stdio), on any byte stream with
+/// [`serve`](Self::serve), or hand it to rmcp yourself (`rmcp::ServiceExt::serve`) for other transports.
+///
+/// ```
+/// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+/// use yiem_core::{AgentTool, ToolStore, mcp::McpServer};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let ping = AgentTool::builder("ping")
+///     .description("Answer pong.")
+///     .handler(|_, _| async { "pong" })
+///     .build()
+///     .unwrap();
+/// let mut store = ToolStore::new("demo");
+/// store.register(ping).unwrap();
+///
+/// // An in-memory pipe stands in for the client's stdin and stdout.
+/// let (client, server) = tokio::io::duplex(4096);
+/// let (server_read, server_write) = tokio::io::split(server);
+/// let running = tokio::spawn(McpServer::new(store).serve(server_read, server_write));
+///
+/// let (client_read, mut client_write) = tokio::io::split(client);
+/// let mut lines = BufReader::new(client_read).lines();
+/// for message in [
+///     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"doc","version":"1"}}}"#,
+///     r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+///     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ping","arguments":{}}}"#,
+/// ] {
+///     client_write.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+/// }
+/// let initialized: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+/// assert_eq!(initialized["result"]["serverInfo"]["name"], "demo");
+/// let called: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+/// assert_eq!(
+///     called,
+///     serde_json::json!({
+///         "jsonrpc": "2.0",
+///         "id": 2,
+///         "result": {"content": [{"type": "text", "text": "pong"}], "isError": false}
+///     })
+/// );
+///
+/// client_write.shutdown().await.unwrap(); // the client hangs up: the server stops
+/// running.await.unwrap().unwrap();
+/// # });
+/// ```
+pub struct McpServer {
+    store: ToolStore,
+    executor: ToolExecutor,
+    info: Implementation,
+    instructions: Option<String>,
+    routes: Arc<ProgressRoutes>,
+    /// Sequential calls take it for writing, parallel ones for reading.
+    exclusive: Arc<RwLock<()>>,
+}
+
+impl McpServer {
+    /// A server for `store`, named after it (version: this crate's), running calls through
+    /// [`ToolExecutor::new`].
+    pub fn new(store: ToolStore) -> Self {
+        let info = Implementation::new(store.name(), env!("CARGO_PKG_VERSION"));
+        let routes = Arc::new(ProgressRoutes::default());
+        let executor = ToolExecutor::new();
+        routes.listen(&executor);
+        McpServer {
+            store,
+            executor,
+            info,
+            instructions: None,
+            routes,
+            exclusive: Arc::default(),
+        }
+    }
+
+    /// Runs calls through `executor`: its hooks, default time limit and event bus apply to MCP calls as
+    /// they do to an agent's. The server adds one sink to the executor's bus, which turns the updates of
+    /// its own calls (call ids `mcp-1`, `mcp-2`, ...) into progress notifications and ignores every other
+    /// event.
+    ///
+    /// ```
+    /// use yiem_core::{Block, ToolExecutor, ToolHooks, ToolStore, mcp::McpServer};
+    ///
+    /// let hooks = ToolHooks::new().before_tool_call(|ctx| async move {
+    ///     (ctx.call.name == "delete_file").then(|| Block::new("deleting files needs a human's approval"))
+    /// });
+    /// let server = McpServer::new(ToolStore::new("files"))
+    ///     .with_executor(ToolExecutor::new().with_hooks(hooks));
+    /// # let _ = server;
+    /// ```
+    pub fn with_executor(mut self, executor: ToolExecutor) -> Self {
+        self.routes.listen(&executor);
+        self.executor = executor;
+        self
+    }
+
+    /// The name and version the server reports to clients in `initialize` (default: the store's name and
+    /// this crate's version).
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_server_info("weather", "2.1.0");
+    /// # let _ = server;
+    /// ```
+    pub fn with_server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.info = Implementation::new(name, version);
+        self
+    }
+
+    /// Instructions for the client's model about how to use the tools, sent in `initialize`.
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x"))
+    ///     .with_instructions("Call `forecast` before answering questions about the weather.");
+    /// # let _ = server;
+    /// ```
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The store whose tools are served.
+    pub fn store(&self) -> &ToolStore {
+        &self.store
+    }
+
+    /// Serves on stdin and stdout until the client disconnects (see [`serve`](Self::serve)).
+    ///
+    /// ```no_run
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// # async fn run(store: ToolStore) -> Result<(), yiem_core::mcp::McpServeError> {
+    /// McpServer::new(store).with_server_info("my-tools", "1.0.0").serve_stdio().await
+    /// # }
+    /// ```
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        self.serve(stdin, stdout).await
+    }
+
+    /// Serves MCP as newline-delimited JSON-RPC, reading requests from `reader` and writing responses to
+    /// `writer`, until `reader` ends. Calls still running then are cancelled. See the example on
+    /// [`McpServer`].
+    pub async fn serve<R, W>(self, reader: R, writer: W) -> Result<(), McpServeError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        let running = ServiceExt::serve(self, (reader, writer))
+            .await
+            .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
+        let reason = running.waiting().await.map_err(McpServeError::Service)?;
+        tracing::debug!(?reason, "the MCP connection ended");
+        Ok(())
+    }
+
+    /// Runs one `tools/call` of a tool the store has.
+    async fn call(
+        &self,
+        tool: &AgentTool,
+        arguments: Value,
+        context: &RequestContext<RoleServer>,
+    ) -> ToolResultMessage {
+        let call = ToolCall::new(next_call_id(), tool.name(), arguments);
+        // Held until the call has finished, so a sequential tool never overlaps another call.
+        let sequential = tool.execution_mode() == ExecutionMode::Sequential;
+        let _alone = if sequential {
+            Some(self.exclusive.write().await)
+        } else {
+            None
+        };
+        let _alongside = if sequential {
+            None
+        } else {
+            Some(self.exclusive.read().await)
+        };
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| self.routes.open(&call.id, token, context.peer.clone()));
+        let batch = self
+            .executor
+            .execute(&self.store, vec![call], &context.ct)
+            .await;
+        if let Some(progress) = progress {
+            progress.finish().await;
+        }
+        batch
+            .messages
+            .into_iter()
+            .next()
+            .expect("the executor answers every call")
+    }
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("store", &self.store)
+            .field("server", &self.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Call ids of MCP calls: unique in the process, so calls of several connections sharing one executor
+/// never mix up their progress.
+fn next_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("mcp-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(self.info.clone());
+        match &self.instructions {
+            Some(instructions) => config.with_instructions(instructions.clone()),
+            None => config,
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.store.tools().iter().filter_map(mcp_tool).collect();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.store.get(name).as_ref().and_then(mcp_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = self.store.get(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                pipeline::unknown_tool(&self.store, &request.name),
+                None,
+            ));
+        };
+        // No `arguments` is `null`, which the pipeline reads as `{}`.
+        let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let message = self.call(&tool, arguments, &context).await;
+        Ok(call_tool_result(message).into())
+    }
+}
+
+/// The `tools/list` entry of `tool`: its MCP definition. A tool MCP cannot describe is left out (and
+/// logged), so one bad tool does not hide the others.
+fn mcp_tool(tool: &AgentTool) -> Option<Tool> {
+    let described = tool.definition(Dialect::Mcp).map_err(|e| e.to_string());
+    match described.and_then(|definition| {
+        serde_json::from_value::<Tool>(definition.clone()).map_err(|e| e.to_string())
+    }) {
+        Ok(entry) => Some(entry),
+        Err(error) => {
+            tracing::error!(tool = tool.name(), %error, "left a tool out of tools/list");
+            None
+        }
+    }
+}
+
+/// The MCP result of a finished call.
+fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
+    let content = message
+        .content
+        .into_iter()
+        .map(|block| match block {
+            Content::Text { text } => ContentBlock::text(text),
+            Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
+        })
+        .collect();
+    let mut result = if message.is_error {
+        CallToolResult::error(content)
+    } else {
+        CallToolResult::success(content)
+    };
+    result.structured_content = message.structured_content;
+    result
+}
+
+/// Where each running call's updates go: one channel per call that asked for progress, keyed by call id,
+/// fed by a sink on the executor's event bus.
+#[derive(Default)]
+struct ProgressRoutes {
+    routes: Mutex<HashMap<String, mpsc::UnboundedSender<AgentToolResult>>>,
+}
+
+impl ProgressRoutes {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<AgentToolResult>>> {
+        // Every critical section is one map operation: a panic cannot leave the map half-changed.
+        self.routes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Routes `executor`'s `ToolExecutionUpdate` events of registered calls. The sink is inline and
+    /// quick (a map lookup and a channel send); it does nothing once the server is gone.
+    fn listen(self: &Arc<Self>, executor: &ToolExecutor) {
+        let routes: Weak<Self> = Arc::downgrade(self);
+        executor.events().on_event(move |event| {
+            if let AgentEvent::ToolExecutionUpdate { call, partial } = event
+                && let Some(routes) = routes.upgrade()
+                && let Some(sender) = routes.lock().get(&call.id)
+            {
+                // A send fails only after the route was closed, when updates are no longer wanted.
+                let _ = sender.send(partial.clone());
+            }
+        });
+    }
+
+    /// Starts sending the updates of call `call_id` to `peer` as progress notifications for `token`.
+    fn open(
+        self: &Arc<Self>,
+        call_id: &str,
+        token: ProgressToken,
+        peer: Peer<RoleServer>,
+    ) -> Progress {
+        let (sender, mut receiver) = mpsc::unbounded_channel::<AgentToolResult>();
+        self.lock().insert(call_id.to_owned(), sender);
+        let forwarder = tokio::spawn(async move {
+            let mut progress: u32 = 0;
+            while let Some(partial) = receiver.recv().await {
+                progress += 1;
+                let mut notification =
+                    ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                let text = partial.text_content();
+                if !text.is_empty() {
+                    notification = notification.with_message(text);
+                }
+                if let Err(error) = peer.notify_progress(notification).await {
+                    tracing::debug!(%error, "could not send a progress notification");
+                    break;
+                }
+            }
+        });
+        Progress {
+            routes: Arc::clone(self),
+            call_id: call_id.to_owned(),
+            forwarder: Some(forwarder),
+        }
+    }
+}
+
+/// One call's progress route; closed when dropped.
+struct Progress {
+    routes: Arc<ProgressRoutes>,
+    call_id: String,
+    forwarder: Option<JoinHandle<()>>,
+}
+
+impl Progress {
+    /// Closes the route and waits until every update already routed has been sent, so the notifications
+    /// all precede the call's result.
+    async fn finish(mut self) {
+        self.routes.lock().remove(&self.call_id);
+        if let Some(forwarder) = self.forwarder.take() {
+            // It ends once the channel is drained; an error means it panicked, which it cannot.
+            let _ = forwarder.await;
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        // The call's future was dropped mid-way: forget the route; the forwarder drains and stops.
+        self.routes.lock().remove(&self.call_id);
+    }
+}

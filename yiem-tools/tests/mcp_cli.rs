@@ -1,0 +1,281 @@
+//! `yiem mcp`, spawned and driven over stdio as an MCP client speaking newline-delimited JSON-RPC:
+//! initialize, list, call, bad arguments, unknown tool, progress, cancellation.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use yiem_core::Dialect;
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// Notifications seen while waiting for responses.
+    notifications: Vec<Value>,
+}
+
+impl Client {
+    /// Starts `yiem mcp --root <root>` and completes the handshake.
+    async fn start(root: &Path) -> (Self, Value) {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+            .args(["mcp", "--root"])
+            .arg(root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("yiem mcp starts");
+        let stdin = child.stdin.take().unwrap();
+        let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut client = Client {
+            child,
+            stdin,
+            lines,
+            notifications: Vec::new(),
+        };
+        let init = client
+            .request(
+                1,
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "yiem-test", "version": "0"}
+                }),
+            )
+            .await;
+        client.notify("notifications/initialized", json!({})).await;
+        (client, init)
+    }
+
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}))
+            .await;
+    }
+
+    /// The next message on stdout; every line must be JSON-RPC.
+    async fn next(&mut self) -> Value {
+        let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line())
+            .await
+            .expect("the server answers in time")
+            .unwrap()
+            .expect("the server is still running");
+        let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON-RPC");
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        message
+    }
+
+    /// Sends a request and returns its response, keeping notifications that arrive meanwhile.
+    async fn request(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await;
+        self.response(id).await
+    }
+
+    async fn response(&mut self, id: u64) -> Value {
+        loop {
+            let message = self.next().await;
+            if message.get("id") == Some(&json!(id)) {
+                return message;
+            }
+            assert!(
+                message.get("method").is_some(),
+                "an unexpected response: {message}"
+            );
+            self.notifications.push(message);
+        }
+    }
+
+    async fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        self.request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+        .await
+    }
+}
+
+fn text(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn initialize_and_list_every_built_in_tool_in_the_mcp_dialect() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, init) = Client::start(root.path()).await;
+    assert_eq!(init["result"]["serverInfo"]["name"], "yiem");
+    assert_eq!(init["result"]["capabilities"]["tools"], json!({}));
+
+    let listing = client.request(2, "tools/list", json!({})).await;
+    let tools = listing["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "bash",
+            "edit",
+            "get_time",
+            "grep",
+            "list_tools",
+            "ls",
+            "read",
+            "write",
+            "write_tool"
+        ]
+    );
+    let read = tools.iter().find(|t| t["name"] == "read").unwrap();
+    let expected = yiem_tools::read::read_tool()
+        .definition(Dialect::Mcp)
+        .unwrap()
+        .clone();
+    assert_eq!(read["inputSchema"], expected["inputSchema"]);
+    assert_eq!(read["title"], "Read File");
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+    let bash = tools.iter().find(|t| t["name"] == "bash").unwrap();
+    assert_eq!(bash["annotations"]["destructiveHint"], true);
+}
+
+#[tokio::test]
+async fn a_call_returns_the_tools_content() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("notes.txt"), "first line\nsecond line\n").unwrap();
+    let (mut client, _) = Client::start(root.path()).await;
+    let response = client.call(2, "read", json!({"path": "notes.txt"})).await;
+    assert_eq!(response["result"]["isError"], false);
+    let direct = std::process::Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args([
+            "tools",
+            "call",
+            "read",
+            "--args",
+            r#"{"path": "notes.txt"}"#,
+            "--root",
+        ])
+        .arg(root.path())
+        .output()
+        .unwrap();
+    assert_eq!(
+        format!("{}\n", text(&response)),
+        String::from_utf8(direct.stdout).unwrap()
+    );
+    assert!(text(&response).contains("first line"));
+}
+
+#[tokio::test]
+async fn bad_arguments_are_an_error_result_with_the_model_facing_text() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) = Client::start(root.path()).await;
+    let response = client.call(2, "read", json!({"path": 7})).await;
+    assert_eq!(response["result"]["isError"], true);
+    assert_eq!(
+        text(&response),
+        "invalid arguments for tool `read`: at `/path`: expected a string, got the number 7\nvalid properties: `path`, `offset`, `limit`"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_an_invalid_params_error() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) = Client::start(root.path()).await;
+    let response = client.call(2, "reed", json!({})).await;
+    assert_eq!(response["error"]["code"], -32602);
+    let message = response["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("tool `reed` not found. Did you mean `read`? Available tools: bash, "),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_with_a_progress_token_receives_progress() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) = Client::start(root.path()).await;
+    let response = client
+        .request(
+            2,
+            "tools/call",
+            json!({
+                "name": "bash",
+                "arguments": {"command": "for i in 1 2 3; do echo line$i; sleep 0.3; done"},
+                "_meta": {"progressToken": "job-1"}
+            }),
+        )
+        .await;
+    assert_eq!(text(&response), "line1\nline2\nline3\n");
+    let progress: Vec<&Value> = client
+        .notifications
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 2, "{progress:?}");
+    for (index, note) in progress.iter().enumerate() {
+        assert_eq!(note["params"]["progressToken"], "job-1");
+        assert_eq!(
+            note["params"]["progress"].as_f64(),
+            Some((index + 1) as f64),
+            "progress counts up"
+        );
+    }
+    assert!(
+        progress[0]["params"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("line1")
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_call_is_stopped_and_the_server_stays_responsive() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) = Client::start(root.path()).await;
+    client
+        .send(json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": "sleep 1; touch finished"}}
+        }))
+        .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    client
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": 7, "reason": "user pressed stop"}),
+        )
+        .await;
+    let listing = client.request(8, "tools/list", json!({})).await;
+    assert!(
+        listing["result"]["tools"].is_array(),
+        "the server still answers"
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !root.path().join("finished").exists(),
+        "the command was killed before it finished"
+    );
+    // No response for the cancelled request: the next message answers a new request.
+    let ping = client.request(9, "ping", json!({})).await;
+    assert_eq!(ping["id"], 9);
+    drop(client.stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        status.success(),
+        "yiem mcp exits cleanly when the client hangs up"
+    );
+}
