@@ -42,6 +42,20 @@ enum Command {
         #[arg(long)]
         root: Option<PathBuf>,
     },
+    /// Chat with an agent that has the built-in tools, one prompt per line of stdin. Uses the
+    /// OpenAI-compatible endpoint in YIEM_BASE_URL (with OPENAI_API_KEY and YIEM_MODEL); without it, an
+    /// offline scripted model that says how to configure one.
+    Chat {
+        /// The root directory of the file tools and `bash` (default: the current directory).
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// The system prompt.
+        #[arg(
+            long,
+            default_value = "You are a helpful assistant with tools for files and the shell."
+        )]
+        system: String,
+    },
 }
 
 #[derive(Subcommand)]
@@ -146,6 +160,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let command = match cli.command {
         Command::Tools(command) => command,
         Command::Mcp { root } => return serve_mcp(store, root),
+        Command::Chat { root, system } => return chat(store, root, system),
     };
     match command {
         ToolsCommand::List {
@@ -205,6 +220,70 @@ fn run(cli: Cli) -> Result<(), Failure> {
             call(&tool, &args)
         }
     }
+}
+
+/// `yiem chat`: one agent run per line of stdin, printing the reply as it streams and the tool calls.
+fn chat(store: ToolStore, root: Option<PathBuf>, system: String) -> Result<(), Failure> {
+    use std::io::BufRead;
+    use yiem_core::{Agent, AgentEvent, OpenAiModel, ScriptedModel, ScriptedTurn};
+
+    if let Some(root) = root {
+        yiem_tools::set_default_root(&root)
+            .map_err(|error| bad_input(format!("--root: {error}; give an existing directory")))?;
+    }
+    let builder = Agent::builder().system_prompt(system).tools(store.clone());
+    let agent = match OpenAiModel::from_env() {
+        Ok(model) => {
+            eprintln!("[{} at {}]", model.config().model, model.endpoint());
+            builder.model(model).build()
+        }
+        Err(_) => {
+            let tools = store.names().join(", ");
+            builder
+                .model(ScriptedModel::from_fn(move |_| {
+                    ScriptedTurn::text(format!(
+                        "(offline) No model is configured: set YIEM_BASE_URL (and OPENAI_API_KEY, YIEM_MODEL) \
+                         to chat with a real one. My tools: {tools}."
+                    ))
+                }))
+                .build()
+        }
+    };
+    agent.on_event(|event| {
+        let mut out = std::io::stdout().lock();
+        let _ = match event {
+            AgentEvent::MessageUpdate { delta, .. } if delta["type"] == "text_delta" => {
+                write!(out, "{}", delta["text"].as_str().unwrap_or_default())
+            }
+            AgentEvent::MessageEnd {
+                message: yiem_core::AgentMessage::Assistant(reply),
+            } if !reply.text_content().is_empty() || reply.error.is_some() => match &reply.error {
+                Some(error) => writeln!(out, "\n[error: {error}]"),
+                None => writeln!(out),
+            },
+            AgentEvent::ToolExecutionStart { call } => {
+                writeln!(out, "→ {} {}", call.name, call.arguments)
+            }
+            AgentEvent::ToolExecutionEnd { call, is_error, .. } => {
+                writeln!(out, "{} {}", if *is_error { "✗" } else { "✓" }, call.name)
+            }
+            _ => Ok(()),
+        };
+        let _ = out.flush();
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
+    for line in std::io::stdin().lock().lines() {
+        let line =
+            line.map_err(|error| Failure::Internal(format!("cannot read stdin: {error}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        runtime.block_on(agent.prompt(line));
+    }
+    Ok(())
 }
 
 /// `yiem mcp`: the store over MCP stdio until the client hangs up.

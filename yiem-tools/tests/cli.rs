@@ -348,3 +348,127 @@ fn an_unknown_dialect_is_bad_input() {
         "yiem: error: invalid value 'bogus' for '--dialect <DIALECT>': unknown dialect `bogus`: use one of `mcp`, `openai`, `openai-strict`, `anthropic`, `gemini` (see `yiem --help`)\n"
     );
 }
+
+#[test]
+fn chat_without_a_model_says_how_to_configure_one() {
+    let output = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(["chat"])
+        .env_remove("YIEM_BASE_URL")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(b"hello\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(output.status.success());
+    assert_eq!(
+        stdout(&output),
+        "(offline) No model is configured: set YIEM_BASE_URL (and OPENAI_API_KEY, YIEM_MODEL) to chat with a \
+         real one. My tools: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool.\n"
+    );
+}
+
+/// A one-thread HTTP server on loopback that answers each request with the next SSE body and records the
+/// request bodies.
+fn sse_server(bodies: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut requests = Vec::new();
+        for body in bodies {
+            let (stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = value.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut request = vec![0; length];
+            reader.read_exact(&mut request).unwrap();
+            requests.push(String::from_utf8(request).unwrap());
+            let mut stream = stream;
+            write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
+            )
+            .unwrap();
+        }
+        requests
+    });
+    (url, handle)
+}
+
+fn sse(chunks: &[Value]) -> String {
+    let mut body: String = chunks
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+#[test]
+fn chat_runs_the_agent_loop_against_an_openai_compatible_server() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("a.txt"), "x").unwrap();
+    let first = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "ls", "arguments": ""}}
+        ]}}]}),
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ]);
+    let second = sse(&[
+        json!({"choices": [{"index": 0, "delta": {"content": "There is "}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "one file."}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ]);
+    let (url, server) = sse_server(vec![first, second]);
+    let output = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(["chat", "--root"])
+        .arg(root.path())
+        .env("YIEM_BASE_URL", &url)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("YIEM_MODEL", "test-model")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"what files are there?\n")?;
+            child.wait_with_output()
+        })
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "→ ls {}\n✓ ls\nThere is one file.\n");
+    let requests = server.join().unwrap();
+    let second: Value = serde_json::from_str(&requests[1]).unwrap();
+    assert_eq!(second["model"], "test-model");
+    let tool_result = second["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(tool_result["role"], "tool");
+    assert_eq!(tool_result["tool_call_id"], "call_1");
+    assert!(
+        tool_result["content"].as_str().unwrap().contains("a.txt"),
+        "{tool_result}"
+    );
+}
