@@ -151,7 +151,7 @@ wb=$(tr ' ' '\n' <<<"${wall[gen_builder]}" | grep . | median)
 cm=$(tr ' ' '\n' <<<"${cpu[gen_macro]}" | grep . | median)
 cb=$(tr ' ' '\n' <<<"${cpu[gen_builder]}" | grep . | median)
 printf '\n%d tools, median of %d clean builds of the crate alone (dev profile, dependencies prebuilt)\n' "$TOOLS" "$RUNS"
-printf '%-28s %8s %8s\n' "" "wall s" "cpu s"
-printf '%-28s %8.2f %8.2f\n' "#[tool] (gen_macro)" "$wm" "$cm"
-printf '%-28s %8.2f %8.2f\n' "AgentTool::builder (gen_builder)" "$wb" "$cb"
-printf '%-28s %8.2f %8.2f   (target <= 1.3)\n' "ratio macro / builder" "$(awk "BEGIN { print $wm / $wb }")" "$(awk "BEGIN { print $cm / $cb }")"
+printf '%-34s %8s %8s\n' "" "wall s" "cpu s"
+printf '%-34s %8.2f %8.2f\n' "#[tool] (gen_macro)" "$wm" "$cm"
+printf '%-34s %8.2f %8.2f\n' "AgentTool::builder (gen_builder)" "$wb" "$cb"
+printf '%-34s %8.2f %8.2f   (target <= 1.3)\n' "ratio macro / builder" "$(awk "BEGIN { print $wm / $wb }")" "$(awk "BEGIN { print $cm / $cb }")"

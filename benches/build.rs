@@ -7,7 +7,7 @@ const TOOLS: usize = 1000;
 
 fn main() {
     let mut code = String::new();
-    for i in 0..TOOLS {
+    for i in 1..=TOOLS {
         writeln!(
             code,
             "/// Add two integers, number {i}.\n\
