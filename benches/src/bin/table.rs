@@ -103,7 +103,12 @@ fn main() {
         if per_tool {
             println!("| benchmark | tools | median | per tool |\n|---|---:|---:|---:|");
         } else {
-            println!("| benchmark | median | × floor |\n|---|---:|---:|");
+            let base = if group == "scale" {
+                "× 1 tool"
+            } else {
+                "× floor"
+            };
+            println!("| benchmark | median | {base} |\n|---|---:|---:|");
         }
         let floor = entries
             .iter()
