@@ -182,7 +182,12 @@ impl Dialect {
     /// for Gemini one tool holding them all as `functionDeclarations`.
     fn tool_list(self, definitions: Vec<Value>) -> Value {
         match self {
-            Dialect::Gemini => json!([{"functionDeclarations": definitions}]),
+            // Built by hand: `json!` would serialize the definitions into a second copy.
+            Dialect::Gemini => {
+                let mut tool = Map::new();
+                tool.insert("functionDeclarations".into(), Value::Array(definitions));
+                Value::Array(vec![Value::Object(tool)])
+            }
             _ => Value::Array(definitions),
         }
     }

@@ -1,0 +1,140 @@
+//! The dispatch variants of `benches/dispatch.rs`, run N times in a row for
+//! `valgrind --tool=callgrind --toggle-collect='*run_all*'`: instruction counts do not depend on the load
+//! of the machine, so they cross-check the timed ratios. The inputs are built before `run_all`, so only the
+//! dispatch is counted.
+//!
+//! ```text
+//! cargo build --release --bin dispatch-count
+//! valgrind --tool=callgrind --toggle-collect='*run_all*' target/release/dispatch-count yiem_execute_value 10000
+//! ```
+//!
+//! `benches/callgrind.sh` runs every variant and prints instructions per call.
+
+use std::future::Future;
+use std::hint::black_box;
+
+use rig_agent::tool::ToolSet;
+use serde_json::Value;
+use yiem_benches::{
+    RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object, arguments_string, floor,
+};
+use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
+
+const VARIANTS: &[&str] = &[
+    "floor_value",
+    "yiem_execute_value",
+    "yiem_get_execute_value",
+    "yiem_pipeline_value",
+    "rmcp_value",
+    "rig_value",
+    "floor_string",
+    "yiem_execute_string",
+    "yiem_get_execute_string",
+    "yiem_pipeline_string",
+    "rmcp_string",
+    "rig_string",
+];
+
+/// Awaits `f` on every input, in one `block_on`. The function callgrind collects in.
+#[inline(never)]
+fn run_all<I, F, Fut>(runtime: &tokio::runtime::Runtime, inputs: Vec<I>, f: F)
+where
+    F: Fn(I) -> Fut,
+    Fut: Future,
+{
+    runtime.block_on(async {
+        for input in inputs {
+            black_box(f(input).await);
+        }
+    });
+}
+
+fn main() {
+    let mut argv = std::env::args().skip(1);
+    let (Some(variant), Some(n)) = (argv.next(), argv.next()) else {
+        eprintln!(
+            "usage: dispatch-count VARIANT N\nvariants: {}",
+            VARIANTS.join(" ")
+        );
+        std::process::exit(2);
+    };
+    let n: usize = n.parse().expect("N is a number");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut store = ToolStore::new("bench");
+    store.register(add_tool()).unwrap();
+    let tool = store.get("add").unwrap();
+    let executor = ToolExecutor::new();
+    executor.events().on_event(|event| {
+        black_box(event);
+    });
+    let cancel = CancellationToken::new();
+    let rmcp = runtime.block_on(async { RmcpHarness::new(RmcpServer::new()) });
+    let mut rig = ToolSet::default();
+    rig.add_tool(RigAdd);
+    let values = || (0..n).map(|_| arguments()).collect::<Vec<_>>();
+    let strings = || (0..n).map(|_| arguments_string()).collect::<Vec<_>>();
+    let string_values = || {
+        (0..n)
+            .map(|_| Value::String(arguments_string()))
+            .collect::<Vec<_>>()
+    };
+    let calls = |args: fn() -> Value| {
+        (0..n)
+            .map(|_| vec![ToolCall::new("c", "add", args())])
+            .collect::<Vec<_>>()
+    };
+    let rig_call = |args: String| async {
+        let mut context = rig_core::tool::ToolContext::default();
+        rig.execute("add", args, &mut context).await
+    };
+    let (tool, store, executor, cancel, rmcp) = (&tool, &store, &executor, &cancel, &rmcp);
+    match variant.as_str() {
+        "floor_value" => run_all(&runtime, values(), |args| async {
+            floor::dispatch_value(black_box("add"), args).await
+        }),
+        "floor_string" => run_all(&runtime, strings(), |args| async move {
+            floor::dispatch_str(black_box("add"), &args).await
+        }),
+        "yiem_execute_value" => run_all(&runtime, values(), |args| tool.execute("c", args)),
+        "yiem_execute_string" => run_all(&runtime, string_values(), |args| tool.execute("c", args)),
+        "yiem_get_execute_value" | "yiem_get_execute_string" => {
+            let inputs = if variant.ends_with("value") {
+                values()
+            } else {
+                string_values()
+            };
+            run_all(&runtime, inputs, |args| async {
+                let tool = store.get(black_box("add")).unwrap();
+                tool.execute("c", args).await
+            })
+        }
+        "yiem_pipeline_value" | "yiem_pipeline_string" => {
+            let inputs = if variant.ends_with("value") {
+                calls(arguments)
+            } else {
+                calls(|| Value::String(arguments_string()))
+            };
+            run_all(&runtime, inputs, |calls| {
+                executor.execute(store, calls, cancel)
+            })
+        }
+        "rmcp_value" => run_all(
+            &runtime,
+            (0..n).map(|_| arguments_object()).collect(),
+            |args| rmcp.call("add", args),
+        ),
+        "rmcp_string" => run_all(&runtime, strings(), |args| async move {
+            let args = serde_json::from_str(&args).unwrap();
+            rmcp.call("add", args).await
+        }),
+        "rig_value" => run_all(&runtime, values(), |args| rig_call(args.to_string())),
+        "rig_string" => run_all(&runtime, strings(), rig_call),
+        other => {
+            eprintln!("unknown variant {other}; variants: {}", VARIANTS.join(" "));
+            std::process::exit(2);
+        }
+    }
+}

@@ -1,0 +1,243 @@
+//! The fixtures of the yiem benchmarks: one tool, `add {a: i64, b: i64, note: Option<String>}`, written
+//! the way each toolkit's users write it, and the floor they are measured against.
+//!
+//! - [`floor`]: a hand-written `match` on the name, `serde_json::from_value` (or `from_str`) and a call;
+//! - yiem: [`add_tool`], from `#[tool]`;
+//! - rmcp 3.11: [`RmcpServer`], a `#[tool_router]` with one `#[tool]` method, called through its
+//!   `ToolRouter`;
+//! - rig 0.44: [`RigAdd`], an implementation of `rig_core::tool::Tool`, called through
+//!   `rig_agent::tool::ToolSet::execute` (0.44 calls it `execute`; older versions called it `call`).
+//!
+//! Each runs the same function, [`add_impl`], so the differences are what the toolkit adds around it.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use rmcp::handler::server::router::tool::ToolRoute;
+use rmcp::handler::server::tool::{ToolCallContext, ToolRouter};
+use rmcp::handler::server::wrapper::Parameters;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, JsonObject, NumberOrString,
+};
+use rmcp::service::{Peer, RequestContext, RoleServer, RunningService};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use yiem_core::{AgentTool, tool};
+
+/// The arguments of `add`, shared by every toolkit.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// The first addend.
+    pub a: i64,
+    /// The second addend.
+    pub b: i64,
+    /// A note to append to the sum.
+    pub note: Option<String>,
+}
+
+/// The body of `add`: the same work behind every toolkit.
+pub fn add_impl(args: AddArgs) -> String {
+    let sum = args.a + args.b;
+    match args.note {
+        Some(note) => format!("{sum} ({note})"),
+        None => sum.to_string(),
+    }
+}
+
+/// The arguments every call sends.
+pub fn arguments() -> Value {
+    serde_json::json!({"a": 40, "b": 2, "note": "answer"})
+}
+
+/// The same arguments as a JSON string (the OpenAI wire format).
+pub fn arguments_string() -> String {
+    arguments().to_string()
+}
+
+/// The answer every call must give.
+pub const ANSWER: &str = "42 (answer)";
+
+/// Add two integers.
+#[tool(parallel)]
+pub async fn add(args: AddArgs) -> String {
+    add_impl(args)
+}
+
+/// The floor: what a program with one hard-wired tool would write by hand.
+pub mod floor {
+    use super::{AddArgs, add_impl};
+    use serde_json::Value;
+
+    /// `match` + `serde_json::from_value` + call.
+    pub async fn dispatch_value(name: &str, args: Value) -> Result<String, String> {
+        match name {
+            "add" => match serde_json::from_value::<AddArgs>(args) {
+                Ok(args) => Ok(add_impl(args)),
+                Err(error) => Err(error.to_string()),
+            },
+            other => Err(format!("unknown tool {other}")),
+        }
+    }
+
+    /// `match` + `serde_json::from_str` + call.
+    pub async fn dispatch_str(name: &str, args: &str) -> Result<String, String> {
+        match name {
+            "add" => match serde_json::from_str::<AddArgs>(args) {
+                Ok(args) => Ok(add_impl(args)),
+                Err(error) => Err(error.to_string()),
+            },
+            other => Err(format!("unknown tool {other}")),
+        }
+    }
+}
+
+/// A filler tool for the scale benchmarks: `add`'s schema and handler under another name, built at run
+/// time (`AgentTool::builder`), since `#[tool]` names are fixed at compile time.
+pub fn yiem_filler(name: &str) -> AgentTool {
+    AgentTool::builder(name)
+        .description("Add two integers.")
+        .input_schema(schemars::schema_for!(AddArgs).to_value())
+        .parallel()
+        .handler(|_ctx, args: Value| async move {
+            serde_json::from_value::<AddArgs>(args)
+                .map(add_impl)
+                .map_err(|e| e.to_string())
+        })
+        .build()
+        .expect("the filler definition is valid")
+}
+
+/// The rmcp server: one `#[tool]` method in a `#[tool_router]`.
+#[derive(Clone)]
+pub struct RmcpServer {
+    /// The router `#[tool_router]` builds.
+    pub tool_router: ToolRouter<RmcpServer>,
+}
+
+#[rmcp::tool_router(server_handler)]
+impl RmcpServer {
+    /// A server with the `add` tool.
+    pub fn new() -> Self {
+        RmcpServer {
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// Add two integers.
+    #[rmcp::tool(description = "Add two integers.")]
+    async fn add(&self, Parameters(args): Parameters<AddArgs>) -> String {
+        add_impl(args)
+    }
+}
+
+impl Default for RmcpServer {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// A filler route for rmcp's router: `add`'s schema under another name.
+pub fn rmcp_filler(name: String) -> ToolRoute<RmcpServer> {
+    let schema = match schemars::schema_for!(AddArgs).to_value() {
+        Value::Object(map) => map,
+        _ => unreachable!("a struct's schema is an object"),
+    };
+    let attr = rmcp::model::Tool::new(
+        Cow::Owned(name),
+        "Add two integers.",
+        Arc::new(schema) as Arc<JsonObject>,
+    );
+    ToolRoute::new_dyn(attr, |_ctx: ToolCallContext<'_, RmcpServer>| {
+        Box::pin(async { Ok(CallToolResult::default().into()) })
+    })
+}
+
+/// What rmcp needs to call a tool outside a transport loop: the server and a peer for the request
+/// context. The peer comes from serving the server on an in-memory pipe that nobody writes to.
+pub struct RmcpHarness {
+    /// The server whose router is called.
+    pub server: RmcpServer,
+    peer: Peer<RoleServer>,
+    _running: RunningService<RoleServer, RmcpServer>,
+    _client_end: tokio::io::DuplexStream,
+}
+
+impl RmcpHarness {
+    /// Starts the harness; call inside a Tokio runtime.
+    pub fn new(server: RmcpServer) -> Self {
+        let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+        let running = rmcp::service::serve_directly(server.clone(), server_end, None);
+        let peer = running.peer().clone();
+        RmcpHarness {
+            server,
+            peer,
+            _running: running,
+            _client_end: client_end,
+        }
+    }
+
+    /// The context rmcp's service loop builds for each request (a fresh cancellation token and
+    /// extensions, a clone of the peer).
+    pub fn request_context(&self) -> RequestContext<RoleServer> {
+        RequestContext::new(NumberOrString::Number(1), self.peer.clone())
+    }
+
+    /// `ToolRouter::call` for `name` with an arguments object.
+    pub async fn call(
+        &self,
+        name: &'static str,
+        args: JsonObject,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let params = CallToolRequestParams::new(name).with_arguments(args);
+        let ctx = ToolCallContext::new(&self.server, params, self.request_context());
+        self.server.tool_router.call(ctx).await
+    }
+}
+
+/// The rig tool: an implementation of `rig_core::tool::Tool`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RigAdd;
+
+impl rig_core::tool::Tool for RigAdd {
+    const NAME: &'static str = "add";
+    type Args = AddArgs;
+    type Output = String;
+    type Error = Infallible;
+
+    fn description(&self) -> String {
+        "Add two integers.".to_owned()
+    }
+
+    fn parameters(&self) -> Value {
+        schemars::schema_for!(AddArgs).to_value()
+    }
+
+    async fn call(
+        &self,
+        _context: &mut rig_core::tool::ToolContext,
+        args: AddArgs,
+    ) -> Result<String, Infallible> {
+        Ok(add_impl(args))
+    }
+}
+
+/// A filler tool for rig's `ToolSet`: `add`'s schema under another name (`Tool::NAME` is a constant, so
+/// tools named at run time are `DynamicTool`s).
+pub fn rig_filler(name: String) -> rig_core::tool::DynamicTool {
+    rig_core::tool::DynamicTool::new(
+        rig_core::message::ToolName::new(name).expect("a name"),
+        "Add two integers.",
+        schemars::schema_for!(AddArgs).to_value(),
+        |_args| Box::pin(async { Ok(rig_core::tool::ToolOutput::text("0")) }),
+    )
+}
+
+/// The JSON object of the arguments, as rmcp takes them.
+pub fn arguments_object() -> JsonObject {
+    match arguments() {
+        Value::Object(map) => map,
+        _ => unreachable!("the arguments are an object"),
+    }
+}
