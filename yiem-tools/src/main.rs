@@ -202,11 +202,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             root,
             tools_dir,
         } => {
-            if let Some(root) = root {
-                yiem_tools::set_default_root(&root).map_err(|error| {
-                    bad_input(format!("--root: {error}; give an existing directory"))
-                })?;
-            }
+            use_root(root)?;
             if let Some(dir) = tools_dir {
                 if !dir.is_dir() {
                     return Err(bad_input(format!(
@@ -227,10 +223,7 @@ fn chat(store: ToolStore, root: Option<PathBuf>, system: String) -> Result<(), F
     use std::io::BufRead;
     use yiem_core::{Agent, AgentEvent, OpenAiModel, ScriptedModel, ScriptedTurn};
 
-    if let Some(root) = root {
-        yiem_tools::set_default_root(&root)
-            .map_err(|error| bad_input(format!("--root: {error}; give an existing directory")))?;
-    }
+    use_root(root)?;
     let builder = Agent::builder().system_prompt(system).tools(store.clone());
     let agent = match OpenAiModel::from_env() {
         Ok(model) => {
@@ -271,10 +264,7 @@ fn chat(store: ToolStore, root: Option<PathBuf>, system: String) -> Result<(), F
         };
         let _ = out.flush();
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
+    let runtime = runtime()?;
     for line in std::io::stdin().lock().lines() {
         let line =
             line.map_err(|error| Failure::Internal(format!("cannot read stdin: {error}")))?;
@@ -286,16 +276,27 @@ fn chat(store: ToolStore, root: Option<PathBuf>, system: String) -> Result<(), F
     Ok(())
 }
 
-/// `yiem mcp`: the store over MCP stdio until the client hangs up.
-fn serve_mcp(store: ToolStore, root: Option<PathBuf>) -> Result<(), Failure> {
-    if let Some(root) = root {
-        yiem_tools::set_default_root(&root)
-            .map_err(|error| bad_input(format!("--root: {error}; give an existing directory")))?;
+/// `--root DIR`: the root directory of the file tools and `bash` for this process.
+fn use_root(root: Option<PathBuf>) -> Result<(), Failure> {
+    match root {
+        Some(root) => yiem_tools::set_default_root(&root)
+            .map_err(|error| bad_input(format!("--root: {error}; give an existing directory"))),
+        None => Ok(()),
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+}
+
+/// The multi-threaded runtime the async commands run on.
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
+        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))
+}
+
+/// `yiem mcp`: the store over MCP stdio until the client hangs up.
+fn serve_mcp(store: ToolStore, root: Option<PathBuf>) -> Result<(), Failure> {
+    use_root(root)?;
+    let runtime = runtime()?;
     runtime
         .block_on(
             yiem_core::mcp::McpServer::new(store)
@@ -397,10 +398,7 @@ fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
             "--args is not valid JSON ({error}); give a JSON object such as '{{\"path\": \"README.md\"}}'"
         ))
     })?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))?;
+    let runtime = runtime()?;
     let result = runtime.block_on(async {
         let ctx = ToolContext::new("cli");
         let prepared = tool
