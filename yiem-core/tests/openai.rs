@@ -790,6 +790,136 @@ async fn a_server_that_ignores_stream_true_is_read_from_its_json_body() {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Servers that mirror tool calls into the legacy `function_call`, and strict servers
+// ---------------------------------------------------------------------------------------------------
+
+/// A llama-cpp-python stream: every piece of the call in `delta.tool_calls` and again in
+/// `delta.function_call`.
+fn mirrored_piece(name: &str, arguments: &str) -> String {
+    chunk(
+        json!({"role": null, "content": null,
+               "function_call": {"name": name, "arguments": arguments},
+               "tool_calls": [{"index": 0, "id": "call__0_get_weather_cmpl-1", "type": "function",
+                               "function": {"name": name, "arguments": arguments}}]}),
+        Value::Null,
+    )
+}
+
+#[tokio::test]
+async fn a_stream_that_mirrors_each_piece_into_function_call_is_read_once() {
+    let server = Server::start(vec![Reply::Sse(vec![
+        mirrored_piece("get_weather", "{\"city"),
+        mirrored_piece("get_weather", "\": \"Tokyo\"}"),
+        chunk(json!({}), json!("tool_calls")),
+        DONE.into(),
+    ])])
+    .await;
+    let events = events(&server.model(), request("Weather in Tokyo?")).await;
+    assert_eq!(
+        events,
+        vec![
+            start(),
+            call_start(0, "call__0_get_weather_cmpl-1", "get_weather"),
+            call_delta(0, "{\"city"),
+            call_delta(0, "\": \"Tokyo\"}"),
+            call_end(0),
+            done(StopReason::ToolUse, Usage::default()),
+        ]
+    );
+    assert_eq!(
+        assemble(&events).tool_calls().cloned().collect::<Vec<_>>(),
+        vec![ToolCall::new(
+            "call__0_get_weather_cmpl-1",
+            "get_weather",
+            json!({"city": "Tokyo"})
+        )]
+    );
+}
+
+#[tokio::test]
+async fn a_json_body_with_both_tool_calls_and_function_call_holds_one_call() {
+    let body = json!({
+        "object": "chat.completion",
+        "model": "qwen2.5-0.5b",
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant",
+            "content": null,
+            "function_call": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"},
+            "tool_calls": [{"id": "call__0_get_weather_cmpl-2", "type": "function",
+                            "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]
+        }}]
+    });
+    let server = Server::start(vec![Reply::Status {
+        status: "200 OK",
+        headers: Vec::new(),
+        content_type: "application/json",
+        body: body.to_string(),
+    }])
+    .await;
+    let events = events(&server.model(), request("Weather in Oslo?")).await;
+    let calls: Vec<ToolCall> = assemble(&events).tool_calls().cloned().collect();
+    assert_eq!(
+        calls,
+        vec![ToolCall::new(
+            "call__0_get_weather_cmpl-2",
+            "get_weather",
+            json!({"city": "Oslo"})
+        )]
+    );
+    // The same body read as a reply, without the client.
+    let reply = yiem_core::llm::assistant_from_openai(&body);
+    assert_eq!(reply.tool_calls().count(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_of_only_the_legacy_function_call_is_still_a_call() {
+    let piece = |delta: Value| chunk(json!({"function_call": delta}), Value::Null);
+    let server = Server::start(vec![Reply::Sse(vec![
+        piece(json!({"name": "get_weather", "arguments": "{\"city\":"})),
+        piece(json!({"arguments": "\"Rome\"}"})),
+        chunk(json!({}), json!("function_call")),
+        DONE.into(),
+    ])])
+    .await;
+    let events = events(&server.model(), request("Weather in Rome?")).await;
+    let calls: Vec<ToolCall> = assemble(&events).tool_calls().cloned().collect();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].name, "get_weather");
+    assert_eq!(calls[0].arguments, json!({"city": "Rome"}));
+}
+
+#[tokio::test]
+async fn the_tool_result_request_sends_tool_calls_with_empty_text_content() {
+    let server = Server::start(vec![ok_stream()]).await;
+    let call = ToolCall::new("call_1", "get_weather", json!({"city": "Oslo"}));
+    let assistant = AssistantMessage {
+        content: vec![AssistantContent::ToolCall(call.clone())],
+        stop_reason: StopReason::ToolUse,
+        ..AssistantMessage::default()
+    };
+    let result = ToolResultMessage::new(&call, AgentToolResult::text("sunny"));
+    let request = ModelRequest {
+        system_prompt: String::new(),
+        messages: vec![
+            UserMessage::text("Weather in Oslo?").into(),
+            assistant.into(),
+            result.into(),
+        ],
+        tools: Vec::new(),
+    };
+    let _ = events(&server.model(), request).await;
+    let sent = &server.requests()[0].body["messages"];
+    // `null` is refused by strict servers (llama-cpp-python answers it with a 500); `""` is accepted by all.
+    assert_eq!(
+        sent[1],
+        json!({"role": "assistant", "content": "", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}
+        ]})
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
 // The output limit
 // ---------------------------------------------------------------------------------------------------
 

@@ -845,6 +845,9 @@ struct ChunkParser {
     /// Chunks read so far.
     chunks: usize,
     finished: bool,
+    /// Whether the stream has used `tool_calls`: servers that mirror each piece into the legacy
+    /// `function_call` as well (llama-cpp-python) are then read from `tool_calls` alone.
+    saw_tool_calls: bool,
 }
 
 /// One tool call being assembled.
@@ -927,12 +930,19 @@ impl ChunkParser {
             }
             _ => {}
         }
-        if let Some(Value::Array(calls)) = delta.get("tool_calls") {
+        if let Some(Value::Array(calls)) = delta.get("tool_calls")
+            && !calls.is_empty()
+        {
+            self.saw_tool_calls = true;
             for call in calls {
                 self.tool_call(call, events);
             }
         }
-        if let Some(function) = delta.get("function_call").filter(|f| f.is_object()) {
+        // The legacy `function_call` counts only in a stream that never used `tool_calls`: some servers
+        // send every piece in both fields, and reading both doubles the arguments or the call.
+        if !self.saw_tool_calls
+            && let Some(function) = delta.get("function_call").filter(|f| f.is_object())
+        {
             self.tool_call(&json!({"index": 0, "function": function}), events);
         }
     }

@@ -104,7 +104,7 @@ where
 ///     json!([
 ///         {"role": "system", "content": "You read files."},
 ///         {"role": "user", "content": "what is in a.txt?"},
-///         {"role": "assistant", "content": null, "tool_calls": [
+///         {"role": "assistant", "content": "", "tool_calls": [
 ///             {"id": "call_1", "type": "function",
 ///              "function": {"name": "read", "arguments": "{\"path\":\"a.txt\"}"}}
 ///         ]},
@@ -181,12 +181,9 @@ fn assistant_message(message: &AssistantMessage, calls: &[&ToolCall]) -> Option<
     }
     let mut out = Map::new();
     out.insert("role".into(), json!("assistant"));
-    let content = if text.is_empty() {
-        Value::Null
-    } else {
-        Value::String(text)
-    };
-    out.insert("content".into(), content);
+    // A reply of tool calls alone is sent with `""`, not `null`: strict servers (llama-cpp-python's
+    // pydantic models) refuse `null`, and every common server accepts the empty string.
+    out.insert("content".into(), Value::String(text));
     if !calls.is_empty() {
         out.insert("tool_calls".into(), Value::Array(calls));
     }
@@ -229,7 +226,8 @@ fn tool_message(result: &ToolResultMessage) -> Value {
 /// Lenient like the streaming client: `content` may be a string, `null` or an array of parts (text parts
 /// are kept, and `tool_call`/`tool_calls` blocks among them are read as calls, as
 /// [`extract_tool_calls`] does); `reasoning_content` or `reasoning` becomes a thinking block; the legacy
-/// `function_call` is a call too; arguments may be a JSON string or an object (a string that is JSON is
+/// `function_call` is a call when no `tool_calls` is present (servers that mirror a call into both fields
+/// would otherwise run it twice); arguments may be a JSON string or an object (a string that is JSON is
 /// parsed, one that is not is kept as text and fails when the call runs); a call without an id gets a fresh
 /// UUID. The stop reason comes from `finish_reason` (`length` → `Length`, `tool_calls`/`function_call` →
 /// `ToolUse`, `content_filter` → `Error`); without one it is `ToolUse` when there are calls, else `Stop`.
@@ -294,12 +292,18 @@ pub fn assistant_from_openai(reply: &Value) -> AssistantMessage {
         }
         _ => {}
     }
-    if matches!(message.get("tool_calls"), Some(Value::Array(_))) {
+    let has_tool_calls =
+        matches!(message.get("tool_calls"), Some(Value::Array(list)) if !list.is_empty());
+    if has_tool_calls {
         let mut bare = Map::new();
         bare.insert("tool_calls".into(), message["tool_calls"].clone());
         calls.extend(extract_tool_calls(&Value::Object(bare)));
     }
-    if let Some(function) = message.get("function_call").filter(|f| f.is_object()) {
+    // The legacy `function_call` is read only without `tool_calls`: servers that mirror the first call
+    // into it (llama-cpp-python) would otherwise run that call twice.
+    if !has_tool_calls
+        && let Some(function) = message.get("function_call").filter(|f| f.is_object())
+    {
         calls.extend(extract_tool_calls(
             &json!({"tool_calls": [{"function": function}]}),
         ));
