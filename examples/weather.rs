@@ -139,31 +139,29 @@ fn print_event(event: &AgentEvent) {
     let _ = match event {
         AgentEvent::AgentStart => writeln!(out, "● agent start"),
         AgentEvent::TurnStart => writeln!(out, "● turn start"),
-        AgentEvent::MessageStart {
-            message: AgentMessage::User(user),
-        } => {
-            writeln!(out, "user: {}", user.text_content())
-        }
-        AgentEvent::MessageStart {
-            message: AgentMessage::Assistant(_),
-        } => write!(out, "assistant: "),
+        AgentEvent::MessageStart { message } => match &**message {
+            AgentMessage::User(user) => writeln!(out, "user: {}", user.text_content()),
+            AgentMessage::Assistant(_) => write!(out, "assistant: "),
+            _ => Ok(()),
+        },
         AgentEvent::MessageUpdate { delta, .. } => match delta["type"].as_str() {
             Some("text_delta") => write!(out, "{}", delta["text"].as_str().unwrap_or_default()),
             _ => Ok(()),
         },
-        AgentEvent::MessageEnd {
-            message: AgentMessage::Assistant(reply),
-        } => {
-            let calls: Vec<String> = reply
-                .tool_calls()
-                .map(|c| format!("{}({})", c.name, c.arguments))
-                .collect();
-            if calls.is_empty() {
-                writeln!(out)
-            } else {
-                writeln!(out, "\n  asks for: {}", calls.join(", "))
+        AgentEvent::MessageEnd { message } => match &**message {
+            AgentMessage::Assistant(reply) => {
+                let calls: Vec<String> = reply
+                    .tool_calls()
+                    .map(|c| format!("{}({})", c.name, c.arguments))
+                    .collect();
+                if calls.is_empty() {
+                    writeln!(out)
+                } else {
+                    writeln!(out, "\n  asks for: {}", calls.join(", "))
+                }
             }
-        }
+            _ => Ok(()),
+        },
         AgentEvent::ToolExecutionStart { call } => {
             writeln!(out, "  → {} {}", call.name, call.arguments)
         }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Notify;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentToolResult, ExecutionMode, ModelRequest, ScriptedModel,
+    Agent, AgentEvent, AgentMessage, AgentToolResult, BatchMode, ModelRequest, ScriptedModel,
     ScriptedTurn, StopReason, ToolContext, ToolStore, TurnUpdate, UserMessage, tool,
 };
 
@@ -93,6 +93,7 @@ fn trace(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
                 format!("TurnEnd({} results)", tool_results.len())
             }
             AgentEvent::AgentEnd { messages } => format!("AgentEnd({} messages)", messages.len()),
+            other => format!("{other:?}"),
         };
         let mut lines = sink.lock().unwrap();
         if !(line.starts_with("MessageUpdate*") && lines.last() == Some(&line)) {
@@ -256,7 +257,7 @@ async fn scenario_two_copies_a_file_with_sequential_tool_calls() {
     let agent = Agent::builder()
         .model(copy_script())
         .tools(file_tools())
-        .tool_execution(ExecutionMode::Sequential)
+        .tool_execution(BatchMode::Sequential)
         .build();
     let events = trace(&agent);
     agent.prompt("copy text.txt to text.md").await;
@@ -447,7 +448,7 @@ async fn abort_during_a_tool_cancels_it_and_ends_the_run_with_a_result_per_call(
     let AgentMessage::ToolResult(result) = &messages[2] else {
         panic!()
     };
-    assert!(result.is_error);
+    assert!(result.is_error());
     assert_eq!(model.requests().len(), 1, "no model call after the abort");
     assert!(!agent.is_running());
 }
@@ -545,7 +546,7 @@ async fn tool_calls_cut_off_by_the_output_limit_are_refused_not_run() {
     let AgentMessage::ToolResult(result) = &messages[2] else {
         panic!()
     };
-    assert!(result.is_error);
+    assert!(result.is_error());
     assert_eq!(
         result.text_content(),
         "tool call `read` was not run: the reply hit the model's output limit (finish_reason \"length\"), so its arguments may be truncated; call the tool again with shorter arguments"

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentEvent, AgentToolResult, AssistantContent, AssistantMessage, Block, CancellationToken,
-    Content, EventBus, ExecutionMode, ToolCall, ToolContext, ToolExecutor, ToolHooks,
+    AgentEvent, AgentToolResult, AssistantContent, AssistantMessage, BatchMode, Block,
+    CancellationToken, Content, EventBus, ToolCall, ToolContext, ToolExecutor, ToolHooks,
     ToolResultPatch, ToolStore, tool,
 };
 
@@ -118,12 +118,16 @@ fn recorder(bus: &EventBus) -> Arc<Mutex<Vec<String>>> {
             AgentEvent::ToolExecutionEnd { call, is_error, .. } => {
                 format!("end {} {}", call.id, if *is_error { "error" } else { "ok" })
             }
-            AgentEvent::MessageStart {
-                message: yiem_core::AgentMessage::ToolResult(m),
-            } => format!("message_start {}", m.tool_call_id),
-            AgentEvent::MessageEnd {
-                message: yiem_core::AgentMessage::ToolResult(m),
-            } => format!("message_end {}", m.tool_call_id),
+            AgentEvent::MessageStart { message } => match &**message {
+                yiem_core::AgentMessage::ToolResult(m) => {
+                    format!("message_start {}", m.tool_call_id)
+                }
+                other => format!("{other:?}"),
+            },
+            AgentEvent::MessageEnd { message } => match &**message {
+                yiem_core::AgentMessage::ToolResult(m) => format!("message_end {}", m.tool_call_id),
+                other => format!("{other:?}"),
+            },
             other => format!("{other:?}"),
         };
         sink.lock().unwrap().push(line);
@@ -165,10 +169,10 @@ async fn a_hundred_mixed_calls_give_a_hundred_results_in_call_order() {
     for (message, (call, is_error, text)) in batch.messages.iter().zip(&expected) {
         assert_eq!(message.tool_call_id, call.id);
         assert_eq!(message.tool_name, call.name);
-        assert_eq!(message.is_error, *is_error, "{}", call.id);
+        assert_eq!(message.is_error(), *is_error, "{}", call.id);
         assert_eq!(message.text_content(), *text, "{}", call.id);
     }
-    assert_eq!(batch.messages[9].details, json!({"redacted": true}));
+    assert_eq!(batch.messages[9].result.details, json!({"redacted": true}));
     assert!(!batch.terminate);
 
     let log = log.lock().unwrap();
@@ -313,7 +317,7 @@ async fn a_parallel_batch_starts_every_call_then_reports_results_in_order() {
 
 #[tokio::test]
 async fn the_sequential_mode_of_the_executor_forces_sequential_batches() {
-    let executor = ToolExecutor::new().with_mode(ExecutionMode::Sequential);
+    let executor = ToolExecutor::new().with_mode(BatchMode::Sequential);
     let log = recorder(executor.events());
     let calls = vec![
         ToolCall::new("a", "echo", json!({"text": "1"})),
@@ -443,7 +447,7 @@ async fn aborting_a_sequential_batch_keeps_finished_results_and_answers_every_ot
     let outcome: Vec<(bool, String)> = batch
         .messages
         .iter()
-        .map(|m| (m.is_error, m.text_content()))
+        .map(|m| (m.is_error(), m.text_content()))
         .collect();
     assert_eq!(
         outcome,
@@ -492,7 +496,7 @@ async fn aborting_a_parallel_batch_cancels_running_calls() {
     let outcome: Vec<(bool, String)> = batch
         .messages
         .iter()
-        .map(|m| (m.is_error, m.text_content()))
+        .map(|m| (m.is_error(), m.text_content()))
         .collect();
     assert_eq!(
         outcome,
@@ -522,9 +526,10 @@ async fn a_batch_aborted_before_it_starts_answers_every_call() {
         .collect();
     let batch = ToolExecutor::new().execute(&store(), calls, &cancel).await;
     assert_eq!(batch.messages.len(), 3);
-    assert!(batch.messages.iter().all(
-        |m| m.is_error && m.text_content() == "tool `echo` was not run: the batch was aborted"
-    ));
+    assert!(
+        batch.messages.iter().all(|m| m.is_error()
+            && m.text_content() == "tool `echo` was not run: the batch was aborted")
+    );
 }
 
 /// Finishes and asks the loop to stop, depending on its argument.
@@ -611,7 +616,7 @@ async fn a_failing_before_hook_becomes_an_error_result() {
         batch.messages[0].text_content(),
         "the before_tool_call hook failed for tool `echo`: policy service unreachable"
     );
-    assert!(batch.messages[0].is_error);
+    assert!(batch.messages[0].is_error());
 }
 
 #[tokio::test]
@@ -631,7 +636,7 @@ async fn the_after_hook_may_flip_is_error_and_terminate() {
             &CancellationToken::new(),
         )
         .await;
-    assert!(!batch.messages[0].is_error);
+    assert!(!batch.messages[0].is_error());
     assert!(batch.terminate);
 }
 

@@ -82,14 +82,12 @@ fn bench(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
-    group.bench_function("lookup_args_call", |b| {
+    group.bench_function("get_execute", |b| {
         b.to_async(&runtime).iter_batched(
             arguments,
             |args| async move {
                 let tool = store.get(black_box("add")).unwrap();
-                let args = tool.prepare_arguments(&args).unwrap();
-                let call = tool.bind(&args, ToolContext::new("c")).unwrap();
-                black_box(call.await)
+                black_box(tool.execute("c", args).await)
             },
             BatchSize::SmallInput,
         )
@@ -128,10 +126,6 @@ fn bench(c: &mut Criterion) {
             |v| black_box(serde_json::from_value::<AddArgs>(v).unwrap()),
             BatchSize::SmallInput,
         )
-    });
-    group.bench_function("bind", |b| {
-        let v = arguments();
-        b.iter(|| black_box(tool.bind(black_box(&v), ToolContext::new("c")).unwrap()))
     });
     group.finish();
     assert!(

@@ -24,13 +24,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolResultMessage, now_millis};
 use crate::event::{AgentEvent, EventBus, EventStream};
+use crate::executor::BatchMode;
 use crate::executor::{ToolCallBatch, ToolExecutor};
 use crate::hooks::ToolHooks;
 use crate::llm::truncated::truncated_reason;
 use crate::llm::{MessageAssembler, Model, ModelRequest};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 use crate::registry::ToolStore;
-use crate::tool::{AgentTool, ExecutionMode};
+use crate::tool::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
 #[derive(Clone, Debug)]
@@ -108,7 +109,7 @@ impl AgentBuilder {
     }
 
     /// Runs every batch sequentially, or lets tools decide (the default).
-    pub fn tool_execution(mut self, mode: ExecutionMode) -> Self {
+    pub fn tool_execution(mut self, mode: BatchMode) -> Self {
         self.executor = self.executor.with_mode(mode);
         self
     }
@@ -348,12 +349,13 @@ impl<'a> Run<'a> {
 
     /// Adds a complete message with its start and end events.
     fn add(&mut self, message: AgentMessage) {
-        self.events.emit(AgentEvent::MessageStart {
-            message: message.clone(),
-        });
-        self.events.emit(AgentEvent::MessageEnd {
-            message: message.clone(),
-        });
+        if self.events.is_observed() {
+            let shared = Arc::new(message.clone());
+            self.events.emit(AgentEvent::MessageStart {
+                message: Arc::clone(&shared),
+            });
+            self.events.emit(AgentEvent::MessageEnd { message: shared });
+        }
         self.record(message);
     }
 
@@ -396,7 +398,7 @@ impl<'a> Run<'a> {
             }
         }
         self.events.emit(AgentEvent::AgentEnd {
-            messages: self.new_messages.clone(),
+            messages: self.new_messages.clone().into(),
         });
         self.new_messages
     }
@@ -407,8 +409,8 @@ impl<'a> Run<'a> {
 
     fn end_turn(&self, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
         self.events.emit(AgentEvent::TurnEnd {
-            message,
-            tool_results,
+            message: Arc::new(message),
+            tool_results: tool_results.into(),
         });
     }
 
@@ -455,12 +457,12 @@ impl<'a> Run<'a> {
             if observed && !started {
                 started = true;
                 self.events.emit(AgentEvent::MessageStart {
-                    message: AgentMessage::Assistant(assembler.message().clone()),
+                    message: Arc::new(AgentMessage::Assistant(assembler.message().clone())),
                 });
             }
             if let (true, Some(delta)) = (observed, delta) {
                 self.events.emit(AgentEvent::MessageUpdate {
-                    message: AgentMessage::Assistant(assembler.message().clone()),
+                    message: Arc::new(AgentMessage::Assistant(assembler.message().clone())),
                     delta,
                 });
             }
@@ -478,12 +480,14 @@ impl<'a> Run<'a> {
         }
         if observed && !started {
             self.events.emit(AgentEvent::MessageStart {
-                message: AgentMessage::Assistant(message.clone()),
+                message: Arc::new(AgentMessage::Assistant(message.clone())),
             });
         }
-        self.events.emit(AgentEvent::MessageEnd {
-            message: AgentMessage::Assistant(message.clone()),
-        });
+        if observed {
+            self.events.emit(AgentEvent::MessageEnd {
+                message: Arc::new(AgentMessage::Assistant(message.clone())),
+            });
+        }
         message
     }
 
@@ -555,7 +559,7 @@ fn terminated_reply(message: &AssistantMessage, results: &[ToolResultMessage]) -
         text: "Tool execution completed.".into(),
     }];
     for result in results {
-        for text in result.content.iter().filter_map(|block| block.as_text()) {
+        for text in result.content().iter().filter_map(|block| block.as_text()) {
             content.push(AssistantContent::Text {
                 text: text.to_owned(),
             });
@@ -568,7 +572,7 @@ fn terminated_reply(message: &AssistantMessage, results: &[ToolResultMessage]) -
         model: message.model.clone(),
         error: results
             .iter()
-            .any(|result| result.is_error)
+            .any(|result| result.is_error())
             .then(|| "One or more tool calls failed".to_owned()),
         timestamp: now_millis(),
     }

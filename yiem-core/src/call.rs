@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::content::Content;
-use crate::result::{AgentToolResult, Usage};
+use crate::result::AgentToolResult;
 
 /// One tool call requested by the model.
 ///
@@ -42,7 +42,8 @@ impl ToolCall {
     }
 }
 
-/// The result of one tool call, as it goes into the conversation.
+/// The result of one tool call, as it goes into the conversation: which call it answers, and the
+/// [`AgentToolResult`] itself (serialized flat, beside the call's id and tool name).
 ///
 /// ```
 /// use serde_json::json;
@@ -52,7 +53,8 @@ impl ToolCall {
 /// let message = ToolResultMessage::new(&call, AgentToolResult::text("hi"));
 /// assert_eq!(message.tool_call_id, "call_1");
 /// assert_eq!(message.text_content(), "hi");
-/// assert!(!message.is_error);
+/// assert!(!message.is_error());
+/// assert_eq!(serde_json::to_value(&message).unwrap()["content"], json!([{"type": "text", "text": "hi"}]));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolResultMessage {
@@ -60,22 +62,9 @@ pub struct ToolResultMessage {
     pub tool_call_id: String,
     /// The name of the tool that was called.
     pub tool_name: String,
-    /// What the model sees.
-    pub content: Vec<Content>,
-    /// Tool-specific details for the application.
-    #[serde(default)]
-    pub details: Value,
-    /// Structured output, when the tool returned [`Json`](crate::Json).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Tokens the tool spent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    /// Tools the call registered.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub added_tool_names: Vec<String>,
-    /// Whether the call failed.
-    pub is_error: bool,
+    /// The result: what the model sees, details for the application, structured output, usage.
+    #[serde(flatten)]
+    pub result: AgentToolResult,
     /// When the result was made, in milliseconds since the Unix epoch.
     pub timestamp: u64,
 }
@@ -86,19 +75,24 @@ impl ToolResultMessage {
         ToolResultMessage {
             tool_call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            content: result.content,
-            details: result.details,
-            structured_content: result.structured_content,
-            usage: result.usage,
-            added_tool_names: result.added_tool_names,
-            is_error: result.is_error,
+            result,
             timestamp: now_millis(),
         }
     }
 
+    /// What the model sees.
+    pub fn content(&self) -> &[Content] {
+        &self.result.content
+    }
+
+    /// Whether the call failed.
+    pub fn is_error(&self) -> bool {
+        self.result.is_error
+    }
+
     /// All text blocks joined with newlines.
     pub fn text_content(&self) -> String {
-        crate::content::joined_text(&self.content)
+        self.result.text_content()
     }
 }
 

@@ -112,6 +112,12 @@ impl ToolContext {
         })
     }
 
+    /// Whether anyone besides the tool can cancel the call: it has a parent token, or a token was given
+    /// or handed out before the call ran.
+    pub(crate) fn can_be_cancelled(&self) -> bool {
+        self.inner.parent.is_some() || self.inner.token.get().is_some()
+    }
+
     /// Whether the call has been cancelled.
     pub fn is_cancelled(&self) -> bool {
         match (self.inner.token.get(), &self.inner.parent) {

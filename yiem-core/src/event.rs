@@ -24,7 +24,11 @@ use crate::message::{AgentMessage, AssistantMessage};
 use crate::result::AgentToolResult;
 
 /// Something that happened in an agent run or a tool batch.
+///
+/// Payloads are shared (`Arc`), not copied: emitting an event to any number of sinks and streams costs
+/// reference counts, and a sink that wants to keep a message clones the `Arc`.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum AgentEvent {
     /// A run started.
     AgentStart,
@@ -33,19 +37,19 @@ pub enum AgentEvent {
     /// A message entered the conversation (streaming ones are updated, then ended).
     MessageStart {
         /// The message as it is now.
-        message: AgentMessage,
+        message: Arc<AgentMessage>,
     },
     /// A streaming assistant message changed.
     MessageUpdate {
         /// The message so far.
-        message: AgentMessage,
+        message: Arc<AgentMessage>,
         /// What was added, as the model streamed it.
         delta: Value,
     },
     /// A message is complete.
     MessageEnd {
         /// The final message.
-        message: AgentMessage,
+        message: Arc<AgentMessage>,
     },
     /// A tool call is about to be prepared and run.
     ToolExecutionStart {
@@ -57,28 +61,28 @@ pub enum AgentEvent {
         /// The call.
         call: Arc<ToolCall>,
         /// The partial result.
-        partial: AgentToolResult,
+        partial: Arc<AgentToolResult>,
     },
     /// A tool call finished (successfully or not); exactly one per call.
     ToolExecutionEnd {
         /// The call.
         call: Arc<ToolCall>,
         /// The final result.
-        result: AgentToolResult,
+        result: Arc<AgentToolResult>,
         /// Whether it failed.
         is_error: bool,
     },
     /// A turn ended.
     TurnEnd {
         /// The assistant message of the turn.
-        message: AssistantMessage,
+        message: Arc<AssistantMessage>,
         /// The results of its tool calls.
-        tool_results: Vec<ToolResultMessage>,
+        tool_results: Arc<[ToolResultMessage]>,
     },
     /// A run ended.
     AgentEnd {
         /// The messages the run added.
-        messages: Vec<AgentMessage>,
+        messages: Arc<[AgentMessage]>,
     },
 }
 
@@ -189,7 +193,7 @@ impl EventBus {
             if let Err(panic) =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&event)))
             {
-                tracing::error!(panic = %crate::tool::panic_message(panic.as_ref()), "an event sink panicked");
+                tracing::error!(panic = %crate::guard::message_of(panic), "an event sink panicked");
             }
         }
         if self.bus.streams.load(Ordering::Acquire) > 0 {

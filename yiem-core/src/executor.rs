@@ -1,24 +1,50 @@
-//! Batches of tool calls: [`ToolExecutor`] runs them sequentially or concurrently, emits their events,
-//! and always returns exactly one [`ToolResultMessage`] per call, in call order — also on abort.
+//! Batches of tool calls: [`ToolExecutor`] decides when each call of a batch runs — one after another, or
+//! several at once — and returns exactly one [`ToolResultMessage`] per call, in call order, also on abort.
+//! What happens to each call is the pipeline's (`pipeline.rs`); this module only schedules.
+//!
+//! # Order across batches
+//!
+//! Batches that share an executor (an MCP server answering several requests at once, say) share its
+//! ordering too: a sequential call never overlaps another call of the same executor, while parallel calls
+//! overlap freely. A sequential tool that runs a batch on the executor that runs it would wait for itself;
+//! give such a tool an executor of its own.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use tokio::task::JoinHandle;
+use futures::future::join_all;
+use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 use crate::call::{ToolCall, ToolResultMessage};
-use crate::event::{AgentEvent, EventBus};
+use crate::event::EventBus;
 use crate::hooks::ToolHooks;
-use crate::message::{AgentMessage, AssistantMessage};
-use crate::pipeline::{self, CallEnv, Prepared, ReadyCall};
+use crate::message::AssistantMessage;
+use crate::pipeline::{Call, CallEnv, Prepared};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
-use crate::tool::{AgentTool, ExecutionMode};
+
+/// How an executor runs the calls of a batch.
+///
+/// ```
+/// use yiem_core::BatchMode;
+///
+/// assert_eq!(BatchMode::default(), BatchMode::ToolsDecide);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BatchMode {
+    /// Each tool decides: a batch of parallel tools runs concurrently; one sequential tool in a batch makes
+    /// the whole batch run in order.
+    #[default]
+    ToolsDecide,
+    /// Every batch runs one call after another, whatever its tools allow.
+    Sequential,
+}
 
 /// The results of one batch.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct ToolCallBatch {
     /// One message per call, in call order.
     pub messages: Vec<ToolResultMessage>,
@@ -28,9 +54,10 @@ pub struct ToolCallBatch {
 
 /// Runs batches of tool calls through the pipeline.
 ///
-/// A batch runs sequentially when the executor's mode is [`ExecutionMode::Sequential`] or any tool in it
-/// is sequential; otherwise its prepared calls run concurrently, each on its own task (plain-fn tools on
-/// blocking threads), so CPU-bound tools run in parallel on a multi-threaded runtime.
+/// A batch runs sequentially when the executor's mode is [`BatchMode::Sequential`] or any tool in it is
+/// sequential; otherwise its prepared calls run concurrently. On a multi-threaded runtime every call runs
+/// on a task of its own (plain-fn tools on blocking threads), so CPU-bound tools run in parallel, and a
+/// call's time limit and the batch's abort hold even for a tool that blocks its thread.
 ///
 /// ```
 /// use serde_json::json;
@@ -59,23 +86,22 @@ pub struct ToolCallBatch {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ToolExecutor {
-    mode: ExecutionMode,
+    mode: BatchMode,
     default_timeout: Option<Duration>,
     hooks: ToolHooks,
     events: EventBus,
+    /// Sequential calls hold it for writing, parallel ones for reading (see the module docs).
+    order: Arc<RwLock<()>>,
 }
 
 impl ToolExecutor {
-    /// An executor that runs batches in parallel where the tools allow, with no hooks and no time limit.
+    /// An executor that lets each tool decide how it runs, with no hooks and no default time limit.
     pub fn new() -> Self {
-        ToolExecutor {
-            mode: ExecutionMode::Parallel,
-            ..Self::default()
-        }
+        Self::default()
     }
 
-    /// Forces every batch to run sequentially ([`ExecutionMode::Sequential`]) or lets tools decide.
-    pub fn with_mode(mut self, mode: ExecutionMode) -> Self {
+    /// Sets how batches run ([`BatchMode::ToolsDecide`] by default).
+    pub fn with_mode(mut self, mode: BatchMode) -> Self {
         self.mode = mode;
         self
     }
@@ -104,7 +130,7 @@ impl ToolExecutor {
     }
 
     /// The executor's mode.
-    pub fn mode(&self) -> ExecutionMode {
+    pub fn mode(&self) -> BatchMode {
         self.mode
     }
 
@@ -130,46 +156,6 @@ impl ToolExecutor {
         self.run_batch(store, calls, Some(assistant), cancel).await
     }
 
-    async fn run_batch(
-        &self,
-        store: &ToolStore,
-        calls: Vec<ToolCall>,
-        assistant: Option<Arc<AssistantMessage>>,
-        cancel: &CancellationToken,
-    ) -> ToolCallBatch {
-        let env = CallEnv {
-            hooks: self.hooks.clone(),
-            events: self.events.clone(),
-            default_timeout: self.default_timeout,
-            assistant,
-        };
-        // Each tool is looked up once, here.
-        let calls: Vec<(Arc<ToolCall>, Option<AgentTool>)> = calls
-            .into_iter()
-            .map(|call| {
-                let tool = store.get(&call.name);
-                (Arc::new(call), tool)
-            })
-            .collect();
-        let sequential = self.mode == ExecutionMode::Sequential
-            || calls.iter().any(|(_, tool)| {
-                tool.as_ref()
-                    .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
-            });
-        let results = if sequential {
-            run_sequential(store, calls, &env, cancel).await
-        } else {
-            run_parallel(store, calls, &env, cancel).await
-        };
-        let terminate = !results.is_empty() && results.iter().all(|(_, terminate)| *terminate);
-        ToolCallBatch {
-            messages: results.into_iter().map(|(message, _)| message).collect(),
-            terminate,
-        }
-    }
-}
-
-impl ToolExecutor {
     /// Answers every call with an error result built by `reason`, without running any (used when a reply's
     /// tool calls cannot be trusted, e.g. cut off by the output limit). Events are emitted as for a run.
     pub fn refuse(
@@ -177,26 +163,112 @@ impl ToolExecutor {
         calls: &[ToolCall],
         reason: impl Fn(&ToolCall) -> String,
     ) -> ToolCallBatch {
-        let env = CallEnv {
-            hooks: ToolHooks::default(),
-            events: self.events.clone(),
-            default_timeout: None,
-            assistant: None,
-        };
+        let env = self.env(None);
+        let nothing = ToolStore::new("refused");
         let messages = calls
             .iter()
             .map(|call| {
-                let call = Arc::new(call.clone());
-                emit_start(&env, &call);
-                let result = AgentToolResult::error(reason(&call));
-                emit_end(&env, &call, &result);
-                finish(&env, &call, result).0
+                let mut refused = Call::new(&nothing, call.clone());
+                refused.start(&env);
+                let result = refused.end(&env, AgentToolResult::error(reason(call)));
+                refused.message(&env, result)
             })
             .collect();
         ToolCallBatch {
             messages,
             terminate: false,
         }
+    }
+
+    fn env(&self, assistant: Option<Arc<AssistantMessage>>) -> CallEnv {
+        CallEnv {
+            hooks: self.hooks.clone(),
+            events: self.events.clone(),
+            default_timeout: self.default_timeout,
+            assistant,
+        }
+    }
+
+    async fn run_batch(
+        &self,
+        store: &ToolStore,
+        calls: Vec<ToolCall>,
+        assistant: Option<Arc<AssistantMessage>>,
+        cancel: &CancellationToken,
+    ) -> ToolCallBatch {
+        let env = self.env(assistant);
+        let mut calls: Vec<Call> = calls
+            .into_iter()
+            .map(|call| Call::new(store, call))
+            .collect();
+        let sequential =
+            self.mode == BatchMode::Sequential || calls.iter().any(Call::is_sequential);
+        let messages = if sequential {
+            self.run_sequential(store, &mut calls, &env, cancel).await
+        } else {
+            self.run_concurrent(store, &mut calls, &env, cancel).await
+        };
+        let terminate = !messages.is_empty() && messages.iter().all(|m| m.result.terminate);
+        ToolCallBatch {
+            messages,
+            terminate,
+        }
+    }
+
+    /// One call after another, each holding the executor alone while it runs; each call's events (start,
+    /// end, its message) come before the next call starts.
+    async fn run_sequential(
+        &self,
+        store: &ToolStore,
+        calls: &mut [Call],
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResultMessage> {
+        let mut messages = Vec::with_capacity(calls.len());
+        for call in calls {
+            let _alone = self.order.write().await;
+            call.start(env);
+            let result = call.run(store, env, cancel).await;
+            messages.push(call.message(env, result));
+        }
+        messages
+    }
+
+    /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
+    /// a batch's events read: the starts (a call refused while preparing ends at once), the ends as calls
+    /// finish, then the result messages in call order.
+    async fn run_concurrent(
+        &self,
+        store: &ToolStore,
+        calls: &mut [Call],
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> Vec<ToolResultMessage> {
+        let mut prepared = Vec::with_capacity(calls.len());
+        for call in calls.iter_mut() {
+            call.start(env);
+            prepared.push(match call.prepare(store, env, cancel).await {
+                Prepared::Done(result) => Prepared::Done(call.end(env, result)),
+                ready => ready,
+            });
+        }
+        let calls = &*calls;
+        let _alongside = self.order.read().await;
+        let running = calls
+            .iter()
+            .zip(prepared)
+            .map(|(call, prepared)| async move {
+                match prepared {
+                    Prepared::Done(result) => result,
+                    Prepared::Ready(ready) => call.end(env, ready.execute(env, cancel).await),
+                }
+            });
+        let results = join_all(running).await;
+        calls
+            .iter()
+            .zip(results)
+            .map(|(call, result)| call.message(env, result))
+            .collect()
     }
 }
 
@@ -207,201 +279,4 @@ pub async fn execute_tool_calls(
     cancel: &CancellationToken,
 ) -> ToolCallBatch {
     ToolExecutor::new().execute(store, calls, cancel).await
-}
-
-/// One call's span: tool name, call id, outcome and duration.
-fn call_span(call: &ToolCall) -> tracing::Span {
-    tracing::info_span!(
-        "tool_call",
-        tool = %call.name,
-        call_id = %call.id,
-        outcome = tracing::field::Empty,
-        duration_ms = tracing::field::Empty,
-    )
-}
-
-fn record_outcome(span: &tracing::Span, result: &AgentToolResult, started: Instant) {
-    if span.is_disabled() {
-        return;
-    }
-    span.record("outcome", if result.is_error { "error" } else { "ok" });
-    span.record("duration_ms", started.elapsed().as_secs_f64() * 1000.0);
-}
-
-fn emit_start(env: &CallEnv, call: &Arc<ToolCall>) {
-    if env.events.is_observed() {
-        env.events.emit(AgentEvent::ToolExecutionStart {
-            call: Arc::clone(call),
-        });
-    }
-}
-
-fn emit_end(env: &CallEnv, call: &Arc<ToolCall>, result: &AgentToolResult) {
-    if env.events.is_observed() {
-        env.events.emit(AgentEvent::ToolExecutionEnd {
-            call: Arc::clone(call),
-            result: result.clone(),
-            is_error: result.is_error,
-        });
-    }
-}
-
-/// Builds the result message and emits its start and end.
-fn finish(env: &CallEnv, call: &ToolCall, result: AgentToolResult) -> (ToolResultMessage, bool) {
-    let terminate = result.terminate;
-    let message = ToolResultMessage::new(call, result);
-    if env.events.is_observed() {
-        let wrapped = AgentMessage::ToolResult(message.clone());
-        env.events.emit(AgentEvent::MessageStart {
-            message: wrapped.clone(),
-        });
-        env.events.emit(AgentEvent::MessageEnd { message: wrapped });
-    }
-    (message, terminate)
-}
-
-/// Runs one call to its end (start event, pipeline, end event) and returns its result.
-async fn run_one(
-    store: &ToolStore,
-    tool: Option<AgentTool>,
-    call: &Arc<ToolCall>,
-    env: &CallEnv,
-    cancel: &CancellationToken,
-) -> AgentToolResult {
-    let span = call_span(call);
-    let started = Instant::now();
-    emit_start(env, call);
-    let result = async {
-        if cancel.is_cancelled() {
-            return pipeline::not_run(&call.name);
-        }
-        match pipeline::prepare(store, tool, call, env, cancel).await {
-            Prepared::Immediate(result) => result,
-            Prepared::Ready(ready) => pipeline::execute_and_finalize(ready, env).await,
-        }
-    }
-    .instrument(span.clone())
-    .await;
-    record_outcome(&span, &result, started);
-    emit_end(env, call, &result);
-    result
-}
-
-async fn run_sequential(
-    store: &ToolStore,
-    calls: Vec<(Arc<ToolCall>, Option<AgentTool>)>,
-    env: &CallEnv,
-    cancel: &CancellationToken,
-) -> Vec<(ToolResultMessage, bool)> {
-    let mut results = Vec::with_capacity(calls.len());
-    for (call, tool) in calls {
-        let result = run_one(store, tool, &call, env, cancel).await;
-        results.push(finish(env, &call, result));
-    }
-    results
-}
-
-/// A call of a parallel batch: finished during preparation, running on its own task, or (a lone call)
-/// run in place.
-enum Slot {
-    Done(AgentToolResult),
-    Running(AbortOnDrop),
-    Inline(ReadyCall, tracing::Span, Instant),
-}
-
-/// A spawned call that is aborted if the batch itself is dropped, so no call outlives its batch.
-struct AbortOnDrop(JoinHandle<AgentToolResult>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
-
-async fn run_parallel(
-    store: &ToolStore,
-    calls: Vec<(Arc<ToolCall>, Option<AgentTool>)>,
-    env: &CallEnv,
-    cancel: &CancellationToken,
-) -> Vec<(ToolResultMessage, bool)> {
-    // Every call is prepared (and started) before any runs, so a batch's events read: all starts, then the
-    // ends as calls finish, then the results in call order.
-    let mut slots = Vec::with_capacity(calls.len());
-    for (call, tool) in &calls {
-        let span = call_span(call);
-        let started = Instant::now();
-        emit_start(env, call);
-        let prepared = if cancel.is_cancelled() {
-            Prepared::Immediate(pipeline::not_run(&call.name))
-        } else {
-            pipeline::prepare(store, tool.clone(), call, env, cancel)
-                .instrument(span.clone())
-                .await
-        };
-        slots.push(match prepared {
-            Prepared::Immediate(result) => {
-                record_outcome(&span, &result, started);
-                emit_end(env, call, &result);
-                Slot::Done(result)
-            }
-            Prepared::Ready(ready) => Slot::Inline(ready, span, started),
-        });
-    }
-    // A lone call gains nothing from a task of its own.
-    let ready = slots
-        .iter()
-        .filter(|slot| matches!(slot, Slot::Inline(..)))
-        .count();
-    if ready > 1 {
-        slots = slots
-            .into_iter()
-            .zip(&calls)
-            .map(|(slot, (call, _))| match slot {
-                Slot::Inline(ready, span, started) => {
-                    let env = env.clone();
-                    let call = Arc::clone(call);
-                    Slot::Running(AbortOnDrop(tokio::spawn(async move {
-                        let result = pipeline::execute_and_finalize(ready, &env)
-                            .instrument(span.clone())
-                            .await;
-                        record_outcome(&span, &result, started);
-                        emit_end(&env, &call, &result);
-                        result
-                    })))
-                }
-                other => other,
-            })
-            .collect();
-    }
-    let mut results = Vec::with_capacity(calls.len());
-    for (slot, (call, _)) in slots.into_iter().zip(&calls) {
-        let result = match slot {
-            Slot::Done(result) => result,
-            Slot::Running(mut handle) => match (&mut handle.0).await {
-                Ok(result) => result,
-                Err(error) => {
-                    // The pipeline catches panics itself; this is the runtime shutting down under us.
-                    let result = AgentToolResult::error(format!(
-                        "tool `{}` did not finish: {error}",
-                        call.name
-                    ));
-                    emit_end(env, call, &result);
-                    result
-                }
-            },
-            Slot::Inline(ready, span, started) => {
-                let result = pipeline::execute_and_finalize(ready, env)
-                    .instrument(span.clone())
-                    .await;
-                record_outcome(&span, &result, started);
-                emit_end(env, call, &result);
-                result
-            }
-        };
-        results.push((result, Arc::clone(call)));
-    }
-    results
-        .into_iter()
-        .map(|(result, call)| finish(env, &call, result))
-        .collect()
 }

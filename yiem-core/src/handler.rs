@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::args::{self, ArgumentCheck, ArgumentError, ArgumentProblem};
 use crate::context::ToolContext;
+use crate::guard;
 use crate::result::{AgentToolResult, IntoToolResult};
-use crate::tool::{ErasedHandler, ToolFuture};
+use crate::tool::{ErasedHandler, Refusal, ToolFuture};
 
 /// How to parse a tool's arguments, and their canonical schema. Made by [`args_spec`] (typed arguments) or
 /// [`no_args_spec`], so that a bad argument type is reported once, on the user's type.
@@ -261,19 +262,41 @@ impl<F, A, R, K> BlockingTool<F, A, R, K> {
 }
 
 /// Unknown properties first (cheap), then serde; only a failure runs the schema validator, to list every
-/// problem at once.
+/// problem at once. `Deserialize` and `validate` are user code: each runs under a guard.
 fn parse_and_validate<A>(
     check: &ArgumentCheck<'_>,
     args: &Value,
     spec: ArgsSpec<A>,
     validate: Option<ValidateFn<A>>,
-) -> Result<A, ArgumentError> {
+) -> Result<A, Refusal> {
     if check.has_unknown_properties(args) {
-        return Err(check.explain(args, None));
+        return Err(check.explain(args, None).into());
     }
-    let parsed = (spec.parse)(args).map_err(|problem| check.explain(args, Some(problem)))?;
+    let tool = check.tool();
+    let parsed = guard::catch(|| (spec.parse)(args))
+        .map_err(|panic| {
+            Refusal::Panicked(format!(
+                "tool `{tool}` panicked while its arguments were deserialized: {panic}"
+            ))
+        })?
+        .map_err(|problem| check.explain(args, Some(problem)))?;
     if let Some(validate) = validate {
-        validate(&parsed).map_err(|message| ArgumentError::invalid(check.tool(), "", message))?;
+        let checked = guard::catch(|| validate(&parsed)).map_err(|panic| {
+            Refusal::Panicked(format!(
+                "the `validate` check of tool `{tool}` panicked: {panic}"
+            ))
+        });
+        let checked = match checked {
+            Ok(checked) => checked,
+            Err(refusal) => {
+                guard::drop_quietly(parsed);
+                return Err(refusal);
+            }
+        };
+        if let Err(message) = checked {
+            guard::drop_quietly(parsed);
+            return Err(ArgumentError::invalid(tool, "", message).into());
+        }
     }
     Ok(parsed)
 }
@@ -291,9 +314,14 @@ where
         check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
-    ) -> Result<ToolFuture, ArgumentError> {
+    ) -> Result<ToolFuture, Refusal> {
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
-        let call = self.f.call(ctx, parsed);
+        let call = guard::catch(|| self.f.call(ctx, parsed)).map_err(|panic| {
+            Refusal::Panicked(format!(
+                "tool `{}` panicked before it returned its future: {panic}",
+                check.tool()
+            ))
+        })?;
         let finish = self.output.finish;
         Ok(Box::pin(async move { finish(call.await) }))
     }
@@ -311,7 +339,7 @@ where
         check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
-    ) -> Result<ToolFuture, ArgumentError> {
+    ) -> Result<ToolFuture, Refusal> {
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
         let f = Arc::clone(&self.f);
         let finish = self.output.finish;
@@ -327,5 +355,9 @@ where
                 Err(_) => run(),
             }
         }))
+    }
+
+    fn runs_on_blocking_pool(&self) -> bool {
+        true
     }
 }

@@ -92,6 +92,7 @@ mod context;
 mod dialect;
 mod event;
 mod executor;
+mod guard;
 mod handler;
 mod hooks;
 pub mod llm;
@@ -114,7 +115,7 @@ pub use content::Content;
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use event::{AgentEvent, EventBus, EventStream};
-pub use executor::{ToolCallBatch, ToolExecutor, execute_tool_calls};
+pub use executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };

@@ -52,7 +52,7 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::{RwLock, mpsc};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::call::{ToolCall, ToolResultMessage};
@@ -63,7 +63,7 @@ use crate::executor::ToolExecutor;
 use crate::pipeline;
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
-use crate::tool::{AgentTool, ExecutionMode};
+use crate::tool::AgentTool;
 
 /// Serves every tool of `store` over MCP on stdin and stdout until the client disconnects.
 ///
@@ -152,8 +152,6 @@ pub struct McpServer {
     info: Implementation,
     instructions: Option<String>,
     routes: Arc<ProgressRoutes>,
-    /// Sequential calls take it for writing, parallel ones for reading.
-    exclusive: Arc<RwLock<()>>,
 }
 
 impl McpServer {
@@ -170,7 +168,6 @@ impl McpServer {
             info,
             instructions: None,
             routes,
-            exclusive: Arc::default(),
         }
     }
 
@@ -265,19 +262,8 @@ impl McpServer {
         arguments: Value,
         context: &RequestContext<RoleServer>,
     ) -> ToolResultMessage {
+        // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
-        // Held until the call has finished, so a sequential tool never overlaps another call.
-        let sequential = tool.execution_mode() == ExecutionMode::Sequential;
-        let _alone = if sequential {
-            Some(self.exclusive.write().await)
-        } else {
-            None
-        };
-        let _alongside = if sequential {
-            None
-        } else {
-            Some(self.exclusive.read().await)
-        };
         let progress = context
             .meta
             .get_progress_token()
@@ -371,7 +357,8 @@ fn mcp_tool(tool: &AgentTool) -> Option<Tool> {
 
 /// The MCP result of a finished call.
 fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
-    let content = message
+    let result = message.result;
+    let content = result
         .content
         .into_iter()
         .map(|block| match block {
@@ -379,26 +366,27 @@ fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
             Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
         })
         .collect();
-    let mut result = if message.is_error {
+    let mut answer = if result.is_error {
         CallToolResult::error(content)
     } else {
         CallToolResult::success(content)
     };
-    result.structured_content = message.structured_content;
-    result
+    answer.structured_content = result.structured_content;
+    answer
 }
 
 /// Where each running call's updates go: one channel per call that asked for progress, keyed by call id,
 /// fed by a sink on the executor's event bus.
 #[derive(Default)]
 struct ProgressRoutes {
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<AgentToolResult>>>,
+    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Arc<AgentToolResult>>>>,
 }
 
 impl ProgressRoutes {
     fn lock(
         &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<AgentToolResult>>> {
+    ) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Arc<AgentToolResult>>>>
+    {
         // Every critical section is one map operation: a panic cannot leave the map half-changed.
         self.routes
             .lock()
@@ -415,7 +403,7 @@ impl ProgressRoutes {
                 && let Some(sender) = routes.lock().get(&call.id)
             {
                 // A send fails only after the route was closed, when updates are no longer wanted.
-                let _ = sender.send(partial.clone());
+                let _ = sender.send(Arc::clone(partial));
             }
         });
     }
@@ -427,7 +415,7 @@ impl ProgressRoutes {
         token: ProgressToken,
         peer: Peer<RoleServer>,
     ) -> Progress {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<AgentToolResult>();
+        let (sender, mut receiver) = mpsc::unbounded_channel::<Arc<AgentToolResult>>();
         self.lock().insert(call_id.to_owned(), sender);
         let forwarder = tokio::spawn(async move {
             let mut progress: u32 = 0;

@@ -1,24 +1,53 @@
-//! The per-call pipeline: **prepare** (find the tool, normalize, validate, `before_tool_call`, abort
-//! check), **execute** (run with the call's cancellation token, time limit and update channel) and
-//! **finalize** (`after_tool_call`). No phase fails: each problem becomes the call's error result.
+//! One tool call's whole path, in the order it happens. The executor only decides *when* each step runs
+//! (one call after another, or several at once); *what* happens to a call is all here:
+//!
+//! 1. **start** ([`Call::new`], [`Call::start`]): look the tool up, open the call's span, emit
+//!    `ToolExecutionStart`;
+//! 2. **prepare** ([`Call::prepare`]): an unknown tool gives an error result listing the tools; normalize
+//!    the raw arguments (a JSON string is parsed, `null` is `{}`); the tool's `prepare` step; bind — parse
+//!    into the argument type, the unknown-property check, `validate`, the handler's synchronous part; the
+//!    `before_tool_call` hook, which may block the call; the abort check;
+//! 3. **execute** ([`Ready::execute`]): run the tool under its time limit (its own, else the executor's
+//!    default) and the batch's token, on a task of its own, so that the limit and an abort hold even when
+//!    the tool blocks its thread; then the `after_tool_call` hook, which may patch the result;
+//! 4. **end** ([`Call::end`]): record the span's outcome, emit `ToolExecutionEnd`;
+//! 5. **message** ([`Call::message`]): the [`ToolResultMessage`], with its `MessageStart`/`MessageEnd`.
+//!
+//! No step fails: every problem, including a panic anywhere user code runs (the prepare step, `Deserialize`,
+//! `validate`, a handler, a hook, the drop of a future or of a panic payload), becomes the call's error
+//! result, naming the tool and what went wrong.
+//!
+//! # Time limits and blocking tools
+//!
+//! On a multi-threaded tokio runtime each call runs on its own task, and the pipeline waits on that task
+//! beside the timer and the batch's token. A call that does not finish by its limit gets its timeout result
+//! at the limit even if it holds its thread (say, an `async fn` that calls `std::thread::sleep`); an abort
+//! returns at once. Such a stuck task is detached: its token is cancelled, it is aborted at its next
+//! `.await`, a warning is logged, and whatever it returns late is dropped. Write blocking work as a plain
+//! `fn` tool, which runs on tokio's blocking pool and never holds an async thread.
+//!
+//! On a current-thread runtime there is no other thread to run the timer on, so a call runs inline: its
+//! limit and an abort take effect at its next `.await`. Without any tokio runtime, time limits do not apply.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use futures::FutureExt;
 use serde_json::Value;
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
-use crate::call::ToolCall;
+use crate::args::ArgumentError;
+use crate::call::{ToolCall, ToolResultMessage};
 use crate::context::ToolContext;
 use crate::event::{AgentEvent, EventBus};
+use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
-use crate::message::AssistantMessage;
+use crate::message::{AgentMessage, AssistantMessage};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
 use crate::suggest;
-use crate::tool::{AgentTool, ToolFuture, panic_message};
+use crate::tool::{AgentTool, Refusal, ToolFuture};
 
 /// What every call of a batch shares.
 #[derive(Clone)]
@@ -29,121 +58,383 @@ pub(crate) struct CallEnv {
     pub assistant: Option<Arc<AssistantMessage>>,
 }
 
-/// A call whose arguments are valid and whose hooks let it through, ready to run.
-pub(crate) struct ReadyCall {
-    pub call: Arc<ToolCall>,
-    pub tool: AgentTool,
-    /// The prepared arguments, kept only when a hook will look at them.
-    pub args: Option<Arc<Value>>,
-    future: ToolFuture,
-    ctx: ToolContext,
+/// A call that has started: its tool looked up, its span open, its start event out.
+pub(crate) struct Call {
+    call: Arc<ToolCall>,
+    tool: Option<AgentTool>,
+    span: tracing::Span,
+    started: Instant,
 }
 
-/// The outcome of preparing a call.
+/// What preparing a call gave.
 pub(crate) enum Prepared {
     /// The call ends here with this (error) result.
-    Immediate(AgentToolResult),
+    Done(AgentToolResult),
     /// The call may run.
-    Ready(ReadyCall),
+    Ready(Ready),
 }
 
-/// Prepares `call`. Never fails: an unknown tool, bad arguments, a blocking or failing hook, or an abort
-/// becomes an immediate error result.
-///
-/// `tool` is the store's tool of that name, looked up once by the caller.
-pub(crate) async fn prepare(
-    store: &ToolStore,
-    tool: Option<AgentTool>,
-    call: &Arc<ToolCall>,
-    env: &CallEnv,
-    cancel: &CancellationToken,
-) -> Prepared {
-    let Some(tool) = tool else {
-        return Prepared::Immediate(AgentToolResult::error(unknown_tool(store, &call.name)));
-    };
-    let args = match tool.prepare_arguments(&call.arguments) {
-        Ok(args) => args,
-        Err(error) => return Prepared::Immediate(AgentToolResult::error(error.to_string())),
-    };
-    let ctx = call_context(call, cancel, &env.events);
-    let future = match tool.bind(&args, ctx.clone()) {
-        Ok(future) => future,
-        Err(error) => return Prepared::Immediate(AgentToolResult::error(error.to_string())),
-    };
-    let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
-    let args = hooked.then(|| Arc::new(args.into_owned()));
-    if let (Some(before), Some(args)) = (&env.hooks.before, &args) {
-        let hook_ctx = BeforeToolCallContext {
-            call: Arc::clone(call),
-            args: Arc::clone(args),
-            tool: tool.clone(),
-            assistant: env.assistant.clone(),
-        };
-        match AssertUnwindSafe(before(hook_ctx)).catch_unwind().await {
-            Ok(Ok(None)) => {}
-            Ok(Ok(Some(block))) => {
-                return Prepared::Immediate(AgentToolResult::error(block.reason));
-            }
-            Ok(Err(error)) => {
-                return Prepared::Immediate(AgentToolResult::error(format!(
-                    "the before_tool_call hook failed for tool `{}`: {error}",
-                    call.name
-                )));
-            }
-            Err(panic) => {
-                return Prepared::Immediate(AgentToolResult::error(format!(
-                    "the before_tool_call hook panicked for tool `{}`: {}",
-                    call.name,
-                    panic_message(panic.as_ref())
-                )));
-            }
+/// A call whose arguments bound and whose hooks let it through, ready to run.
+pub(crate) struct Ready {
+    call: Arc<ToolCall>,
+    tool: AgentTool,
+    /// The prepared arguments, kept only when a hook will look at them.
+    args: Option<Arc<Value>>,
+    future: ToolFuture,
+    ctx: ToolContext,
+    span: tracing::Span,
+}
+
+impl Call {
+    /// Looks the tool up and opens the call's span; nothing is emitted yet.
+    pub(crate) fn new(store: &ToolStore, call: ToolCall) -> Call {
+        let tool = store.get(&call.name);
+        let call = Arc::new(call);
+        let span = tracing::info_span!(
+            "tool_call",
+            tool = %call.name,
+            call_id = %call.id,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        Call {
+            call,
+            tool,
+            span,
+            started: Instant::now(),
         }
     }
-    if cancel.is_cancelled() {
-        return Prepared::Immediate(not_run(&call.name));
+
+    /// Starts the call (step 1): emits `ToolExecutionStart` and starts its clock.
+    pub(crate) fn start(&mut self, env: &CallEnv) {
+        self.started = Instant::now();
+        if env.events.is_observed() {
+            env.events.emit(AgentEvent::ToolExecutionStart {
+                call: Arc::clone(&self.call),
+            });
+        }
     }
-    Prepared::Ready(ReadyCall {
-        call: Arc::clone(call),
-        tool,
-        args,
-        future,
-        ctx,
-    })
+
+    /// Whether the call's tool must run alone (an unknown tool runs nothing, so it never forces order).
+    pub(crate) fn is_sequential(&self) -> bool {
+        self.tool
+            .as_ref()
+            .is_some_and(|tool| tool.execution_mode() == crate::tool::ExecutionMode::Sequential)
+    }
+
+    /// Prepares the call (step 2 of the module docs). Never fails.
+    pub(crate) async fn prepare(
+        &self,
+        store: &ToolStore,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> Prepared {
+        self.prepare_inner(store, env, cancel)
+            .instrument(self.span.clone())
+            .await
+    }
+
+    async fn prepare_inner(
+        &self,
+        store: &ToolStore,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> Prepared {
+        let call = &self.call;
+        if cancel.is_cancelled() {
+            return Prepared::Done(not_run(&call.name));
+        }
+        let Some(tool) = &self.tool else {
+            return Prepared::Done(AgentToolResult::error(unknown_tool(store, &call.name)));
+        };
+        let ctx = call_context(call, cancel, &env.events);
+        let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
+        let (future, args) = match bind(tool, &call.arguments, ctx.clone(), hooked) {
+            Ok(bound) => bound,
+            Err(refusal) => return Prepared::Done(AgentToolResult::error(refusal.to_string())),
+        };
+        if let (Some(before), Some(args)) = (&env.hooks.before, &args) {
+            let hook_ctx = BeforeToolCallContext {
+                call: Arc::clone(call),
+                args: Arc::clone(args),
+                tool: tool.clone(),
+                assistant: env.assistant.clone(),
+            };
+            let outcome = match guard::catch(|| before(hook_ctx)) {
+                Ok(hook) => Guarded::new(hook).await,
+                Err(panic) => Err(panic),
+            };
+            let refusal = match outcome {
+                Ok(Ok(None)) => None,
+                Ok(Ok(Some(block))) => Some(block.reason),
+                Ok(Err(error)) => Some(format!(
+                    "the before_tool_call hook failed for tool `{}`: {error}",
+                    call.name
+                )),
+                Err(panic) => Some(format!(
+                    "the before_tool_call hook panicked for tool `{}`: {panic}",
+                    call.name
+                )),
+            };
+            if let Some(reason) = refusal {
+                guard::drop_quietly(future);
+                return Prepared::Done(AgentToolResult::error(reason));
+            }
+        }
+        if cancel.is_cancelled() {
+            guard::drop_quietly(future);
+            return Prepared::Done(not_run(&call.name));
+        }
+        Prepared::Ready(Ready {
+            call: Arc::clone(call),
+            tool: tool.clone(),
+            args,
+            future,
+            ctx,
+            span: self.span.clone(),
+        })
+    }
+
+    /// Ends the call (step 4): records the span's outcome and emits `ToolExecutionEnd`.
+    pub(crate) fn end(&self, env: &CallEnv, result: AgentToolResult) -> AgentToolResult {
+        if !self.span.is_disabled() {
+            self.span
+                .record("outcome", if result.is_error { "error" } else { "ok" });
+            self.span
+                .record("duration_ms", self.started.elapsed().as_secs_f64() * 1000.0);
+        }
+        if !env.events.is_observed() {
+            return result;
+        }
+        let is_error = result.is_error;
+        let shared = Arc::new(result);
+        env.events.emit(AgentEvent::ToolExecutionEnd {
+            call: Arc::clone(&self.call),
+            result: Arc::clone(&shared),
+            is_error,
+        });
+        Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone())
+    }
+
+    /// The call's result message (step 5), with its `MessageStart` and `MessageEnd`.
+    pub(crate) fn message(&self, env: &CallEnv, result: AgentToolResult) -> ToolResultMessage {
+        let message = ToolResultMessage::new(&self.call, result);
+        if !env.events.is_observed() {
+            return message;
+        }
+        let shared = Arc::new(AgentMessage::ToolResult(message));
+        env.events.emit(AgentEvent::MessageStart {
+            message: Arc::clone(&shared),
+        });
+        env.events.emit(AgentEvent::MessageEnd {
+            message: Arc::clone(&shared),
+        });
+        match Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone()) {
+            AgentMessage::ToolResult(message) => message,
+            _ => unreachable!("the message was built as a tool result above"),
+        }
+    }
+
+    /// Runs the call from preparation to its ended result (steps 2 to 4), for one call at a time.
+    pub(crate) async fn run(
+        &self,
+        store: &ToolStore,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> AgentToolResult {
+        let result = match self.prepare(store, env, cancel).await {
+            Prepared::Done(result) => result,
+            Prepared::Ready(ready) => ready.execute(env, cancel).await,
+        };
+        self.end(env, result)
+    }
 }
 
-/// Runs a prepared call and finalizes its result.
-pub(crate) async fn execute_and_finalize(ready: ReadyCall, env: &CallEnv) -> AgentToolResult {
-    let ReadyCall {
-        call,
-        tool,
-        args,
-        future,
-        ctx,
-    } = ready;
-    let result = tool.run(future, &ctx, env.default_timeout).await;
-    let (Some(after), Some(args)) = (&env.hooks.after, args) else {
-        return result;
+impl Ready {
+    /// Runs the call under its time limit and the batch's token, then `after_tool_call` (step 3).
+    pub(crate) async fn execute(
+        self,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> AgentToolResult {
+        let span = self.span.clone();
+        self.execute_inner(env, cancel).instrument(span).await
+    }
+
+    async fn execute_inner(self, env: &CallEnv, cancel: &CancellationToken) -> AgentToolResult {
+        let Ready {
+            call,
+            tool,
+            args,
+            future,
+            ctx,
+            span: _,
+        } = self;
+        let limit = tool.timeout().or(env.default_timeout);
+        let result = run_bound(&tool, future, &ctx, Some(cancel), limit).await;
+        let (Some(after), Some(args)) = (&env.hooks.after, args) else {
+            return result;
+        };
+        let hook_ctx = AfterToolCallContext {
+            call: Arc::clone(&call),
+            args,
+            tool,
+            is_error: result.is_error,
+            result: result.clone(),
+            assistant: env.assistant.clone(),
+        };
+        let outcome = match guard::catch(|| after(hook_ctx)) {
+            Ok(hook) => Guarded::new(hook).await,
+            Err(panic) => Err(panic),
+        };
+        match outcome {
+            Ok(Ok(None)) => result,
+            Ok(Ok(Some(patch))) => patch.apply(result),
+            Ok(Err(error)) => AgentToolResult::error(format!(
+                "the after_tool_call hook failed for tool `{}`: {error}",
+                call.name
+            )),
+            Err(panic) => AgentToolResult::error(format!(
+                "the after_tool_call hook panicked for tool `{}`: {panic}",
+                call.name
+            )),
+        }
+    }
+}
+
+/// Executes `tool` on its own, as [`AgentTool::execute_with`] does: no hooks, no events. Bad arguments
+/// come back as `Err`, so a caller can tell them from a failed run.
+pub(crate) async fn execute_tool(
+    tool: &AgentTool,
+    ctx: ToolContext,
+    args: &Value,
+) -> Result<AgentToolResult, ArgumentError> {
+    match bind(tool, args, ctx.clone(), false) {
+        Ok((future, _)) => Ok(run_bound(tool, future, &ctx, None, tool.timeout()).await),
+        Err(Refusal::Arguments(error)) => Err(error),
+        Err(refusal) => Ok(AgentToolResult::error(refusal.to_string())),
+    }
+}
+
+/// Normalizes, prepares and binds `raw` for `tool`, every step under a guard. Returns the call's future
+/// and, when `keep_args`, the prepared arguments for the hooks.
+fn bind(
+    tool: &AgentTool,
+    raw: &Value,
+    ctx: ToolContext,
+    keep_args: bool,
+) -> Result<(ToolFuture, Option<Arc<Value>>), Refusal> {
+    let name = tool.name();
+    let prepared = guard::catch(|| tool.prepare_arguments(raw)).map_err(|panic| {
+        Refusal::Panicked(format!(
+            "the prepare step of tool `{name}` panicked: {panic}"
+        ))
+    })?;
+    let args = prepared.map_err(Refusal::Arguments)?;
+    let future = guard::catch(|| tool.bind(&args, ctx)).map_err(|panic| {
+        Refusal::Panicked(format!(
+            "tool `{name}` panicked while its call was prepared: {panic}"
+        ))
+    })??;
+    let args = keep_args.then(|| Arc::new(args.into_owned()));
+    Ok((future, args))
+}
+
+/// Runs a bound call to its end: a panic, the time limit, or cancellation (of `abort`, else of the
+/// context's own token) each become an error result. Updates stop at the end.
+async fn run_bound(
+    tool: &AgentTool,
+    future: ToolFuture,
+    ctx: &ToolContext,
+    abort: Option<&CancellationToken>,
+    limit: Option<Duration>,
+) -> AgentToolResult {
+    let name = tool.name();
+    let aborted =
+        || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
+    let cancelled = abort.map_or_else(|| ctx.is_cancelled(), CancellationToken::is_cancelled);
+    if cancelled {
+        ctx.close_updates();
+        guard::drop_quietly(future);
+        return aborted();
+    }
+    let timed_out = |limit: Option<Duration>| {
+        ctx.cancellation_token().cancel();
+        let ms = limit.map_or(0, |d| d.as_millis());
+        AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms"))
     };
-    let hook_ctx = AfterToolCallContext {
-        call: Arc::clone(&call),
-        args,
-        tool,
-        is_error: result.is_error,
-        result: result.clone(),
-        assistant: env.assistant.clone(),
+    let panicked =
+        |panic: String| AgentToolResult::error(format!("tool `{name}` panicked: {panic}"));
+    let runtime = Handle::try_current().ok();
+    let own_task = runtime
+        .as_ref()
+        .is_some_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread)
+        && !tool.runs_on_blocking_pool()
+        && (limit.is_some() || abort.is_some() || ctx.can_be_cancelled());
+    let result = if own_task {
+        let mut task = tokio::spawn(future);
+        // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if the
+        // tool noticed the token and returned on its own.
+        let outcome = tokio::select! {
+            biased;
+            () = wait_cancelled(abort, ctx) => Err(aborted()),
+            joined = &mut task => Ok(joined),
+            () = sleep_or_never(limit) => Err(timed_out(limit)),
+        };
+        match outcome {
+            Ok(Ok(result)) => result,
+            Ok(Err(error)) if error.is_panic() => panicked(guard::message_of(error.into_panic())),
+            Ok(Err(error)) => {
+                AgentToolResult::error(format!("tool `{name}` did not finish: {error}"))
+            }
+            Err(result) => {
+                ctx.cancellation_token().cancel();
+                task.abort();
+                tracing::warn!(
+                    tool = name,
+                    call_id = ctx.call_id(),
+                    "the call did not finish in time; its task was detached and its late result will be dropped"
+                );
+                result
+            }
+        }
+    } else {
+        let mut guarded = Guarded::new(future);
+        // Most tools finish on their first poll: no timer, no waiter on the token.
+        match futures::poll!(&mut guarded) {
+            std::task::Poll::Ready(outcome) => outcome.unwrap_or_else(panicked),
+            std::task::Poll::Pending => {
+                let limit = limit.filter(|_| runtime.is_some());
+                let outcome = tokio::select! {
+                    biased;
+                    () = wait_cancelled(abort, ctx) => Err(aborted()),
+                    outcome = &mut guarded => Ok(outcome),
+                    () = sleep_or_never(limit) => Err(timed_out(limit)),
+                };
+                // A future stopped early is dropped here, under the guard.
+                drop(guarded);
+                match outcome {
+                    Ok(outcome) => outcome.unwrap_or_else(panicked),
+                    Err(result) => result,
+                }
+            }
+        }
     };
-    match AssertUnwindSafe(after(hook_ctx)).catch_unwind().await {
-        Ok(Ok(None)) => result,
-        Ok(Ok(Some(patch))) => patch.apply(result),
-        Ok(Err(error)) => AgentToolResult::error(format!(
-            "the after_tool_call hook failed for tool `{}`: {error}",
-            call.name
-        )),
-        Err(panic) => AgentToolResult::error(format!(
-            "the after_tool_call hook panicked for tool `{}`: {}",
-            call.name,
-            panic_message(panic.as_ref())
-        )),
+    ctx.close_updates();
+    result
+}
+
+async fn wait_cancelled(abort: Option<&CancellationToken>, ctx: &ToolContext) {
+    match abort {
+        Some(token) => token.cancelled().await,
+        None => ctx.cancelled().await,
+    }
+}
+
+async fn sleep_or_never(limit: Option<Duration>) {
+    match limit {
+        Some(limit) => tokio::time::sleep(limit).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -163,7 +454,7 @@ fn call_context(
     ctx.with_updates(move |partial| {
         events.emit(AgentEvent::ToolExecutionUpdate {
             call: Arc::clone(&call),
-            partial,
+            partial: Arc::new(partial),
         })
     })
 }

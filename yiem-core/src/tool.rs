@@ -1,16 +1,14 @@
 //! [`AgentTool`]: a tool the model can call — its name, label, description, JSON Schema and the code that
 //! runs it — and [`ToolBuilder`] for tools defined at run time.
 
-use std::any::Any;
 use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
-use std::panic::{AssertUnwindSafe, Location};
+use std::panic::Location;
 use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use futures::FutureExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -137,7 +135,12 @@ pub trait ErasedHandler: Send + Sync + 'static {
         check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
-    ) -> Result<ToolFuture, ArgumentError>;
+    ) -> Result<ToolFuture, Refusal>;
+
+    /// Whether the calls run on tokio's blocking pool (plain-`fn` tools).
+    fn runs_on_blocking_pool(&self) -> bool {
+        false
+    }
 }
 
 type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
@@ -263,11 +266,20 @@ impl AgentTool {
         self.inner.source
     }
 
+    /// Whether the tool's code runs on tokio's blocking pool (a plain-`fn` tool): then it never holds an
+    /// async thread, and the pipeline need not give it a task of its own.
+    pub(crate) fn runs_on_blocking_pool(&self) -> bool {
+        self.inner.handler.runs_on_blocking_pool()
+    }
+
     /// Brings raw arguments into shape: a JSON string is parsed, `null` means `{}`, anything but an object
     /// is refused; then the tool's own prepare step (if any) rewrites them.
     ///
     /// An arguments object is borrowed as it is when the tool has no prepare step.
-    pub fn prepare_arguments<'a>(&self, raw: &'a Value) -> Result<Cow<'a, Value>, ArgumentError> {
+    pub(crate) fn prepare_arguments<'a>(
+        &self,
+        raw: &'a Value,
+    ) -> Result<Cow<'a, Value>, ArgumentError> {
         let args = args::normalize(&self.inner.name, raw)?;
         Ok(match &self.inner.prepare_arguments {
             Some(prepare) => Cow::Owned(prepare(args.into_owned())),
@@ -276,7 +288,7 @@ impl AgentTool {
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
-    pub fn bind(&self, args: &Value, ctx: ToolContext) -> Result<ToolFuture, ArgumentError> {
+    pub(crate) fn bind(&self, args: &Value, ctx: ToolContext) -> Result<ToolFuture, Refusal> {
         let check = ArgumentCheck {
             tool: &self.inner.name,
             schema: self.input_schema(),
@@ -293,77 +305,61 @@ impl AgentTool {
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
     pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
-        let bound = self
-            .prepare_arguments(&args)
-            .and_then(|args| self.bind(&args, ctx.clone()));
-        match bound {
-            Ok(call) => self.run(call, &ctx, None).await,
+        match self.try_execute(ctx, args).await {
+            Ok(result) => result,
             Err(error) => AgentToolResult::error(error.to_string()),
         }
     }
 
-    /// Runs a bound call to its end: a panic, the time limit (the tool's own, else `default_timeout`) or
-    /// cancellation of the context's token each become an error result. Updates stop at the end.
-    pub async fn run(
+    /// Like [`execute_with`](Self::execute_with), but arguments that do not fit come back as the
+    /// [`ArgumentError`], so a caller (a command line, say) can tell bad input from a failed run.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{AgentTool, ToolContext};
+    ///
+    /// let echo = AgentTool::builder("echo")
+    ///     .description("Repeat the given text.")
+    ///     .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
+    ///     .handler(|_, args: serde_json::Value| async move { args["text"].to_string() })
+    ///     .build()
+    ///     .unwrap();
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let refused = echo.try_execute(ToolContext::new("c1"), json!({"text": 1})).await;
+    /// assert!(refused.unwrap_err().to_string().starts_with("invalid arguments for tool `echo`"));
+    /// # });
+    /// ```
+    pub async fn try_execute(
         &self,
-        call: ToolFuture,
-        ctx: &ToolContext,
-        default_timeout: Option<Duration>,
-    ) -> AgentToolResult {
-        let name = self.name();
-        let aborted =
-            || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
-        if ctx.is_cancelled() {
-            ctx.close_updates();
-            return aborted();
-        }
-        let mut guarded = std::pin::pin!(AssertUnwindSafe(call).catch_unwind());
-        // Most tools finish on their first poll: no timer, no waiter on the token.
-        let outcome = match futures::poll!(guarded.as_mut()) {
-            std::task::Poll::Ready(outcome) => Ok(outcome),
-            std::task::Poll::Pending => {
-                let limit = self.inner.timeout.or(default_timeout);
-                // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if
-                // the tool noticed the token and returned on its own.
-                tokio::select! {
-                    biased;
-                    () = ctx.cancelled() => Err(aborted()),
-                    outcome = guarded => Ok(outcome),
-                    () = sleep_or_never(limit) => {
-                        ctx.cancellation_token().cancel();
-                        let ms = limit.map_or(0, |d| d.as_millis());
-                        Err(AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms")))
-                    }
-                }
-            }
-        };
-        ctx.close_updates();
-        match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(panic)) => AgentToolResult::error(format!(
-                "tool `{name}` panicked: {}",
-                panic_message(panic.as_ref())
-            )),
-            Err(result) => result,
-        }
+        ctx: ToolContext,
+        args: Value,
+    ) -> Result<AgentToolResult, ArgumentError> {
+        crate::pipeline::execute_tool(self, ctx, &args).await
     }
 }
 
-async fn sleep_or_never(limit: Option<Duration>) {
-    match limit {
-        Some(limit) => tokio::time::sleep(limit).await,
-        None => std::future::pending().await,
+/// Why a call could not be bound: its arguments do not fit, or user code panicked while binding.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum Refusal {
+    /// The arguments do not fit the tool.
+    Arguments(ArgumentError),
+    /// User code panicked; the text names the tool and what panicked.
+    Panicked(String),
+}
+
+impl From<ArgumentError> for Refusal {
+    fn from(error: ArgumentError) -> Self {
+        Refusal::Arguments(error)
     }
 }
 
-/// The text of a panic payload.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic with a non-text payload".to_owned()
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::Arguments(error) => error.fmt(f),
+            Refusal::Panicked(text) => f.write_str(text),
+        }
     }
 }
 
@@ -598,11 +594,17 @@ impl ErasedHandler for SchemaHandler {
         check: &ArgumentCheck<'_>,
         args: &Value,
         ctx: ToolContext,
-    ) -> Result<ToolFuture, ArgumentError> {
+    ) -> Result<ToolFuture, Refusal> {
         if !check.is_valid(args) {
-            return Err(check.explain(args, None));
+            return Err(check.explain(args, None).into());
         }
-        Ok((self.handler)(ctx, args.clone()))
+        let args = args.clone();
+        crate::guard::catch(|| (self.handler)(ctx, args)).map_err(|panic| {
+            Refusal::Panicked(format!(
+                "the handler of tool `{}` panicked before it returned its future: {panic}",
+                check.tool()
+            ))
+        })
     }
 }
 

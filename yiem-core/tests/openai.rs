@@ -958,7 +958,7 @@ async fn finish_reason_length_with_a_pending_call_stops_with_length_and_the_call
     assert_eq!(refused.len(), 1);
     assert_eq!(refused[0].tool_call_id, "call_w");
     assert_eq!(refused[0].tool_name, "write");
-    assert!(refused[0].is_error);
+    assert!(refused[0].is_error());
     assert_eq!(
         refused[0].text_content(),
         "tool call `write` was not run: the reply hit the model's output limit (finish_reason \"length\"), \

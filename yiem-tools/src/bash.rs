@@ -2,7 +2,7 @@
 //! process group killed on timeout or abort.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -131,9 +131,13 @@ async fn supervise(
     let mut group = GroupGuard(child.id());
 
     let mut output = HeadTail::new(BASH_HEAD_BYTES, BASH_TAIL_BYTES);
-    let mut last_update: Option<Instant> = None;
     let deadline = tokio::time::sleep(limit);
     tokio::pin!(deadline);
+    // Updates are at least UPDATE_INTERVAL apart; output that comes sooner is sent when the interval
+    // has passed, never dropped.
+    let next_update = tokio::time::sleep(Duration::ZERO);
+    tokio::pin!(next_update);
+    let mut unsent = false;
     let mut open = true;
     let mut stop = None;
     let status = loop {
@@ -141,13 +145,15 @@ async fn supervise(
             chunk = chunks.recv(), if open => match chunk {
                 Some(bytes) => {
                     output.push(&bytes);
-                    if last_update.is_none_or(|at| at.elapsed() >= UPDATE_INTERVAL) {
-                        ctx.update(output.render());
-                        last_update = Some(Instant::now());
-                    }
+                    unsent = true;
                 }
                 None => open = false,
             },
+            () = &mut next_update, if unsent => {
+                ctx.update(output.render());
+                unsent = false;
+                next_update.as_mut().reset(tokio::time::Instant::now() + UPDATE_INTERVAL);
+            }
             status = child.wait() => break status,
             () = &mut deadline => {
                 stop = Some(Stop::TimedOut);

@@ -248,11 +248,16 @@ fn chat(store: ToolStore, root: Option<PathBuf>, system: String) -> Result<(), F
             AgentEvent::MessageUpdate { delta, .. } if delta["type"] == "text_delta" => {
                 write!(out, "{}", delta["text"].as_str().unwrap_or_default())
             }
-            AgentEvent::MessageEnd {
-                message: yiem_core::AgentMessage::Assistant(reply),
-            } if !reply.text_content().is_empty() || reply.error.is_some() => match &reply.error {
-                Some(error) => writeln!(out, "\n[error: {error}]"),
-                None => writeln!(out),
+            AgentEvent::MessageEnd { message } => match &**message {
+                yiem_core::AgentMessage::Assistant(reply)
+                    if !reply.text_content().is_empty() || reply.error.is_some() =>
+                {
+                    match &reply.error {
+                        Some(error) => writeln!(out, "\n[error: {error}]"),
+                        None => writeln!(out),
+                    }
+                }
+                _ => Ok(()),
             },
             AgentEvent::ToolExecutionStart { call } => {
                 writeln!(out, "→ {} {}", call.name, call.arguments)
@@ -400,14 +405,9 @@ fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
     })?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
-        let ctx = ToolContext::new("cli");
-        let prepared = tool
-            .prepare_arguments(&value)
-            .and_then(|args| tool.bind(&args, ctx.clone()));
-        match prepared {
-            Ok(future) => Ok(tool.run(future, &ctx, None).await),
-            Err(error) => Err(bad_input(error.to_string())),
-        }
+        tool.try_execute(ToolContext::new("cli"), value)
+            .await
+            .map_err(|error| bad_input(error.to_string()))
     })?;
     let text = render(&result.content);
     if result.is_error {

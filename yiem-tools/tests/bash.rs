@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use yiem_core::{CancellationToken, ToolContext};
+use yiem_core::{CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolStore};
 use yiem_tools::ToolRoot;
 use yiem_tools::bash::{BashArgs, bash_in};
 
@@ -169,32 +169,50 @@ async fn dropping_the_call_kills_the_process_group() {
 }
 
 #[tokio::test]
-async fn the_tools_own_timeout_through_the_executor_also_kills_the_group() {
+async fn the_executors_time_limit_also_kills_the_group() {
     let (dir, _root) = sandbox();
-    let tools = yiem_tools::file_tools(&ToolRoot::new(dir.path()).unwrap());
-    let bash = tools.into_iter().find(|t| t.name() == "bash").unwrap();
-    let ctx = ToolContext::new("c");
-    let call = bash
-        .bind(
-            &json!({"command": "sleep 30 & echo $! > child.pid; wait"}),
-            ctx.clone(),
-        )
-        .unwrap();
-    let result = bash.run(call, &ctx, Some(Duration::from_millis(500))).await;
-    assert_eq!(result.text_content(), "tool `bash` timed out after 500 ms");
+    let mut store = ToolStore::new("bash");
+    for tool in yiem_tools::file_tools(&ToolRoot::new(dir.path()).unwrap()) {
+        store.register(tool).unwrap();
+    }
+    let call = ToolCall::new(
+        "c",
+        "bash",
+        json!({"command": "sleep 30 & echo $! > child.pid; wait"}),
+    );
+    let batch = ToolExecutor::new()
+        .with_default_timeout(Duration::from_millis(500))
+        .execute(&store, vec![call], &CancellationToken::new())
+        .await;
+    assert_eq!(
+        batch.messages[0].text_content(),
+        "tool `bash` timed out after 500 ms"
+    );
     let child = pid_in(dir.path(), "child.pid").await;
     assert!(died(child).await);
 }
 
 #[tokio::test]
 async fn output_streams_through_updates_while_the_command_runs() {
-    let (_dir, root) = sandbox();
+    let (dir, root) = sandbox();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
+    // The command waits for `go`, which the first update creates: "two" can only come after "one" was
+    // streamed on its own, however loaded the machine is.
+    // It then waits for `done`, which the second update creates, so it cannot exit before "two" is out.
+    let (go, done) = (dir.path().join("go"), dir.path().join("done"));
     let ctx = ToolContext::new("c").with_updates(move |partial| {
-        sink.lock().unwrap().push(partial.text_content());
+        let mut seen = sink.lock().unwrap();
+        seen.push(partial.text_content());
+        match seen.len() {
+            1 => std::fs::write(&go, "").unwrap(),
+            2 => std::fs::write(&done, "").unwrap(),
+            _ => {}
+        }
     });
-    let result = bash_in(&root, &ctx, args("echo one; sleep 0.4; echo two", None)).await;
+    let command = "echo one; while [ ! -e go ]; do sleep 0.01; done; echo two; \
+                   while [ ! -e done ]; do sleep 0.01; done";
+    let result = bash_in(&root, &ctx, args(command, None)).await;
     assert_eq!(result.text_content(), "one\ntwo\n");
     let updates = seen.lock().unwrap().clone();
     assert_eq!(updates, ["one\n", "one\ntwo\n"]);

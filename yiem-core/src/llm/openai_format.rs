@@ -207,7 +207,7 @@ fn openai_tool_call(call: &ToolCall) -> Value {
 
 fn tool_message(result: &ToolResultMessage) -> Value {
     let text = result
-        .content
+        .content()
         .iter()
         .map(|block| match block {
             Content::Text { text } => text.clone(),

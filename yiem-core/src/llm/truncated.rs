@@ -24,7 +24,7 @@ use crate::result::AgentToolResult;
 ///
 /// let results = truncated_tool_results(&reply).unwrap();
 /// assert_eq!(results.len(), 1);
-/// assert!(results[0].is_error);
+/// assert!(results[0].is_error());
 /// assert_eq!(results[0].tool_call_id, "c1");
 /// assert_eq!(
 ///     results[0].text_content(),
