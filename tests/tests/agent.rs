@@ -113,6 +113,7 @@ fn role(message: &AgentMessage) -> String {
         AgentMessage::User(_) => "User".into(),
         AgentMessage::Assistant(_) => "Assistant".into(),
         AgentMessage::ToolResult(result) => format!("ToolResult[{}]", result.tool_name),
+        other => format!("{other:?}"),
     }
 }
 
@@ -333,6 +334,7 @@ fn texts(messages: &[AgentMessage]) -> Vec<String> {
             }
             AgentMessage::Assistant(reply) => format!("assistant: {}", reply.text_content()),
             AgentMessage::ToolResult(result) => format!("result: {}", result.text_content()),
+            other => format!("{other:?}"),
         })
         .collect()
 }

@@ -12,7 +12,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentTool, CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolHooks, ToolStore, tool,
+    AgentEvent, AgentTool, CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolHooks,
+    ToolStore, tool,
 };
 
 // ---------------------------------------------------------------------------------------------------
@@ -320,16 +321,27 @@ fn an_aborted_batch_returns_promptly_while_a_tool_blocks_its_thread() {
     let mut store = store();
     store.register(blocker).unwrap();
     let cancel = CancellationToken::new();
-    // Aborts once the blocker has really started: no timing involved.
+    let executor = ToolExecutor::new();
+    let (echoed_tx, echoed_rx) = mpsc::channel::<()>();
+    let echoed_tx = std::sync::Mutex::new(echoed_tx);
+    executor.events().on_event(move |event| {
+        if let AgentEvent::ToolExecutionEnd { call, .. } = event
+            && call.id == "1"
+        {
+            echoed_tx.lock().unwrap().send(()).unwrap();
+        }
+    });
+    // Aborts once the blocker has really started and the echo has finished: no timing involved.
     let aborter = {
         let cancel = cancel.clone();
         std::thread::spawn(move || {
             started_rx.recv().unwrap();
+            echoed_rx.recv().unwrap();
             cancel.cancel();
         })
     };
     let started = Instant::now();
-    let batch = with_runtime(ToolExecutor::new().execute(
+    let batch = with_runtime(executor.execute(
         &store,
         vec![
             ToolCall::new("1", "echo", text()),

@@ -285,7 +285,7 @@ async fn strict_mode_nulls_for_optional_fields_are_treated_as_absent() {
         "invalid arguments for tool `forecast`: at `/days`: expected an integer from 0 to 255, got null\n\
          valid properties: `city`, `unit`, `days`"
     );
-    let args = Dialect::OpenAiStrict.normalize_arguments(&tool, sent);
+    let args = tool.normalize_arguments(Dialect::OpenAiStrict, sent);
     assert_eq!(args, json!({"city": "Oslo"}));
     let result = tool.execute("c2", args).await;
     assert!(!result.is_error);
@@ -297,7 +297,7 @@ fn normalization_keeps_nulls_of_required_properties_and_reaches_nested_objects()
     let tool = place_order_tool();
     let sent = json!({"items": [{"sku": null, "qty": 1}], "address": null});
     assert_eq!(
-        Dialect::OpenAiStrict.normalize_arguments(&tool, sent.clone()),
+        tool.normalize_arguments(Dialect::OpenAiStrict, sent.clone()),
         sent
     );
 }

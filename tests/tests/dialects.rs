@@ -204,7 +204,7 @@ where
         };
         let sent = match dialect {
             Dialect::OpenAiStrict => serialized.clone(),
-            _ => dialect.normalize_arguments(&tool, serialized.clone()),
+            _ => tool.normalize_arguments(dialect, serialized.clone()),
         };
         if let Some(schema) = dialect_schema(dialect, definition) {
             let validator = jsonschema::validator_for(&schema).unwrap();
@@ -217,7 +217,7 @@ where
                 "{tool_name} in {dialect}: {sent} fails {schema}: {problems:?}"
             );
         }
-        let back: T = serde_json::from_value(dialect.normalize_arguments(&tool, sent)).unwrap();
+        let back: T = serde_json::from_value(tool.normalize_arguments(dialect, sent)).unwrap();
         prop_assert_eq!(&back, value, "{} in {}", tool_name, dialect);
     }
     Ok(())

@@ -95,7 +95,10 @@ fn a_duplicate_name_is_refused_naming_both_definitions() {
     let error = store.register(echo_tool("zebra")).unwrap_err();
     let RegistrationError::Duplicate {
         existing, refused, ..
-    } = &error;
+    } = &error
+    else {
+        panic!("not a duplicate: {error}");
+    };
     let zebra_line = line_of("async fn zebra()");
     let builder_line = line_of("AgentTool::builder(name)");
     assert_eq!(existing.file, "tests/tests/registry.rs");

@@ -30,7 +30,7 @@ use crate::hooks::ToolHooks;
 use crate::llm::truncated::truncated_reason;
 use crate::llm::{MessageAssembler, Model, ModelRequest};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
-use crate::registry::ToolStore;
+use crate::registry::{ToolList, ToolStore};
 use crate::tool::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
@@ -440,7 +440,13 @@ impl<'a> Run<'a> {
         let request = ModelRequest {
             system_prompt: context.system_prompt.clone(),
             messages: context.messages.clone(),
-            tools: context.tools.clone(),
+            // Without prepare_context the store's own list goes out, its serialized text shared by
+            // every request until the store changes.
+            tools: if self.shared.prepare_context.is_some() {
+                ToolList::from(context.tools.clone())
+            } else {
+                self.shared.tools.tool_list()
+            },
         };
         let mut stream = model.stream(request, self.cancel.clone());
         let mut assembler = MessageAssembler::new();

@@ -28,6 +28,7 @@ use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::{ValidationError, Validator};
 use serde::de::DeserializeOwned;
 
+use crate::dialect::resolve_ref;
 use crate::suggest::did_you_mean;
 use serde_json::{Map, Value};
 
@@ -63,6 +64,7 @@ impl fmt::Display for ArgumentProblem {
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ArgumentError {
     /// The arguments came as a string that is not JSON.
     #[error(
@@ -322,12 +324,6 @@ fn collect_top_level(
             collect_top_level(root, branch, top, declared, depth + 1);
         }
     }
-}
-
-/// The schema a local `$ref` (`#/$defs/Name`, `#`) points at.
-pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
-    let fragment = reference.strip_prefix('#')?;
-    root.pointer(fragment)
 }
 
 /// Everything the check of one call needs: the tool's name, its canonical schema and its caches.

@@ -126,7 +126,9 @@ pub use llm::{
 pub use message::{
     AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,
 };
-pub use registry::{LIST_TOOLS, RegistrationError, ToolStore, register_all_tools, static_tools};
+pub use registry::{
+    LIST_TOOLS, RegistrationError, ToolList, ToolStore, register_all_tools, static_tools,
+};
 pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

@@ -61,7 +61,7 @@ use crate::dialect::Dialect;
 use crate::event::AgentEvent;
 use crate::executor::ToolExecutor;
 use crate::pipeline;
-use crate::registry::ToolStore;
+use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
 use crate::tool::AgentTool;
 
@@ -152,6 +152,7 @@ pub struct McpServer {
     info: Implementation,
     instructions: Option<String>,
     routes: Arc<ProgressRoutes>,
+    listing: Listing,
 }
 
 impl McpServer {
@@ -168,6 +169,7 @@ impl McpServer {
             info,
             instructions: None,
             routes,
+            listing: Listing::default(),
         }
     }
 
@@ -314,8 +316,9 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.store.tools().iter().filter_map(mcp_tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(
+            self.listing.tools(&self.store),
+        ))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -342,6 +345,31 @@ impl ServerHandler for McpServer {
 
 /// The `tools/list` entry of `tool`: its MCP definition. A tool MCP cannot describe is left out (and
 /// logged), so one bad tool does not hide the others.
+/// The `tools/list` entries of the store's current tool list, made once per list: a request while the
+/// store is unchanged clones the entries instead of describing every tool again.
+#[derive(Default)]
+struct Listing {
+    cached: Mutex<Option<(ToolList, Vec<Tool>)>>,
+}
+
+impl Listing {
+    fn tools(&self, store: &ToolStore) -> Vec<Tool> {
+        let list = store.tool_list();
+        let mut cached = self
+            .cached
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        match &*cached {
+            Some((seen, tools)) if seen.is_same(&list) => tools.clone(),
+            _ => {
+                let tools: Vec<Tool> = list.iter().filter_map(mcp_tool).collect();
+                *cached = Some((list, tools.clone()));
+                tools
+            }
+        }
+    }
+}
+
 fn mcp_tool(tool: &AgentTool) -> Option<Tool> {
     let described = tool.definition(Dialect::Mcp).map_err(|e| e.to_string());
     match described.and_then(|definition| {

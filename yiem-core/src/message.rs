@@ -42,6 +42,7 @@ impl UserMessage {
 /// Why the model stopped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum StopReason {
     /// The model finished its answer.
     #[default]
@@ -61,6 +62,7 @@ pub enum StopReason {
 /// One block of an assistant message.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AssistantContent {
     /// Answer text.
     Text {
@@ -140,6 +142,7 @@ impl AssistantMessage {
 /// Any message of the conversation.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "role", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum AgentMessage {
     /// From the user.
     User(UserMessage),

@@ -302,6 +302,49 @@ impl Ready {
     }
 }
 
+/// Running a tool in hand, outside any batch: the same path, without hooks and events.
+impl AgentTool {
+    /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
+    /// arguments, an error, a panic or a timeout each become an error result.
+    pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
+        self.execute_with(ToolContext::new(call_id), args).await
+    }
+
+    /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
+    pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
+        match self.try_execute(ctx, args).await {
+            Ok(result) => result,
+            Err(error) => AgentToolResult::error(error.to_string()),
+        }
+    }
+
+    /// Like [`execute_with`](Self::execute_with), but arguments that do not fit come back as the
+    /// [`ArgumentError`], so a caller (a command line, say) can tell bad input from a failed run.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{AgentTool, ToolContext};
+    ///
+    /// let echo = AgentTool::builder("echo")
+    ///     .description("Repeat the given text.")
+    ///     .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
+    ///     .handler(|_, args: serde_json::Value| async move { args["text"].to_string() })
+    ///     .build()
+    ///     .unwrap();
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let refused = echo.try_execute(ToolContext::new("c1"), json!({"text": 1})).await;
+    /// assert!(refused.unwrap_err().to_string().starts_with("invalid arguments for tool `echo`"));
+    /// # });
+    /// ```
+    pub async fn try_execute(
+        &self,
+        ctx: ToolContext,
+        args: Value,
+    ) -> Result<AgentToolResult, ArgumentError> {
+        execute_tool(self, ctx, &args).await
+    }
+}
+
 /// Executes `tool` on its own, as [`AgentTool::execute_with`] does: no hooks, no events. Bad arguments
 /// come back as `Err`, so a caller can tell them from a failed run.
 pub(crate) async fn execute_tool(

@@ -2,12 +2,14 @@
 //! every `#[tool]` linked into the binary through `inventory`.
 
 use std::fmt;
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
+use std::ops::Deref;
+use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 
 use indexmap::IndexMap;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::context::ToolContext;
+use crate::dialect::{Dialect, DialectCache, DialectError, definition};
 use crate::tool::{AgentTool, SourceLocation, ToolAnnotations};
 
 /// One `#[tool]` function, submitted to `inventory` by the macro.
@@ -39,6 +41,7 @@ pub fn static_tools() -> Vec<AgentTool> {
 
 /// Why a tool could not be registered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistrationError {
     /// A tool of the same name is already in the store.
     #[error(
@@ -58,6 +61,21 @@ pub enum RegistrationError {
 
 /// Seeded per process; names are short, so a fast hash keeps lookups cheap.
 type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
+
+/// What a store holds: its tools, and their list as requests carry it, made on first use and dropped by
+/// every change.
+#[derive(Default)]
+struct Tools {
+    map: ToolMap,
+    list: OnceLock<ToolList>,
+}
+
+impl Tools {
+    fn list(&self) -> &ToolList {
+        self.list
+            .get_or_init(|| ToolList::new(self.map.values().cloned().collect()))
+    }
+}
 
 /// A per-agent set of tools: an ordered map from name to [`AgentTool`], with O(1) lookup and registration
 /// order kept. Stores are isolated from each other; a clone is another handle to the same store (an agent
@@ -82,7 +100,7 @@ type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 #[derive(Clone)]
 pub struct ToolStore {
     name: String,
-    tools: Arc<RwLock<ToolMap>>,
+    tools: Arc<RwLock<Tools>>,
 }
 
 impl ToolStore {
@@ -99,25 +117,34 @@ impl ToolStore {
         &self.name
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, ToolMap> {
-        read_map(&self.tools)
+    fn read(&self) -> RwLockReadGuard<'_, Tools> {
+        read_tools(&self.tools)
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, ToolMap> {
-        // A panic while the lock was held cannot leave the map half-written: every write is one call.
-        self.tools
+    /// Changes the tools; the cached list goes with any change.
+    fn change<R>(&self, change: impl FnOnce(&mut ToolMap) -> R) -> R {
+        // A panic while the lock was held cannot leave the map half-written: every change is one call.
+        let mut tools: RwLockWriteGuard<'_, Tools> = self
+            .tools
             .write()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        tools.list = OnceLock::new();
+        change(&mut tools.map)
     }
 
     /// Adds `tool`; refuses a name that is already taken, naming both definitions.
     pub fn register(&mut self, tool: AgentTool) -> Result<(), RegistrationError> {
-        let mut tools = self.write();
-        if let Some(existing) = tools.get(tool.name()) {
+        if let Some(existing) = self.read().map.get(tool.name()) {
             return Err(self.duplicate(existing, &tool));
         }
-        tools.insert(tool.name().to_owned(), tool);
-        Ok(())
+        self.change(|map| match map.get(tool.name()) {
+            // Registered through another handle meanwhile.
+            Some(existing) => Err(self.duplicate(existing, &tool)),
+            None => {
+                map.insert(tool.name().to_owned(), tool);
+                Ok(())
+            }
+        })
     }
 
     fn duplicate(&self, existing: &AgentTool, refused: &AgentTool) -> RegistrationError {
@@ -131,42 +158,95 @@ impl ToolStore {
 
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<AgentTool> {
-        self.read().get(name).cloned()
+        self.read().map.get(name).cloned()
     }
 
     /// Whether a tool called `name` is registered.
     pub fn contains(&self, name: &str) -> bool {
-        self.read().contains_key(name)
+        self.read().map.contains_key(name)
     }
 
     /// Every tool, in registration order.
     pub fn tools(&self) -> Vec<AgentTool> {
-        self.read().values().cloned().collect()
+        self.read().map.values().cloned().collect()
+    }
+
+    /// The tools as a [`ToolList`], the form a model request carries: made once, shared by every request
+    /// until the store changes, with each dialect's serialized list cached inside.
+    ///
+    /// ```
+    /// use yiem_core::{AgentTool, Dialect, ToolStore};
+    ///
+    /// let ping = AgentTool::builder("ping")
+    ///     .description("Answer pong.")
+    ///     .handler(|_, _| async { "pong" })
+    ///     .build()
+    ///     .unwrap();
+    /// let mut store = ToolStore::new("agent");
+    /// store.register(ping).unwrap();
+    /// let list = store.tool_list();
+    /// assert_eq!(list.len(), 1);
+    /// assert_eq!(
+    ///     list.definitions_json(Dialect::Gemini).unwrap(),
+    ///     r#"[{"functionDeclarations":[{"name":"ping","description":"Answer pong."}]}]"#
+    /// );
+    /// ```
+    pub fn tool_list(&self) -> ToolList {
+        self.read().list().clone()
+    }
+
+    /// The store's tools as a request carries them, in registration order: the `tools` array of an OpenAI
+    /// chat request or an Anthropic request, the `tools` of an MCP `tools/list` result, or for Gemini
+    /// `[{"functionDeclarations": [...]}]`. The first tool that cannot be described is the error.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{AgentTool, Dialect, ToolStore};
+    ///
+    /// let ping = AgentTool::builder("ping")
+    ///     .description("Answer pong.")
+    ///     .handler(|_, _| async { "pong" })
+    ///     .build()
+    ///     .unwrap();
+    /// let mut store = ToolStore::new("agent");
+    /// store.register(ping).unwrap();
+    ///
+    /// assert_eq!(
+    ///     store.definitions(Dialect::Anthropic).unwrap(),
+    ///     json!([{
+    ///         "name": "ping",
+    ///         "description": "Answer pong.",
+    ///         "input_schema": {"type": "object", "properties": {}}
+    ///     }])
+    /// );
+    /// ```
+    pub fn definitions(&self, dialect: Dialect) -> Result<Value, DialectError> {
+        self.tool_list().definitions(dialect)
     }
 
     /// Every tool's name, in registration order.
     pub fn names(&self) -> Vec<String> {
-        self.read().keys().cloned().collect()
+        self.read().map.keys().cloned().collect()
     }
 
     /// How many tools are registered.
     pub fn len(&self) -> usize {
-        self.read().len()
+        self.read().map.len()
     }
 
     /// Whether the store is empty.
     pub fn is_empty(&self) -> bool {
-        self.read().is_empty()
+        self.read().map.is_empty()
     }
 
     /// Removes the tool called `name`, keeping the order of the others.
     pub fn remove(&mut self, name: &str) -> Option<AgentTool> {
-        self.write().shift_remove(name)
+        self.change(|map| map.shift_remove(name))
     }
 
     /// Removes every tool.
     pub fn clear(&mut self) {
-        self.write().clear();
+        self.change(|map| map.clear());
     }
 
     /// The `list_tools` tool for this store: it lists what is in the store when it is called, so tools
@@ -200,19 +280,19 @@ impl ToolStore {
 /// The name of the tool that lists a store's tools.
 pub const LIST_TOOLS: &str = "list_tools";
 
-fn read_map(tools: &RwLock<ToolMap>) -> RwLockReadGuard<'_, ToolMap> {
+fn read_tools(tools: &RwLock<Tools>) -> RwLockReadGuard<'_, Tools> {
     tools
         .read()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-fn list(store: &Weak<RwLock<ToolMap>>, store_name: &str) -> Result<String, String> {
+fn list(store: &Weak<RwLock<Tools>>, store_name: &str) -> Result<String, String> {
     let Some(tools) = store.upgrade() else {
         return Err(format!("the tool store `{store_name}` no longer exists"));
     };
-    let tools = read_map(&tools);
+    let tools = read_tools(&tools);
     let mut text = String::from("Available tools:");
-    for tool in tools.values() {
+    for tool in tools.map.values() {
         let summary = tool.description().lines().next().unwrap_or_default().trim();
         text.push_str(&format!(
             "\n- {}: {} — {}",
@@ -264,7 +344,7 @@ pub fn register_all_tools(store: &mut ToolStore) -> Result<Vec<String>, Registra
     {
         let existing = store.read();
         for (index, tool) in tools.iter().enumerate() {
-            let earlier = existing.get(tool.name()).or_else(|| {
+            let earlier = existing.map.get(tool.name()).or_else(|| {
                 index
                     .checked_sub(1)
                     .map(|i| &tools[i])
@@ -276,11 +356,114 @@ pub fn register_all_tools(store: &mut ToolStore) -> Result<Vec<String>, Registra
         }
     }
     let names = tools.iter().map(|t| t.name().to_owned()).collect();
-    let mut map = store.write();
-    for tool in tools {
-        map.insert(tool.name().to_owned(), tool);
-    }
+    store.change(|map| {
+        for tool in tools {
+            map.insert(tool.name().to_owned(), tool);
+        }
+    });
     Ok(names)
+}
+
+/// The tools a request offers, in order, with each dialect's request-ready list made once and shared:
+/// [`definitions_json`](Self::definitions_json) is the exact text a request carries, serialized once per
+/// list and dialect, so sending the same tools again costs nothing. Cheap to clone. A store hands out its
+/// own with [`ToolStore::tool_list`]; any `Vec<AgentTool>` converts into one.
+///
+/// ```
+/// use yiem_core::{AgentTool, Dialect, ToolList};
+///
+/// let ping = AgentTool::builder("ping")
+///     .description("Answer pong.")
+///     .handler(|_, _| async { "pong" })
+///     .build()
+///     .unwrap();
+/// let list = ToolList::from(vec![ping]);
+/// let text = list.definitions_json(Dialect::OpenAi).unwrap();
+/// assert!(text.starts_with(r#"[{"type":"function","function":{"name":"ping""#));
+/// assert_eq!(list[0].name(), "ping");
+/// ```
+#[derive(Clone, Default)]
+pub struct ToolList {
+    inner: Arc<ListInner>,
+}
+
+#[derive(Default)]
+struct ListInner {
+    tools: Vec<AgentTool>,
+    text: DialectCache<String>,
+}
+
+impl ToolList {
+    /// A list of `tools`, in that order.
+    pub fn new(tools: Vec<AgentTool>) -> Self {
+        ToolList {
+            inner: Arc::new(ListInner {
+                tools,
+                text: DialectCache::default(),
+            }),
+        }
+    }
+
+    /// Whether `other` is this very list (a clone of it), not merely an equal one.
+    pub(crate) fn is_same(&self, other: &ToolList) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The tools' definitions in `dialect` as the list a request carries (see
+    /// [`ToolStore::definitions`]). The first tool that cannot be described is the error.
+    pub fn definitions(&self, dialect: Dialect) -> Result<Value, DialectError> {
+        let definitions = self
+            .inner
+            .tools
+            .iter()
+            .map(|tool| tool.definition(dialect).cloned())
+            .collect::<Result<Vec<Value>, DialectError>>()?;
+        Ok(definition::list(dialect, definitions))
+    }
+
+    /// The same list as JSON text, serialized once per list and dialect.
+    pub fn definitions_json(&self, dialect: Dialect) -> Result<&str, DialectError> {
+        self.inner
+            .text
+            .get_or_init(dialect, || {
+                let definitions = self
+                    .inner
+                    .tools
+                    .iter()
+                    .map(|tool| tool.definition(dialect))
+                    .collect::<Result<Vec<&Value>, DialectError>>()?;
+                Ok(definition::list_text(dialect, definitions))
+            })
+            .map(String::as_str)
+    }
+}
+
+impl Deref for ToolList {
+    type Target = [AgentTool];
+
+    fn deref(&self) -> &[AgentTool] {
+        &self.inner.tools
+    }
+}
+
+impl From<Vec<AgentTool>> for ToolList {
+    fn from(tools: Vec<AgentTool>) -> Self {
+        ToolList::new(tools)
+    }
+}
+
+impl FromIterator<AgentTool> for ToolList {
+    fn from_iter<I: IntoIterator<Item = AgentTool>>(tools: I) -> Self {
+        ToolList::new(tools.into_iter().collect())
+    }
+}
+
+impl fmt::Debug for ToolList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.inner.tools.iter().map(AgentTool::name))
+            .finish()
+    }
 }
 
 /// Keeps library crates of tools linked into a binary.

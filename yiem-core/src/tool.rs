@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentError};
 use crate::context::ToolContext;
-use crate::dialect::DialectCache;
+use crate::dialect::{Dialect, DialectCache, DialectError, ToolFacts, definition};
 use crate::result::{AgentToolResult, IntoToolResult};
 
 /// The future of one bound tool call: arguments already parsed and validated, not yet running.
@@ -158,7 +158,7 @@ pub(crate) struct ToolInner {
     pub(crate) annotations: ToolAnnotations,
     pub(crate) source: SourceLocation,
     pub(crate) arguments: ArgumentCache,
-    pub(crate) dialects: DialectCache,
+    pub(crate) dialects: DialectCache<Value>,
 }
 
 /// A tool the model can call.
@@ -266,6 +266,97 @@ impl AgentTool {
         self.inner.source
     }
 
+    /// The tool's definition in `dialect`, ready to put in a request (computed on first use, then
+    /// cached): an MCP `tools/list` entry, an OpenAI `function` tool (with `"strict": true` for strict
+    /// mode), an Anthropic tool or a Gemini function declaration. What the target cannot express is a
+    /// [`DialectError`] naming the tool and the type. See [`Dialect`] for what each rewrite does.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use yiem_core::{Dialect, tool};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct WeatherArgs {
+    ///     /// City name.
+    ///     city: String,
+    /// }
+    ///
+    /// /// Fetch the weather.
+    /// #[tool]
+    /// async fn weather(args: WeatherArgs) -> String {
+    ///     args.city
+    /// }
+    ///
+    /// assert_eq!(
+    ///     weather_tool().definition(Dialect::Anthropic).unwrap(),
+    ///     &json!({
+    ///         "name": "weather",
+    ///         "description": "Fetch the weather.",
+    ///         "input_schema": {
+    ///             "type": "object",
+    ///             "properties": {"city": {"description": "City name.", "type": "string"}},
+    ///             "required": ["city"]
+    ///         }
+    ///     })
+    /// );
+    /// ```
+    pub fn definition(&self, dialect: Dialect) -> Result<&Value, DialectError> {
+        self.inner.dialects.get_or_init(dialect, || {
+            let hints = self.annotations();
+            let facts = ToolFacts {
+                name: self.name(),
+                label: self.label(),
+                description: self.description(),
+                input_schema: self.input_schema(),
+                output_schema: self.output_schema(),
+                hints: [
+                    ("readOnlyHint", hints.read_only),
+                    ("destructiveHint", hints.destructive),
+                    ("idempotentHint", hints.idempotent),
+                    ("openWorldHint", hints.open_world),
+                ],
+            };
+            definition::definition(&facts, dialect)
+        })
+    }
+
+    /// Brings the arguments a model sent in `dialect` back to what this tool's schema and serde expect:
+    /// see [`Dialect::normalize_arguments`].
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use yiem_core::{Dialect, tool};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct SearchArgs {
+    ///     query: String,
+    ///     #[serde(default = "ten")]
+    ///     limit: u32,
+    /// }
+    /// fn ten() -> u32 { 10 }
+    ///
+    /// /// Search the notes.
+    /// #[tool]
+    /// async fn search(args: SearchArgs) -> String {
+    ///     format!("{} x{}", args.query, args.limit)
+    /// }
+    ///
+    /// let tool = search_tool();
+    /// let sent = json!({"query": "rust", "limit": null}); // strict mode's way to say "no limit"
+    /// let args = tool.normalize_arguments(Dialect::OpenAiStrict, sent);
+    /// assert_eq!(args, json!({"query": "rust"}));
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// assert_eq!(tool.execute("c1", args).await.text_content(), "rust x10");
+    /// # });
+    /// ```
+    pub fn normalize_arguments(&self, dialect: Dialect, args: Value) -> Value {
+        dialect.normalize_arguments(self.input_schema(), args)
+    }
+
     /// Whether the tool's code runs on tokio's blocking pool (a plain-`fn` tool): then it never holds an
     /// async thread, and the pipeline need not give it a task of its own.
     pub(crate) fn runs_on_blocking_pool(&self) -> bool {
@@ -295,46 +386,6 @@ impl AgentTool {
             cache: &self.inner.arguments,
         };
         self.inner.handler.bind(&check, args, ctx)
-    }
-
-    /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
-    /// arguments, an error, a panic or a timeout each become an error result.
-    pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
-        self.execute_with(ToolContext::new(call_id), args).await
-    }
-
-    /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
-    pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
-        match self.try_execute(ctx, args).await {
-            Ok(result) => result,
-            Err(error) => AgentToolResult::error(error.to_string()),
-        }
-    }
-
-    /// Like [`execute_with`](Self::execute_with), but arguments that do not fit come back as the
-    /// [`ArgumentError`], so a caller (a command line, say) can tell bad input from a failed run.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use yiem_core::{AgentTool, ToolContext};
-    ///
-    /// let echo = AgentTool::builder("echo")
-    ///     .description("Repeat the given text.")
-    ///     .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
-    ///     .handler(|_, args: serde_json::Value| async move { args["text"].to_string() })
-    ///     .build()
-    ///     .unwrap();
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let refused = echo.try_execute(ToolContext::new("c1"), json!({"text": 1})).await;
-    /// assert!(refused.unwrap_err().to_string().starts_with("invalid arguments for tool `echo`"));
-    /// # });
-    /// ```
-    pub async fn try_execute(
-        &self,
-        ctx: ToolContext,
-        args: Value,
-    ) -> Result<AgentToolResult, ArgumentError> {
-        crate::pipeline::execute_tool(self, ctx, &args).await
     }
 }
 
@@ -414,6 +465,7 @@ pub(crate) fn title_case(name: &str) -> String {
 
 /// Why a run-time tool definition was refused.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolDefinitionError {
     /// The name does not match `^[a-zA-Z0-9_-]{1,64}$`.
     #[error(

@@ -292,7 +292,7 @@ fn request(text: &str) -> ModelRequest {
     ModelRequest {
         system_prompt: "You are terse.".into(),
         messages: vec![UserMessage::text(text).into()],
-        tools: Vec::new(),
+        tools: Default::default(),
     }
 }
 
@@ -435,7 +435,7 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
             reply.into(),
             ToolResultMessage::new(&call, AgentToolResult::text("Sunny, 22 °C")).into(),
         ],
-        tools: vec![weather_tool()],
+        tools: vec![weather_tool()].into(),
     };
     let model = server.model_with(|config| config.with_extra("temperature", json!(0)));
     assert_eq!(
@@ -905,7 +905,7 @@ async fn the_tool_result_request_sends_tool_calls_with_empty_text_content() {
             assistant.into(),
             result.into(),
         ],
-        tools: Vec::new(),
+        tools: Default::default(),
     };
     let _ = events(&server.model(), request).await;
     let sent = &server.requests()[0].body["messages"];

@@ -431,6 +431,7 @@ fn render(content: &[Content]) -> String {
                     data.len()
                 ));
             }
+            other => out.push_str(&format!("[{other:?}]")),
         }
     }
     out

@@ -1,9 +1,12 @@
 //! Schema dialects: one canonical schema per tool, rewritten for each target that reads tool definitions.
 //!
 //! This module owns [`Dialect`], the per-target rewrite of a tool's canonical schema (in `rewrite`), the
-//! request-ready definition of a tool ([`AgentTool::definition`]) and of a whole store
-//! ([`ToolStore::definitions`]), the tool-name rules of each target, and the run-time normalization of the
-//! arguments a model sends back ([`Dialect::normalize_arguments`], in `normalize`).
+//! request-ready shape of one tool's definition and of a list of them (in `definition`), the tool-name
+//! rules of each target, and the run-time normalization of the arguments a model sends back
+//! ([`Dialect::normalize_arguments`], in `normalize`). It is a leaf: it turns a tool's facts (name,
+//! label, description, schemas, hints) into a provider's shape and imports nothing else of the crate. The
+//! cached definitions live with each tool ([`AgentTool::definition`](crate::AgentTool::definition)), the
+//! cached lists with the store ([`ToolStore::definitions`](crate::ToolStore::definitions)).
 //!
 //! # What each dialect does
 //!
@@ -22,6 +25,7 @@
 //! express (a map in strict mode or Gemini, recursion in Gemini, more than 10 levels of nesting in strict
 //! mode) is a [`DialectError`] that names the tool and the type, never a broken schema.
 
+pub(crate) mod definition;
 mod normalize;
 mod rewrite;
 
@@ -29,10 +33,9 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use crate::registry::ToolStore;
-use crate::tool::AgentTool;
+pub(crate) use definition::ToolFacts;
 
 /// A target that reads tool definitions: an MCP client or an LLM provider's API.
 ///
@@ -78,7 +81,7 @@ impl Dialect {
         }
     }
 
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         match self {
             Dialect::Mcp => 0,
             Dialect::OpenAi => 1,
@@ -138,58 +141,27 @@ impl Dialect {
         }
     }
 
-    /// Brings the arguments a model sent for `tool` back to what the tool's canonical schema and serde
-    /// expect: an optional property sent as `null` (OpenAI strict mode requires every property, so "none"
-    /// comes back as `null`) is removed, at every depth, so serde applies the field's default. Call it after
-    /// [`AgentTool::prepare_arguments`] and before binding the call.
+    /// Brings the arguments a model sent back to what the tool's canonical `schema` and serde expect: an
+    /// optional property sent as `null` (OpenAI strict mode requires every property, so "none" comes back
+    /// as `null`) is removed, at every depth, so serde applies the field's default. A tool in hand does it
+    /// with [`AgentTool::normalize_arguments`](crate::AgentTool::normalize_arguments).
     ///
     /// ```
-    /// use schemars::JsonSchema;
-    /// use serde::Deserialize;
     /// use serde_json::json;
-    /// use yiem_core::{Dialect, tool};
+    /// use yiem_core::Dialect;
     ///
-    /// #[derive(Deserialize, JsonSchema)]
-    /// struct SearchArgs {
-    ///     query: String,
-    ///     #[serde(default = "ten")]
-    ///     limit: u32,
-    /// }
-    /// fn ten() -> u32 { 10 }
-    ///
-    /// /// Search the notes.
-    /// #[tool]
-    /// async fn search(args: SearchArgs) -> String {
-    ///     format!("{} x{}", args.query, args.limit)
-    /// }
-    ///
-    /// let tool = search_tool();
+    /// let schema = json!({
+    ///     "type": "object",
+    ///     "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+    ///     "required": ["query"]
+    /// });
     /// let sent = json!({"query": "rust", "limit": null}); // strict mode's way to say "no limit"
-    /// let args = Dialect::OpenAiStrict.normalize_arguments(&tool, sent);
-    /// assert_eq!(args, json!({"query": "rust"}));
-    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// assert_eq!(tool.execute("c1", args).await.text_content(), "rust x10");
-    /// # });
+    /// assert_eq!(Dialect::OpenAiStrict.normalize_arguments(&schema, sent), json!({"query": "rust"}));
     /// ```
-    pub fn normalize_arguments(self, tool: &AgentTool, args: Value) -> Value {
+    pub fn normalize_arguments(self, schema: &Value, args: Value) -> Value {
         let mut args = args;
-        let schema = tool.input_schema();
         normalize::drop_optional_nulls(schema, schema, &mut args, 0);
         args
-    }
-
-    /// Wraps tool definitions of this dialect into the list a request carries: a JSON array of them, or
-    /// for Gemini one tool holding them all as `functionDeclarations`.
-    fn tool_list(self, definitions: Vec<Value>) -> Value {
-        match self {
-            // Built by hand: `json!` would serialize the definitions into a second copy.
-            Dialect::Gemini => {
-                let mut tool = Map::new();
-                tool.insert("functionDeclarations".into(), Value::Array(definitions));
-                Value::Array(vec![Value::Object(tool)])
-            }
-            _ => Value::Array(definitions),
-        }
     }
 }
 
@@ -280,178 +252,31 @@ pub enum DialectError {
     },
 }
 
-/// A tool's definitions, computed once per dialect.
-#[derive(Default)]
-pub(crate) struct DialectCache([OnceLock<Result<Value, DialectError>>; 5]);
+/// One cached value per dialect, computed on first use (a tool's definitions, a list's serialized text).
+pub(crate) struct DialectCache<T>([OnceLock<Result<T, DialectError>>; 5]);
 
-impl AgentTool {
-    /// The tool's definition in `dialect`, ready to put in a request (computed on first use, then cached):
-    ///
-    /// - [`Mcp`](Dialect::Mcp): a `tools/list` entry `{name, title, description, inputSchema,
-    ///   outputSchema?, annotations?}` (annotations as `readOnlyHint`...; only the hints that are set);
-    /// - [`OpenAi`](Dialect::OpenAi): `{"type": "function", "function": {name, description, parameters}}`,
-    ///   and [`OpenAiStrict`](Dialect::OpenAiStrict) with `"strict": true` inside `function`;
-    /// - [`Anthropic`](Dialect::Anthropic): `{name, description, input_schema}`;
-    /// - [`Gemini`](Dialect::Gemini): a function declaration `{name, description, parameters}`, without
-    ///   `parameters` for a tool that takes none (Gemini refuses an object without properties).
-    ///
-    /// ```
-    /// use schemars::JsonSchema;
-    /// use serde::Deserialize;
-    /// use serde_json::json;
-    /// use yiem_core::{Dialect, tool};
-    ///
-    /// #[derive(Deserialize, JsonSchema)]
-    /// struct WeatherArgs {
-    ///     /// City name.
-    ///     city: String,
-    ///     /// Days ahead, 0 for today.
-    ///     days: Option<u8>,
-    /// }
-    ///
-    /// /// Fetch the weather.
-    /// #[tool]
-    /// async fn weather(args: WeatherArgs) -> String {
-    ///     args.city
-    /// }
-    ///
-    /// let tool = weather_tool();
-    /// assert_eq!(
-    ///     tool.definition(Dialect::OpenAiStrict).unwrap(),
-    ///     &json!({
-    ///         "type": "function",
-    ///         "function": {
-    ///             "name": "weather",
-    ///             "description": "Fetch the weather.",
-    ///             "parameters": {
-    ///                 "type": "object",
-    ///                 "properties": {
-    ///                     "city": {"description": "City name.", "type": "string"},
-    ///                     "days": {
-    ///                         "description": "Days ahead, 0 for today.",
-    ///                         "anyOf": [{"type": "integer", "minimum": 0, "maximum": 255}, {"type": "null"}]
-    ///                     }
-    ///                 },
-    ///                 "required": ["city", "days"],
-    ///                 "additionalProperties": false
-    ///             },
-    ///             "strict": true
-    ///         }
-    ///     })
-    /// );
-    /// assert_eq!(
-    ///     tool.definition(Dialect::Gemini).unwrap()["parameters"]["properties"]["days"],
-    ///     json!({"description": "Days ahead, 0 for today.", "type": "integer", "minimum": 0, "maximum": 255})
-    /// );
-    /// ```
-    pub fn definition(&self, dialect: Dialect) -> Result<&Value, DialectError> {
-        self.inner.dialects.0[dialect.index()]
-            .get_or_init(|| self.make_definition(dialect))
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-
-    fn make_definition(&self, dialect: Dialect) -> Result<Value, DialectError> {
-        let name = self.name();
-        if !dialect.accepts_name(name) {
-            return Err(DialectError::InvalidName {
-                tool: name.to_owned(),
-                dialect,
-                rule: dialect.name_rule(),
-            });
-        }
-        let schema = rewrite::rewrite(name, dialect, self.input_schema())?;
-        let description = self.description();
-        Ok(match dialect {
-            Dialect::Mcp => {
-                let mut entry = Map::new();
-                entry.insert("name".into(), json!(name));
-                entry.insert("title".into(), json!(self.label()));
-                entry.insert("description".into(), json!(description));
-                entry.insert("inputSchema".into(), schema);
-                if let Some(output) = self.output_schema() {
-                    let output = rewrite::rewrite(name, dialect, output)?;
-                    entry.insert("outputSchema".into(), output);
-                }
-                let hints = self.annotations();
-                let mut annotations = Map::new();
-                for (key, hint) in [
-                    ("readOnlyHint", hints.read_only),
-                    ("destructiveHint", hints.destructive),
-                    ("idempotentHint", hints.idempotent),
-                    ("openWorldHint", hints.open_world),
-                ] {
-                    if let Some(hint) = hint {
-                        annotations.insert(key.into(), json!(hint));
-                    }
-                }
-                if !annotations.is_empty() {
-                    entry.insert("annotations".into(), Value::Object(annotations));
-                }
-                Value::Object(entry)
-            }
-            Dialect::OpenAi => json!({
-                "type": "function",
-                "function": {"name": name, "description": description, "parameters": schema}
-            }),
-            Dialect::OpenAiStrict => json!({
-                "type": "function",
-                "function": {"name": name, "description": description, "parameters": schema, "strict": true}
-            }),
-            Dialect::Anthropic => {
-                json!({"name": name, "description": description, "input_schema": schema})
-            }
-            Dialect::Gemini => {
-                let takes_arguments = schema
-                    .get("properties")
-                    .and_then(Value::as_object)
-                    .is_some_and(|properties| !properties.is_empty());
-                if takes_arguments {
-                    json!({"name": name, "description": description, "parameters": schema})
-                } else {
-                    json!({"name": name, "description": description})
-                }
-            }
-        })
+impl<T> Default for DialectCache<T> {
+    fn default() -> Self {
+        DialectCache(Default::default())
     }
 }
 
-impl ToolStore {
-    /// The store's tools as a request carries them, in registration order: the `tools` array of an OpenAI
-    /// chat request or an Anthropic request, the `tools` of an MCP `tools/list` result, or for Gemini
-    /// `[{"functionDeclarations": [...]}]`. The first tool that cannot be described is the error.
-    ///
-    /// ```
-    /// use serde_json::json;
-    /// use yiem_core::{AgentTool, Dialect, ToolStore};
-    ///
-    /// let ping = AgentTool::builder("ping")
-    ///     .description("Answer pong.")
-    ///     .handler(|_, _| async { "pong" })
-    ///     .build()
-    ///     .unwrap();
-    /// let mut store = ToolStore::new("agent");
-    /// store.register(ping).unwrap();
-    ///
-    /// assert_eq!(
-    ///     store.definitions(Dialect::Gemini).unwrap(),
-    ///     json!([{"functionDeclarations": [{"name": "ping", "description": "Answer pong."}]}])
-    /// );
-    /// assert_eq!(
-    ///     store.definitions(Dialect::Anthropic).unwrap(),
-    ///     json!([{
-    ///         "name": "ping",
-    ///         "description": "Answer pong.",
-    ///         "input_schema": {"type": "object", "properties": {}}
-    ///     }])
-    /// );
-    /// ```
-    pub fn definitions(&self, dialect: Dialect) -> Result<Value, DialectError> {
-        let definitions = self
-            .tools()
-            .iter()
-            .map(|tool| tool.definition(dialect).cloned())
-            .collect::<Result<Vec<Value>, DialectError>>()?;
-        Ok(dialect.tool_list(definitions))
+impl<T> DialectCache<T> {
+    /// The value for `dialect`, made by `make` the first time.
+    pub(crate) fn get_or_init(
+        &self,
+        dialect: Dialect,
+        make: impl FnOnce() -> Result<T, DialectError>,
+    ) -> Result<&T, DialectError> {
+        self.0[dialect.index()]
+            .get_or_init(make)
+            .as_ref()
+            .map_err(Clone::clone)
     }
+}
+
+/// The schema a local `$ref` (`#/$defs/Name`, `#`) points at.
+pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let fragment = reference.strip_prefix('#')?;
+    root.pointer(fragment)
 }

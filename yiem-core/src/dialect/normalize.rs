@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::args::resolve_ref;
+use super::resolve_ref;
 
 /// Removes `null` values of optional properties from `value`, walking `schema` (the canonical schema)
 /// alongside it.

@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason};
+use crate::registry::ToolList;
 use crate::result::Usage;
-use crate::tool::AgentTool;
 
 pub use openai::{
     API_KEY_ENV, BASE_URL_ENV, ConfigError, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel,
@@ -36,12 +36,14 @@ pub struct ModelRequest {
     pub system_prompt: String,
     /// The conversation so far.
     pub messages: Vec<AgentMessage>,
-    /// The tools the model may call; the model renders them in its provider's dialect.
-    pub tools: Vec<AgentTool>,
+    /// The tools the model may call; the model sends them in its provider's dialect, as the list's
+    /// cached text.
+    pub tools: ToolList,
 }
 
 /// One step of a streamed assistant reply.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum ModelEvent {
     /// The reply started.
     Start {

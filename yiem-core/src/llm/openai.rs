@@ -37,7 +37,6 @@ use super::{Model, ModelEvent, ModelRequest, ModelStream};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
 use crate::result::Usage;
-use crate::tool::AgentTool;
 
 /// The environment variable with the base URL (`https://api.openai.com/v1`, `http://localhost:11434/v1`).
 pub const BASE_URL_ENV: &str = "YIEM_BASE_URL";
@@ -104,6 +103,7 @@ impl RetryPolicy {
 
 /// Why an [`OpenAiModel`] could not be configured.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConfigError {
     /// The base URL was not given.
     #[error(
@@ -305,7 +305,7 @@ impl OpenAiConfig {
 /// let request = ModelRequest {
 ///     system_prompt: "Answer in one word.".into(),
 ///     messages: vec![UserMessage::text("Capital of Japan?").into()],
-///     tools: Vec::new(),
+///     tools: Default::default(),
 /// };
 /// let mut assembler = MessageAssembler::new();
 /// let mut events = model.stream(request, CancellationToken::new());
@@ -407,7 +407,7 @@ impl OpenAiModel {
     /// let body = model.request_body(&ModelRequest {
     ///     system_prompt: "Be brief.".into(),
     ///     messages: vec![UserMessage::text("hi").into()],
-    ///     tools: Vec::new(),
+    ///     tools: Default::default(),
     /// }).unwrap();
     /// assert_eq!(body, json!({
     ///     "model": "llama3.2",
@@ -417,6 +417,35 @@ impl OpenAiModel {
     /// }));
     /// ```
     pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let mut body = self.body_without_tools(request);
+        if self.sends_tools(request) {
+            body.insert("tools".into(), request.tools.definitions(Dialect::OpenAi)?);
+        }
+        Ok(Value::Object(body))
+    }
+
+    /// The bytes of the request body: [`request_body`](Self::request_body) as JSON, with the tool list's
+    /// cached text spliced in rather than serialized again.
+    fn request_bytes(&self, request: &ModelRequest) -> Result<Vec<u8>, DialectError> {
+        let body = self.body_without_tools(request);
+        let mut bytes = serde_json::to_vec(&Value::Object(body)).unwrap_or_default();
+        if self.sends_tools(request) {
+            let tools = request.tools.definitions_json(Dialect::OpenAi)?;
+            // `bytes` is a JSON object with at least `model`: replace its closing brace.
+            bytes.pop();
+            bytes.extend_from_slice(b",\"tools\":");
+            bytes.extend_from_slice(tools.as_bytes());
+            bytes.push(b'}');
+        }
+        Ok(bytes)
+    }
+
+    /// Whether the request carries the tool list (an `extra_body` entry `tools` replaces it).
+    fn sends_tools(&self, request: &ModelRequest) -> bool {
+        !request.tools.is_empty() && !self.config.extra_body.contains_key("tools")
+    }
+
+    fn body_without_tools(&self, request: &ModelRequest) -> Map<String, Value> {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
         body.insert(
@@ -426,9 +455,6 @@ impl OpenAiModel {
                     .messages(&request.system_prompt, &request.messages),
             ),
         );
-        if !request.tools.is_empty() {
-            body.insert("tools".into(), Value::Array(openai_tools(&request.tools)?));
-        }
         body.insert("stream".into(), json!(true));
         if self.config.include_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));
@@ -436,17 +462,8 @@ impl OpenAiModel {
         for (key, value) in &self.config.extra_body {
             body.insert(key.clone(), value.clone());
         }
-        Ok(Value::Object(body))
+        body
     }
-}
-
-/// The request's tools as OpenAI `tools` entries, in the OpenAI dialect (refs inlined, `Option` as a
-/// non-required property, Rust integer formats dropped), each computed once per tool and cached.
-fn openai_tools(tools: &[AgentTool]) -> Result<Vec<Value>, DialectError> {
-    tools
-        .iter()
-        .map(|tool| tool.definition(Dialect::OpenAi).cloned())
-        .collect()
 }
 
 impl Model for OpenAiModel {
@@ -455,8 +472,8 @@ impl Model for OpenAiModel {
     }
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let body = match self.request_body(&request) {
-            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
+        let body = match self.request_bytes(&request) {
+            Ok(body) => body,
             Err(error) => {
                 let events = vec![
                     ModelEvent::Start {
