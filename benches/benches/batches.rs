@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{CancellationToken, ExecutionMode, ToolCall, ToolExecutor, ToolStore, tool};
+use yiem_core::{BatchMode, CancellationToken, ToolCall, ToolExecutor, ToolStore, tool};
 
 const NAP: Duration = Duration::from_millis(50);
 
@@ -60,7 +60,7 @@ fn batches(c: &mut Criterion) {
     store.register(nap_tool()).unwrap();
     store.register(spin_tool()).unwrap();
     let parallel = ToolExecutor::new();
-    let sequential = ToolExecutor::new().with_mode(ExecutionMode::Sequential);
+    let sequential = ToolExecutor::new().with_mode(BatchMode::Sequential);
     let cancel = CancellationToken::new();
     let naps = || -> Vec<ToolCall> {
         (0..64)

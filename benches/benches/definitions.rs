@@ -1,10 +1,12 @@
 //! Item 3 of the benchmark issue: the tool list a request carries, for 1, 100 and 1000 tools.
 //!
-//! - yiem: `ToolStore::definitions(dialect)` in each dialect, once every tool's definition is cached (the
-//!   first request of a process pays for the rewrite; every later one reads the cache). The result is the
-//!   `serde_json::Value` that goes into the request body.
-//! - rmcp: `ToolRouter::list_all()`, the `Vec<Tool>` of a `tools/list` result (its schemas are `Arc`s).
-//! - rig: `ToolSet::tool_definitions()`, the `Vec<ToolDefinition>` rig hands a completion request.
+//! - yiem `_json`: `ToolStore::tool_list().definitions_json(dialect)`, the bytes a request carries (the
+//!   list's text is serialized once per store version and dialect; every later request shares it);
+//! - yiem `_value`: `ToolStore::definitions(dialect)`, the same list as an owned `serde_json::Value`;
+//! - rmcp: `ToolRouter::list_all()`, the `Vec<Tool>` of a `tools/list` result (its schemas are `Arc`s), and
+//!   `_json`, that list serialized to the bytes of a response;
+//! - rig: `ToolSet::tool_definitions()`, the `Vec<ToolDefinition>` rig hands a completion request, and
+//!   `_json`, serialized.
 //!
 //! Each tool has `add`'s schema under its own name.
 
@@ -34,9 +36,21 @@ fn definitions(c: &mut Criterion) {
             let expected = if dialect == Dialect::Gemini { 1 } else { tools };
             assert_eq!(list.as_array().unwrap().len(), expected);
             group.bench_with_input(
-                BenchmarkId::new(format!("yiem_{}", dialect.as_str()), tools),
+                BenchmarkId::new(format!("yiem_{}_value", dialect.as_str()), tools),
                 &tools,
                 |b, _| b.iter(|| black_box(store.definitions(black_box(dialect)).unwrap())),
+            );
+            let text = store.tool_list().definitions_json(dialect).unwrap().to_owned();
+            assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), list);
+            group.bench_with_input(
+                BenchmarkId::new(format!("yiem_{}_json", dialect.as_str()), tools),
+                &tools,
+                |b, _| {
+                    b.iter(|| {
+                        let list = store.tool_list();
+                        black_box(list.definitions_json(black_box(dialect)).unwrap().len())
+                    })
+                },
             );
         }
 
@@ -49,6 +63,9 @@ fn definitions(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("rmcp_list_all", tools), &tools, |b, _| {
             b.iter(|| black_box(server.tool_router.list_all()))
         });
+        group.bench_with_input(BenchmarkId::new("rmcp_list_all_json", tools), &tools, |b, _| {
+            b.iter(|| black_box(serde_json::to_string(&server.tool_router.list_all()).unwrap()))
+        });
 
         let mut set = ToolSet::default();
         for i in 0..tools {
@@ -59,6 +76,11 @@ fn definitions(c: &mut Criterion) {
             BenchmarkId::new("rig_tool_definitions", tools),
             &tools,
             |b, _| b.iter(|| black_box(set.tool_definitions())),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("rig_tool_definitions_json", tools),
+            &tools,
+            |b, _| b.iter(|| black_box(serde_json::to_string(&set.tool_definitions()).unwrap())),
         );
     }
     group.finish();

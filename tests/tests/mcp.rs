@@ -613,3 +613,95 @@ async fn stdout_carries_only_protocol_in_order_and_a_cancelled_call_gets_no_resp
     assert!(logs.contains("client initialized"), "logs: {logs}");
     std::fs::remove_dir_all(&markers).unwrap();
 }
+
+impl RawServer {
+    async fn send_line(&mut self, line: &[u8]) {
+        self.stdin.write_all(line).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    async fn initialized() -> Self {
+        let mut server = RawServer::start();
+        server
+            .send(json!({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                           "clientInfo": {"name": "by-hand", "version": "1"}}
+            }))
+            .await;
+        assert_eq!(server.receive().await["id"], 1);
+        server
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        server
+    }
+}
+
+#[tokio::test]
+async fn requests_rmcp_cannot_read_get_a_json_rpc_error_instead_of_silence() {
+    let mut server = RawServer::initialized().await;
+    server.send_line(b"{this is not json").await;
+    assert_eq!(
+        server.receive().await["error"]["code"],
+        -32700,
+        "not JSON: a parse error"
+    );
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": [1, 2]}))
+        .await;
+    let answer = server.receive().await;
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("invalid params for `tools/list`: "),
+        "{answer}"
+    );
+    server
+        .send(json!({"jsonrpc": "2.0", "id": "s", "params": {}}))
+        .await;
+    let answer = server.receive().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!("s"), json!(-32600))
+    );
+    // An unreadable notification gets no answer; the next request is answered as usual.
+    server
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": 5}))
+        .await;
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 8, "method": "ping"}))
+        .await;
+    assert_eq!(
+        server.receive().await,
+        json!({"jsonrpc": "2.0", "id": 8, "result": {}})
+    );
+}
+
+#[tokio::test]
+async fn a_request_over_the_size_limit_gets_an_error_and_the_server_keeps_serving() {
+    let mut server = RawServer::initialized().await;
+    // 17 MiB of arguments: over the 16 MiB limit of one line.
+    let huge = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{}\"}}}}}}",
+        "x".repeat(17 << 20)
+    );
+    server.send_line(huge.as_bytes()).await;
+    let answer = server.receive().await;
+    assert_eq!(answer["id"], Value::Null);
+    assert_eq!(answer["error"]["code"], -32600);
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("the limit is 16777216 bytes"),
+        "{answer}"
+    );
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 10, "method": "ping"}))
+        .await;
+    assert_eq!(server.receive().await["id"], 10);
+}

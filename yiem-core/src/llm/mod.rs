@@ -21,6 +21,8 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReaso
 use crate::registry::ToolList;
 use crate::result::Usage;
 
+#[doc(hidden)]
+pub use openai::parse_chunks_for_fuzzing;
 pub use openai::{
     API_KEY_ENV, BASE_URL_ENV, ConfigError, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel,
     RetryPolicy,

@@ -1227,6 +1227,25 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
+/// Feeds `chunks` (the `data:` payloads of one stream, in order) to the streaming parser and returns
+/// every event it made, the error that ended the stream included. For the fuzz harness; not public API.
+#[doc(hidden)]
+pub fn parse_chunks_for_fuzzing<'a>(chunks: impl IntoIterator<Item = &'a str>) -> Vec<ModelEvent> {
+    let mut parser = ChunkParser::default();
+    let mut events = Vec::new();
+    for data in chunks {
+        match parser.chunk(data) {
+            Ok(more) => events.extend(more),
+            Err(error) => {
+                events.push(ModelEvent::Error(error));
+                return events;
+            }
+        }
+    }
+    events.extend(parser.finish());
+    events
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,6 +39,8 @@
 //! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
 //! prints must write to stderr (`tracing_subscriber::fmt().with_writer(std::io::stderr)`).
 
+mod lines;
+
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -249,11 +251,15 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        let running = ServiceExt::serve(self, (reader, writer))
+        // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
+        let guarded = lines::guard(reader, writer);
+        let running = ServiceExt::serve(self, (guarded.to_rmcp, guarded.from_rmcp))
             .await
             .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
         let reason = running.waiting().await.map_err(McpServeError::Service)?;
         tracing::debug!(?reason, "the MCP connection ended");
+        // Every response rmcp wrote reaches the client before the server returns.
+        let _ = guarded.done.await;
         Ok(())
     }
 
