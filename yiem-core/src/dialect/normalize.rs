@@ -1,10 +1,10 @@
 //! Run-time normalization of the arguments a model sent in a dialect, before they are deserialized.
 //!
-//! Every dialect writes an optional property so that leaving it out is the way to say "none": OpenAI strict
-//! mode makes it required and nullable, so the model sends `null`; the other dialects drop `null` from the
-//! schema of an optional property, yet models and serializers still send it. An optional property that came
-//! as `null` is therefore removed, at every depth, so serde sees it absent and applies `#[serde(default)]`
-//! (a `null` would fail for `#[serde(default)] limit: u32`).
+//! OpenAI strict mode makes every property required, and an optional one nullable, so the model says "none"
+//! with `null` even where the type has no `null` (`#[serde(default)] limit: u32`). An optional property that
+//! came as `null` is therefore removed, at every depth, so serde sees it absent and applies
+//! `#[serde(default)]`. (An `Option` field takes `null` as it is; it is removed all the same, which serde
+//! reads as `None` too.)
 
 use serde_json::{Map, Value};
 
