@@ -9,18 +9,20 @@
 //!
 //! | | `$ref` / `$defs` | `Option<T>` property | other nullable | dropped |
 //! |---|---|---|---|---|
-//! | [`Mcp`](Dialect::Mcp) | inlined; kept for recursive types | not required, `null` left out | `anyOf` with `{"type":"null"}` | `$schema`, root `title` |
+//! | [`Mcp`](Dialect::Mcp) | inlined; kept for recursive types | not required, `anyOf` with `{"type":"null"}` | `anyOf` with `{"type":"null"}` | `$schema`, root `title` |
 //! | [`OpenAi`](Dialect::OpenAi) | same | same | same | also numeric `format`s (`uint32`...) |
 //! | [`OpenAiStrict`](Dialect::OpenAiStrict) | same | **required**, `anyOf` with `null` | same | every keyword strict mode does not list (`minLength`, `default`...) |
 //! | [`Anthropic`](Dialect::Anthropic) | same as MCP | same | same | numeric `format`s |
-//! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type is an error | not required, `null` left out | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
+//! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type is an error | not required, `nullable: true` | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
 //!
-//! In every dialect an enum of documented unit variants becomes a plain `enum` list with each variant's
-//! doc appended to the description, and every node that can have a `type` gets one. OpenAI strict mode and
-//! Gemini also get `anyOf` for `oneOf`, a one-value `enum` for `const`, and merged `allOf`s; strict mode puts
-//! `additionalProperties: false` on every object and lists every property as required. What a target cannot
-//! express (a map in strict mode or Gemini, recursion in Gemini, more than 10 levels of nesting in strict
-//! mode) is a [`DialectError`] that names the tool and the type, never a broken schema.
+//! So every dialect admits `null` wherever the type does (an `Option`, at any depth), and strict mode also
+//! for the properties it makes required. In every dialect an enum of documented unit variants becomes a
+//! plain `enum` list with each variant's doc appended to the description, and every node that can have a
+//! `type` gets one. OpenAI strict mode and Gemini also get `anyOf` for `oneOf`, a one-value `enum` for
+//! `const`, and merged `allOf`s; strict mode puts `additionalProperties: false` on every object and lists
+//! every property as required. What a target cannot express (a map in strict mode or Gemini, recursion in
+//! Gemini, more than 10 levels of nesting in strict mode) is a [`DialectError`] that names the tool and the
+//! type, never a broken schema.
 
 mod normalize;
 mod rewrite;
@@ -341,7 +343,10 @@ impl AgentTool {
     /// );
     /// assert_eq!(
     ///     tool.definition(Dialect::Gemini).unwrap()["parameters"]["properties"]["days"],
-    ///     json!({"description": "Days ahead, 0 for today.", "type": "integer", "minimum": 0, "maximum": 255})
+    ///     json!({
+    ///         "description": "Days ahead, 0 for today.",
+    ///         "type": "integer", "minimum": 0, "maximum": 255, "nullable": true
+    ///     })
     /// );
     /// ```
     pub fn definition(&self, dialect: Dialect) -> Result<&Value, DialectError> {
