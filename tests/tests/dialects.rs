@@ -39,9 +39,9 @@ fn golden_value(tool: &yiem_core::AgentTool, dialect: Dialect) -> Value {
 #[test]
 fn the_corpus_has_at_least_twenty_argument_types() {
     let tools = corpus::tools();
-    assert_eq!(tools.len(), 25);
+    assert_eq!(tools.len(), 28);
     let names: BTreeSet<&str> = tools.iter().map(|(name, _)| *name).collect();
-    assert_eq!(names.len(), 25);
+    assert_eq!(names.len(), 28);
 }
 
 #[test]
@@ -91,8 +91,8 @@ fn every_golden_definition_passes_the_provider_checker() {
             }
         }
     }
-    // 25 types x 5 dialects, less the errors: map (strict, Gemini), flatten_map (strict), recursive (Gemini).
-    assert_eq!(checked, 121);
+    // 28 types x 5 dialects, less the errors: map (strict, Gemini), flatten_map (strict), recursive (Gemini).
+    assert_eq!(checked, 136);
 }
 
 fn corpus_tool(name: &str) -> yiem_core::AgentTool {
@@ -143,13 +143,39 @@ fn the_checker_refuses_the_canonical_schema_for_gemini() {
     );
 }
 
+#[test]
+fn the_checker_refuses_a_root_union_for_anthropic_and_openai() {
+    let canonical = corpus_tool("tagged_root").input_schema().clone();
+    let mut schema = canonical.clone();
+    schema.as_object_mut().unwrap().remove("$schema");
+    let anthropic = json!({"name": "tagged_root", "description": "d", "input_schema": schema});
+    assert_eq!(
+        checker::check(Dialect::Anthropic, &anthropic),
+        [
+            "/: the root schema must have \"type\": \"object\"",
+            "/: the root must not have `oneOf`",
+        ]
+    );
+    let openai = json!({
+        "type": "function",
+        "function": {"name": "tagged_root", "description": "d", "parameters": schema}
+    });
+    assert_eq!(
+        checker::check(Dialect::OpenAi, &openai),
+        [
+            "/: the root schema must have \"type\": \"object\"",
+            "/: the root must not have `oneOf`",
+        ]
+    );
+}
+
 /// A value of a corpus type through every dialect that can describe its tool, sent the ways a model
 /// following the dialect's schema may send it:
 ///
 /// - as serde writes it, with an explicit `null` for every `None`, at every depth;
 /// - with those `null`s left out (every dialect but strict mode, which requires every property);
 /// - in strict mode, with every declared property present, `null` where the value has none (the fields of
-///   a union's other branches).
+///   the variants not chosen, when the arguments are a union at the root).
 ///
 /// Each validates against the dialect's schema and, after the dialect's normalization, deserializes back
 /// to the value; outside strict mode it also deserializes back as it was sent, because `execute` does not
@@ -247,6 +273,12 @@ proptest! {
     fn option_in_arrays_round_trips(v in strategies::option_in_arrays()) { round_trip("option_in_arrays", &v)?; }
     #[test]
     fn option_dates_round_trip(v in strategies::option_dates()) { round_trip("option_dates", &v)?; }
+    #[test]
+    fn flattened_root_round_trips(v in strategies::flattened_root()) { round_trip("flattened_root", &v)?; }
+    #[test]
+    fn tagged_root_round_trips(v in strategies::tagged_root()) { round_trip("tagged_root", &v)?; }
+    #[test]
+    fn untagged_root_round_trips(v in strategies::untagged_root()) { round_trip("untagged_root", &v)?; }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! The argument types the dialect goldens, the checker and the property test run over: one per shape that
-//! has broken a provider somewhere (optional values at any depth, tagged enums, maps, flatten, recursion,
-//! deep nesting...).
+//! has broken a provider somewhere (optional values at any depth, tagged enums, maps, flatten, unions at the
+//! root, recursion, deep nesting...).
 
 use std::collections::HashMap;
 
@@ -416,6 +416,78 @@ pub struct OptionDates {
     pub title: Option<Option<String>>,
 }
 
+/// What to do with a ticket, tagged by `action`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum TicketAction {
+    /// Close the ticket.
+    Close {
+        /// Why it is closed.
+        reason: String,
+    },
+    /// Assign the ticket to someone.
+    Assign {
+        /// Who takes it, by user name.
+        assignee: String,
+        /// Whether to notify them; yes when left out.
+        notify: Option<bool>,
+    },
+    /// Reopen a closed ticket.
+    Reopen,
+}
+
+/// A change to a ticket: a flattened internally tagged enum, so the arguments are a union at the root.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlattenedRoot {
+    /// The ticket, e.g. "T-12".
+    pub ticket: String,
+    #[serde(flatten)]
+    pub action: TicketAction,
+}
+
+/// A file operation: an internally tagged enum as the arguments, with a field every variant shares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum TaggedRoot {
+    /// Read a file.
+    Read {
+        /// The file's path.
+        path: String,
+    },
+    /// Write a file, replacing it.
+    Write {
+        /// The file's path.
+        path: String,
+        /// The new content.
+        content: String,
+    },
+    /// Cut a file to a size.
+    Truncate {
+        /// The file's path.
+        path: String,
+        /// The new size in bytes.
+        size: u64,
+    },
+}
+
+/// How to find a user: an untagged enum as the arguments, so the branches are told apart by their fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum UntaggedRoot {
+    /// By numeric id.
+    ById {
+        /// The user's id.
+        id: u64,
+    },
+    /// By name.
+    ByName {
+        /// The user's name.
+        name: String,
+        /// Whether the name must match exactly; yes when left out.
+        exact: Option<bool>,
+    },
+}
+
 /// Take no arguments.
 #[tool]
 async fn no_arguments() -> &'static str {
@@ -568,6 +640,24 @@ async fn option_dates(args: OptionDates) -> Json<OptionDates> {
     Json(args)
 }
 
+/// Echo the arguments back.
+#[tool]
+async fn flattened_root(args: FlattenedRoot) -> Json<FlattenedRoot> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn tagged_root(args: TaggedRoot) -> Json<TaggedRoot> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn untagged_root(args: UntaggedRoot) -> Json<UntaggedRoot> {
+    Json(args)
+}
+
 /// Every corpus tool, by the name of its golden files.
 pub fn tools() -> Vec<(&'static str, AgentTool)> {
     vec![
@@ -596,5 +686,8 @@ pub fn tools() -> Vec<(&'static str, AgentTool)> {
         ("option_nested", option_nested_tool()),
         ("option_in_arrays", option_in_arrays_tool()),
         ("option_dates", option_dates_tool()),
+        ("flattened_root", flattened_root_tool()),
+        ("tagged_root", tagged_root_tool()),
+        ("untagged_root", untagged_root_tool()),
     ]
 }

@@ -278,3 +278,29 @@ pub fn option_dates() -> impl Strategy<Value = OptionDates> {
     )
         .prop_map(|(day, at, title)| OptionDates { day, at, title })
 }
+
+pub fn flattened_root() -> impl Strategy<Value = FlattenedRoot> {
+    let action = prop_oneof![
+        text().prop_map(|reason| TicketAction::Close { reason }),
+        (text(), option::of(any::<bool>()))
+            .prop_map(|(assignee, notify)| TicketAction::Assign { assignee, notify }),
+        Just(TicketAction::Reopen),
+    ];
+    (text(), action).prop_map(|(ticket, action)| FlattenedRoot { ticket, action })
+}
+
+pub fn tagged_root() -> impl Strategy<Value = TaggedRoot> {
+    prop_oneof![
+        text().prop_map(|path| TaggedRoot::Read { path }),
+        (text(), text()).prop_map(|(path, content)| TaggedRoot::Write { path, content }),
+        (text(), any::<u64>()).prop_map(|(path, size)| TaggedRoot::Truncate { path, size }),
+    ]
+}
+
+pub fn untagged_root() -> impl Strategy<Value = UntaggedRoot> {
+    prop_oneof![
+        any::<u64>().prop_map(|id| UntaggedRoot::ById { id }),
+        (text(), option::of(any::<bool>()))
+            .prop_map(|(name, exact)| UntaggedRoot::ByName { name, exact }),
+    ]
+}

@@ -1,12 +1,15 @@
 //! The rewrite of a canonical schema into one dialect. It works on a copy; the canonical schema is never
 //! changed.
 //!
-//! One walk over the schema, top down. At each node: inline a `$ref` (a recursive type stays a `$ref` into
-//! `$defs`, or is an error where the target cannot express recursion), take `null` out of the node and
-//! remember that it was nullable, collapse an enum of unit variants into a plain `enum` (variant docs folded
-//! into the description), walk the children, adapt the node's keywords to the target, and finally write
+//! First, arguments that are a union at the root become one object schema (in `root_union`). Then one walk
+//! over the schema, top down. At each node: inline a `$ref` (a recursive type stays a `$ref` into `$defs`,
+//! or is an error where the target cannot express recursion), take `null` out of the node and remember
+//! that it was nullable, collapse an enum of unit variants into a plain `enum` (variant docs folded into
+//! the description), walk the children, adapt the node's keywords to the target, and finally write
 //! "nullable" back the target's way wherever the canonical schema admits `null` (and, in strict mode, on
 //! every optional property, which strict mode makes required).
+
+mod root_union;
 
 use std::collections::{HashMap, HashSet};
 
@@ -129,6 +132,7 @@ pub(super) fn rewrite(
             object.remove(keyword);
         }
     }
+    rewriter.merge_root_union(&mut root)?;
     rewriter.check_root(&mut root)?;
     rewriter.node(&mut root, Slot::Root, "")?;
 
@@ -201,7 +205,7 @@ impl Rewriter<'_> {
             }
             None => Err(self.unsupported(
                 "",
-                "the arguments are a union of objects; the target needs one object at the root (wrap the enum in a struct field)",
+                "does not say the arguments are an object, and the target needs an object schema at the root (`\"type\": \"object\"` with its `properties`)",
             )),
             Some(other) => Err(self.unsupported(
                 "",
