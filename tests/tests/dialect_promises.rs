@@ -299,6 +299,65 @@ fn strict_mode_refuses_a_sample_that_leaves_out_another_variants_field() {
     );
 }
 
+#[tokio::test]
+async fn a_variant_missing_its_field_is_an_argument_error_naming_the_variant() {
+    let sample = json!({"ticket": "T-12", "action": "close", "assignee": null, "notify": null});
+    // The merged schema lets it through, as it must (the field is optional there) ...
+    for dialect in [Dialect::Anthropic, Dialect::OpenAi, Dialect::Gemini] {
+        let schema = schema_of(&change_ticket_tool(), dialect);
+        assert_eq!(
+            problems(&schema, &sample),
+            Vec::<String>::new(),
+            "{dialect}"
+        );
+    }
+    // ... and yiem refuses it against the canonical schema, naming the variant.
+    let result = change_ticket_tool().execute("c1", sample).await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "invalid arguments for tool `change_ticket`: missing required property `reason` when `action` is `close` (expected a string)\n\
+         valid properties: `ticket`, `action`, `reason`, `assignee`, `notify`"
+    );
+}
+
+#[tokio::test]
+async fn a_null_for_a_variants_own_field_is_an_argument_error_naming_the_variant() {
+    let sample = json!({"ticket": "T-12", "action": "close", "reason": null});
+    let result = change_ticket_tool().execute("c1", sample).await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "invalid arguments for tool `change_ticket`: at `/reason`: expected a string when `action` is `close`, got null\n\
+         valid properties: `ticket`, `action`, `reason`, `assignee`, `notify`"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_tag_is_an_argument_error_listing_the_tags() {
+    let sample = json!({"ticket": "T-12", "action": "delete"});
+    let result = change_ticket_tool().execute("c1", sample).await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "invalid arguments for tool `change_ticket`: at `/action`: expected one of \"close\", \"assign\" or \"reopen\", got the string \"delete\"\n\
+         valid properties: `ticket`, `action`, `reason`, `assignee`, `notify`"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_tag_is_an_argument_error_listing_the_tags() {
+    let result = change_ticket_tool()
+        .execute("c1", json!({"ticket": "T-12"}))
+        .await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "invalid arguments for tool `change_ticket`: missing required property `action` (expected one of \"close\", \"assign\" or \"reopen\")\n\
+         valid properties: `ticket`, `action`, `reason`, `assignee`, `notify`"
+    );
+}
+
 #[test]
 fn gemini_describes_a_root_union_as_one_object_with_nullable_variant_fields() {
     let definition = change_ticket_tool()
@@ -383,6 +442,19 @@ async fn an_untagged_root_takes_the_form_whose_fields_are_not_null_in_every_dial
             "{dialect}"
         );
     }
+}
+
+#[tokio::test]
+async fn arguments_that_fit_no_untagged_form_get_each_forms_problems() {
+    let result = find_user_tool().execute("c1", json!({"name": 5})).await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.text_content(),
+        "invalid arguments for tool `find_user` (2 problems):\n\
+         - missing required property `id` in form 1 (expected an integer ≥ 0)\n\
+         - at `/name`: expected a string in form 2, got the number 5\n\
+         valid properties: `id`, `name`, `exact`"
+    );
 }
 
 #[test]
@@ -580,6 +652,15 @@ async fn a_field_whose_type_differs_between_variants_becomes_an_any_of_of_both()
             assert_eq!(text, expected, "{dialect}");
         }
     }
+    // A combination the merged schema admits and the type refuses comes back naming the variant.
+    let result = tool
+        .execute("c1", json!({"kind": "length", "value": "M"}))
+        .await;
+    assert_eq!(
+        result.text_content(),
+        "invalid arguments for tool `record`: at `/value`: expected a number when `kind` is `length`, got the string \"M\"\n\
+         valid properties: `kind`, `value`"
+    );
 }
 
 #[tokio::test]
