@@ -18,11 +18,14 @@
 //! So every dialect admits `null` wherever the type does (an `Option`, at any depth), and strict mode also
 //! for the properties it makes required. In every dialect an enum of documented unit variants becomes a
 //! plain `enum` list with each variant's doc appended to the description, and every node that can have a
-//! `type` gets one. OpenAI strict mode and Gemini also get `anyOf` for `oneOf`, a one-value `enum` for
-//! `const`, and merged `allOf`s; strict mode puts `additionalProperties: false` on every object and lists
-//! every property as required. What a target cannot express (a map in strict mode or Gemini, recursion in
-//! Gemini, more than 10 levels of nesting in strict mode) is a [`DialectError`] that names the tool and the
-//! type, never a broken schema.
+//! `type` gets one. Arguments that are a union at the root (a `#[serde(flatten)]`ed enum, or an enum as the
+//! arguments type) become one object with the properties of every variant: the tag an `enum` of the tags,
+//! the fields not every variant requires optional and nullable, each variant's fields named in the
+//! descriptions. OpenAI strict mode and Gemini also get `anyOf` for `oneOf`, a one-value `enum` for `const`,
+//! and merged `allOf`s; strict mode puts `additionalProperties: false` on every object and lists every
+//! property as required. What a target cannot express (a map in strict mode or Gemini, recursion in Gemini,
+//! more than 10 levels of nesting in strict mode, a root union with a variant that is not an object) is a
+//! [`DialectError`] that names the tool and the type, never a broken schema.
 
 mod normalize;
 mod rewrite;
@@ -142,8 +145,9 @@ impl Dialect {
 
     /// Brings the arguments a model sent for `tool` back to what the tool's canonical schema and serde
     /// expect: an optional property sent as `null` (OpenAI strict mode requires every property, so "none"
-    /// comes back as `null`) is removed, at every depth, so serde applies the field's default. Call it after
-    /// [`AgentTool::prepare_arguments`] and before binding the call.
+    /// comes back as `null`), and a `null` for a field of a variant the arguments did not choose (a union at
+    /// the root, merged into one object), is removed, at every depth, so serde applies the field's default.
+    /// Call it after [`AgentTool::prepare_arguments`] and before binding the call.
     ///
     /// ```
     /// use schemars::JsonSchema;
