@@ -354,9 +354,8 @@ fn a_store_lists_its_tools_in_each_providers_shape() {
                     "properties": {
                         "city": {"type": "string", "description": "City name, e.g. \"Tokyo\"."},
                         "unit": {
-                            "type": "string",
                             "description": "Temperature unit; metric when left out.\n- `metric`: Degrees Celsius.\n- `imperial`: Degrees Fahrenheit.",
-                            "enum": ["metric", "imperial"]
+                            "anyOf": [{"type": "string", "enum": ["metric", "imperial"]}, {"type": "null"}]
                         },
                         "days": {
                             "type": "integer",

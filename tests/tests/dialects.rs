@@ -1,6 +1,6 @@
 //! Schema dialects over a corpus of argument types: golden files for every dialect, a checker that encodes
 //! each provider's documented constraints, and a property test that values of every type survive the trip
-//! through every dialect.
+//! through every dialect, sent with explicit `null`s for their `None`s and without them.
 //!
 //! Rewrite the golden files after a deliberate change with `YIEM_BLESS=1 cargo test --test dialects`, and
 //! review the diff like code.
@@ -8,6 +8,7 @@
 mod dialects {
     pub mod checker;
     pub mod corpus;
+    pub mod schemas;
     pub mod strategies;
 }
 
@@ -20,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use yiem_core::Dialect;
 
+use dialects::schemas::{dialect_schema, fill_nulls, problems};
 use dialects::{checker, corpus, strategies};
 
 fn golden_dir() -> PathBuf {
@@ -37,9 +39,9 @@ fn golden_value(tool: &yiem_core::AgentTool, dialect: Dialect) -> Value {
 #[test]
 fn the_corpus_has_at_least_twenty_argument_types() {
     let tools = corpus::tools();
-    assert_eq!(tools.len(), 22);
+    assert_eq!(tools.len(), 28);
     let names: BTreeSet<&str> = tools.iter().map(|(name, _)| *name).collect();
-    assert_eq!(names.len(), 22);
+    assert_eq!(names.len(), 28);
 }
 
 #[test]
@@ -89,8 +91,8 @@ fn every_golden_definition_passes_the_provider_checker() {
             }
         }
     }
-    // 22 types x 5 dialects, less the errors: map (strict, Gemini), flatten_map (strict), recursive (Gemini).
-    assert_eq!(checked, 106);
+    // 28 types x 5 dialects, less the errors: map (strict, Gemini), flatten_map (strict), recursive (Gemini).
+    assert_eq!(checked, 136);
 }
 
 fn corpus_tool(name: &str) -> yiem_core::AgentTool {
@@ -141,84 +143,81 @@ fn the_checker_refuses_the_canonical_schema_for_gemini() {
     );
 }
 
-/// The schema inside a definition, as JSON Schema a validator understands (Gemini's OpenAPI `nullable`
-/// becomes an `anyOf` with `null`); `None` for a Gemini tool without parameters.
-fn dialect_schema(dialect: Dialect, definition: &Value) -> Option<Value> {
-    let schema = match dialect {
-        Dialect::Mcp => definition.get("inputSchema"),
-        Dialect::OpenAi | Dialect::OpenAiStrict => definition["function"].get("parameters"),
-        Dialect::Anthropic => definition.get("input_schema"),
-        Dialect::Gemini => definition.get("parameters"),
-    }?;
-    let mut schema = schema.clone();
-    if dialect == Dialect::Gemini {
-        nullable_to_any_of(&mut schema);
-    }
-    Some(schema)
+#[test]
+fn the_checker_refuses_a_root_union_for_anthropic_and_openai() {
+    let canonical = corpus_tool("tagged_root").input_schema().clone();
+    let mut schema = canonical.clone();
+    schema.as_object_mut().unwrap().remove("$schema");
+    let anthropic = json!({"name": "tagged_root", "description": "d", "input_schema": schema});
+    assert_eq!(
+        checker::check(Dialect::Anthropic, &anthropic),
+        [
+            "/: the root schema must have \"type\": \"object\"",
+            "/: the root must not have `oneOf`",
+        ]
+    );
+    let openai = json!({
+        "type": "function",
+        "function": {"name": "tagged_root", "description": "d", "parameters": schema}
+    });
+    assert_eq!(
+        checker::check(Dialect::OpenAi, &openai),
+        [
+            "/: the root schema must have \"type\": \"object\"",
+            "/: the root must not have `oneOf`",
+        ]
+    );
 }
 
-fn nullable_to_any_of(schema: &mut Value) {
-    let Some(object) = schema.as_object_mut() else {
-        return;
-    };
-    for (_, child) in object.iter_mut() {
-        match child {
-            Value::Object(map) => {
-                if map.contains_key("type")
-                    || map.contains_key("anyOf")
-                    || map.contains_key("nullable")
-                {
-                    nullable_to_any_of(child);
-                } else {
-                    for (_, grandchild) in map.iter_mut() {
-                        nullable_to_any_of(grandchild);
-                    }
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(nullable_to_any_of),
-            _ => {}
-        }
-    }
-    if object.remove("nullable") == Some(Value::Bool(true)) {
-        let inner = std::mem::take(object);
-        object.insert(
-            "anyOf".into(),
-            json!([Value::Object(inner), {"type": "null"}]),
-        );
-    }
-}
-
-/// A value of a corpus type through every dialect that can describe its tool: what a model following the
-/// dialect's schema would send (the serialized value; for every dialect but strict mode, without the
-/// `null`s of optional properties, which those schemas leave out) validates against the schema, and after
-/// the dialect's normalization deserializes back to the value.
+/// A value of a corpus type through every dialect that can describe its tool, sent the ways a model
+/// following the dialect's schema may send it:
+///
+/// - as serde writes it, with an explicit `null` for every `None`, at every depth;
+/// - with those `null`s left out (every dialect but strict mode, which requires every property);
+/// - in strict mode, with every declared property present, `null` where the value has none (the fields of
+///   the variants not chosen, when the arguments are a union at the root).
+///
+/// Each validates against the dialect's schema and, after the dialect's normalization, deserializes back
+/// to the value; outside strict mode it also deserializes back as it was sent, because `execute` does not
+/// normalize.
 fn round_trip<T>(tool_name: &str, value: &T) -> Result<(), TestCaseError>
 where
     T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
 {
     let tool = corpus_tool(tool_name);
-    let serialized = serde_json::to_value(value).unwrap();
+    let explicit = serde_json::to_value(value).unwrap();
     for dialect in Dialect::ALL {
         let Ok(definition) = tool.definition(dialect) else {
             continue;
         };
-        let sent = match dialect {
-            Dialect::OpenAiStrict => serialized.clone(),
-            _ => tool.normalize_arguments(dialect, serialized.clone()),
+        let schema = dialect_schema(dialect, definition);
+        let sent = match (dialect, &schema) {
+            (Dialect::OpenAiStrict, Some(schema)) => {
+                let mut filled = explicit.clone();
+                fill_nulls(schema, schema, &mut filled);
+                vec![filled]
+            }
+            _ => vec![
+                explicit.clone(),
+                tool.normalize_arguments(dialect, explicit.clone()),
+            ],
         };
-        if let Some(schema) = dialect_schema(dialect, definition) {
-            let validator = jsonschema::validator_for(&schema).unwrap();
-            let problems: Vec<String> = validator
-                .iter_errors(&sent)
-                .map(|e| format!("{}: {e}", e.instance_path()))
-                .collect();
-            prop_assert!(
-                problems.is_empty(),
-                "{tool_name} in {dialect}: {sent} fails {schema}: {problems:?}"
-            );
+        for sent in sent {
+            if let Some(schema) = &schema {
+                let problems = problems(schema, &sent);
+                prop_assert!(
+                    problems.is_empty(),
+                    "{tool_name} in {dialect}: {sent} fails {schema}: {problems:?}"
+                );
+            }
+            if dialect != Dialect::OpenAiStrict {
+                let back: T = serde_json::from_value(sent.clone()).unwrap();
+                prop_assert_eq!(&back, value, "{} in {} as sent", tool_name, dialect);
+            }
+            let normalized = tool.normalize_arguments(dialect, sent);
+            let back: T = serde_json::from_value(normalized).unwrap();
+            prop_assert_eq!(&back, value, "{} in {}", tool_name, dialect);
         }
-        let back: T = serde_json::from_value(tool.normalize_arguments(dialect, sent)).unwrap();
-        prop_assert_eq!(&back, value, "{} in {}", tool_name, dialect);
     }
     Ok(())
 }
@@ -268,6 +267,18 @@ proptest! {
     fn date_strings_round_trip(v in strategies::date_strings()) { round_trip("date_strings", &v)?; }
     #[test]
     fn ten_levels_round_trip(v in strategies::ten_levels()) { round_trip("ten_levels", &v)?; }
+    #[test]
+    fn option_nested_round_trips(v in strategies::option_nested()) { round_trip("option_nested", &v)?; }
+    #[test]
+    fn option_in_arrays_round_trips(v in strategies::option_in_arrays()) { round_trip("option_in_arrays", &v)?; }
+    #[test]
+    fn option_dates_round_trip(v in strategies::option_dates()) { round_trip("option_dates", &v)?; }
+    #[test]
+    fn flattened_root_round_trips(v in strategies::flattened_root()) { round_trip("flattened_root", &v)?; }
+    #[test]
+    fn tagged_root_round_trips(v in strategies::tagged_root()) { round_trip("tagged_root", &v)?; }
+    #[test]
+    fn untagged_root_round_trips(v in strategies::untagged_root()) { round_trip("untagged_root", &v)?; }
 }
 
 #[test]

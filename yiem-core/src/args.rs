@@ -393,7 +393,7 @@ impl ArgumentCheck<'_> {
                 {
                     continue; // already reported above, with suggestions
                 }
-                self.describe(&error, &mut problems);
+                self.describe(&error, "", &mut problems);
             }
         }
         if problems.len() == unknown_count
@@ -415,7 +415,14 @@ impl ArgumentCheck<'_> {
         self.schema.pointer(parent)
     }
 
-    fn describe(&self, error: &ValidationError<'_>, problems: &mut Vec<ArgumentProblem>) {
+    /// Adds the problems `error` stands for; `when` (` when `action` is `close``, or empty) names the
+    /// variant of a root union the arguments meant.
+    fn describe(
+        &self,
+        error: &ValidationError<'_>,
+        when: &str,
+        problems: &mut Vec<ArgumentProblem>,
+    ) {
         let path = error.instance_path().as_str().to_owned();
         let node = self.node_of(error);
         let message = match error.kind() {
@@ -440,20 +447,29 @@ impl ArgumentCheck<'_> {
                     .map(|schema| self.expected(schema));
                 match expected {
                     Some(expected) => {
-                        format!("missing required property `{name}` (expected {expected})")
+                        format!("missing required property `{name}`{when} (expected {expected})")
                     }
-                    None => format!("missing required property `{name}`"),
+                    None => format!("missing required property `{name}`{when}"),
                 }
             }
             ValidationErrorKind::AnyOf { context }
             | ValidationErrorKind::OneOfNotValid { context } => {
-                if let Some(branch) = closest_branch(&path, context) {
+                // The dialects merge a union at the root into one object, so the model never saw which
+                // fields each variant needs: name the variant the arguments meant.
+                let at_root = path.is_empty();
+                if let Some((index, branch)) = closest_branch(&path, context) {
+                    let variant = at_root.then(|| self.variant_meant(error, index));
+                    let when = variant.as_deref().unwrap_or(when);
                     for inner in branch {
-                        self.describe(inner, problems);
+                        self.describe(inner, when, problems);
                     }
                     return;
                 }
-                self.expected_got(node, error)
+                if at_root {
+                    self.explain_root_union(error, context, problems);
+                    return;
+                }
+                self.expected_got(node, error, when)
             }
             ValidationErrorKind::Type { .. }
             | ValidationErrorKind::Enum { .. }
@@ -467,23 +483,112 @@ impl ArgumentCheck<'_> {
             | ValidationErrorKind::Pattern { .. }
             | ValidationErrorKind::MinItems { .. }
             | ValidationErrorKind::MaxItems { .. }
-            | ValidationErrorKind::MultipleOf { .. } => self.expected_got(node, error),
-            _ => error.to_string(),
+            | ValidationErrorKind::MultipleOf { .. } => self.expected_got(node, error, when),
+            _ if when.is_empty() => error.to_string(),
+            _ => format!("{error} ({})", when.trim_start()),
         };
         problems.push(ArgumentProblem { path, message });
     }
 
-    fn expected_got(&self, node: Option<&Value>, error: &ValidationError<'_>) -> String {
+    fn expected_got(
+        &self,
+        node: Option<&Value>,
+        error: &ValidationError<'_>,
+        when: &str,
+    ) -> String {
         let got = got(error.instance());
         match node {
-            Some(node) => format!("expected {}, got {got}", self.expected(node)),
+            Some(node) => format!("expected {}{when}, got {got}", self.expected(node)),
             None => match error.kind() {
                 ValidationErrorKind::Type { kind } => {
-                    format!("expected {}, got {got}", type_kind(kind))
+                    format!("expected {}{when}, got {got}", type_kind(kind))
                 }
-                _ => error.to_string(),
+                _ if when.is_empty() => error.to_string(),
+                _ => format!("{error} ({})", when.trim_start()),
             },
         }
+    }
+
+    /// The variant that branch `index` of the failed root union `error` stands for: ` when `action` is
+    /// `close`` for a tagged union, ` in form 2` for an untagged one (the dialects' merged schema lists
+    /// the forms in that order).
+    fn variant_meant(&self, error: &ValidationError<'_>, index: usize) -> String {
+        let union = error.schema_path().as_str();
+        let tag = self
+            .schema_at(&format!("{union}/{index}"))
+            .and_then(|branch| branch.get("properties")?.as_object())
+            .and_then(|properties| {
+                let instance = error.instance().as_object()?;
+                properties.iter().find_map(|(name, property)| {
+                    let tag = tag_value(property)?;
+                    (instance.get(name) == Some(tag)).then_some((name, tag))
+                })
+            });
+        match tag {
+            Some((name, tag)) => {
+                let tag = tag.as_str().map_or_else(|| tag.to_string(), str::to_owned);
+                format!(" when `{name}` is `{tag}`")
+            }
+            None => format!(" in form {}", index + 1),
+        }
+    }
+
+    /// Arguments that fit no branch of the root union, and no branch better than the others: for a
+    /// tagged union, the tag that is missing or unknown; for an untagged one, each form's problems.
+    fn explain_root_union(
+        &self,
+        error: &ValidationError<'_>,
+        context: &[Vec<ValidationError<'static>>],
+        problems: &mut Vec<ArgumentProblem>,
+    ) {
+        let union = error.schema_path().as_str();
+        let branches: Vec<&Value> = (0..context.len())
+            .filter_map(|index| self.schema_at(&format!("{union}/{index}")))
+            .collect();
+        if let Some((tag, values)) = root_tag(self.schema, &branches) {
+            let listed: Vec<String> = values.iter().map(|value| value.to_string()).collect();
+            let expected = match listed.as_slice() {
+                [one] => one.clone(),
+                _ => format!("one of {}", join_or(&listed)),
+            };
+            let (path, message) = match error.instance().get(tag) {
+                None => (
+                    String::new(),
+                    format!("missing required property `{tag}` (expected {expected})"),
+                ),
+                Some(sent) => (
+                    format!("/{}", escape(tag)),
+                    format!("expected {expected}, got {}", got(sent)),
+                ),
+            };
+            problems.push(ArgumentProblem { path, message });
+            return;
+        }
+        for (index, branch) in context.iter().enumerate() {
+            let when = format!(" in form {}", index + 1);
+            for inner in branch {
+                self.describe(inner, &when, problems);
+            }
+        }
+    }
+
+    /// The schema at a validator's schema path (a JSON Pointer whose `$ref` segments go through the
+    /// reference).
+    fn schema_at(&self, path: &str) -> Option<&Value> {
+        let mut node = self.schema;
+        for segment in path.split('/').skip(1) {
+            let segment = segment.replace("~1", "/").replace("~0", "~");
+            node = if segment == "$ref" {
+                resolve_ref(self.schema, node.get("$ref")?.as_str()?)?
+            } else {
+                match node {
+                    Value::Object(object) => object.get(&segment)?,
+                    Value::Array(items) => items.get(segment.parse::<usize>().ok()?)?,
+                    _ => return None,
+                }
+            };
+        }
+        Some(node)
     }
 
     /// What a schema accepts, in words: `an integer from 0 to 255`, `one of "metric", "imperial" or null`.
@@ -492,14 +597,45 @@ impl ArgumentCheck<'_> {
     }
 }
 
-/// The branch of a failed `anyOf`/`oneOf` that the value meant: the only one whose problems all sit inside
-/// the value (a tag that matched, a wrong field below), so its problems are more useful than "none matched".
+/// The one value a tag property allows (`const`, or an `enum` of one).
+fn tag_value(property: &Value) -> Option<&Value> {
+    match (property.get("const"), property.get("enum")) {
+        (Some(value), _) => Some(value),
+        (None, Some(Value::Array(values))) if values.len() == 1 => Some(&values[0]),
+        _ => None,
+    }
+}
+
+/// The tag of a union's branches (`$ref`s resolved in `root`): a property every branch declares with a
+/// constant of its own; its name and the constants, in branch order.
+fn root_tag<'a>(root: &'a Value, branches: &[&'a Value]) -> Option<(&'a str, Vec<&'a Value>)> {
+    let resolve = |branch: &'a Value| -> &'a Value {
+        branch
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| resolve_ref(root, r))
+            .unwrap_or(branch)
+    };
+    let properties = |branch: &'a Value| resolve(branch).get("properties")?.as_object();
+    let first = properties(branches.first()?)?;
+    first.keys().find_map(|name| {
+        let values: Option<Vec<&Value>> = branches
+            .iter()
+            .map(|branch| properties(branch)?.get(name).and_then(tag_value))
+            .collect();
+        values.map(|values| (name.as_str(), values))
+    })
+}
+
+/// The branch of a failed `anyOf`/`oneOf` that the value meant, with its index: the only one whose problems
+/// all sit inside the value (a tag that matched, a wrong field below), so its problems are more useful than
+/// "none matched".
 fn closest_branch<'e>(
     path: &str,
     context: &'e [Vec<ValidationError<'static>>],
-) -> Option<&'e [ValidationError<'static>]> {
+) -> Option<(usize, &'e [ValidationError<'static>])> {
     let mut found = None;
-    for branch in context {
+    for (index, branch) in context.iter().enumerate() {
         let inside = !branch.is_empty()
             && branch.iter().all(|error| {
                 let at = error.instance_path().as_str();
@@ -515,7 +651,7 @@ fn closest_branch<'e>(
             if found.is_some() {
                 return None;
             }
-            found = Some(branch.as_slice());
+            found = Some((index, branch.as_slice()));
         }
     }
     found

@@ -12,7 +12,12 @@
 //! - MCP `tools/list`: `inputSchema` (and `outputSchema`) is an object schema; annotations are the four
 //!   hints.
 //! - OpenAI (not strict) and Anthropic: `parameters` / `input_schema` is an object schema.
-//! - All: the names follow the provider's rule, and there is no `$schema`.
+//! - All: the names follow the provider's rule, there is no `$schema`, and the root schema has no
+//!   `oneOf`, `anyOf`, `allOf`, `enum` or `not`. Anthropic refuses those at the top level ("input_schema
+//!   does not support oneOf, allOf, or anyOf at the top level", the API's error), OpenAI too ("schema must
+//!   have type 'object' and not have 'oneOf'/'anyOf'/'allOf'/'enum'/'not' at the top level"), Gemini's
+//!   `parameters` is an object of parameters, and MCP's `Tool.inputSchema` is typed `{type: "object",
+//!   properties, required}` and handed on to those providers by the clients.
 
 use serde_json::{Map, Value};
 use yiem_core::Dialect;
@@ -111,6 +116,7 @@ pub fn check(dialect: Dialect, definition: &Value) -> Vec<String> {
             }
             if let Some(output) = definition.get("outputSchema") {
                 root_is_object(output, &mut violations);
+                no_root_combinators(output, &mut violations);
                 no_schema_keyword(output, "/outputSchema", &mut violations);
             }
             (definition.get("name"), definition.get("inputSchema"))
@@ -160,6 +166,7 @@ pub fn check(dialect: Dialect, definition: &Value) -> Vec<String> {
         return violations;
     };
     root_is_object(schema, &mut violations);
+    no_root_combinators(schema, &mut violations);
     no_schema_keyword(schema, "", &mut violations);
     match dialect {
         Dialect::OpenAiStrict => check_strict(schema, &mut violations),
@@ -195,6 +202,14 @@ fn keys_within(value: &Value, allowed: &[&str], violations: &mut Vec<String>) {
 fn root_is_object(schema: &Value, violations: &mut Vec<String>) {
     if schema.get("type") != Some(&Value::String("object".into())) {
         violations.push("/: the root schema must have \"type\": \"object\"".into());
+    }
+}
+
+fn no_root_combinators(schema: &Value, violations: &mut Vec<String>) {
+    for keyword in ["oneOf", "anyOf", "allOf", "enum", "not"] {
+        if schema.get(keyword).is_some() {
+            violations.push(format!("/: the root must not have `{keyword}`"));
+        }
     }
 }
 
@@ -242,9 +257,6 @@ fn walk(schema: &Value, path: &str, visit: &mut dyn FnMut(&str, &Map<String, Val
 }
 
 fn check_strict(schema: &Value, violations: &mut Vec<String>) {
-    if schema.get("anyOf").is_some() {
-        violations.push("/: the root must not be `anyOf`".into());
-    }
     let defs = schema
         .get("$defs")
         .and_then(Value::as_object)

@@ -1,5 +1,6 @@
 //! The argument types the dialect goldens, the checker and the property test run over: one per shape that
-//! has broken a provider somewhere (optional values, tagged enums, maps, flatten, recursion, deep nesting...).
+//! has broken a provider somewhere (optional values at any depth, tagged enums, maps, flatten, unions at the
+//! root, recursion, deep nesting...).
 
 use std::collections::HashMap;
 
@@ -340,6 +341,153 @@ pub struct OptionVec {
     pub priority: Priority,
 }
 
+/// A hotel, the innermost optional level.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Hotel {
+    /// The hotel's name.
+    pub name: String,
+    /// Stars, 1 to 5, when known.
+    pub stars: Option<u8>,
+}
+
+/// One stop of a trip.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Stop {
+    /// The city.
+    pub city: String,
+    /// Nights to stay; one when left out.
+    pub nights: Option<u32>,
+    /// Where to sleep, if booked.
+    pub hotel: Option<Hotel>,
+    /// The shape of the city's main square, if anyone cares.
+    pub square: Option<Shape>,
+}
+
+/// Optional fields at three depths: an optional struct holding optional fields and another optional struct.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionNested {
+    /// The trip's name.
+    pub name: String,
+    /// Minutes to wait before booking; now when left out.
+    pub delay_minutes: Option<u32>,
+    /// The first stop, if planned.
+    pub stop: Option<Stop>,
+    /// The budget in euros, if any.
+    pub budget: Option<f64>,
+    /// Whether to insure the trip; undecided when left out.
+    pub insured: Option<bool>,
+}
+
+/// Someone invited to a meeting.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Attendee {
+    /// Their email address.
+    pub email: String,
+    /// Their priority, if they have one.
+    pub priority: Option<Priority>,
+    /// Their unit preference, if they have one.
+    pub unit: Option<Unit>,
+    /// A note about them.
+    pub note: Option<String>,
+}
+
+/// Optional fields inside arrays: a list of structs with optional fields, an optional list of optional
+/// strings, an optional list of structs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionInArrays {
+    /// Who is invited.
+    pub attendees: Vec<Attendee>,
+    /// Labels, where a null label is a blank line.
+    pub labels: Option<Vec<Option<String>>>,
+    /// Order lines, if any.
+    pub items: Option<Vec<Item>>,
+}
+
+/// Optional date strings and a double option.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct OptionDates {
+    /// The day, as `YYYY-MM-DD`, if fixed.
+    #[schemars(extend("format" = "date"))]
+    pub day: Option<String>,
+    /// The moment, as RFC 3339, if fixed.
+    #[schemars(extend("format" = "date-time"))]
+    pub at: Option<String>,
+    /// A new title: left out or null keeps the old one.
+    pub title: Option<Option<String>>,
+}
+
+/// What to do with a ticket, tagged by `action`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum TicketAction {
+    /// Close the ticket.
+    Close {
+        /// Why it is closed.
+        reason: String,
+    },
+    /// Assign the ticket to someone.
+    Assign {
+        /// Who takes it, by user name.
+        assignee: String,
+        /// Whether to notify them; yes when left out.
+        notify: Option<bool>,
+    },
+    /// Reopen a closed ticket.
+    Reopen,
+}
+
+/// A change to a ticket: a flattened internally tagged enum, so the arguments are a union at the root.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FlattenedRoot {
+    /// The ticket, e.g. "T-12".
+    pub ticket: String,
+    #[serde(flatten)]
+    pub action: TicketAction,
+}
+
+/// A file operation: an internally tagged enum as the arguments, with a field every variant shares.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum TaggedRoot {
+    /// Read a file.
+    Read {
+        /// The file's path.
+        path: String,
+    },
+    /// Write a file, replacing it.
+    Write {
+        /// The file's path.
+        path: String,
+        /// The new content.
+        content: String,
+    },
+    /// Cut a file to a size.
+    Truncate {
+        /// The file's path.
+        path: String,
+        /// The new size in bytes.
+        size: u64,
+    },
+}
+
+/// How to find a user: an untagged enum as the arguments, so the branches are told apart by their fields.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum UntaggedRoot {
+    /// By numeric id.
+    ById {
+        /// The user's id.
+        id: u64,
+    },
+    /// By name.
+    ByName {
+        /// The user's name.
+        name: String,
+        /// Whether the name must match exactly; yes when left out.
+        exact: Option<bool>,
+    },
+}
+
 /// Take no arguments.
 #[tool]
 async fn no_arguments() -> &'static str {
@@ -474,6 +622,42 @@ async fn ten_levels(args: TenLevels) -> Json<TenLevels> {
     Json(args)
 }
 
+/// Echo the arguments back.
+#[tool]
+async fn option_nested(args: OptionNested) -> Json<OptionNested> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn option_in_arrays(args: OptionInArrays) -> Json<OptionInArrays> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn option_dates(args: OptionDates) -> Json<OptionDates> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn flattened_root(args: FlattenedRoot) -> Json<FlattenedRoot> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn tagged_root(args: TaggedRoot) -> Json<TaggedRoot> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
+async fn untagged_root(args: UntaggedRoot) -> Json<UntaggedRoot> {
+    Json(args)
+}
+
 /// Every corpus tool, by the name of its golden files.
 pub fn tools() -> Vec<(&'static str, AgentTool)> {
     vec![
@@ -499,5 +683,11 @@ pub fn tools() -> Vec<(&'static str, AgentTool)> {
         ("recursive", recursive_tool()),
         ("date_strings", date_strings_tool()),
         ("ten_levels", ten_levels_tool()),
+        ("option_nested", option_nested_tool()),
+        ("option_in_arrays", option_in_arrays_tool()),
+        ("option_dates", option_dates_tool()),
+        ("flattened_root", flattened_root_tool()),
+        ("tagged_root", tagged_root_tool()),
+        ("untagged_root", untagged_root_tool()),
     ]
 }

@@ -12,18 +12,23 @@
 //!
 //! | | `$ref` / `$defs` | `Option<T>` property | other nullable | dropped |
 //! |---|---|---|---|---|
-//! | [`Mcp`](Dialect::Mcp) | inlined; kept for recursive types | not required, `null` left out | `anyOf` with `{"type":"null"}` | `$schema`, root `title` |
+//! | [`Mcp`](Dialect::Mcp) | inlined; kept for recursive types | not required, `anyOf` with `{"type":"null"}` | `anyOf` with `{"type":"null"}` | `$schema`, root `title` |
 //! | [`OpenAi`](Dialect::OpenAi) | same | same | same | also numeric `format`s (`uint32`...) |
 //! | [`OpenAiStrict`](Dialect::OpenAiStrict) | same | **required**, `anyOf` with `null` | same | every keyword strict mode does not list (`minLength`, `default`...) |
 //! | [`Anthropic`](Dialect::Anthropic) | same as MCP | same | same | numeric `format`s |
-//! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type is an error | not required, `null` left out | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
+//! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type is an error | not required, `nullable: true` | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
 //!
-//! In every dialect an enum of documented unit variants becomes a plain `enum` list with each variant's
-//! doc appended to the description, and every node that can have a `type` gets one. OpenAI strict mode and
-//! Gemini also get `anyOf` for `oneOf`, a one-value `enum` for `const`, and merged `allOf`s; strict mode puts
-//! `additionalProperties: false` on every object and lists every property as required. What a target cannot
-//! express (a map in strict mode or Gemini, recursion in Gemini, more than 10 levels of nesting in strict
-//! mode) is a [`DialectError`] that names the tool and the type, never a broken schema.
+//! So every dialect admits `null` wherever the type does (an `Option`, at any depth), and strict mode also
+//! for the properties it makes required. In every dialect an enum of documented unit variants becomes a
+//! plain `enum` list with each variant's doc appended to the description, and every node that can have a
+//! `type` gets one. Arguments that are a union at the root (a `#[serde(flatten)]`ed enum, or an enum as the
+//! arguments type) become one object with the properties of every variant: the tag an `enum` of the tags,
+//! the fields not every variant requires optional and nullable, each variant's fields named in the
+//! descriptions. OpenAI strict mode and Gemini also get `anyOf` for `oneOf`, a one-value `enum` for `const`,
+//! and merged `allOf`s; strict mode puts `additionalProperties: false` on every object and lists every
+//! property as required. What a target cannot express (a map in strict mode or Gemini, recursion in Gemini,
+//! more than 10 levels of nesting in strict mode, a root union with a variant that is not an object) is a
+//! [`DialectError`] that names the tool and the type, never a broken schema.
 
 pub(crate) mod definition;
 mod normalize;
@@ -143,8 +148,9 @@ impl Dialect {
 
     /// Brings the arguments a model sent back to what the tool's canonical `schema` and serde expect: an
     /// optional property sent as `null` (OpenAI strict mode requires every property, so "none" comes back
-    /// as `null`) is removed, at every depth, so serde applies the field's default. A tool in hand does it
-    /// with [`AgentTool::normalize_arguments`](crate::AgentTool::normalize_arguments).
+    /// as `null`), and a `null` for a field of a variant the arguments did not choose (a union at the root,
+    /// merged into one object), is removed, at every depth, so serde applies the field's default. A tool in
+    /// hand does it with [`AgentTool::normalize_arguments`](crate::AgentTool::normalize_arguments).
     ///
     /// ```
     /// use serde_json::json;

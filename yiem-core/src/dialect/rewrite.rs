@@ -1,11 +1,15 @@
 //! The rewrite of a canonical schema into one dialect. It works on a copy; the canonical schema is never
 //! changed.
 //!
-//! One walk over the schema, top down. At each node: inline a `$ref` (a recursive type stays a `$ref` into
-//! `$defs`, or is an error where the target cannot express recursion), take `null` out of the node and
-//! remember that it was nullable, collapse an enum of unit variants into a plain `enum` (variant docs folded
-//! into the description), walk the children, adapt the node's keywords to the target, and finally express
-//! "nullable" the way the target wants, given whether the node is an optional property.
+//! First, arguments that are a union at the root become one object schema (in `root_union`). Then one walk
+//! over the schema, top down. At each node: inline a `$ref` (a recursive type stays a `$ref` into `$defs`,
+//! or is an error where the target cannot express recursion), take `null` out of the node and remember
+//! that it was nullable, collapse an enum of unit variants into a plain `enum` (variant docs folded into
+//! the description), walk the children, adapt the node's keywords to the target, and finally write
+//! "nullable" back the target's way wherever the canonical schema admits `null` (and, in strict mode, on
+//! every optional property, which strict mode makes required).
+
+mod root_union;
 
 use std::collections::{HashMap, HashSet};
 
@@ -128,6 +132,7 @@ pub(super) fn rewrite(
             object.remove(keyword);
         }
     }
+    rewriter.merge_root_union(&mut root)?;
     rewriter.check_root(&mut root)?;
     rewriter.node(&mut root, Slot::Root, "")?;
 
@@ -200,7 +205,7 @@ impl Rewriter<'_> {
             }
             None => Err(self.unsupported(
                 "",
-                "the arguments are a union of objects; the target needs one object at the root (wrap the enum in a struct field)",
+                "does not say the arguments are an object, and the target needs an object schema at the root (`\"type\": \"object\"` with its `properties`)",
             )),
             Some(other) => Err(self.unsupported(
                 "",
@@ -238,10 +243,16 @@ impl Rewriter<'_> {
             self.adapt(node, slot, path)?;
         }
         self.types.truncate(pushed);
+        // A node says "null" exactly when the canonical schema does (an `Option`, at any depth), so that
+        // every dialect admits what serde accepts. Strict mode adds one case: it lists every property as
+        // required, so an optional property is written nullable and `null` is how the model leaves it
+        // out ("To emulate an optional parameter, it is possible to use a union type with `null`":
+        // OpenAI, Structured Outputs, "All fields must be required"); `Dialect::normalize_arguments`
+        // takes those `null`s out again.
         let wants_null = match slot {
             Slot::Root => false,
-            Slot::Property { optional: true } => self.dialect == Dialect::OpenAiStrict,
-            Slot::Property { optional: false } | Slot::Other => nullable,
+            Slot::Property { optional: true } if self.dialect == Dialect::OpenAiStrict => true,
+            Slot::Property { .. } | Slot::Other => nullable,
         };
         if wants_null {
             self.make_nullable(node);
@@ -511,8 +522,19 @@ impl Rewriter<'_> {
         }
     }
 
-    /// Writes "this may be null" the target's way: `nullable: true` for Gemini, `anyOf` with a `null`
-    /// branch elsewhere (description, title and default stay on the outside).
+    /// Writes "this may be null" the target's way:
+    ///
+    /// - Gemini: `nullable: true`, the field its `Schema` has for it ("Indicates if the value may be
+    ///   null"; Gemini API reference, `Schema`, <https://ai.google.dev/api/caching#Schema>); that
+    ///   `Schema` has no `null` type.
+    /// - Every JSON Schema target: `anyOf` with a `{"type": "null"}` branch (description, title and
+    ///   default stay on the outside). One form that works for every node (an `enum`, an object, a
+    ///   union, a `$ref`), where `"type": [T, "null"]` would also need `null` inside an `enum`. OpenAI
+    ///   lists `anyOf` among the schemas strict mode supports, except at the root (Structured Outputs,
+    ///   "Supported schemas", <https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>);
+    ///   Anthropic's `input_schema` is JSON Schema and refuses `anyOf` only at the top level (its API
+    ///   error: "input_schema does not support oneOf, allOf, or anyOf at the top level"); MCP's
+    ///   `inputSchema` is JSON Schema 2020-12.
     fn make_nullable(&self, node: &mut Value) {
         let object = node.as_object_mut().expect("nodes are objects here");
         if self.dialect == Dialect::Gemini {
@@ -528,7 +550,7 @@ impl Rewriter<'_> {
         }
         let mut inner = std::mem::take(object);
         for keyword in ["description", "title", "default"] {
-            if let Some(value) = inner.remove(keyword) {
+            if let Some(value) = inner.shift_remove(keyword) {
                 object.insert(keyword.into(), value);
             }
         }
