@@ -16,10 +16,15 @@ use crate::guard;
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::tool::{ErasedHandler, Refusal, ToolFuture};
 
+/// Parses JSON text in one pass, given which top-level keys are allowed.
+type ParseText<A> = fn(&str, &dyn Fn(&str) -> bool) -> Option<A>;
+
 /// How to parse a tool's arguments, and their canonical schema. Made by [`args_spec`] (typed arguments) or
 /// [`no_args_spec`], so that a bad argument type is reported once, on the user's type.
 pub struct ArgsSpec<A> {
     parse: fn(&Value) -> Result<A, ArgumentProblem>,
+    /// The one-pass path for JSON text; `None` sends the call down the `Value` path.
+    parse_text: ParseText<A>,
     schema: fn() -> Option<Value>,
 }
 
@@ -41,6 +46,7 @@ impl<A> ArgsSpec<A> {
 pub fn args_spec<A: ToolArgs>() -> ArgsSpec<A> {
     ArgsSpec {
         parse: args::parse::<A>,
+        parse_text: args::parse_text::<A>,
         schema: || Some(schemars::schema_for!(A).to_value()),
     }
 }
@@ -49,6 +55,7 @@ pub fn args_spec<A: ToolArgs>() -> ArgsSpec<A> {
 pub fn no_args_spec() -> ArgsSpec<NoArgs> {
     ArgsSpec {
         parse: |_| Ok(NoArgs),
+        parse_text: |_, _| None,
         schema: || None,
     }
 }
@@ -272,33 +279,77 @@ fn parse_and_validate<A>(
     if check.has_unknown_properties(args) {
         return Err(check.explain(args, None).into());
     }
-    let tool = check.tool();
     let parsed = guard::catch(|| (spec.parse)(args))
-        .map_err(|panic| {
-            Refusal::Panicked(format!(
-                "tool `{tool}` panicked while its arguments were deserialized: {panic}"
-            ))
-        })?
+        .map_err(|panic| deserialize_panicked(check, panic))?
         .map_err(|problem| check.explain(args, Some(problem)))?;
-    if let Some(validate) = validate {
-        let checked = guard::catch(|| validate(&parsed)).map_err(|panic| {
-            Refusal::Panicked(format!(
-                "the `validate` check of tool `{tool}` panicked: {panic}"
-            ))
-        });
-        let checked = match checked {
-            Ok(checked) => checked,
-            Err(refusal) => {
-                guard::drop_quietly(parsed);
-                return Err(refusal);
-            }
-        };
-        if let Err(message) = checked {
-            guard::drop_quietly(parsed);
-            return Err(ArgumentError::invalid(tool, "", message).into());
-        }
+    validated(check, parsed, validate)
+}
+
+/// The one-pass path: `None` when the text must take the `Value` path (see `args::text`).
+fn parse_text_and_validate<A>(
+    check: &ArgumentCheck<'_>,
+    text: &str,
+    spec: ArgsSpec<A>,
+    validate: Option<ValidateFn<A>>,
+) -> Option<Result<A, Refusal>> {
+    match guard::catch(|| (spec.parse_text)(text, &|key| check.allows_key(key))) {
+        Ok(Some(parsed)) => Some(validated(check, parsed, validate)),
+        Ok(None) => None,
+        Err(panic) => Some(Err(deserialize_panicked(check, panic))),
     }
-    Ok(parsed)
+}
+
+fn deserialize_panicked(check: &ArgumentCheck<'_>, panic: String) -> Refusal {
+    Refusal::Panicked(format!(
+        "tool `{}` panicked while its arguments were deserialized: {panic}",
+        check.tool()
+    ))
+}
+
+/// Runs `validate` (under a guard) on parsed arguments.
+fn validated<A>(
+    check: &ArgumentCheck<'_>,
+    parsed: A,
+    validate: Option<ValidateFn<A>>,
+) -> Result<A, Refusal> {
+    let Some(validate) = validate else {
+        return Ok(parsed);
+    };
+    let tool = check.tool();
+    let refusal = match guard::catch(|| validate(&parsed)) {
+        Ok(Ok(())) => return Ok(parsed),
+        Ok(Err(message)) => ArgumentError::invalid(tool, "", message).into(),
+        Err(panic) => Refusal::Panicked(format!(
+            "the `validate` check of tool `{tool}` panicked: {panic}"
+        )),
+    };
+    guard::drop_quietly(parsed);
+    Err(refusal)
+}
+
+impl<F, A, R, K> AsyncTool<F, A, R, K>
+where
+    F: AsyncCall<A, K>,
+    F::Fut: Future<Output = R>,
+    A: Send + 'static,
+    R: 'static,
+    K: 'static,
+{
+    fn start(
+        &self,
+        check: &ArgumentCheck<'_>,
+        parsed: A,
+        ctx: ToolContext,
+    ) -> Result<ToolFuture, Refusal> {
+        let call = guard::catch(|| self.f.call(ctx, parsed)).map_err(|panic| {
+            Refusal::Panicked(format!(
+                "tool `{}` panicked before it returned its future: {panic}",
+                check.tool()
+            ))
+        })?;
+        let finish = self.output.finish;
+        Ok(Box::pin(async move { finish(call.await) }))
+    }
 }
 
 impl<F, A, R, K> ErasedHandler for AsyncTool<F, A, R, K>
@@ -316,14 +367,42 @@ where
         ctx: ToolContext,
     ) -> Result<ToolFuture, Refusal> {
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
-        let call = guard::catch(|| self.f.call(ctx, parsed)).map_err(|panic| {
-            Refusal::Panicked(format!(
-                "tool `{}` panicked before it returned its future: {panic}",
-                check.tool()
-            ))
-        })?;
+        self.start(check, parsed, ctx)
+    }
+
+    fn bind_text(
+        &self,
+        check: &ArgumentCheck<'_>,
+        text: &str,
+        ctx: ToolContext,
+    ) -> Option<Result<ToolFuture, Refusal>> {
+        let parsed = parse_text_and_validate(check, text, self.args, self.validate)?;
+        Some(parsed.and_then(|parsed| self.start(check, parsed, ctx)))
+    }
+}
+
+impl<F, A, R, K> BlockingTool<F, A, R, K>
+where
+    F: BlockingCall<A, K, Output = R>,
+    A: Send + 'static,
+    R: 'static,
+    K: 'static,
+{
+    fn start(&self, parsed: A, ctx: ToolContext) -> ToolFuture {
+        let f = Arc::clone(&self.f);
         let finish = self.output.finish;
-        Ok(Box::pin(async move { finish(call.await) }))
+        Box::pin(async move {
+            let run = move || finish(f.call(ctx, parsed));
+            match tokio::runtime::Handle::try_current() {
+                // Off the async threads, so a slow plain fn never stalls other tools.
+                Ok(runtime) => match runtime.spawn_blocking(run).await {
+                    Ok(result) => result,
+                    Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                    Err(_) => AgentToolResult::error("the tool's blocking task was cancelled"),
+                },
+                Err(_) => run(),
+            }
+        })
     }
 }
 
@@ -341,20 +420,17 @@ where
         ctx: ToolContext,
     ) -> Result<ToolFuture, Refusal> {
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
-        let f = Arc::clone(&self.f);
-        let finish = self.output.finish;
-        Ok(Box::pin(async move {
-            let run = move || finish(f.call(ctx, parsed));
-            match tokio::runtime::Handle::try_current() {
-                // Off the async threads, so a slow plain fn never stalls other tools.
-                Ok(runtime) => match runtime.spawn_blocking(run).await {
-                    Ok(result) => result,
-                    Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                    Err(_) => AgentToolResult::error("the tool's blocking task was cancelled"),
-                },
-                Err(_) => run(),
-            }
-        }))
+        Ok(self.start(parsed, ctx))
+    }
+
+    fn bind_text(
+        &self,
+        check: &ArgumentCheck<'_>,
+        text: &str,
+        ctx: ToolContext,
+    ) -> Option<Result<ToolFuture, Refusal>> {
+        let parsed = parse_text_and_validate(check, text, self.args, self.validate)?;
+        Some(parsed.map(|parsed| self.start(parsed, ctx)))
     }
 
     fn runs_on_blocking_pool(&self) -> bool {

@@ -368,6 +368,17 @@ fn bind(
     keep_args: bool,
 ) -> Result<(ToolFuture, Option<Arc<Value>>), Refusal> {
     let name = tool.name();
+    // JSON text goes straight into the argument type when nothing needs the arguments as a `Value`.
+    if let (Value::String(text), false) = (raw, keep_args) {
+        let bound = guard::catch(|| tool.bind_text(text, ctx.clone())).map_err(|panic| {
+            Refusal::Panicked(format!(
+                "tool `{name}` panicked while its call was prepared: {panic}"
+            ))
+        })?;
+        if let Some(bound) = bound {
+            return bound.map(|future| (future, None));
+        }
+    }
     let prepared = guard::catch(|| tool.prepare_arguments(raw)).map_err(|panic| {
         Refusal::Panicked(format!(
             "the prepare step of tool `{name}` panicked: {panic}"

@@ -137,6 +137,17 @@ pub trait ErasedHandler: Send + Sync + 'static {
         ctx: ToolContext,
     ) -> Result<ToolFuture, Refusal>;
 
+    /// Parses JSON `text` in one pass and returns the call; `None` sends it down the `Value` path.
+    fn bind_text(
+        &self,
+        check: &ArgumentCheck<'_>,
+        text: &str,
+        ctx: ToolContext,
+    ) -> Option<Result<ToolFuture, Refusal>> {
+        let _ = (check, text, ctx);
+        None
+    }
+
     /// Whether the calls run on tokio's blocking pool (plain-`fn` tools).
     fn runs_on_blocking_pool(&self) -> bool {
         false
@@ -376,6 +387,24 @@ impl AgentTool {
             Some(prepare) => Cow::Owned(prepare(args.into_owned())),
             None => args,
         })
+    }
+
+    /// The one-pass path for arguments sent as JSON text, for a tool without a prepare step: `None` when
+    /// the text must be parsed into a `Value` first (see `args::text`).
+    pub(crate) fn bind_text(
+        &self,
+        text: &str,
+        ctx: ToolContext,
+    ) -> Option<Result<ToolFuture, Refusal>> {
+        if self.inner.prepare_arguments.is_some() {
+            return None;
+        }
+        let check = ArgumentCheck {
+            tool: &self.inner.name,
+            schema: self.input_schema(),
+            cache: &self.inner.arguments,
+        };
+        self.inner.handler.bind_text(&check, text, ctx)
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.

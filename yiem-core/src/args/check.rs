@@ -1,0 +1,154 @@
+//! The unknown-property check and what a tool caches for it: the top-level property names of its schema
+//! (computed on the first call) and its JSON Schema validator (compiled on the first failure).
+
+use std::sync::OnceLock;
+
+use jsonschema::Validator;
+use serde_json::Value;
+
+use crate::dialect::resolve_ref;
+
+/// What a tool caches to check its arguments: the top-level property names (computed on the first call)
+/// and the JSON Schema validator (compiled on the first failure).
+#[derive(Default)]
+pub(crate) struct ArgumentCache {
+    validator: OnceLock<Option<Validator>>,
+    top_level: OnceLock<TopLevel>,
+}
+
+impl ArgumentCache {
+    /// A cache whose validator is already compiled (run-time tools validate every call).
+    pub(crate) fn with_validator(validator: Validator) -> Self {
+        ArgumentCache {
+            validator: OnceLock::from(Some(validator)),
+            top_level: OnceLock::new(),
+        }
+    }
+}
+
+/// The properties the arguments object may have.
+pub(super) struct TopLevel {
+    /// Every declared name, in schema order.
+    pub(super) names: Vec<String>,
+    /// Whether other names are allowed too (see the module docs).
+    pub(super) open: bool,
+}
+
+impl TopLevel {
+    fn of(schema: &Value) -> Self {
+        let mut top = TopLevel {
+            names: Vec::new(),
+            open: false,
+        };
+        let mut declared = false;
+        collect_top_level(schema, schema, &mut top, &mut declared, 0);
+        if !declared {
+            top.open = true;
+        }
+        top
+    }
+
+    pub(super) fn knows(&self, name: &str) -> bool {
+        self.names.iter().any(|known| known == name)
+    }
+}
+
+fn collect_top_level(
+    root: &Value,
+    node: &Value,
+    top: &mut TopLevel,
+    declared: &mut bool,
+    depth: usize,
+) {
+    let Some(object) = node.as_object() else {
+        return;
+    };
+    if depth > 8 {
+        top.open = true;
+        return;
+    }
+    if let Some(properties) = object.get("properties").and_then(Value::as_object) {
+        *declared = true;
+        for name in properties.keys() {
+            if !top.knows(name) {
+                top.names.push(name.clone());
+            }
+        }
+    }
+    let allows = |keyword: &str| {
+        object
+            .get(keyword)
+            .is_some_and(|v| v != &Value::Bool(false))
+    };
+    if allows("additionalProperties")
+        || allows("unevaluatedProperties")
+        || object.contains_key("patternProperties")
+    {
+        top.open = true;
+    }
+    if let Some(target) = object
+        .get("$ref")
+        .and_then(Value::as_str)
+        .and_then(|r| resolve_ref(root, r))
+    {
+        collect_top_level(root, target, top, declared, depth + 1);
+    }
+    for keyword in ["allOf", "anyOf", "oneOf"] {
+        for branch in object
+            .get(keyword)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            collect_top_level(root, branch, top, declared, depth + 1);
+        }
+    }
+}
+
+/// Everything the check of one call needs: the tool's name, its canonical schema and its caches.
+#[doc(hidden)]
+pub struct ArgumentCheck<'a> {
+    pub(crate) tool: &'a str,
+    pub(crate) schema: &'a Value,
+    pub(crate) cache: &'a ArgumentCache,
+}
+
+impl ArgumentCheck<'_> {
+    /// The tool's name.
+    pub fn tool(&self) -> &str {
+        self.tool
+    }
+
+    pub(super) fn top_level(&self) -> &TopLevel {
+        self.cache
+            .top_level
+            .get_or_init(|| TopLevel::of(self.schema))
+    }
+
+    pub(super) fn validator(&self) -> Option<&Validator> {
+        self.cache
+            .validator
+            .get_or_init(|| jsonschema::validator_for(self.schema).ok())
+            .as_ref()
+    }
+
+    /// Whether the arguments object has a property the schema does not allow (cheap: no validator).
+    pub(crate) fn has_unknown_properties(&self, args: &Value) -> bool {
+        let top = self.top_level();
+        !top.open
+            && args
+                .as_object()
+                .is_some_and(|args| args.keys().any(|key| !top.knows(key)))
+    }
+
+    /// Whether `key` may be a top-level property of the arguments.
+    pub(crate) fn allows_key(&self, key: &str) -> bool {
+        let top = self.top_level();
+        top.open || top.knows(key)
+    }
+
+    /// Whether the arguments satisfy the schema and have no unknown property.
+    pub(crate) fn is_valid(&self, args: &Value) -> bool {
+        !self.has_unknown_properties(args) && self.validator().is_none_or(|v| v.is_valid(args))
+    }
+}
