@@ -7,15 +7,32 @@ use std::sync::{Arc, OnceLock};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::call::ToolCall;
+use crate::event::{AgentEvent, EventBus};
 use crate::result::{AgentToolResult, IntoToolResult};
 
 type UpdateFn = dyn Fn(AgentToolResult) + Send + Sync;
+
+/// Where partial results go.
+enum Deliver {
+    /// A callback given by the caller.
+    Callback(Box<UpdateFn>),
+    /// `ToolExecutionUpdate` events of this call on a bus (what the executor gives every call).
+    Events { bus: EventBus, call: Arc<ToolCall> },
+}
 
 /// Receives partial results and stops accepting them once the call has ended, so an update can never
 /// arrive after the call's end.
 struct UpdateSink {
     open: AtomicBool,
-    deliver: Box<UpdateFn>,
+    deliver: Deliver,
+}
+
+/// The id of the call: owned, or shared with the call itself (no copy for calls of a batch).
+#[derive(Clone)]
+enum CallId {
+    Owned(Box<str>),
+    Shared(Arc<ToolCall>),
 }
 
 /// The context a tool runs in.
@@ -45,7 +62,7 @@ pub struct ToolContext {
 
 #[derive(Clone)]
 struct Inner {
-    call_id: Box<str>,
+    call_id: CallId,
     /// The batch's token; this call's token is derived from it on first use.
     parent: Option<CancellationToken>,
     /// This call's token, made only when something asks for it (most quick tools never do).
@@ -56,12 +73,42 @@ struct Inner {
 impl ToolContext {
     /// A context for the call `call_id`, with its own cancellation token and no update receiver.
     pub fn new(call_id: impl Into<Box<str>>) -> Self {
+        Self::with_id(CallId::Owned(call_id.into()))
+    }
+
+    fn with_id(call_id: CallId) -> Self {
         ToolContext {
             inner: Arc::new(Inner {
-                call_id: call_id.into(),
+                call_id,
                 parent: None,
                 token: OnceLock::new(),
                 updates: None,
+            }),
+        }
+    }
+
+    /// The context the executor gives a call of a batch: a child of the batch's `cancel`, and updates that
+    /// become `ToolExecutionUpdate` events on `bus` while the call runs (none when nobody listens).
+    pub(crate) fn for_call(
+        call: &Arc<ToolCall>,
+        cancel: &CancellationToken,
+        bus: &EventBus,
+    ) -> Self {
+        let updates = bus.is_observed().then(|| {
+            Arc::new(UpdateSink {
+                open: AtomicBool::new(true),
+                deliver: Deliver::Events {
+                    bus: bus.clone(),
+                    call: Arc::clone(call),
+                },
+            })
+        });
+        ToolContext {
+            inner: Arc::new(Inner {
+                call_id: CallId::Shared(Arc::clone(call)),
+                parent: Some(cancel.clone()),
+                token: OnceLock::new(),
+                updates,
             }),
         }
     }
@@ -94,14 +141,17 @@ impl ToolContext {
     ) -> Self {
         self.inner_mut().updates = Some(Arc::new(UpdateSink {
             open: AtomicBool::new(true),
-            deliver: Box::new(deliver),
+            deliver: Deliver::Callback(Box::new(deliver)),
         }));
         self
     }
 
     /// The id of the tool call being executed.
     pub fn call_id(&self) -> &str {
-        &self.inner.call_id
+        match &self.inner.call_id {
+            CallId::Owned(id) => id,
+            CallId::Shared(call) => &call.id,
+        }
     }
 
     /// The call's cancellation token: cancelled when the run is aborted or the call times out.
@@ -138,7 +188,13 @@ impl ToolContext {
         if let Some(sink) = &self.inner.updates
             && sink.open.load(Ordering::Acquire)
         {
-            (sink.deliver)(partial.into_tool_result());
+            match &sink.deliver {
+                Deliver::Callback(deliver) => deliver(partial.into_tool_result()),
+                Deliver::Events { bus, call } => bus.emit(AgentEvent::ToolExecutionUpdate {
+                    call: Arc::clone(call),
+                    partial: Arc::new(partial.into_tool_result()),
+                }),
+            }
         }
     }
 
@@ -153,7 +209,7 @@ impl ToolContext {
 impl fmt::Debug for ToolContext {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ToolContext")
-            .field("call_id", &self.inner.call_id)
+            .field("call_id", &self.call_id())
             .field("cancelled", &self.is_cancelled())
             .field("streams_updates", &self.inner.updates.is_some())
             .finish()

@@ -197,16 +197,20 @@ impl ToolExecutor {
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
         let env = self.env(assistant);
-        let mut calls: Vec<Call> = calls
+        let calls: Vec<Call> = calls
             .into_iter()
             .map(|call| Call::new(store, call))
             .collect();
         let sequential =
             self.mode == BatchMode::Sequential || calls.iter().any(Call::is_sequential);
         let messages = if sequential {
-            self.run_sequential(store, &mut calls, &env, cancel).await
+            self.run_one_by_one(store, calls, &env, cancel, true).await
+        } else if calls.len() == 1 {
+            // One call needs no joining; it still runs beside other batches' parallel calls.
+            let _alongside = self.order.read().await;
+            self.run_one_by_one(store, calls, &env, cancel, false).await
         } else {
-            self.run_concurrent(store, &mut calls, &env, cancel).await
+            self.run_concurrent(store, calls, &env, cancel).await
         };
         let terminate = !messages.is_empty() && messages.iter().all(|m| m.result.terminate);
         ToolCallBatch {
@@ -215,18 +219,23 @@ impl ToolExecutor {
         }
     }
 
-    /// One call after another, each holding the executor alone while it runs; each call's events (start,
-    /// end, its message) come before the next call starts.
-    async fn run_sequential(
+    /// One call after another; each call's events (start, end, its message) come before the next call
+    /// starts. With `alone`, each call holds the executor to itself while it runs.
+    async fn run_one_by_one(
         &self,
         store: &ToolStore,
-        calls: &mut [Call],
+        calls: Vec<Call>,
         env: &CallEnv,
         cancel: &CancellationToken,
+        alone: bool,
     ) -> Vec<ToolResultMessage> {
         let mut messages = Vec::with_capacity(calls.len());
-        for call in calls {
-            let _alone = self.order.write().await;
+        for mut call in calls {
+            let _alone = if alone {
+                Some(self.order.write().await)
+            } else {
+                None
+            };
             call.start(env);
             let result = call.run(store, env, cancel).await;
             messages.push(call.message(env, result));
@@ -240,7 +249,7 @@ impl ToolExecutor {
     async fn run_concurrent(
         &self,
         store: &ToolStore,
-        calls: &mut [Call],
+        mut calls: Vec<Call>,
         env: &CallEnv,
         cancel: &CancellationToken,
     ) -> Vec<ToolResultMessage> {
@@ -252,20 +261,21 @@ impl ToolExecutor {
                 ready => ready,
             });
         }
-        let calls = &*calls;
-        let _alongside = self.order.read().await;
-        let running = calls
-            .iter()
-            .zip(prepared)
-            .map(|(call, prepared)| async move {
-                match prepared {
-                    Prepared::Done(result) => result,
-                    Prepared::Ready(ready) => call.end(env, ready.execute(env, cancel).await),
-                }
-            });
-        let results = join_all(running).await;
+        let results = {
+            let _alongside = self.order.read().await;
+            let running = calls
+                .iter()
+                .zip(prepared)
+                .map(|(call, prepared)| async move {
+                    match prepared {
+                        Prepared::Done(result) => result,
+                        Prepared::Ready(ready) => call.end(env, ready.execute(env, cancel).await),
+                    }
+                });
+            join_all(running).await
+        };
         calls
-            .iter()
+            .into_iter()
             .zip(results)
             .map(|(call, result)| call.message(env, result))
             .collect()

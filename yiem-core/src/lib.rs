@@ -82,6 +82,30 @@
 //! # });
 //! ```
 
+//! ## How the crate is laid out
+//!
+//! One concept per module; a call's whole path is in `pipeline`, and no module imports one that imports it
+//! back.
+//!
+//! | module | owns |
+//! |---|---|
+//! | `tool` | [`AgentTool`]: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, [`ToolBuilder`] |
+//! | `handler` | the adapters from a `#[tool]` fn to the type-erased handler, and the signature and type diagnostics |
+//! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `check` (unknown properties and the per-tool caches), `explain` (the report a model reads) |
+//! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
+//! | `registry` | [`ToolStore`], [`register_all_tools`], [`ToolList`] (the request-ready lists, serialized once) |
+//! | `pipeline` | one call from lookup to result message, every step under an unwind guard; running a tool in hand ([`AgentTool::execute`]) |
+//! | `executor` | [`ToolExecutor`]: when each call of a batch runs, results in call order, abort |
+//! | `guard` | the unwind guards around user code, its futures and their drops |
+//! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
+//! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
+//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates |
+//! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`], [`AgentToolResult`], the conversation's messages |
+//! | `agent` | [`Agent`]: the loop over model and tools |
+//! | `llm` | the [`Model`] trait, the scripted model, the OpenAI-compatible client and its message format |
+//! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
+//! | `suggest` | "did you mean" for tool and property names |
+
 #![warn(missing_docs)]
 
 mod agent;

@@ -147,7 +147,7 @@ impl Call {
         let Some(tool) = &self.tool else {
             return Prepared::Done(AgentToolResult::error(unknown_tool(store, &call.name)));
         };
-        let ctx = call_context(call, cancel, &env.events);
+        let ctx = ToolContext::for_call(call, cancel, &env.events);
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
         let (future, args) = match bind(tool, &call.arguments, ctx.clone(), hooked) {
             Ok(bound) => bound,
@@ -216,9 +216,18 @@ impl Call {
         Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone())
     }
 
-    /// The call's result message (step 5), with its `MessageStart` and `MessageEnd`.
-    pub(crate) fn message(&self, env: &CallEnv, result: AgentToolResult) -> ToolResultMessage {
-        let message = ToolResultMessage::new(&self.call, result);
+    /// The call's result message (step 5), with its `MessageStart` and `MessageEnd`. The call's id and name
+    /// move into the message when nothing else holds the call any more.
+    pub(crate) fn message(self, env: &CallEnv, result: AgentToolResult) -> ToolResultMessage {
+        let message = match Arc::try_unwrap(self.call) {
+            Ok(call) => ToolResultMessage {
+                tool_call_id: call.id,
+                tool_name: call.name,
+                result,
+                timestamp: crate::call::now_millis(),
+            },
+            Err(shared) => ToolResultMessage::new(&shared, result),
+        };
         if !env.events.is_observed() {
             return message;
         }
@@ -490,27 +499,6 @@ async fn sleep_or_never(limit: Option<Duration>) {
         Some(limit) => tokio::time::sleep(limit).await,
         None => std::future::pending().await,
     }
-}
-
-/// The context of one call: a child of the batch's token, and updates that become events (dropped once
-/// the call has ended).
-fn call_context(
-    call: &Arc<ToolCall>,
-    cancel: &CancellationToken,
-    events: &EventBus,
-) -> ToolContext {
-    let ctx = ToolContext::new(call.id.as_str()).with_parent(cancel.clone());
-    if !events.is_observed() {
-        return ctx;
-    }
-    let events = events.clone();
-    let call = Arc::clone(call);
-    ctx.with_updates(move |partial| {
-        events.emit(AgentEvent::ToolExecutionUpdate {
-            call: Arc::clone(&call),
-            partial: Arc::new(partial),
-        })
-    })
 }
 
 /// The result of a call that never ran because the batch was aborted.
