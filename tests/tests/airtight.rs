@@ -429,3 +429,56 @@ fn a_batch_mixing_every_failure_with_good_calls_answers_each_in_order() {
         ]
     );
 }
+
+#[test]
+fn dropping_a_batch_stops_its_running_calls() {
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = std::sync::Mutex::new(Some(started_tx));
+    let (dropped_tx, dropped_rx) = mpsc::channel::<()>();
+    /// Sends when dropped.
+    struct Signal(mpsc::Sender<()>);
+    impl Drop for Signal {
+        fn drop(&mut self) {
+            let _ = self.0.send(());
+        }
+    }
+    let waits = AgentTool::builder("waits")
+        .description("Waits forever.")
+        .parallel()
+        .handler(move |_ctx: ToolContext, _args: Value| {
+            let started = started_tx.lock().unwrap().take();
+            let signal = Signal(dropped_tx.clone());
+            async move {
+                let _signal = signal;
+                if let Some(started) = started {
+                    let _ = started.send(());
+                }
+                std::future::pending::<()>().await;
+                "never"
+            }
+        })
+        .build()
+        .unwrap();
+    let mut store = ToolStore::new("drop");
+    store.register(waits).unwrap();
+    with_runtime(async {
+        let executor = ToolExecutor::new();
+        let cancel = CancellationToken::new();
+        let batch = executor.execute(
+            &store,
+            vec![ToolCall::new("1", "waits", json!({}))],
+            &cancel,
+        );
+        tokio::select! {
+            _ = batch => panic!("the call never finishes on its own"),
+            _ = started_rx => {} // the call runs: drop the batch here
+        }
+        // Still inside the runtime, which would drop every task when it shuts down.
+        let dropped =
+            tokio::task::spawn_blocking(move || dropped_rx.recv_timeout(Duration::from_secs(10)));
+        dropped
+            .await
+            .unwrap()
+            .expect("the call's future was dropped with its batch");
+    });
+}

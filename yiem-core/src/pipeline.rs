@@ -435,13 +435,18 @@ async fn run_bound(
         && !tool.runs_on_blocking_pool()
         && (limit.is_some() || abort.is_some() || ctx.can_be_cancelled());
     let result = if own_task {
-        let mut task = tokio::spawn(future);
+        // Dropping this future (the batch dropped, a caller's timeout) aborts the task and cancels the
+        // call's token, so no call outlives its batch.
+        let mut task = AbortOnDrop {
+            task: tokio::spawn(future),
+            token: ctx.cancellation_token().clone(),
+        };
         // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if the
         // tool noticed the token and returned on its own.
         let outcome = tokio::select! {
             biased;
             () = wait_cancelled(abort, ctx) => Err(aborted()),
-            joined = &mut task => Ok(joined),
+            joined = &mut task.task => Ok(joined),
             () = sleep_or_never(limit) => Err(timed_out(limit)),
         };
         match outcome {
@@ -451,8 +456,7 @@ async fn run_bound(
                 AgentToolResult::error(format!("tool `{name}` did not finish: {error}"))
             }
             Err(result) => {
-                ctx.cancellation_token().cancel();
-                task.abort();
+                drop(task);
                 tracing::warn!(
                     tool = name,
                     call_id = ctx.call_id(),
@@ -485,6 +489,21 @@ async fn run_bound(
     };
     ctx.close_updates();
     result
+}
+
+/// A call's task, aborted (and its token cancelled) when dropped.
+struct AbortOnDrop {
+    task: tokio::task::JoinHandle<AgentToolResult>,
+    token: CancellationToken,
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if !self.task.is_finished() {
+            self.token.cancel();
+            self.task.abort();
+        }
+    }
 }
 
 async fn wait_cancelled(abort: Option<&CancellationToken>, ctx: &ToolContext) {
