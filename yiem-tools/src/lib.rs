@@ -56,6 +56,7 @@
 
 mod atomic;
 pub mod bash;
+mod confined;
 pub mod edit;
 pub mod grep;
 pub mod ls;
