@@ -250,9 +250,17 @@ fn write_tool_inner(dir: &Path, taken: &[String], args: &WriteToolArgs) -> Resul
             args.name
         ));
     }
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).map_err(|error| {
+            format!(
+                "the tools directory `{}` does not exist and cannot be created: {error}",
+                dir.display()
+            )
+        })?;
+    }
     if !dir.is_dir() {
         return Err(format!(
-            "the tools directory `{}` does not exist",
+            "the tools directory `{}` is not a directory",
             dir.display()
         ));
     }
