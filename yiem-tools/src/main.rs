@@ -47,7 +47,7 @@ enum Command {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
-        /// The directory `write_tool` writes into (default: `tools/` under the root, created when needed).
+        /// The directory `write_tool` writes into (default: the root directory).
         #[arg(long)]
         tools_dir: Option<PathBuf>,
         #[command(flatten)]
@@ -60,7 +60,7 @@ enum Command {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
-        /// The directory `write_tool` writes into (default: `tools/` under the root, created when needed).
+        /// The directory `write_tool` writes into (default: the root directory).
         #[arg(long)]
         tools_dir: Option<PathBuf>,
         #[command(flatten)]
@@ -386,14 +386,14 @@ fn use_tools_dir(dir: PathBuf) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `--tools-dir DIR`, or else `tools/` under the root: a server never writes into the source tree this
-/// program was built from.
+/// `--tools-dir DIR`, or else the root directory: a server never writes into the source tree this program
+/// was built from.
 fn use_tools_dir_or_under_root(dir: Option<PathBuf>) -> Result<(), Failure> {
     match dir {
         Some(dir) => use_tools_dir(dir),
         None => {
             let root = yiem_tools::ToolRoot::current().map_err(Failure::Internal)?;
-            yiem_tools::set_default_tools_dir(root.path().join("tools"));
+            yiem_tools::set_default_tools_dir(root.path());
             Ok(())
         }
     }
