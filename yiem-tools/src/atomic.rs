@@ -1,11 +1,14 @@
 //! Atomic file writes: the content goes to a temporary file beside the target, is flushed to disk, then
 //! renamed over the target, so a reader (or a crash) sees the old file or the new one, never a torn one.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
-/// Writes `content` to `path` atomically, creating missing parent directories. An existing file keeps its
-/// permissions.
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
+
+/// Writes `content` to `path` atomically, creating missing parent directories. A new file gets the mode
+/// the umask gives (0644 under 022); an existing file keeps its mode.
 ///
 /// ```
 /// let dir = tempfile::tempdir().unwrap();
@@ -18,20 +21,13 @@ pub fn write_atomically(path: &Path, content: &[u8]) -> io::Result<()> {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
     };
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{}` names no file", path.display()),
+        )
+    })?;
     std::fs::create_dir_all(parent)?;
-    let name = path
-        .file_name()
-        .map(|name| name.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut temp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".yiem-tmp")
-        .tempfile_in(parent)?;
-    temp.write_all(content)?;
-    temp.as_file().sync_all()?;
-    if let Ok(existing) = std::fs::metadata(path) {
-        temp.as_file().set_permissions(existing.permissions())?;
-    }
-    temp.persist(path).map_err(|error| error.error)?;
-    Ok(())
+    let dir = Dir::open_ambient_dir(parent, ambient_authority())?;
+    crate::confined::write_atomically_beneath(&dir, Path::new(name), content)
 }

@@ -1,5 +1,6 @@
-//! `bash`: run a shell command in the root directory, with a time limit, streamed output, and the whole
-//! process group killed on timeout or abort.
+//! `bash`: run a shell command in the root directory, in an OS sandbox (see [`crate::sandbox`]), with a
+//! time limit, streamed output, and the whole process tree killed when the call ends (timeout, abort,
+//! drop or normal exit).
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -16,13 +17,15 @@ use tokio::sync::mpsc;
 use yiem_core::{AgentToolResult, ToolContext, tool};
 
 use crate::root::ToolRoot;
+use crate::sandbox::{self, Confinement, ShellPolicy};
 use crate::truncate::{BASH_HEAD_BYTES, BASH_TAIL_BYTES, HeadTail};
 
 /// Seconds a command may run when no `timeout` is given.
 pub const BASH_DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The longest `timeout` accepted, in seconds.
 pub const BASH_MAX_TIMEOUT_SECS: u64 = 3600;
-/// How long output is still read after the command exits, for background processes that hold it open.
+/// How long output is still read after the command exits and its processes were killed (only a process
+/// that escaped them, possible only unconfined, could hold the pipe longer).
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(500);
 /// The least time between two streamed updates.
 const UPDATE_INTERVAL: Duration = Duration::from_millis(50);
@@ -39,8 +42,11 @@ pub struct BashArgs {
 
 /// Run a shell command (`bash -c`) in the root directory and return its combined stdout and stderr. Output
 /// streams while the command runs; past 30 KB only the first 10 KB and the last 20 KB are kept. A non-zero
-/// exit is an error result that shows the output and the exit code. On timeout or abort the command and all
-/// its child processes are killed. Standard input is empty: interactive commands cannot be answered.
+/// exit is an error result that shows the output and the exit code. The command runs in a sandbox: the root
+/// directory is the only writable place besides a private `/tmp`, the rest of the file system is
+/// read-only, `.git` is read-only, there is no network, and `/proc` shows only the command's own
+/// processes. When the command ends (by itself, by timeout or by abort) every process it started is
+/// killed, background jobs included. Standard input is empty: interactive commands cannot be answered.
 #[tool(label = "Run Shell Command", destructive, open_world = true)]
 pub async fn bash(ctx: ToolContext, args: BashArgs) -> AgentToolResult {
     match ToolRoot::current() {
@@ -66,6 +72,16 @@ pub async fn bash(ctx: ToolContext, args: BashArgs) -> AgentToolResult {
 /// # });
 /// ```
 pub async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> AgentToolResult {
+    bash_in_with(root, &ShellPolicy::current(), ctx, args).await
+}
+
+/// `bash` in the given root under `policy` instead of the process's [`ShellPolicy::current`].
+pub async fn bash_in_with(
+    root: &ToolRoot,
+    policy: &ShellPolicy,
+    ctx: &ToolContext,
+    args: BashArgs,
+) -> AgentToolResult {
     let secs = args.timeout.unwrap_or(BASH_DEFAULT_TIMEOUT_SECS);
     if secs == 0 || secs > BASH_MAX_TIMEOUT_SECS {
         return AgentToolResult::error(format!(
@@ -77,7 +93,19 @@ pub async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> Agen
             "tool `bash`: `command` is empty; give a command line to run",
         );
     }
-    run(root, ctx, &args.command, Duration::from_secs(secs)).await
+    let confinement = match sandbox::choose(policy).await {
+        Ok(confinement) => confinement,
+        Err(refusal) => return AgentToolResult::error(refusal),
+    };
+    run(
+        root,
+        policy,
+        &confinement,
+        ctx,
+        &args.command,
+        Duration::from_secs(secs),
+    )
+    .await
 }
 
 /// Why a command stopped before it exited by itself.
@@ -88,37 +116,105 @@ enum Stop {
 
 async fn run(
     root: &ToolRoot,
+    policy: &ShellPolicy,
+    confinement: &Confinement,
     ctx: &ToolContext,
     command: &str,
     limit: Duration,
 ) -> AgentToolResult {
-    match start(root, command) {
-        Ok((child, chunks)) => supervise(ctx, child, chunks, limit).await,
+    match start(root, policy, confinement, command) {
+        Ok(started) => {
+            let result = supervise(ctx, started.child, started.chunks, limit).await;
+            drop(started.temp);
+            let mut details = result.details.clone();
+            if let Some(object) = details.as_object_mut() {
+                object.insert("sandbox".into(), json!(confinement.name()));
+            }
+            result.with_details(details)
+        }
         Err(error) => AgentToolResult::error(format!(
-            "tool `bash`: cannot start `bash`: {error}; is bash installed and on PATH?"
+            "tool `bash`: cannot start `bash` (sandbox: {}): {error}",
+            confinement.name()
         )),
     }
 }
 
-/// Starts `bash -c command` in its own process group, stdout and stderr on one pipe (so their order is
-/// kept), and returns the child and the pipe's chunks.
-fn start(root: &ToolRoot, command: &str) -> std::io::Result<(Child, mpsc::Receiver<Vec<u8>>)> {
-    let (reader, writer) = std::io::pipe()?;
-    let mut cmd = Command::new("bash");
+/// A running command: the child (bash, or the bwrap holding it), its output, and its temporary directory
+/// (Landlock only).
+struct Started {
+    child: Child,
+    chunks: mpsc::Receiver<Vec<u8>>,
+    temp: Option<tempfile::TempDir>,
+}
+
+/// Starts `bash -c command` in its own process group and in the sandbox, stdout and stderr on one pipe
+/// (so their order is kept).
+fn start(
+    root: &ToolRoot,
+    policy: &ShellPolicy,
+    confinement: &Confinement,
+    command: &str,
+) -> Result<Started, String> {
+    let io = |error: std::io::Error| error.to_string();
+    let (reader, writer) = std::io::pipe().map_err(io)?;
+    let mut temp = None;
+    let mut cmd = match confinement {
+        Confinement::Bubblewrap => {
+            let mut cmd = Command::new(&policy.bwrap);
+            cmd.args(sandbox::bwrap_args(root.path(), policy))
+                .arg("--")
+                .arg("bash");
+            cmd
+        }
+        Confinement::Landlock => {
+            #[cfg(target_os = "linux")]
+            {
+                let dir = tempfile::Builder::new()
+                    .prefix("yiem-bash-")
+                    .tempdir()
+                    .map_err(io)?;
+                let mut jail = sandbox::LandlockJail::new(root.path(), dir.path(), policy.network)?;
+                let mut cmd = Command::new("bash");
+                cmd.env("TMPDIR", dir.path());
+                // SAFETY: the closure runs in the child between fork and exec; it only makes the
+                // landlock_restrict_self, prctl and seccomp system calls on data prepared in the parent.
+                unsafe {
+                    cmd.pre_exec(move || jail.enter());
+                }
+                temp = Some(dir);
+                cmd
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                return Err("Landlock exists on Linux only".into());
+            }
+        }
+        Confinement::Unconfined => Command::new("bash"),
+    };
     cmd.arg("-c")
         .arg(command)
         .current_dir(root.path())
         .stdin(Stdio::null())
-        .stdout(writer.try_clone()?)
+        .stdout(writer.try_clone().map_err(io)?)
         .stderr(writer)
-        .process_group(0);
-    let child = cmd.spawn()?;
+        .process_group(0)
+        .kill_on_drop(true);
+    let child = cmd.spawn().map_err(|error| match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            format!("{error}; is bash (and for bubblewrap, bwrap) installed and on PATH?")
+        }
+        _ => error.to_string(),
+    })?;
     // The command holds our copies of the write end: drop it, or the pipe never reports its end.
     drop(cmd);
-    let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(io)?;
     let (sender, chunks) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(pump(reader, sender));
-    Ok((child, chunks))
+    Ok(Started {
+        child,
+        chunks,
+        temp,
+    })
 }
 
 async fn supervise(
@@ -168,8 +264,9 @@ async fn supervise(
         }
     };
 
-    // The shell has exited; read what is left, but not forever: a background process may hold the pipes.
-    let mut stragglers_killed = false;
+    // The shell has exited: its background jobs die with the call. Then read what is left, but not
+    // forever: only a process that escaped the group could still hold the pipe.
+    group.kill();
     if open {
         let drain_until = tokio::time::sleep(DRAIN_AFTER_EXIT);
         tokio::pin!(drain_until);
@@ -179,11 +276,7 @@ async fn supervise(
                     Some(bytes) => output.push(&bytes),
                     None => break,
                 },
-                () = &mut drain_until => {
-                    group.kill();
-                    stragglers_killed = stop.is_none();
-                    break;
-                }
+                () = &mut drain_until => break,
             }
         }
     }
@@ -207,9 +300,6 @@ async fn supervise(
         }
         text.push_str(&line);
     };
-    if stragglers_killed {
-        note("[background processes that kept the output open were killed]".into());
-    }
     let is_error = match (&stop, &status) {
         (Some(Stop::TimedOut), _) => {
             note(format!(

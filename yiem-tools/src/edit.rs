@@ -6,7 +6,9 @@ use serde_json::json;
 use similar::{Algorithm, DiffTag, TextDiff};
 use yiem_core::{AgentToolResult, tool};
 
-use crate::atomic::write_atomically;
+use std::io::Read as _;
+
+use crate::confined::{OpenError, is_escape, open_regular, write_atomically_beneath};
 use crate::root::ToolRoot;
 
 /// Arguments of `edit`.
@@ -27,7 +29,12 @@ pub struct EditArgs {
 /// Edit a file under the root directory by exact string replacement: `old_string` must occur exactly once
 /// (or set `replace_all`). Read the file first and copy the text exactly. The file is rewritten
 /// atomically; the details hold a unified diff and the first changed line.
-#[tool(label = "Edit File", destructive, open_world = false)]
+#[tool(
+    label = "Edit File",
+    destructive,
+    open_world = false,
+    timeout_ms = 30000
+)]
 pub fn edit(args: EditArgs) -> AgentToolResult {
     match ToolRoot::current() {
         Ok(root) => edit_in(&root, args),
@@ -61,8 +68,8 @@ pub fn edit_in(root: &ToolRoot, args: EditArgs) -> AgentToolResult {
 }
 
 fn edit_inner(root: &ToolRoot, args: &EditArgs) -> Result<AgentToolResult, String> {
-    let path = root.resolve("edit", &args.path)?;
-    let shown = root.display(&path);
+    let located = root.locate("edit", &args.path)?;
+    let shown = located.shown.clone();
     if args.old_string.is_empty() {
         return Err(format!(
             "tool `edit`: `old_string` is empty; give the exact text to replace (to create or overwrite `{shown}` whole, use `write`)"
@@ -74,22 +81,20 @@ fn edit_inner(root: &ToolRoot, args: &EditArgs) -> Result<AgentToolResult, Strin
                 .into(),
         );
     }
-    let old = match std::fs::read(&path) {
-        Ok(bytes) => String::from_utf8(bytes).map_err(|_| {
-            format!("tool `edit`: `{shown}` is not UTF-8 text; `edit` changes text files only")
-        })?,
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Err(format!(
-                "tool `edit`: file `{shown}` does not exist; create it with `write`"
-            ));
+    let (file, _) = open_regular(root.dir(), &located.rel).map_err(|error| match error {
+        OpenError::NotFound => {
+            format!("tool `edit`: file `{shown}` does not exist; create it with `write`")
         }
-        Err(error) if path.is_dir() => {
-            return Err(format!(
-                "tool `edit`: `{shown}` is a directory, not a file ({error})"
-            ));
-        }
-        Err(error) => return Err(format!("tool `edit`: cannot read `{shown}`: {error}")),
-    };
+        OpenError::Directory => format!("tool `edit`: `{shown}` is a directory, not a file"),
+        other => other.message(root, "edit", &located),
+    })?;
+    let mut bytes = Vec::new();
+    (&file)
+        .read_to_end(&mut bytes)
+        .map_err(|error| format!("tool `edit`: cannot read `{shown}`: {error}"))?;
+    let old = String::from_utf8(bytes).map_err(|_| {
+        format!("tool `edit`: `{shown}` is not UTF-8 text; `edit` changes text files only")
+    })?;
     let positions: Vec<usize> = old
         .match_indices(&args.old_string)
         .map(|(at, _)| at)
@@ -114,8 +119,13 @@ fn edit_inner(root: &ToolRoot, args: &EditArgs) -> Result<AgentToolResult, Strin
         _ => {}
     }
     let new = old.replace(&args.old_string, &args.new_string);
-    write_atomically(&path, new.as_bytes())
-        .map_err(|error| format!("tool `edit`: cannot write `{shown}`: {error}"))?;
+    write_atomically_beneath(root.dir(), &located.rel, new.as_bytes()).map_err(|error| {
+        if is_escape(&error) {
+            root.escaped("edit", &located)
+        } else {
+            format!("tool `edit`: cannot write `{shown}`: {error}")
+        }
+    })?;
 
     let diff = TextDiff::configure()
         .algorithm(Algorithm::Myers)

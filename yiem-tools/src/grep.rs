@@ -1,6 +1,9 @@
 //! `grep`: search file contents under the root with a regular expression.
 
-use std::path::Path;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use cap_std::fs::Dir;
 
 use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
@@ -8,6 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{AgentToolResult, tool};
 
+use crate::confined::{OpenError, is_escape, open_regular};
 use crate::root::ToolRoot;
 use crate::truncate::{GREP_MAX_LINE_CHARS, shorten_line};
 
@@ -47,7 +51,8 @@ pub struct GrepArgs {
     parallel,
     read_only,
     idempotent,
-    open_world = false
+    open_world = false,
+    timeout_ms = 60000
 )]
 pub fn grep(args: GrepArgs) -> AgentToolResult {
     match ToolRoot::current() {
@@ -80,9 +85,7 @@ pub fn grep_in(root: &ToolRoot, args: GrepArgs) -> AgentToolResult {
     }
 }
 
-struct Search<'a> {
-    root: &'a ToolRoot,
-    base: &'a Path,
+struct Search {
     regex: Regex,
     glob: Option<(Regex, bool)>,
     limit: usize,
@@ -110,19 +113,16 @@ fn grep_inner(root: &ToolRoot, args: &GrepArgs) -> Result<AgentToolResult, Strin
         return Err("tool `grep`: `limit` must be at least 1".into());
     }
     let requested = args.path.as_deref().unwrap_or(".");
-    let path = root.resolve("grep", requested)?;
-    let shown = root.display(&path);
-    let metadata = std::fs::metadata(&path).map_err(|_| {
-        format!("tool `grep`: `{shown}` does not exist; use `ls` to see what is there")
+    let located = root.locate("grep", requested)?;
+    let shown = located.shown.clone();
+    let metadata = root.dir().metadata(&located.rel).map_err(|error| {
+        if is_escape(&error) {
+            root.escaped("grep", &located)
+        } else {
+            format!("tool `grep`: `{shown}` does not exist; use `ls` to see what is there")
+        }
     })?;
-    let base = if metadata.is_dir() {
-        path.clone()
-    } else {
-        path.parent().map(Path::to_path_buf).unwrap_or_default()
-    };
     let mut search = Search {
-        root,
-        base: &base,
         regex,
         glob,
         limit,
@@ -131,9 +131,32 @@ fn grep_inner(root: &ToolRoot, args: &GrepArgs) -> Result<AgentToolResult, Strin
         stopped: false,
     };
     if metadata.is_dir() {
-        search.directory(&path);
+        let dir = if located.rel == Path::new(".") {
+            root.dir().try_clone()
+        } else {
+            root.dir().open_dir(&located.rel)
+        };
+        let dir = dir.map_err(|error| {
+            if is_escape(&error) {
+                root.escaped("grep", &located)
+            } else {
+                format!("tool `grep`: cannot search `{shown}`: {error}")
+            }
+        })?;
+        let prefix = if located.rel == Path::new(".") {
+            PathBuf::new()
+        } else {
+            located.rel.clone()
+        };
+        search.directory(&dir, &prefix, Path::new(""));
     } else {
-        search.file(&path);
+        let (file, _) = open_regular(root.dir(), &located.rel).map_err(|error| match error {
+            OpenError::NotFound => {
+                format!("tool `grep`: `{shown}` does not exist; use `ls` to see what is there")
+            }
+            other => other.message(root, "grep", &located),
+        })?;
+        search.file(file, &shown);
     }
     let count = search.matches.len();
     let mut text = if count == 0 {
@@ -156,9 +179,12 @@ fn grep_inner(root: &ToolRoot, args: &GrepArgs) -> Result<AgentToolResult, Strin
     })))
 }
 
-impl Search<'_> {
-    fn directory(&mut self, dir: &Path) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
+impl Search {
+    /// Searches `dir` (opened beneath the root), which is `prefix` relative to the root and `below`
+    /// relative to the searched directory. Symlinks are not followed; FIFOs, sockets and devices are
+    /// skipped.
+    fn directory(&mut self, dir: &Dir, prefix: &Path, below: &Path) {
+        let Ok(entries) = dir.entries() else {
             return;
         };
         let mut entries: Vec<_> = entries.filter_map(Result::ok).collect();
@@ -170,50 +196,54 @@ impl Search<'_> {
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            let path = entry.path();
+            let name = entry.file_name();
+            let relative = below.join(&name);
             if kind.is_dir() {
-                let name = entry.file_name();
-                if !GREP_SKIPPED_DIRS.iter().any(|skip| name == **skip) {
-                    self.directory(&path);
+                if !GREP_SKIPPED_DIRS.iter().any(|skip| name == **skip)
+                    && let Ok(sub) = dir.open_dir(&name)
+                {
+                    self.directory(&sub, &prefix.join(&name), &relative);
                 }
-            } else if kind.is_file() && self.glob_admits(&path) {
-                self.file(&path);
+            } else if kind.is_file()
+                && self.glob_admits(&relative)
+                && let Ok((file, _)) = open_regular(dir, Path::new(&name))
+            {
+                let shown = prefix.join(&name).display().to_string();
+                self.file(file, &shown);
             }
         }
     }
 
-    fn glob_admits(&self, path: &Path) -> bool {
+    fn glob_admits(&self, relative: &Path) -> bool {
         let Some((glob, whole_path)) = &self.glob else {
             return true;
         };
         let subject = if *whole_path {
-            path.strip_prefix(self.base)
-                .unwrap_or(path)
-                .to_string_lossy()
-                .into_owned()
+            relative.to_string_lossy().into_owned()
         } else {
-            path.file_name()
+            relative
+                .file_name()
                 .map(|name| name.to_string_lossy().into_owned())
                 .unwrap_or_default()
         };
         glob.is_match(&subject)
     }
 
-    fn file(&mut self, path: &Path) {
-        let too_big = std::fs::metadata(path).map_or(true, |m| m.len() > GREP_MAX_FILE_BYTES);
-        let Ok(bytes) = (if too_big {
-            Err(())
-        } else {
-            std::fs::read(path).map_err(drop)
-        }) else {
+    fn file(&mut self, file: std::fs::File, shown: &str) {
+        let mut bytes = Vec::new();
+        if file
+            .take(GREP_MAX_FILE_BYTES.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .is_err()
+            || u64::try_from(bytes.len()).map_or(true, |len| len > GREP_MAX_FILE_BYTES)
+        {
             return;
-        };
+        }
         if bytes[..bytes.len().min(8192)].contains(&0) {
             return;
         }
         self.files_searched += 1;
         let text = String::from_utf8_lossy(&bytes);
-        let shown = self.root.display(path);
         for (index, line) in text.lines().enumerate() {
             if self.regex.is_match(line) {
                 if self.matches.len() == self.limit {
@@ -222,7 +252,7 @@ impl Search<'_> {
                 }
                 self.matches.push(format!(
                     "{shown}:{}: {}",
-                    index + 1,
+                    index.saturating_add(1),
                     shorten_line(line, GREP_MAX_LINE_CHARS)
                 ));
             }

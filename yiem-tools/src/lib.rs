@@ -56,12 +56,14 @@
 
 mod atomic;
 pub mod bash;
+mod confined;
 pub mod edit;
 pub mod grep;
 pub mod ls;
 pub mod read;
 mod root;
 mod rooted;
+pub mod sandbox;
 pub mod truncate;
 pub mod write;
 pub mod write_tool;
@@ -69,6 +71,7 @@ pub mod write_tool;
 pub use atomic::write_atomically;
 pub use root::{ToolRoot, set_default_root};
 pub use rooted::file_tools;
+pub use sandbox::{HostFiles, SandboxKind, ShellPolicy, set_default_shell_policy};
 pub use write_tool::set_default_tools_dir;
 
 /// The tools found in the tools directory at build time, one module per file (see `build.rs`); `get_time`

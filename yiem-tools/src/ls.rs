@@ -5,6 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{AgentToolResult, tool};
 
+use crate::confined::is_escape;
 use crate::root::ToolRoot;
 
 /// Entries `ls` shows when no `limit` is given.
@@ -28,7 +29,8 @@ pub struct LsArgs {
     parallel,
     read_only,
     idempotent,
-    open_world = false
+    open_world = false,
+    timeout_ms = 30000
 )]
 pub fn ls(args: LsArgs) -> AgentToolResult {
     match ToolRoot::current() {
@@ -57,21 +59,30 @@ pub fn ls_in(root: &ToolRoot, args: LsArgs) -> AgentToolResult {
 
 fn ls_inner(root: &ToolRoot, args: &LsArgs) -> Result<AgentToolResult, String> {
     let requested = args.path.as_deref().unwrap_or(".");
-    let path = root.resolve("ls", requested)?;
-    let shown = root.display(&path);
+    let located = root.locate("ls", requested)?;
+    let shown = located.shown.clone();
     let limit = args.limit.unwrap_or(LS_DEFAULT_LIMIT);
     if limit == 0 {
         return Err("tool `ls`: `limit` must be at least 1".into());
     }
-    let entries = std::fs::read_dir(&path).map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => format!(
-            "tool `ls`: directory `{shown}` does not exist; list its parent to see what is there"
-        ),
-        _ if path.is_file() => {
-            format!("tool `ls`: `{shown}` is a file, not a directory; use `read` to see it")
-        }
-        _ => format!("tool `ls`: cannot list `{shown}`: {error}"),
-    })?;
+    let dir = root.dir();
+    let opened = if located.rel == std::path::Path::new(".") {
+        dir.try_clone()
+    } else {
+        dir.open_dir(&located.rel)
+    };
+    let entries = opened
+        .and_then(|opened| opened.entries())
+        .map_err(|error| match error.kind() {
+            _ if is_escape(&error) => root.escaped("ls", &located),
+            std::io::ErrorKind::NotFound => format!(
+                "tool `ls`: directory `{shown}` does not exist; list its parent to see what is there"
+            ),
+            _ if dir.is_file(&located.rel) => {
+                format!("tool `ls`: `{shown}` is a file, not a directory; use `read` to see it")
+            }
+            _ => format!("tool `ls`: cannot list `{shown}`: {error}"),
+        })?;
     let mut names: Vec<String> = Vec::new();
     for entry in entries {
         let entry = entry.map_err(|error| format!("tool `ls`: cannot list `{shown}`: {error}"))?;

@@ -3,8 +3,14 @@
 //! ```text
 //! yiem tools list [--json]
 //! yiem tools schema NAME
-//! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR]
+//! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
+//! yiem mcp [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
+//! yiem chat [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! ```
+//!
+//! Shell flags (how `bash` is confined): `--sandbox auto|bubblewrap|landlock`, `--shell-network`,
+//! `--shell-hide-host`, `--shell-writable-git`, and `--unsafe-shell` (run unconfined when no sandbox is
+//! available, instead of refusing).
 //!
 //! Exit codes: 0 on success; 1 when the tool returned an error result (its text on stderr, as the tool wrote
 //! it); 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
@@ -14,7 +20,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use yiem_core::{AgentTool, Content, Dialect, ToolContext, ToolStore, register_all_tools};
 
@@ -41,6 +47,11 @@ enum Command {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
+        /// The directory `write_tool` writes into (default: the root directory).
+        #[arg(long)]
+        tools_dir: Option<PathBuf>,
+        #[command(flatten)]
+        shell: ShellFlags,
     },
     /// Chat with an agent that has the built-in tools, one prompt per line of stdin. Uses the
     /// OpenAI-compatible endpoint in YIEM_BASE_URL (with OPENAI_API_KEY and YIEM_MODEL); without it, an
@@ -49,6 +60,11 @@ enum Command {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
+        /// The directory `write_tool` writes into (default: the root directory).
+        #[arg(long)]
+        tools_dir: Option<PathBuf>,
+        #[command(flatten)]
+        shell: ShellFlags,
         /// The system prompt.
         #[arg(
             long,
@@ -92,7 +108,61 @@ enum ToolsCommand {
         /// The directory `write_tool` writes into (default: the `src/tools` this program was built from).
         #[arg(long)]
         tools_dir: Option<PathBuf>,
+        #[command(flatten)]
+        shell: ShellFlags,
     },
+}
+
+/// How `bash` is confined (see `yiem_tools::ShellPolicy`).
+#[derive(Args)]
+struct ShellFlags {
+    /// The sandbox `bash` runs commands in.
+    #[arg(long, value_enum, default_value_t = SandboxFlag::Auto)]
+    sandbox: SandboxFlag,
+    /// Let `bash` commands use the network.
+    #[arg(long)]
+    shell_network: bool,
+    /// Hide the host's files from `bash` but for the system directories (bubblewrap only).
+    #[arg(long)]
+    shell_hide_host: bool,
+    /// Let `bash` commands write to `.git` inside the root (bubblewrap only).
+    #[arg(long)]
+    shell_writable_git: bool,
+    /// Run `bash` commands unconfined when no sandbox is available, instead of refusing them.
+    #[arg(long)]
+    unsafe_shell: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum SandboxFlag {
+    /// bubblewrap, else Landlock + seccomp.
+    Auto,
+    /// bubblewrap only.
+    Bubblewrap,
+    /// Landlock + seccomp only.
+    Landlock,
+}
+
+impl ShellFlags {
+    /// Makes these flags the process's shell policy.
+    fn apply(&self) {
+        yiem_tools::set_default_shell_policy(yiem_tools::ShellPolicy {
+            sandbox: match self.sandbox {
+                SandboxFlag::Auto => yiem_tools::SandboxKind::Auto,
+                SandboxFlag::Bubblewrap => yiem_tools::SandboxKind::Bubblewrap,
+                SandboxFlag::Landlock => yiem_tools::SandboxKind::Landlock,
+            },
+            network: self.shell_network,
+            host_files: if self.shell_hide_host {
+                yiem_tools::HostFiles::Hidden
+            } else {
+                yiem_tools::HostFiles::ReadOnly
+            },
+            writable_git: self.shell_writable_git,
+            allow_unconfined: self.unsafe_shell,
+            ..yiem_tools::ShellPolicy::default()
+        });
+    }
 }
 
 /// Why a command failed; each kind has its exit code.
@@ -159,8 +229,27 @@ fn run(cli: Cli) -> Result<(), Failure> {
     register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
     let command = match cli.command {
         Command::Tools(command) => command,
-        Command::Mcp { root } => return serve_mcp(store, root),
-        Command::Chat { root, system } => return chat(store, root, system),
+        Command::Mcp {
+            root,
+            tools_dir,
+            shell,
+        } => {
+            shell.apply();
+            use_root(root)?;
+            use_tools_dir_or_under_root(tools_dir)?;
+            return serve_mcp(store);
+        }
+        Command::Chat {
+            root,
+            tools_dir,
+            shell,
+            system,
+        } => {
+            shell.apply();
+            use_root(root)?;
+            use_tools_dir_or_under_root(tools_dir)?;
+            return chat(store, system);
+        }
     };
     match command {
         ToolsCommand::List {
@@ -201,16 +290,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             args,
             root,
             tools_dir,
+            shell,
         } => {
+            shell.apply();
             use_root(root)?;
             if let Some(dir) = tools_dir {
-                if !dir.is_dir() {
-                    return Err(bad_input(format!(
-                        "--tools-dir: `{}` is not a directory; give an existing directory",
-                        dir.display()
-                    )));
-                }
-                yiem_tools::set_default_tools_dir(dir);
+                use_tools_dir(dir)?;
             }
             let tool = find(&store, &name)?;
             call(&tool, &args)
@@ -219,11 +304,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
 }
 
 /// `yiem chat`: one agent run per line of stdin, printing the reply as it streams and the tool calls.
-fn chat(store: ToolStore, root: Option<PathBuf>, system: String) -> Result<(), Failure> {
+fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
     use std::io::BufRead;
     use yiem_core::{Agent, AgentEvent, OpenAiModel, ScriptedModel, ScriptedTurn};
 
-    use_root(root)?;
     let builder = Agent::builder().system_prompt(system).tools(store.clone());
     let agent = match OpenAiModel::from_env() {
         Ok(model) => {
@@ -290,6 +374,31 @@ fn use_root(root: Option<PathBuf>) -> Result<(), Failure> {
     }
 }
 
+/// `--tools-dir DIR`: where `write_tool` writes.
+fn use_tools_dir(dir: PathBuf) -> Result<(), Failure> {
+    if !dir.is_dir() {
+        return Err(bad_input(format!(
+            "--tools-dir: `{}` is not a directory; give an existing directory",
+            dir.display()
+        )));
+    }
+    yiem_tools::set_default_tools_dir(dir);
+    Ok(())
+}
+
+/// `--tools-dir DIR`, or else the root directory: a server never writes into the source tree this program
+/// was built from.
+fn use_tools_dir_or_under_root(dir: Option<PathBuf>) -> Result<(), Failure> {
+    match dir {
+        Some(dir) => use_tools_dir(dir),
+        None => {
+            let root = yiem_tools::ToolRoot::current().map_err(Failure::Internal)?;
+            yiem_tools::set_default_tools_dir(root.path());
+            Ok(())
+        }
+    }
+}
+
 /// The multi-threaded runtime the async commands run on.
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Builder::new_multi_thread()
@@ -298,17 +407,79 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))
 }
 
-/// `yiem mcp`: the store over MCP stdio until the client hangs up.
-fn serve_mcp(store: ToolStore, root: Option<PathBuf>) -> Result<(), Failure> {
-    use_root(root)?;
+/// How long responses already made may take to reach the client once stdin has closed; calls still
+/// running then are cancelled (their processes killed).
+const MCP_GRACE_AFTER_EOF: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// `yiem mcp`: the store over MCP stdio until the client hangs up. When stdin closes, the server ends
+/// within a second: calls still running are cancelled, and `bash`'s processes killed with them.
+fn serve_mcp(store: ToolStore) -> Result<(), Failure> {
+    // Logs go to stderr: stdout carries the protocol.
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .try_init();
     let runtime = runtime()?;
-    runtime
-        .block_on(
-            yiem_core::mcp::McpServer::new(store)
-                .with_server_info("yiem", env!("CARGO_PKG_VERSION"))
-                .serve_stdio(),
-        )
-        .map_err(|error| Failure::Internal(error.to_string()))
+    let outcome = runtime.block_on(async {
+        let (ended, stdin_ended) = tokio::sync::oneshot::channel();
+        let reader = SignalEof {
+            inner: tokio::io::stdin(),
+            ended: Some(ended),
+        };
+        let server = yiem_core::mcp::McpServer::new(store)
+            .with_server_info("yiem", env!("CARGO_PKG_VERSION"));
+        let mut serving = tokio::spawn(server.serve(reader, tokio::io::stdout()));
+        let finished = tokio::select! {
+            finished = &mut serving => Some(finished),
+            _ = stdin_ended => None,
+        };
+        let finished = match finished {
+            Some(finished) => Some(finished),
+            // The server would wait for running calls; they are cancelled instead, once what is done
+            // has been written.
+            None => tokio::time::timeout(MCP_GRACE_AFTER_EOF, &mut serving)
+                .await
+                .ok(),
+        };
+        match finished {
+            Some(Ok(served)) => served.map_err(|error| Failure::Internal(error.to_string())),
+            Some(Err(error)) => Err(Failure::Internal(format!("the MCP server failed: {error}"))),
+            None => {
+                serving.abort();
+                Ok(())
+            }
+        }
+    });
+    // Dropping the runtime's tasks drops the calls still running, which kills their processes.
+    runtime.shutdown_timeout(MCP_GRACE_AFTER_EOF);
+    outcome
+}
+
+/// Stdin that says when it has ended.
+struct SignalEof<R> {
+    inner: R,
+    ended: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for SignalEof<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let room = buf.remaining() > 0;
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        let at_end = match &polled {
+            std::task::Poll::Ready(Ok(())) => room && buf.filled().len() == before,
+            std::task::Poll::Ready(Err(_)) => true,
+            std::task::Poll::Pending => false,
+        };
+        if at_end && let Some(ended) = self.ended.take() {
+            let _ = ended.send(());
+        }
+        polled
+    }
 }
 
 fn find(store: &ToolStore, name: &str) -> Result<AgentTool, Failure> {

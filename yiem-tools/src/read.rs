@@ -1,13 +1,14 @@
 //! `read`: a text file with line numbers, a window of it at a time, or an image as image content.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read as _};
+use std::io::{BufRead, BufReader, Read as _, Seek as _, SeekFrom};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{AgentToolResult, Content, tool};
 
+use crate::confined::open_regular;
 use crate::root::ToolRoot;
 use crate::truncate::{MAX_LINE_CHARS, READ_MAX_BYTES, READ_MAX_LINES, shorten_line};
 
@@ -35,7 +36,8 @@ pub struct ReadArgs {
     parallel,
     read_only,
     idempotent,
-    open_world = false
+    open_world = false,
+    timeout_ms = 30000
 )]
 pub fn read(args: ReadArgs) -> AgentToolResult {
     match ToolRoot::current() {
@@ -63,19 +65,7 @@ pub fn read_in(root: &ToolRoot, args: ReadArgs) -> AgentToolResult {
 }
 
 fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, String> {
-    let path = root.resolve("read", &args.path)?;
-    let shown = root.display(&path);
-    let metadata = std::fs::metadata(&path).map_err(|error| match error.kind() {
-        std::io::ErrorKind::NotFound => format!(
-            "tool `read`: file `{shown}` does not exist; use `ls` or `grep` to find the right path"
-        ),
-        _ => format!("tool `read`: cannot read `{shown}`: {error}"),
-    })?;
-    if metadata.is_dir() {
-        return Err(format!(
-            "tool `read`: `{shown}` is a directory; use `ls` to list it"
-        ));
-    }
+    let located = root.locate("read", &args.path)?;
     let offset = args.offset.unwrap_or(1);
     if offset == 0 {
         return Err("tool `read`: `offset` counts lines from 1; use 1 for the first line".into());
@@ -87,18 +77,24 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
         ));
     }
     let limit = limit.min(READ_MAX_LINES);
+    let (mut file, metadata) = open_regular(root.dir(), &located.rel)
+        .map_err(|error| error.message(root, "read", &located))?;
+    let shown = located.shown.clone();
 
     let mut head = Vec::new();
-    std::fs::File::open(&path)
-        .and_then(|file| file.take(16).read_to_end(&mut head))
+    (&mut file)
+        .take(16)
+        .read_to_end(&mut head)
+        .map_err(|error| format!("tool `read`: cannot read `{shown}`: {error}"))?;
+    file.seek(SeekFrom::Start(0))
         .map_err(|error| format!("tool `read`: cannot read `{shown}`: {error}"))?;
     if let Some(mime) = image_mime(&head) {
-        return read_image(&path, &shown, mime, metadata.len());
+        return read_image(file, &shown, mime, metadata.len());
     }
 
     let cannot = |error: std::io::Error| format!("tool `read`: cannot read `{shown}`: {error}");
     // Streamed: only the window is kept in memory; the rest of the file is only counted.
-    let mut reader = BufReader::with_capacity(64 * 1024, File::open(&path).map_err(cannot)?);
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let first = reader.fill_buf().map_err(cannot)?;
     if first[..first.len().min(8192)].contains(&0) {
         return Err(format!(
@@ -111,17 +107,19 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
             .with_details(json!({"path": shown, "total_lines": 0})));
     }
 
+    // `offset` and `limit` come from the model: the window's end is computed without overflow.
+    let window_end = offset.saturating_add(limit - 1);
     let mut out = String::new();
     let mut end = offset - 1;
     let mut hit_byte_limit = false;
     let mut total = 0usize;
     let mut line = Vec::new();
-    while !hit_byte_limit && total < offset - 1 + limit {
+    while !hit_byte_limit && total < window_end {
         line.clear();
         if reader.read_until(b'\n', &mut line).map_err(cannot)? == 0 {
             break;
         }
-        total += 1;
+        total = total.saturating_add(1);
         if total < offset {
             continue;
         }
@@ -137,7 +135,7 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
         out.push_str(&numbered);
         end = total;
     }
-    total += count_lines(&mut reader).map_err(cannot)?;
+    total = total.saturating_add(count_lines(&mut reader).map_err(cannot)?);
     if offset > total {
         return Err(format!(
             "tool `read`: offset {offset} is past the end of `{shown}`, which has {total} lines; use an offset from 1 to {total}"
@@ -152,7 +150,7 @@ fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, Strin
         };
         out.push_str(&format!(
             "\n\n[Showing lines {offset}-{end} of {total}{why}. Use offset={} to continue.]",
-            end + 1
+            end.saturating_add(1)
         ));
     }
     Ok(AgentToolResult::text(out).with_details(json!({
@@ -172,33 +170,30 @@ fn strip_line_end(line: &[u8]) -> &[u8] {
 
 /// The number of lines left in `reader` (a last line without `\n` counts).
 fn count_lines(reader: &mut impl BufRead) -> std::io::Result<usize> {
-    let mut lines = 0;
+    let mut lines: usize = 0;
     let mut partial = false;
     loop {
         let chunk = reader.fill_buf()?;
         if chunk.is_empty() {
-            return Ok(lines + usize::from(partial));
+            return Ok(lines.saturating_add(usize::from(partial)));
         }
-        lines += chunk.iter().filter(|&&b| b == b'\n').count();
+        lines = lines.saturating_add(chunk.iter().filter(|&&b| b == b'\n').count());
         partial = chunk.last() != Some(&b'\n');
         let used = chunk.len();
         reader.consume(used);
     }
 }
 
-fn read_image(
-    path: &std::path::Path,
-    shown: &str,
-    mime: &str,
-    size: u64,
-) -> Result<AgentToolResult, String> {
+fn read_image(file: File, shown: &str, mime: &str, size: u64) -> Result<AgentToolResult, String> {
     if size > MAX_IMAGE_BYTES {
         return Err(format!(
             "tool `read`: image `{shown}` is {size} bytes, more than the {} MB a model is sent; make a smaller copy first",
             MAX_IMAGE_BYTES / (1024 * 1024)
         ));
     }
-    let bytes = std::fs::read(path)
+    let mut bytes = Vec::new();
+    file.take(MAX_IMAGE_BYTES)
+        .read_to_end(&mut bytes)
         .map_err(|error| format!("tool `read`: cannot read `{shown}`: {error}"))?;
     Ok(AgentToolResult::with_content(vec![
         Content::text(format!("Image `{shown}` ({mime}, {} bytes)", bytes.len())),

@@ -1,10 +1,18 @@
 //! [`ToolRoot`]: the directory the file tools and `bash` work in, and the check that keeps every path a
 //! model sends inside it.
+//!
+//! The check only words the refusals: every file is then opened *through a handle on the root directory*
+//! (`cap-std`, which uses `openat2(RESOLVE_BENEATH)` where the kernel has it), so a path that is swapped for
+//! a symlink between the check and the use is refused by the kernel instead of followed out.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, RwLock};
+
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
 
 /// The directory a set of file tools works in. Every path a model sends is resolved against it and
 /// refused when it leads outside: through `..`, as an absolute path elsewhere, or through a symlink.
@@ -24,9 +32,37 @@ use std::sync::{Arc, RwLock};
 /// let refused = root.resolve("read", "../secret.txt").unwrap_err();
 /// assert!(refused.starts_with("tool `read`: path `../secret.txt` is outside the root directory"));
 /// ```
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone)]
 pub struct ToolRoot {
     path: Arc<Path>,
+    /// The root directory itself, opened once: every file tool resolves paths beneath this handle.
+    dir: Arc<Dir>,
+}
+
+impl PartialEq for ToolRoot {
+    fn eq(&self, other: &Self) -> bool {
+        self.path == other.path
+    }
+}
+
+impl Eq for ToolRoot {}
+
+impl Hash for ToolRoot {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.path.hash(state);
+    }
+}
+
+/// A path the model sent, checked against the root: what to open beneath the root's handle, and how to
+/// name it to the model.
+#[derive(Clone, Debug)]
+pub(crate) struct Located {
+    /// Relative to the root, without `.` or `..`; `.` for the root itself.
+    pub rel: PathBuf,
+    /// The path as the model should see it (relative to the root, `.` for the root).
+    pub shown: String,
+    /// What the model sent.
+    pub requested: String,
 }
 
 static DEFAULT_ROOT: RwLock<Option<ToolRoot>> = RwLock::new(None);
@@ -47,9 +83,52 @@ impl ToolRoot {
                 format!("root directory `{}` is not a directory", path.display()),
             ));
         }
+        let dir = Dir::open_ambient_dir(&canonical, ambient_authority()).map_err(|error| {
+            io::Error::new(
+                error.kind(),
+                format!("root directory `{}`: {error}", path.display()),
+            )
+        })?;
         Ok(ToolRoot {
             path: canonical.into(),
+            dir: Arc::new(dir),
         })
+    }
+
+    /// The handle on the root directory that every file tool opens paths beneath.
+    pub(crate) fn dir(&self) -> &Dir {
+        &self.dir
+    }
+
+    /// Checks `requested` for `tool` (see [`resolve`](Self::resolve)) and returns what to open beneath
+    /// the root's handle.
+    pub(crate) fn locate(&self, tool: &str, requested: &str) -> Result<Located, String> {
+        let resolved = self.resolve(tool, requested)?;
+        let rel = match resolved.strip_prefix(&self.path) {
+            Ok(rel) if rel.as_os_str().is_empty() => PathBuf::from("."),
+            Ok(rel) => rel.to_path_buf(),
+            Err(_) => {
+                return Err(format!(
+                    "tool `{tool}`: path `{requested}` is outside the root directory `{}`",
+                    self.path.display()
+                ));
+            }
+        };
+        Ok(Located {
+            shown: self.display(&resolved),
+            rel,
+            requested: requested.to_owned(),
+        })
+    }
+
+    /// The refusal for `located` when opening it beneath the root failed because a symlink led out (the
+    /// path changed after it was checked): the same words as [`resolve`](Self::resolve)'s.
+    pub(crate) fn escaped(&self, tool: &str, located: &Located) -> String {
+        format!(
+            "tool `{tool}`: path `{}` goes through a symlink that leads outside the root directory `{}`; only files inside the root can be used",
+            located.requested,
+            self.path.display()
+        )
     }
 
     /// The root the `#[tool]` versions of the file tools use: the one given to [`set_default_root`], else

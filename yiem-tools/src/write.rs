@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{AgentToolResult, tool};
 
-use crate::atomic::write_atomically;
+use crate::confined::{is_escape, not_regular, special_kind, write_atomically_beneath};
 use crate::root::ToolRoot;
 
 /// Arguments of `write`.
@@ -20,7 +20,13 @@ pub struct WriteArgs {
 /// Write a file under the root directory, replacing it if it exists and creating missing parent
 /// directories. The write is atomic: the file holds either its old or its new content, never a mix. To
 /// change part of a file, use `edit` instead.
-#[tool(label = "Write File", destructive, idempotent, open_world = false)]
+#[tool(
+    label = "Write File",
+    destructive,
+    idempotent,
+    open_world = false,
+    timeout_ms = 30000
+)]
 pub fn write(args: WriteArgs) -> AgentToolResult {
     match ToolRoot::current() {
         Ok(root) => write_in(&root, args),
@@ -40,21 +46,30 @@ pub fn write(args: WriteArgs) -> AgentToolResult {
 /// assert_eq!(std::fs::read_to_string(dir.path().join("a/b.txt")).unwrap(), "hi\n");
 /// ```
 pub fn write_in(root: &ToolRoot, args: WriteArgs) -> AgentToolResult {
-    let path = match root.resolve("write", &args.path) {
-        Ok(path) => path,
+    let located = match root.locate("write", &args.path) {
+        Ok(located) => located,
         Err(message) => return AgentToolResult::error(message),
     };
-    let shown = root.display(&path);
-    let existed = match std::fs::metadata(&path) {
+    let shown = located.shown.clone();
+    let existed = match root.dir().symlink_metadata(&located.rel) {
         Ok(metadata) if metadata.is_dir() => {
             return AgentToolResult::error(format!(
                 "tool `write`: `{shown}` is a directory; give the path of a file inside it"
             ));
         }
-        Ok(_) => true,
+        Ok(metadata) => {
+            if let Some(kind) = special_kind(&metadata) {
+                return AgentToolResult::error(not_regular("write", &shown, kind));
+            }
+            true
+        }
         Err(_) => false,
     };
-    if let Err(error) = write_atomically(&path, args.content.as_bytes()) {
+    if let Err(error) = write_atomically_beneath(root.dir(), &located.rel, args.content.as_bytes())
+    {
+        if is_escape(&error) {
+            return AgentToolResult::error(root.escaped("write", &located));
+        }
         return AgentToolResult::error(format!("tool `write`: cannot write `{shown}`: {error}"));
     }
     let verb = if existed { "Overwrote" } else { "Created" };

@@ -135,7 +135,12 @@ impl FieldType {
 /// Create a new tool as Rust source in the tools directory. It becomes callable after the program is
 /// rebuilt (`cargo build` compiles in every file of the directory) and restarted. Check the name is free
 /// with `list_tools` first. Nothing is written if any check fails.
-#[tool(label = "Write Tool", destructive = false, open_world = false)]
+#[tool(
+    label = "Write Tool",
+    destructive = false,
+    open_world = false,
+    timeout_ms = 660000
+)]
 pub fn write_tool(args: WriteToolArgs) -> AgentToolResult {
     write_tool_in(&default_tools_dir(), &[], args)
 }
@@ -272,6 +277,7 @@ fn write_tool_inner(dir: &Path, taken: &[String], args: &WriteToolArgs) -> Resul
         (None, None) => Vec::new(),
     };
     let source = generate(args, &fields)?;
+    compile_check(&args.name, &source)?;
     create_new_atomically(&path, source.as_bytes())
         .map_err(|error| format!("cannot write `{}`: {error}", path.display()))?;
     Ok(path)
@@ -496,7 +502,9 @@ fn camel_case(name: &str) -> String {
 
 /// The source of the tool file; checked with `syn` before it is returned.
 fn generate(args: &WriteToolArgs, fields: &[Field]) -> Result<String, String> {
-    if let Err(error) = syn::parse_str::<syn::Block>(&format!("{{\n{}\n}}", args.body)) {
+    // Parsed as the body of a function, so inner attributes (`#![allow(unused)]`) are accepted and a body
+    // that closes the function early (`} fn other() {`) is not.
+    if let Err(error) = syn::parse_str::<syn::ItemFn>(&format!("fn body() {{\n{}\n}}", args.body)) {
         return Err(format!(
             "`body` is not a valid Rust function body: {error}; give the statements inside the braces of `async fn {}(args) -> Result<String, String> {{ ... }}`, with balanced brackets",
             args.name
@@ -550,18 +558,135 @@ fn generate(args: &WriteToolArgs, fields: &[Field]) -> Result<String, String> {
         out,
         "pub async fn {name}({param}: {args_type}) -> Result<String, String> {{"
     );
-    for line in args.body.trim_matches('\n').lines() {
-        if line.trim().is_empty() {
-            out.push('\n');
-        } else {
-            let _ = writeln!(out, "    {}", line.trim_end());
-        }
+    // The body byte for byte: a line of it is never re-indented (that would change string literals).
+    out.push_str(&args.body);
+    if !args.body.ends_with('\n') {
+        out.push('\n');
     }
     out.push_str("}\n");
     syn::parse_file(&out).map_err(|error| {
         format!("the generated file does not parse ({error}); check `body`, `label` and the argument names")
     })?;
     Ok(out)
+}
+
+/// The longest a compile check may take (the first one on a machine compiles the dependencies).
+pub const CHECK_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The crate this one was built from: the compile check's scratch crate uses its workspace's `yiem-core`
+/// and lock file.
+const TOOLS_CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
+
+/// `cargo check` of a scratch crate holding `source` as its only module, with the dependencies a tool
+/// file can use (`yiem-core`, `schemars`, `serde`, `serde_json`, `tokio`) at this workspace's versions and
+/// edition. Its target directory is kept (`$CARGO_TARGET_DIR/write-tool-check`, else in the system's
+/// temporary directory), so only the first check compiles the dependencies. The refusal is the compiler's
+/// first error: file, line, column and message.
+fn compile_check(name: &str, source: &str) -> Result<(), String> {
+    let tools_crate = Path::new(TOOLS_CRATE_DIR);
+    let workspace = tools_crate.parent().unwrap_or(tools_crate);
+    let core = workspace.join("yiem-core");
+    if !core.join("Cargo.toml").is_file() {
+        return Err(format!(
+            "cannot check that the tool compiles: the yiem source tree (`{}`) is not on this machine",
+            core.display()
+        ));
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix("yiem-write-tool-check-")
+        .tempdir()
+        .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    let manifest = format!(
+        r#"[package]
+name = "yiem-write-tool-check"
+version = "0.0.0"
+edition = "2024"
+publish = false
+
+[dependencies]
+yiem-core = {{ path = {core:?} }}
+schemars = {{ version = "1.2", default-features = false, features = ["derive", "std"] }}
+serde = {{ version = "1.0", features = ["derive"] }}
+serde_json = "1.0"
+tokio = {{ version = "1.54", default-features = false, features = ["rt", "time", "macros", "sync"] }}
+
+[workspace]
+
+[profile.dev]
+debug = 0
+"#,
+        core = core.display().to_string()
+    );
+    let write = |path: &Path, text: &str| {
+        std::fs::create_dir_all(path.parent().unwrap_or(Path::new(".")))
+            .and_then(|()| std::fs::write(path, text))
+            .map_err(|error| format!("cannot check that the tool compiles: {error}"))
+    };
+    write(&scratch.path().join("Cargo.toml"), &manifest)?;
+    write(
+        &scratch.path().join("src/lib.rs"),
+        &format!("#![allow(dead_code)]\nmod {name};\n"),
+    )?;
+    write(&scratch.path().join(format!("src/{name}.rs")), source)?;
+    let lock = workspace.join("Cargo.lock");
+    let offline = std::fs::copy(&lock, scratch.path().join("Cargo.lock")).is_ok();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir)
+        .join("write-tool-check");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = std::process::Command::new(cargo);
+    command
+        .args(["check", "--quiet", "--message-format=short"])
+        .current_dir(scratch.path())
+        .env("CARGO_TARGET_DIR", &target)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if offline {
+        command.arg("--offline");
+    }
+    let mut child = command.spawn().map_err(|error| {
+        format!("cannot check that the tool compiles: cannot run cargo: {error}")
+    })?;
+    let mut stderr = child.stderr.take();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(stderr) = stderr.as_mut() {
+            let _ = std::io::Read::read_to_string(stderr, &mut text);
+        }
+        text
+    });
+    let deadline = std::time::Instant::now() + CHECK_TIME_LIMIT;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "the compile check took more than {} s and was stopped; nothing was written",
+                    CHECK_TIME_LIMIT.as_secs()
+                ));
+            }
+            Ok(None) => std::thread::sleep(std::time::Duration::from_millis(50)),
+            Err(error) => return Err(format!("cannot check that the tool compiles: {error}")),
+        }
+    };
+    let output = reader.join().unwrap_or_default();
+    if status.success() {
+        return Ok(());
+    }
+    let prefix = format!("src/{name}.rs:");
+    let first = output
+        .lines()
+        .find(|line| line.starts_with(&prefix) && line.contains(": error"))
+        .or_else(|| output.lines().find(|line| line.contains("error")))
+        .unwrap_or("cargo check failed without a message");
+    let first = first.strip_prefix("src/").unwrap_or(first);
+    Err(format!(
+        "the tool does not compile: {first}; fix `body` (or the arguments) and try again; nothing was written"
+    ))
 }
 
 /// Creates `path` with `content` atomically (temp file, then a link that fails if the name is taken).

@@ -1,7 +1,6 @@
 //! `bash` with real subprocesses: output, exit codes, streaming, truncation, and the process group killed
 //! on timeout, abort and drop, children included.
 
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -34,28 +33,44 @@ fn is_dead(pid: u32) -> bool {
     }
 }
 
-/// Waits up to two seconds for `pid` to die.
+/// Waits (up to a generous bound) for `pid` to die.
 async fn died(pid: u32) -> bool {
-    for _ in 0..40 {
+    for _ in 0..400 {
         if is_dead(pid) {
             return true;
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
     false
 }
 
-/// The pid a command wrote into `file` in the sandbox, once it is there.
-async fn pid_in(dir: &Path, file: &str) -> u32 {
-    for _ in 0..100 {
-        if let Ok(text) = std::fs::read_to_string(dir.join(file))
-            && let Ok(pid) = text.trim().parse()
-        {
+/// A name for a process (its `argv[0]`) unique to this test: the sandbox's pids are not the host's, so
+/// the tests find processes by name in the host's `/proc`.
+fn marker(test: &str) -> String {
+    format!("yiem-bash-{test}-{}", std::process::id())
+}
+
+/// The host pid of the live process whose `argv[0]` is `name`, once it runs.
+async fn host_pid(name: &str) -> u32 {
+    for _ in 0..800 {
+        if let Some(pid) = find_host_pid(name) {
             return pid;
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    panic!("the command never wrote {file}");
+    panic!("no process `{name}` ever ran");
+}
+
+fn find_host_pid(name: &str) -> Option<u32> {
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let argv0 = cmdline.split(|&b| b == 0).next()?;
+            (argv0 == name.as_bytes() && !is_dead(pid)).then_some(pid)
+        })
 }
 
 #[tokio::test]
@@ -74,7 +89,7 @@ async fn stdout_and_stderr_come_back_together_from_the_root_directory() {
     );
     assert_eq!(
         result.details,
-        json!({"exit_code": 0, "timed_out": false, "aborted": false, "truncated": false, "output_bytes": root.path().display().to_string().len() + 5})
+        json!({"exit_code": 0, "timed_out": false, "aborted": false, "truncated": false, "output_bytes": root.path().display().to_string().len() + 5, "sandbox": "bubblewrap"})
     );
 }
 
@@ -102,10 +117,16 @@ async fn standard_input_is_empty_and_silence_is_reported() {
 
 #[tokio::test]
 async fn timeout_kills_the_command_and_its_children() {
-    let (dir, root) = sandbox();
+    let (_dir, root) = sandbox();
+    let name = marker("timeout");
     let started = Instant::now();
-    let command = "echo before; sleep 30 & echo $! > child.pid; sleep 30";
-    let result = bash_in(&root, &ToolContext::new("c"), args(command, Some(1))).await;
+    let command = format!("echo before; (exec -a {name} sleep 30) & sleep 30");
+    let call = tokio::spawn({
+        let root = root.clone();
+        async move { bash_in(&root, &ToolContext::new("c"), args(&command, Some(1))).await }
+    });
+    let child = host_pid(&name).await;
+    let result = call.await.unwrap();
     let elapsed = started.elapsed();
     assert!(result.is_error);
     assert_eq!(
@@ -117,7 +138,6 @@ async fn timeout_kills_the_command_and_its_children() {
         elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(5),
         "{elapsed:?}"
     );
-    let child = pid_in(dir.path(), "child.pid").await;
     assert!(
         died(child).await,
         "the background child {child} outlived the timeout"
@@ -126,15 +146,16 @@ async fn timeout_kills_the_command_and_its_children() {
 
 #[tokio::test]
 async fn cancelling_the_context_kills_the_process_group() {
-    let (dir, root) = sandbox();
+    let (_dir, root) = sandbox();
     let token = CancellationToken::new();
     let ctx = ToolContext::new("c").with_cancellation(token.clone());
-    let command = "sleep 30 & echo $! > child.pid; wait";
+    let name = marker("cancel");
+    let command = format!("(exec -a {name} sleep 30) & wait");
     let run = tokio::spawn({
         let root = root.clone();
-        async move { bash_in(&root, &ctx, args(command, None)).await }
+        async move { bash_in(&root, &ctx, args(&command, None)).await }
     });
-    let child = pid_in(dir.path(), "child.pid").await;
+    let child = host_pid(&name).await;
     token.cancel();
     let result = tokio::time::timeout(Duration::from_secs(5), run)
         .await
@@ -151,17 +172,16 @@ async fn cancelling_the_context_kills_the_process_group() {
 
 #[tokio::test]
 async fn dropping_the_call_kills_the_process_group() {
-    let (dir, root) = sandbox();
+    let (_dir, root) = sandbox();
     let ctx = ToolContext::new("c");
-    let command = "sleep 30 & echo $! > child.pid; wait";
-    let call = bash_in(&root, &ctx, args(command, None));
-    // An outer timeout (the executor's) drops the call's future.
-    assert!(
-        tokio::time::timeout(Duration::from_millis(500), call)
-            .await
-            .is_err()
-    );
-    let child = pid_in(dir.path(), "child.pid").await;
+    let name = marker("drop");
+    let command = format!("(exec -a {name} sleep 30) & wait");
+    let call = bash_in(&root, &ctx, args(&command, None));
+    // The call is dropped (as an outer timeout drops it) once the child runs.
+    let child = tokio::select! {
+        _ = call => panic!("the command ended by itself"),
+        pid = host_pid(&name) => pid,
+    };
     assert!(
         died(child).await,
         "the child {child} outlived the dropped call"
@@ -175,20 +195,25 @@ async fn the_executors_time_limit_also_kills_the_group() {
     for tool in yiem_tools::file_tools(&ToolRoot::new(dir.path()).unwrap()) {
         store.register(tool).unwrap();
     }
+    let name = marker("executor");
     let call = ToolCall::new(
         "c",
         "bash",
-        json!({"command": "sleep 30 & echo $! > child.pid; wait"}),
+        json!({"command": format!("(exec -a {name} sleep 30) & wait")}),
     );
+    let finder = tokio::spawn({
+        let name = name.clone();
+        async move { host_pid(&name).await }
+    });
     let batch = ToolExecutor::new()
-        .with_default_timeout(Duration::from_millis(500))
+        .with_default_timeout(Duration::from_millis(2000))
         .execute(&store, vec![call], &CancellationToken::new())
         .await;
     assert_eq!(
         batch.messages[0].text_content(),
-        "tool `bash` timed out after 500 ms"
+        "tool `bash` timed out after 2000 ms"
     );
-    let child = pid_in(dir.path(), "child.pid").await;
+    let child = finder.await.unwrap();
     assert!(died(child).await);
 }
 
@@ -256,34 +281,29 @@ async fn huge_output_keeps_head_and_tail_with_a_note() {
 }
 
 #[tokio::test]
-async fn background_processes_holding_the_output_are_killed_when_the_command_ends() {
+async fn background_processes_die_when_the_command_ends() {
     let (dir, root) = sandbox();
-    let started = Instant::now();
-    let command = "sleep 30 & echo $! > child.pid; echo started";
-    let result = bash_in(&root, &ToolContext::new("c"), args(command, None)).await;
-    assert!(started.elapsed() < Duration::from_secs(5));
-    assert!(!result.is_error);
-    assert_eq!(
-        result.text_content(),
-        "started\n\n[background processes that kept the output open were killed]"
+    let (holding, detached) = (marker("holding"), marker("detached"));
+    // The command ends only after the test has seen both background processes run (the `go` file).
+    let command = format!(
+        "(exec -a {holding} sleep 30) & (nohup bash -c 'exec -a {detached} sleep 30' >/dev/null 2>&1 &); \
+         while [ ! -e go ]; do sleep 0.01; done; echo started"
     );
-    let child = pid_in(dir.path(), "child.pid").await;
-    assert!(died(child).await);
-}
-
-#[tokio::test]
-async fn background_processes_that_let_go_of_the_output_keep_running() {
-    let (dir, root) = sandbox();
-    let command = "nohup sleep 30 >/dev/null 2>&1 & echo $! > child.pid; echo detached";
-    let result = bash_in(&root, &ToolContext::new("c"), args(command, None)).await;
-    assert_eq!(result.text_content(), "detached\n");
-    let child = pid_in(dir.path(), "child.pid").await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(!is_dead(child), "a detached process was killed");
-    std::process::Command::new("kill")
-        .arg(child.to_string())
-        .status()
-        .unwrap();
+    let call = tokio::spawn({
+        let root = root.clone();
+        async move { bash_in(&root, &ToolContext::new("c"), args(&command, None)).await }
+    });
+    let pids = [host_pid(&holding).await, host_pid(&detached).await];
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let result = call.await.unwrap();
+    assert!(!result.is_error, "{}", result.text_content());
+    assert_eq!(result.text_content(), "started\n");
+    for pid in pids {
+        assert!(
+            died(pid).await,
+            "background process {pid} outlived the call"
+        );
+    }
 }
 
 #[tokio::test]

@@ -279,3 +279,78 @@ async fn a_cancelled_call_is_stopped_and_the_server_stays_responsive() {
         "yiem mcp exits cleanly when the client hangs up"
     );
 }
+
+fn is_dead(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            state.starts_with('Z') || state.starts_with('X')
+        }
+    }
+}
+
+/// The host pid of the live process whose `argv[0]` is `name`, once it runs.
+async fn host_pid(name: &str) -> u32 {
+    for _ in 0..800 {
+        let found = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .find_map(|entry| {
+                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+                let argv0 = cmdline.split(|&b| b == 0).next()?;
+                (argv0 == name.as_bytes() && !is_dead(pid)).then_some(pid)
+            });
+        if let Some(pid) = found {
+            return pid;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("no process `{name}` ever ran");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
+    let root = tempfile::tempdir().unwrap();
+    // A FIFO nobody writes to: the command blocks on it for good.
+    let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let (mut client, _) = Client::start(root.path()).await;
+    let name = format!("yiem-mcp-blocked-{}", std::process::id());
+    client
+        .send(json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {
+                "command": format!("(exec -a {name} cat pipe) & wait")
+            }}
+        }))
+        .await;
+    let blocked = host_pid(&name).await;
+    let Client {
+        mut child, stdin, ..
+    } = client;
+    let closed = std::time::Instant::now();
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server exits when its stdin closes")
+        .unwrap();
+    let took = closed.elapsed();
+    assert!(status.success(), "{status:?}");
+    assert!(
+        took < Duration::from_secs(1),
+        "the server took {took:?} to exit"
+    );
+    for _ in 0..400 {
+        if is_dead(blocked) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(
+        is_dead(blocked),
+        "the blocked call's process {blocked} outlived the server"
+    );
+}

@@ -59,8 +59,8 @@ pub struct SearchWineArgs {
 #[doc = "Search the wine list.\nMatches names and grapes."]
 #[tool(label = "Wine Search", parallel)]
 pub async fn search_wine(args: SearchWineArgs) -> Result<String, String> {
-    let limit = args.max_results.unwrap_or(5);
-    Ok(format!("{limit} wines for {}", args.query))
+let limit = args.max_results.unwrap_or(5);
+Ok(format!("{limit} wines for {}", args.query))
 }
 "#;
 
@@ -143,7 +143,7 @@ fn a_tool_without_arguments_gets_an_empty_struct_and_an_unused_parameter() {
     assert!(!result.is_error, "{}", result.text_content());
     let source = std::fs::read_to_string(dir.path().join("coin.rs")).unwrap();
     assert!(source.contains("pub struct CoinArgs {}\n"));
-    assert!(source.contains("pub async fn coin(_args: CoinArgs) -> Result<String, String> {\n    Ok(\"heads\".to_string())\n}\n"));
+    assert!(source.contains("pub async fn coin(_args: CoinArgs) -> Result<String, String> {\nOk(\"heads\".to_string())\n}\n"));
 }
 
 /// Runs `write_tool_in` with `change` applied to the search_wine arguments and returns the error text;
@@ -291,4 +291,91 @@ async fn write_tool_for_a_store_refuses_the_names_its_list_tools_lists() {
     let written = tool.execute("c", other).await;
     assert!(!written.is_error, "{}", written.text_content());
     assert_eq!(files(dir.path()), ["search_beer.rs"]);
+}
+
+// ---- the compile check, and the body kept as given ---------------------------------------------
+
+fn body_tool(name: &str, body: &str) -> WriteToolArgs {
+    args(json!({"name": name, "label": "Probe", "description": "A probe.", "body": body}))
+}
+
+#[test]
+fn a_body_that_does_not_type_check_is_refused_with_the_compilers_first_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = write_tool_in(
+        dir.path(),
+        &[],
+        body_tool("undefined", "Ok(undefined_name)"),
+    );
+    assert!(result.is_error);
+    let text = result.text_content();
+    assert!(
+        text.starts_with("tool `write_tool`: the tool does not compile: undefined.rs:"),
+        "{text}"
+    );
+    assert!(
+        text.contains("error[E0425]: cannot find value `undefined_name`"),
+        "{text}"
+    );
+    assert!(!dir.path().join("undefined.rs").exists());
+
+    let reserved = write_tool_in(
+        dir.path(),
+        &[],
+        body_tool("reserved", "let gen = 1;\nOk(gen.to_string())"),
+    );
+    assert!(reserved.is_error);
+    assert!(
+        reserved.text_content().contains("reserved.rs:"),
+        "{}",
+        reserved.text_content()
+    );
+    assert!(!dir.path().join("reserved.rs").exists());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_multi_line_string_in_the_body_is_kept_byte_for_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "let text = \"first\n  second\n\tthird   \n\";\n    Ok(text.to_string())";
+    let result = write_tool_in(dir.path(), &[], body_tool("poem", body));
+    assert!(!result.is_error, "{}", result.text_content());
+    let source = std::fs::read_to_string(dir.path().join("poem.rs")).unwrap();
+    assert!(
+        source.contains(&format!(
+            "pub async fn poem(_args: PoemArgs) -> Result<String, String> {{\n{body}\n}}\n"
+        )),
+        "{source}"
+    );
+}
+
+#[test]
+fn an_inner_attribute_at_the_start_of_the_body_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let body = "#![allow(unused)]\nlet spare = 1;\nOk(\"fine\".into())";
+    let result = write_tool_in(dir.path(), &[], body_tool("lenient", body));
+    assert!(!result.is_error, "{}", result.text_content());
+    assert!(
+        std::fs::read_to_string(dir.path().join("lenient.rs"))
+            .unwrap()
+            .contains(body)
+    );
+}
+
+#[test]
+fn a_body_that_closes_the_function_early_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = write_tool_in(
+        dir.path(),
+        &[],
+        body_tool("sneaky", "Ok(String::new())\n}\nfn other() {"),
+    );
+    assert!(result.is_error);
+    assert!(
+        result
+            .text_content()
+            .starts_with("tool `write_tool`: `body` is not a valid Rust function body"),
+        "{}",
+        result.text_content()
+    );
 }

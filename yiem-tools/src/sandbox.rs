@@ -1,0 +1,364 @@
+//! The OS sandbox `bash` runs its commands in, and the policy that chooses it ([`ShellPolicy`]).
+//!
+//! - **bubblewrap** (`bwrap`, the default on Linux): new user, PID, IPC, UTS, cgroup and network
+//!   namespaces; the host's file system read-only (or hidden but for the system directories), the root
+//!   directory the only writable place besides a private `/tmp`, `.git` inside the root read-only, a
+//!   `/proc` that shows only the sandbox's processes, and no network unless allowed. The command's whole
+//!   process tree lives in the PID namespace, so it dies with the call — on timeout, abort, drop and
+//!   normal exit, `setsid` or not.
+//! - **Landlock + seccomp** (the fallback where `bwrap` cannot run): Landlock makes the file system
+//!   read-only but for the root directory and a per-call temporary directory (`TMPDIR`); a seccomp filter
+//!   denies sockets other than Unix ones (unless the network is allowed) and `setsid`/`setpgid`, so no
+//!   process can leave the command's process group, which is killed with the call. Landlock cannot hide
+//!   files, make `.git` read-only inside a writable root, or give a private `/tmp` or `/proc`.
+//! - **unconfined**: only when the user opted in ([`ShellPolicy::allow_unconfined`], `yiem
+//!   --unsafe-shell`) and no sandbox is available (macOS has none of the above: there `bash` refuses
+//!   unless opted in).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, RwLock};
+
+/// Which sandbox `bash` uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SandboxKind {
+    /// bubblewrap where it runs, else Landlock + seccomp, else refuse (or run unconfined if opted in).
+    #[default]
+    Auto,
+    /// bubblewrap only.
+    Bubblewrap,
+    /// Landlock + seccomp only.
+    Landlock,
+}
+
+/// What the host's file system looks like from inside the bubblewrap sandbox.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostFiles {
+    /// All of it, read-only (compilers and caches work), except a private `/tmp`, `/dev` and `/proc`.
+    #[default]
+    ReadOnly,
+    /// Only the system directories (`/usr`, `/bin`, `/sbin`, `/lib*`, a few files of `/etc`) and the root.
+    Hidden,
+}
+
+/// How `bash` confines its commands. The default: the best sandbox available, no network, the host's
+/// files read-only, `.git` read-only, and a refusal when no sandbox is available.
+///
+/// ```
+/// let policy = yiem_tools::ShellPolicy::default();
+/// assert!(!policy.network && !policy.allow_unconfined && !policy.writable_git);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellPolicy {
+    /// Which sandbox.
+    pub sandbox: SandboxKind,
+    /// Whether commands may use the network.
+    pub network: bool,
+    /// The host's files seen from inside (bubblewrap only; Landlock always shows them read-only).
+    pub host_files: HostFiles,
+    /// Whether `.git` inside the root is writable (bubblewrap only; Landlock leaves it writable).
+    pub writable_git: bool,
+    /// Run unconfined when the chosen sandbox is not available, instead of refusing. The user's opt-in
+    /// (`yiem --unsafe-shell`); never set it for a model.
+    pub allow_unconfined: bool,
+    /// The bubblewrap program (default `bwrap` on `PATH`).
+    pub bwrap: PathBuf,
+}
+
+impl Default for ShellPolicy {
+    fn default() -> Self {
+        ShellPolicy {
+            sandbox: SandboxKind::Auto,
+            network: false,
+            host_files: HostFiles::ReadOnly,
+            writable_git: false,
+            allow_unconfined: false,
+            bwrap: PathBuf::from("bwrap"),
+        }
+    }
+}
+
+static DEFAULT_POLICY: RwLock<Option<ShellPolicy>> = RwLock::new(None);
+
+/// Sets the policy of the registered `bash` and of the `bash` in [`file_tools`](crate::file_tools) in this
+/// process (the `yiem` program's `--unsafe-shell`, `--shell-network`, ... flags).
+pub fn set_default_shell_policy(policy: ShellPolicy) {
+    *DEFAULT_POLICY
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(policy);
+}
+
+impl ShellPolicy {
+    /// The process's policy: the one given to [`set_default_shell_policy`], else the default.
+    pub fn current() -> ShellPolicy {
+        DEFAULT_POLICY
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+            .unwrap_or_default()
+    }
+}
+
+/// The sandbox a command will run in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Confinement {
+    Bubblewrap,
+    Landlock,
+    Unconfined,
+}
+
+impl Confinement {
+    pub(crate) fn name(&self) -> &'static str {
+        match self {
+            Confinement::Bubblewrap => "bubblewrap",
+            Confinement::Landlock => "landlock",
+            Confinement::Unconfined => "none",
+        }
+    }
+}
+
+static BWRAP_WORKS: Mutex<Option<HashMap<PathBuf, bool>>> = Mutex::new(None);
+
+/// Whether `program` can set up the sandbox here (checked once per program).
+async fn bwrap_works(program: &Path) -> bool {
+    if let Some(known) = BWRAP_WORKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .as_ref()
+        .and_then(|map| map.get(program))
+    {
+        return *known;
+    }
+    let works = tokio::process::Command::new(program)
+        .args(["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"])
+        .args(["--proc", "/proc", "--dev", "/dev", "true"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .await
+        .is_ok_and(|status| status.success());
+    BWRAP_WORKS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .get_or_insert_with(HashMap::new)
+        .insert(program.to_path_buf(), works);
+    works
+}
+
+/// Whether the kernel enforces Landlock.
+fn landlock_works() -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: landlock_create_ruleset with a null attribute and the VERSION flag only returns the ABI
+        // version (or an error); it reads no memory.
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<u8>(),
+                0usize,
+                1u32,
+            )
+        };
+        abi >= 1
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        false
+    }
+}
+
+/// The sandbox `policy` gives here, or the refusal for the model.
+pub(crate) async fn choose(policy: &ShellPolicy) -> Result<Confinement, String> {
+    let bwrap = || async { cfg!(target_os = "linux") && bwrap_works(&policy.bwrap).await };
+    let found = match policy.sandbox {
+        SandboxKind::Auto if bwrap().await => Some(Confinement::Bubblewrap),
+        SandboxKind::Auto if landlock_works() => Some(Confinement::Landlock),
+        SandboxKind::Bubblewrap if bwrap().await => Some(Confinement::Bubblewrap),
+        SandboxKind::Landlock if landlock_works() => Some(Confinement::Landlock),
+        _ => None,
+    };
+    match found {
+        Some(confinement) => Ok(confinement),
+        None if policy.allow_unconfined => Ok(Confinement::Unconfined),
+        None => {
+            let wanted = match policy.sandbox {
+                SandboxKind::Auto => format!(
+                    "neither bubblewrap (`{}`) nor Landlock can run here",
+                    policy.bwrap.display()
+                ),
+                SandboxKind::Bubblewrap => {
+                    format!("bubblewrap (`{}`) cannot run here", policy.bwrap.display())
+                }
+                SandboxKind::Landlock => "Landlock is not enforced by this kernel".to_owned(),
+            };
+            Err(format!(
+                "tool `bash`: refused: commands run only in a sandbox, and {wanted}; install bubblewrap (Debian: `apt-get install bubblewrap`), or let the user opt into an unconfined shell (`yiem --unsafe-shell`, or `ShellPolicy::allow_unconfined`)"
+            ))
+        }
+    }
+}
+
+/// The `bwrap` arguments (before `--`) that confine a command to `root` under `policy`.
+pub(crate) fn bwrap_args(root: &Path, policy: &ShellPolicy) -> Vec<std::ffi::OsString> {
+    let mut args: Vec<std::ffi::OsString> = Vec::new();
+    let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(|s| s.to_os_string()));
+    let os = |s: &'static str| std::ffi::OsStr::new(s);
+    push(&[
+        os("--die-with-parent"),
+        os("--unshare-all"),
+        os("--new-session"),
+    ]);
+    if policy.network {
+        push(&[os("--share-net")]);
+    }
+    match policy.host_files {
+        HostFiles::ReadOnly => push(&[os("--ro-bind"), os("/"), os("/")]),
+        HostFiles::Hidden => {
+            for dir in [
+                "/usr",
+                "/bin",
+                "/sbin",
+                "/lib",
+                "/lib32",
+                "/lib64",
+                "/libx32",
+                "/etc/alternatives",
+                "/etc/ld.so.cache",
+                "/etc/ld.so.conf",
+                "/etc/ld.so.conf.d",
+                "/etc/passwd",
+                "/etc/group",
+                "/etc/nsswitch.conf",
+                "/etc/localtime",
+                "/etc/ssl",
+                "/etc/ca-certificates",
+            ] {
+                push(&[os("--ro-bind-try"), os(dir), os(dir)]);
+            }
+        }
+    }
+    push(&[
+        os("--dev"),
+        os("/dev"),
+        os("--proc"),
+        os("/proc"),
+        os("--tmpfs"),
+        os("/tmp"),
+        os("--bind"),
+        root.as_os_str(),
+        root.as_os_str(),
+    ]);
+    let git = root.join(".git");
+    if !policy.writable_git && std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+        push(&[os("--ro-bind"), git.as_os_str(), git.as_os_str()]);
+    }
+    push(&[
+        os("--setenv"),
+        os("TMPDIR"),
+        os("/tmp"),
+        os("--chdir"),
+        root.as_os_str(),
+    ]);
+    args
+}
+
+/// What the child process applies to itself before it runs `bash` under Landlock: prepared in the
+/// parent, so the child only makes system calls.
+#[cfg(target_os = "linux")]
+pub(crate) struct LandlockJail {
+    ruleset: Option<landlock::RulesetCreated>,
+    filter: seccompiler::BpfProgram,
+}
+
+#[cfg(target_os = "linux")]
+impl LandlockJail {
+    /// Read-only everywhere, writable beneath `root` and `temp` (and `/dev/null`-like devices); sockets
+    /// other than Unix ones denied unless `network`; `setsid` and `setpgid` denied.
+    pub(crate) fn new(root: &Path, temp: &Path, network: bool) -> Result<Self, String> {
+        use landlock::{
+            ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
+            path_beneath_rules,
+        };
+        let abi = ABI::V5;
+        let failed = |error: landlock::RulesetError| format!("cannot set up Landlock: {error}");
+        let mut ruleset = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(failed)?;
+        if !network {
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(abi))
+                .map_err(failed)?;
+        }
+        let ruleset = ruleset
+            .create()
+            .map_err(failed)?
+            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
+            .map_err(failed)?
+            .add_rules(path_beneath_rules([root, temp], AccessFs::from_all(abi)))
+            .map_err(failed)?
+            .add_rules(path_beneath_rules(
+                ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"],
+                AccessFs::from_all(abi),
+            ))
+            .map_err(failed)?;
+        Ok(LandlockJail {
+            ruleset: Some(ruleset),
+            filter: seccomp_filter(network)?,
+        })
+    }
+
+    /// Applies the jail to the calling process. Runs in the child between fork and exec.
+    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+        let Some(ruleset) = self.ruleset.take() else {
+            return Err(std::io::Error::other("the Landlock jail was entered twice"));
+        };
+        let status = ruleset.restrict_self().map_err(std::io::Error::other)?;
+        if status.ruleset == landlock::RulesetStatus::NotEnforced {
+            return Err(std::io::Error::other("Landlock is not enforced"));
+        }
+        seccompiler::apply_filter(&self.filter).map_err(std::io::Error::other)
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn seccomp_filter(network: bool) -> Result<seccompiler::BpfProgram, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    use std::collections::BTreeMap;
+    let failed =
+        |error: seccompiler::BackendError| format!("cannot build the seccomp filter: {error}");
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    // Leaving the process group would let a process outlive the call.
+    rules.insert(libc::SYS_setsid, Vec::new());
+    rules.insert(libc::SYS_setpgid, Vec::new());
+    if !network {
+        let not_unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Ne,
+            libc::AF_UNIX as u64,
+        )
+        .map_err(failed)?;
+        rules.insert(
+            libc::SYS_socket,
+            vec![SeccompRule::new(vec![not_unix]).map_err(failed)?],
+        );
+        // io_uring can open sockets without socket(2).
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+    }
+    let arch = std::env::consts::ARCH
+        .try_into()
+        .map_err(|error: seccompiler::BackendError| format!("seccomp: {error}"))?;
+    let filter = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(failed)?;
+    filter
+        .try_into()
+        .map_err(|error: seccompiler::BackendError| format!("seccomp: {error}"))
+}
