@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
     Agent, AgentEvent, AgentMessage, ModelRequest, OpenAiModel, ScriptedModel, ScriptedTurn,
-    ToolStore, tool,
+    StopReason, ToolStore, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -131,7 +131,21 @@ async fn main() {
         }
     };
     agent.on_event(print_event);
-    agent.prompt(question).await;
+    let added = agent.prompt(question).await;
+    // A run that ended in a model error says so, and the program fails with it.
+    let failed = added.iter().rev().find_map(|message| match message {
+        AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error => Some(
+            reply
+                .error
+                .clone()
+                .unwrap_or_else(|| "the model failed".to_owned()),
+        ),
+        _ => None,
+    });
+    if let Some(error) = failed {
+        eprintln!("error: {error}");
+        std::process::exit(1);
+    }
 }
 
 fn print_event(event: &AgentEvent) {
@@ -149,6 +163,9 @@ fn print_event(event: &AgentEvent) {
             _ => Ok(()),
         },
         AgentEvent::MessageEnd { message } => match &**message {
+            AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error => {
+                writeln!(out, "(no answer: the model failed)")
+            }
             AgentMessage::Assistant(reply) => {
                 let calls: Vec<String> = reply
                     .tool_calls()

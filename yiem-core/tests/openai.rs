@@ -1446,3 +1446,67 @@ fn the_debug_output_hides_the_api_key() {
     assert!(!shown.contains("sk-secret"), "{shown}");
     assert!(shown.contains("<redacted>"), "{shown}");
 }
+
+#[tokio::test]
+async fn a_500_whose_body_is_a_validation_error_is_not_retried() {
+    // What llama-cpp-python (pydantic) answers to a request it refuses.
+    let body = json!({"error": {
+        "message": "1 validation error for ChatCompletionRequestAssistantMessage\ncontent\n  Input should be a valid string [type=string_type, input_value=None, input_type=NoneType]",
+        "type": "internal_server_error"
+    }});
+    let server = Server::start(vec![
+        Reply::Status {
+            status: "500 Internal Server Error",
+            headers: Vec::new(),
+            content_type: "application/json",
+            body: body.to_string(),
+        },
+        ok_stream(),
+    ])
+    .await;
+    let events = events(&server.model(), request("hi")).await;
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "a validation error is sent once"
+    );
+    let Some(ModelEvent::Error(text)) = events.last() else {
+        panic!("no error: {events:?}");
+    };
+    assert!(text.contains("Input should be a valid string"), "{text}");
+    assert!(
+        text.ends_with(
+            "(a validation error of the request: not retried, since it would fail again)"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_reply_cut_mid_stream_is_not_sent_back_as_a_finished_message() {
+    // The first turn's stream breaks after some text; the next request must not carry that text.
+    let server = Server::start(vec![
+        Reply::SseCut(vec![chunk(json!({"content": "LLMock says "}), Value::Null)]),
+        ok_stream(),
+    ])
+    .await;
+    let model = server.model_with(|config| config.with_retry(RetryPolicy::none()));
+    let first = events(&model, request("hello")).await;
+    let cut = assemble(&first);
+    assert_eq!(cut.stop_reason, StopReason::Error);
+    assert_eq!(cut.text_content(), "LLMock says ");
+    let next = ModelRequest {
+        system_prompt: String::new(),
+        messages: vec![
+            UserMessage::text("hello").into(),
+            cut.into(),
+            UserMessage::text("again?").into(),
+        ],
+        tools: Default::default(),
+    };
+    let _ = events(&model, next).await;
+    assert_eq!(
+        server.requests()[1].body["messages"],
+        json!([{"role": "user", "content": "hello"}, {"role": "user", "content": "again?"}])
+    );
+}

@@ -275,6 +275,7 @@ impl OpenAiConfig {
 /// | what happened | text after the prefix | retried |
 /// |---|---|---|
 /// | HTTP 429 or 5xx | `HTTP 500 Internal Server Error: <server message> (4 attempts)` | yes |
+/// | a 5xx whose body is a validation error | `HTTP 500 ...: <message> (a validation error of the request: not retried, ...)` | no |
 /// | other HTTP error | `HTTP 401 Unauthorized: <server message>` | no |
 /// | `Retry-After` longer than `max_delay` | `HTTP 429 ...: <message> (the server asked to retry after 120 s, more than the 30 s allowed)` | no |
 /// | no connection | `could not connect: <cause> (4 attempts)` | yes |
@@ -647,19 +648,27 @@ impl Run {
                 }
                 Ok(Ok(response)) => {
                     let status = response.status();
-                    let retryable = status.as_u16() == 429 || status.is_server_error();
                     let asked = retry_after(response.headers());
+                    let Some(body) =
+                        read_body(response, &self.cancel, self.config.response_timeout).await
+                    else {
+                        return Connected::Cancelled;
+                    };
+                    // A server error that is really a refusal of the request (a validation error, as
+                    // pydantic-based servers answer with a 500) would fail the same way again.
+                    let refused = status.is_server_error() && is_validation_error(&body);
+                    let retryable =
+                        status.as_u16() == 429 || (status.is_server_error() && !refused);
                     if retryable && retry_allowed && asked.is_none_or(|d| d <= policy.max_delay) {
                         asked.unwrap_or_else(|| policy.backoff(attempt))
                     } else {
-                        let message =
-                            match read_body(response, &self.cancel, self.config.response_timeout)
-                                .await
-                            {
-                                Some(body) => server_message(&body),
-                                None => return Connected::Cancelled,
-                            };
+                        let message = server_message(&body);
                         let mut text = format!("HTTP {status}: {message}{}", attempts(attempt));
+                        if refused {
+                            text.push_str(
+                                " (a validation error of the request: not retried, since it would fail again)",
+                            );
+                        }
                         if let Some(asked) = asked.filter(|d| retryable && *d > policy.max_delay) {
                             text.push_str(&format!(
                                 " (the server asked to retry after {}, more than the {} allowed)",
@@ -1126,6 +1135,20 @@ impl CallState {
         !self.arguments.trim().is_empty()
             && serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
     }
+}
+
+/// Whether an error body says the request itself was invalid (pydantic's and FastAPI's wording, which
+/// llama-cpp-python and other Python servers answer with a 500), so sending it again cannot help.
+fn is_validation_error(body: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(body).to_ascii_lowercase();
+    [
+        "validation error",
+        "input should be",
+        "field required",
+        "value is not a valid",
+    ]
+    .iter()
+    .any(|marker| text.contains(marker))
 }
 
 /// The wait a 429/503 answer asks for: `retry-after-ms`, or `Retry-After` in seconds.

@@ -72,7 +72,8 @@ where
 /// - The system prompt becomes `{"role": "system"}` first; an empty prompt is left out.
 /// - A user message's content is a string when it is all text (text blocks joined with newlines), else an
 ///   array of `text` and `image_url` (a `data:` URL) parts.
-/// - An assistant message sends its text as `content` (`null` when it only calls tools) and its calls as
+/// - An assistant message sends its text as `content` (`""` when it only calls tools: strict servers
+///   refuse `null`) and its calls as
 ///   `tool_calls`, each with its `arguments` as a JSON **string**. Thinking blocks are not sent back. A
 ///   call whose arguments are a string that is not JSON (a reply cut off by the output limit) is sent with
 ///   `"{}"`: servers such as llama.cpp and vLLM parse earlier calls' arguments and refuse the whole request
@@ -81,6 +82,9 @@ where
 ///   reply that failed or was aborted while it streamed) is left out, and so is a result whose call is
 ///   not in an earlier assistant message. An assistant message left with neither text nor calls is left
 ///   out.
+/// - A reply that failed or was aborted (`StopReason::Error` or `Aborted`, e.g. a stream cut mid-reply) is
+///   left out whole: its text is partial, and replaying it would present it as something the model
+///   finished saying.
 /// - A tool result becomes `{"role": "tool", "tool_call_id", "content"}` with its text; an image in a
 ///   result is replaced by a note, since tool messages carry only text.
 ///
@@ -130,6 +134,13 @@ pub fn to_openai_messages(system_prompt: &str, messages: &[AgentMessage]) -> Vec
     for message in messages {
         match message {
             AgentMessage::User(user) => out.push(user_message(user)),
+            // A reply that failed or was cut off is not sent back as if the model had said it: its text
+            // is partial, and its calls never ran.
+            AgentMessage::Assistant(assistant)
+                if matches!(
+                    assistant.stop_reason,
+                    StopReason::Error | StopReason::Aborted
+                ) => {}
             AgentMessage::Assistant(assistant) => {
                 let calls: Vec<&ToolCall> = assistant
                     .tool_calls()
