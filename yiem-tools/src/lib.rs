@@ -14,12 +14,14 @@
 //! | `edit` | exact-string replacement, once (or `replace_all`); unified diff in the details | destructive |
 //! | `ls` | the entries of a directory | read-only |
 //! | `grep` | regular-expression search over files | read-only |
-//! | `bash` | a shell command with a timeout; streams output; kills its process group on timeout or abort | destructive |
+//! | `bash` | a shell command in an OS sandbox (bubblewrap, else Landlock + seccomp; refused unconfined unless opted in), with a timeout; streams output; every process it started dies with the call | destructive |
 //! | `get_time` | the time in an IANA time zone | read-only |
-//! | `write_tool` | writes a new `#[tool]` into the tools directory, compiled in by the next build | |
+//! | `write_tool` | checks a new `#[tool]` compiles, then writes it into the tools directory, compiled in by the next build | |
 //! | `list_tools` | the tools of the store (from `yiem-core`, added by `register_all_tools`) | read-only |
 //!
-//! Unix only (Linux, macOS): `bash` runs commands in their own process group.
+//! Every file tool opens paths beneath a handle on its root (cap-std), so no path, `..` or symlink swapped
+//! in mid-call reaches outside it. Unix only (Linux, macOS); on macOS `bash` has no sandbox and refuses to
+//! run unless the unconfined shell is opted into.
 //!
 //! Linking this crate registers them all, so [`register_all_tools`](yiem_core::register_all_tools) finds
 //! them:
