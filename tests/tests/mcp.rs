@@ -705,3 +705,73 @@ async fn a_request_over_the_size_limit_gets_an_error_and_the_server_keeps_servin
         .await;
     assert_eq!(server.receive().await["id"], 10);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_returns() {
+    use yiem_core::{AgentTool, ToolContext, ToolStore, mcp::McpServer};
+    let (cancelled_tx, cancelled_rx) = tokio::sync::oneshot::channel::<()>();
+    let cancelled_tx = std::sync::Mutex::new(Some(cancelled_tx));
+    let waits = AgentTool::builder("waits")
+        .description("Waits until it is cancelled.")
+        .parallel()
+        .handler(move |ctx: ToolContext, _args: Value| {
+            let cancelled = cancelled_tx.lock().unwrap().take();
+            async move {
+                ctx.cancelled().await;
+                if let Some(cancelled) = cancelled {
+                    let _ = cancelled.send(());
+                }
+                "cancelled"
+            }
+        })
+        .build()
+        .unwrap();
+    let mut store = ToolStore::new("in-process");
+    store.register(waits).unwrap();
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (server_read, server_write) = tokio::io::split(server);
+    let serving = tokio::spawn(McpServer::new(store).serve(server_read, server_write));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    let mut lines = BufReader::new(client_read).lines();
+    let send = |message: Value| format!("{message}\n");
+    client_write
+        .write_all(
+            send(
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"}}}),
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    lines.next_line().await.unwrap().unwrap();
+    for message in [
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "waits"}}),
+    ] {
+        client_write
+            .write_all(send(message).as_bytes())
+            .await
+            .unwrap();
+    }
+    // The client hangs up while the call waits.
+    client_write.shutdown().await.unwrap();
+    drop(client_write);
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), cancelled_rx)
+        .await
+        .expect("the running call was cancelled")
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), serving)
+        .await
+        .expect("serve returned")
+        .unwrap()
+        .unwrap();
+    // rmcp alone would wait 5 s for the call to drain; the server cancels it after 300 ms.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+}

@@ -407,12 +407,12 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))
 }
 
-/// How long responses already made may take to reach the client once stdin has closed; calls still
-/// running then are cancelled (their processes killed).
-const MCP_GRACE_AFTER_EOF: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long the runtime waits, once the server has ended, for tasks still finishing.
+const MCP_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
 /// `yiem mcp`: the store over MCP stdio until the client hangs up. When stdin closes, the server ends
-/// within a second: calls still running are cancelled, and `bash`'s processes killed with them.
+/// within a second: calls still running are cancelled (the library does it), and `bash`'s processes die
+/// with them.
 fn serve_mcp(store: ToolStore) -> Result<(), Failure> {
     // Logs go to stderr: stdout carries the protocol.
     let _ = tracing_subscriber::fmt()
@@ -420,66 +420,14 @@ fn serve_mcp(store: ToolStore) -> Result<(), Failure> {
         .with_ansi(false)
         .try_init();
     let runtime = runtime()?;
-    let outcome = runtime.block_on(async {
-        let (ended, stdin_ended) = tokio::sync::oneshot::channel();
-        let reader = SignalEof {
-            inner: tokio::io::stdin(),
-            ended: Some(ended),
-        };
-        let server = yiem_core::mcp::McpServer::new(store)
-            .with_server_info("yiem", env!("CARGO_PKG_VERSION"));
-        let mut serving = tokio::spawn(server.serve(reader, tokio::io::stdout()));
-        let finished = tokio::select! {
-            finished = &mut serving => Some(finished),
-            _ = stdin_ended => None,
-        };
-        let finished = match finished {
-            Some(finished) => Some(finished),
-            // The server would wait for running calls; they are cancelled instead, once what is done
-            // has been written.
-            None => tokio::time::timeout(MCP_GRACE_AFTER_EOF, &mut serving)
-                .await
-                .ok(),
-        };
-        match finished {
-            Some(Ok(served)) => served.map_err(|error| Failure::Internal(error.to_string())),
-            Some(Err(error)) => Err(Failure::Internal(format!("the MCP server failed: {error}"))),
-            None => {
-                serving.abort();
-                Ok(())
-            }
-        }
-    });
-    // Dropping the runtime's tasks drops the calls still running, which kills their processes.
-    runtime.shutdown_timeout(MCP_GRACE_AFTER_EOF);
+    let server =
+        yiem_core::mcp::McpServer::new(store).with_server_info("yiem", env!("CARGO_PKG_VERSION"));
+    let outcome = runtime
+        .block_on(server.serve_stdio())
+        .map_err(|error| Failure::Internal(error.to_string()));
+    // Dropping the runtime's tasks drops any call still winding down, which kills its processes.
+    runtime.shutdown_timeout(MCP_SHUTDOWN_GRACE);
     outcome
-}
-
-/// Stdin that says when it has ended.
-struct SignalEof<R> {
-    inner: R,
-    ended: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for SignalEof<R> {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let room = buf.remaining() > 0;
-        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
-        let at_end = match &polled {
-            std::task::Poll::Ready(Ok(())) => room && buf.filled().len() == before,
-            std::task::Poll::Ready(Err(_)) => true,
-            std::task::Poll::Pending => false,
-        };
-        if at_end && let Some(ended) = self.ended.take() {
-            let _ = ended.send(());
-        }
-        polled
-    }
 }
 
 fn find(store: &ToolStore, name: &str) -> Result<AgentTool, Failure> {

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 /// The longest line read, in bytes (rmcp's own limit for newline-delimited JSON).
 pub(super) const MAX_LINE: usize = 16 * 1024 * 1024;
@@ -21,6 +22,8 @@ pub(super) struct Guarded {
     pub from_rmcp: DuplexStream,
     /// Ends when the client's stream has ended and every response is written.
     pub done: JoinHandle<()>,
+    /// Cancelled when the client's stream has ended (its stdin closed, say).
+    pub input_ended: CancellationToken,
 }
 
 /// Puts the guard between `reader`/`writer` and rmcp.
@@ -32,6 +35,8 @@ where
     let (rmcp_in, mut to_rmcp) = tokio::io::duplex(1 << 16);
     let (rmcp_out, from_rmcp) = tokio::io::duplex(1 << 16);
     let (errors, mut error_lines) = mpsc::unbounded_channel::<String>();
+    let input_ended = CancellationToken::new();
+    let ended = input_ended.clone();
     let inbound = tokio::spawn(async move {
         let mut reader = BufReader::new(reader);
         let mut line = Vec::new();
@@ -63,6 +68,7 @@ where
             }
         }
         // The client is gone: rmcp sees the end of its input and stops.
+        ended.cancel();
         let _ = to_rmcp.shutdown().await;
     });
     let done = tokio::spawn(async move {
@@ -104,6 +110,7 @@ where
         to_rmcp: rmcp_in,
         from_rmcp: rmcp_out,
         done,
+        input_ended,
     }
 }
 

@@ -86,6 +86,9 @@ pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
     McpServer::new(store).serve_stdio().await
 }
 
+/// How long calls may still finish, and their responses be written, once the client's input has ended.
+const GRACE_AFTER_INPUT_ENDS: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// Why an MCP server stopped with an error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -244,8 +247,9 @@ impl McpServer {
     }
 
     /// Serves MCP as newline-delimited JSON-RPC, reading requests from `reader` and writing responses to
-    /// `writer`, until `reader` ends. Calls still running then are cancelled. See the example on
-    /// [`McpServer`].
+    /// `writer`, until `reader` ends. Calls still running 300 ms after that are cancelled, so the server
+    /// ends promptly when its client goes away. A line rmcp cannot read (not JSON, bad params, over 16 MiB)
+    /// gets a JSON-RPC error response. See the example on [`McpServer`].
     pub async fn serve<R, W>(self, reader: R, writer: W) -> Result<(), McpServeError>
     where
         R: AsyncRead + Send + Unpin + 'static,
@@ -256,7 +260,24 @@ impl McpServer {
         let running = ServiceExt::serve(self, (guarded.to_rmcp, guarded.from_rmcp))
             .await
             .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
-        let reason = running.waiting().await.map_err(McpServeError::Service)?;
+        // When the client's input ends, what is done still reaches it for a moment; calls running after
+        // that are cancelled (their tokens, and so their processes), so the server ends promptly.
+        let stop = running.cancellation_token();
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        let reason = tokio::select! {
+            reason = &mut waiting => reason,
+            () = guarded.input_ended.cancelled() => {
+                match tokio::time::timeout(GRACE_AFTER_INPUT_ENDS, &mut waiting).await {
+                    Ok(reason) => reason,
+                    Err(_) => {
+                        stop.cancel();
+                        waiting.await
+                    }
+                }
+            }
+        }
+        .map_err(McpServeError::Service)?;
         tracing::debug!(?reason, "the MCP connection ended");
         // Every response rmcp wrote reaches the client before the server returns.
         let _ = guarded.done.await;
