@@ -298,10 +298,11 @@ fn arguments_of_every_shape_get_exactly_one_result_per_call() {
             .map(|m| m.tool_call_id.as_str())
             .collect();
         assert_eq!(answered, ids, "{shown}");
-        for message in &batch.messages {
+        // An error says what went wrong (a tool may well answer an empty text on success).
+        for message in batch.messages.iter().filter(|m| m.is_error()) {
             assert!(
                 !message.text_content().is_empty(),
-                "an empty result for {shown}"
+                "an empty error for {shown}"
             );
         }
         done += ids.len();
