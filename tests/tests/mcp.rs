@@ -711,12 +711,18 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
     use yiem_core::{AgentTool, ToolContext, ToolStore, mcp::McpServer};
     let (cancelled_tx, cancelled_rx) = tokio::sync::oneshot::channel::<()>();
     let cancelled_tx = std::sync::Mutex::new(Some(cancelled_tx));
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = std::sync::Mutex::new(Some(started_tx));
     let waits = AgentTool::builder("waits")
         .description("Waits until it is cancelled.")
         .parallel()
         .handler(move |ctx: ToolContext, _args: Value| {
             let cancelled = cancelled_tx.lock().unwrap().take();
+            let started = started_tx.lock().unwrap().take();
             async move {
+                if let Some(started) = started {
+                    let _ = started.send(());
+                }
                 ctx.cancelled().await;
                 if let Some(cancelled) = cancelled {
                     let _ = cancelled.send(());
@@ -755,7 +761,11 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
             .await
             .unwrap();
     }
-    // The client hangs up while the call waits.
+    // The client hangs up once the call is running.
+    tokio::time::timeout(Duration::from_secs(10), started_rx)
+        .await
+        .expect("the call started")
+        .unwrap();
     client_write.shutdown().await.unwrap();
     drop(client_write);
     let started = Instant::now();
