@@ -80,6 +80,7 @@ impl ToolSpec {
 }
 
 /// Entry points for the fuzz harness (`tests/tests/fuzz.rs`) into parts that are not public.
+#[cfg(feature = "openai")]
 pub mod fuzz {
     pub use crate::llm::parse_chunks_for_fuzzing as openai_chunks;
 }

@@ -51,6 +51,23 @@
 //! See [`tool`] for the accepted signatures, return types and attribute keys. Tools built at run time (from
 //! configuration or another process) use [`AgentTool::builder`].
 //!
+//! ## Features
+//!
+//! The default build is what a tool author needs and nothing that talks to a network: `#[tool]`, the
+//! types, the store and registration, dialects, the pipeline and executor, events, the agent loop and
+//! [`ScriptedModel`]. No HTTP client, no TLS, no OpenSSL.
+//!
+//! | feature | default | adds |
+//! |---|---|---|
+//! | `schema-validation` | yes | JSON Schema validation (`jsonschema`): the report of a failing call lists every problem, and tools built with [`AgentTool::builder`] get their arguments checked against their schema. Off, `#[tool]` arguments are still checked by serde and for unknown properties |
+//! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
+//! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
+//!
+//! ```toml
+//! yiem-core = { version = "0.1", features = ["openai"] }   # to talk to a model
+//! yiem-core = { version = "0.1", default-features = false } # the leanest build of plain tools
+//! ```
+//!
 //! ## Serving tools over MCP
 //!
 //! With the `mcp` feature, `mcp::serve_stdio` serves every tool of a store to MCP clients (Claude Desktop,
@@ -102,7 +119,7 @@
 //! | `context` | [`ToolContext`]: call id, cancellation, streamed updates |
 //! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`], [`AgentToolResult`], the conversation's messages |
 //! | `agent` | [`Agent`]: the loop over model and tools |
-//! | `llm` | the [`Model`] trait, the scripted model, the OpenAI-compatible client and its message format |
+//! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
 //! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
 //! | `suggest` | "did you mean" for tool and property names |
 
@@ -119,6 +136,7 @@ mod executor;
 mod guard;
 mod handler;
 mod hooks;
+mod id;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -143,9 +161,11 @@ pub use executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
+#[cfg(feature = "openai")]
+pub use llm::{ConfigError, OpenAiConfig, OpenAiModel, RetryPolicy};
 pub use llm::{
-    ConfigError, MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream,
-    OpenAiConfig, OpenAiModel, RetryPolicy, ScriptedModel, ScriptedTurn, truncated_tool_results,
+    MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel,
+    ScriptedTurn, truncated_tool_results,
 };
 pub use message::{
     AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,

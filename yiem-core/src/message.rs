@@ -254,6 +254,6 @@ fn openai_call(entry: &Value) -> ToolCall {
 fn call_id(entry: &Value) -> String {
     match entry.get("id").and_then(Value::as_str) {
         Some(id) if !id.is_empty() => id.to_owned(),
-        _ => uuid::Uuid::new_v4().to_string(),
+        _ => crate::id::fresh_uuid(),
     }
 }

@@ -633,8 +633,12 @@ impl ToolBuilder {
                 "tool arguments are a JSON object: the schema needs `\"type\": \"object\"`".into(),
             ));
         }
-        let validator =
-            jsonschema::validator_for(&schema).map_err(|e| schema_error(e.to_string()))?;
+        #[cfg(feature = "schema-validation")]
+        let arguments = ArgumentCache::with_validator(
+            jsonschema::validator_for(&schema).map_err(|e| schema_error(e.to_string()))?,
+        );
+        #[cfg(not(feature = "schema-validation"))]
+        let arguments = ArgumentCache::default();
         let label = self.label.unwrap_or_else(|| title_case(&name));
         Ok(AgentTool {
             inner: Arc::new(ToolInner {
@@ -648,7 +652,7 @@ impl ToolBuilder {
                 timeout: self.timeout,
                 annotations: self.annotations,
                 source: self.source,
-                arguments: ArgumentCache::with_validator(validator),
+                arguments,
                 dialects: DialectCache::default(),
                 name: name.into(),
             }),

@@ -3,6 +3,7 @@
 
 use std::sync::OnceLock;
 
+#[cfg(feature = "schema-validation")]
 use jsonschema::Validator;
 use serde_json::Value;
 
@@ -12,10 +13,12 @@ use crate::dialect::resolve_ref;
 /// and the JSON Schema validator (compiled on the first failure).
 #[derive(Default)]
 pub(crate) struct ArgumentCache {
+    #[cfg(feature = "schema-validation")]
     validator: OnceLock<Option<Validator>>,
     top_level: OnceLock<TopLevel>,
 }
 
+#[cfg(feature = "schema-validation")]
 impl ArgumentCache {
     /// A cache whose validator is already compiled (run-time tools validate every call).
     pub(crate) fn with_validator(validator: Validator) -> Self {
@@ -125,6 +128,7 @@ impl ArgumentCheck<'_> {
             .get_or_init(|| TopLevel::of(self.schema))
     }
 
+    #[cfg(feature = "schema-validation")]
     pub(super) fn validator(&self) -> Option<&Validator> {
         self.cache
             .validator
@@ -147,8 +151,13 @@ impl ArgumentCheck<'_> {
         top.open || top.knows(key)
     }
 
-    /// Whether the arguments satisfy the schema and have no unknown property.
+    /// Whether the arguments satisfy the schema and have no unknown property. Without the
+    /// `schema-validation` feature only the unknown-property check runs.
     pub(crate) fn is_valid(&self, args: &Value) -> bool {
-        !self.has_unknown_properties(args) && self.validator().is_none_or(|v| v.is_valid(args))
+        #[cfg(feature = "schema-validation")]
+        let valid = self.validator().is_none_or(|v| v.is_valid(args));
+        #[cfg(not(feature = "schema-validation"))]
+        let valid = true;
+        !self.has_unknown_properties(args) && valid
     }
 }

@@ -2,13 +2,18 @@
 //! (the schema described in English) and what came, the valid property names, "did you mean" for a
 //! misspelt property, and for a union at the root the variant meant.
 
+#[cfg(feature = "schema-validation")]
 use jsonschema::ValidationError;
+#[cfg(feature = "schema-validation")]
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::{Map, Value};
 
+#[cfg(feature = "schema-validation")]
+use super::backticked;
 use super::check::ArgumentCheck;
 use super::parse::escape;
-use super::{ArgumentError, ArgumentProblem, backticked};
+use super::{ArgumentError, ArgumentProblem};
+#[cfg(feature = "schema-validation")]
 use crate::dialect::resolve_ref;
 use crate::suggest::did_you_mean;
 
@@ -28,6 +33,7 @@ impl ArgumentCheck<'_> {
             }
         }
         let unknown_count = problems.len();
+        #[cfg(feature = "schema-validation")]
         if let Some(validator) = self.validator() {
             for error in validator.iter_errors(args) {
                 let at_root = error.instance_path().as_str().is_empty();
@@ -53,7 +59,11 @@ impl ArgumentCheck<'_> {
             valid_properties: top.names.clone(),
         }
     }
+}
 
+/// Every schema violation, described (only with the validator).
+#[cfg(feature = "schema-validation")]
+impl ArgumentCheck<'_> {
     /// The schema object an error's keyword sits in.
     fn node_of(&self, error: &ValidationError<'_>) -> Option<&Value> {
         let path = error.schema_path().as_str();
@@ -243,6 +253,7 @@ impl ArgumentCheck<'_> {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 /// The one value a tag property allows (`const`, or an `enum` of one).
 fn tag_value(property: &Value) -> Option<&Value> {
     match (property.get("const"), property.get("enum")) {
@@ -252,6 +263,7 @@ fn tag_value(property: &Value) -> Option<&Value> {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 /// The tag of a union's branches (`$ref`s resolved in `root`): a property every branch declares with a
 /// constant of its own; its name and the constants, in branch order.
 fn root_tag<'a>(root: &'a Value, branches: &[&'a Value]) -> Option<(&'a str, Vec<&'a Value>)> {
@@ -273,6 +285,7 @@ fn root_tag<'a>(root: &'a Value, branches: &[&'a Value]) -> Option<(&'a str, Vec
     })
 }
 
+#[cfg(feature = "schema-validation")]
 /// The branch of a failed `anyOf`/`oneOf` that the value meant, with its index: the only one whose problems
 /// all sit inside the value (a tag that matched, a wrong field below), so its problems are more useful than
 /// "none matched".
@@ -320,6 +333,7 @@ fn unknown_property(
     }
 }
 
+#[cfg(feature = "schema-validation")]
 /// What came, in words: `the string "three"`, `the number -2`, `an object with `kind`, `side``.
 fn got(value: &Value) -> String {
     match value {
@@ -345,6 +359,7 @@ fn got(value: &Value) -> String {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 fn type_kind(kind: &TypeKind) -> String {
     match kind {
         TypeKind::Single(one) => article(&one.to_string()),
@@ -355,6 +370,7 @@ fn type_kind(kind: &TypeKind) -> String {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 fn article(type_name: &str) -> String {
     match type_name {
         "null" => "null".into(),
@@ -363,6 +379,7 @@ fn article(type_name: &str) -> String {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 fn join_or(items: &[String]) -> String {
     match items {
         [] => "nothing".into(),
@@ -371,6 +388,7 @@ fn join_or(items: &[String]) -> String {
     }
 }
 
+#[cfg(feature = "schema-validation")]
 /// A schema in words, for "expected ..." messages.
 pub(crate) fn describe_schema(root: &Value, schema: &Value, depth: usize) -> String {
     let Some(object) = schema.as_object() else {
@@ -440,6 +458,7 @@ pub(crate) fn describe_schema(root: &Value, schema: &Value, depth: usize) -> Str
     join_or(&described)
 }
 
+#[cfg(feature = "schema-validation")]
 fn describe_type(root: &Value, object: &Map<String, Value>, kind: &str, depth: usize) -> String {
     let number = |key: &str| {
         object
@@ -526,6 +545,7 @@ fn describe_type(root: &Value, object: &Map<String, Value>, kind: &str, depth: u
     text
 }
 
+#[cfg(feature = "schema-validation")]
 fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }

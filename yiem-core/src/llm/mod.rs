@@ -2,9 +2,11 @@
 //! ([`ModelEvent`]), and the [`MessageAssembler`] that turns those events into an [`AssistantMessage`].
 //!
 //! Two models ship: [`ScriptedModel`] (offline and deterministic: the default of the examples and tests)
-//! and [`OpenAiModel`], an OpenAI-compatible chat-completions client ([`to_openai_messages`] and
-//! [`assistant_from_openai`] convert the conversation to and from its wire format).
+//! and, with the `openai` feature, `OpenAiModel`, an OpenAI-compatible chat-completions client. The wire
+//! format it speaks needs no HTTP and is always here: [`to_openai_messages`] and [`assistant_from_openai`]
+//! convert the conversation to and from it.
 
+#[cfg(feature = "openai")]
 mod openai;
 mod openai_format;
 mod scripted;
@@ -22,7 +24,9 @@ use crate::registry::ToolList;
 use crate::result::Usage;
 
 #[doc(hidden)]
+#[cfg(feature = "openai")]
 pub use openai::parse_chunks_for_fuzzing;
+#[cfg(feature = "openai")]
 pub use openai::{
     API_KEY_ENV, BASE_URL_ENV, ConfigError, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel,
     RetryPolicy,
@@ -200,7 +204,7 @@ impl MessageAssembler {
             }
             ModelEvent::ToolCallStart { index, id, name } => {
                 let id = if id.is_empty() {
-                    uuid::Uuid::new_v4().to_string()
+                    crate::id::fresh_uuid()
                 } else {
                     id
                 };

@@ -96,7 +96,7 @@ impl RetryPolicy {
             .initial_delay
             .saturating_mul(1u32 << retry.saturating_sub(1).min(20));
         let capped = doubled.min(self.max_delay);
-        let random = (uuid::Uuid::new_v4().as_u128() as u64 >> 11) as f64 / (1u64 << 53) as f64;
+        let random = (crate::id::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
         capped.mul_f64(0.5 + 0.5 * random)
     }
 }

@@ -1,7 +1,8 @@
 //! The conversation in the OpenAI chat-completions wire format: [`to_openai_messages`] renders the system
 //! prompt and [`AgentMessage`]s as the request's `messages` array, [`assistant_from_openai`] reads a
 //! non-streaming reply back into an [`AssistantMessage`]. [`MessageFormat`] lets a user replace the first
-//! (the seeds' `formatMsgForLLM` hook) on an [`OpenAiModel`](crate::OpenAiModel).
+//! (the seeds' `formatMsgForLLM` hook) on an `OpenAiModel` (feature `openai`). Nothing here needs HTTP, so it
+//! is in every build.
 
 use std::collections::HashSet;
 
