@@ -1,6 +1,10 @@
 //! `bash` with real subprocesses: output, exit codes, streaming, truncation, and the process group killed
 //! on timeout, abort and drop, children included.
 
+mod common;
+
+use common::{died, host_pid};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -22,55 +26,10 @@ fn sandbox() -> (tempfile::TempDir, ToolRoot) {
     (dir, root)
 }
 
-/// Whether `pid` is gone (or a zombie nobody has reaped yet: it runs no more).
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            state.starts_with('Z') || state.starts_with('X')
-        }
-    }
-}
-
-/// Waits (up to a generous bound) for `pid` to die.
-async fn died(pid: u32) -> bool {
-    for _ in 0..400 {
-        if is_dead(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
-}
-
 /// A name for a process (its `argv[0]`) unique to this test: the sandbox's pids are not the host's, so
 /// the tests find processes by name in the host's `/proc`.
 fn marker(test: &str) -> String {
     format!("yiem-bash-{test}-{}", std::process::id())
-}
-
-/// The host pid of the live process whose `argv[0]` is `name`, once it runs.
-async fn host_pid(name: &str) -> u32 {
-    for _ in 0..800 {
-        if let Some(pid) = find_host_pid(name) {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no process `{name}` ever ran");
-}
-
-fn find_host_pid(name: &str) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let argv0 = cmdline.split(|&b| b == 0).next()?;
-            (argv0 == name.as_bytes() && !is_dead(pid)).then_some(pid)
-        })
 }
 
 #[tokio::test]

@@ -1,6 +1,10 @@
 //! `yiem mcp`, spawned and driven over stdio as an MCP client speaking newline-delimited JSON-RPC:
 //! initialize, list, call, bad arguments, unknown tool, progress, cancellation.
 
+mod common;
+
+use common::{host_pid, is_dead};
+
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -278,36 +282,6 @@ async fn a_cancelled_call_is_stopped_and_the_server_stays_responsive() {
         status.success(),
         "yiem mcp exits cleanly when the client hangs up"
     );
-}
-
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            state.starts_with('Z') || state.starts_with('X')
-        }
-    }
-}
-
-/// The host pid of the live process whose `argv[0]` is `name`, once it runs.
-async fn host_pid(name: &str) -> u32 {
-    for _ in 0..800 {
-        let found = std::fs::read_dir("/proc")
-            .unwrap()
-            .flatten()
-            .find_map(|entry| {
-                let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-                let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-                let argv0 = cmdline.split(|&b| b == 0).next()?;
-                (argv0 == name.as_bytes() && !is_dead(pid)).then_some(pid)
-            });
-        if let Some(pid) = found {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no process `{name}` ever ran");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,9 +5,12 @@
 //! These run wherever the tests run (`.ci/run` installs bubblewrap): a missing sandbox fails them, it never
 //! skips them.
 
+mod common;
+
+use common::{died, host_pid};
+
 use std::net::TcpListener;
 use std::path::Path;
-use std::time::Duration;
 
 use yiem_core::{AgentToolResult, CancellationToken, ToolContext};
 use yiem_tools::bash::{BashArgs, bash_in_with};
@@ -71,49 +74,6 @@ async fn refused(policy: &ShellPolicy, root: &ToolRoot, command: &str) -> String
         result.text_content()
     );
     result.text_content()
-}
-
-fn is_dead(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => {
-            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
-            state.starts_with('Z') || state.starts_with('X')
-        }
-    }
-}
-
-async fn died(pid: u32) -> bool {
-    for _ in 0..400 {
-        if is_dead(pid) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    false
-}
-
-fn find_host_pid(name: &str) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let argv0 = cmdline.split(|&b| b == 0).next()?;
-            (argv0 == name.as_bytes() && !is_dead(pid)).then_some(pid)
-        })
-}
-
-/// The host pid of the process named `name`, once it runs (the sandbox's own pids are not the host's).
-async fn host_pid(name: &str) -> u32 {
-    for _ in 0..800 {
-        if let Some(pid) = find_host_pid(name) {
-            return pid;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("no process `{name}` ever ran");
 }
 
 // ---- files -------------------------------------------------------------------------------------
