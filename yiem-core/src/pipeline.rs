@@ -428,12 +428,13 @@ async fn run_bound(
     };
     let panicked =
         |panic: String| AgentToolResult::error(format!("tool `{name}` panicked: {panic}"));
-    let runtime = Handle::try_current().ok();
-    let own_task = runtime
-        .as_ref()
-        .is_some_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread)
+    // The runtime is asked only when there is a limit or a token to watch: a call in hand with neither
+    // (the common `execute`) pays nothing for it.
+    let watched = limit.is_some() || abort.is_some() || ctx.can_be_cancelled();
+    let own_task = watched
         && !tool.runs_on_blocking_pool()
-        && (limit.is_some() || abort.is_some() || ctx.can_be_cancelled());
+        && Handle::try_current()
+            .is_ok_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread);
     let result = if own_task {
         // Dropping this future (the batch dropped, a caller's timeout) aborts the task and cancels the
         // call's token, so no call outlives its batch.
@@ -471,7 +472,7 @@ async fn run_bound(
         match futures::poll!(&mut guarded) {
             std::task::Poll::Ready(outcome) => outcome.unwrap_or_else(panicked),
             std::task::Poll::Pending => {
-                let limit = limit.filter(|_| runtime.is_some());
+                let limit = limit.filter(|_| Handle::try_current().is_ok());
                 let outcome = tokio::select! {
                     biased;
                     () = wait_cancelled(abort, ctx) => Err(aborted()),

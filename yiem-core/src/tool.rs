@@ -389,6 +389,15 @@ impl AgentTool {
         })
     }
 
+    /// What checking this tool's arguments needs: its name, canonical schema and caches.
+    fn argument_check(&self) -> ArgumentCheck<'_> {
+        ArgumentCheck {
+            tool: &self.inner.name,
+            schema: self.input_schema(),
+            cache: &self.inner.arguments,
+        }
+    }
+
     /// The one-pass path for arguments sent as JSON text, for a tool without a prepare step: `None` when
     /// the text must be parsed into a `Value` first (see `args::text`).
     pub(crate) fn bind_text(
@@ -399,22 +408,14 @@ impl AgentTool {
         if self.inner.prepare_arguments.is_some() {
             return None;
         }
-        let check = ArgumentCheck {
-            tool: &self.inner.name,
-            schema: self.input_schema(),
-            cache: &self.inner.arguments,
-        };
-        self.inner.handler.bind_text(&check, text, ctx)
+        self.inner
+            .handler
+            .bind_text(&self.argument_check(), text, ctx)
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
     pub(crate) fn bind(&self, args: &Value, ctx: ToolContext) -> Result<ToolFuture, Refusal> {
-        let check = ArgumentCheck {
-            tool: &self.inner.name,
-            schema: self.input_schema(),
-            cache: &self.inner.arguments,
-        };
-        self.inner.handler.bind(&check, args, ctx)
+        self.inner.handler.bind(&self.argument_check(), args, ctx)
     }
 }
 
