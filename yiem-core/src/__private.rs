@@ -1,17 +1,19 @@
 //! Not public API: items used by the code `#[tool]` generates. Nothing here is covered by semver.
 
 use std::borrow::Cow;
-use std::sync::Arc;
 use std::time::Duration;
 
 pub use inventory;
+pub use std::sync::Arc;
+pub use std::vec::Vec;
 pub use serde_json::Value;
 
 pub use crate::args::ArgumentCheck;
 pub use crate::handler::{
-    ArgsOnly, ArgsSpec, AsyncCall, AsyncTool, BlockingCall, BlockingTool, CtxArgs, CtxOnly, NoArgs,
-    Nothing, OutputSpec, ToolArgs, ValidateFn, args_spec, no_args_spec, output_spec,
+    ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
+    OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, no_args_spec, output_spec,
 };
+pub use crate::state::{StateKey, ToolState};
 pub use crate::registry::ToolRegistration;
 pub use crate::tool::ErasedHandler;
 pub use crate::tool::SchemaCell;
@@ -61,6 +63,7 @@ impl ToolSpec {
                     cell: output,
                     make: result.schema(),
                 },
+                needs: handler.required_state().into(),
                 handler: Box::new(handler),
                 prepare_arguments: self
                     .prepare
@@ -78,6 +81,9 @@ impl ToolSpec {
         }
     }
 }
+
+/// Checks, on the user's own token, that a `State<T>` parameter's `T` can be tool state.
+pub fn assert_state<T: ToolState>() {}
 
 /// Entry points for the fuzz harness (`tests/tests/fuzz.rs`) into parts that are not public.
 #[cfg(feature = "openai")]

@@ -1,5 +1,5 @@
-//! [`ToolContext`]: what a running tool knows about its call — the call id, the cancellation token, and a way
-//! to stream partial results.
+//! [`ToolContext`]: what a running tool knows about its call — the call id, the cancellation token, a way
+//! to stream partial results, and the state of the store the call runs in.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +10,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::ToolCall;
 use crate::event::{AgentEvent, EventBus};
 use crate::result::{AgentToolResult, IntoToolResult};
+use crate::state::{StateMap, ToolState};
 
 type UpdateFn = dyn Fn(AgentToolResult) + Send + Sync;
 
@@ -68,6 +69,8 @@ struct Inner {
     /// This call's token, made only when something asks for it (most quick tools never do).
     token: OnceLock<CancellationToken>,
     updates: Option<Arc<UpdateSink>>,
+    /// The state of the store the call runs in (see [`State`](crate::State)).
+    state: Option<Arc<StateMap>>,
 }
 
 impl ToolContext {
@@ -83,6 +86,7 @@ impl ToolContext {
                 parent: None,
                 token: OnceLock::new(),
                 updates: None,
+                state: None,
             }),
         }
     }
@@ -93,6 +97,7 @@ impl ToolContext {
         call: &Arc<ToolCall>,
         cancel: &CancellationToken,
         bus: &EventBus,
+        state: &Arc<StateMap>,
     ) -> Self {
         let updates = bus.is_observed().then(|| {
             Arc::new(UpdateSink {
@@ -109,6 +114,7 @@ impl ToolContext {
                 parent: Some(cancel.clone()),
                 token: OnceLock::new(),
                 updates,
+                state: Some(Arc::clone(state)),
             }),
         }
     }
@@ -144,6 +150,50 @@ impl ToolContext {
             deliver: Deliver::Callback(Box::new(deliver)),
         }));
         self
+    }
+
+    /// Gives the call `value` as state of type `T`, beside any state it already has: for a tool that takes
+    /// [`State<T>`](crate::State), called in hand with [`AgentTool::execute_with`](crate::AgentTool::execute_with).
+    /// A call through a store gets the store's state instead.
+    ///
+    /// ```
+    /// use yiem_core::ToolContext;
+    ///
+    /// let ctx = ToolContext::new("c1").with_state(String::from("/srv/data"));
+    /// assert_eq!(ctx.state::<String>().unwrap().as_str(), "/srv/data");
+    /// assert!(ctx.state::<u32>().is_none());
+    /// ```
+    pub fn with_state<T: ToolState>(mut self, value: T) -> Self {
+        let inner = self.inner_mut();
+        let mut map = inner
+            .state
+            .as_deref()
+            .cloned()
+            .unwrap_or_else(|| StateMap::new(""));
+        map.insert(Arc::new(value));
+        inner.state = Some(Arc::new(map));
+        self
+    }
+
+    /// Runs the call with the state of a store (what a call through the store gets).
+    pub(crate) fn with_state_map(mut self, state: Arc<StateMap>) -> Self {
+        self.inner_mut().state = Some(state);
+        self
+    }
+
+    /// The state of type `T` the call was given, if any (a tool usually takes [`State<T>`](crate::State)
+    /// instead).
+    pub fn state<T: ToolState>(&self) -> Option<Arc<T>> {
+        self.inner.state.as_ref()?.get::<T>()
+    }
+
+    /// The name of the store whose state the call has, if it runs in one.
+    pub(crate) fn store_name(&self) -> Option<&str> {
+        self.inner
+            .state
+            .as_deref()
+            .map(StateMap::store)
+            .filter(|name| !name.is_empty())
     }
 
     /// The id of the tool call being executed.

@@ -14,6 +14,7 @@ use crate::args::{self, ArgumentCheck, ArgumentError, ArgumentProblem};
 use crate::context::ToolContext;
 use crate::guard;
 use crate::result::{AgentToolResult, IntoToolResult};
+use crate::state::{MissingState, State, StateKey, ToolState};
 use crate::tool::{ErasedHandler, Refusal, ToolFuture};
 
 /// Parses JSON text in one pass, given which top-level keys are allowed.
@@ -99,14 +100,11 @@ pub trait ToolArgs: DeserializeOwned + JsonSchema + Send + 'static {}
 
 impl<T: DeserializeOwned + JsonSchema + Send + 'static> ToolArgs for T {}
 
-/// Signature marker: `fn(args)`.
-pub enum ArgsOnly {}
-/// Signature marker: `fn(ctx, args)`.
-pub enum CtxArgs {}
-/// Signature marker: `fn()`.
-pub enum Nothing {}
-/// Signature marker: `fn(ctx)`.
-pub enum CtxOnly {}
+/// Signature marker: the function takes the extractors `E` (a tuple of [`FromToolContext`] types, in
+/// order), then the argument struct.
+pub struct WithArgs<E>(PhantomData<fn() -> E>);
+/// Signature marker: the function takes the extractors `E` and no argument struct.
+pub struct Bare<E>(PhantomData<fn() -> E>);
 
 /// The "arguments" of a tool that takes none.
 pub struct NoArgs;
@@ -114,105 +112,139 @@ pub struct NoArgs;
 /// Checks made on typed arguments after they parse (`#[tool(validate = path)]`).
 pub type ValidateFn<A> = fn(&A) -> Result<(), String>;
 
-/// How an async tool function of signature kind `K` is called.
+/// A parameter a tool takes from its call's context rather than from the model: [`ToolContext`] itself, or
+/// [`State<T>`] from the store the call runs in.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be taken from a tool call's context",
+    note = "a tool takes `ToolContext`, `State<T>`, then one argument struct"
+)]
+pub trait FromToolContext: Sized + Send + 'static {
+    /// Takes the value from `ctx`; `tool` names the tool for the error.
+    fn from_context(ctx: &ToolContext, tool: &str) -> Result<Self, MissingState>;
+
+    /// The state type this extractor needs from the store, if any.
+    fn state_key() -> Option<StateKey> {
+        None
+    }
+}
+
+impl FromToolContext for ToolContext {
+    fn from_context(ctx: &ToolContext, _tool: &str) -> Result<Self, MissingState> {
+        Ok(ctx.clone())
+    }
+}
+
+impl<T: ToolState> FromToolContext for State<T> {
+    fn from_context(ctx: &ToolContext, tool: &str) -> Result<Self, MissingState> {
+        ctx.state::<T>().map(State).ok_or_else(|| MissingState {
+            tool: tool.to_owned(),
+            type_name: std::any::type_name::<T>(),
+            store: ctx.store_name().map(str::to_owned),
+            at_call: true,
+        })
+    }
+
+    fn state_key() -> Option<StateKey> {
+        Some(StateKey::of::<T>())
+    }
+}
+
+/// A tuple of extractors, taken from the context in order.
+pub trait Extractors: Sized + Send + 'static {
+    /// Takes every extractor from `ctx`.
+    fn extract(ctx: &ToolContext, tool: &str) -> Result<Self, MissingState>;
+    /// The state types the extractors need.
+    fn state_keys() -> Vec<StateKey>;
+}
+
+/// How an async tool function of signature kind `K` is called, once its extractors are taken.
 pub trait AsyncCall<A, K>: Send + Sync + 'static {
+    /// The extractors the function takes before its arguments.
+    type Extracted: Extractors;
     /// The future the function returns.
     type Fut: Future + Send + 'static;
     /// Calls the function.
-    fn call(&self, ctx: ToolContext, args: A) -> Self::Fut;
+    fn call(&self, extracted: Self::Extracted, args: A) -> Self::Fut;
 }
 
-/// How a plain (blocking) tool function of signature kind `K` is called.
+/// How a plain (blocking) tool function of signature kind `K` is called, once its extractors are taken.
 pub trait BlockingCall<A, K>: Send + Sync + 'static {
+    /// The extractors the function takes before its arguments.
+    type Extracted: Extractors;
     /// What the function returns.
     type Output;
     /// Calls the function.
-    fn call(&self, ctx: ToolContext, args: A) -> Self::Output;
+    fn call(&self, extracted: Self::Extracted, args: A) -> Self::Output;
 }
 
-impl<F, Fut, A> AsyncCall<A, ArgsOnly> for F
-where
-    F: Fn(A) -> Fut + Send + Sync + 'static,
-    Fut: Future + Send + 'static,
-{
-    type Fut = Fut;
-    fn call(&self, _ctx: ToolContext, args: A) -> Fut {
-        self(args)
-    }
+macro_rules! signatures {
+    (@one $e:ident) => { 1 };
+    ($($e:ident $v:ident),*) => {
+        impl<$($e: FromToolContext),*> Extractors for ($($e,)*) {
+            #[allow(unused_variables)]
+            fn extract(ctx: &ToolContext, tool: &str) -> Result<Self, MissingState> {
+                Ok(($($e::from_context(ctx, tool)?,)*))
+            }
+            fn state_keys() -> Vec<StateKey> {
+                let keys: [Option<StateKey>; 0 $(+ signatures!(@one $e))*] = [$($e::state_key()),*];
+                keys.into_iter().flatten().collect()
+            }
+        }
+
+        impl<F, Fut, A, $($e: FromToolContext),*> AsyncCall<A, WithArgs<($($e,)*)>> for F
+        where
+            F: Fn($($e,)* A) -> Fut + Send + Sync + 'static,
+            Fut: Future + Send + 'static,
+        {
+            type Extracted = ($($e,)*);
+            type Fut = Fut;
+            fn call(&self, ($($v,)*): Self::Extracted, args: A) -> Fut {
+                self($($v,)* args)
+            }
+        }
+
+        impl<F, Fut, $($e: FromToolContext),*> AsyncCall<NoArgs, Bare<($($e,)*)>> for F
+        where
+            F: Fn($($e),*) -> Fut + Send + Sync + 'static,
+            Fut: Future + Send + 'static,
+        {
+            type Extracted = ($($e,)*);
+            type Fut = Fut;
+            fn call(&self, ($($v,)*): Self::Extracted, _args: NoArgs) -> Fut {
+                self($($v),*)
+            }
+        }
+
+        impl<F, R, A, $($e: FromToolContext),*> BlockingCall<A, WithArgs<($($e,)*)>> for F
+        where
+            F: Fn($($e,)* A) -> R + Send + Sync + 'static,
+        {
+            type Extracted = ($($e,)*);
+            type Output = R;
+            fn call(&self, ($($v,)*): Self::Extracted, args: A) -> R {
+                self($($v,)* args)
+            }
+        }
+
+        impl<F, R, $($e: FromToolContext),*> BlockingCall<NoArgs, Bare<($($e,)*)>> for F
+        where
+            F: Fn($($e),*) -> R + Send + Sync + 'static,
+        {
+            type Extracted = ($($e,)*);
+            type Output = R;
+            fn call(&self, ($($v,)*): Self::Extracted, _args: NoArgs) -> R {
+                self($($v),*)
+            }
+        }
+    };
 }
 
-impl<F, Fut, A> AsyncCall<A, CtxArgs> for F
-where
-    F: Fn(ToolContext, A) -> Fut + Send + Sync + 'static,
-    Fut: Future + Send + 'static,
-{
-    type Fut = Fut;
-    fn call(&self, ctx: ToolContext, args: A) -> Fut {
-        self(ctx, args)
-    }
-}
-
-impl<F, R, A> BlockingCall<A, ArgsOnly> for F
-where
-    F: Fn(A) -> R + Send + Sync + 'static,
-{
-    type Output = R;
-    fn call(&self, _ctx: ToolContext, args: A) -> R {
-        self(args)
-    }
-}
-
-impl<F, R, A> BlockingCall<A, CtxArgs> for F
-where
-    F: Fn(ToolContext, A) -> R + Send + Sync + 'static,
-{
-    type Output = R;
-    fn call(&self, ctx: ToolContext, args: A) -> R {
-        self(ctx, args)
-    }
-}
-
-impl<F, Fut> AsyncCall<NoArgs, Nothing> for F
-where
-    F: Fn() -> Fut + Send + Sync + 'static,
-    Fut: Future + Send + 'static,
-{
-    type Fut = Fut;
-    fn call(&self, _ctx: ToolContext, _args: NoArgs) -> Fut {
-        self()
-    }
-}
-
-impl<F, Fut> AsyncCall<NoArgs, CtxOnly> for F
-where
-    F: Fn(ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future + Send + 'static,
-{
-    type Fut = Fut;
-    fn call(&self, ctx: ToolContext, _args: NoArgs) -> Fut {
-        self(ctx)
-    }
-}
-
-impl<F, R> BlockingCall<NoArgs, Nothing> for F
-where
-    F: Fn() -> R + Send + Sync + 'static,
-{
-    type Output = R;
-    fn call(&self, _ctx: ToolContext, _args: NoArgs) -> R {
-        self()
-    }
-}
-
-impl<F, R> BlockingCall<NoArgs, CtxOnly> for F
-where
-    F: Fn(ToolContext) -> R + Send + Sync + 'static,
-{
-    type Output = R;
-    fn call(&self, ctx: ToolContext, _args: NoArgs) -> R {
-        self(ctx)
-    }
-}
+signatures!();
+signatures!(E1 e1);
+signatures!(E1 e1, E2 e2);
+signatures!(E1 e1, E2 e2, E3 e3);
+signatures!(E1 e1, E2 e2, E3 e3, E4 e4);
+signatures!(E1 e1, E2 e2, E3 e3, E4 e4, E5 e5);
 
 /// An async `#[tool]` function of signature kind `K`, over arguments `A`, returning `R`.
 pub struct AsyncTool<F, A, R, K> {
@@ -299,6 +331,12 @@ fn parse_text_and_validate<A>(
     }
 }
 
+/// Takes a call's extractors (state, context) before its arguments are parsed: a store that lacks the
+/// state is a problem of setup, reported before anything the model sent.
+fn extract<E: Extractors>(check: &ArgumentCheck<'_>, ctx: &ToolContext) -> Result<E, Refusal> {
+    E::extract(ctx, check.tool()).map_err(Refusal::MissingState)
+}
+
 fn deserialize_panicked(check: &ArgumentCheck<'_>, panic: String) -> Refusal {
     Refusal::Panicked(format!(
         "tool `{}` panicked while its arguments were deserialized: {panic}",
@@ -339,9 +377,9 @@ where
         &self,
         check: &ArgumentCheck<'_>,
         parsed: A,
-        ctx: ToolContext,
+        extracted: F::Extracted,
     ) -> Result<ToolFuture, Refusal> {
-        let call = guard::catch(|| self.f.call(ctx, parsed)).map_err(|panic| {
+        let call = guard::catch(|| self.f.call(extracted, parsed)).map_err(|panic| {
             Refusal::Panicked(format!(
                 "tool `{}` panicked before it returned its future: {panic}",
                 check.tool()
@@ -366,8 +404,9 @@ where
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, Refusal> {
+        let extracted = extract::<F::Extracted>(check, &ctx)?;
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
-        self.start(check, parsed, ctx)
+        self.start(check, parsed, extracted)
     }
 
     fn bind_text(
@@ -376,8 +415,16 @@ where
         text: &str,
         ctx: ToolContext,
     ) -> Option<Result<ToolFuture, Refusal>> {
+        let extracted = match extract::<F::Extracted>(check, &ctx) {
+            Ok(extracted) => extracted,
+            Err(refusal) => return Some(Err(refusal)),
+        };
         let parsed = parse_text_and_validate(check, text, self.args, self.validate)?;
-        Some(parsed.and_then(|parsed| self.start(check, parsed, ctx)))
+        Some(parsed.and_then(|parsed| self.start(check, parsed, extracted)))
+    }
+
+    fn required_state(&self) -> Vec<StateKey> {
+        F::Extracted::state_keys()
     }
 }
 
@@ -388,11 +435,11 @@ where
     R: 'static,
     K: 'static,
 {
-    fn start(&self, parsed: A, ctx: ToolContext) -> ToolFuture {
+    fn start(&self, parsed: A, extracted: F::Extracted) -> ToolFuture {
         let f = Arc::clone(&self.f);
         let finish = self.output.finish;
         Box::pin(async move {
-            let run = move || finish(f.call(ctx, parsed));
+            let run = move || finish(f.call(extracted, parsed));
             match tokio::runtime::Handle::try_current() {
                 // Off the async threads, so a slow plain fn never stalls other tools.
                 Ok(runtime) => match runtime.spawn_blocking(run).await {
@@ -419,8 +466,9 @@ where
         args: &Value,
         ctx: ToolContext,
     ) -> Result<ToolFuture, Refusal> {
+        let extracted = extract::<F::Extracted>(check, &ctx)?;
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
-        Ok(self.start(parsed, ctx))
+        Ok(self.start(parsed, extracted))
     }
 
     fn bind_text(
@@ -429,8 +477,16 @@ where
         text: &str,
         ctx: ToolContext,
     ) -> Option<Result<ToolFuture, Refusal>> {
+        let extracted = match extract::<F::Extracted>(check, &ctx) {
+            Ok(extracted) => extracted,
+            Err(refusal) => return Some(Err(refusal)),
+        };
         let parsed = parse_text_and_validate(check, text, self.args, self.validate)?;
-        Some(parsed.map(|parsed| self.start(parsed, ctx)))
+        Some(parsed.map(|parsed| self.start(parsed, extracted)))
+    }
+
+    fn required_state(&self) -> Vec<StateKey> {
+        F::Extracted::state_keys()
     }
 
     fn runs_on_blocking_pool(&self) -> bool {

@@ -144,6 +144,7 @@ mod message;
 mod pipeline;
 mod registry;
 mod result;
+mod state;
 mod suggest;
 mod tool;
 
@@ -171,9 +172,11 @@ pub use message::{
     AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,
 };
 pub use registry::{
-    LIST_TOOLS, RegistrationError, ToolList, ToolStore, register_all_tools, static_tools,
+    LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
+    static_tools,
 };
 pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
+pub use state::{MissingState, State, StateKey, ToolState};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     AgentTool, ExecutionMode, SourceLocation, ToolAnnotations, ToolBuilder, ToolDefinitionError,
@@ -293,3 +296,75 @@ pub use tool::{
 /// }
 /// ```
 pub use yiem_macros::tool;
+
+/// Turns the `#[tool]` methods of an inherent `impl` block into the tools of one instance.
+///
+/// Each `#[tool]` method takes `&self` first, then the same parameters as a free `#[tool]` fn
+/// (`ToolContext`, [`State<T>`], one argument struct), and accepts the same keys. The macro implements
+/// [`ToolMethods`] for the type: `instance.tools()` on an `Arc<Self>` gives one tool per method, in the
+/// order of the block, each calling the method on that instance; [`ToolStore::register_methods`]
+/// registers them in one call. Method tools are not registered statically (they need an instance), so
+/// [`register_all_tools`] does not see them.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use yiem_core::{ToolMethods, tool, tools};
+///
+/// struct Inventory {
+///     items: Mutex<Vec<String>>,
+/// }
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct StockArgs {
+///     /// The item to add.
+///     item: String,
+/// }
+///
+/// #[tools]
+/// impl Inventory {
+///     /// Add an item to the inventory.
+///     #[tool(idempotent)]
+///     async fn stock(&self, args: StockArgs) -> String {
+///         let mut items = self.items.lock().unwrap();
+///         items.push(args.item);
+///         format!("{} items", items.len())
+///     }
+///
+///     /// Not a tool: methods without `#[tool]` stay as they are.
+///     fn len(&self) -> usize {
+///         self.items.lock().unwrap().len()
+///     }
+/// }
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let inventory = Arc::new(Inventory { items: Mutex::new(Vec::new()) });
+/// let tools = Arc::clone(&inventory).tools();
+/// assert_eq!(tools[0].name(), "stock");
+/// assert_eq!(tools[0].description(), "Add an item to the inventory.");
+/// let result = tools[0].execute("c1", serde_json::json!({"item": "apple"})).await;
+/// assert_eq!(result.text_content(), "1 items");
+/// assert_eq!(inventory.len(), 1);
+/// # });
+/// ```
+///
+/// A method that takes `&mut self`, a generic impl, or a `#[tool]` method outside a `#[tools]` impl does
+/// not compile, and the error says what to write instead:
+///
+/// ```compile_fail
+/// use yiem_core::{tool, tools};
+///
+/// struct Counter(u64);
+///
+/// #[tools]
+/// impl Counter {
+///     /// Count.
+///     #[tool]
+///     async fn bump(&mut self) -> String { // error: a method tool takes `&self`, not `&mut self` ...
+///         self.0 += 1;
+///         self.0.to_string()
+///     }
+/// }
+/// ```
+pub use yiem_macros::tools;

@@ -46,6 +46,7 @@ use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
 use crate::message::{AgentMessage, AssistantMessage};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
+use crate::state::StateMap;
 use crate::suggest;
 use crate::tool::{AgentTool, Refusal, ToolFuture};
 
@@ -62,6 +63,8 @@ pub(crate) struct CallEnv {
 pub(crate) struct Call {
     call: Arc<ToolCall>,
     tool: Option<AgentTool>,
+    /// The store's state, for the call's context.
+    state: Arc<StateMap>,
     span: tracing::Span,
     started: Instant,
 }
@@ -88,7 +91,7 @@ pub(crate) struct Ready {
 impl Call {
     /// Looks the tool up and opens the call's span; nothing is emitted yet.
     pub(crate) fn new(store: &ToolStore, call: ToolCall) -> Call {
-        let tool = store.get(&call.name);
+        let (tool, state) = store.lookup(&call.name);
         let call = Arc::new(call);
         let span = tracing::info_span!(
             "tool_call",
@@ -100,6 +103,7 @@ impl Call {
         Call {
             call,
             tool,
+            state,
             span,
             started: Instant::now(),
         }
@@ -147,7 +151,7 @@ impl Call {
         let Some(tool) = &self.tool else {
             return Prepared::Done(AgentToolResult::error(unknown_tool(store, &call.name)));
         };
-        let ctx = ToolContext::for_call(call, cancel, &env.events);
+        let ctx = ToolContext::for_call(call, cancel, &env.events, &self.state);
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
         let (future, args) = match bind(tool, &call.arguments, ctx.clone(), hooked) {
             Ok(bound) => bound,
@@ -351,6 +355,42 @@ impl AgentTool {
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
         execute_tool(self, ctx, &args).await
+    }
+}
+
+/// Running one call through a store in hand: the store's tool, with the store's state.
+impl ToolStore {
+    /// Executes the tool called `name` with the store's [state](ToolStore::with_state), outside any batch
+    /// (no hooks, no events), as [`AgentTool::execute`] does. An unknown name is an error result listing
+    /// the tools. Useful in tests; an agent runs its calls through a [`ToolExecutor`](crate::ToolExecutor).
+    ///
+    /// ```
+    /// use yiem_core::{AgentTool, ToolStore};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let mut store = ToolStore::new("agent");
+    /// store
+    ///     .register(AgentTool::builder("ping").description("Pong.").handler(|_, _| async { "pong" }).build().unwrap())
+    ///     .unwrap();
+    /// assert_eq!(store.execute("c1", "ping", serde_json::json!({})).await.text_content(), "pong");
+    /// assert_eq!(
+    ///     store.execute("c2", "pong", serde_json::json!({})).await.text_content(),
+    ///     "tool `pong` not found. Did you mean `ping`? Available tools: ping"
+    /// );
+    /// # });
+    /// ```
+    pub async fn execute(
+        &self,
+        call_id: impl Into<Box<str>>,
+        name: &str,
+        args: Value,
+    ) -> AgentToolResult {
+        let (tool, state) = self.lookup(name);
+        let Some(tool) = tool else {
+            return AgentToolResult::error(unknown_tool(self, name));
+        };
+        let ctx = ToolContext::new(call_id).with_state_map(state);
+        tool.execute_with(ctx, args).await
     }
 }
 

@@ -16,6 +16,7 @@ use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentError};
 use crate::context::ToolContext;
 use crate::dialect::{Dialect, DialectCache, DialectError, ToolFacts, definition};
 use crate::result::{AgentToolResult, IntoToolResult};
+use crate::state::{MissingState, StateKey};
 
 /// The future of one bound tool call: arguments already parsed and validated, not yet running.
 pub type ToolFuture = Pin<Box<dyn Future<Output = AgentToolResult> + Send + 'static>>;
@@ -152,6 +153,11 @@ pub trait ErasedHandler: Send + Sync + 'static {
     fn runs_on_blocking_pool(&self) -> bool {
         false
     }
+
+    /// The state types a call needs from its store.
+    fn required_state(&self) -> Vec<StateKey> {
+        Vec::new()
+    }
 }
 
 type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
@@ -170,6 +176,8 @@ pub(crate) struct ToolInner {
     pub(crate) source: SourceLocation,
     pub(crate) arguments: ArgumentCache,
     pub(crate) dialects: DialectCache<Value>,
+    /// The state types a call needs from its store (see [`State`](crate::State)).
+    pub(crate) needs: Box<[StateKey]>,
 }
 
 /// A tool the model can call.
@@ -275,6 +283,27 @@ impl AgentTool {
     /// Where the tool was defined.
     pub fn source(&self) -> SourceLocation {
         self.inner.source
+    }
+
+    /// The state types the tool takes as [`State<T>`](crate::State): a store must hold each before it
+    /// registers the tool.
+    ///
+    /// ```
+    /// use yiem_core::{State, tool};
+    ///
+    /// struct Db;
+    ///
+    /// /// Count the rows.
+    /// #[tool]
+    /// async fn rows(State(_db): State<Db>) -> String {
+    ///     "0".into()
+    /// }
+    ///
+    /// let needs: Vec<&str> = rows_tool().required_state().iter().map(|key| key.type_name()).collect();
+    /// assert_eq!(needs, ["rust_out::Db"]);
+    /// ```
+    pub fn required_state(&self) -> &[StateKey] {
+        &self.inner.needs
     }
 
     /// The tool's definition in `dialect`, ready to put in a request (computed on first use, then
@@ -427,6 +456,8 @@ pub enum Refusal {
     Arguments(ArgumentError),
     /// User code panicked; the text names the tool and what panicked.
     Panicked(String),
+    /// The tool needs state the call does not have.
+    MissingState(MissingState),
 }
 
 impl From<ArgumentError> for Refusal {
@@ -440,6 +471,7 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::Arguments(error) => error.fmt(f),
             Refusal::Panicked(text) => f.write_str(text),
+            Refusal::MissingState(missing) => missing.fmt(f),
         }
     }
 }
@@ -655,6 +687,7 @@ impl ToolBuilder {
                 source: self.source,
                 arguments,
                 dialects: DialectCache::default(),
+                needs: Box::default(),
                 name: name.into(),
             }),
         })

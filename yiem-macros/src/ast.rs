@@ -1,58 +1,82 @@
-//! A typed view of the function under `#[tool]`. It keeps references into the original syntax so every
-//! error can point at the user's own token.
+//! A typed view of a function under `#[tool]`, free or a method of a `#[tools]` impl. It keeps references
+//! into the original syntax so every error can point at the user's own token.
 
-use syn::{Attribute, Expr, ExprLit, FnArg, ItemFn, Lit, Meta, PatType, Receiver, Type};
+use syn::{
+    Attribute, Expr, ExprLit, FnArg, GenericArgument, Lit, Meta, PatType, PathArguments, Receiver,
+    Signature, Type,
+};
 
-/// One parameter of the tool function.
+/// One parameter of the tool function, as written.
 pub enum Param<'a> {
-    /// `self`, `&self`, ... (refused).
+    /// `self`, `&self`, `&mut self`, `self: Arc<Self>`, ...
     Receiver(&'a Receiver),
     /// `ctx: ToolContext`.
     Context(&'a PatType),
+    /// `State(db): State<Db>`, with `Db`.
+    State(&'a PatType, &'a Type),
     /// Anything else: the argument struct.
     Args(&'a PatType),
 }
 
 pub struct ToolFn<'a> {
-    pub item: &'a ItemFn,
+    pub sig: &'a Signature,
     pub params: Vec<Param<'a>>,
     /// The doc comment, one leading space stripped per line, outer blank lines removed.
     pub docs: Option<String>,
 }
 
 impl<'a> ToolFn<'a> {
-    pub fn from_item(item: &'a ItemFn) -> Self {
-        let params = item
-            .sig
+    pub fn new(sig: &'a Signature, attrs: &'a [Attribute]) -> Self {
+        let params = sig
             .inputs
             .iter()
             .map(|input| match input {
                 FnArg::Receiver(receiver) => Param::Receiver(receiver),
-                FnArg::Typed(pat_type) if is_context(&pat_type.ty) => Param::Context(pat_type),
-                FnArg::Typed(pat_type) => Param::Args(pat_type),
+                FnArg::Typed(pat_type) if is_named(&pat_type.ty, "ToolContext") => {
+                    Param::Context(pat_type)
+                }
+                FnArg::Typed(pat_type) => match state_inner(&pat_type.ty) {
+                    Some(inner) => Param::State(pat_type, inner),
+                    None => Param::Args(pat_type),
+                },
             })
             .collect();
         ToolFn {
-            item,
+            sig,
             params,
-            docs: doc_text(&item.attrs),
+            docs: doc_text(attrs),
         }
-    }
-
-    pub fn is_async(&self) -> bool {
-        self.item.sig.asyncness.is_some()
     }
 }
 
-/// `ToolContext` (by any path ending in it) marks the context parameter.
-fn is_context(ty: &Type) -> bool {
+/// A path type whose last segment is `name`, without generic arguments.
+fn is_named(ty: &Type, name: &str) -> bool {
     match ty {
-        Type::Path(path) if path.qself.is_none() => {
-            path.path.segments.last().is_some_and(|segment| {
-                segment.ident == "ToolContext" && segment.arguments.is_none()
-            })
-        }
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == name && segment.arguments.is_none()),
         _ => false,
+    }
+}
+
+/// `T` of `State<T>` (by any path ending in `State`).
+fn state_inner(ty: &Type) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    if path.qself.is_some() {
+        return None;
+    }
+    let segment = path.path.segments.last()?;
+    if segment.ident != "State" {
+        return None;
+    }
+    let PathArguments::AngleBracketed(args) = &segment.arguments else {
+        return None;
+    };
+    match args.args.iter().collect::<Vec<_>>().as_slice() {
+        [GenericArgument::Type(inner)] => Some(inner),
+        _ => None,
     }
 }
 

@@ -1,36 +1,23 @@
-//! The keys of `#[tool(...)]`.
+//! The keys of `#[tool(...)]`, parsed with `syn::meta::parser`. Each key is one entry of [`KEYS`]: its
+//! name and the function that parses its value, once, into its field of [`Attrs`]. Adding a key means
+//! adding a field and an entry here, and reading the field in `valid`.
 
 use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
-use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Expr, ExprLit, Lit, LitBool, LitInt, LitStr, Meta, Token};
+use syn::{Expr, ExprLit, Lit, LitStr, Token};
 
 use crate::ctxt::Ctxt;
 
-/// Every key `#[tool]` accepts, listed in errors about unknown keys.
-pub const KEYS: &[&str] = &[
-    "name",
-    "label",
-    "description",
-    "parallel",
-    "sequential",
-    "timeout_ms",
-    "prepare",
-    "validate",
-    "read_only",
-    "destructive",
-    "idempotent",
-    "open_world",
-    "crate",
-];
-
-/// A value together with the key token it was written with, for spans.
+/// A value together with the span of the key it was written with.
 pub struct Keyed<T> {
-    pub key: syn::Path,
+    pub key: Span,
     pub value: T,
 }
 
+/// What the attribute said, each value parsed once; `None` for a key that was not written (or whose value
+/// was refused, with the error recorded).
 #[derive(Default)]
 pub struct Attrs {
     pub name: Option<Keyed<LitStr>>,
@@ -38,7 +25,8 @@ pub struct Attrs {
     pub description: Option<Keyed<LitStr>>,
     pub parallel: Option<Keyed<()>>,
     pub sequential: Option<Keyed<()>>,
-    pub timeout_ms: Option<Keyed<LitInt>>,
+    /// The time limit, already a positive number of milliseconds.
+    pub timeout_ms: Option<Keyed<u64>>,
     pub prepare: Option<Keyed<syn::Path>>,
     pub validate: Option<Keyed<syn::Path>>,
     pub read_only: Option<Keyed<bool>>,
@@ -48,50 +36,99 @@ pub struct Attrs {
     pub krate: Option<Keyed<syn::Path>>,
 }
 
-/// Parses the attribute's arguments, recording every problem in `cx`.
+/// How one key's value is read: from the key onwards, recording problems in `cx`.
+type ParseKey = fn(&mut Attrs, &mut Ctxt, Span, &ParseNestedMeta<'_>) -> syn::Result<()>;
+
+/// Every key `#[tool]` accepts, in the order errors list them.
+pub const KEYS: &[(&str, ParseKey)] = &[
+    ("name", |a, cx, key, meta| {
+        let value = string(cx, meta, "name")?;
+        set(cx, &mut a.name, key, "name", value)
+    }),
+    ("label", |a, cx, key, meta| {
+        let value = string(cx, meta, "label")?;
+        set(cx, &mut a.label, key, "label", value)
+    }),
+    ("description", |a, cx, key, meta| {
+        let value = string(cx, meta, "description")?;
+        set(cx, &mut a.description, key, "description", value)
+    }),
+    ("parallel", |a, cx, key, meta| {
+        let value = flag(cx, meta, "parallel")?;
+        set(cx, &mut a.parallel, key, "parallel", value)
+    }),
+    ("sequential", |a, cx, key, meta| {
+        let value = flag(cx, meta, "sequential")?;
+        set(cx, &mut a.sequential, key, "sequential", value)
+    }),
+    ("timeout_ms", |a, cx, key, meta| {
+        let value = millis(cx, meta)?;
+        set(cx, &mut a.timeout_ms, key, "timeout_ms", value)
+    }),
+    ("prepare", |a, cx, key, meta| {
+        let value = path(cx, meta, "prepare")?;
+        set(cx, &mut a.prepare, key, "prepare", value)
+    }),
+    ("validate", |a, cx, key, meta| {
+        let value = path(cx, meta, "validate")?;
+        set(cx, &mut a.validate, key, "validate", value)
+    }),
+    ("read_only", |a, cx, key, meta| {
+        let value = hint(cx, meta, "read_only")?;
+        set(cx, &mut a.read_only, key, "read_only", value)
+    }),
+    ("destructive", |a, cx, key, meta| {
+        let value = hint(cx, meta, "destructive")?;
+        set(cx, &mut a.destructive, key, "destructive", value)
+    }),
+    ("idempotent", |a, cx, key, meta| {
+        let value = hint(cx, meta, "idempotent")?;
+        set(cx, &mut a.idempotent, key, "idempotent", value)
+    }),
+    ("open_world", |a, cx, key, meta| {
+        let value = hint(cx, meta, "open_world")?;
+        set(cx, &mut a.open_world, key, "open_world", value)
+    }),
+    ("crate", |a, cx, key, meta| {
+        let value = string(cx, meta, "crate")?.and_then(|lit| match lit.parse::<syn::Path>() {
+            Ok(path) => Some(path),
+            Err(_) => {
+                cx.error_spanned_by(
+                    &lit,
+                    "`crate` takes the path of the runtime crate, e.g. `crate = \"my_app::yiem\"`",
+                );
+                None
+            }
+        });
+        set(cx, &mut a.krate, key, "crate", value)
+    }),
+];
+
+/// Parses the attribute's arguments, recording every problem in `cx` (all of them, not only the first).
 pub fn parse(cx: &mut Ctxt, args: TokenStream) -> Attrs {
     let mut attrs = Attrs::default();
-    let metas = match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args) {
-        Ok(metas) => metas,
-        Err(error) => {
-            cx.push(error);
-            return attrs;
-        }
-    };
-    for meta in metas {
-        let key = meta.path().clone();
-        let Some(ident) = key.get_ident().map(ToString::to_string) else {
-            unknown_key(cx, &key, &path_text(&key));
-            continue;
-        };
-        match ident.as_str() {
-            "name" => set(&mut attrs.name, &key, string_value(cx, &meta), cx),
-            "label" => set(&mut attrs.label, &key, string_value(cx, &meta), cx),
-            "description" => set(&mut attrs.description, &key, string_value(cx, &meta), cx),
-            "parallel" => set(&mut attrs.parallel, &key, flag(cx, &meta), cx),
-            "sequential" => set(&mut attrs.sequential, &key, flag(cx, &meta), cx),
-            "timeout_ms" => set(&mut attrs.timeout_ms, &key, int_value(cx, &meta), cx),
-            "prepare" => set(&mut attrs.prepare, &key, path_value(cx, &meta), cx),
-            "validate" => set(&mut attrs.validate, &key, path_value(cx, &meta), cx),
-            "read_only" => set(&mut attrs.read_only, &key, hint(cx, &meta), cx),
-            "destructive" => set(&mut attrs.destructive, &key, hint(cx, &meta), cx),
-            "idempotent" => set(&mut attrs.idempotent, &key, hint(cx, &meta), cx),
-            "open_world" => set(&mut attrs.open_world, &key, hint(cx, &meta), cx),
-            "crate" => {
-                let path = string_value(cx, &meta).and_then(|lit| match lit.parse::<syn::Path>() {
-                    Ok(path) => Some(path),
-                    Err(_) => {
-                        cx.error_spanned_by(
-                            &lit,
-                            "`crate` takes the path of the runtime crate, e.g. `crate = \"my_app::yiem\"`",
-                        );
-                        None
-                    }
-                });
-                set(&mut attrs.krate, &key, path, cx)
+    let parser = syn::meta::parser(|meta| {
+        let text = path_text(&meta.path);
+        let key = meta.path.span();
+        match KEYS.iter().find(|(name, _)| *name == text) {
+            Some((_, parse_key)) => parse_key(&mut attrs, cx, key, &meta),
+            None => {
+                cx.error_spanned_by(
+                    &meta.path,
+                    format!(
+                        "unknown #[tool] key `{text}`; valid keys are: {}",
+                        KEYS.iter()
+                            .map(|(k, _)| format!("`{k}`"))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+                skip_value(&meta)
             }
-            other => unknown_key(cx, &key, other),
         }
+    });
+    if let Err(error) = parser.parse2(args) {
+        cx.push(error);
     }
     attrs
 }
@@ -100,172 +137,145 @@ fn path_text(path: &syn::Path) -> String {
     quote::quote!(#path).to_string().replace(' ', "")
 }
 
-fn unknown_key(cx: &mut Ctxt, key: &syn::Path, text: &str) {
-    cx.error_spanned_by(
-        key,
-        format!(
-            "unknown #[tool] key `{text}`; valid keys are: {}",
-            KEYS.iter()
-                .map(|k| format!("`{k}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    );
+/// Consumes whatever follows a key (`= value` or `(...)`), so parsing goes on with the next key.
+fn skip_value(meta: &ParseNestedMeta<'_>) -> syn::Result<()> {
+    if meta.input.peek(Token![=]) {
+        meta.value()?.parse::<Expr>()?;
+    } else if meta.input.peek(syn::token::Paren) {
+        let _ = meta.input.parse::<proc_macro2::Group>()?;
+    }
+    Ok(())
 }
 
-fn set<T>(slot: &mut Option<Keyed<T>>, key: &syn::Path, value: Option<T>, cx: &mut Ctxt) {
-    let Some(value) = value else { return };
+/// The value after `=`, as an expression; `None` (recorded) when the key has no `= value`.
+fn value(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, message: String) -> syn::Result<Option<Expr>> {
+    if meta.input.peek(Token![=]) {
+        return Ok(Some(meta.value()?.parse::<Expr>()?));
+    }
+    cx.error_spanned_by(&meta.path, message);
+    skip_value(meta)?;
+    Ok(None)
+}
+
+fn set<T>(
+    cx: &mut Ctxt,
+    slot: &mut Option<Keyed<T>>,
+    key: Span,
+    name: &str,
+    value: Option<T>,
+) -> syn::Result<()> {
+    let Some(value) = value else { return Ok(()) };
     if slot.is_some() {
-        cx.error_spanned_by(
+        cx.push(syn::Error::new(
             key,
-            format!(
-                "duplicate #[tool] key `{}`; write each key once",
-                path_text(key)
-            ),
-        );
-        return;
+            format!("duplicate #[tool] key `{name}`; write each key once"),
+        ));
+    } else {
+        *slot = Some(Keyed { key, value });
     }
-    *slot = Some(Keyed {
-        key: key.clone(),
-        value,
-    });
+    Ok(())
 }
 
-fn name_of(meta: &Meta) -> String {
-    path_text(meta.path())
-}
-
-fn string_value(cx: &mut Ctxt, meta: &Meta) -> Option<LitStr> {
-    match meta {
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit {
-                lit: Lit::Str(lit), ..
-            }) => Some(lit.clone()),
-            other => {
-                cx.error_spanned_by(
-                    other,
-                    format!(
-                        "`{}` takes a string literal, e.g. `{} = \"...\"`",
-                        name_of(meta),
-                        name_of(meta)
-                    ),
-                );
-                None
-            }
-        },
-        _ => {
+fn string(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Option<LitStr>> {
+    let Some(expr) = value(cx, meta, format!("`{name}` takes a value: write `{name} = \"...\"`"))?
+    else {
+        return Ok(None);
+    };
+    Ok(match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => Some(lit),
+        other => {
             cx.error_spanned_by(
-                meta,
-                format!(
-                    "`{}` takes a value: write `{} = \"...\"`",
-                    name_of(meta),
-                    name_of(meta)
-                ),
+                other,
+                format!("`{name}` takes a string literal, e.g. `{name} = \"...\"`"),
             );
             None
         }
-    }
+    })
 }
 
-fn int_value(cx: &mut Ctxt, meta: &Meta) -> Option<LitInt> {
-    let message = format!(
-        "`{}` takes a positive whole number of milliseconds, e.g. `{} = 5000`",
-        name_of(meta),
-        name_of(meta)
-    );
-    match meta {
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit {
-                lit: Lit::Int(lit), ..
-            }) => Some(lit.clone()),
-            other => {
-                cx.error_spanned_by(other, message);
-                None
-            }
-        },
-        _ => {
-            cx.error_spanned_by(meta, message);
-            None
-        }
-    }
-}
-
-fn path_value(cx: &mut Ctxt, meta: &Meta) -> Option<syn::Path> {
-    let message = format!(
-        "`{}` takes the path of a function, e.g. `{} = check_args`",
-        name_of(meta),
-        name_of(meta)
-    );
-    match meta {
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Path(path) if path.qself.is_none() => Some(path.path.clone()),
-            Expr::Lit(ExprLit {
-                lit: Lit::Str(lit), ..
-            }) => match lit.parse::<syn::Path>() {
-                Ok(path) => Some(path),
-                Err(_) => {
-                    cx.error_spanned_by(lit, message);
-                    None
-                }
-            },
-            other => {
-                cx.error_spanned_by(other, message);
-                None
-            }
-        },
-        _ => {
-            cx.error_spanned_by(meta, message);
-            None
-        }
-    }
-}
-
-fn flag(cx: &mut Ctxt, meta: &Meta) -> Option<()> {
-    match meta {
-        Meta::Path(_) => Some(()),
+/// A positive number of milliseconds, without a suffix.
+fn millis(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<u64>> {
+    let message = "`timeout_ms` takes a positive whole number of milliseconds, e.g. `timeout_ms = 5000`";
+    let Some(expr) = value(cx, meta, message.to_owned())? else {
+        return Ok(None);
+    };
+    let Expr::Lit(ExprLit {
+        lit: Lit::Int(lit), ..
+    }) = &expr
+    else {
+        cx.error_spanned_by(expr, message);
+        return Ok(None);
+    };
+    match lit.base10_parse::<u64>() {
+        Ok(ms) if ms > 0 && lit.suffix().is_empty() => Ok(Some(ms)),
         _ => {
             cx.error_spanned_by(
-                meta,
-                format!(
-                    "`{}` is a flag and takes no value: write `{}`",
-                    name_of(meta),
-                    name_of(meta)
-                ),
+                lit,
+                "`timeout_ms` takes a positive whole number of milliseconds without a suffix, e.g. `timeout_ms = 5000`",
             );
-            None
+            Ok(None)
         }
     }
+}
+
+fn path(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Option<syn::Path>> {
+    let message = format!("`{name}` takes the path of a function, e.g. `{name} = check_args`");
+    let Some(expr) = value(cx, meta, message.clone())? else {
+        return Ok(None);
+    };
+    Ok(match expr {
+        Expr::Path(path) if path.qself.is_none() => Some(path.path),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(lit), ..
+        }) => match lit.parse::<syn::Path>() {
+            Ok(path) => Some(path),
+            Err(_) => {
+                cx.error_spanned_by(lit, message);
+                None
+            }
+        },
+        other => {
+            cx.error_spanned_by(other, message);
+            None
+        }
+    })
+}
+
+fn flag(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Option<()>> {
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(Some(()));
+    }
+    cx.error_spanned_by(
+        &meta.path,
+        format!("`{name}` is a flag and takes no value: write `{name}`"),
+    );
+    skip_value(meta)?;
+    Ok(None)
 }
 
 /// An MCP hint: a flag (`read_only`) or an explicit `read_only = false`.
-fn hint(cx: &mut Ctxt, meta: &Meta) -> Option<bool> {
-    match meta {
-        Meta::Path(_) => Some(true),
-        Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit {
-                lit: Lit::Bool(LitBool { value, .. }),
-                ..
-            }) => Some(*value),
-            other => {
-                cx.error_spanned_by(
-                    other,
-                    format!("`{}` is a flag, or takes `true` or `false`", name_of(meta)),
-                );
-                None
-            }
-        },
-        Meta::List(_) => {
+fn hint(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Option<bool>> {
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(Some(true));
+    }
+    if !meta.input.peek(Token![=]) {
+        cx.error_spanned_by(&meta.path, format!("`{name}` is a flag: write `{name}`"));
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    Ok(match meta.value()?.parse::<Expr>()? {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(lit),
+            ..
+        }) => Some(lit.value),
+        other => {
             cx.error_spanned_by(
-                meta,
-                format!("`{}` is a flag: write `{}`", name_of(meta), name_of(meta)),
+                other,
+                format!("`{name}` is a flag, or takes `true` or `false`"),
             );
             None
         }
-    }
-}
-
-impl<T> Keyed<T> {
-    pub fn key_span(&self) -> Span {
-        self.key.span()
-    }
+    })
 }

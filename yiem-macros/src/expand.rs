@@ -1,19 +1,25 @@
-//! Code generation: the user's function unchanged, a `<fn>_tool()` constructor beside it, and an
-//! `inventory` registration. Generated code reaches the runtime only through `<crate>::__private`.
+//! Code generation from the checked [`Tool`]: for a free fn, the function unchanged, a `<fn>_tool()`
+//! constructor beside it and an `inventory` registration; for a `#[tools]` impl, the block unchanged (its
+//! `#[tool]` attributes removed) and an `impl ToolMethods` that builds the instance's tools. Generated code
+//! reaches the runtime only through `<crate>::__private`.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::{ItemFn, LitStr, ReturnType};
+use syn::{ImplItem, ItemFn, ItemImpl, LitStr, ReturnType};
 
 use crate::ast::ToolFn;
-use crate::attr::{self, Attrs};
+use crate::attr;
 use crate::ctxt::Ctxt;
 use crate::fallback;
-use crate::valid::{self, Checked, Kind};
+use crate::valid::{self, Extractor, Form, Mode, Runs, Signature, Tool};
 
+fn default_crate() -> syn::Path {
+    syn::parse_quote!(::yiem_core)
+}
+
+/// `#[tool]` on a free function.
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
-    let default_crate: syn::Path = syn::parse_quote!(::yiem_core);
     let item: ItemFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
@@ -33,161 +39,29 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let krate = attrs
         .krate
         .as_ref()
-        .map_or(default_crate, |k| k.value.clone());
-    let tool = ToolFn::from_item(&item);
-    let checked = valid::check(&mut cx, &attrs, &tool);
-    match (cx.check(), checked) {
-        (Ok(()), Some(checked)) => generate(&attrs, &tool, &checked, &krate),
-        (Err(errors), _) => fallback::emit(errors, Some(&item), &krate),
-        (Ok(()), None) => fallback::emit(
-            syn::Error::new(Span::call_site(), "#[tool] could not read this function"),
-            Some(&item),
-            &krate,
-        ),
+        .map_or_else(default_crate, |k| k.value.clone());
+    let view = ToolFn::new(&item.sig, &item.attrs);
+    let tool = valid::check(&mut cx, &attrs, &view, Form::Free);
+    if let Err(errors) = cx.check() {
+        return fallback::emit(errors, &item, &krate);
     }
-}
 
-fn generate(
-    attrs: &Attrs,
-    tool: &ToolFn<'_>,
-    checked: &Checked<'_>,
-    krate: &syn::Path,
-) -> TokenStream {
-    let item = tool.item;
     let vis = &item.vis;
     let fn_name = &item.sig.ident;
     let constructor = format_ident!("{}_tool", fn_name.to_string().trim_start_matches("r#"));
     let private = quote!(#krate::__private);
-
-    let name = LitStr::new(&checked.name, checked.name_span);
-    let description = LitStr::new(&checked.description, Span::call_site());
-    let label = match &attrs.label {
-        Some(label) => {
-            let label = &label.value;
-            quote!(::core::option::Option::Some(#label))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let mode = if attrs.parallel.is_some() {
-        quote!(#krate::ExecutionMode::Parallel)
-    } else {
-        quote!(#krate::ExecutionMode::Sequential)
-    };
-    let timeout = match &attrs.timeout_ms {
-        Some(ms) => {
-            let ms = ms.value.base10_parse::<u64>().unwrap_or(1);
-            quote!(::core::option::Option::Some(#ms))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let hint = |value: &Option<attr::Keyed<bool>>| match value {
-        Some(keyed) => {
-            let value = keyed.value;
-            quote!(::core::option::Option::Some(#value))
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let (read_only, destructive, idempotent, open_world) = (
-        hint(&attrs.read_only),
-        hint(&attrs.destructive),
-        hint(&attrs.idempotent),
-        hint(&attrs.open_world),
-    );
-
-    let (kind, args_ty) = match (checked.kind, checked.args_ty) {
-        (Kind::ArgsOnly, Some(ty)) => (quote!(ArgsOnly), quote!(#ty)),
-        (Kind::CtxArgs, Some(ty)) => (quote!(CtxArgs), quote!(#ty)),
-        (Kind::CtxOnly, _) => (quote!(CtxOnly), quote!(#private::NoArgs)),
-        (Kind::Nothing | Kind::ArgsOnly | Kind::CtxArgs, _) => {
-            (quote!(Nothing), quote!(#private::NoArgs))
-        }
-    };
-    let adapter = if tool.is_async() {
-        quote!(AsyncTool)
-    } else {
-        quote!(BlockingTool)
-    };
-
-    // Each user-supplied path is checked against its expected signature on its own token.
-    let prepare = match &attrs.prepare {
-        Some(keyed) => {
-            let path = &keyed.value;
-            quote_spanned! {path.span()=>
-                ::core::option::Option::Some({
-                    let prepare: fn(#private::Value) -> #private::Value = #path;
-                    prepare
-                })
-            }
-        }
-        None => quote!(::core::option::Option::None),
-    };
-    let validate = match &attrs.validate {
-        Some(keyed) => {
-            let path = &keyed.value;
-            quote_spanned! {path.span()=>
-                ::core::option::Option::Some({
-                    let validate: #private::ValidateFn<#args_ty> = #path;
-                    validate
-                })
-            }
-        }
-        None => quote!(::core::option::Option::None),
-    };
-
-    // Each type is checked once, on the user's own token: the argument type by `args_spec`, the return
-    // type by `output_spec`. The handler itself only has to agree with them.
-    let args_spec = match checked.args_ty {
-        Some(ty) => quote_spanned! {ty.span()=> #private::args_spec::<#ty>()},
-        None => quote!(#private::no_args_spec()),
-    };
-    let output_spec = match &item.sig.output {
-        ReturnType::Type(_, ty) if contains_impl_trait(ty) => {
-            quote_spanned! {ty.span()=> #private::output_spec::<_>()}
-        }
-        ReturnType::Type(_, ty) => quote_spanned! {ty.span()=> #private::output_spec::<#ty>()},
-        ReturnType::Default => quote_spanned! {fn_name.span()=> #private::output_spec::<()>()},
-    };
-    // Spanned on the fn name: a future that is not `Send` is reported there.
-    let handler = quote_spanned! {fn_name.span()=>
-        #private::#adapter::<_, _, _, #private::#kind>::new(#fn_name, args, output, #validate)
-    };
-    let handler_ident = quote_spanned! {fn_name.span()=> handler};
-
-    let location = quote_spanned! {fn_name.span()=> ::core::file!(), ::core::line!()};
+    let build = build(&tool, &krate, quote!(#fn_name));
     let doc = format!(
         "The tool for [`{fn_name}`], as the model sees it: name `{}`. Generated by `#[tool]`.",
-        checked.name
+        tool.name.value()
     );
-
     quote! {
         #item
 
         #[doc = #doc]
         #[must_use]
         #vis fn #constructor() -> #krate::AgentTool {
-            static __YIEM_INPUT_SCHEMA: #private::SchemaCell = #private::SchemaCell::new();
-            static __YIEM_OUTPUT_SCHEMA: #private::SchemaCell = #private::SchemaCell::new();
-            let args = #args_spec;
-            let output = #output_spec;
-            let #handler_ident = #handler;
-            let (file, line) = (#location);
-            #private::ToolSpec {
-                name: #name,
-                label: #label,
-                description: #description,
-                mode: #mode,
-                timeout_ms: #timeout,
-                annotations: #krate::ToolAnnotations {
-                    read_only: #read_only,
-                    destructive: #destructive,
-                    idempotent: #idempotent,
-                    open_world: #open_world,
-                },
-                prepare: #prepare,
-                file,
-                line,
-            }
-            .build(&__YIEM_INPUT_SCHEMA, &__YIEM_OUTPUT_SCHEMA, (args, output), #handler_ident)
+            #build
         }
 
         #[doc(hidden)]
@@ -196,6 +70,271 @@ fn generate(
                 #private::ToolRegistration::new(#constructor)
             }
         };
+    }
+}
+
+/// `#[tools]` on an `impl` block: its `#[tool]` methods become the tools of one instance.
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    let mut item: ItemImpl = match syn::parse2(input.clone()) {
+        Ok(item) => item,
+        Err(_) => {
+            let error = syn::Error::new(
+                item_keyword_span(&input),
+                "#[tools] goes on an impl block: `#[tools] impl Type { #[tool] async fn name(&self, args: Args) -> Output { ... } }`",
+            );
+            let mut out = input;
+            out.extend(error.to_compile_error());
+            return out;
+        }
+    };
+    let mut cx = Ctxt::default();
+    let krate = impl_crate(&mut cx, args).unwrap_or_else(default_crate);
+
+    // Take the `#[tool]` attribute off every method that has one, keeping the method itself.
+    let mut marked = Vec::new();
+    for (index, impl_item) in item.items.iter_mut().enumerate() {
+        let ImplItem::Fn(method) = impl_item else {
+            continue;
+        };
+        if let Some(position) = method.attrs.iter().position(is_tool_attr) {
+            let attr = method.attrs.remove(position);
+            marked.push((index, attr));
+        }
+    }
+
+    let mut fine = true;
+    if let Some((_, trait_path, _)) = &item.trait_ {
+        cx.error_spanned_by(
+            trait_path,
+            "#[tools] goes on an inherent impl (`impl Type { ... }`), not on a trait impl: move the tool methods into `impl Type`",
+        );
+        fine = false;
+    }
+    if !item.generics.params.is_empty() {
+        cx.error_spanned_by(
+            &item.generics,
+            "#[tools] cannot go on a generic impl: each tool has one concrete argument schema; write the impl for a concrete type, e.g. `impl Notes<Memory>`",
+        );
+        fine = false;
+    } else if let Some(where_clause) = &item.generics.where_clause {
+        cx.error_spanned_by(
+            where_clause,
+            "#[tools] cannot go on an impl with a `where` clause: write the impl for a concrete type",
+        );
+        fine = false;
+    }
+    if marked.is_empty() {
+        cx.error_spanned_by(
+            item.impl_token,
+            "this `#[tools]` impl has no tools: put `#[tool]` on each method the model may call",
+        );
+    }
+
+    let mut builds = Vec::new();
+    for (index, attr) in &marked {
+        let ImplItem::Fn(method) = &item.items[*index] else {
+            continue;
+        };
+        let args = match &attr.meta {
+            syn::Meta::Path(_) => TokenStream::new(),
+            syn::Meta::List(list) => list.tokens.clone(),
+            syn::Meta::NameValue(nv) => {
+                cx.error_spanned_by(
+                    nv,
+                    "write `#[tool]` or `#[tool(key = value, ...)]`, e.g. `#[tool(parallel)]`",
+                );
+                continue;
+            }
+        };
+        let attrs = attr::parse(&mut cx, args);
+        let tool_crate = attrs
+            .krate
+            .as_ref()
+            .map_or_else(|| krate.clone(), |k| k.value.clone());
+        let view = ToolFn::new(&method.sig, &method.attrs);
+        let tool = valid::check(&mut cx, &attrs, &view, Form::Method);
+        builds.push(build(&tool, &tool_crate, method_handler(&tool)));
+    }
+
+    let self_ty = &item.self_ty;
+    if let Err(errors) = cx.check() {
+        return fallback::emit_impl(errors, &item, fine, &krate);
+    }
+    let private = quote!(#krate::__private);
+    quote! {
+        #item
+
+        #[automatically_derived]
+        impl #krate::ToolMethods for #self_ty {
+            fn tools(self: #private::Arc<Self>) -> #private::Vec<#krate::AgentTool> {
+                #private::Vec::from([#( { #builds } ),*])
+            }
+        }
+    }
+}
+
+/// `#[tool]` by any path ending in `tool`.
+fn is_tool_attr(attr: &syn::Attribute) -> bool {
+    attr.path()
+        .segments
+        .last()
+        .is_some_and(|segment| segment.ident == "tool")
+}
+
+/// The one key of `#[tools]`: `crate = "path"`.
+fn impl_crate(cx: &mut Ctxt, args: TokenStream) -> Option<syn::Path> {
+    use syn::parse::Parser;
+    let mut krate = None;
+    let parser = syn::meta::parser(|meta| {
+        if meta.path.is_ident("crate") {
+            let lit: LitStr = meta.value()?.parse()?;
+            krate = Some(lit.parse::<syn::Path>()?);
+            Ok(())
+        } else {
+            Err(meta.error(
+                "unknown #[tools] key; the only key is `crate = \"path\"` (the tool keys go on each `#[tool]`)",
+            ))
+        }
+    });
+    if let Err(error) = parser.parse2(args) {
+        cx.push(error);
+    }
+    krate
+}
+
+/// The handler of a method tool: a closure over the instance that calls the method.
+fn method_handler(tool: &Tool<'_>) -> TokenStream {
+    let method = tool.ident;
+    let extractors = tool.signature.extractors();
+    let names: Vec<_> = (0..extractors.len())
+        .map(|i| format_ident!("__yiem_e{i}"))
+        .collect();
+    let types: Vec<_> = extractors.iter().map(Extractor::ty).collect();
+    let (params, passed) = match &tool.signature {
+        Signature::WithArgs { args, .. } => (
+            quote!(#(#names: #types,)* __yiem_args: #args),
+            quote!(#(#names,)* __yiem_args),
+        ),
+        Signature::Bare { .. } => (quote!(#(#names: #types),*), quote!(#(#names),*)),
+    };
+    let call = match tool.runs {
+        Runs::Async => quote_spanned! {method.span()=>
+            move |#params| {
+                let this = ::core::clone::Clone::clone(&this);
+                async move { this.#method(#passed).await }
+            }
+        },
+        Runs::Blocking => quote_spanned! {method.span()=> move |#params| this.#method(#passed)},
+    };
+    quote! {{
+        let this = ::core::clone::Clone::clone(&self);
+        #call
+    }}
+}
+
+/// The expression that builds the tool, given the callable (`f`, or a closure over an instance).
+fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStream {
+    let private = quote!(#krate::__private);
+    let fn_name = tool.ident;
+    let name = &tool.name;
+    let description = LitStr::new(&tool.description, Span::call_site());
+    let some = |value: Option<TokenStream>| match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    };
+    let label = some(tool.label.as_ref().map(|label| quote!(#label)));
+    let mode = match tool.mode {
+        Mode::Parallel => quote!(#krate::ExecutionMode::Parallel),
+        Mode::Sequential => quote!(#krate::ExecutionMode::Sequential),
+    };
+    let timeout = some(tool.timeout_ms.map(|ms| quote!(#ms)));
+    let hint = |value: Option<bool>| some(value.map(|value| quote!(#value)));
+    let (read_only, destructive, idempotent, open_world) = (
+        hint(tool.hints.read_only),
+        hint(tool.hints.destructive),
+        hint(tool.hints.idempotent),
+        hint(tool.hints.open_world),
+    );
+
+    let extractors = tool.signature.extractors();
+    let types: Vec<_> = extractors.iter().map(Extractor::ty).collect();
+    let (kind, args_ty, args_spec) = match &tool.signature {
+        Signature::WithArgs { args, .. } => (
+            quote!(WithArgs<(#(#types,)*)>),
+            quote!(#args),
+            // The argument type is checked once, on the user's own token.
+            quote_spanned! {args.span()=> #private::args_spec::<#args>()},
+        ),
+        Signature::Bare { .. } => (
+            quote!(Bare<(#(#types,)*)>),
+            quote!(#private::NoArgs),
+            quote!(#private::no_args_spec()),
+        ),
+    };
+    // Each state type is checked on its own token: `Send + Sync + 'static`.
+    let state_checks = extractors.iter().filter_map(|extractor| match extractor {
+        Extractor::State { inner, .. } => {
+            Some(quote_spanned! {inner.span()=> #private::assert_state::<#inner>();})
+        }
+        Extractor::Context(_) => None,
+    });
+    let adapter = match tool.runs {
+        Runs::Async => quote!(AsyncTool),
+        Runs::Blocking => quote!(BlockingTool),
+    };
+
+    // Each user-supplied path is checked against its expected signature on its own token.
+    let prepare = some(tool.prepare.as_ref().map(|path| {
+        quote_spanned! {path.span()=> {
+            let prepare: fn(#private::Value) -> #private::Value = #path;
+            prepare
+        }}
+    }));
+    let validate = some(tool.validate.as_ref().map(|path| {
+        quote_spanned! {path.span()=> {
+            let validate: #private::ValidateFn<#args_ty> = #path;
+            validate
+        }}
+    }));
+    let output_spec = match tool.output {
+        ReturnType::Type(_, ty) if contains_impl_trait(ty) => {
+            quote_spanned! {ty.span()=> #private::output_spec::<_>()}
+        }
+        ReturnType::Type(_, ty) => quote_spanned! {ty.span()=> #private::output_spec::<#ty>()},
+        ReturnType::Default => quote_spanned! {fn_name.span()=> #private::output_spec::<()>()},
+    };
+    // Spanned on the fn name: a future that is not `Send` is reported there.
+    let handler = quote_spanned! {fn_name.span()=>
+        #private::#adapter::<_, _, _, #private::#kind>::new(#callable, args, output, #validate)
+    };
+    let handler_ident = quote_spanned! {fn_name.span()=> handler};
+    let location = quote_spanned! {fn_name.span()=> ::core::file!(), ::core::line!()};
+
+    quote! {
+        static __YIEM_INPUT_SCHEMA: #private::SchemaCell = #private::SchemaCell::new();
+        static __YIEM_OUTPUT_SCHEMA: #private::SchemaCell = #private::SchemaCell::new();
+        #(#state_checks)*
+        let args = #args_spec;
+        let output = #output_spec;
+        let #handler_ident = #handler;
+        let (file, line) = (#location);
+        #private::ToolSpec {
+            name: #name,
+            label: #label,
+            description: #description,
+            mode: #mode,
+            timeout_ms: #timeout,
+            annotations: #krate::ToolAnnotations {
+                read_only: #read_only,
+                destructive: #destructive,
+                idempotent: #idempotent,
+                open_world: #open_world,
+            },
+            prepare: #prepare,
+            file,
+            line,
+        }
+        .build(&__YIEM_INPUT_SCHEMA, &__YIEM_OUTPUT_SCHEMA, (args, output), #handler_ident)
     }
 }
 

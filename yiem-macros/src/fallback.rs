@@ -1,18 +1,16 @@
-//! What `#[tool]` emits when it finds errors: the user's function unchanged, the errors, and a placeholder
-//! constructor, so the IDE keeps working and no second wave of errors (`cannot find function
-//! get_weather_tool`) follows.
+//! What the macros emit when they find errors: the user's code unchanged, the errors, and placeholders for
+//! what they would have generated, so the IDE keeps working and no second wave of errors (`cannot find
+//! function get_weather_tool`, `Notes: ToolMethods` unsatisfied) follows.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
-use syn::ItemFn;
+use syn::{ItemFn, ItemImpl};
 
-pub fn emit(errors: syn::Error, item: Option<&ItemFn>, krate: &syn::Path) -> TokenStream {
+/// For `#[tool]`: the function, the errors, and a placeholder constructor.
+pub fn emit(errors: syn::Error, item: &ItemFn, krate: &syn::Path) -> TokenStream {
     let errors = errors.to_compile_error();
-    let Some(item) = item else {
-        return errors;
-    };
     let vis = &item.vis;
-    let constructor = format_ident!("{}_tool", item.sig.ident);
+    let constructor = format_ident!("{}_tool", item.sig.ident.to_string().trim_start_matches("r#"));
     quote! {
         #item
         #errors
@@ -21,5 +19,32 @@ pub fn emit(errors: syn::Error, item: Option<&ItemFn>, krate: &syn::Path) -> Tok
         #vis fn #constructor() -> #krate::AgentTool {
             ::core::unreachable!("#[tool] reported an error for this function")
         }
+    }
+}
+
+/// For `#[tools]`: the impl block (without its `#[tool]` attributes), the errors, and, when the block is
+/// an inherent impl of a concrete type, a placeholder `ToolMethods` impl.
+pub fn emit_impl(
+    errors: syn::Error,
+    item: &ItemImpl,
+    placeholder: bool,
+    krate: &syn::Path,
+) -> TokenStream {
+    let errors = errors.to_compile_error();
+    let self_ty = &item.self_ty;
+    let placeholder = placeholder.then(|| {
+        quote! {
+            #[allow(unreachable_code)]
+            impl #krate::ToolMethods for #self_ty {
+                fn tools(self: #krate::__private::Arc<Self>) -> #krate::__private::Vec<#krate::AgentTool> {
+                    ::core::unreachable!("#[tools] reported an error for this impl")
+                }
+            }
+        }
+    });
+    quote! {
+        #item
+        #errors
+        #placeholder
     }
 }

@@ -1,9 +1,10 @@
-//! The `#[tool]` attribute of yiem. Use it through `yiem_core::tool`; the documentation lives there.
+//! The `#[tool]` and `#[tools]` attributes of yiem. Use them through `yiem_core`; the documentation lives
+//! there.
 //!
 //! The work is split by phase, like serde_derive and thiserror: [`attr`] parses the attribute keys, [`ast`]
-//! gives a typed view of the function, [`valid`] checks both (collecting every error), [`expand`] generates
-//! the code and [`fallback`] is what is emitted when there are errors: the user's function unchanged plus
-//! the errors, so nothing else breaks.
+//! gives a typed view of the function, [`valid`] checks both (collecting every error) into one complete
+//! description of the tool, [`expand`] generates the code from that description alone, and [`fallback`] is
+//! what is emitted when there are errors: the user's code unchanged plus the errors, so nothing else breaks.
 
 mod ast;
 mod attr;
@@ -19,4 +20,11 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), input.into()).into()
+}
+
+/// Turns the `#[tool]` methods of an `impl` block into the tools of one instance (`Arc<Self>`). See
+/// `yiem_core::tools` for the full documentation.
+#[proc_macro_attribute]
+pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+    expand::tools(args.into(), input.into()).into()
 }

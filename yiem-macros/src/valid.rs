@@ -1,55 +1,120 @@
-//! Checks on the attribute and the function. Every problem is recorded, each on the smallest token that
-//! shows it, with a message that says what to write instead.
+//! Checks on the attribute and the function, turning both into [`Tool`]: one complete description of the
+//! tool, which is all `expand` reads. Every problem is recorded, each on the smallest token that shows it,
+//! with a message that says what to write instead.
 
-use proc_macro2::Span;
-use syn::spanned::Spanned;
-use syn::{ReturnType, Type};
+use syn::{Ident, LitStr, ReturnType, Type};
 
 use crate::ast::{Param, ToolFn};
-use crate::attr::Attrs;
+use crate::attr::{Attrs, Keyed};
 use crate::ctxt::Ctxt;
 
-/// Which of the accepted signatures the function has.
-#[derive(Clone, Copy)]
-pub enum Kind {
-    ArgsOnly,
-    CtxArgs,
-    Nothing,
-    CtxOnly,
+/// Where the function is: a free fn, or a method of a `#[tools]` impl (which takes `&self`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Free,
+    Method,
 }
 
-/// What expansion needs, once everything has been checked.
-pub struct Checked<'a> {
-    pub kind: Kind,
-    pub args_ty: Option<&'a Type>,
-    pub name: String,
-    pub name_span: Span,
+/// Whether the tool may run beside others of its batch.
+pub enum Mode {
+    Sequential,
+    Parallel,
+}
+
+/// How the function runs: an `async fn`, or a plain `fn` on the blocking pool.
+pub enum Runs {
+    Async,
+    Blocking,
+}
+
+/// A parameter taken from the call's context, in the order written.
+pub enum Extractor<'a> {
+    /// `ctx: ToolContext`, with its type as written.
+    Context(&'a Type),
+    /// `State(x): State<T>`: the whole type, and `T`.
+    State { ty: &'a Type, inner: &'a Type },
+}
+
+impl Extractor<'_> {
+    pub fn ty(&self) -> &Type {
+        match self {
+            Extractor::Context(ty) | Extractor::State { ty, .. } => ty,
+        }
+    }
+}
+
+/// The accepted signature: the extractors, then an argument struct or none.
+pub enum Signature<'a> {
+    Bare {
+        extractors: Vec<Extractor<'a>>,
+    },
+    WithArgs {
+        extractors: Vec<Extractor<'a>>,
+        args: &'a Type,
+    },
+}
+
+impl<'a> Signature<'a> {
+    pub fn extractors(&self) -> &[Extractor<'a>] {
+        match self {
+            Signature::Bare { extractors } | Signature::WithArgs { extractors, .. } => extractors,
+        }
+    }
+}
+
+/// The MCP hints, each unsaid (`None`) or said.
+pub struct Hints {
+    pub read_only: Option<bool>,
+    pub destructive: Option<bool>,
+    pub idempotent: Option<bool>,
+    pub open_world: Option<bool>,
+}
+
+/// Everything about one tool, checked: what `expand` generates from.
+pub struct Tool<'a> {
+    pub ident: &'a Ident,
+    /// The name the model calls, spanned on where it came from (the `name` value or the fn name).
+    pub name: LitStr,
+    pub label: Option<LitStr>,
     pub description: String,
+    pub mode: Mode,
+    pub timeout_ms: Option<u64>,
+    pub hints: Hints,
+    pub prepare: Option<syn::Path>,
+    pub validate: Option<syn::Path>,
+    pub runs: Runs,
+    pub signature: Signature<'a>,
+    pub output: &'a ReturnType,
 }
 
-pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>) -> Option<Checked<'a>> {
-    check_signature(cx, tool);
-    let (kind, args_ty) = check_params(cx, tool);
-    check_attrs(cx, attrs, args_ty.is_some());
+/// The most extractors a tool takes (the runtime's adapters go this far).
+const MAX_EXTRACTORS: usize = 5;
 
-    let (name, name_span) = match &attrs.name {
-        Some(name) => (name.value.value(), name.value.span()),
+pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: Form) -> Tool<'a> {
+    check_signature(cx, tool);
+    let signature = check_params(cx, tool, form);
+    check_attrs(cx, attrs, &signature);
+
+    let sig = tool.sig;
+    let name = match &attrs.name {
+        Some(name) => name.value.clone(),
         None => {
-            let ident = tool.item.sig.ident.to_string();
+            let ident = sig.ident.to_string();
             let ident = ident.strip_prefix("r#").map(str::to_owned).unwrap_or(ident);
-            (ident, tool.item.sig.ident.span())
+            LitStr::new(&ident, sig.ident.span())
         }
     };
-    if !is_valid_tool_name(&name) {
-        let hint = if attrs.name.is_some() {
-            "pick another name"
-        } else {
-            "rename the function or set `#[tool(name = \"...\")]`"
+    if !is_valid_tool_name(&name.value()) {
+        let hint = match (&attrs.name, form) {
+            (Some(_), _) => "pick another name",
+            (None, Form::Free) => "rename the function or set `#[tool(name = \"...\")]`",
+            (None, Form::Method) => "rename the method or set `#[tool(name = \"...\")]`",
         };
         cx.push(syn::Error::new(
-            name_span,
+            name.span(),
             format!(
-                "tool name `{name}` is invalid: names must match ^[a-zA-Z0-9_-]{{1,64}}$ (the limit LLM providers share); {hint}"
+                "tool name `{}` is invalid: names must match ^[a-zA-Z0-9_-]{{1,64}}$ (the limit LLM providers share); {hint}",
+                name.value()
             ),
         ));
     }
@@ -59,7 +124,7 @@ pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>) -> Option<Chec
         (None, Some(docs)) => docs.clone(),
         (None, None) => {
             cx.error_spanned_by(
-                &tool.item.sig.ident,
+                &sig.ident,
                 "a tool needs a description for the model: add a doc comment (`/// What the tool does.`) or `#[tool(description = \"...\")]`",
             );
             String::new()
@@ -82,13 +147,34 @@ pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>) -> Option<Chec
         );
     }
 
-    Some(Checked {
-        kind,
-        args_ty,
+    let said = |hint: &Option<Keyed<bool>>| hint.as_ref().map(|keyed| keyed.value);
+    Tool {
+        ident: &sig.ident,
         name,
-        name_span,
+        label: attrs.label.as_ref().map(|label| label.value.clone()),
         description,
-    })
+        mode: if attrs.parallel.is_some() {
+            Mode::Parallel
+        } else {
+            Mode::Sequential
+        },
+        timeout_ms: attrs.timeout_ms.as_ref().map(|keyed| keyed.value),
+        hints: Hints {
+            read_only: said(&attrs.read_only),
+            destructive: said(&attrs.destructive),
+            idempotent: said(&attrs.idempotent),
+            open_world: said(&attrs.open_world),
+        },
+        prepare: attrs.prepare.as_ref().map(|keyed| keyed.value.clone()),
+        validate: attrs.validate.as_ref().map(|keyed| keyed.value.clone()),
+        runs: if sig.asyncness.is_some() {
+            Runs::Async
+        } else {
+            Runs::Blocking
+        },
+        signature,
+        output: &sig.output,
+    }
 }
 
 fn is_valid_tool_name(name: &str) -> bool {
@@ -99,7 +185,7 @@ fn is_valid_tool_name(name: &str) -> bool {
 }
 
 fn check_signature(cx: &mut Ctxt, tool: &ToolFn<'_>) {
-    let sig = &tool.item.sig;
+    let sig = tool.sig;
     if let Some(constness) = &sig.constness {
         cx.error_spanned_by(constness, "a tool cannot be a `const fn`: remove `const`");
     }
@@ -143,17 +229,19 @@ fn check_signature(cx: &mut Ctxt, tool: &ToolFn<'_>) {
     }
 }
 
-fn check_params<'a>(cx: &mut Ctxt, tool: &ToolFn<'a>) -> (Kind, Option<&'a Type>) {
-    let mut context = None;
+fn check_params<'a>(cx: &mut Ctxt, tool: &ToolFn<'a>, form: Form) -> Signature<'a> {
+    let mut context = false;
+    let mut receiver = false;
+    let mut extractors = Vec::new();
     let mut args: Option<&'a Type> = None;
     for param in &tool.params {
         match param {
-            Param::Receiver(receiver) => cx.error_spanned_by(
-                receiver,
-                "a tool cannot take `self`: make it a free function outside the `impl` block and pass state through the argument struct",
-            ),
+            Param::Receiver(found) => {
+                receiver = true;
+                check_receiver(cx, found, form);
+            }
             Param::Context(pat_type) => {
-                if context.is_some() {
+                if context {
                     cx.error_spanned_by(&pat_type.ty, "a tool takes at most one `ToolContext`: remove this one");
                 } else if args.is_some() {
                     cx.error_spanned_by(
@@ -161,14 +249,27 @@ fn check_params<'a>(cx: &mut Ctxt, tool: &ToolFn<'a>) -> (Kind, Option<&'a Type>
                         "put the `ToolContext` parameter first: `async fn f(ctx: ToolContext, args: Args)`",
                     );
                 }
-                context = Some(pat_type);
+                context = true;
+                extractors.push(Extractor::Context(&pat_type.ty));
+            }
+            Param::State(pat_type, inner) => {
+                if args.is_some() {
+                    cx.error_spanned_by(
+                        &pat_type.ty,
+                        "put `State` parameters before the argument struct: `async fn f(State(db): State<Db>, args: Args)`",
+                    );
+                }
+                extractors.push(Extractor::State {
+                    ty: &pat_type.ty,
+                    inner,
+                });
             }
             Param::Args(pat_type) => {
                 check_args_type(cx, &pat_type.ty);
                 if args.is_some() {
                     cx.error_spanned_by(
                         pat_type,
-                        "a tool takes one argument struct: move this parameter into a field of the first one (which derives `Deserialize` and `JsonSchema`)",
+                        "a tool takes one argument struct (after any `ToolContext` and `State<T>` parameters): move this parameter into a field of the first one (which derives `Deserialize` and `JsonSchema`)",
                     );
                 } else {
                     args = Some(&pat_type.ty);
@@ -176,13 +277,44 @@ fn check_params<'a>(cx: &mut Ctxt, tool: &ToolFn<'a>) -> (Kind, Option<&'a Type>
             }
         }
     }
-    let kind = match (context.is_some(), args.is_some()) {
-        (false, true) => Kind::ArgsOnly,
-        (true, true) => Kind::CtxArgs,
-        (false, false) => Kind::Nothing,
-        (true, false) => Kind::CtxOnly,
-    };
-    (kind, args)
+    if form == Form::Method && !receiver {
+        cx.error_spanned_by(
+            &tool.sig.ident,
+            "a tool in a `#[tools]` impl is a method of the instance: take `&self` first, or move the function out of the impl block as a free `#[tool]` fn",
+        );
+    }
+    if let Some(extra) = extractors.get(MAX_EXTRACTORS) {
+        cx.error_spanned_by(
+            extra.ty(),
+            format!("a tool takes at most {MAX_EXTRACTORS} `ToolContext` and `State` parameters: put related state in one struct"),
+        );
+    }
+    match args {
+        Some(args) => Signature::WithArgs { extractors, args },
+        None => Signature::Bare { extractors },
+    }
+}
+
+fn check_receiver(cx: &mut Ctxt, receiver: &syn::Receiver, form: Form) {
+    match form {
+        Form::Free => cx.error_spanned_by(
+            receiver,
+            "a method tool needs `#[tools]` on its impl block: write `#[tools] impl Type { ... }` (or make this a free function and pass state as `State<T>`)",
+        ),
+        Form::Method if receiver.colon_token.is_some() || receiver.reference.is_none() => cx
+            .error_spanned_by(
+                receiver,
+                "a method tool takes `&self`: the instance is shared by every call as an `Arc<Self>`",
+            ),
+        Form::Method => {
+            if let Some(mutability) = &receiver.mutability {
+                cx.error_spanned_by(
+                    mutability,
+                    "a method tool takes `&self`, not `&mut self`: calls may run at the same time; keep mutable data behind a `Mutex` field",
+                );
+            }
+        }
+    }
 }
 
 fn check_args_type(cx: &mut Ctxt, ty: &Type) {
@@ -208,28 +340,16 @@ fn check_args_type(cx: &mut Ctxt, ty: &Type) {
     }
 }
 
-fn check_attrs(cx: &mut Ctxt, attrs: &Attrs, has_args: bool) {
+fn check_attrs(cx: &mut Ctxt, attrs: &Attrs, signature: &Signature<'_>) {
     if let (Some(_), Some(sequential)) = (&attrs.parallel, &attrs.sequential) {
         cx.push(syn::Error::new(
-            sequential.key_span(),
+            sequential.key,
             "a tool is either `parallel` or `sequential`, not both: remove one",
         ));
     }
-    if let Some(timeout) = &attrs.timeout_ms {
-        let positive = timeout.value.base10_parse::<u64>().is_ok_and(|ms| ms > 0)
-            && timeout.value.suffix().is_empty();
-        if !positive {
-            cx.error_spanned_by(
-                &timeout.value,
-                "`timeout_ms` takes a positive whole number of milliseconds without a suffix, e.g. `timeout_ms = 5000`",
-            );
-        }
-    }
-    if let Some(validate) = &attrs.validate
-        && !has_args
-    {
+    if let (Some(validate), Signature::Bare { .. }) = (&attrs.validate, signature) {
         cx.push(syn::Error::new(
-            validate.key.span(),
+            validate.key,
             "`validate` checks the argument struct, but this tool takes no arguments: remove `validate`",
         ));
     }
