@@ -107,16 +107,18 @@
 //! | module | owns |
 //! |---|---|
 //! | `tool` | [`AgentTool`]: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, [`ToolBuilder`] |
-//! | `handler` | the adapters from a `#[tool]` fn to the type-erased handler, and the signature and type diagnostics |
+//! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
 //! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `check` (unknown properties and the per-tool caches), `explain` (the report a model reads) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
-//! | `registry` | [`ToolStore`], [`register_all_tools`], [`ToolList`] (the request-ready lists, serialized once) |
+//! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
 //! | `pipeline` | one call from lookup to result message, every step under an unwind guard; running a tool in hand ([`AgentTool::execute`]) |
 //! | `executor` | [`ToolExecutor`]: when each call of a batch runs, results in call order, abort |
 //! | `guard` | the unwind guards around user code, its futures and their drops |
 //! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
-//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates |
+//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates, the store's state |
+//! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
+//! | `check` | [`check_tools`], [`check_tools!`], [`ToolStore::check`]: what a provider would refuse, found in your tests |
 //! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`], [`AgentToolResult`], the conversation's messages |
 //! | `agent` | [`Agent`]: the loop over model and tools |
 //! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
@@ -128,6 +130,7 @@
 mod agent;
 mod args;
 mod call;
+mod check;
 mod content;
 mod context;
 mod dialect;
@@ -154,6 +157,7 @@ pub mod __private;
 pub use agent::{Agent, AgentBuilder, AgentContext, NextTurnContext, TurnUpdate};
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
+pub use check::{ToolCheck, ToolProblem, check_tools};
 pub use content::Content;
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};

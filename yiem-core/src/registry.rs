@@ -181,6 +181,15 @@ impl ToolStore {
         (tools.map.get(name).cloned(), Arc::clone(&tools.state))
     }
 
+    /// For each of `tools`, the first state it needs that the store lacks.
+    pub(crate) fn missing_states(&self, tools: &[AgentTool]) -> Vec<MissingState> {
+        let state = Arc::clone(&self.read().state);
+        tools
+            .iter()
+            .filter_map(|tool| self.missing_state(&state, tool))
+            .collect()
+    }
+
     /// The first state `tool` needs that the store lacks.
     fn missing_state(&self, state: &StateMap, tool: &AgentTool) -> Option<MissingState> {
         let key = tool

@@ -172,11 +172,7 @@ impl StateMap {
 /// );
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "tool `{tool}` needs state of type `{type_name}`, which {where_} does not hold: {remedy}",
-    where_ = self.place(),
-    remedy = self.remedy()
-)]
+#[error("{}", self.text())]
 pub struct MissingState {
     /// The tool.
     pub tool: String,
@@ -189,22 +185,18 @@ pub struct MissingState {
 }
 
 impl MissingState {
-    fn place(&self) -> String {
-        match &self.store {
-            Some(store) => format!("store `{store}`"),
-            None => "a call outside any store".to_owned(),
-        }
-    }
-
-    fn remedy(&self) -> String {
+    fn text(&self) -> String {
+        let (tool, ty) = (&self.tool, self.type_name);
         match (&self.store, self.at_call) {
             (Some(store), false) => format!(
-                "give the store one before registering the tool, `ToolStore::new(\"{store}\").with_state(value)`"
+                "tool `{tool}` needs state of type `{ty}`, which store `{store}` does not hold: give the store one before registering the tool, `ToolStore::new(\"{store}\").with_state(value)`"
             ),
             (Some(store), true) => format!(
-                "add it to the store with `ToolStore::new(\"{store}\").with_state(value)`"
+                "tool `{tool}` needs state of type `{ty}`, which store `{store}` does not hold: add it to the store with `ToolStore::new(\"{store}\").with_state(value)`"
             ),
-            (None, _) => "call the tool through a store that holds it (`ToolStore::with_state`, then `ToolStore::execute`), or give the context one with `ToolContext::with_state`".to_owned(),
+            (None, _) => format!(
+                "tool `{tool}` needs state of type `{ty}`, which this call was not given: call the tool through a store that holds it (`ToolStore::with_state`, then `ToolStore::execute`), or give the context one with `ToolContext::with_state`"
+            ),
         }
     }
 }

@@ -130,6 +130,9 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         );
     }
 
+    // The user imported `tool` to write `#[tool]`; the attributes are gone, so name it once, to keep the
+    // import used.
+    let tool_paths = marked.iter().map(|(_, attr)| attr.path().clone()).take(1);
     let mut builds = Vec::new();
     for (index, attr) in &marked {
         let ImplItem::Fn(method) = &item.items[*index] else {
@@ -167,6 +170,7 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         #[automatically_derived]
         impl #krate::ToolMethods for #self_ty {
             fn tools(self: #private::Arc<Self>) -> #private::Vec<#krate::AgentTool> {
+                #(#[allow(unused_imports)] use #tool_paths as _;)*
                 #private::Vec::from([#( { #builds } ),*])
             }
         }

@@ -1,0 +1,207 @@
+//! The check a tool crate runs in its own tests: [`check_tools`] (and the [`check_tools!`](crate::check_tools!)
+//! test it generates) and [`ToolStore::check`], which find, before anything ships, the tools a provider
+//! would refuse: an empty description, a name some provider rejects, two tools of one name, a schema a
+//! dialect cannot express (Gemini, OpenAI strict mode), or state a store does not hold.
+
+use std::fmt;
+
+use crate::dialect::{Dialect, DialectError};
+use crate::registry::ToolStore;
+use crate::state::MissingState;
+use crate::tool::{AgentTool, SourceLocation, is_valid_tool_name};
+
+/// One thing wrong with a tool.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolProblem {
+    /// The description is empty: the model would not know when to call the tool.
+    #[error("tool `{tool}` (defined at {defined}) has an empty description: say what the tool does")]
+    EmptyDescription {
+        /// The tool.
+        tool: String,
+        /// Where it was defined.
+        defined: SourceLocation,
+    },
+    /// The name breaks the rule every provider shares.
+    #[error(
+        "tool `{tool}` (defined at {defined}) has a name some providers refuse: use 1 to 64 ASCII letters, digits, `_` or `-`"
+    )]
+    InvalidName {
+        /// The tool.
+        tool: String,
+        /// Where it was defined.
+        defined: SourceLocation,
+    },
+    /// Two tools share a name.
+    #[error(
+        "two tools are called `{tool}` (defined at {first} and at {second}): give one of them another name, e.g. #[tool(name = \"...\")]"
+    )]
+    Duplicate {
+        /// The name.
+        tool: String,
+        /// Where the first was defined.
+        first: SourceLocation,
+        /// Where the second was defined.
+        second: SourceLocation,
+    },
+    /// A dialect cannot describe the tool (the documented refusal, naming the tool and the type).
+    #[error(transparent)]
+    Dialect(DialectError),
+    /// The tool takes state its store does not hold.
+    #[error(transparent)]
+    MissingState(MissingState),
+}
+
+/// Every problem [`check_tools`] or [`ToolStore::check`] found, in the order of the tools. Its `Display`
+/// lists them one per line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCheck {
+    /// The problems, in the order of the tools.
+    pub problems: Vec<ToolProblem>,
+}
+
+impl fmt::Display for ToolCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let count = self.problems.len();
+        write!(
+            f,
+            "{count} problem{} with the tools:",
+            if count == 1 { "" } else { "s" }
+        )?;
+        for problem in &self.problems {
+            write!(f, "\n- {problem}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ToolCheck {}
+
+/// Checks `tools` for what a provider would refuse: each has a non-empty description and a name every
+/// provider accepts, no two share a name, and each has a definition in every [`Dialect`]. Every problem is
+/// reported, not only the first.
+///
+/// ```
+/// use schemars::JsonSchema;
+/// use serde::Deserialize;
+/// use yiem_core::{check_tools, tool};
+///
+/// #[derive(Deserialize, JsonSchema)]
+/// struct Tree {
+///     children: Vec<Tree>,
+/// }
+///
+/// /// Count the nodes of a tree.
+/// #[tool]
+/// async fn count_nodes(args: Tree) -> String {
+///     args.children.len().to_string()
+/// }
+///
+/// let report = check_tools(&[count_nodes_tool()]).unwrap_err();
+/// assert!(report.to_string().contains(
+///     "tool `count_nodes` cannot be described for gemini: type `Tree` is recursive"
+/// ));
+/// ```
+pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
+    let mut problems = Vec::new();
+    for (index, tool) in tools.iter().enumerate() {
+        let name = tool.name();
+        if let Some(first) = tools[..index].iter().find(|t| t.name() == name) {
+            problems.push(ToolProblem::Duplicate {
+                tool: name.to_owned(),
+                first: first.source(),
+                second: tool.source(),
+            });
+            continue;
+        }
+        if tool.description().trim().is_empty() {
+            problems.push(ToolProblem::EmptyDescription {
+                tool: name.to_owned(),
+                defined: tool.source(),
+            });
+        }
+        if !is_valid_tool_name(name) {
+            problems.push(ToolProblem::InvalidName {
+                tool: name.to_owned(),
+                defined: tool.source(),
+            });
+            continue;
+        }
+        for dialect in Dialect::ALL {
+            if let Err(error) = tool.definition(dialect) {
+                problems.push(ToolProblem::Dialect(error));
+            }
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(ToolCheck { problems })
+    }
+}
+
+impl ToolStore {
+    /// Checks the whole store up front: [`check_tools`] over its tools, and that the store holds the
+    /// [state](crate::State) of every tool.
+    ///
+    /// ```
+    /// use yiem_core::{State, ToolStore, tool};
+    ///
+    /// struct Db;
+    ///
+    /// /// Count the rows.
+    /// #[tool]
+    /// async fn rows(State(_db): State<Db>) -> String {
+    ///     "0".into()
+    /// }
+    ///
+    /// let mut store = ToolStore::new("agent").with_state(Db);
+    /// store.register(rows_tool()).unwrap();
+    /// store.check().unwrap();
+    /// ```
+    pub fn check(&self) -> Result<(), ToolCheck> {
+        let tools = self.tools();
+        let mut problems = match check_tools(&tools) {
+            Ok(()) => Vec::new(),
+            Err(check) => check.problems,
+        };
+        problems.extend(
+            self.missing_states(&tools)
+                .into_iter()
+                .map(ToolProblem::MissingState),
+        );
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(ToolCheck { problems })
+        }
+    }
+}
+
+/// A test that checks every tool linked into the test binary with [`check_tools`] (plus any tools you
+/// list, such as the tools of a `#[tools]` instance), and fails with every problem listed. Put it in a
+/// test file of the crate that defines the tools:
+///
+/// ```text
+/// // tests/tools.rs
+/// yiem_core::check_tools!();
+/// // or, with method tools too:
+/// yiem_core::check_tools!(std::sync::Arc::new(my_crate::Notes::default()).tools());
+/// ```
+///
+/// `cargo test` then fails on a tool Gemini or OpenAI strict mode would reject, naming the tool and
+/// the type, before it ships.
+#[macro_export]
+macro_rules! check_tools {
+    ($($extra:expr),* $(,)?) => {
+        #[test]
+        fn yiem_check_tools() {
+            #[allow(unused_mut)]
+            let mut tools = $crate::static_tools();
+            $(tools.extend($extra);)*
+            if let ::core::result::Result::Err(report) = $crate::check_tools(&tools) {
+                ::core::panic!("{report}");
+            }
+        }
+    };
+}
