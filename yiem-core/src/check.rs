@@ -98,9 +98,12 @@ impl std::error::Error for ToolCheck {}
 /// }
 ///
 /// let report = check_tools(&[count_nodes_tool()]).unwrap_err();
-/// assert!(report.to_string().contains(
-///     "tool `count_nodes` cannot be described for gemini: type `Tree` is recursive"
-/// ));
+/// assert_eq!(
+///     report.to_string(),
+///     "1 problem with the tools:\n\
+///      - tool `count_nodes` cannot be described for Gemini: type `Tree` is recursive, and Gemini cannot \
+///      express recursion (no `$ref`); bound the depth with distinct types or use another dialect"
+/// );
 /// ```
 pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
     let mut problems = Vec::new();

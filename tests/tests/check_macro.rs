@@ -1,0 +1,48 @@
+//! `yiem_core::check_tools!()` in a user's crate: `tests/fixtures/checked-tools` runs it in its own tests.
+//! Built as it is, its tools pass (that run is part of `cargo test --workspace`); here it is built again,
+//! in a subprocess, with a tool Gemini cannot express, and its `cargo test` must fail with the report.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    // The same target directory as this test binary (target/debug/deps/<binary>): the crates it shares
+    // are built already.
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.ancestors().nth(3).unwrap();
+    let output = Command::new(env!("CARGO"))
+        .current_dir(workspace)
+        .args([
+            "test",
+            "--offline",
+            "--locked",
+            "-p",
+            "checked-tools",
+            "--features",
+            "gemini-cannot-express",
+            "--test",
+            "check",
+            "--target-dir",
+        ])
+        .arg(target)
+        .env_remove("RUSTFLAGS")
+        .output()
+        .expect("cargo runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "the check passed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("test yiem_check_tools ... FAILED"),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let report = "1 problem with the tools:\n\
+         - tool `count_headings` cannot be described for Gemini: type `Outline` is recursive, and Gemini \
+         cannot express recursion (no `$ref`); bound the depth with distinct types or use another dialect\n";
+    assert!(
+        stdout.contains(report),
+        "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert!(stdout.contains("test result: FAILED. 0 passed; 1 failed"), "{stdout}");
+}
