@@ -131,8 +131,16 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     }
 
     // The user imported `tool` to write `#[tool]`; the attributes are gone, so name it once, to keep the
-    // import used.
-    let tool_paths = marked.iter().map(|(_, attr)| attr.path().clone()).take(1);
+    // import used (also when there are errors).
+    let uses_tool = marked.first().map(|(_, attr)| {
+        let path = attr.path();
+        quote! {
+            #[allow(unused_imports)]
+            const _: () = {
+                use #path as _;
+            };
+        }
+    });
     let mut builds = Vec::new();
     for (index, attr) in &marked {
         let ImplItem::Fn(method) = &item.items[*index] else {
@@ -161,16 +169,18 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
 
     let self_ty = &item.self_ty;
     if let Err(errors) = cx.check() {
-        return fallback::emit_impl(errors, &item, fine, &krate);
+        let mut out = fallback::emit_impl(errors, &item, fine, &krate);
+        out.extend(uses_tool);
+        return out;
     }
     let private = quote!(#krate::__private);
     quote! {
         #item
+        #uses_tool
 
         #[automatically_derived]
         impl #krate::ToolMethods for #self_ty {
             fn tools(self: #private::Arc<Self>) -> #private::Vec<#krate::AgentTool> {
-                #(#[allow(unused_imports)] use #tool_paths as _;)*
                 #private::Vec::from([#( { #builds } ),*])
             }
         }

@@ -1,0 +1,18 @@
+use schemars::JsonSchema;
+use serde::Deserialize;
+use yiem_core::{State, tool};
+
+struct Db;
+
+#[derive(Deserialize, JsonSchema)]
+struct QueryArgs {
+    table: String,
+}
+
+/// Query a table.
+#[tool]
+async fn query(args: QueryArgs, State(_db): State<Db>) -> String {
+    args.table
+}
+
+fn main() {}
