@@ -392,6 +392,31 @@ impl ToolStore {
         let ctx = ToolContext::new(call_id).with_state_map(state);
         tool.execute_with(ctx, args).await
     }
+
+    /// A context for the call `call_id` of one of this store's tools in hand, with the store's
+    /// [state](ToolStore::with_state): for [`AgentTool::execute_with`] and [`AgentTool::try_execute`].
+    ///
+    /// ```
+    /// use yiem_core::{State, ToolStore, tool};
+    ///
+    /// struct Greeting(&'static str);
+    ///
+    /// /// Greet.
+    /// #[tool]
+    /// async fn greet(State(greeting): State<Greeting>) -> &'static str {
+    ///     greeting.0
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = ToolStore::new("a").with_state(Greeting("hi"));
+    /// let result = greet_tool().try_execute(store.context("c1"), serde_json::json!({})).await;
+    /// assert_eq!(result.unwrap().text_content(), "hi");
+    /// # });
+    /// ```
+    pub fn context(&self, call_id: impl Into<Box<str>>) -> ToolContext {
+        let (_, state) = self.lookup("");
+        ToolContext::new(call_id).with_state_map(state)
+    }
 }
 
 /// Executes `tool` on its own, as [`AgentTool::execute_with`] does: no hooks, no events. Bad arguments

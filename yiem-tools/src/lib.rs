@@ -24,13 +24,18 @@
 //! run unless the unconfined shell is opted into.
 //!
 //! Linking this crate registers them all, so [`register_all_tools`](yiem_core::register_all_tools) finds
-//! them:
+//! them. The file tools and `bash` take their root directory as the store's state (a [`ToolRoot`]), and
+//! `write_tool` its directory (a [`ToolsDir`]); a store must hold both before it registers them:
 //!
 //! ```
 //! use yiem_core::{ToolStore, register_all_tools};
+//! use yiem_tools::{ToolRoot, ToolsDir};
 //! yiem_core::link_tools!(yiem_tools);
 //!
-//! let mut store = ToolStore::new("agent");
+//! let dir = tempfile::tempdir().unwrap();
+//! let mut store = ToolStore::new("agent")
+//!     .with_state(ToolRoot::new(dir.path()).unwrap())
+//!     .with_state(ToolsDir::new(dir.path()));
 //! let names = register_all_tools(&mut store).unwrap();
 //! for builtin in ["bash", "edit", "get_time", "grep", "list_tools", "ls", "read", "write", "write_tool"] {
 //!     assert!(names.iter().any(|name| name == builtin), "{builtin}");
@@ -41,12 +46,9 @@
 //!
 //! Every file tool (and `bash`, which runs there) works inside a root directory. A path that leads outside
 //! it — through `..`, as an absolute path elsewhere, or through a symlink — is refused with an error that
-//! says so. Two ways to choose the root:
-//!
-//! - The registered tools use the process's default root: [`set_default_root`] (the CLI's `--root`), else
-//!   the current directory at the time of the call.
-//! - [`file_tools`] builds the same tools bound to a root of their own, for several agents with different
-//!   roots in one process.
+//! says so. The root is the state of the store the tools are registered in
+//! (`ToolStore::new(..).with_state(ToolRoot::new(dir)?)`), so several agents in one process each have their
+//! own, with the same typed argument errors; the CLI's `--root` sets the root of its store.
 //!
 //! ## Tools written at run time
 //!
@@ -64,17 +66,51 @@ pub mod grep;
 pub mod ls;
 pub mod read;
 mod root;
-mod rooted;
 pub mod sandbox;
 pub mod truncate;
 pub mod write;
 pub mod write_tool;
 
 pub use atomic::write_atomically;
-pub use root::{ToolRoot, set_default_root};
-pub use rooted::file_tools;
+pub use root::ToolRoot;
 pub use sandbox::{HostFiles, SandboxKind, ShellPolicy, set_default_shell_policy};
-pub use write_tool::set_default_tools_dir;
+pub use write_tool::ToolsDir;
+
+use yiem_core::AgentTool;
+
+/// `bash`, `edit`, `grep`, `ls`, `read` and `write` (sorted by name): the tools that work in a
+/// [`ToolRoot`]. Register them into a store that holds the root as its state.
+///
+/// ```
+/// use yiem_core::ToolStore;
+/// use yiem_tools::{ToolRoot, file_tools};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let dir = tempfile::tempdir().unwrap();
+/// std::fs::write(dir.path().join("hello.txt"), "hi").unwrap();
+///
+/// let mut store = ToolStore::new("agent-in-dir").with_state(ToolRoot::new(dir.path()).unwrap());
+/// for tool in file_tools() {
+///     store.register(tool).unwrap();
+/// }
+/// assert_eq!(store.names(), ["bash", "edit", "grep", "ls", "read", "write"]);
+///
+/// let result = store.execute("c1", "read", serde_json::json!({"path": "hello.txt"})).await;
+/// assert_eq!(result.text_content(), "     1\thi");
+/// let refused = store.execute("c2", "read", serde_json::json!({"path": "../secret"})).await;
+/// assert!(refused.text_content().starts_with("tool `read`: path `../secret` is outside the root directory"));
+/// # });
+/// ```
+pub fn file_tools() -> Vec<AgentTool> {
+    vec![
+        bash::bash_tool(),
+        edit::edit_tool(),
+        grep::grep_tool(),
+        ls::ls_tool(),
+        read::read_tool(),
+        write::write_tool(),
+    ]
+}
 
 /// The tools found in the tools directory at build time, one module per file (see `build.rs`); `get_time`
 /// is the one that ships, and `write_tool` adds more.

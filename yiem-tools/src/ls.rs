@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, tool};
+use yiem_core::{State, AgentToolResult, tool};
 
 use crate::confined::is_escape;
 use crate::root::ToolRoot;
@@ -32,32 +32,8 @@ pub struct LsArgs {
     open_world = false,
     timeout_ms = 30000
 )]
-pub fn ls(args: LsArgs) -> AgentToolResult {
-    match ToolRoot::current() {
-        Ok(root) => ls_in(&root, args),
-        Err(error) => AgentToolResult::error(format!("tool `ls`: {error}")),
-    }
-}
-
-/// `ls` in the given root.
-///
-/// ```
-/// use yiem_tools::{ToolRoot, ls::{LsArgs, ls_in}};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::fs::create_dir(dir.path().join("src")).unwrap();
-/// std::fs::write(dir.path().join("Cargo.toml"), "").unwrap();
-/// let root = ToolRoot::new(dir.path()).unwrap();
-/// assert_eq!(ls_in(&root, LsArgs::default()).text_content(), "Cargo.toml\nsrc/");
-/// ```
-pub fn ls_in(root: &ToolRoot, args: LsArgs) -> AgentToolResult {
-    match ls_inner(root, &args) {
-        Ok(result) => result,
-        Err(message) => AgentToolResult::error(message),
-    }
-}
-
-fn ls_inner(root: &ToolRoot, args: &LsArgs) -> Result<AgentToolResult, String> {
+pub fn ls(State(root): State<ToolRoot>, args: LsArgs) -> Result<AgentToolResult, String> {
+    let (root, args): (&ToolRoot, &LsArgs) = (&root, &args);
     let requested = args.path.as_deref().unwrap_or(".");
     let located = root.locate("ls", requested)?;
     let shown = located.shown.clone();

@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, Content, Dialect, ToolContext, ToolStore, register_all_tools};
+use yiem_core::{AgentTool, Content, Dialect, ToolStore, register_all_tools};
 
 yiem_core::link_tools!(yiem_tools);
 
@@ -225,8 +225,6 @@ fn fail(failure: Failure) -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
-    let mut store = ToolStore::new("yiem");
-    register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
     let command = match cli.command {
         Command::Tools(command) => command,
         Command::Mcp {
@@ -235,9 +233,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             shell,
         } => {
             shell.apply();
-            use_root(root)?;
-            use_tools_dir_or_under_root(tools_dir)?;
-            return serve_mcp(store);
+            let root = use_root(root)?;
+            let tools_dir = tools_dir_or_root(tools_dir, &root)?;
+            return serve_mcp(store(root, tools_dir)?);
         }
         Command::Chat {
             root,
@@ -246,11 +244,30 @@ fn run(cli: Cli) -> Result<(), Failure> {
             system,
         } => {
             shell.apply();
-            use_root(root)?;
-            use_tools_dir_or_under_root(tools_dir)?;
-            return chat(store, system);
+            let root = use_root(root)?;
+            let tools_dir = tools_dir_or_root(tools_dir, &root)?;
+            return chat(store(root, tools_dir)?, system);
         }
     };
+    if let ToolsCommand::Call {
+        name,
+        args,
+        root,
+        tools_dir,
+        shell,
+    } = command
+    {
+        shell.apply();
+        let root = use_root(root)?;
+        let tools_dir = match tools_dir {
+            Some(dir) => use_tools_dir(dir)?,
+            None => PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR),
+        };
+        let store = store(root, tools_dir)?;
+        let tool = find(&store, &name)?;
+        return call(&store, &tool, &args);
+    }
+    let store = store(use_root(None)?, PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR))?;
     match command {
         ToolsCommand::List {
             dialect: Some(dialect),
@@ -285,22 +302,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 None => print(&pretty(&schema_json(&tool))),
             }
         }
-        ToolsCommand::Call {
-            name,
-            args,
-            root,
-            tools_dir,
-            shell,
-        } => {
-            shell.apply();
-            use_root(root)?;
-            if let Some(dir) = tools_dir {
-                use_tools_dir(dir)?;
-            }
-            let tool = find(&store, &name)?;
-            call(&tool, &args)
-        }
+        ToolsCommand::Call { .. } => unreachable!("`tools call` was handled above"),
     }
+}
+
+/// Every linked tool, with the root of the file tools and `bash` and the directory of `write_tool` as the
+/// store's state.
+fn store(root: yiem_tools::ToolRoot, tools_dir: PathBuf) -> Result<ToolStore, Failure> {
+    let store = ToolStore::new("yiem").with_state(root);
+    let mut store = store
+        .clone()
+        .with_state(yiem_tools::write_tool::ToolsDir::new(tools_dir).refusing_names_of(&store));
+    register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
+    Ok(store)
 }
 
 /// `yiem chat`: one agent run per line of stdin, printing the reply as it streams and the tool calls.
@@ -365,37 +379,36 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `--root DIR`: the root directory of the file tools and `bash` for this process.
-fn use_root(root: Option<PathBuf>) -> Result<(), Failure> {
+/// `--root DIR`, else the current directory: the root directory of the file tools and `bash`.
+fn use_root(root: Option<PathBuf>) -> Result<yiem_tools::ToolRoot, Failure> {
     match root {
-        Some(root) => yiem_tools::set_default_root(&root)
+        Some(root) => yiem_tools::ToolRoot::new(&root)
             .map_err(|error| bad_input(format!("--root: {error}; give an existing directory"))),
-        None => Ok(()),
+        None => yiem_tools::ToolRoot::current_dir().map_err(|error| {
+            Failure::Internal(format!(
+                "the current directory cannot serve as root: {error}"
+            ))
+        }),
     }
 }
 
 /// `--tools-dir DIR`: where `write_tool` writes.
-fn use_tools_dir(dir: PathBuf) -> Result<(), Failure> {
+fn use_tools_dir(dir: PathBuf) -> Result<PathBuf, Failure> {
     if !dir.is_dir() {
         return Err(bad_input(format!(
             "--tools-dir: `{}` is not a directory; give an existing directory",
             dir.display()
         )));
     }
-    yiem_tools::set_default_tools_dir(dir);
-    Ok(())
+    Ok(dir)
 }
 
 /// `--tools-dir DIR`, or else the root directory: a server never writes into the source tree this program
 /// was built from.
-fn use_tools_dir_or_under_root(dir: Option<PathBuf>) -> Result<(), Failure> {
+fn tools_dir_or_root(dir: Option<PathBuf>, root: &yiem_tools::ToolRoot) -> Result<PathBuf, Failure> {
     match dir {
         Some(dir) => use_tools_dir(dir),
-        None => {
-            let root = yiem_tools::ToolRoot::current().map_err(Failure::Internal)?;
-            yiem_tools::set_default_tools_dir(root.path());
-            Ok(())
-        }
+        None => Ok(root.path().to_path_buf()),
     }
 }
 
@@ -516,7 +529,7 @@ fn table(tools: &[AgentTool]) -> String {
     out
 }
 
-fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
+fn call(store: &ToolStore, tool: &AgentTool, raw: &str) -> Result<(), Failure> {
     let value: Value = serde_json::from_str(raw).map_err(|error| {
         bad_input(format!(
             "--args is not valid JSON ({error}); give a JSON object such as '{{\"path\": \"README.md\"}}'"
@@ -524,7 +537,7 @@ fn call(tool: &AgentTool, raw: &str) -> Result<(), Failure> {
     })?;
     let runtime = runtime()?;
     let result = runtime.block_on(async {
-        tool.try_execute(ToolContext::new("cli"), value)
+        tool.try_execute(store.context("cli"), value)
             .await
             .map_err(|error| bad_input(error.to_string()))
     })?;

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read as _, Seek as _, SeekFrom};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, Content, tool};
+use yiem_core::{State, AgentToolResult, Content, tool};
 
 use crate::confined::open_regular;
 use crate::root::ToolRoot;
@@ -39,32 +39,8 @@ pub struct ReadArgs {
     open_world = false,
     timeout_ms = 30000
 )]
-pub fn read(args: ReadArgs) -> AgentToolResult {
-    match ToolRoot::current() {
-        Ok(root) => read_in(&root, args),
-        Err(error) => AgentToolResult::error(format!("tool `read`: {error}")),
-    }
-}
-
-/// `read` in the given root.
-///
-/// ```
-/// use yiem_tools::{ToolRoot, read::{ReadArgs, read_in}};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
-/// let root = ToolRoot::new(dir.path()).unwrap();
-/// let result = read_in(&root, ReadArgs { path: "a.txt".into(), offset: None, limit: None });
-/// assert_eq!(result.text_content(), "     1\tone\n     2\ttwo");
-/// ```
-pub fn read_in(root: &ToolRoot, args: ReadArgs) -> AgentToolResult {
-    match read_inner(root, &args) {
-        Ok(result) => result,
-        Err(message) => AgentToolResult::error(message),
-    }
-}
-
-fn read_inner(root: &ToolRoot, args: &ReadArgs) -> Result<AgentToolResult, String> {
+pub fn read(State(root): State<ToolRoot>, args: ReadArgs) -> Result<AgentToolResult, String> {
+    let (root, args): (&ToolRoot, &ReadArgs) = (&root, &args);
     let located = root.locate("read", &args.path)?;
     let offset = args.offset.unwrap_or(1);
     if offset == 0 {

@@ -9,12 +9,13 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::io;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-/// The directory a set of file tools works in. Every path a model sends is resolved against it and
+/// The directory a set of file tools works in: the [`State`](yiem_core::State) of a store that holds the
+/// file tools and `bash`, so each store (each agent) can have its own. Every path a model sends is resolved against it and
 /// refused when it leads outside: through `..`, as an absolute path elsewhere, or through a symlink.
 ///
 /// The root is canonical (symlinks resolved), so two roots that name the same directory compare equal.
@@ -64,8 +65,6 @@ pub(crate) struct Located {
     /// What the model sent.
     pub requested: String,
 }
-
-static DEFAULT_ROOT: RwLock<Option<ToolRoot>> = RwLock::new(None);
 
 impl ToolRoot {
     /// A root at `path`, which must be an existing directory.
@@ -131,24 +130,14 @@ impl ToolRoot {
         )
     }
 
-    /// The root the `#[tool]` versions of the file tools use: the one given to [`set_default_root`], else
-    /// the current directory at the time of the call.
+    /// The current directory as a root.
     ///
     /// ```
-    /// let root = yiem_tools::ToolRoot::current().unwrap();
+    /// let root = yiem_tools::ToolRoot::current_dir().unwrap();
     /// assert!(root.path().is_absolute());
     /// ```
-    pub fn current() -> Result<Self, String> {
-        let chosen = DEFAULT_ROOT
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone();
-        match chosen {
-            Some(root) => Ok(root),
-            None => std::env::current_dir()
-                .and_then(ToolRoot::new)
-                .map_err(|error| format!("the current directory cannot serve as root: {error}")),
-        }
+    pub fn current_dir() -> io::Result<Self> {
+        std::env::current_dir().and_then(ToolRoot::new)
     }
 
     /// The canonical path of the root.
@@ -206,22 +195,6 @@ impl fmt::Debug for ToolRoot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_tuple("ToolRoot").field(&self.path).finish()
     }
-}
-
-/// Sets the root that the registered (`#[tool]`) file tools and `bash` use in this process; the `yiem`
-/// program's `--root` calls it. Tools built with [`file_tools`](crate::file_tools) keep their own root.
-///
-/// ```
-/// let dir = tempfile::tempdir().unwrap();
-/// yiem_tools::set_default_root(dir.path()).unwrap();
-/// assert_eq!(yiem_tools::ToolRoot::current().unwrap().path(), dir.path().canonicalize().unwrap());
-/// ```
-pub fn set_default_root(path: impl AsRef<Path>) -> io::Result<()> {
-    let root = ToolRoot::new(path)?;
-    *DEFAULT_ROOT
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(root);
-    Ok(())
 }
 
 /// Removes `.` and resolves `..` without touching the file system.

@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, tool};
+use yiem_core::{State, AgentToolResult, tool};
 
 use crate::confined::{is_escape, not_regular, special_kind, write_atomically_beneath};
 use crate::root::ToolRoot;
@@ -27,25 +27,8 @@ pub struct WriteArgs {
     open_world = false,
     timeout_ms = 30000
 )]
-pub fn write(args: WriteArgs) -> AgentToolResult {
-    match ToolRoot::current() {
-        Ok(root) => write_in(&root, args),
-        Err(error) => AgentToolResult::error(format!("tool `write`: {error}")),
-    }
-}
-
-/// `write` in the given root.
-///
-/// ```
-/// use yiem_tools::{ToolRoot, write::{WriteArgs, write_in}};
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// let root = ToolRoot::new(dir.path()).unwrap();
-/// let result = write_in(&root, WriteArgs { path: "a/b.txt".into(), content: "hi\n".into() });
-/// assert_eq!(result.text_content(), "Created `a/b.txt` (3 bytes).");
-/// assert_eq!(std::fs::read_to_string(dir.path().join("a/b.txt")).unwrap(), "hi\n");
-/// ```
-pub fn write_in(root: &ToolRoot, args: WriteArgs) -> AgentToolResult {
+pub fn write(State(root): State<ToolRoot>, args: WriteArgs) -> AgentToolResult {
+    let root: &ToolRoot = &root;
     let located = match root.locate("write", &args.path) {
         Ok(located) => located,
         Err(message) => return AgentToolResult::error(message),

@@ -11,40 +11,77 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::RwLock;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, AgentToolResult, LIST_TOOLS, ToolStore, static_tools, tool};
+use yiem_core::{AgentTool, AgentToolResult, LIST_TOOLS, State, ToolStore, static_tools, tool};
 
 /// The tools directory this crate was built from (`src/tools`, or `YIEM_TOOLS_DIR` at build time):
 /// the directory `build.rs` scanned, and where `write_tool` writes by default.
 pub const BUILT_TOOLS_DIR: &str = env!("YIEM_TOOLS_DIR_BUILT");
 
-static DEFAULT_TOOLS_DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
-
-/// Sets the directory the registered `write_tool` writes into in this process (default:
-/// [`BUILT_TOOLS_DIR`]).
+/// The directory `write_tool` writes into: the [`State`] of a store that holds `write_tool`, so each store
+/// (each agent) can have its own. Besides every tool linked into the program, `write_tool` refuses the
+/// names a store lists, when told which store ([`refusing_names_of`](Self::refusing_names_of)).
 ///
 /// ```
+/// use yiem_core::ToolStore;
+/// use yiem_tools::write_tool::{ToolsDir, write_tool_tool};
+///
 /// let dir = tempfile::tempdir().unwrap();
-/// yiem_tools::set_default_tools_dir(dir.path());
-/// assert_eq!(yiem_tools::write_tool::default_tools_dir(), dir.path());
+/// let store = ToolStore::new("agent");
+/// let mut store = store.clone().with_state(ToolsDir::new(dir.path()).refusing_names_of(&store));
+/// store.register(write_tool_tool()).unwrap();
+/// assert_eq!(store.state::<ToolsDir>().unwrap().path(), dir.path());
 /// ```
-pub fn set_default_tools_dir(dir: impl Into<PathBuf>) {
-    *DEFAULT_TOOLS_DIR
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(dir.into());
+#[derive(Clone, Debug)]
+pub struct ToolsDir {
+    path: PathBuf,
+    /// The `list_tools` of the store whose names are refused too (it holds the store weakly).
+    list_tools: Option<AgentTool>,
 }
 
-/// The directory the registered `write_tool` writes into.
-pub fn default_tools_dir() -> PathBuf {
-    DEFAULT_TOOLS_DIR
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(BUILT_TOOLS_DIR))
+impl ToolsDir {
+    /// `write_tool` writes into `path`.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        ToolsDir {
+            path: path.into(),
+            list_tools: None,
+        }
+    }
+
+    /// The tools directory this crate was built from, [`BUILT_TOOLS_DIR`].
+    pub fn built() -> Self {
+        ToolsDir::new(BUILT_TOOLS_DIR)
+    }
+
+    /// Also refuses every name `store`'s `list_tools` lists when `write_tool` is called (tools registered
+    /// later count too).
+    pub fn refusing_names_of(mut self, store: &ToolStore) -> Self {
+        self.list_tools = Some(store.list_tools_tool());
+        self
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The names the store lists, if this directory was told a store.
+    async fn taken(&self) -> Result<Vec<String>, String> {
+        let Some(list_tools) = &self.list_tools else {
+            return Ok(Vec::new());
+        };
+        let listing = list_tools.execute("write_tool-names", json!({})).await;
+        if listing.is_error {
+            return Err(format!(
+                "tool `write_tool`: cannot list the existing tools: {}",
+                listing.text_content()
+            ));
+        }
+        Ok(listed_names(&listing.text_content()))
+    }
 }
 
 /// Arguments of `write_tool`.
@@ -141,51 +178,23 @@ impl FieldType {
     open_world = false,
     timeout_ms = 660000
 )]
-pub fn write_tool(args: WriteToolArgs) -> AgentToolResult {
-    write_tool_in(&default_tools_dir(), &[], args)
-}
-
-/// A `write_tool` that writes into `dir` and also refuses every name that `store`'s `list_tools` lists.
-///
-/// ```
-/// use yiem_core::ToolStore;
-///
-/// let dir = tempfile::tempdir().unwrap();
-/// let store = ToolStore::new("agent");
-/// let tool = yiem_tools::write_tool::write_tool_for(&store, dir.path());
-/// assert_eq!(tool.name(), "write_tool");
-/// ```
-pub fn write_tool_for(store: &ToolStore, dir: impl Into<PathBuf>) -> AgentTool {
-    let dir = dir.into();
-    let list_tools = store.list_tools_tool();
-    let template = write_tool_tool();
-    crate::rooted::like(&template)
-        .handler(move |_ctx, raw: Value| {
-            let dir = dir.clone();
-            let list_tools = list_tools.clone();
-            async move {
-                let listing = list_tools.execute("write_tool-names", json!({})).await;
-                if listing.is_error {
-                    return AgentToolResult::error(format!(
-                        "tool `write_tool`: cannot list the existing tools: {}",
-                        listing.text_content()
-                    ));
-                }
-                let taken = listed_names(&listing.text_content());
-                match crate::rooted::parse::<WriteToolArgs>("write_tool", raw) {
-                    Ok(args) => {
-                        tokio::task::spawn_blocking(move || write_tool_in(&dir, &taken, args))
-                            .await
-                            .unwrap_or_else(|error| {
-                                AgentToolResult::error(format!("tool `write_tool` failed: {error}"))
-                            })
-                    }
-                    Err(error) => AgentToolResult::error(error),
-                }
-            }
-        })
-        .build()
-        .expect("the write_tool definition is valid")
+pub async fn write_tool(State(dir): State<ToolsDir>, args: WriteToolArgs) -> AgentToolResult {
+    let taken = match dir.taken().await {
+        Ok(taken) => taken,
+        Err(message) => return AgentToolResult::error(message),
+    };
+    let path = dir.path.clone();
+    let name = args.name.clone();
+    let written = tokio::task::spawn_blocking(move || write_source(&path, &taken, &args)).await;
+    match written {
+        Ok(Ok(path)) => AgentToolResult::text(format!(
+            "Wrote tool `{name}` to `{path}`. The next `cargo build` compiles it in (every file in the tools directory is included); restart the program to call `{name}`.",
+            path = path.display()
+        ))
+        .with_details(json!({"name": name, "path": path.display().to_string()})),
+        Ok(Err(message)) => AgentToolResult::error(format!("tool `write_tool`: {message}")),
+        Err(error) => AgentToolResult::error(format!("tool `write_tool` failed: {error}")),
+    }
 }
 
 /// The names in a `list_tools` listing (`- name: Label — summary` lines).
@@ -198,10 +207,11 @@ fn listed_names(listing: &str) -> Vec<String> {
         .collect()
 }
 
-/// Runs `write_tool` into `dir`, refusing the names in `taken` as well as every linked tool.
+/// What `write_tool` does once it knows the names the store takes: checks `args` and writes the new tool's
+/// file into `dir`, refusing the names in `taken` as well as every linked tool. Returns the file written.
 ///
 /// ```
-/// use yiem_tools::write_tool::{WriteToolArgs, write_tool_in};
+/// use yiem_tools::write_tool::{WriteToolArgs, write_source};
 ///
 /// let dir = tempfile::tempdir().unwrap();
 /// let args = WriteToolArgs {
@@ -217,24 +227,11 @@ fn listed_names(listing: &str) -> Vec<String> {
 ///     body: "Ok(args.text.to_uppercase())".into(),
 ///     parallel: true,
 /// };
-/// let result = write_tool_in(dir.path(), &[], args);
-/// assert!(!result.is_error, "{}", result.text_content());
-/// let source = std::fs::read_to_string(dir.path().join("shout.rs")).unwrap();
+/// let path = write_source(dir.path(), &[], &args).unwrap();
+/// let source = std::fs::read_to_string(path).unwrap();
 /// assert!(source.contains("pub async fn shout(args: ShoutArgs) -> Result<String, String> {"));
 /// ```
-pub fn write_tool_in(dir: &Path, taken: &[String], args: WriteToolArgs) -> AgentToolResult {
-    match write_tool_inner(dir, taken, &args) {
-        Ok(path) => AgentToolResult::text(format!(
-            "Wrote tool `{name}` to `{path}`. The next `cargo build` compiles it in (every file in the tools directory is included); restart the program to call `{name}`.",
-            name = args.name,
-            path = path.display()
-        ))
-        .with_details(json!({"name": args.name, "path": path.display().to_string()})),
-        Err(message) => AgentToolResult::error(format!("tool `write_tool`: {message}")),
-    }
-}
-
-fn write_tool_inner(dir: &Path, taken: &[String], args: &WriteToolArgs) -> Result<PathBuf, String> {
+pub fn write_source(dir: &Path, taken: &[String], args: &WriteToolArgs) -> Result<PathBuf, String> {
     check_name(&args.name)?;
     if args.label.trim().is_empty() {
         return Err("`label` is empty; give a human-readable name such as `Wine Search`".into());
