@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use yiem_core::{AgentTool, AgentToolResult, LIST_TOOLS, State, ToolStore, static_tools, tool};
 
@@ -85,7 +85,7 @@ impl ToolsDir {
 }
 
 /// Arguments of `write_tool`.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 pub struct WriteToolArgs {
     /// The new tool's name, also its Rust function and file name: snake_case (lowercase letters, digits and
     /// single `_`), starting with a letter, at most 64 characters. Call `list_tools` first: the name must be
@@ -113,7 +113,7 @@ pub struct WriteToolArgs {
 }
 
 /// One argument of a tool written by `write_tool`.
-#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema)]
 pub struct FieldSpec {
     /// The argument's name as the model sends it.
     pub name: String,
@@ -133,7 +133,7 @@ fn yes() -> bool {
 }
 
 /// The type of one argument of a tool written by `write_tool`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FieldType {
     /// Text (`String`).

@@ -10,8 +10,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use yiem_core::{CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolStore};
-use yiem_tools::ToolRoot;
-use yiem_tools::bash::{BashArgs, bash_in};
+use yiem_tools::bash::{BashArgs, bash_in_with};
+use yiem_tools::{ShellPolicy, ToolRoot};
+
+/// `bash` in `root` under the process's shell policy.
+async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> yiem_core::AgentToolResult {
+    bash_in_with(root, &ShellPolicy::current(), ctx, args).await
+}
 
 fn args(command: &str, timeout: Option<u64>) -> BashArgs {
     BashArgs {
@@ -150,8 +155,8 @@ async fn dropping_the_call_kills_the_process_group() {
 #[tokio::test]
 async fn the_executors_time_limit_also_kills_the_group() {
     let (dir, _root) = sandbox();
-    let mut store = ToolStore::new("bash");
-    for tool in yiem_tools::file_tools(&ToolRoot::new(dir.path()).unwrap()) {
+    let mut store = ToolStore::new("bash").with_state(ToolRoot::new(dir.path()).unwrap());
+    for tool in yiem_tools::file_tools() {
         store.register(tool).unwrap();
     }
     let name = marker("executor");

@@ -9,9 +9,29 @@ use yiem_tools::tools::get_time::time_at;
 
 yiem_core::link_tools!(yiem_tools);
 
+/// A store with the state the built-in tools need (a root and a tools directory, both a temporary one).
+fn empty_store() -> (tempfile::TempDir, ToolStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = ToolStore::new("builtins")
+        .with_state(yiem_tools::ToolRoot::new(dir.path()).unwrap())
+        .with_state(yiem_tools::ToolsDir::new(dir.path()));
+    (dir, store)
+}
+
+#[test]
+fn register_all_tools_without_a_root_is_refused_naming_the_tool_and_the_type() {
+    let mut store = ToolStore::new("rootless");
+    let refused = register_all_tools(&mut store).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "tool `bash` needs state of type `yiem_tools::root::ToolRoot`, which store `rootless` does not \
+         hold: give the store one before registering the tool, `ToolStore::new(\"rootless\").with_state(value)`"
+    );
+}
+
 #[test]
 fn register_all_tools_finds_every_builtin() {
-    let mut store = ToolStore::new("builtins");
+    let (_dir, mut store) = empty_store();
     let names = register_all_tools(&mut store).unwrap();
     assert_eq!(
         names,
@@ -31,7 +51,7 @@ fn register_all_tools_finds_every_builtin() {
 
 #[test]
 fn labels_modes_and_hints_are_set_truthfully() {
-    let mut store = ToolStore::new("builtins");
+    let (_dir, mut store) = empty_store();
     register_all_tools(&mut store).unwrap();
     let hints = |read_only, destructive, idempotent, open_world| ToolAnnotations {
         read_only,
@@ -99,7 +119,7 @@ fn labels_modes_and_hints_are_set_truthfully() {
 
 #[test]
 fn list_tools_lists_the_builtins() {
-    let mut store = ToolStore::new("builtins");
+    let (_dir, mut store) = empty_store();
     register_all_tools(&mut store).unwrap();
     let listing = block_on(store.get("list_tools").unwrap().execute("c", json!({})));
     let text = listing.text_content();
@@ -122,44 +142,58 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .block_on(future)
 }
 
-/// The only test that touches the process default root, so no other test races it.
+/// The registered tools take their root from the store: two stores with different roots in one process,
+/// each with the full typed argument errors.
 #[tokio::test]
-async fn registered_file_tools_use_the_default_root() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("note.txt"), "from the default root").unwrap();
-    yiem_tools::set_default_root(dir.path()).unwrap();
-    let mut store = ToolStore::new("builtins");
-    register_all_tools(&mut store).unwrap();
+async fn registered_file_tools_use_the_root_of_their_store() {
+    let (one, two) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(one.path().join("note.txt"), "from root one").unwrap();
+    std::fs::write(two.path().join("note.txt"), "from root two").unwrap();
+    let store = |dir: &std::path::Path| {
+        let mut store = ToolStore::new("rooted")
+            .with_state(yiem_tools::ToolRoot::new(dir).unwrap())
+            .with_state(yiem_tools::ToolsDir::new(dir));
+        register_all_tools(&mut store).unwrap();
+        store
+    };
+    let (first, second) = (store(one.path()), store(two.path()));
 
-    let read = store.get("read").unwrap();
-    let result = read.execute("c", json!({"path": "note.txt"})).await;
-    assert_eq!(result.text_content(), "     1\tfrom the default root");
+    let read = json!({"path": "note.txt"});
+    let result = first.execute("c", "read", read.clone()).await;
+    assert_eq!(result.text_content(), "     1\tfrom root one");
+    let result = second.execute("c", "read", read).await;
+    assert_eq!(result.text_content(), "     1\tfrom root two");
 
-    let write = store.get("write").unwrap();
-    write
-        .execute("c", json!({"path": "out/new.txt", "content": "x"}))
+    second
+        .execute("c", "write", json!({"path": "out/new.txt", "content": "x"}))
         .await;
     assert_eq!(
-        std::fs::read_to_string(dir.path().join("out/new.txt")).unwrap(),
+        std::fs::read_to_string(two.path().join("out/new.txt")).unwrap(),
         "x"
     );
+    assert!(!one.path().join("out").exists());
 
-    let bash = store.get("bash").unwrap();
-    let pwd = bash.execute("c", json!({"command": "pwd"})).await;
-    assert_eq!(
-        pwd.text_content(),
-        format!("{}\n", dir.path().canonicalize().unwrap().display())
-    );
+    let pwd = first.execute("c", "bash", json!({"command": "pwd"})).await;
+    if !pwd.is_error {
+        assert_eq!(
+            pwd.text_content(),
+            format!("{}\n", one.path().canonicalize().unwrap().display())
+        );
+    }
 
-    let refused = read.execute("c", json!({"path": "/etc/hostname"})).await;
+    let refused = first.execute("c", "read", json!({"path": "/etc/hostname"})).await;
     assert!(refused.is_error);
+    assert!(refused.text_content().contains("is outside the root directory"));
+
+    // The model-facing argument report, not a plain serde message.
+    let typo = second.execute("c", "read", json!({"pth": "note.txt"})).await;
     assert!(
-        refused
-            .text_content()
-            .contains("is outside the root directory")
+        typo.text_content().starts_with("invalid arguments for tool `read` (2 problems):\n- at `/pth`: unknown property `pth`; did you mean `path`?"),
+        "{}",
+        typo.text_content()
     );
 
-    let missing = yiem_tools::set_default_root(dir.path().join("nope")).unwrap_err();
+    let missing = yiem_tools::ToolRoot::new(one.path().join("nope")).unwrap_err();
     assert!(
         missing.to_string().starts_with("root directory `"),
         "{missing}"

@@ -13,13 +13,23 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, AgentToolResult};
-use yiem_tools::edit::{EditArgs, edit_in};
-use yiem_tools::grep::{GrepArgs, grep_in};
-use yiem_tools::ls::{LsArgs, ls_in};
-use yiem_tools::read::{ReadArgs, read_in};
-use yiem_tools::write::{WriteArgs, write_in};
+use yiem_core::{AgentToolResult, IntoToolResult, State, ToolStore};
+use yiem_tools::edit::{EditArgs, edit};
+use yiem_tools::grep::{GrepArgs, grep};
+use yiem_tools::ls::{LsArgs, ls};
+use yiem_tools::read::{ReadArgs, read};
+use yiem_tools::write::{WriteArgs, write};
 use yiem_tools::{ToolRoot, file_tools};
+
+/// Calls a file tool's function as written, in `root`, without a store: the race below makes thousands
+/// of calls and wants nothing else in the way.
+fn direct<A, R: IntoToolResult>(
+    tool: fn(State<ToolRoot>, A) -> R,
+    root: &ToolRoot,
+    args: A,
+) -> AgentToolResult {
+    tool(State(Arc::new(root.clone())), args).into_tool_result()
+}
 
 /// Every path under `dir` (recursively, symlinks not followed).
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -100,7 +110,8 @@ fn a_directory_swapped_with_a_symlink_out_never_lets_a_call_through() {
     while call < 3000 || allowed == 0 || refused == 0 {
         assert!(call < 200_000, "the swap never raced a call");
         let result: AgentToolResult = match call % 4 {
-            0 => read_in(
+            0 => direct(
+                read,
                 &root,
                 ReadArgs {
                     path: "race/secret.txt".into(),
@@ -108,7 +119,8 @@ fn a_directory_swapped_with_a_symlink_out_never_lets_a_call_through() {
                     limit: None,
                 },
             ),
-            1 => ls_in(
+            1 => direct(
+                ls,
                 &root,
                 LsArgs {
                     path: Some("race".into()),
@@ -117,8 +129,9 @@ fn a_directory_swapped_with_a_symlink_out_never_lets_a_call_through() {
             ),
             2 => {
                 let name = format!("race/new-{call}.txt");
-                let result = write_in(
-                    &root,
+                let result = direct(
+                write,
+                &root,
                     WriteArgs {
                         path: name.clone(),
                         content: "written\n".into(),
@@ -129,7 +142,8 @@ fn a_directory_swapped_with_a_symlink_out_never_lets_a_call_through() {
                 }
                 result
             }
-            _ => grep_in(
+            _ => direct(
+                grep,
                 &root,
                 GrepArgs {
                     pattern: "OUTSIDE|inside".into(),
@@ -199,14 +213,17 @@ fn a_directory_swapped_with_a_symlink_out_never_lets_a_call_through() {
 
 struct Root {
     dir: tempfile::TempDir,
-    tools: Vec<AgentTool>,
+    store: ToolStore,
 }
 
 impl Root {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let tools = file_tools(&ToolRoot::new(dir.path()).unwrap());
-        Root { dir, tools }
+        let mut store = ToolStore::new("root").with_state(ToolRoot::new(dir.path()).unwrap());
+        for tool in file_tools() {
+            store.register(tool).unwrap();
+        }
+        Root { dir, store }
     }
 
     fn path(&self) -> &Path {
@@ -221,8 +238,8 @@ impl Root {
 
     /// Calls `name`; a hang fails the test instead of stalling it (the bound is generous, not a timing).
     async fn call(&self, name: &str, args: Value) -> AgentToolResult {
-        let tool = self.tools.iter().find(|t| t.name() == name).unwrap();
-        tokio::time::timeout(Duration::from_secs(60), tool.execute("c1", args))
+        assert!(self.store.contains(name), "no tool `{name}`");
+        tokio::time::timeout(Duration::from_secs(60), self.store.execute("c1", name, args))
             .await
             .unwrap_or_else(|_| panic!("`{name}` hung"))
     }
@@ -278,15 +295,17 @@ async fn grep_and_ls_of_a_directory_pass_over_a_fifo_and_a_socket() {
 
 #[test]
 fn every_file_tool_has_a_time_limit() {
-    let root = Root::new();
-    for tool in root.tools.iter().filter(|tool| tool.name() != "bash") {
+    for tool in file_tools().iter().filter(|tool| tool.name() != "bash") {
         assert!(
             tool.timeout().is_some(),
             "`{}` has no time limit",
             tool.name()
         );
     }
-    let mut store = yiem_core::ToolStore::new("limits");
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = ToolStore::new("limits")
+        .with_state(ToolRoot::new(dir.path()).unwrap())
+        .with_state(yiem_tools::ToolsDir::new(dir.path()));
     yiem_core::register_all_tools(&mut store).unwrap();
     for name in ["read", "write", "edit", "ls", "grep"] {
         let tool = store.get(name).unwrap();
@@ -375,8 +394,9 @@ fn edit_through_the_library_refuses_a_fifo_too() {
     let root = Root::new();
     root.fifo("pipe");
     let tool_root = ToolRoot::new(root.path()).unwrap();
-    let result = edit_in(
-        &tool_root,
+    let result = direct(
+                edit,
+                &tool_root,
         EditArgs {
             path: "pipe".into(),
             old_string: "a".into(),

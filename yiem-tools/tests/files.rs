@@ -1,23 +1,26 @@
 //! The file tools (`read`, `write`, `edit`, `ls`, `grep`) on real temporary directories, through the tools
-//! a model calls (`file_tools(root)`), and every refusal.
+//! a model calls (`file_tools()` in a store whose state is the root), and every refusal.
 
 use std::fs;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, AgentToolResult, Content};
+use yiem_core::{AgentToolResult, Content, ToolStore};
 use yiem_tools::{ToolRoot, file_tools};
 
 struct Sandbox {
     dir: tempfile::TempDir,
-    tools: Vec<AgentTool>,
+    store: ToolStore,
 }
 
 impl Sandbox {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let tools = file_tools(&ToolRoot::new(dir.path()).unwrap());
-        Sandbox { dir, tools }
+        let mut store = ToolStore::new("files").with_state(ToolRoot::new(dir.path()).unwrap());
+        for tool in file_tools() {
+            store.register(tool).unwrap();
+        }
+        Sandbox { dir, store }
     }
 
     fn path(&self) -> &Path {
@@ -35,8 +38,8 @@ impl Sandbox {
     }
 
     async fn call(&self, name: &str, args: Value) -> AgentToolResult {
-        let tool = self.tools.iter().find(|t| t.name() == name).unwrap();
-        tool.execute("call-1", args).await
+        assert!(self.store.contains(name), "no tool `{name}`");
+        self.store.execute("call-1", name, args).await
     }
 
     async fn ok(&self, name: &str, args: Value) -> AgentToolResult {

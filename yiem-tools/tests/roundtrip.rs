@@ -89,14 +89,14 @@ async fn a_tool_written_by_write_tool_is_compiled_in_by_the_next_build() {
     assert_eq!(run(&["list"]), "hello,list_tools");
 
     // The model's path: the registered write_tool, pointed at the copy's tools directory.
-    yiem_tools::set_default_tools_dir(dir.path().join("src/tools"));
-    let mut store = ToolStore::new("author");
+    let mut store = ToolStore::new("author")
+        .with_state(yiem_tools::ToolRoot::new(dir.path()).unwrap())
+        .with_state(yiem_tools::ToolsDir::new(dir.path().join("src/tools")));
     register_all_tools(&mut store).unwrap();
     let result = store
-        .get("write_tool")
-        .unwrap()
         .execute(
             "call-1",
+            "write_tool",
             json!({
                 "name": "search_wine",
                 "label": "Wine Search",

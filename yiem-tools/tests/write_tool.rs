@@ -3,8 +3,32 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, ToolStore};
-use yiem_tools::write_tool::{WriteToolArgs, write_tool_for, write_tool_in};
+use yiem_core::{AgentTool, AgentToolResult, ToolStore};
+use yiem_tools::write_tool::{ToolsDir, WriteToolArgs, write_tool_tool};
+
+/// `write_tool` as a model calls it, in a store whose tools directory is `dir` and that already holds
+/// tools named `taken`.
+fn write_tool_in(dir: &Path, taken: &[String], args: WriteToolArgs) -> AgentToolResult {
+    let store = ToolStore::new("agent");
+    let mut store = store
+        .clone()
+        .with_state(ToolsDir::new(dir).refusing_names_of(&store));
+    for name in taken {
+        let tool = AgentTool::builder(name.as_str())
+            .description("Taken.")
+            .handler(|_, _| async { "taken" })
+            .build()
+            .unwrap();
+        store.register(tool).unwrap();
+    }
+    store.register(write_tool_tool()).unwrap();
+    let args = serde_json::to_value(&args).unwrap();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(store.execute("c", "write_tool", args))
+}
 
 fn files(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -273,22 +297,25 @@ fn refuses_a_missing_tools_directory() {
 #[tokio::test]
 async fn write_tool_for_a_store_refuses_the_names_its_list_tools_lists() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = ToolStore::new("agent");
+    let store = ToolStore::new("agent");
+    let mut store = store
+        .clone()
+        .with_state(ToolsDir::new(dir.path()).refusing_names_of(&store));
     let remote = AgentTool::builder("search_wine")
         .description("A wine search from an MCP server.")
         .handler(|_, _| async { "none" })
         .build()
         .unwrap();
     store.register(remote).unwrap();
-    let tool = write_tool_for(&store, dir.path());
-    let refused = tool.execute("c", search_wine()).await;
+    store.register(write_tool_tool()).unwrap();
+    let refused = store.execute("c", "write_tool", search_wine()).await;
     assert_eq!(
         refused.text_content(),
         "tool `write_tool`: a tool named `search_wine` already exists; call `list_tools` and choose a free name"
     );
     let mut other = search_wine();
     other["name"] = json!("search_beer");
-    let written = tool.execute("c", other).await;
+    let written = store.execute("c", "write_tool", other).await;
     assert!(!written.is_error, "{}", written.text_content());
     assert_eq!(files(dir.path()), ["search_beer.rs"]);
 }
