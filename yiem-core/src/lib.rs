@@ -48,8 +48,11 @@
 //!
 //! ## Defining tools
 //!
-//! See [`tool`] for the accepted signatures, return types and attribute keys. Tools built at run time (from
-//! configuration or another process) use [`AgentTool::builder`].
+//! See [`tool`] for the accepted signatures, return types and attribute keys. A tool reaches shared state
+//! (a pool, a client, a root directory) as [`State<T>`], held per store ([`ToolStore::with_state`]); tools
+//! that are methods of one instance come from [`tools`] on an `impl` block. [`check_tools!`] in a test
+//! file checks every tool for what a provider would refuse. Tools built at run time (from configuration or
+//! another process) use [`AgentTool::builder`].
 //!
 //! ## Features
 //!
@@ -220,9 +223,12 @@ pub use tool::{
 /// # Signatures
 ///
 /// `async fn f(args: A)`, `async fn f(ctx: ToolContext, args: A)`, `async fn f()` and
-/// `async fn f(ctx: ToolContext)`, where `A: Deserialize + JsonSchema` (a struct deriving both). Plain `fn`s
-/// with the same parameters are accepted too and run on tokio's blocking threads, so they never stall other
-/// tools. The future of an async tool must be `Send`.
+/// `async fn f(ctx: ToolContext)`, where `A: Deserialize + JsonSchema` (a struct deriving both). Before the
+/// argument struct a tool may also take [`State<T>`] parameters, the state of the store it runs in
+/// (`async fn f(State(db): State<Db>, args: A)`; at most five `ToolContext` and `State` parameters, in any
+/// order). Plain `fn`s with the same parameters are accepted too and run on tokio's blocking threads, so they
+/// never stall other tools. The future of an async tool must be `Send`. Methods with `&self` are tools in an
+/// impl block under [`tools`].
 ///
 /// # Return types
 ///
@@ -277,9 +283,10 @@ pub use tool::{
 ///
 /// # Misuse is a compile error on your token
 ///
-/// A tool without a description, with borrowed or several argument structs, generic, taking `self`, with
-/// an unknown or repeated key, or with arguments that are not `Deserialize + JsonSchema` does not compile,
-/// and the error says what to write instead:
+/// A tool without a description, with borrowed or several argument structs, generic, taking `self` outside
+/// a [`tools`] impl, with a `State` parameter after the arguments or of a type that is not
+/// `Send + Sync + 'static`, with an unknown or repeated key, or with arguments that are not
+/// `Deserialize + JsonSchema` does not compile, and the error says what to write instead:
 ///
 /// ```compile_fail
 /// use yiem_core::tool;
