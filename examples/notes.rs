@@ -111,8 +111,19 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     bob.execute("b1", "add_note", json!({"text": "fix the bike"}))
         .await;
 
-    println!("alice: {}", alice.execute("a3", "list_notes", json!({})).await.text_content());
-    println!("bob: {}", bob.execute("b2", "list_notes", json!({})).await.text_content());
+    println!(
+        "alice: {}",
+        alice
+            .execute("a3", "list_notes", json!({}))
+            .await
+            .text_content()
+    );
+    println!(
+        "bob: {}",
+        bob.execute("b2", "list_notes", json!({}))
+            .await
+            .text_content()
+    );
     let found = alice
         .execute("a4", "search_notes", json!({"containing": "bike"}))
         .await;
@@ -120,8 +131,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let moved = alice.execute("a5", "archive_notes", json!({})).await;
     println!("alice: {}", moved.text_content());
     let counts = (
-        alice.execute("a6", "archived_count", json!({})).await.text_content(),
-        bob.execute("b3", "archived_count", json!({})).await.text_content(),
+        alice
+            .execute("a6", "archived_count", json!({}))
+            .await
+            .text_content(),
+        bob.execute("b3", "archived_count", json!({}))
+            .await
+            .text_content(),
     );
     println!("archived: alice {}, bob {}", counts.0, counts.1);
     Ok(())

@@ -5,7 +5,13 @@ use std::process::Command;
 #[test]
 fn two_agents_keep_their_own_notes() {
     let exe = std::env::current_exe().unwrap();
-    let example = exe.parent().unwrap().parent().unwrap().join("examples").join("notes");
+    let example = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples")
+        .join("notes");
     let output = Command::new(example).output().unwrap();
     assert!(output.status.success(), "{output:?}");
     assert_eq!(

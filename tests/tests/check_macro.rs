@@ -32,7 +32,10 @@ fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
         .expect("cargo runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!output.status.success(), "the check passed:\n{stdout}\n{stderr}");
+    assert!(
+        !output.status.success(),
+        "the check passed:\n{stdout}\n{stderr}"
+    );
     assert!(
         stdout.contains("test yiem_check_tools ... FAILED"),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
@@ -44,5 +47,8 @@ fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
         stdout.contains(report),
         "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    assert!(stdout.contains("test result: FAILED. 0 passed; 1 failed"), "{stdout}");
+    assert!(
+        stdout.contains("test result: FAILED. 0 passed; 1 failed"),
+        "{stdout}"
+    );
 }

@@ -69,10 +69,8 @@ async fn two_stores_give_the_same_tool_their_own_state_while_both_calls_run() {
             batch.messages[0].text_content()
         })
     };
-    let (a, b) = within(async {
-        tokio::join!(run(primary.clone(), "a"), run(replica.clone(), "b"))
-    })
-    .await;
+    let (a, b) =
+        within(async { tokio::join!(run(primary.clone(), "a"), run(replica.clone(), "b")) }).await;
     assert_eq!(a.unwrap(), "primary answered for users");
     assert_eq!(b.unwrap(), "replica answered for users");
     assert_eq!(primary.state::<Db>().unwrap().name, "primary");
@@ -120,19 +118,18 @@ fn state_of_another_type_does_not_stand_in_for_the_one_a_tool_takes() {
 fn register_all_tools_refuses_every_tool_when_one_needs_state_the_store_lacks() {
     let mut store = ToolStore::new("everything");
     let refused = register_all_tools(&mut store).unwrap_err();
+    assert!(refused.to_string().starts_with("tool `"), "{refused}");
     assert!(
-        refused.to_string().starts_with("tool `"),
-        "{refused}"
+        refused
+            .to_string()
+            .contains("which store `everything` does not hold")
     );
-    assert!(refused.to_string().contains("which store `everything` does not hold"));
     assert!(store.is_empty(), "all or nothing: {:?}", store.names());
 }
 
 #[tokio::test]
 async fn calling_a_tool_without_its_state_is_an_error_result_naming_the_tool_and_the_type() {
-    let result = query_tool()
-        .execute("c1", json!({"table": "users"}))
-        .await;
+    let result = query_tool().execute("c1", json!({"table": "users"})).await;
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
@@ -142,7 +139,11 @@ async fn calling_a_tool_without_its_state_is_an_error_result_naming_the_tool_and
     );
     // Missing state is a problem of setup: it is reported before the arguments are even looked at.
     let result = query_tool().execute("c2", json!({"table": 5})).await;
-    assert!(result.text_content().starts_with("tool `query` needs state"));
+    assert!(
+        result
+            .text_content()
+            .starts_with("tool `query` needs state")
+    );
 }
 
 #[tokio::test]
@@ -151,9 +152,7 @@ async fn a_context_can_carry_state_for_a_call_in_hand() {
         name: "in-hand",
         meet: Arc::new(Barrier::new(1)),
     });
-    let result = query_tool()
-        .execute_with(ctx, json!({"table": "t"}))
-        .await;
+    let result = query_tool().execute_with(ctx, json!({"table": "t"})).await;
     assert_eq!(result.text_content(), "in-hand answered for t");
 }
 
@@ -203,7 +202,10 @@ fn notes_store() -> (ToolStore, Arc<Notes>) {
     let notes = Arc::new(Notes::default());
     let mut store = ToolStore::new("notes").with_state(Bullet("- "));
     let names = store.register_methods(Arc::clone(&notes)).unwrap();
-    assert_eq!(names, ["add_note", "list_notes", "find-notes", "break_notes"]);
+    assert_eq!(
+        names,
+        ["add_note", "list_notes", "find-notes", "break_notes"]
+    );
     (store, notes)
 }
 
@@ -282,10 +284,15 @@ async fn method_tools_are_served_over_mcp() {
             .stderr(Stdio::null())
             .spawn()
             .expect("the server starts");
-    let client = within(().serve(transport)).await.expect("the handshake completes");
+    let client = within(().serve(transport))
+        .await
+        .expect("the handshake completes");
     let listed = within(client.list_tools(None)).await.unwrap();
     let names: Vec<&str> = listed.tools.iter().map(|tool| tool.name.as_ref()).collect();
-    assert_eq!(names, ["add_note", "list_notes", "find-notes", "break_notes"]);
+    assert_eq!(
+        names,
+        ["add_note", "list_notes", "find-notes", "break_notes"]
+    );
     assert_eq!(
         serde_json::to_value(&listed.tools[0]).unwrap(),
         json!({
@@ -304,19 +311,35 @@ async fn method_tools_are_served_over_mcp() {
         let Value::Object(args) = args else { panic!() };
         let client = &client;
         async move {
-            let result = within(client.call_tool(CallToolRequestParams::new(name).with_arguments(args)))
-                .await
-                .expect("a result");
+            let result =
+                within(client.call_tool(CallToolRequestParams::new(name).with_arguments(args)))
+                    .await
+                    .expect("a result");
             let value = serde_json::to_value(result).unwrap();
-            (value["content"][0]["text"].as_str().unwrap().to_owned(), value["isError"].clone())
+            (
+                value["content"][0]["text"].as_str().unwrap().to_owned(),
+                value["isError"].clone(),
+            )
         }
     };
-    assert_eq!(call("add_note", json!({"text": "one"})).await, ("1 notes".into(), json!(false)));
-    assert_eq!(call("add_note", json!({"text": "two"})).await, ("2 notes".into(), json!(false)));
-    assert_eq!(call("list_notes", json!({})).await, ("* one\n* two".into(), json!(false)));
+    assert_eq!(
+        call("add_note", json!({"text": "one"})).await,
+        ("1 notes".into(), json!(false))
+    );
+    assert_eq!(
+        call("add_note", json!({"text": "two"})).await,
+        ("2 notes".into(), json!(false))
+    );
+    assert_eq!(
+        call("list_notes", json!({})).await,
+        ("* one\n* two".into(), json!(false))
+    );
     assert_eq!(
         call("break_notes", json!({})).await,
-        ("tool `break_notes` panicked: the notes are broken".into(), json!(true))
+        (
+            "tool `break_notes` panicked: the notes are broken".into(),
+            json!(true)
+        )
     );
     client.cancel().await.unwrap();
 }

@@ -4,17 +4,17 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 pub use inventory;
+pub use serde_json::Value;
 pub use std::sync::Arc;
 pub use std::vec::Vec;
-pub use serde_json::Value;
 
 pub use crate::args::ArgumentCheck;
 pub use crate::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
     OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, no_args_spec, output_spec,
 };
-pub use crate::state::{StateKey, ToolState};
 pub use crate::registry::ToolRegistration;
+pub use crate::state::{StateKey, ToolState};
 pub use crate::tool::ErasedHandler;
 pub use crate::tool::SchemaCell;
 

@@ -15,7 +15,9 @@ use crate::tool::{AgentTool, SourceLocation, is_valid_tool_name};
 #[non_exhaustive]
 pub enum ToolProblem {
     /// The description is empty: the model would not know when to call the tool.
-    #[error("tool `{tool}` (defined at {defined}) has an empty description: say what the tool does")]
+    #[error(
+        "tool `{tool}` (defined at {defined}) has an empty description: say what the tool does"
+    )]
     EmptyDescription {
         /// The tool.
         tool: String,

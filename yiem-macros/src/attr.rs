@@ -177,7 +177,11 @@ fn set<T>(
 }
 
 fn string(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Option<LitStr>> {
-    let Some(expr) = value(cx, meta, format!("`{name}` takes a value: write `{name} = \"...\"`"))?
+    let Some(expr) = value(
+        cx,
+        meta,
+        format!("`{name}` takes a value: write `{name} = \"...\"`"),
+    )?
     else {
         return Ok(None);
     };
@@ -197,7 +201,8 @@ fn string(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<
 
 /// A positive number of milliseconds, without a suffix.
 fn millis(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<u64>> {
-    let message = "`timeout_ms` takes a positive whole number of milliseconds, e.g. `timeout_ms = 5000`";
+    let message =
+        "`timeout_ms` takes a positive whole number of milliseconds, e.g. `timeout_ms = 5000`";
     let Some(expr) = value(cx, meta, message.to_owned())? else {
         return Ok(None);
     };

@@ -10,7 +10,10 @@ use syn::{ItemFn, ItemImpl};
 pub fn emit(errors: syn::Error, item: &ItemFn, krate: &syn::Path) -> TokenStream {
     let errors = errors.to_compile_error();
     let vis = &item.vis;
-    let constructor = format_ident!("{}_tool", item.sig.ident.to_string().trim_start_matches("r#"));
+    let constructor = format_ident!(
+        "{}_tool",
+        item.sig.ident.to_string().trim_start_matches("r#")
+    );
     quote! {
         #item
         #errors

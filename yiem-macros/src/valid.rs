@@ -242,7 +242,10 @@ fn check_params<'a>(cx: &mut Ctxt, tool: &ToolFn<'a>, form: Form) -> Signature<'
             }
             Param::Context(pat_type) => {
                 if context {
-                    cx.error_spanned_by(&pat_type.ty, "a tool takes at most one `ToolContext`: remove this one");
+                    cx.error_spanned_by(
+                        &pat_type.ty,
+                        "a tool takes at most one `ToolContext`: remove this one",
+                    );
                 } else if args.is_some() {
                     cx.error_spanned_by(
                         &pat_type.ty,

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use similar::{Algorithm, DiffTag, TextDiff};
-use yiem_core::{State, AgentToolResult, tool};
+use yiem_core::{AgentToolResult, State, tool};
 
 use std::io::Read as _;
 

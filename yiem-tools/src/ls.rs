@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{State, AgentToolResult, tool};
+use yiem_core::{AgentToolResult, State, tool};
 
 use crate::confined::is_escape;
 use crate::root::ToolRoot;

@@ -267,7 +267,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         let tool = find(&store, &name)?;
         return call(&store, &tool, &args);
     }
-    let store = store(use_root(None)?, PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR))?;
+    let store = store(
+        use_root(None)?,
+        PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR),
+    )?;
     match command {
         ToolsCommand::List {
             dialect: Some(dialect),
@@ -405,7 +408,10 @@ fn use_tools_dir(dir: PathBuf) -> Result<PathBuf, Failure> {
 
 /// `--tools-dir DIR`, or else the root directory: a server never writes into the source tree this program
 /// was built from.
-fn tools_dir_or_root(dir: Option<PathBuf>, root: &yiem_tools::ToolRoot) -> Result<PathBuf, Failure> {
+fn tools_dir_or_root(
+    dir: Option<PathBuf>,
+    root: &yiem_tools::ToolRoot,
+) -> Result<PathBuf, Failure> {
     match dir {
         Some(dir) => use_tools_dir(dir),
         None => Ok(root.path().to_path_buf()),

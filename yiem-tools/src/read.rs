@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read as _, Seek as _, SeekFrom};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{State, AgentToolResult, Content, tool};
+use yiem_core::{AgentToolResult, Content, State, tool};
 
 use crate::confined::open_regular;
 use crate::root::ToolRoot;

@@ -181,12 +181,20 @@ async fn registered_file_tools_use_the_root_of_their_store() {
         );
     }
 
-    let refused = first.execute("c", "read", json!({"path": "/etc/hostname"})).await;
+    let refused = first
+        .execute("c", "read", json!({"path": "/etc/hostname"}))
+        .await;
     assert!(refused.is_error);
-    assert!(refused.text_content().contains("is outside the root directory"));
+    assert!(
+        refused
+            .text_content()
+            .contains("is outside the root directory")
+    );
 
     // The model-facing argument report, not a plain serde message.
-    let typo = second.execute("c", "read", json!({"pth": "note.txt"})).await;
+    let typo = second
+        .execute("c", "read", json!({"pth": "note.txt"}))
+        .await;
     assert!(
         typo.text_content().starts_with("invalid arguments for tool `read` (2 problems):\n- at `/pth`: unknown property `pth`; did you mean `path`?"),
         "{}",

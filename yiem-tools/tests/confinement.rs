@@ -130,8 +130,8 @@ fn a_directory_swapped_with_a_symlink_out_never_lets_a_call_through() {
             2 => {
                 let name = format!("race/new-{call}.txt");
                 let result = direct(
-                write,
-                &root,
+                    write,
+                    &root,
                     WriteArgs {
                         path: name.clone(),
                         content: "written\n".into(),
@@ -239,9 +239,12 @@ impl Root {
     /// Calls `name`; a hang fails the test instead of stalling it (the bound is generous, not a timing).
     async fn call(&self, name: &str, args: Value) -> AgentToolResult {
         assert!(self.store.contains(name), "no tool `{name}`");
-        tokio::time::timeout(Duration::from_secs(60), self.store.execute("c1", name, args))
-            .await
-            .unwrap_or_else(|_| panic!("`{name}` hung"))
+        tokio::time::timeout(
+            Duration::from_secs(60),
+            self.store.execute("c1", name, args),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("`{name}` hung"))
     }
 }
 
@@ -395,8 +398,8 @@ fn edit_through_the_library_refuses_a_fifo_too() {
     root.fifo("pipe");
     let tool_root = ToolRoot::new(root.path()).unwrap();
     let result = direct(
-                edit,
-                &tool_root,
+        edit,
+        &tool_root,
         EditArgs {
             path: "pipe".into(),
             old_string: "a".into(),
