@@ -1,6 +1,6 @@
-//! The keys of `#[tool(...)]`, parsed with `syn::meta::parser`. Each key is one entry of [`KEYS`]: its
-//! name and the function that parses its value, once, into its field of [`Attrs`]. Adding a key means
-//! adding a field and an entry here, and reading the field in `valid`.
+//! The keys of `#[tool(...)]`, parsed with `syn::meta::parser`. Each key is one line of [`KEYS`]: its
+//! name, its field of [`Attrs`], and the reader that parses its value once. Adding a key means adding a
+//! field and a line here, and reading the field in `valid`.
 
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
@@ -39,69 +39,31 @@ pub struct Attrs {
 /// How one key's value is read: from the key onwards, recording problems in `cx`.
 type ParseKey = fn(&mut Attrs, &mut Ctxt, Span, &ParseNestedMeta<'_>) -> syn::Result<()>;
 
+/// One entry of [`KEYS`]: the key, the field of [`Attrs`] it fills, and how its value is read.
+macro_rules! key {
+    ($name:literal, $field:ident, $read:ident) => {
+        ($name, |attrs, cx, key, meta| {
+            let value = $read(cx, meta, $name)?;
+            set(cx, &mut attrs.$field, key, $name, value)
+        })
+    };
+}
+
 /// Every key `#[tool]` accepts, in the order errors list them.
 pub const KEYS: &[(&str, ParseKey)] = &[
-    ("name", |a, cx, key, meta| {
-        let value = string(cx, meta, "name")?;
-        set(cx, &mut a.name, key, "name", value)
-    }),
-    ("label", |a, cx, key, meta| {
-        let value = string(cx, meta, "label")?;
-        set(cx, &mut a.label, key, "label", value)
-    }),
-    ("description", |a, cx, key, meta| {
-        let value = string(cx, meta, "description")?;
-        set(cx, &mut a.description, key, "description", value)
-    }),
-    ("parallel", |a, cx, key, meta| {
-        let value = flag(cx, meta, "parallel")?;
-        set(cx, &mut a.parallel, key, "parallel", value)
-    }),
-    ("sequential", |a, cx, key, meta| {
-        let value = flag(cx, meta, "sequential")?;
-        set(cx, &mut a.sequential, key, "sequential", value)
-    }),
-    ("timeout_ms", |a, cx, key, meta| {
-        let value = millis(cx, meta)?;
-        set(cx, &mut a.timeout_ms, key, "timeout_ms", value)
-    }),
-    ("prepare", |a, cx, key, meta| {
-        let value = path(cx, meta, "prepare")?;
-        set(cx, &mut a.prepare, key, "prepare", value)
-    }),
-    ("validate", |a, cx, key, meta| {
-        let value = path(cx, meta, "validate")?;
-        set(cx, &mut a.validate, key, "validate", value)
-    }),
-    ("read_only", |a, cx, key, meta| {
-        let value = hint(cx, meta, "read_only")?;
-        set(cx, &mut a.read_only, key, "read_only", value)
-    }),
-    ("destructive", |a, cx, key, meta| {
-        let value = hint(cx, meta, "destructive")?;
-        set(cx, &mut a.destructive, key, "destructive", value)
-    }),
-    ("idempotent", |a, cx, key, meta| {
-        let value = hint(cx, meta, "idempotent")?;
-        set(cx, &mut a.idempotent, key, "idempotent", value)
-    }),
-    ("open_world", |a, cx, key, meta| {
-        let value = hint(cx, meta, "open_world")?;
-        set(cx, &mut a.open_world, key, "open_world", value)
-    }),
-    ("crate", |a, cx, key, meta| {
-        let value = string(cx, meta, "crate")?.and_then(|lit| match lit.parse::<syn::Path>() {
-            Ok(path) => Some(path),
-            Err(_) => {
-                cx.error_spanned_by(
-                    &lit,
-                    "`crate` takes the path of the runtime crate, e.g. `crate = \"my_app::yiem\"`",
-                );
-                None
-            }
-        });
-        set(cx, &mut a.krate, key, "crate", value)
-    }),
+    key!("name", name, string),
+    key!("label", label, string),
+    key!("description", description, string),
+    key!("parallel", parallel, flag),
+    key!("sequential", sequential, flag),
+    key!("timeout_ms", timeout_ms, millis),
+    key!("prepare", prepare, path),
+    key!("validate", validate, path),
+    key!("read_only", read_only, hint),
+    key!("destructive", destructive, hint),
+    key!("idempotent", idempotent, hint),
+    key!("open_world", open_world, hint),
+    key!("crate", krate, crate_path),
 ];
 
 /// Parses the attribute's arguments, recording every problem in `cx` (all of them, not only the first).
@@ -199,8 +161,28 @@ fn string(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<
     })
 }
 
+/// The path of the runtime crate, written as a string.
+fn crate_path(
+    cx: &mut Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    name: &str,
+) -> syn::Result<Option<syn::Path>> {
+    Ok(
+        string(cx, meta, name)?.and_then(|lit| match lit.parse::<syn::Path>() {
+            Ok(path) => Some(path),
+            Err(_) => {
+                cx.error_spanned_by(
+                    &lit,
+                    "`crate` takes the path of the runtime crate, e.g. `crate = \"my_app::yiem\"`",
+                );
+                None
+            }
+        }),
+    )
+}
+
 /// A positive number of milliseconds, without a suffix.
-fn millis(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<u64>> {
+fn millis(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, _name: &str) -> syn::Result<Option<u64>> {
     let message =
         "`timeout_ms` takes a positive whole number of milliseconds, e.g. `timeout_ms = 5000`";
     let Some(expr) = value(cx, meta, message.to_owned())? else {

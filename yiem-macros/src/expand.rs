@@ -23,14 +23,10 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let item: ItemFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
-            let error = syn::Error::new(
-                item_keyword_span(&input),
+            return misplaced(
+                input,
                 "#[tool] goes on a function: `async fn name(args: Args) -> Output`",
             );
-            // Keep whatever the user wrote, so only this error shows.
-            let mut out = input;
-            out.extend(error.to_compile_error());
-            return out;
         }
     };
 
@@ -78,13 +74,10 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut item: ItemImpl = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
-            let error = syn::Error::new(
-                item_keyword_span(&input),
+            return misplaced(
+                input,
                 "#[tools] goes on an impl block: `#[tools] impl Type { #[tool] async fn name(&self, args: Args) -> Output { ... } }`",
             );
-            let mut out = input;
-            out.extend(error.to_compile_error());
-            return out;
         }
     };
     let mut cx = Ctxt::default();
@@ -185,6 +178,15 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
             }
         }
     }
+}
+
+/// An attribute on the wrong kind of item: whatever the user wrote, kept so only this error shows, and the
+/// error on the item's keyword.
+fn misplaced(input: TokenStream, message: &str) -> TokenStream {
+    let error = syn::Error::new(item_keyword_span(&input), message);
+    let mut out = input;
+    out.extend(error.to_compile_error());
+    out
 }
 
 /// `#[tool]` by any path ending in `tool`.

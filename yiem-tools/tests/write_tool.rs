@@ -6,22 +6,28 @@ use serde_json::{Value, json};
 use yiem_core::{AgentTool, AgentToolResult, ToolStore};
 use yiem_tools::write_tool::{ToolsDir, WriteToolArgs, write_tool_tool};
 
-/// `write_tool` as a model calls it, in a store whose tools directory is `dir` and that already holds
-/// tools named `taken`.
-fn write_tool_in(dir: &Path, taken: &[String], args: WriteToolArgs) -> AgentToolResult {
+/// A store with `write_tool` writing into `dir`, and builder tools named `taken` (an MCP server's, say).
+fn store_with(dir: &Path, taken: &[String]) -> ToolStore {
     let store = ToolStore::new("agent");
     let mut store = store
         .clone()
         .with_state(ToolsDir::new(dir).refusing_names_of(&store));
     for name in taken {
         let tool = AgentTool::builder(name.as_str())
-            .description("Taken.")
-            .handler(|_, _| async { "taken" })
+            .description("A tool from elsewhere.")
+            .handler(|_, _| async { "none" })
             .build()
             .unwrap();
         store.register(tool).unwrap();
     }
     store.register(write_tool_tool()).unwrap();
+    store
+}
+
+/// `write_tool` as a model calls it, in a store whose tools directory is `dir` and that already holds
+/// tools named `taken`.
+fn write_tool_in(dir: &Path, taken: &[String], args: WriteToolArgs) -> AgentToolResult {
+    let store = store_with(dir, taken);
     let args = serde_json::to_value(&args).unwrap();
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -297,17 +303,7 @@ fn refuses_a_missing_tools_directory() {
 #[tokio::test]
 async fn write_tool_for_a_store_refuses_the_names_its_list_tools_lists() {
     let dir = tempfile::tempdir().unwrap();
-    let store = ToolStore::new("agent");
-    let mut store = store
-        .clone()
-        .with_state(ToolsDir::new(dir.path()).refusing_names_of(&store));
-    let remote = AgentTool::builder("search_wine")
-        .description("A wine search from an MCP server.")
-        .handler(|_, _| async { "none" })
-        .build()
-        .unwrap();
-    store.register(remote).unwrap();
-    store.register(write_tool_tool()).unwrap();
+    let store = store_with(dir.path(), &["search_wine".to_owned()]);
     let refused = store.execute("c", "write_tool", search_wine()).await;
     assert_eq!(
         refused.text_content(),
