@@ -1,6 +1,7 @@
 //! Registration: [`ToolStore`], a per-agent ordered map of tools, and [`register_all_tools`], which finds
 //! every `#[tool]` linked into the binary through `inventory`.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
@@ -237,13 +238,18 @@ impl ToolStore {
     /// `tools`) or state the store lacks refuses them all. Returns the names, in order.
     fn register_all(&self, tools: Vec<AgentTool>) -> Result<Vec<String>, RegistrationError> {
         let mut guard = self.write();
-        for (index, tool) in tools.iter().enumerate() {
+        // The names of the batch so far, for a batch of more than one (1000 linked tools stay linear).
+        let mut batch: HashMap<&str, &AgentTool, foldhash::fast::RandomState> = HashMap::default();
+        for tool in &tools {
             let earlier = guard
                 .map
                 .get(tool.name())
-                .or_else(|| tools[..index].iter().find(|t| t.name() == tool.name()));
+                .or_else(|| batch.get(tool.name()).copied());
             if let Some(earlier) = earlier {
                 return Err(self.duplicate(earlier, tool));
+            }
+            if tools.len() > 1 {
+                batch.insert(tool.name(), tool);
             }
             if let Some(missing) = self.missing_state(&guard.state, tool) {
                 return Err(missing.into());
