@@ -68,6 +68,7 @@ impl ToolSpec {
                 mode: self.mode,
                 timeout: self.timeout_ms.map(Duration::from_millis),
                 annotations: self.annotations,
+                needs_approval: false,
                 source: SourceLocation {
                     file: self.file,
                     line: self.line,

@@ -150,14 +150,18 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
-pub use agent::{Agent, AgentBuilder, AgentContext, NextTurnContext, TurnUpdate};
+pub use agent::{
+    Agent, AgentBuilder, AgentContext, AgentRun, ApprovalPolicy, DEFAULT_MAX_TURNS, Decision,
+    NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError, RunLimits, RunOutcome, RunStop,
+    Step, TurnUpdate,
+};
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use content::Content;
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use event::{AgentEvent, EventBus, EventStream};
-pub use executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
+pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
