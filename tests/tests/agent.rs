@@ -137,7 +137,10 @@ async fn scenario_one_reads_a_file_with_the_exact_event_sequence() {
         .build();
     let events = trace(&agent);
 
-    let messages = agent.prompt("what is the content of text.txt file").await.messages;
+    let messages = agent
+        .prompt("what is the content of text.txt file")
+        .await
+        .messages;
 
     assert_eq!(
         *events.lock().unwrap(),
@@ -263,7 +266,7 @@ async fn scenario_two_copies_a_file_with_sequential_tool_calls() {
         .tool_execution(BatchMode::Sequential)
         .build();
     let events = trace(&agent);
-    agent.prompt("copy text.txt to text.md").await.messages;
+    agent.prompt("copy text.txt to text.md").await;
     let middle = [
         "ToolExecutionStart(read)",
         "ToolExecutionEnd(read)",
@@ -400,7 +403,9 @@ async fn prompts_sent_while_busy_are_all_processed_in_order() {
     let mut queued = Vec::new();
     for text in ["second", "third"] {
         let agent = agent.clone();
-        queued.push(tokio::spawn(async move { agent.prompt(text).await.messages }));
+        queued.push(tokio::spawn(
+            async move { agent.prompt(text).await.messages },
+        ));
         // Let this prompt reach the queue before the next one is sent.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -633,8 +638,8 @@ async fn prepare_next_turn_can_stop_the_run_and_change_the_prompt() {
 async fn the_conversation_carries_over_between_prompts() {
     let _serial = SERIAL.lock().await;
     let agent = Agent::builder().model(echo_model()).build();
-    agent.prompt("one").await.messages;
-    agent.prompt_messages(vec![UserMessage::text("two")]).await.messages;
+    agent.prompt("one").await;
+    agent.prompt_messages(vec![UserMessage::text("two")]).await;
     assert_eq!(
         texts(&agent.messages()),
         [

@@ -129,7 +129,10 @@ impl Call {
     /// Whether the call's tool must run alone (an unknown tool runs nothing, so it never forces order).
     pub(crate) fn is_sequential(&self) -> bool {
         self.refusal.is_none()
-            && self.tool.as_ref().is_some_and(|tool| tool.execution_mode() == crate::tool::ExecutionMode::Sequential)
+            && self
+                .tool
+                .as_ref()
+                .is_some_and(|tool| tool.execution_mode() == crate::tool::ExecutionMode::Sequential)
     }
 
     /// Prepares the call (step 2 of the module docs). Never fails.

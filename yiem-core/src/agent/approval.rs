@@ -104,7 +104,9 @@ type PolicyFn = dyn Fn(&ToolCall, &AgentTool) -> Option<String> + Send + Sync;
 
 impl ApprovalPolicy {
     /// A policy from a function of the call and its tool.
-    pub fn new(decide: impl Fn(&ToolCall, &AgentTool) -> Option<String> + Send + Sync + 'static) -> Self {
+    pub fn new(
+        decide: impl Fn(&ToolCall, &AgentTool) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
         ApprovalPolicy(Arc::new(decide))
     }
 

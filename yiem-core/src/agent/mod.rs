@@ -245,7 +245,10 @@ impl AgentBuilder {
         let names: Vec<String> = tools.into_iter().map(Into::into).collect();
         self.approval = ApprovalPolicy::new(move |call, tool| {
             if names.contains(&call.name) {
-                return Some(format!("the tool `{}` needs approval before it runs", call.name));
+                return Some(format!(
+                    "the tool `{}` needs approval before it runs",
+                    call.name
+                ));
             }
             ApprovalPolicy::tool_default(call, tool)
         });
@@ -668,7 +671,12 @@ impl Driving<'_> {
     fn announce_from(&mut self, from: usize) {
         let added: Vec<AgentMessage> = {
             let state = lock(&self.shared.state);
-            state.run.messages().get(from..).unwrap_or_default().to_vec()
+            state
+                .run
+                .messages()
+                .get(from..)
+                .unwrap_or_default()
+                .to_vec()
         };
         for message in added {
             if self.events.is_observed() {

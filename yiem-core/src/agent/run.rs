@@ -52,7 +52,7 @@ pub enum RunStop {
     /// A tool named in the stop policy returned; its result is the run's output.
     StoppedAtTool {
         /// That tool's result.
-        result: ToolResultMessage,
+        result: Box<ToolResultMessage>,
     },
     /// Calls of the last reply wait for a decision; none of its calls has run.
     AwaitingApproval {
@@ -378,7 +378,7 @@ impl AgentRun {
         {
             Phase::Stopped {
                 stop: RunStop::StoppedAtTool {
-                    result: result.clone(),
+                    result: Box::new(result.clone()),
                 },
             }
         } else {
@@ -627,7 +627,8 @@ impl AgentRun {
         };
         let Some(version) = version else {
             return Err(ResumeError::InvalidState(
-                "it has no `version` (a whole number): is it a run saved by AgentRun::to_json?".into(),
+                "it has no `version` (a whole number): is it a run saved by AgentRun::to_json?"
+                    .into(),
             ));
         };
         if version != u64::from(RUN_FORMAT_VERSION) {
@@ -703,8 +704,12 @@ fn add_usage(total: &mut Usage, more: &Usage) {
     // Saturating: a provider that reports absurd counts must not make the run panic.
     total.input_tokens = total.input_tokens.saturating_add(more.input_tokens);
     total.output_tokens = total.output_tokens.saturating_add(more.output_tokens);
-    total.cache_read_tokens = total.cache_read_tokens.saturating_add(more.cache_read_tokens);
-    total.cache_write_tokens = total.cache_write_tokens.saturating_add(more.cache_write_tokens);
+    total.cache_read_tokens = total
+        .cache_read_tokens
+        .saturating_add(more.cache_read_tokens);
+    total.cache_write_tokens = total
+        .cache_write_tokens
+        .saturating_add(more.cache_write_tokens);
 }
 
 /// The reply that ends a run whose last batch asked to terminate: the tool results' text, as in the seeds.
