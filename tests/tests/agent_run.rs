@@ -859,3 +859,42 @@ async fn a_model_error_stops_the_run_and_resume_tries_again() {
         .unwrap();
     assert_eq!(retried.text(), "back");
 }
+
+#[tokio::test]
+async fn restoring_a_run_while_one_is_active_is_refused() {
+    let (started_tx, mut started) = mpsc::unbounded_channel::<()>();
+    let (release_tx, release) = tokio::sync::watch::channel(false);
+    let wait = AgentTool::builder("wait")
+        .description("Wait to be released.")
+        .parallel()
+        .handler(move |_ctx: ToolContext, _args: Value| {
+            let started = started_tx.clone();
+            let mut release = release.clone();
+            async move {
+                let _ = started.send(());
+                let _ = release.wait_for(|go| *go).await;
+                "released"
+            }
+        })
+        .build()
+        .unwrap();
+    let mut tools = ToolStore::new("wait");
+    tools.register(wait).unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("wait", json!({})),
+            ScriptedTurn::text("ok"),
+        ]))
+        .tools(tools)
+        .build();
+    let running = tokio::spawn({
+        let agent = agent.clone();
+        async move { agent.prompt("go").await }
+    });
+    started.recv().await.unwrap();
+    let saved = agent.run_state();
+    assert_eq!(agent.restore(saved.clone()), Err(ResumeError::Busy));
+    release_tx.send(true).unwrap();
+    assert_eq!(running.await.unwrap().stop, RunStop::Finished);
+    assert_eq!(agent.restore(saved), Ok(()));
+}
