@@ -133,15 +133,19 @@ async fn main() {
     agent.on_event(print_event);
     let added = agent.prompt(question).await;
     // A run that ended in a model error says so, and the program fails with it.
-    let failed = added.iter().rev().find_map(|message| match message {
-        AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error => Some(
-            reply
-                .error
-                .clone()
-                .unwrap_or_else(|| "the model failed".to_owned()),
-        ),
-        _ => None,
-    });
+    let failed = added
+        .messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error => Some(
+                reply
+                    .error
+                    .clone()
+                    .unwrap_or_else(|| "the model failed".to_owned()),
+            ),
+            _ => None,
+        });
     if let Some(error) = failed {
         eprintln!("error: {error}");
         std::process::exit(1);

@@ -84,3 +84,5 @@ impl Notes {
         self.len() == 0
     }
 }
+
+pub mod resumable;

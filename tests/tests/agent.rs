@@ -137,7 +137,10 @@ async fn scenario_one_reads_a_file_with_the_exact_event_sequence() {
         .build();
     let events = trace(&agent);
 
-    let messages = agent.prompt("what is the content of text.txt file").await;
+    let messages = agent
+        .prompt("what is the content of text.txt file")
+        .await
+        .messages;
 
     assert_eq!(
         *events.lock().unwrap(),
@@ -154,6 +157,7 @@ async fn scenario_one_reads_a_file_with_the_exact_event_sequence() {
             "MessageStart(ToolResult[read])",
             "MessageEnd(ToolResult[read])",
             "TurnEnd(1 results)",
+            "TurnStart",
             "MessageStart(Assistant)",
             "MessageUpdate*(Assistant)",
             "MessageEnd(Assistant)",
@@ -207,8 +211,9 @@ const COPY_PROLOGUE: [&str; 7] = [
     "MessageEnd(Assistant)",
 ];
 
-const COPY_EPILOGUE: [&str; 6] = [
+const COPY_EPILOGUE: [&str; 7] = [
     "TurnEnd(2 results)",
+    "TurnStart",
     "MessageStart(Assistant)",
     "MessageUpdate*(Assistant)",
     "MessageEnd(Assistant)",
@@ -224,7 +229,7 @@ async fn scenario_two_copies_a_file_with_parallel_tool_calls() {
         .tools(file_tools())
         .build();
     let events = trace(&agent);
-    let messages = agent.prompt("copy text.txt to text.md").await;
+    let messages = agent.prompt("copy text.txt to text.md").await.messages;
     let middle = [
         "ToolExecutionStart(read)",
         "ToolExecutionStart(write)",
@@ -348,7 +353,7 @@ async fn steering_while_a_tool_runs_is_injected_after_the_turn() {
         .build();
     let run = tokio::spawn({
         let agent = agent.clone();
-        async move { agent.prompt("do work").await }
+        async move { agent.prompt("do work").await.messages }
     });
     STARTED.notified().await;
     agent.steer("also check the logs");
@@ -371,7 +376,7 @@ async fn a_follow_up_runs_after_the_final_answer() {
     let _serial = SERIAL.lock().await;
     let agent = Agent::builder().model(echo_model()).build();
     agent.follow_up("and one more thing");
-    let messages = agent.prompt("hello").await;
+    let messages = agent.prompt("hello").await.messages;
     assert_eq!(
         texts(&messages),
         [
@@ -392,13 +397,15 @@ async fn prompts_sent_while_busy_are_all_processed_in_order() {
         .build();
     let first = tokio::spawn({
         let agent = agent.clone();
-        async move { agent.prompt("do work").await }
+        async move { agent.prompt("do work").await.messages }
     });
     STARTED.notified().await;
     let mut queued = Vec::new();
     for text in ["second", "third"] {
         let agent = agent.clone();
-        queued.push(tokio::spawn(async move { agent.prompt(text).await }));
+        queued.push(tokio::spawn(
+            async move { agent.prompt(text).await.messages },
+        ));
         // Let this prompt reach the queue before the next one is sent.
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -434,7 +441,7 @@ async fn abort_during_a_tool_cancels_it_and_ends_the_run_with_a_result_per_call(
         .build();
     let run = tokio::spawn({
         let agent = agent.clone();
-        async move { agent.prompt("do work").await }
+        async move { agent.prompt("do work").await.messages }
     });
     STARTED.notified().await;
     agent.abort();
@@ -474,7 +481,7 @@ async fn abort_during_a_model_stream_ends_the_reply_as_aborted() {
     let events = trace(&agent);
     let run = tokio::spawn({
         let agent = agent.clone();
-        async move { agent.prompt("talk").await }
+        async move { agent.prompt("talk").await.messages }
     });
     updates.notified().await;
     agent.abort();
@@ -514,7 +521,7 @@ async fn a_terminating_batch_ends_the_run_with_a_reply_built_from_the_results() 
     let model = ScriptedModel::new([ScriptedTurn::tool_call("finish_job", json!({}))]);
     let agent = Agent::builder().model(model.clone()).tools(store).build();
     let events = trace(&agent);
-    let messages = agent.prompt("finish it").await;
+    let messages = agent.prompt("finish it").await.messages;
     let last = assistant(messages.last().unwrap());
     assert_eq!(last.stop_reason, StopReason::ToolUseTerminated);
     assert_eq!(
@@ -544,7 +551,7 @@ async fn tool_calls_cut_off_by_the_output_limit_are_refused_not_run() {
         ScriptedTurn::text("I will ask for less."),
     ]);
     let agent = Agent::builder().model(model).tools(file_tools()).build();
-    let messages = agent.prompt("read it").await;
+    let messages = agent.prompt("read it").await.messages;
     let AgentMessage::ToolResult(result) = &messages[2] else {
         panic!()
     };
@@ -567,7 +574,7 @@ async fn a_model_error_ends_the_run_with_an_error_reply() {
             "rate limited for good",
         )]))
         .build();
-    let messages = agent.prompt("hi").await;
+    let messages = agent.prompt("hi").await.messages;
     let reply = assistant(&messages[1]);
     assert_eq!(reply.stop_reason, StopReason::Error);
     assert_eq!(reply.error.as_deref(), Some("rate limited for good"));
@@ -589,7 +596,7 @@ async fn prepare_context_filters_tools_and_edits_the_prompt() {
             context.system_prompt.push_str(" + read-only mode");
         })
         .build();
-    let messages = agent.prompt("write something").await;
+    let messages = agent.prompt("write something").await.messages;
     let AgentMessage::ToolResult(result) = &messages[2] else {
         panic!()
     };
@@ -621,7 +628,7 @@ async fn prepare_next_turn_can_stop_the_run_and_change_the_prompt() {
             })
         })
         .build();
-    let messages = agent.prompt("read").await;
+    let messages = agent.prompt("read").await.messages;
     assert_eq!(messages.len(), 3);
     assert_eq!(model.requests().len(), 1);
     assert_eq!(model.remaining(), 1);

@@ -224,7 +224,7 @@ async fn method_tools_run_in_an_agent_on_their_instance() {
         ScriptedTurn::text("done"),
     ]);
     let agent = Agent::builder().model(model).tools(store).build();
-    let messages = within(agent.prompt("take a note")).await;
+    let messages = within(agent.prompt("take a note")).await.messages;
     let results: Vec<String> = messages
         .iter()
         .filter_map(|message| match message {

@@ -30,6 +30,7 @@ pub struct ToolSpec {
     pub label: Option<&'static str>,
     pub description: &'static str,
     pub mode: ExecutionMode,
+    pub needs_approval: bool,
     pub timeout_ms: Option<u64>,
     pub annotations: ToolAnnotations,
     pub prepare: Option<fn(Value) -> Value>,
@@ -71,6 +72,7 @@ impl ToolSpec {
                 mode: self.mode,
                 timeout: self.timeout_ms.map(Duration::from_millis),
                 annotations: self.annotations,
+                needs_approval: self.needs_approval,
                 source: SourceLocation {
                     file: self.file,
                     line: self.line,

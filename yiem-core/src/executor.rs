@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use tokio::sync::RwLock;
+use serde::{Deserialize, Serialize};
+use tokio::sync::{RwLock, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
@@ -50,6 +51,46 @@ pub struct ToolCallBatch {
     pub messages: Vec<ToolResultMessage>,
     /// Whether the loop should stop: true only when the batch is not empty and every result asks to.
     pub terminate: bool,
+}
+
+/// One call of a planned batch: run it, or answer it with an error without running it (a call the user
+/// denied, say). See [`ToolExecutor::execute_plan`].
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::{PlannedCall, ToolCall};
+///
+/// let denied = PlannedCall::Refuse {
+///     call: ToolCall::new("1", "bash", json!({"command": "rm -rf /"})),
+///     reason: "the user denied this call: too dangerous".into(),
+/// };
+/// assert_eq!(denied.call().name, "bash");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "plan", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlannedCall {
+    /// Run the call through the pipeline.
+    Run {
+        /// The call.
+        call: ToolCall,
+    },
+    /// Answer the call with an error result whose text is `reason`; no hook sees it.
+    Refuse {
+        /// The call.
+        call: ToolCall,
+        /// What the model reads instead of a result.
+        reason: String,
+    },
+}
+
+impl PlannedCall {
+    /// The call this plan is for.
+    pub fn call(&self) -> &ToolCall {
+        match self {
+            PlannedCall::Run { call } | PlannedCall::Refuse { call, .. } => call,
+        }
+    }
 }
 
 /// Runs batches of tool calls through the pipeline.
@@ -92,6 +133,9 @@ pub struct ToolExecutor {
     events: EventBus,
     /// Sequential calls hold it for writing, parallel ones for reading (see the module docs).
     order: Arc<RwLock<()>>,
+    /// At most this many calls of this executor run at once (permits are handed out in call order).
+    limit: Option<Arc<Semaphore>>,
+    max_calls: Option<usize>,
 }
 
 impl ToolExecutor {
@@ -124,6 +168,27 @@ impl ToolExecutor {
         self
     }
 
+    /// Runs at most `calls` tool calls at once across this executor's batches; the others wait their turn
+    /// in call order, and results still come back in call order. `0` is taken as `1`.
+    ///
+    /// ```
+    /// use yiem_core::ToolExecutor;
+    ///
+    /// let executor = ToolExecutor::new().with_max_concurrent_calls(4);
+    /// assert_eq!(executor.max_concurrent_calls(), Some(4));
+    /// ```
+    pub fn with_max_concurrent_calls(mut self, calls: usize) -> Self {
+        let calls = calls.clamp(1, Semaphore::MAX_PERMITS);
+        self.limit = Some(Arc::new(Semaphore::new(calls)));
+        self.max_calls = Some(calls);
+        self
+    }
+
+    /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.
+    pub fn max_concurrent_calls(&self) -> Option<usize> {
+        self.max_calls
+    }
+
     /// The bus this executor emits to: register sinks or subscribe here.
     pub fn events(&self) -> &EventBus {
         &self.events
@@ -154,6 +219,25 @@ impl ToolExecutor {
     ) -> ToolCallBatch {
         let calls = assistant.tool_calls().cloned().collect();
         self.run_batch(store, calls, Some(assistant), cancel).await
+    }
+
+    /// Executes a planned batch: calls to run go through the pipeline, refused ones get their error result
+    /// without running; one result per call, in plan order, as for [`execute`](Self::execute).
+    pub async fn execute_plan(
+        &self,
+        store: &ToolStore,
+        plan: Vec<PlannedCall>,
+        assistant: Option<Arc<AssistantMessage>>,
+        cancel: &CancellationToken,
+    ) -> ToolCallBatch {
+        let calls = plan
+            .into_iter()
+            .map(|planned| match planned {
+                PlannedCall::Run { call } => Call::new(store, call),
+                PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
+            })
+            .collect();
+        self.run_calls(store, calls, assistant, cancel).await
     }
 
     /// Answers every call with an error result built by `reason`, without running any (used when a reply's
@@ -196,11 +280,21 @@ impl ToolExecutor {
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        let env = self.env(assistant);
-        let calls: Vec<Call> = calls
+        let calls = calls
             .into_iter()
             .map(|call| Call::new(store, call))
             .collect();
+        self.run_calls(store, calls, assistant, cancel).await
+    }
+
+    async fn run_calls(
+        &self,
+        store: &ToolStore,
+        calls: Vec<Call>,
+        assistant: Option<Arc<AssistantMessage>>,
+        cancel: &CancellationToken,
+    ) -> ToolCallBatch {
+        let env = self.env(assistant);
         let sequential =
             self.mode == BatchMode::Sequential || calls.iter().any(Call::is_sequential);
         let messages = if sequential {
@@ -236,6 +330,11 @@ impl ToolExecutor {
             } else {
                 None
             };
+            // A call that has the executor to itself needs no permit; one beside other batches does.
+            let _permit = match (&self.limit, alone) {
+                (Some(limit), false) => limit.acquire().await.ok(),
+                _ => None,
+            };
             call.start(env);
             let result = call.run(store, env, cancel).await;
             messages.push(call.message(env, result));
@@ -269,7 +368,15 @@ impl ToolExecutor {
                 .map(|(call, prepared)| async move {
                     match prepared {
                         Prepared::Done(result) => result,
-                        Prepared::Ready(ready) => call.end(env, ready.execute(env, cancel).await),
+                        Prepared::Ready(ready) => {
+                            // The semaphore is fair and `join_all` polls in call order, so permits go
+                            // out in call order; it is never closed, so acquiring cannot fail.
+                            let _permit = match &self.limit {
+                                Some(limit) => limit.acquire().await.ok(),
+                                None => None,
+                            };
+                            call.end(env, ready.execute(env, cancel).await)
+                        }
                     }
                 });
             join_all(running).await

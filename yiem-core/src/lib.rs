@@ -157,7 +157,11 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
-pub use agent::{Agent, AgentBuilder, AgentContext, NextTurnContext, TurnUpdate};
+pub use agent::{
+    Agent, AgentBuilder, AgentContext, AgentRun, ApprovalPolicy, DEFAULT_MAX_TURNS, Decision,
+    NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError, RunLimits, RunOutcome,
+    RunStop, Step, TurnUpdate,
+};
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use check::{ToolCheck, ToolProblem, check_tools};
@@ -165,7 +169,7 @@ pub use content::Content;
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use event::{AgentEvent, EventBus, EventStream};
-pub use executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
+pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
@@ -245,6 +249,7 @@ pub use tool::{
 /// | `label = "..."` | human-readable name | the name in title case |
 /// | `description = "..."` | what the tool does | the doc comment (one of the two is required) |
 /// | `parallel` / `sequential` | may it run concurrently with other tools of a batch | `sequential` |
+/// | `needs_approval` | an agent waits for a person's decision before it runs a call ([`Decision`]) | off |
 /// | `timeout_ms = N` | time limit; the call gets an error result when it passes | none |
 /// | `prepare = path` | `fn(serde_json::Value) -> serde_json::Value`, rewrites raw arguments first | none |
 /// | `validate = path` | `fn(&A) -> Result<(), String>`, extra checks after parsing | none |

@@ -65,6 +65,8 @@ pub(crate) struct Call {
     tool: Option<AgentTool>,
     /// The store's state, for the call's context.
     state: Arc<StateMap>,
+    /// Set when the call is answered with this error instead of running (e.g. a denied approval).
+    refusal: Option<String>,
     span: tracing::Span,
     started: Instant,
 }
@@ -104,8 +106,17 @@ impl Call {
             call,
             tool,
             state,
+            refusal: None,
             span,
             started: Instant::now(),
+        }
+    }
+
+    /// A call that will not run: preparing it gives an error result with `reason`, and no hook sees it.
+    pub(crate) fn refused(store: &ToolStore, call: ToolCall, reason: String) -> Call {
+        Call {
+            refusal: Some(reason),
+            ..Call::new(store, call)
         }
     }
 
@@ -121,9 +132,11 @@ impl Call {
 
     /// Whether the call's tool must run alone (an unknown tool runs nothing, so it never forces order).
     pub(crate) fn is_sequential(&self) -> bool {
-        self.tool
-            .as_ref()
-            .is_some_and(|tool| tool.execution_mode() == crate::tool::ExecutionMode::Sequential)
+        self.refusal.is_none()
+            && self
+                .tool
+                .as_ref()
+                .is_some_and(|tool| tool.execution_mode() == crate::tool::ExecutionMode::Sequential)
     }
 
     /// Prepares the call (step 2 of the module docs). Never fails.
@@ -145,6 +158,9 @@ impl Call {
         cancel: &CancellationToken,
     ) -> Prepared {
         let call = &self.call;
+        if let Some(reason) = &self.refusal {
+            return Prepared::Done(AgentToolResult::error(reason.clone()));
+        }
         if cancel.is_cancelled() {
             return Prepared::Done(not_run(&call.name));
         }

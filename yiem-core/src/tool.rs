@@ -173,6 +173,7 @@ pub(crate) struct ToolInner {
     pub(crate) mode: ExecutionMode,
     pub(crate) timeout: Option<Duration>,
     pub(crate) annotations: ToolAnnotations,
+    pub(crate) needs_approval: bool,
     pub(crate) source: SourceLocation,
     pub(crate) arguments: ArgumentCache,
     pub(crate) dialects: DialectCache<Value>,
@@ -232,6 +233,7 @@ impl AgentTool {
             mode: ExecutionMode::Sequential,
             timeout: None,
             annotations: ToolAnnotations::default(),
+            needs_approval: false,
             source: SourceLocation::caller(),
         }
     }
@@ -273,6 +275,12 @@ impl AgentTool {
     /// The tool's own time limit, if it has one.
     pub fn timeout(&self) -> Option<Duration> {
         self.inner.timeout
+    }
+
+    /// Whether a call waits for a person's approval before an agent runs it (see
+    /// [`ApprovalPolicy`](crate::ApprovalPolicy)).
+    pub fn needs_approval(&self) -> bool {
+        self.inner.needs_approval
     }
 
     /// The MCP behaviour hints.
@@ -565,6 +573,7 @@ pub struct ToolBuilder {
     mode: ExecutionMode,
     timeout: Option<Duration>,
     annotations: ToolAnnotations,
+    needs_approval: bool,
     source: SourceLocation,
 }
 
@@ -617,6 +626,12 @@ impl ToolBuilder {
     /// The MCP behaviour hints.
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = annotations;
+        self
+    }
+
+    /// Makes an agent wait for a person's approval before it runs a call of this tool.
+    pub fn needs_approval(mut self) -> Self {
+        self.needs_approval = true;
         self
     }
 
@@ -686,6 +701,7 @@ impl ToolBuilder {
                 mode: self.mode,
                 timeout: self.timeout,
                 annotations: self.annotations,
+                needs_approval: self.needs_approval,
                 source: self.source,
                 arguments,
                 dialects: DialectCache::default(),

@@ -25,6 +25,7 @@ pub struct Attrs {
     pub description: Option<Keyed<LitStr>>,
     pub parallel: Option<Keyed<()>>,
     pub sequential: Option<Keyed<()>>,
+    pub needs_approval: Option<Keyed<()>>,
     /// The time limit, already a positive number of milliseconds.
     pub timeout_ms: Option<Keyed<u64>>,
     pub prepare: Option<Keyed<syn::Path>>,
@@ -56,6 +57,7 @@ pub const KEYS: &[(&str, ParseKey)] = &[
     key!("description", description, string),
     key!("parallel", parallel, flag),
     key!("sequential", sequential, flag),
+    key!("needs_approval", needs_approval, flag),
     key!("timeout_ms", timeout_ms, millis),
     key!("prepare", prepare, path),
     key!("validate", validate, path),

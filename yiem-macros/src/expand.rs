@@ -264,6 +264,7 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
         Mode::Sequential => quote!(#krate::ExecutionMode::Sequential),
     };
     let timeout = some(tool.timeout_ms.map(|ms| quote!(#ms)));
+    let needs_approval = tool.needs_approval;
     let hint = |value: Option<bool>| some(value.map(|value| quote!(#value)));
     let (read_only, destructive, idempotent, open_world) = (
         hint(tool.hints.read_only),
@@ -339,6 +340,7 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
             label: #label,
             description: #description,
             mode: #mode,
+            needs_approval: #needs_approval,
             timeout_ms: #timeout,
             annotations: #krate::ToolAnnotations {
                 read_only: #read_only,

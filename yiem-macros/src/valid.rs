@@ -78,6 +78,8 @@ pub struct Tool<'a> {
     pub label: Option<LitStr>,
     pub description: String,
     pub mode: Mode,
+    /// Whether an agent waits for a person's approval before it runs a call.
+    pub needs_approval: bool,
     pub timeout_ms: Option<u64>,
     pub hints: Hints,
     pub prepare: Option<syn::Path>,
@@ -158,6 +160,7 @@ pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: Form) ->
         } else {
             Mode::Sequential
         },
+        needs_approval: attrs.needs_approval.is_some(),
         timeout_ms: attrs.timeout_ms.as_ref().map(|keyed| keyed.value),
         hints: Hints {
             read_only: said(&attrs.read_only),

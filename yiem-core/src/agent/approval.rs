@@ -1,0 +1,187 @@
+//! Approvals: which tool calls wait for a person before they run ([`ApprovalPolicy`]), what the run
+//! reports while it waits ([`PendingApproval`]), the answers it resumes with ([`Decision`]), and what can
+//! go wrong resuming ([`ResumeError`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::call::ToolCall;
+use crate::tool::AgentTool;
+
+/// A tool call that waits for a decision before its batch runs.
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::PendingApproval;
+///
+/// let pending = PendingApproval {
+///     call_id: "call_1".into(),
+///     tool_name: "bash".into(),
+///     arguments: json!({"command": "rm -rf build"}),
+///     reason: "the tool `bash` needs approval before it runs".into(),
+/// };
+/// assert_eq!(serde_json::to_value(&pending).unwrap()["tool_name"], "bash");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The id of the call, as the model gave it; decisions refer to it.
+    pub call_id: String,
+    /// The tool the call is for.
+    pub tool_name: String,
+    /// The arguments the model sent.
+    pub arguments: Value,
+    /// Why the call needs approval (from the tool or the policy).
+    pub reason: String,
+}
+
+/// The answer to one [`PendingApproval`].
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::Decision;
+///
+/// let edited = Decision::ApproveWith { arguments: json!({"command": "ls"}) };
+/// assert_eq!(serde_json::to_value(&edited).unwrap()["decision"], "approve_with");
+/// let denied = Decision::deny("not on a Friday");
+/// assert_eq!(denied, Decision::Deny { reason: "not on a Friday".into() });
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum Decision {
+    /// Run the call as the model sent it.
+    Approve,
+    /// Run the call with these arguments instead; the conversation records them as the call's arguments,
+    /// so the model sees what actually ran.
+    ApproveWith {
+        /// The arguments to run with (validated like any others).
+        arguments: Value,
+    },
+    /// Do not run the call; the model reads `the user denied this call: <reason>` as its error result.
+    Deny {
+        /// Why, for the model.
+        reason: String,
+    },
+    /// Run this call, and every later call of the same tool in this run without asking.
+    AlwaysApprove,
+}
+
+impl Decision {
+    /// [`Decision::Deny`] with `reason`.
+    pub fn deny(reason: impl Into<String>) -> Self {
+        Decision::Deny {
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Decides, per call, whether it needs approval: `Some(reason)` pauses the run before its batch runs.
+///
+/// Without a policy, a call needs approval when its tool says so ([`AgentTool::needs_approval`]). A
+/// policy replaces that rule; [`ApprovalPolicy::tool_default`] gives it back for calls the policy does
+/// not care about.
+///
+/// ```
+/// use yiem_core::ApprovalPolicy;
+///
+/// // `bash` needs approval unless it only lists files; every other tool as it says.
+/// let policy = ApprovalPolicy::new(|call, tool| {
+///     if call.name == "bash" {
+///         let command = call.arguments["command"].as_str().unwrap_or_default();
+///         return (!command.starts_with("ls ")).then(|| format!("runs `{command}`"));
+///     }
+///     ApprovalPolicy::tool_default(call, tool)
+/// });
+/// # let _ = policy;
+/// ```
+#[derive(Clone)]
+pub struct ApprovalPolicy(Arc<PolicyFn>);
+
+type PolicyFn = dyn Fn(&ToolCall, &AgentTool) -> Option<String> + Send + Sync;
+
+impl ApprovalPolicy {
+    /// A policy from a function of the call and its tool.
+    pub fn new(
+        decide: impl Fn(&ToolCall, &AgentTool) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        ApprovalPolicy(Arc::new(decide))
+    }
+
+    /// The rule without a policy: the tool's own [`AgentTool::needs_approval`].
+    pub fn tool_default(call: &ToolCall, tool: &AgentTool) -> Option<String> {
+        let _ = call;
+        tool.needs_approval()
+            .then(|| format!("the tool `{}` needs approval before it runs", tool.name()))
+    }
+
+    /// Whether `call` of `tool` needs approval, and why.
+    pub fn check(&self, call: &ToolCall, tool: &AgentTool) -> Option<String> {
+        (self.0)(call, tool)
+    }
+}
+
+impl Default for ApprovalPolicy {
+    fn default() -> Self {
+        ApprovalPolicy::new(ApprovalPolicy::tool_default)
+    }
+}
+
+impl fmt::Debug for ApprovalPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApprovalPolicy(..)")
+    }
+}
+
+/// Why a run could not be resumed or restored. The run is left as it was.
+///
+/// ```
+/// use yiem_core::{AgentRun, ResumeError};
+///
+/// let error = AgentRun::from_json(r#"{"version": 99}"#).unwrap_err();
+/// assert_eq!(error, ResumeError::UnknownVersion { found: 99, supported: 1 });
+/// assert_eq!(
+///     error.to_string(),
+///     "the saved run has format version 99; this yiem reads version 1"
+/// );
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ResumeError {
+    /// A decision names a call that is not waiting for approval.
+    #[error(
+        "no call with id `{id}` is waiting for approval (waiting: {})",
+        if waiting.is_empty() { "none".to_owned() } else { waiting.join(", ") }
+    )]
+    UnknownCall {
+        /// The id given.
+        id: String,
+        /// The ids that are waiting.
+        waiting: Vec<String>,
+    },
+    /// Two decisions name the same call.
+    #[error("call `{id}` was given two decisions; give each waiting call one")]
+    DuplicateDecision {
+        /// The id given twice.
+        id: String,
+    },
+    /// The run cannot go on: it finished (prompt again instead).
+    #[error("the run {0}; there is nothing to resume (send a new prompt instead)")]
+    NothingToResume(String),
+    /// A run is active on this agent.
+    #[error("the agent is running; wait for the run to stop before resuming or restoring another")]
+    Busy,
+    /// The saved state has a format this version does not read.
+    #[error("the saved run has format version {found}; this yiem reads version {supported}")]
+    UnknownVersion {
+        /// The version in the state.
+        found: u64,
+        /// The version this build reads and writes.
+        supported: u32,
+    },
+    /// The saved state is not a run.
+    #[error("the saved run cannot be read: {0}")]
+    InvalidState(String),
+}

@@ -1,0 +1,738 @@
+//! [`AgentRun`]: one agent run as a plain, serializable value — the conversation, the pending tool calls,
+//! the turn count and usage, the queued messages and why the run waits — and the step machine that
+//! advances it.
+//!
+//! The step machine does no I/O. A driver asks [`AgentRun::next_step`] what to do, does it (calls the
+//! model, runs a batch) and reports back with [`AgentRun::model_replied`] or [`AgentRun::tools_ran`];
+//! a person answers pending approvals with [`AgentRun::decide`]. [`Agent`](crate::Agent) is one such
+//! driver; a test, or an engine that persists every step, can be another.
+//!
+//! # The saved shape
+//!
+//! [`AgentRun::to_json`] writes one object: `version` (the format, [`RUN_FORMAT_VERSION`]),
+//! `system_prompt`, `messages` (the conversation, as [`AgentMessage`] serializes), `turns`, `usage`,
+//! `limits`, `stop_at_tools`, `steering`, `follow_ups`, `always_approved` (tool names), and `phase`, tagged
+//! by `state`: `call_model`, `awaiting_approval` (with `assistant`, the index of the message whose calls
+//! wait, `pending` and the `decisions` given so far), `run_tools` (with the `plan`) or `stopped` (with the
+//! [`RunStop`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::Value;
+
+use super::approval::{Decision, PendingApproval, ResumeError};
+use super::limits::RunLimits;
+use crate::call::{ToolCall, ToolResultMessage, now_millis};
+use crate::executor::PlannedCall;
+use crate::llm::truncated::truncated_reason;
+use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
+use crate::result::{AgentToolResult, Usage};
+
+/// The format version [`AgentRun`] writes and reads.
+pub const RUN_FORMAT_VERSION: u32 = 1;
+
+/// Why a run stopped, and whether it can go on.
+///
+/// ```
+/// use yiem_core::RunStop;
+///
+/// assert!(RunStop::TurnLimit { turns: 50 }.is_resumable());
+/// assert!(!RunStop::Finished.is_resumable());
+/// assert_eq!(serde_json::to_value(RunStop::Aborted).unwrap()["reason"], "aborted");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum RunStop {
+    /// The model answered without tool calls, and no message was queued.
+    Finished,
+    /// Every result of the last batch asked the loop to stop.
+    Terminated,
+    /// A tool named in the stop policy returned; its result is the run's output.
+    StoppedAtTool {
+        /// That tool's result.
+        result: Box<ToolResultMessage>,
+    },
+    /// Calls of the last reply wait for a decision; none of its calls has run.
+    AwaitingApproval {
+        /// The calls that wait, in call order.
+        pending: Vec<PendingApproval>,
+    },
+    /// The run made as many model calls as its limit allows.
+    TurnLimit {
+        /// The model calls made.
+        turns: u32,
+    },
+    /// The run used as many tokens as its limit allows.
+    UsageLimit {
+        /// The tokens used.
+        usage: Usage,
+        /// Which limit, in words.
+        detail: String,
+    },
+    /// `prepare_next_turn` asked the run to stop.
+    StoppedByHook,
+    /// The run was aborted (or the caller stopped waiting); every call has its result.
+    Aborted,
+    /// The model's reply failed.
+    Error {
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl RunStop {
+    /// Whether [`AgentRun::resume`] can continue the run (after raising a limit, say): true for limits,
+    /// aborts, model errors and hook stops; false for a finished run (prompt again) and for one waiting
+    /// for approvals (decide instead).
+    pub fn is_resumable(&self) -> bool {
+        matches!(
+            self,
+            RunStop::TurnLimit { .. }
+                | RunStop::UsageLimit { .. }
+                | RunStop::StoppedByHook
+                | RunStop::Aborted
+                | RunStop::Error { .. }
+        )
+    }
+
+    fn describe(&self) -> &'static str {
+        match self {
+            RunStop::Finished => "finished",
+            RunStop::Terminated => "was terminated by its tools",
+            RunStop::StoppedAtTool { .. } => "stopped at a tool's result",
+            RunStop::AwaitingApproval { .. } => "waits for approvals",
+            _ => "stopped",
+        }
+    }
+}
+
+/// What the driver does next. See [`AgentRun::next_step`].
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum Step {
+    /// Call the model with [`AgentRun::system_prompt`] and [`AgentRun::messages`]; report its reply with
+    /// [`AgentRun::model_replied`].
+    CallModel,
+    /// Run these calls of `assistant` (one result each, in plan order) and report them with
+    /// [`AgentRun::tools_ran`].
+    RunTools {
+        /// The reply the calls belong to.
+        assistant: AssistantMessage,
+        /// The calls, each to run or to refuse.
+        plan: Vec<PlannedCall>,
+    },
+    /// The run stopped; see the reason.
+    Stopped(RunStop),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+enum Phase {
+    CallModel,
+    AwaitingApproval {
+        assistant: usize,
+        pending: Vec<PendingApproval>,
+        decisions: BTreeMap<String, Decision>,
+    },
+    RunTools {
+        assistant: usize,
+        plan: Vec<PlannedCall>,
+    },
+    Stopped {
+        stop: RunStop,
+    },
+}
+
+/// One agent run as a value: serialize it, hand it to another process, and resume it there with the same
+/// tools and model. See the [module docs](self) for the step machine and the saved shape.
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::{AgentRun, AssistantMessage, AssistantContent, RunStop, Step, ToolCall, UserMessage};
+///
+/// let mut run = AgentRun::new("You are terse.", Vec::new());
+/// run.start(vec![UserMessage::text("delete build/")]);
+/// assert_eq!(run.next_step(), Step::CallModel);
+///
+/// // The model asks for `bash`, which needs approval: the run waits before running anything.
+/// let mut reply = AssistantMessage::default();
+/// reply.content.push(AssistantContent::ToolCall(ToolCall::new("c1", "bash", json!({"command": "rm -r build"}))));
+/// run.model_replied(reply, |call| (call.name == "bash").then(|| "runs a command".to_owned()));
+/// let Step::Stopped(RunStop::AwaitingApproval { pending }) = run.next_step() else { panic!() };
+/// assert_eq!(pending[0].call_id, "c1");
+///
+/// // It survives a trip through JSON, and goes on with a decision.
+/// let mut run = AgentRun::from_json(&run.to_json()).unwrap();
+/// run.decide([("c1".to_owned(), yiem_core::Decision::deny("keep it"))]).unwrap();
+/// let Step::RunTools { plan, .. } = run.next_step() else { panic!() };
+/// assert!(matches!(&plan[0], yiem_core::PlannedCall::Refuse { reason, .. } if reason == "the user denied this call: keep it"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AgentRun {
+    version: u32,
+    system_prompt: String,
+    messages: Vec<AgentMessage>,
+    turns: u32,
+    usage: Usage,
+    limits: RunLimits,
+    stop_at_tools: Vec<String>,
+    steering: Vec<UserMessage>,
+    follow_ups: Vec<UserMessage>,
+    always_approved: Vec<String>,
+    phase: Phase,
+}
+
+/// The fields of a saved run, read once its version is known.
+#[derive(Deserialize)]
+struct Saved {
+    system_prompt: String,
+    messages: Vec<AgentMessage>,
+    turns: u32,
+    usage: Usage,
+    limits: RunLimits,
+    #[serde(default)]
+    stop_at_tools: Vec<String>,
+    #[serde(default)]
+    steering: Vec<UserMessage>,
+    #[serde(default)]
+    follow_ups: Vec<UserMessage>,
+    #[serde(default)]
+    always_approved: Vec<String>,
+    phase: Phase,
+}
+
+impl<'de> Deserialize<'de> for AgentRun {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        AgentRun::from_value(value).map_err(serde::de::Error::custom)
+    }
+}
+
+impl AgentRun {
+    /// A run over `messages` that has not started: [`start`](Self::start) begins it.
+    pub fn new(system_prompt: impl Into<String>, messages: Vec<AgentMessage>) -> Self {
+        AgentRun {
+            version: RUN_FORMAT_VERSION,
+            system_prompt: system_prompt.into(),
+            messages,
+            turns: 0,
+            usage: Usage::default(),
+            limits: RunLimits::default(),
+            stop_at_tools: Vec::new(),
+            steering: Vec::new(),
+            follow_ups: Vec::new(),
+            always_approved: Vec::new(),
+            phase: Phase::Stopped {
+                stop: RunStop::Finished,
+            },
+        }
+    }
+
+    /// Starts a new run on the same conversation: appends `prompts`, resets the turn count, usage and
+    /// always-approved tools, and asks for the model next. Queued messages stay queued.
+    pub fn start(&mut self, prompts: Vec<UserMessage>) {
+        self.messages
+            .extend(prompts.into_iter().map(AgentMessage::User));
+        self.turns = 0;
+        self.usage = Usage::default();
+        self.always_approved.clear();
+        self.phase = Phase::CallModel;
+    }
+
+    /// What to do next. Before a model call this checks the limits (a limit reached stops the run) and
+    /// moves queued steering messages into the conversation.
+    pub fn next_step(&mut self) -> Step {
+        match &self.phase {
+            Phase::CallModel => {
+                if self.limits.turn_limit_reached(self.turns) {
+                    return self.stop_with(RunStop::TurnLimit { turns: self.turns });
+                }
+                if let Some(detail) = self.limits.usage_exceeded(&self.usage) {
+                    return self.stop_with(RunStop::UsageLimit {
+                        usage: self.usage,
+                        detail,
+                    });
+                }
+                let steering = std::mem::take(&mut self.steering);
+                self.messages
+                    .extend(steering.into_iter().map(AgentMessage::User));
+                Step::CallModel
+            }
+            Phase::RunTools { assistant, plan } => Step::RunTools {
+                assistant: self.assistant(*assistant).clone(),
+                plan: plan.clone(),
+            },
+            Phase::AwaitingApproval { pending, .. } => Step::Stopped(RunStop::AwaitingApproval {
+                pending: pending.clone(),
+            }),
+            Phase::Stopped { stop } => Step::Stopped(stop.clone()),
+        }
+    }
+
+    /// Records the model's reply to [`Step::CallModel`]. `needs_approval` says, for each of its tool
+    /// calls, whether it must wait for a decision (`Some(reason)`); calls of tools approved with
+    /// [`Decision::AlwaysApprove`] earlier in the run never wait. A reply cut off by the output limit has
+    /// its calls refused (their arguments may be truncated) without asking.
+    pub fn model_replied(
+        &mut self,
+        reply: AssistantMessage,
+        needs_approval: impl Fn(&ToolCall) -> Option<String>,
+    ) {
+        self.turns += 1;
+        add_usage(&mut self.usage, &reply.usage);
+        let assistant = self.messages.len();
+        let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+        let stop_reason = reply.stop_reason;
+        let error = reply.error.clone();
+        self.messages.push(AgentMessage::Assistant(reply));
+        self.phase = match stop_reason {
+            StopReason::Error => Phase::Stopped {
+                stop: RunStop::Error {
+                    message: error.unwrap_or_else(|| "the model's reply failed".into()),
+                },
+            },
+            StopReason::Aborted => Phase::Stopped {
+                stop: RunStop::Aborted,
+            },
+            _ if calls.is_empty() => self.after_answer(),
+            StopReason::Length => Phase::RunTools {
+                assistant,
+                plan: calls
+                    .into_iter()
+                    .map(|call| PlannedCall::Refuse {
+                        reason: truncated_reason(&call.name),
+                        call,
+                    })
+                    .collect(),
+            },
+            _ => {
+                let pending: Vec<PendingApproval> = calls
+                    .iter()
+                    .filter(|call| !self.always_approved.contains(&call.name))
+                    .filter_map(|call| {
+                        needs_approval(call).map(|reason| PendingApproval {
+                            call_id: call.id.clone(),
+                            tool_name: call.name.clone(),
+                            arguments: call.arguments.clone(),
+                            reason,
+                        })
+                    })
+                    .collect();
+                if pending.is_empty() {
+                    Phase::RunTools {
+                        assistant,
+                        plan: calls
+                            .into_iter()
+                            .map(|call| PlannedCall::Run { call })
+                            .collect(),
+                    }
+                } else {
+                    Phase::AwaitingApproval {
+                        assistant,
+                        pending,
+                        decisions: BTreeMap::new(),
+                    }
+                }
+            }
+        };
+    }
+
+    /// Records the results of [`Step::RunTools`], one per planned call (a call without one gets an error
+    /// result, so the conversation stays valid). With `terminate`, the run ends with a reply built from the
+    /// results; a result of a tool in the stop policy ends it with that result as its output.
+    pub fn tools_ran(&mut self, results: Vec<ToolResultMessage>, terminate: bool) {
+        let Phase::RunTools { assistant, plan } = &self.phase else {
+            self.messages
+                .extend(results.into_iter().map(AgentMessage::ToolResult));
+            return;
+        };
+        let assistant = *assistant;
+        let missing: Vec<ToolResultMessage> = plan
+            .iter()
+            .map(PlannedCall::call)
+            .filter(|call| !results.iter().any(|result| result.tool_call_id == call.id))
+            .map(|call| {
+                ToolResultMessage::new(
+                    call,
+                    AgentToolResult::error(format!(
+                        "tool call `{}` got no result from the driver that ran it",
+                        call.name
+                    )),
+                )
+            })
+            .collect();
+        let results: Vec<ToolResultMessage> = results.into_iter().chain(missing).collect();
+        self.messages
+            .extend(results.iter().cloned().map(AgentMessage::ToolResult));
+        self.phase = if terminate {
+            let reply = terminated_reply(self.assistant(assistant), &results);
+            self.messages.push(AgentMessage::Assistant(reply));
+            Phase::Stopped {
+                stop: RunStop::Terminated,
+            }
+        } else if let Some(result) = results
+            .iter()
+            .find(|result| self.stop_at_tools.contains(&result.tool_name))
+        {
+            Phase::Stopped {
+                stop: RunStop::StoppedAtTool {
+                    result: Box::new(result.clone()),
+                },
+            }
+        } else {
+            Phase::CallModel
+        };
+    }
+
+    /// Answers pending approvals by call id. Once every pending call has a decision, the batch is planned:
+    /// approved calls run (with edited arguments, which the conversation then records), denied ones get
+    /// `the user denied this call: <reason>`, and calls that needed no approval run as they are. Decisions
+    /// may come in several parts. On an error — an id that is not pending, a call decided twice, a run
+    /// that is not waiting — nothing changes.
+    pub fn decide(
+        &mut self,
+        decisions: impl IntoIterator<Item = (String, Decision)>,
+    ) -> Result<(), ResumeError> {
+        let decisions: Vec<(String, Decision)> = decisions.into_iter().collect();
+        let Phase::AwaitingApproval {
+            assistant,
+            pending,
+            decisions: decided,
+        } = &mut self.phase
+        else {
+            return match decisions.first() {
+                Some((id, _)) => Err(ResumeError::UnknownCall {
+                    id: id.clone(),
+                    waiting: Vec::new(),
+                }),
+                None => Ok(()),
+            };
+        };
+        for (index, (id, _)) in decisions.iter().enumerate() {
+            if !pending.iter().any(|waiting| &waiting.call_id == id) {
+                return Err(ResumeError::UnknownCall {
+                    id: id.clone(),
+                    waiting: pending.iter().map(|p| p.call_id.clone()).collect(),
+                });
+            }
+            if decided.contains_key(id) || decisions[..index].iter().any(|(seen, _)| seen == id) {
+                return Err(ResumeError::DuplicateDecision { id: id.clone() });
+            }
+        }
+        let assistant = *assistant;
+        for (id, decision) in decisions {
+            if decision == Decision::AlwaysApprove
+                && let Some(waiting) = pending.iter().find(|p| p.call_id == id)
+                && !self.always_approved.contains(&waiting.tool_name)
+            {
+                self.always_approved.push(waiting.tool_name.clone());
+            }
+            decided.insert(id, decision);
+        }
+        // Calls of a tool approved for the rest of the run need no decision of their own.
+        for waiting in pending.iter() {
+            if self.always_approved.contains(&waiting.tool_name) {
+                decided
+                    .entry(waiting.call_id.clone())
+                    .or_insert(Decision::Approve);
+            }
+        }
+        if pending.iter().any(|p| !decided.contains_key(&p.call_id)) {
+            return Ok(());
+        }
+        let decided = std::mem::take(decided);
+        let AgentMessage::Assistant(reply) = &mut self.messages[assistant] else {
+            unreachable!("an awaiting phase points at the assistant message whose calls wait")
+        };
+        let mut plan = Vec::new();
+        for block in &mut reply.content {
+            let AssistantContent::ToolCall(call) = block else {
+                continue;
+            };
+            plan.push(match decided.get(&call.id) {
+                None | Some(Decision::Approve | Decision::AlwaysApprove) => {
+                    PlannedCall::Run { call: call.clone() }
+                }
+                Some(Decision::ApproveWith { arguments }) => {
+                    call.arguments = arguments.clone();
+                    PlannedCall::Run { call: call.clone() }
+                }
+                Some(Decision::Deny { reason }) => PlannedCall::Refuse {
+                    call: call.clone(),
+                    reason: if reason.trim().is_empty() {
+                        "the user denied this call".to_owned()
+                    } else {
+                        format!("the user denied this call: {reason}")
+                    },
+                },
+            });
+        }
+        self.phase = Phase::RunTools { assistant, plan };
+        Ok(())
+    }
+
+    /// Continues a run that stopped for a reason that allows it ([`RunStop::is_resumable`]): the model is
+    /// asked next (raise the limit first if one stopped it). A run waiting for approvals or about to run
+    /// a batch is left as it is. A finished run gives [`ResumeError::NothingToResume`].
+    pub fn resume(&mut self) -> Result<(), ResumeError> {
+        match &self.phase {
+            Phase::Stopped { stop } if stop.is_resumable() => {
+                self.phase = Phase::CallModel;
+                Ok(())
+            }
+            Phase::Stopped { stop } => Err(ResumeError::NothingToResume(stop.describe().into())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Stops the run with `stop` (a driver's decision: an abort, a hook).
+    pub fn stop(&mut self, stop: RunStop) {
+        self.phase = Phase::Stopped { stop };
+    }
+
+    /// Stops a run whose step was cut short (its driver was dropped): a batch that was running gets an
+    /// error result for every call, with `reason`, so the conversation stays valid; the run stops as
+    /// [`RunStop::Aborted`] and can be resumed. A run that waits or has stopped is left as it is.
+    pub fn interrupt(&mut self, reason: &str) {
+        match &self.phase {
+            Phase::RunTools { plan, .. } => {
+                let results = plan
+                    .iter()
+                    .map(|planned| {
+                        let call = planned.call();
+                        ToolResultMessage::new(
+                            call,
+                            AgentToolResult::error(format!(
+                                "tool call `{}` was cancelled: {reason}",
+                                call.name
+                            )),
+                        )
+                    })
+                    .collect();
+                self.tools_ran(results, false);
+                self.stop(RunStop::Aborted);
+            }
+            Phase::CallModel => self.stop(RunStop::Aborted),
+            Phase::AwaitingApproval { .. } | Phase::Stopped { .. } => {}
+        }
+    }
+
+    /// Queues messages to add before the next model call.
+    pub fn steer(&mut self, messages: impl IntoIterator<Item = UserMessage>) {
+        self.steering.extend(messages);
+    }
+
+    /// Queues messages to send when the run would otherwise finish.
+    pub fn follow_up(&mut self, messages: impl IntoIterator<Item = UserMessage>) {
+        self.follow_ups.extend(messages);
+    }
+
+    /// The system prompt.
+    pub fn system_prompt(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// Replaces the system prompt (from the next model call on).
+    pub fn set_system_prompt(&mut self, prompt: impl Into<String>) {
+        self.system_prompt = prompt.into();
+    }
+
+    /// The conversation.
+    pub fn messages(&self) -> &[AgentMessage] {
+        &self.messages
+    }
+
+    /// Replaces the conversation (e.g. compacted), between steps. Only while the run is not waiting on
+    /// a reply's calls: a run waiting for approvals or about to run a batch keeps its conversation, and
+    /// this returns `false`.
+    pub fn set_messages(&mut self, messages: Vec<AgentMessage>) -> bool {
+        if matches!(
+            self.phase,
+            Phase::AwaitingApproval { .. } | Phase::RunTools { .. }
+        ) {
+            return false;
+        }
+        self.messages = messages;
+        true
+    }
+
+    /// Model calls made in this run.
+    pub fn turns(&self) -> u32 {
+        self.turns
+    }
+
+    /// Tokens the model reported in this run.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// The run's limits.
+    pub fn limits(&self) -> RunLimits {
+        self.limits
+    }
+
+    /// Changes the run's limits (raise them, then [`resume`](Self::resume) a run a limit stopped).
+    pub fn set_limits(&mut self, limits: RunLimits) {
+        self.limits = limits;
+    }
+
+    /// The tools whose result ends the run (the stop policy).
+    pub fn stop_at_tools(&self) -> &[String] {
+        &self.stop_at_tools
+    }
+
+    /// Ends the run after a result of any of these tools, with that result as its output.
+    pub fn set_stop_at_tools(&mut self, tools: impl IntoIterator<Item = impl Into<String>>) {
+        self.stop_at_tools = tools.into_iter().map(Into::into).collect();
+    }
+
+    /// Why the run stopped, or `None` while it goes on.
+    pub fn stopped(&self) -> Option<RunStop> {
+        match &self.phase {
+            Phase::Stopped { stop } => Some(stop.clone()),
+            Phase::AwaitingApproval { pending, .. } => Some(RunStop::AwaitingApproval {
+                pending: pending.clone(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The calls waiting for a decision (empty unless the run waits for approvals).
+    pub fn pending_approvals(&self) -> &[PendingApproval] {
+        match &self.phase {
+            Phase::AwaitingApproval { pending, .. } => pending,
+            _ => &[],
+        }
+    }
+
+    /// The run as JSON (see the [module docs](self) for its shape).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a run holds only JSON-representable values")
+    }
+
+    /// Reads a run written by [`to_json`](Self::to_json) (or any serializer of [`AgentRun`]). A state of
+    /// another format version, or one that is not a run, is an error that says which.
+    pub fn from_json(text: &str) -> Result<AgentRun, ResumeError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
+        AgentRun::from_value(value)
+    }
+
+    fn from_value(value: Value) -> Result<AgentRun, ResumeError> {
+        let version = match value.get("version") {
+            Some(Value::Number(number)) => number.as_u64(),
+            _ => None,
+        };
+        let Some(version) = version else {
+            return Err(ResumeError::InvalidState(
+                "it has no `version` (a whole number): is it a run saved by AgentRun::to_json?"
+                    .into(),
+            ));
+        };
+        if version != u64::from(RUN_FORMAT_VERSION) {
+            return Err(ResumeError::UnknownVersion {
+                found: version,
+                supported: RUN_FORMAT_VERSION,
+            });
+        }
+        let saved: Saved =
+            serde_json::from_value(value).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
+        let run = AgentRun {
+            version: RUN_FORMAT_VERSION,
+            system_prompt: saved.system_prompt,
+            messages: saved.messages,
+            turns: saved.turns,
+            usage: saved.usage,
+            limits: saved.limits,
+            stop_at_tools: saved.stop_at_tools,
+            steering: saved.steering,
+            follow_ups: saved.follow_ups,
+            always_approved: saved.always_approved,
+            phase: saved.phase,
+        };
+        run.check()?;
+        Ok(run)
+    }
+
+    /// A saved phase must point at an assistant message of the conversation.
+    fn check(&self) -> Result<(), ResumeError> {
+        let assistant = match &self.phase {
+            Phase::AwaitingApproval { assistant, .. } | Phase::RunTools { assistant, .. } => {
+                *assistant
+            }
+            _ => return Ok(()),
+        };
+        match self.messages.get(assistant) {
+            Some(AgentMessage::Assistant(_)) => Ok(()),
+            _ => Err(ResumeError::InvalidState(format!(
+                "its phase refers to message {assistant}, which is not an assistant message"
+            ))),
+        }
+    }
+
+    /// What the run does after an answer without tool calls: queued messages go next, else it finishes.
+    fn after_answer(&mut self) -> Phase {
+        if self.steering.is_empty() {
+            let follow_ups = std::mem::take(&mut self.follow_ups);
+            self.steering.extend(follow_ups);
+        }
+        if self.steering.is_empty() {
+            Phase::Stopped {
+                stop: RunStop::Finished,
+            }
+        } else {
+            Phase::CallModel
+        }
+    }
+
+    fn stop_with(&mut self, stop: RunStop) -> Step {
+        self.phase = Phase::Stopped { stop: stop.clone() };
+        Step::Stopped(stop)
+    }
+
+    fn assistant(&self, index: usize) -> &AssistantMessage {
+        match &self.messages[index] {
+            AgentMessage::Assistant(message) => message,
+            _ => unreachable!("a phase points at an assistant message (checked when read)"),
+        }
+    }
+}
+
+fn add_usage(total: &mut Usage, more: &Usage) {
+    // Saturating: a provider that reports absurd counts must not make the run panic.
+    total.input_tokens = total.input_tokens.saturating_add(more.input_tokens);
+    total.output_tokens = total.output_tokens.saturating_add(more.output_tokens);
+    total.cache_read_tokens = total
+        .cache_read_tokens
+        .saturating_add(more.cache_read_tokens);
+    total.cache_write_tokens = total
+        .cache_write_tokens
+        .saturating_add(more.cache_write_tokens);
+}
+
+/// The reply that ends a run whose last batch asked to terminate: the tool results' text, as in the seeds.
+fn terminated_reply(message: &AssistantMessage, results: &[ToolResultMessage]) -> AssistantMessage {
+    let mut content = vec![AssistantContent::Text {
+        text: "Tool execution completed.".into(),
+    }];
+    for result in results {
+        for text in result.content().iter().filter_map(|block| block.as_text()) {
+            content.push(AssistantContent::Text {
+                text: text.to_owned(),
+            });
+        }
+    }
+    AssistantMessage {
+        content,
+        stop_reason: StopReason::ToolUseTerminated,
+        usage: message.usage,
+        model: message.model.clone(),
+        error: results
+            .iter()
+            .any(|result| result.is_error())
+            .then(|| "One or more tool calls failed".to_owned()),
+        timestamp: now_millis(),
+    }
+}
