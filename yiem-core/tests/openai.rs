@@ -296,7 +296,15 @@ fn request(text: &str) -> ModelRequest {
     }
 }
 
+/// The events of one reply, without the `ToolCallArguments` that follow argument deltas (they have
+/// their own test).
 async fn events(model: &OpenAiModel, request: ModelRequest) -> Vec<ModelEvent> {
+    let mut all = all_events(model, request).await;
+    all.retain(|event| !matches!(event, ModelEvent::ToolCallArguments { .. }));
+    all
+}
+
+async fn all_events(model: &OpenAiModel, request: ModelRequest) -> Vec<ModelEvent> {
     tokio::time::timeout(
         Duration::from_secs(30),
         model.stream(request, CancellationToken::new()).collect(),
@@ -424,6 +432,7 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
         0,
         AssistantContent::Thinking {
             thinking: "the user wants weather".into(),
+            signature: None,
         },
     );
     reply.content.push(AssistantContent::ToolCall(call.clone()));
@@ -570,6 +579,50 @@ async fn tool_call_arguments_split_across_chunks_are_assembled() {
             "get_weather",
             json!({"city": "Tokyo"})
         )]
+    );
+}
+
+#[tokio::test]
+async fn every_argument_delta_is_followed_by_the_arguments_parsed_so_far() {
+    let piece = |arguments: &str| {
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+            Value::Null,
+        )
+    };
+    let server = Server::start(vec![Reply::Sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "write", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        piece("{\"pa"),
+        piece("th\": \"src/ma"),
+        piece("in.rs\", \"content\": \"fn"),
+        piece(" main() {}\"}"),
+        chunk(json!({}), json!("tool_calls")),
+        DONE.into(),
+    ])])
+    .await;
+    let partials: Vec<Value> = all_events(&server.model(), request("write it"))
+        .await
+        .into_iter()
+        .filter_map(|event| match event {
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                arguments,
+            } => Some(arguments),
+            _ => None,
+        })
+        .collect();
+    // `{"pa` has no complete key yet: an empty object; then the path as far as it streamed.
+    assert_eq!(
+        partials,
+        vec![
+            json!({}),
+            json!({"path": "src/ma"}),
+            json!({"path": "src/main.rs", "content": "fn"}),
+            json!({"path": "src/main.rs", "content": "fn main() {}"}),
+        ]
     );
 }
 
@@ -748,7 +801,8 @@ async fn reasoning_fields_become_thinking_deltas() {
         assemble(&events).content,
         vec![
             AssistantContent::Thinking {
-                thinking: "2+2 is 4".into()
+                thinking: "2+2 is 4".into(),
+                signature: None
             },
             AssistantContent::Text { text: "4".into() },
         ]
@@ -1415,7 +1469,7 @@ fn configuration_from_the_environment_needs_a_base_url() {
     let error =
         OpenAiConfig::from_lookup(|name| (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned()))
             .unwrap_err();
-    assert!(matches!(error, ConfigError::MissingBaseUrl));
+    assert!(matches!(error, ConfigError::MissingBaseUrl { .. }));
     assert_eq!(
         error.to_string(),
         "`YIEM_BASE_URL` is not set: set it to the chat-completions base URL, e.g. \
