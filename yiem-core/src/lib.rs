@@ -161,8 +161,12 @@ pub use executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
+#[cfg(feature = "anthropic")]
+pub use llm::{AnthropicConfig, AnthropicModel};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use llm::{ConfigError, RetryPolicy};
+#[cfg(feature = "gemini")]
+pub use llm::{GeminiConfig, GeminiModel};
 pub use llm::{
     MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel,
     ScriptedTurn, extract_tool_calls, truncated_tool_results,

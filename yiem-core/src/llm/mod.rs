@@ -6,15 +6,24 @@
 //! format it speaks needs no HTTP and is always here: [`to_openai_messages`] and [`assistant_from_openai`]
 //! convert the conversation to and from it.
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "anthropic")]
+mod anthropic_format;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod config;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod failure;
+#[cfg(feature = "gemini")]
+mod gemini;
+#[cfg(feature = "gemini")]
+mod gemini_format;
 #[cfg(feature = "openai")]
 mod openai;
 mod openai_format;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod partial;
+mod replay;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod retry;
 mod scripted;
@@ -33,8 +42,16 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReaso
 use crate::registry::ToolList;
 use crate::result::Usage;
 
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicConfig, AnthropicModel};
+#[cfg(feature = "anthropic")]
+pub use anthropic_format::to_anthropic_messages;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use config::ConfigError;
+#[cfg(feature = "gemini")]
+pub use gemini::{GeminiConfig, GeminiModel};
+#[cfg(feature = "gemini")]
+pub use gemini_format::to_gemini_contents;
 #[doc(hidden)]
 #[cfg(feature = "openai")]
 pub use openai::parse_chunks_for_fuzzing;

@@ -4,10 +4,9 @@
 //! (the seeds' `formatMsgForLLM` hook) on an `OpenAiModel` (feature `openai`). Nothing here needs HTTP, so it
 //! is in every build.
 
-use std::collections::HashSet;
-
 use serde_json::{Map, Value, json};
 
+use super::replay::{Turn, turns};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::content::Content;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
@@ -116,43 +115,15 @@ where
 /// );
 /// ```
 pub fn to_openai_messages(system_prompt: &str, messages: &[AgentMessage]) -> Vec<Value> {
-    // Calls and results must pair up, or the server refuses the request: a call is sent only when a
-    // result answers it, a result only when its call was sent.
-    let answered: HashSet<&str> = messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::ToolResult(result) => Some(result.tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut sent_calls: HashSet<&str> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len() + 1);
     if !system_prompt.is_empty() {
         out.push(json!({"role": "system", "content": system_prompt}));
     }
-    for message in messages {
-        match message {
-            AgentMessage::User(user) => out.push(user_message(user)),
-            // A reply that failed or was cut off is not sent back as if the model had said it: its text
-            // is partial, and its calls never ran.
-            AgentMessage::Assistant(assistant)
-                if matches!(
-                    assistant.stop_reason,
-                    StopReason::Error | StopReason::Aborted
-                ) => {}
-            AgentMessage::Assistant(assistant) => {
-                let calls: Vec<&ToolCall> = assistant
-                    .tool_calls()
-                    .filter(|call| answered.contains(call.id.as_str()))
-                    .collect();
-                sent_calls.extend(calls.iter().map(|call| call.id.as_str()));
-                out.extend(assistant_message(assistant, &calls));
-            }
-            AgentMessage::ToolResult(result) => {
-                if sent_calls.contains(result.tool_call_id.as_str()) {
-                    out.push(tool_message(result));
-                }
-            }
+    for turn in turns(messages) {
+        match turn {
+            Turn::User(user) => out.push(user_message(user)),
+            Turn::Assistant(assistant, calls) => out.extend(assistant_message(assistant, &calls)),
+            Turn::ToolResult(result) => out.push(tool_message(result)),
         }
     }
     out
