@@ -2,17 +2,16 @@
 //! `TcpListener` that speaks HTTP/1.1 and replays the exact byte shapes real servers send (OpenAI, Ollama,
 //! vLLM, llama.cpp), then asserts the exact events the client streamed and the request it sent.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
 use yiem_core::llm::to_openai_messages;
 use yiem_core::{
-    AgentMessage, AgentTool, AgentToolResult, AssistantContent, AssistantMessage,
-    CancellationToken, ConfigError, MessageAssembler, Model, ModelEvent, ModelRequest,
-    OpenAiConfig, OpenAiModel, RetryPolicy, StopReason, ToolCall, ToolContext, ToolResultMessage,
-    Usage, UserMessage, truncated_tool_results,
+    AgentMessage, AgentToolResult, AssistantContent, AssistantMessage, CancellationToken,
+    ConfigError, MessageAssembler, Model, ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel,
+    RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
+    truncated_tool_results,
 };
 
 mod common;

@@ -31,6 +31,16 @@ pub enum ConfigError {
         /// The URL given.
         url: String,
     },
+    /// `YIEM_PROVIDER` names a provider this build does not have.
+    #[error(
+        "`YIEM_PROVIDER` is `{name}`, which this build does not know: use one of {known}, or offline"
+    )]
+    UnknownProvider {
+        /// The name given.
+        name: String,
+        /// The providers of this build.
+        known: String,
+    },
     /// The HTTP client could not be built (e.g. the TLS backend failed to start).
     #[error("could not build the HTTP client: {0}")]
     Client(String),

@@ -28,6 +28,8 @@ mod replay;
 mod retry;
 mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod select;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod transport;
 pub(crate) mod truncated;
 
@@ -65,6 +67,8 @@ pub use partial::partial_arguments;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use select::{PROVIDER_ENV, PROVIDERS, model_from_env, model_from_lookup};
 pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.
