@@ -130,9 +130,9 @@ async fn main() {
     // The provider comes from the environment (YIEM_PROVIDER and its key; see
     // `yiem_core::llm::model_from_env`); offline by default.
     let agent = match yiem_core::llm::model_from_env() {
-        Ok(Some((model, what))) => {
-            eprintln!("[using {what}]");
-            builder.shared_model(model).build()
+        Ok(Some(selected)) => {
+            eprintln!("[using {}]", selected.description);
+            builder.shared_model(selected.model).build()
         }
         Ok(None) => {
             eprintln!(

@@ -310,14 +310,24 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
     use std::io::BufRead;
     use yiem_core::{Agent, AgentEvent, AgentMessage, ScriptedModel, ScriptedTurn, StopReason};
 
-    let builder = Agent::builder().system_prompt(system).tools(store.clone());
     // The provider comes from the environment (see `yiem_core::llm::model_from_env`); offline by default.
     let configured = yiem_core::llm::model_from_env()
         .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
+    let mut store = store;
+    if let Some(selected) = &configured {
+        // A tool the provider cannot take would fail every request: it is left out, and said so.
+        for tool in store.tools() {
+            if let Err(error) = tool.definition(selected.dialect) {
+                eprintln!("[{} left out: {error}]", tool.name());
+                store.remove(tool.name());
+            }
+        }
+    }
+    let builder = Agent::builder().system_prompt(system).tools(store.clone());
     let agent = match configured {
-        Some((model, what)) => {
-            eprintln!("[{what}]");
-            builder.shared_model(model).build()
+        Some(selected) => {
+            eprintln!("[{}]", selected.description);
+            builder.shared_model(selected.model).build()
         }
         None => {
             let tools = store.names().join(", ");

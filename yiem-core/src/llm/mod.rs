@@ -68,7 +68,7 @@ pub use partial::partial_arguments;
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-pub use select::{PROVIDER_ENV, PROVIDERS, model_from_env, model_from_lookup};
+pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
 pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.

@@ -15,6 +15,28 @@ use std::sync::Arc;
 
 use super::Model;
 use super::config::ConfigError;
+use crate::dialect::Dialect;
+
+/// The model the environment chose.
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct SelectedModel {
+    /// The model.
+    pub model: Arc<dyn Model>,
+    /// What it is, for people: `claude-sonnet-4-5 at https://api.anthropic.com/v1/messages`.
+    pub description: String,
+    /// The dialect its tools are sent in (a program can leave out tools that cannot be described in it).
+    pub dialect: Dialect,
+}
+
+impl std::fmt::Debug for SelectedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectedModel")
+            .field("description", &self.description)
+            .field("dialect", &self.dialect)
+            .finish_non_exhaustive()
+    }
+}
 
 /// The variable that names the provider.
 pub const PROVIDER_ENV: &str = "YIEM_PROVIDER";
@@ -29,8 +51,8 @@ pub const PROVIDERS: &[&str] = &[
     "gemini",
 ];
 
-/// The model the environment names, with a line saying what it is (`claude-sonnet-4-5 at
-/// https://api.anthropic.com/v1/messages`), or `None` for offline. A provider that is named but
+/// The model the environment names, with a line saying what it is and the dialect of its tools, or
+/// `None` for offline. A provider that is named but
 /// misconfigured (no key, a bad URL, not in this build) is an error saying what to set.
 ///
 /// ```
@@ -40,15 +62,16 @@ pub const PROVIDERS: &[&str] = &[
 /// let offline = model_from_lookup(|_| None).unwrap();
 /// assert!(offline.is_none());
 ///
-/// let (model, what) = model_from_lookup(|name| match name {
+/// let selected = model_from_lookup(|name| match name {
 ///     "YIEM_PROVIDER" => Some("anthropic".into()),
 ///     "ANTHROPIC_API_KEY" => Some("sk-ant-test".into()),
 ///     _ => None,
 /// })
 /// .unwrap()
 /// .unwrap();
-/// assert_eq!(model.name(), "claude-sonnet-4-5");
-/// assert_eq!(what, "claude-sonnet-4-5 at https://api.anthropic.com/v1/messages");
+/// assert_eq!(selected.model.name(), "claude-sonnet-4-5");
+/// assert_eq!(selected.description, "claude-sonnet-4-5 at https://api.anthropic.com/v1/messages");
+/// assert_eq!(selected.dialect, yiem_core::Dialect::Anthropic);
 ///
 /// let error = model_from_lookup(|name| (name == "YIEM_PROVIDER").then(|| "anthropic".into()))
 ///     .err()
@@ -56,14 +79,14 @@ pub const PROVIDERS: &[&str] = &[
 /// assert_eq!(error.to_string(), "`ANTHROPIC_API_KEY` is not set: set it to your API key");
 /// # }
 /// ```
-pub fn model_from_env() -> Result<Option<(Arc<dyn Model>, String)>, ConfigError> {
+pub fn model_from_env() -> Result<Option<SelectedModel>, ConfigError> {
     model_from_lookup(|name| std::env::var(name).ok())
 }
 
 /// Like [`model_from_env`], reading the variables through `lookup`.
 pub fn model_from_lookup(
     lookup: impl Fn(&str) -> Option<String>,
-) -> Result<Option<(Arc<dyn Model>, String)>, ConfigError> {
+) -> Result<Option<SelectedModel>, ConfigError> {
     let var = |name: &str| {
         lookup(name)
             .map(|value| value.trim().to_owned())
@@ -80,8 +103,12 @@ pub fn model_from_lookup(
         #[cfg(feature = "openai")]
         "openai" => {
             let model = super::OpenAiModel::new(super::OpenAiConfig::from_lookup(&lookup)?)?;
-            let what = format!("{} at {}", model.config().model, model.endpoint());
-            Ok(Some((Arc::new(model), what)))
+            let description = format!("{} at {}", model.config().model, model.endpoint());
+            Ok(Some(SelectedModel {
+                model: Arc::new(model),
+                description,
+                dialect: Dialect::OpenAi,
+            }))
         }
         #[cfg(feature = "anthropic")]
         "anthropic" => {
@@ -96,8 +123,12 @@ pub fn model_from_lookup(
                 config = config.with_base_url(url);
             }
             let model = super::AnthropicModel::new(config)?;
-            let what = format!("{} at {}", model.config().model, model.endpoint());
-            Ok(Some((Arc::new(model), what)))
+            let description = format!("{} at {}", model.config().model, model.endpoint());
+            Ok(Some(SelectedModel {
+                model: Arc::new(model),
+                description,
+                dialect: Dialect::Anthropic,
+            }))
         }
         #[cfg(feature = "gemini")]
         "gemini" => {
@@ -112,8 +143,12 @@ pub fn model_from_lookup(
                 config = config.with_base_url(url);
             }
             let model = super::GeminiModel::new(config)?;
-            let what = format!("{} at {}", model.config().model, model.endpoint());
-            Ok(Some((Arc::new(model), what)))
+            let description = format!("{} at {}", model.config().model, model.endpoint());
+            Ok(Some(SelectedModel {
+                model: Arc::new(model),
+                description,
+                dialect: Dialect::Gemini,
+            }))
         }
         _ => {
             let _ = model_name;
