@@ -7,13 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Reply, Server, named, weather_tool};
-use futures::StreamExt;
+use common::{Reply, Server, all_events, assemble, events, last_error, named, weather_tool};
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, AssistantMessage,
-    CancellationToken, MessageAssembler, Model, ModelEvent, ModelRequest, RetryPolicy, StopReason,
-    ToolCall, ToolResultMessage, Usage, UserMessage,
+    AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, ModelEvent, ModelRequest,
+    RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
 
 fn model(server: &Server) -> AnthropicModel {
@@ -29,30 +27,6 @@ fn model(server: &Server) -> AnthropicModel {
 
 fn endpoint(server: &Server) -> String {
     format!("POST {}/v1/messages", server.root())
-}
-
-async fn all_events(model: &AnthropicModel, request: ModelRequest) -> Vec<ModelEvent> {
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        model.stream(request, CancellationToken::new()).collect(),
-    )
-    .await
-    .expect("the stream ended")
-}
-
-/// The events without the partial arguments (asserted on their own).
-async fn events(model: &AnthropicModel, request: ModelRequest) -> Vec<ModelEvent> {
-    let mut all = all_events(model, request).await;
-    all.retain(|event| !matches!(event, ModelEvent::ToolCallArguments { .. }));
-    all
-}
-
-fn assemble(events: &[ModelEvent]) -> AssistantMessage {
-    let mut assembler = MessageAssembler::new();
-    for event in events {
-        assembler.apply(event.clone());
-    }
-    assembler.finish()
 }
 
 fn request(text: &str) -> ModelRequest {
@@ -446,9 +420,7 @@ async fn a_cut_stream_is_an_error_naming_how_far_it_got() {
     ])])
     .await;
     let events = events(&model(&server), request("hi")).await;
-    let Some(ModelEvent::Error(text)) = events.last() else {
-        panic!("no error: {events:?}");
-    };
+    let text = last_error(&events);
     assert!(
         text.starts_with(&format!(
             "{} failed: the stream broke off after 3 chunks",
@@ -562,9 +534,7 @@ async fn garbage_in_the_stream_is_an_error_not_a_skip() {
     ])])
     .await;
     let events = events(&model(&server), request("hi")).await;
-    let Some(ModelEvent::Error(text)) = events.last() else {
-        panic!("no error: {events:?}");
-    };
+    let text = last_error(&events);
     assert!(
         text.starts_with(&format!(
             "{} failed: event 2 is not JSON",

@@ -7,13 +7,11 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Reply, Server, data, weather_tool};
-use futures::StreamExt;
+use common::{Reply, Server, all_events, assemble, data, events, last_error, weather_tool};
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentToolResult, AssistantContent, AssistantMessage, CancellationToken, GeminiConfig,
-    GeminiModel, MessageAssembler, Model, ModelEvent, ModelRequest, RetryPolicy, StopReason,
-    ToolCall, ToolResultMessage, Usage, UserMessage,
+    AgentToolResult, AssistantContent, GeminiConfig, GeminiModel, ModelEvent, ModelRequest,
+    RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
 
 fn model(server: &Server) -> GeminiModel {
@@ -32,29 +30,6 @@ fn endpoint(server: &Server) -> String {
         "POST {}/v1beta/models/gemini-test:streamGenerateContent?alt=sse",
         server.root()
     )
-}
-
-async fn all_events(model: &GeminiModel, request: ModelRequest) -> Vec<ModelEvent> {
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        model.stream(request, CancellationToken::new()).collect(),
-    )
-    .await
-    .expect("the stream ended")
-}
-
-async fn events(model: &GeminiModel, request: ModelRequest) -> Vec<ModelEvent> {
-    let mut all = all_events(model, request).await;
-    all.retain(|event| !matches!(event, ModelEvent::ToolCallArguments { .. }));
-    all
-}
-
-fn assemble(events: &[ModelEvent]) -> AssistantMessage {
-    let mut assembler = MessageAssembler::new();
-    for event in events {
-        assembler.apply(event.clone());
-    }
-    assembler.finish()
 }
 
 fn request(text: &str) -> ModelRequest {
@@ -323,9 +298,7 @@ async fn a_stream_that_stops_without_a_finish_reason_is_an_error() {
     )])])
     .await;
     let events = events(&model(&server), request("hi")).await;
-    let Some(ModelEvent::Error(text)) = events.last() else {
-        panic!("no error: {events:?}");
-    };
+    let text = last_error(&events);
     assert!(
         text.starts_with(&format!(
             "{} failed: the stream broke off after 1 chunk",
@@ -442,9 +415,7 @@ async fn garbage_in_the_stream_is_an_error() {
     ])])
     .await;
     let events = events(&model(&server), request("hi")).await;
-    let Some(ModelEvent::Error(text)) = events.last() else {
-        panic!("no error: {events:?}");
-    };
+    let text = last_error(&events);
     assert!(
         text.starts_with(&format!(
             "{} failed: chunk 2 is not JSON",

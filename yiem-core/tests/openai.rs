@@ -9,14 +9,13 @@ use serde_json::{Value, json};
 use yiem_core::llm::to_openai_messages;
 use yiem_core::{
     AgentMessage, AgentToolResult, AssistantContent, AssistantMessage, CancellationToken,
-    ConfigError, MessageAssembler, Model, ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel,
-    RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
-    truncated_tool_results,
+    ConfigError, Model, ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel, RetryPolicy,
+    StopReason, ToolCall, ToolResultMessage, Usage, UserMessage, truncated_tool_results,
 };
 
 mod common;
 
-use common::{Reply, Server, data, weather_tool};
+use common::{Reply, Server, all_events, assemble, data, events, last_error, weather_tool};
 
 /// The OpenAI side of the loopback server.
 trait OpenAiServer {
@@ -90,31 +89,6 @@ fn request(text: &str) -> ModelRequest {
         messages: vec![UserMessage::text(text).into()],
         tools: Default::default(),
     }
-}
-
-/// The events of one reply, without the `ToolCallArguments` that follow argument deltas (they have
-/// their own test).
-async fn events(model: &OpenAiModel, request: ModelRequest) -> Vec<ModelEvent> {
-    let mut all = all_events(model, request).await;
-    all.retain(|event| !matches!(event, ModelEvent::ToolCallArguments { .. }));
-    all
-}
-
-async fn all_events(model: &OpenAiModel, request: ModelRequest) -> Vec<ModelEvent> {
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        model.stream(request, CancellationToken::new()).collect(),
-    )
-    .await
-    .expect("the stream ended")
-}
-
-fn assemble(events: &[ModelEvent]) -> AssistantMessage {
-    let mut assembler = MessageAssembler::new();
-    for event in events {
-        assembler.apply(event.clone());
-    }
-    assembler.finish()
 }
 
 fn start() -> ModelEvent {
@@ -1307,9 +1281,7 @@ async fn a_500_whose_body_is_a_validation_error_is_not_retried() {
         1,
         "a validation error is sent once"
     );
-    let Some(ModelEvent::Error(text)) = events.last() else {
-        panic!("no error: {events:?}");
-    };
+    let text = last_error(&events);
     assert!(text.contains("Input should be a valid string"), "{text}");
     assert!(
         text.ends_with(

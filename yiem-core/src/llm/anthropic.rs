@@ -15,7 +15,7 @@ use super::anthropic_format::to_anthropic_messages;
 use super::config::ConfigError;
 use super::failure::{error_text, preview};
 use super::retry::RetryPolicy;
-use super::transport::{self, Settings, StreamParser};
+use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
@@ -78,6 +78,8 @@ impl fmt::Debug for AnthropicConfig {
     }
 }
 
+http_config!(AnthropicConfig);
+
 impl AnthropicConfig {
     /// A configuration for `model` with `api_key` at Anthropic's API, with the default limits.
     pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
@@ -107,33 +109,8 @@ impl AnthropicConfig {
         self
     }
 
-    /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Adds a field to every request body.
-    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.extra_body.insert(key.into(), value);
-        self
-    }
-
-    /// Sets the connect, response and idle timeouts.
-    pub fn with_timeouts(mut self, connect: Duration, response: Duration, idle: Duration) -> Self {
-        self.connect_timeout = connect;
-        self.response_timeout = response;
-        self.idle_timeout = idle;
-        self
-    }
-
     fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = self.base_url.trim().trim_end_matches('/');
-        if !transport::is_http_url(base) {
-            return Err(ConfigError::InvalidBaseUrl {
-                url: self.base_url.clone(),
-            });
-        }
+        let base = transport::checked_base(&self.base_url)?;
         Ok(if base.ends_with("/messages") {
             base.to_owned()
         } else if base.ends_with("/v1") {
@@ -260,11 +237,7 @@ impl Model for AnthropicModel {
                 ("anthropic-version", self.config.version.clone()),
             ],
             body,
-            settings: Settings {
-                retry: self.config.retry,
-                response_timeout: self.config.response_timeout,
-                idle_timeout: self.config.idle_timeout,
-            },
+            settings: self.config.settings(),
             model: self.config.model.clone(),
         };
         transport::stream(request, EventParser::default(), cancel)

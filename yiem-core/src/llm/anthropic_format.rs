@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, arguments_object, turns};
+use super::replay::{Turn, arguments_object, merged_by_role, turns};
 use crate::call::ToolResultMessage;
 use crate::content::Content;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
@@ -48,29 +48,15 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessa
 /// ]));
 /// ```
 pub fn to_anthropic_messages(messages: &[AgentMessage]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
-    for turn in turns(messages) {
-        let (role, blocks) = match turn {
-            Turn::User(user) => ("user", user_blocks(user)),
-            Turn::Assistant(assistant, calls) => {
-                let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
-                ("assistant", assistant_blocks(assistant, &ids))
-            }
-            Turn::ToolResult(result) => ("user", vec![tool_result(result)]),
-        };
-        if blocks.is_empty() {
-            continue;
+    let rendered = turns(messages).into_iter().map(|turn| match turn {
+        Turn::User(user) => ("user", user_blocks(user)),
+        Turn::Assistant(assistant, calls) => {
+            let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+            ("assistant", assistant_blocks(assistant, &ids))
         }
-        match out.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(Value::Array(content)) = last.get_mut("content") {
-                    content.extend(blocks);
-                }
-            }
-            _ => out.push(json!({"role": role, "content": blocks})),
-        }
-    }
-    out
+        Turn::ToolResult(result) => ("user", vec![tool_result(result)]),
+    });
+    merged_by_role(rendered, "content")
 }
 
 fn content_blocks(content: &[Content]) -> Vec<Value> {

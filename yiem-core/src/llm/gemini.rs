@@ -14,7 +14,7 @@ use super::config::ConfigError;
 use super::failure::{error_text, preview};
 use super::gemini_format::to_gemini_contents;
 use super::retry::RetryPolicy;
-use super::transport::{self, Settings, StreamParser};
+use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
@@ -71,6 +71,8 @@ impl fmt::Debug for GeminiConfig {
     }
 }
 
+http_config!(GeminiConfig);
+
 impl GeminiConfig {
     /// A configuration for `model` with `api_key` at Gemini's API, with the default limits.
     pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
@@ -99,33 +101,8 @@ impl GeminiConfig {
         self
     }
 
-    /// Adds a top-level field to every request body.
-    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.extra_body.insert(key.into(), value);
-        self
-    }
-
-    /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Sets the connect, response and idle timeouts.
-    pub fn with_timeouts(mut self, connect: Duration, response: Duration, idle: Duration) -> Self {
-        self.connect_timeout = connect;
-        self.response_timeout = response;
-        self.idle_timeout = idle;
-        self
-    }
-
     fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = self.base_url.trim().trim_end_matches('/');
-        if !transport::is_http_url(base) {
-            return Err(ConfigError::InvalidBaseUrl {
-                url: self.base_url.clone(),
-            });
-        }
+        let base = transport::checked_base(&self.base_url)?;
         let model = self.model.trim().trim_start_matches("models/");
         Ok(format!(
             "{base}/models/{model}:streamGenerateContent?alt=sse"
@@ -245,11 +222,7 @@ impl Model for GeminiModel {
             url: Arc::clone(&self.endpoint),
             headers: vec![("x-goog-api-key", self.config.api_key.clone())],
             body,
-            settings: Settings {
-                retry: self.config.retry,
-                response_timeout: self.config.response_timeout,
-                idle_timeout: self.config.idle_timeout,
-            },
+            settings: self.config.settings(),
             model: self.config.model.clone(),
         };
         transport::stream(request, ResponseParser::default(), cancel)

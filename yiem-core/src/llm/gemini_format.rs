@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, arguments_object, turns};
+use super::replay::{Turn, arguments_object, merged_by_role, result_text, turns};
 use crate::call::ToolResultMessage;
 use crate::content::Content;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
@@ -46,29 +46,15 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessa
 /// ]));
 /// ```
 pub fn to_gemini_contents(messages: &[AgentMessage]) -> Vec<Value> {
-    let mut out: Vec<Value> = Vec::with_capacity(messages.len());
-    for turn in turns(messages) {
-        let (role, parts) = match turn {
-            Turn::User(user) => ("user", user_parts(user)),
-            Turn::Assistant(assistant, calls) => {
-                let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
-                ("model", model_parts(assistant, &ids))
-            }
-            Turn::ToolResult(result) => ("user", vec![function_response(result)]),
-        };
-        if parts.is_empty() {
-            continue;
+    let rendered = turns(messages).into_iter().map(|turn| match turn {
+        Turn::User(user) => ("user", user_parts(user)),
+        Turn::Assistant(assistant, calls) => {
+            let ids: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
+            ("model", model_parts(assistant, &ids))
         }
-        match out.last_mut() {
-            Some(last) if last["role"] == role => {
-                if let Some(Value::Array(existing)) = last.get_mut("parts") {
-                    existing.extend(parts);
-                }
-            }
-            _ => out.push(json!({"role": role, "parts": parts})),
-        }
-    }
-    out
+        Turn::ToolResult(result) => ("user", vec![function_response(result)]),
+    });
+    merged_by_role(rendered, "parts")
 }
 
 fn user_parts(message: &UserMessage) -> Vec<Value> {
@@ -128,17 +114,7 @@ fn function_call(call: &crate::call::ToolCall) -> Map<String, Value> {
 }
 
 fn function_response(result: &ToolResultMessage) -> Value {
-    let text = result
-        .content()
-        .iter()
-        .map(|block| match block {
-            Content::Text { text } => text.clone(),
-            Content::Image { mime_type, .. } => {
-                format!("[{mime_type} image left out: function responses carry only text here]")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = result_text(result, "function responses here");
     let key = if result.is_error() { "error" } else { "output" };
     json!({"functionResponse": {
         "name": result.tool_name,

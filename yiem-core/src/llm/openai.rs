@@ -32,7 +32,7 @@ use super::config::ConfigError;
 use super::failure::{error_text, preview};
 use super::openai_format::{MessageFormat, OpenAiFormat, usage_from_openai};
 use super::retry::RetryPolicy;
-use super::transport::{self, Settings, StreamParser};
+use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
@@ -110,6 +110,8 @@ impl fmt::Debug for OpenAiConfig {
     }
 }
 
+http_config!(OpenAiConfig);
+
 impl OpenAiConfig {
     /// A configuration for `model` at `base_url`, without an API key, with the default retries and timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
@@ -152,34 +154,9 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Adds a field to every request body.
-    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.extra_body.insert(key.into(), value);
-        self
-    }
-
-    /// Sets the connect, response and idle timeouts.
-    pub fn with_timeouts(mut self, connect: Duration, response: Duration, idle: Duration) -> Self {
-        self.connect_timeout = connect;
-        self.response_timeout = response;
-        self.idle_timeout = idle;
-        self
-    }
-
     /// The chat-completions URL.
     fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = self.base_url.trim().trim_end_matches('/');
-        if !transport::is_http_url(base) {
-            return Err(ConfigError::InvalidBaseUrl {
-                url: self.base_url.clone(),
-            });
-        }
+        let base = transport::checked_base(&self.base_url)?;
         Ok(if base.ends_with("/chat/completions") {
             base.to_owned()
         } else {
@@ -412,11 +389,7 @@ impl Model for OpenAiModel {
             url: Arc::clone(&self.endpoint),
             headers,
             body,
-            settings: Settings {
-                retry: self.config.retry,
-                response_timeout: self.config.response_timeout,
-                idle_timeout: self.config.idle_timeout,
-            },
+            settings: self.config.settings(),
             model: self.config.model.clone(),
         };
         transport::stream(request, ChunkParser::default(), cancel)

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, turns};
+use super::replay::{Turn, result_text, turns};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::content::Content;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
@@ -187,17 +187,7 @@ fn openai_tool_call(call: &ToolCall) -> Value {
 }
 
 fn tool_message(result: &ToolResultMessage) -> Value {
-    let text = result
-        .content()
-        .iter()
-        .map(|block| match block {
-            Content::Text { text } => text.clone(),
-            Content::Image { mime_type, .. } => {
-                format!("[{mime_type} image left out: tool messages carry only text]")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = result_text(result, "tool messages");
     json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": text})
 }
 

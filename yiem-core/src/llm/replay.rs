@@ -54,6 +54,47 @@ pub(crate) fn turns(messages: &[AgentMessage]) -> Vec<Turn<'_>> {
     out
 }
 
+/// A tool result's content as text, each image replaced by a note saying where images cannot go
+/// (`in`: "tool messages").
+pub(crate) fn result_text(result: &ToolResultMessage, carrier: &str) -> String {
+    result
+        .content()
+        .iter()
+        .map(|block| match block {
+            crate::content::Content::Text { text } => text.clone(),
+            crate::content::Content::Image { mime_type, .. } => {
+                format!("[{mime_type} image left out: {carrier} carry only text]")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Messages of `(role, items)` as `{"role", <key>: items}` objects, those of one role that follow each
+/// other merged into one (Anthropic and Gemini want roles to alternate), empty ones left out.
+#[cfg(any(feature = "anthropic", feature = "gemini"))]
+pub(crate) fn merged_by_role(
+    messages: impl IntoIterator<Item = (&'static str, Vec<serde_json::Value>)>,
+    key: &str,
+) -> Vec<serde_json::Value> {
+    use serde_json::Value;
+    let mut out: Vec<Value> = Vec::new();
+    for (role, items) in messages {
+        if items.is_empty() {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if last["role"] == role => {
+                if let Some(Value::Array(existing)) = last.get_mut(key) {
+                    existing.extend(items);
+                }
+            }
+            _ => out.push(serde_json::json!({"role": role, key: items})),
+        }
+    }
+    out
+}
+
 /// A call's arguments as a JSON object for formats that carry them as one (Anthropic's `input`,
 /// Gemini's `args`): a JSON string is parsed; text that is not a JSON object (a reply cut off by the
 /// output limit) becomes `{}`, and the call's error result tells the model what happened.

@@ -17,6 +17,7 @@ use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt, stream};
 use tokio_util::sync::CancellationToken;
 
+use super::config::ConfigError;
 use super::failure::{attempts, chunk_count, error_chain, root_cause, seconds, server_message};
 use super::partial::partial_arguments;
 use super::retry::{RetryPolicy, is_retryable, is_validation_error, retry_after};
@@ -57,10 +58,61 @@ pub(crate) fn client(connect_timeout: Duration) -> Result<reqwest::Client, Strin
         .map_err(|error| error_chain(&error))
 }
 
-/// Whether `url` is an http(s) URL.
-pub(crate) fn is_http_url(url: &str) -> bool {
-    url.starts_with("http://") || url.starts_with("https://")
+/// `base_url` without surrounding space and trailing slashes, if it is an http(s) URL.
+pub(crate) fn checked_base(base_url: &str) -> Result<&str, ConfigError> {
+    let base = base_url.trim().trim_end_matches('/');
+    if base.starts_with("http://") || base.starts_with("https://") {
+        Ok(base)
+    } else {
+        Err(ConfigError::InvalidBaseUrl {
+            url: base_url.to_owned(),
+        })
+    }
 }
+
+/// The builder methods and the transport [`Settings`] every provider configuration shares; the
+/// configuration has the fields `extra_body`, `retry`, `connect_timeout`, `response_timeout` and
+/// `idle_timeout`.
+macro_rules! http_config {
+    ($config:ty) => {
+        impl $config {
+            /// Sets the retry policy.
+            pub fn with_retry(mut self, retry: $crate::llm::RetryPolicy) -> Self {
+                self.retry = retry;
+                self
+            }
+
+            /// Adds a field to every request body; it overrides the client's own field of that name.
+            pub fn with_extra(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+                self.extra_body.insert(key.into(), value);
+                self
+            }
+
+            /// Sets the connect, response and idle timeouts.
+            pub fn with_timeouts(
+                mut self,
+                connect: std::time::Duration,
+                response: std::time::Duration,
+                idle: std::time::Duration,
+            ) -> Self {
+                self.connect_timeout = connect;
+                self.response_timeout = response;
+                self.idle_timeout = idle;
+                self
+            }
+
+            /// What the transport needs of this configuration.
+            fn settings(&self) -> $crate::llm::transport::Settings {
+                $crate::llm::transport::Settings {
+                    retry: self.retry,
+                    response_timeout: self.response_timeout,
+                    idle_timeout: self.idle_timeout,
+                }
+            }
+        }
+    };
+}
+pub(crate) use http_config;
 
 /// One request to send: where, with which headers and body, under which settings.
 pub(crate) struct Request {

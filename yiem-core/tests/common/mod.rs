@@ -6,11 +6,15 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use yiem_core::{AgentTool, ToolContext};
+use yiem_core::{
+    AgentTool, AssistantMessage, CancellationToken, MessageAssembler, Model, ModelEvent,
+    ModelRequest, ToolContext,
+};
 
 /// What the server answers to one request.
 #[derive(Clone)]
@@ -244,4 +248,39 @@ pub fn weather_tool() -> AgentTool {
         .handler(|_ctx: ToolContext, _args: Value| async move { "sunny" })
         .build()
         .unwrap()
+}
+
+/// Every event of one reply (30 s at most).
+pub async fn all_events(model: &dyn Model, request: ModelRequest) -> Vec<ModelEvent> {
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        model.stream(request, CancellationToken::new()).collect(),
+    )
+    .await
+    .expect("the stream ended")
+}
+
+/// The events of one reply, without the `ToolCallArguments` that follow argument deltas (they have
+/// their own tests).
+pub async fn events(model: &dyn Model, request: ModelRequest) -> Vec<ModelEvent> {
+    let mut all = all_events(model, request).await;
+    all.retain(|event| !matches!(event, ModelEvent::ToolCallArguments { .. }));
+    all
+}
+
+/// The message the events make.
+pub fn assemble(events: &[ModelEvent]) -> AssistantMessage {
+    let mut assembler = MessageAssembler::new();
+    for event in events {
+        assembler.apply(event.clone());
+    }
+    assembler.finish()
+}
+
+/// The text of the last event, which must be an error.
+pub fn last_error(events: &[ModelEvent]) -> &str {
+    match events.last() {
+        Some(ModelEvent::Error(text)) => text,
+        _ => panic!("the reply did not end in an error: {events:?}"),
+    }
 }
