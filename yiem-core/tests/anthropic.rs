@@ -7,11 +7,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{Reply, Server, all_events, assemble, events, last_error, named, weather_tool};
+use common::{
+    Reply, Server, all_events, assemble, done, events, last_error, named, usage, weather_tool,
+};
 use serde_json::{Value, json};
 use yiem_core::{
     AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, ModelEvent, ModelRequest,
-    RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
+    RetryPolicy, StopReason, ToolCall, ToolResultMessage, UserMessage,
 };
 
 fn model(server: &Server) -> AnthropicModel {
@@ -98,22 +100,10 @@ fn text_stream(text: &str) -> Reply {
     ])
 }
 
-fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        ..Usage::default()
-    }
-}
-
 fn start() -> ModelEvent {
     ModelEvent::Start {
         model: "claude-test".into(),
     }
-}
-
-fn done(stop_reason: StopReason, usage: Usage) -> ModelEvent {
-    ModelEvent::Done { stop_reason, usage }
 }
 
 #[tokio::test]

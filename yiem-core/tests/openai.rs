@@ -15,7 +15,7 @@ use yiem_core::{
 
 mod common;
 
-use common::{Reply, Server, all_events, assemble, data, events, last_error, weather_tool};
+use common::{Reply, Server, all_events, assemble, data, done, events, last_error, weather_tool};
 
 /// The OpenAI side of the loopback server.
 trait OpenAiServer {
@@ -118,10 +118,6 @@ fn call_delta(index: usize, arguments: &str) -> ModelEvent {
 
 fn call_end(index: usize) -> ModelEvent {
     ModelEvent::ToolCallEnd { index }
-}
-
-fn done(stop_reason: StopReason, usage: Usage) -> ModelEvent {
-    ModelEvent::Done { stop_reason, usage }
 }
 
 fn usage(input: u64, output: u64, cached: u64) -> Usage {

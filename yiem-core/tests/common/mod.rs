@@ -13,7 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use yiem_core::{
     AgentTool, AssistantMessage, CancellationToken, MessageAssembler, Model, ModelEvent,
-    ModelRequest, ToolContext,
+    ModelRequest, StopReason, ToolContext, Usage,
 };
 
 /// What the server answers to one request.
@@ -283,4 +283,18 @@ pub fn last_error(events: &[ModelEvent]) -> &str {
         Some(ModelEvent::Error(text)) => text,
         _ => panic!("the reply did not end in an error: {events:?}"),
     }
+}
+
+/// Usage with only the input and output counts.
+pub fn usage(input: u64, output: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..Usage::default()
+    }
+}
+
+/// The `Done` event.
+pub fn done(stop_reason: StopReason, usage: Usage) -> ModelEvent {
+    ModelEvent::Done { stop_reason, usage }
 }
