@@ -12,6 +12,15 @@
 //! YIEM_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... YIEM_MODEL=gpt-4o-mini \
 //!     cargo run --example weather -- "What's the weather in Oslo, in Fahrenheit?"
 //! ```
+//!
+//! Or natively against Anthropic or Gemini (`*_BASE_URL` points at a proxy or a test server):
+//!
+//! ```sh
+//! YIEM_PROVIDER=anthropic ANTHROPIC_API_KEY=sk-ant-... cargo run --example weather
+//! YIEM_PROVIDER=gemini GEMINI_API_KEY=... YIEM_MODEL=gemini-2.5-flash cargo run --example weather
+//! ```
+//!
+//! A run that ends in a model error prints it and exits 1; a misconfigured provider exits 2.
 
 use std::io::Write;
 
@@ -19,8 +28,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, ModelRequest, OpenAiModel, ScriptedModel, ScriptedTurn,
-    StopReason, ToolStore, tool,
+    Agent, AgentEvent, AgentMessage, ModelRequest, ScriptedModel, ScriptedTurn, StopReason,
+    ToolStore, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -118,16 +127,22 @@ async fn main() {
     let builder = Agent::builder()
         .system_prompt("You answer questions about weather and time. Use the tools; be brief.")
         .tools(tools);
-    let agent = match OpenAiModel::from_env() {
-        Ok(model) => {
-            eprintln!("[using {} at {}]", model.config().model, model.endpoint());
-            builder.model(model).build()
+    // The provider comes from the environment (YIEM_PROVIDER and its key; see
+    // `yiem_core::llm::model_from_env`); offline by default.
+    let agent = match yiem_core::llm::model_from_env() {
+        Ok(Some(selected)) => {
+            eprintln!("[using {}]", selected.description);
+            builder.shared_model(selected.model).build()
         }
-        Err(_) => {
+        Ok(None) => {
             eprintln!(
-                "[offline: scripted model; set YIEM_BASE_URL and OPENAI_API_KEY for a real one]"
+                "[offline: scripted model; set YIEM_PROVIDER (openai, anthropic, gemini) and its key for a real one]"
             );
             builder.model(scripted()).build()
+        }
+        Err(error) => {
+            eprintln!("error: the model is misconfigured: {error}");
+            std::process::exit(2);
         }
     };
     agent.on_event(print_event);

@@ -173,15 +173,19 @@ pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
-#[cfg(feature = "openai")]
-pub use llm::{ConfigError, OpenAiConfig, OpenAiModel, RetryPolicy};
+#[cfg(feature = "anthropic")]
+pub use llm::{AnthropicConfig, AnthropicModel};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use llm::{ConfigError, RetryPolicy};
+#[cfg(feature = "gemini")]
+pub use llm::{GeminiConfig, GeminiModel};
 pub use llm::{
     MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel,
-    ScriptedTurn, truncated_tool_results,
+    ScriptedTurn, extract_tool_calls, truncated_tool_results,
 };
-pub use message::{
-    AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,
-};
+#[cfg(feature = "openai")]
+pub use llm::{OpenAiConfig, OpenAiModel};
+pub use message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 pub use registry::{
     LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
     static_tools,

@@ -2,7 +2,6 @@
 //! [`ToolResultMessage`](crate::ToolResultMessage), gathered in [`AgentMessage`].
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::content::Content;
@@ -71,8 +70,17 @@ pub enum AssistantContent {
     },
     /// Reasoning the model exposed.
     Thinking {
-        /// The reasoning text.
+        /// The reasoning text (empty for a Gemini thought signature that came without text).
         thinking: String,
+        /// The provider's opaque signature of this reasoning (Anthropic's `signature`, Gemini's
+        /// `thoughtSignature`), sent back unchanged with the conversation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the provider sent encrypted (Anthropic's `redacted_thinking`), sent back unchanged.
+    RedactedThinking {
+        /// The encrypted reasoning.
+        data: String,
     },
     /// A tool call.
     ToolCall(ToolCall),
@@ -167,93 +175,5 @@ impl From<AssistantMessage> for AgentMessage {
 impl From<ToolResultMessage> for AgentMessage {
     fn from(message: ToolResultMessage) -> Self {
         AgentMessage::ToolResult(message)
-    }
-}
-
-/// Reads the tool calls out of an assistant message in OpenAI's wire shapes, as the seeds do: a
-/// `{"type": "tool_calls", "tool_calls": [...]}` block (each call `{"id", "function": {"name",
-/// "arguments"}}`), a single `{"type": "tool_call", "id", "name", "arguments"}` block, or a whole chat
-/// message `{"role": "assistant", "tool_calls": [...]}`. `value` is such a message or an array of blocks.
-///
-/// Arguments are kept as sent (object or JSON string): a string that is not JSON becomes an error result for
-/// that call when it runs, not a failure here. A call without an id gets a fresh UUID.
-///
-/// ```
-/// use serde_json::json;
-/// use yiem_core::extract_tool_calls;
-///
-/// let blocks = json!([
-///     {"type": "text", "text": "checking"},
-///     {"type": "tool_calls", "tool_calls": [
-///         {"id": "call_1", "function": {"name": "get_weather", "arguments": "{\"city\":\"Tokyo\"}"}}
-///     ]},
-///     {"type": "tool_call", "name": "get_time", "arguments": {"zone": "Asia/Tokyo"}}
-/// ]);
-/// let calls = extract_tool_calls(&blocks);
-/// assert_eq!(calls.len(), 2);
-/// assert_eq!(calls[0].id, "call_1");
-/// assert_eq!(calls[1].name, "get_time");
-/// assert_eq!(calls[1].id.len(), 36); // a fresh UUID
-/// ```
-pub fn extract_tool_calls(value: &Value) -> Vec<ToolCall> {
-    let mut calls = Vec::new();
-    match value {
-        Value::Array(blocks) => {
-            for block in blocks {
-                extract_block(block, &mut calls);
-            }
-        }
-        Value::Object(message) => match message.get("tool_calls") {
-            Some(Value::Array(list)) if message.get("type").is_none() => {
-                calls.extend(list.iter().map(openai_call));
-            }
-            _ => extract_block(value, &mut calls),
-        },
-        _ => {}
-    }
-    calls
-}
-
-fn extract_block(block: &Value, calls: &mut Vec<ToolCall>) {
-    match block.get("type").and_then(Value::as_str) {
-        Some("tool_calls") => {
-            if let Some(Value::Array(list)) = block.get("tool_calls") {
-                calls.extend(list.iter().map(openai_call));
-            }
-        }
-        Some("tool_call") | Some("function") if block.get("function").is_some() => {
-            calls.push(openai_call(block))
-        }
-        Some("tool_call") => calls.push(ToolCall {
-            id: call_id(block),
-            name: block
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
-            arguments: block.get("arguments").cloned().unwrap_or(Value::Null),
-        }),
-        _ => {}
-    }
-}
-
-/// `{"id", "type": "function", "function": {"name", "arguments"}}`.
-fn openai_call(entry: &Value) -> ToolCall {
-    let function = entry.get("function").unwrap_or(entry);
-    ToolCall {
-        id: call_id(entry),
-        name: function
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
-    }
-}
-
-fn call_id(entry: &Value) -> String {
-    match entry.get("id").and_then(Value::as_str) {
-        Some(id) if !id.is_empty() => id.to_owned(),
-        _ => crate::id::fresh_uuid(),
     }
 }

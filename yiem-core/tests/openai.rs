@@ -2,115 +2,36 @@
 //! `TcpListener` that speaks HTTP/1.1 and replays the exact byte shapes real servers send (OpenAI, Ollama,
 //! vLLM, llama.cpp), then asserts the exact events the client streamed and the request it sent.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Notify;
 use yiem_core::llm::to_openai_messages;
 use yiem_core::{
-    AgentMessage, AgentTool, AgentToolResult, AssistantContent, AssistantMessage,
-    CancellationToken, ConfigError, MessageAssembler, Model, ModelEvent, ModelRequest,
-    OpenAiConfig, OpenAiModel, RetryPolicy, StopReason, ToolCall, ToolContext, ToolResultMessage,
-    Usage, UserMessage, truncated_tool_results,
+    AgentMessage, AgentToolResult, AssistantContent, AssistantMessage, CancellationToken,
+    ConfigError, Model, ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel, RetryPolicy,
+    StopReason, ToolCall, ToolResultMessage, Usage, UserMessage, truncated_tool_results,
 };
 
-// ---------------------------------------------------------------------------------------------------
-// The loopback server
-// ---------------------------------------------------------------------------------------------------
+mod common;
 
-/// What the server answers to one request.
-#[derive(Clone)]
-enum Reply {
-    /// 200 `text/event-stream` with `Transfer-Encoding: chunked`: each piece is written (and flushed) as
-    /// one HTTP chunk, then the terminating zero chunk.
-    Sse(Vec<String>),
-    /// 200 `text/event-stream` without a length: the pieces, then the server closes the connection
-    /// (`Connection: close` framing, as simple servers do).
-    SseUntilClose(Vec<String>),
-    /// 200 `text/event-stream`, chunked: the pieces, then the connection drops without the terminating
-    /// chunk (a stream cut by the network).
-    SseCut(Vec<String>),
-    /// 200 `text/event-stream`, chunked: the pieces, then silence with the connection held open.
-    SseStall(Vec<String>),
-    /// No answer at all; the connection is held open.
-    Silence,
-    /// Any status with extra headers and a body.
-    Status {
-        status: &'static str,
-        headers: Vec<(&'static str, &'static str)>,
-        content_type: &'static str,
-        body: String,
-    },
+use common::{Reply, Server, all_events, assemble, data, done, events, last_error, weather_tool};
+
+/// The OpenAI side of the loopback server.
+trait OpenAiServer {
+    fn base_url(&self) -> String;
+    fn endpoint(&self) -> String;
+    fn model(&self) -> OpenAiModel;
+    fn model_with(&self, edit: impl FnOnce(OpenAiConfig) -> OpenAiConfig) -> OpenAiModel;
 }
 
-/// A request as the server saw it.
-#[derive(Clone, Debug)]
-struct Recorded {
-    request_line: String,
-    /// Header names lowercased.
-    headers: Vec<(String, String)>,
-    body: Value,
-}
-
-impl Recorded {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-struct Server {
-    port: u16,
-    requests: Arc<Mutex<Vec<Recorded>>>,
-    /// Signalled each time a request has been read.
-    arrived: Arc<Notify>,
-}
-
-impl Server {
-    /// Serves `replies` in order, one per connection; the last one repeats forever.
-    async fn start(replies: Vec<Reply>) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let arrived = Arc::new(Notify::new());
-        let (log, signal) = (Arc::clone(&requests), Arc::clone(&arrived));
-        tokio::spawn(async move {
-            let mut served = 0;
-            loop {
-                let Ok((socket, _)) = listener.accept().await else {
-                    return;
-                };
-                let reply = replies[served.min(replies.len() - 1)].clone();
-                served += 1;
-                let (log, signal) = (Arc::clone(&log), Arc::clone(&signal));
-                tokio::spawn(async move {
-                    serve(socket, reply, log, signal).await;
-                });
-            }
-        });
-        Server {
-            port,
-            requests,
-            arrived,
-        }
-    }
-
+impl OpenAiServer for Server {
     fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}/v1", self.port)
+        format!("{}/v1", self.root())
     }
 
     fn endpoint(&self) -> String {
-        format!("POST http://127.0.0.1:{}/v1/chat/completions", self.port)
-    }
-
-    fn requests(&self) -> Vec<Recorded> {
-        self.requests.lock().unwrap().clone()
+        format!("POST {}/v1/chat/completions", self.root())
     }
 
     /// A model for this server with tiny retry delays.
@@ -130,135 +51,9 @@ impl Server {
     }
 }
 
-async fn serve(
-    mut socket: TcpStream,
-    reply: Reply,
-    log: Arc<Mutex<Vec<Recorded>>>,
-    arrived: Arc<Notify>,
-) {
-    let Some(request) = read_request(&mut socket).await else {
-        return;
-    };
-    log.lock().unwrap().push(request);
-    arrived.notify_one();
-    let sse_head = |chunked: bool| {
-        let framing = if chunked {
-            "Transfer-Encoding: chunked\r\n"
-        } else {
-            ""
-        };
-        format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\nCache-Control: no-cache\r\n\
-             {framing}Connection: close\r\n\r\n"
-        )
-    };
-    match reply {
-        Reply::Sse(pieces) => {
-            write(&mut socket, &sse_head(true)).await;
-            for piece in pieces {
-                write_chunk(&mut socket, &piece).await;
-            }
-            write(&mut socket, "0\r\n\r\n").await;
-        }
-        Reply::SseUntilClose(pieces) => {
-            write(&mut socket, &sse_head(false)).await;
-            for piece in pieces {
-                write(&mut socket, &piece).await;
-            }
-        }
-        Reply::SseCut(pieces) => {
-            write(&mut socket, &sse_head(true)).await;
-            for piece in pieces {
-                write_chunk(&mut socket, &piece).await;
-            }
-        }
-        Reply::SseStall(pieces) => {
-            write(&mut socket, &sse_head(true)).await;
-            for piece in pieces {
-                write_chunk(&mut socket, &piece).await;
-            }
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-        }
-        Reply::Silence => tokio::time::sleep(Duration::from_secs(3600)).await,
-        Reply::Status {
-            status,
-            headers,
-            content_type,
-            body,
-        } => {
-            let mut head = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n",
-                body.len()
-            );
-            for (name, value) in headers {
-                head.push_str(&format!("{name}: {value}\r\n"));
-            }
-            head.push_str("\r\n");
-            write(&mut socket, &head).await;
-            write(&mut socket, &body).await;
-        }
-    }
-    let _ = socket.shutdown().await;
-}
-
-async fn write(socket: &mut TcpStream, text: &str) {
-    let _ = socket.write_all(text.as_bytes()).await;
-    let _ = socket.flush().await;
-}
-
-async fn write_chunk(socket: &mut TcpStream, piece: &str) {
-    write(socket, &format!("{:x}\r\n{piece}\r\n", piece.len())).await;
-}
-
-/// Reads one HTTP/1.1 request: the head up to the blank line, then `Content-Length` bytes of body.
-async fn read_request(socket: &mut TcpStream) -> Option<Recorded> {
-    let mut buffer = Vec::new();
-    let mut piece = [0u8; 4096];
-    let head_end = loop {
-        if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-            break end;
-        }
-        let n = socket.read(&mut piece).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        buffer.extend_from_slice(&piece[..n]);
-    };
-    let head = String::from_utf8(buffer[..head_end].to_vec()).ok()?;
-    let mut lines = head.split("\r\n");
-    let request_line = lines.next()?.to_owned();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|line| line.split_once(':'))
-        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
-        .collect();
-    let length: usize = headers
-        .iter()
-        .find(|(n, _)| n == "content-length")
-        .and_then(|(_, v)| v.parse().ok())
-        .unwrap_or(0);
-    let mut body = buffer[head_end + 4..].to_vec();
-    while body.len() < length {
-        let n = socket.read(&mut piece).await.ok()?;
-        if n == 0 {
-            return None;
-        }
-        body.extend_from_slice(&piece[..n]);
-    }
-    Some(Recorded {
-        request_line,
-        headers,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    })
-}
-
 // ---------------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------------
-
-/// One SSE event with a JSON payload, as servers write it.
-fn data(payload: Value) -> String {
-    format!("data: {payload}\n\n")
-}
 
 const DONE: &str = "data: [DONE]\n\n";
 
@@ -296,23 +91,6 @@ fn request(text: &str) -> ModelRequest {
     }
 }
 
-async fn events(model: &OpenAiModel, request: ModelRequest) -> Vec<ModelEvent> {
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        model.stream(request, CancellationToken::new()).collect(),
-    )
-    .await
-    .expect("the stream ended")
-}
-
-fn assemble(events: &[ModelEvent]) -> AssistantMessage {
-    let mut assembler = MessageAssembler::new();
-    for event in events {
-        assembler.apply(event.clone());
-    }
-    assembler.finish()
-}
-
 fn start() -> ModelEvent {
     ModelEvent::Start {
         model: "gpt-test".into(),
@@ -342,10 +120,6 @@ fn call_end(index: usize) -> ModelEvent {
     ModelEvent::ToolCallEnd { index }
 }
 
-fn done(stop_reason: StopReason, usage: Usage) -> ModelEvent {
-    ModelEvent::Done { stop_reason, usage }
-}
-
 fn usage(input: u64, output: u64, cached: u64) -> Usage {
     Usage {
         input_tokens: input,
@@ -353,19 +127,6 @@ fn usage(input: u64, output: u64, cached: u64) -> Usage {
         cache_read_tokens: cached,
         cache_write_tokens: 0,
     }
-}
-
-fn weather_tool() -> AgentTool {
-    AgentTool::builder("get_weather")
-        .description("Current weather for a city.")
-        .input_schema(json!({
-            "type": "object",
-            "properties": {"city": {"type": "string", "description": "City name"}},
-            "required": ["city"]
-        }))
-        .handler(|_ctx: ToolContext, _args: Value| async move { "sunny" })
-        .build()
-        .unwrap()
 }
 
 /// A small retry policy whose waits are long: the test must cancel during them.
@@ -424,6 +185,7 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
         0,
         AssistantContent::Thinking {
             thinking: "the user wants weather".into(),
+            signature: None,
         },
     );
     reply.content.push(AssistantContent::ToolCall(call.clone()));
@@ -570,6 +332,50 @@ async fn tool_call_arguments_split_across_chunks_are_assembled() {
             "get_weather",
             json!({"city": "Tokyo"})
         )]
+    );
+}
+
+#[tokio::test]
+async fn every_argument_delta_is_followed_by_the_arguments_parsed_so_far() {
+    let piece = |arguments: &str| {
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+            Value::Null,
+        )
+    };
+    let server = Server::start(vec![Reply::Sse(vec![
+        chunk(
+            json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "write", "arguments": ""}}]}),
+            Value::Null,
+        ),
+        piece("{\"pa"),
+        piece("th\": \"src/ma"),
+        piece("in.rs\", \"content\": \"fn"),
+        piece(" main() {}\"}"),
+        chunk(json!({}), json!("tool_calls")),
+        DONE.into(),
+    ])])
+    .await;
+    let partials: Vec<Value> = all_events(&server.model(), request("write it"))
+        .await
+        .into_iter()
+        .filter_map(|event| match event {
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                arguments,
+            } => Some(arguments),
+            _ => None,
+        })
+        .collect();
+    // `{"pa` has no complete key yet: an empty object; then the path as far as it streamed.
+    assert_eq!(
+        partials,
+        vec![
+            json!({}),
+            json!({"path": "src/ma"}),
+            json!({"path": "src/main.rs", "content": "fn"}),
+            json!({"path": "src/main.rs", "content": "fn main() {}"}),
+        ]
     );
 }
 
@@ -748,7 +554,8 @@ async fn reasoning_fields_become_thinking_deltas() {
         assemble(&events).content,
         vec![
             AssistantContent::Thinking {
-                thinking: "2+2 is 4".into()
+                thinking: "2+2 is 4".into(),
+                signature: None
             },
             AssistantContent::Text { text: "4".into() },
         ]
@@ -1415,7 +1222,7 @@ fn configuration_from_the_environment_needs_a_base_url() {
     let error =
         OpenAiConfig::from_lookup(|name| (name == "OPENAI_API_KEY").then(|| "sk-test".to_owned()))
             .unwrap_err();
-    assert!(matches!(error, ConfigError::MissingBaseUrl));
+    assert!(matches!(error, ConfigError::MissingBaseUrl { .. }));
     assert_eq!(
         error.to_string(),
         "`YIEM_BASE_URL` is not set: set it to the chat-completions base URL, e.g. \
@@ -1470,9 +1277,7 @@ async fn a_500_whose_body_is_a_validation_error_is_not_retried() {
         1,
         "a validation error is sent once"
     );
-    let Some(ModelEvent::Error(text)) = events.last() else {
-        panic!("no error: {events:?}");
-    };
+    let text = last_error(&events);
     assert!(text.contains("Input should be a valid string"), "{text}");
     assert!(
         text.ends_with(

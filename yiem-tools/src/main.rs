@@ -53,9 +53,11 @@ enum Command {
         #[command(flatten)]
         shell: ShellFlags,
     },
-    /// Chat with an agent that has the built-in tools, one prompt per line of stdin. Uses the
-    /// OpenAI-compatible endpoint in YIEM_BASE_URL (with OPENAI_API_KEY and YIEM_MODEL); without it, an
-    /// offline scripted model that says how to configure one.
+    /// Chat with an agent that has the built-in tools, one prompt per line of stdin. The model comes
+    /// from the environment: YIEM_PROVIDER=openai (YIEM_BASE_URL, OPENAI_API_KEY), anthropic
+    /// (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or gemini (GEMINI_API_KEY, GEMINI_BASE_URL), with
+    /// YIEM_MODEL; YIEM_BASE_URL alone means openai. Without them, an offline scripted model that says how
+    /// to configure one. Exits 1 when a run ended in a model error (shown as `[error: ...]`).
     Chat {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
@@ -323,20 +325,34 @@ fn store(root: yiem_tools::ToolRoot, tools_dir: PathBuf) -> Result<ToolStore, Fa
 /// `yiem chat`: one agent run per line of stdin, printing the reply as it streams and the tool calls.
 fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
     use std::io::BufRead;
-    use yiem_core::{Agent, AgentEvent, OpenAiModel, ScriptedModel, ScriptedTurn};
+    use yiem_core::{Agent, AgentEvent, AgentMessage, ScriptedModel, ScriptedTurn, StopReason};
 
-    let builder = Agent::builder().system_prompt(system).tools(store.clone());
-    let agent = match OpenAiModel::from_env() {
-        Ok(model) => {
-            eprintln!("[{} at {}]", model.config().model, model.endpoint());
-            builder.model(model).build()
+    // The provider comes from the environment (see `yiem_core::llm::model_from_env`); offline by default.
+    let configured = yiem_core::llm::model_from_env()
+        .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
+    let mut store = store;
+    if let Some(selected) = &configured {
+        // A tool the provider cannot take would fail every request: it is left out, and said so.
+        for tool in store.tools() {
+            if let Err(error) = tool.definition(selected.dialect) {
+                eprintln!("[{} left out: {error}]", tool.name());
+                store.remove(tool.name());
+            }
         }
-        Err(_) => {
+    }
+    let builder = Agent::builder().system_prompt(system).tools(store.clone());
+    let agent = match configured {
+        Some(selected) => {
+            eprintln!("[{}]", selected.description);
+            builder.shared_model(selected.model).build()
+        }
+        None => {
             let tools = store.names().join(", ");
             builder
                 .model(ScriptedModel::from_fn(move |_| {
                     ScriptedTurn::text(format!(
-                        "(offline) No model is configured: set YIEM_BASE_URL (and OPENAI_API_KEY, YIEM_MODEL) \
+                        "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) \
+                         with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
                          to chat with a real one. My tools: {tools}."
                     ))
                 }))
@@ -350,7 +366,7 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
                 write!(out, "{}", delta["text"].as_str().unwrap_or_default())
             }
             AgentEvent::MessageEnd { message } => match &**message {
-                yiem_core::AgentMessage::Assistant(reply)
+                AgentMessage::Assistant(reply)
                     if !reply.text_content().is_empty() || reply.error.is_some() =>
                 {
                     match &reply.error {
@@ -371,13 +387,24 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
         let _ = out.flush();
     });
     let runtime = runtime()?;
+    let mut failures = 0;
     for line in std::io::stdin().lock().lines() {
         let line =
             line.map_err(|error| Failure::Internal(format!("cannot read stdin: {error}")))?;
         if line.trim().is_empty() {
             continue;
         }
-        runtime.block_on(agent.prompt(line));
+        let added = runtime.block_on(agent.prompt(line));
+        // The error was printed as the reply ended; the exit status says so too.
+        let failed = added.iter().rev().any(|message| {
+            matches!(message, AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error)
+        });
+        failures += usize::from(failed);
+    }
+    if failures > 0 {
+        return Err(Failure::Internal(format!(
+            "{failures} run(s) ended in a model error"
+        )));
     }
     Ok(())
 }

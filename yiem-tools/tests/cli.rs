@@ -354,6 +354,9 @@ fn chat_without_a_model_says_how_to_configure_one() {
     let output = Command::new(env!("CARGO_BIN_EXE_yiem"))
         .args(["chat"])
         .env_remove("YIEM_BASE_URL")
+        .env_remove("YIEM_PROVIDER")
+        // A key alone does not take the chat online.
+        .env("ANTHROPIC_API_KEY", "sk-ant-unused")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -366,8 +369,9 @@ fn chat_without_a_model_says_how_to_configure_one() {
     assert!(output.status.success());
     assert_eq!(
         stdout(&output),
-        "(offline) No model is configured: set YIEM_BASE_URL (and OPENAI_API_KEY, YIEM_MODEL) to chat with a \
-         real one. My tools: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool.\n"
+        "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) with its key \
+         (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) to chat with a real one. \
+         My tools: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool.\n"
     );
 }
 
@@ -470,5 +474,151 @@ fn chat_runs_the_agent_loop_against_an_openai_compatible_server() {
     assert!(
         tool_result["content"].as_str().unwrap().contains("a.txt"),
         "{tool_result}"
+    );
+}
+
+/// Runs `yiem chat` with `env`, writing `input` to its stdin.
+fn chat(env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
+    chat_in(&std::env::temp_dir(), env, input)
+}
+
+/// Runs `yiem chat --root root` with `env`, writing `input` to its stdin.
+fn chat_in(root: &std::path::Path, env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_yiem"));
+    command
+        .args(["chat", "--root"])
+        .arg(root)
+        .env_remove("YIEM_BASE_URL")
+        .env_remove("YIEM_PROVIDER")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    command
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input)?;
+            child.wait_with_output()
+        })
+        .unwrap()
+}
+
+fn named_sse(events: &[Value]) -> String {
+    events
+        .iter()
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn chat_talks_to_anthropic_when_yiem_provider_says_so() {
+    let root = tempfile::tempdir().unwrap();
+    let first = named_sse(&[
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0,
+               "content_block": {"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 3}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let second = named_sse(&[
+        json!({"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Empty."}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let (url, server) = sse_server(vec![first, second]);
+    let output = chat_in(
+        root.path(),
+        &[
+            ("YIEM_PROVIDER", "anthropic"),
+            ("ANTHROPIC_API_KEY", "sk-ant-test"),
+            ("ANTHROPIC_BASE_URL", url.as_str()),
+            ("YIEM_MODEL", "claude-test"),
+        ],
+        b"list the files\n",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "→ ls {}\n✓ ls\nEmpty.\n");
+    assert!(
+        stderr(&output).contains(&format!("[claude-test at {url}/messages]")),
+        "{}",
+        stderr(&output)
+    );
+    let requests = server.join().unwrap();
+    let second: Value = serde_json::from_str(&requests[1]).unwrap();
+    assert_eq!(second["model"], "claude-test");
+    let results = &second["messages"].as_array().unwrap().last().unwrap()["content"][0];
+    assert_eq!(results["type"], "tool_result");
+    assert_eq!(results["tool_use_id"], "toolu_1");
+}
+
+#[test]
+fn chat_shows_a_gemini_error_and_exits_1() {
+    let refused = format!(
+        "data: {}\n\n",
+        json!({"candidates": [{"content": {"parts": [], "role": "model"}, "finishReason": "SAFETY"}]})
+    );
+    let (url, server) = sse_server(vec![refused]);
+    let base = url.replace("/v1", "/v1beta");
+    let output = chat(
+        &[
+            ("YIEM_PROVIDER", "gemini"),
+            ("GEMINI_API_KEY", "AIza-test"),
+            ("GEMINI_BASE_URL", base.as_str()),
+            ("YIEM_MODEL", "gemini-test"),
+        ],
+        b"hello\n",
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert!(
+        stdout(&output).contains(
+            "[error: POST http://127.0.0.1:"
+        ) && stdout(&output).contains(
+            "/v1beta/models/gemini-test:streamGenerateContent?alt=sse failed: the server stopped the reply with finishReason \"SAFETY\"]"
+        ),
+        "{}",
+        stdout(&output)
+    );
+    assert!(
+        stderr(&output).contains("1 run(s) ended in a model error"),
+        "{}",
+        stderr(&output)
+    );
+    // The one built-in tool Gemini cannot take (its argument accepts any JSON value) is left out, said so.
+    assert!(
+        stderr(&output)
+            .contains("[write_tool left out: tool `write_tool` cannot be described for Gemini"),
+        "{}",
+        stderr(&output)
+    );
+    server.join().unwrap();
+}
+
+#[test]
+fn chat_with_a_named_provider_and_no_key_says_what_to_set() {
+    let output = chat(&[("YIEM_PROVIDER", "anthropic")], b"hi\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "yiem: error: the model is misconfigured: `ANTHROPIC_API_KEY` is not set: set it to your API key\n"
+    );
+    let output = chat(&[("YIEM_PROVIDER", "cohere")], b"hi\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        stderr(&output),
+        "yiem: error: the model is misconfigured: `YIEM_PROVIDER` is `cohere`, which this build does not \
+         know: use one of openai, anthropic, gemini, or offline\n"
     );
 }

@@ -6,10 +6,31 @@
 //! format it speaks needs no HTTP and is always here: [`to_openai_messages`] and [`assistant_from_openai`]
 //! convert the conversation to and from it.
 
+#[cfg(feature = "anthropic")]
+mod anthropic;
+#[cfg(feature = "anthropic")]
+mod anthropic_format;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod config;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod failure;
+#[cfg(feature = "gemini")]
+mod gemini;
+#[cfg(feature = "gemini")]
+mod gemini_format;
 #[cfg(feature = "openai")]
 mod openai;
 mod openai_format;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod partial;
+mod replay;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod retry;
 mod scripted;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod select;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod transport;
 pub(crate) mod truncated;
 
 use std::pin::Pin;
@@ -23,16 +44,31 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReaso
 use crate::registry::ToolList;
 use crate::result::Usage;
 
+#[cfg(feature = "anthropic")]
+pub use anthropic::{AnthropicConfig, AnthropicModel};
+#[cfg(feature = "anthropic")]
+pub use anthropic_format::to_anthropic_messages;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use config::ConfigError;
+#[cfg(feature = "gemini")]
+pub use gemini::{GeminiConfig, GeminiModel};
+#[cfg(feature = "gemini")]
+pub use gemini_format::to_gemini_contents;
 #[doc(hidden)]
 #[cfg(feature = "openai")]
 pub use openai::parse_chunks_for_fuzzing;
 #[cfg(feature = "openai")]
-pub use openai::{
-    API_KEY_ENV, BASE_URL_ENV, ConfigError, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel,
-    RetryPolicy,
+pub use openai::{API_KEY_ENV, BASE_URL_ENV, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel};
+pub use openai_format::{
+    MessageFormat, OpenAiFormat, assistant_from_openai, extract_tool_calls, to_openai_messages,
 };
-pub use openai_format::{MessageFormat, OpenAiFormat, assistant_from_openai, to_openai_messages};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use partial::partial_arguments;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
 pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.
@@ -60,6 +96,13 @@ pub enum ModelEvent {
     TextDelta(String),
     /// More reasoning text.
     ThinkingDelta(String),
+    /// The opaque signature of the reasoning: Anthropic's `signature_delta` closes the thinking block it
+    /// signs; Gemini's `thoughtSignature` comes on the part it belongs to and is kept as a thinking block
+    /// (empty when Gemini showed no thought text) just before that part. Either way it is sent back
+    /// unchanged in the next request, as both providers require.
+    ThinkingSignature(String),
+    /// Reasoning the provider sent encrypted (Anthropic's `redacted_thinking`): kept and sent back as is.
+    RedactedThinking(String),
     /// A tool call started. `index` identifies it in the deltas that follow.
     ToolCallStart {
         /// The call's position in the reply.
@@ -75,6 +118,17 @@ pub enum ModelEvent {
         index: usize,
         /// The next piece of the arguments.
         arguments: String,
+    },
+    /// What the arguments of a streaming tool call hold so far, parsed leniently (see
+    /// [`partial_arguments`](crate::llm::partial_arguments), features `openai`, `anthropic`, `gemini`):
+    /// every complete member and the string being written. Every provider sends one after each
+    /// `ToolCallDelta` that makes the text parse, so a UI can show a path or a command before the call
+    /// runs. Informational: the call's arguments are the text of its deltas, parsed at `ToolCallEnd`.
+    ToolCallArguments {
+        /// The call's position in the reply.
+        index: usize,
+        /// The arguments so far.
+        arguments: Value,
     },
     /// A tool call's arguments are complete.
     ToolCallEnd {
@@ -192,16 +246,41 @@ impl MessageAssembler {
             ModelEvent::ThinkingDelta(thinking) => {
                 let delta = serde_json::json!({"type": "thinking_delta", "thinking": thinking});
                 match self.message.content.last_mut() {
-                    Some(AssistantContent::Thinking { thinking: existing }) => {
-                        existing.push_str(&thinking)
-                    }
-                    _ => self
-                        .message
-                        .content
-                        .push(AssistantContent::Thinking { thinking }),
+                    // A signed block is finished: more thinking is a new block.
+                    Some(AssistantContent::Thinking {
+                        thinking: existing,
+                        signature: None,
+                    }) => existing.push_str(&thinking),
+                    _ => self.message.content.push(AssistantContent::Thinking {
+                        thinking,
+                        signature: None,
+                    }),
                 }
                 Some(delta)
             }
+            ModelEvent::ThinkingSignature(text) => {
+                let delta = serde_json::json!({"type": "thinking_signature", "signature": text});
+                match self.message.content.last_mut() {
+                    Some(AssistantContent::Thinking {
+                        signature: signature @ None,
+                        ..
+                    }) => *signature = Some(text),
+                    _ => self.message.content.push(AssistantContent::Thinking {
+                        thinking: String::new(),
+                        signature: Some(text),
+                    }),
+                }
+                Some(delta)
+            }
+            ModelEvent::RedactedThinking(data) => {
+                self.message
+                    .content
+                    .push(AssistantContent::RedactedThinking { data });
+                Some(serde_json::json!({"type": "redacted_thinking"}))
+            }
+            ModelEvent::ToolCallArguments { index, arguments } => Some(
+                serde_json::json!({"type": "tool_call_arguments", "index": index, "arguments": arguments}),
+            ),
             ModelEvent::ToolCallStart { index, id, name } => {
                 let id = if id.is_empty() {
                     crate::id::fresh_uuid()

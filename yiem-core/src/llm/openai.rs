@@ -21,18 +21,18 @@
 //!
 //! [`MessageAssembler`]: super::MessageAssembler
 
-use std::collections::VecDeque;
 use std::fmt;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
-use futures::{Stream, StreamExt, stream};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::config::ConfigError;
+use super::failure::{error_text, preview};
 use super::openai_format::{MessageFormat, OpenAiFormat, usage_from_openai};
+use super::retry::RetryPolicy;
+use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
@@ -46,81 +46,6 @@ pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
 pub const MODEL_ENV: &str = "YIEM_MODEL";
 /// The model used when [`MODEL_ENV`] is not set.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
-
-/// How failed requests are retried: HTTP 429 and 5xx answers, connection failures, and accepted responses
-/// that break before their first chunk. The wait before retry `n` (from 1) is `initial_delay * 2^(n-1)`, capped at `max_delay`, times
-/// a random factor between 0.5 and 1 (jitter); a `Retry-After` (seconds) or `retry-after-ms` header from
-/// the server replaces it. A server that asks for a longer wait than `max_delay` is not retried: the error
-/// says what it asked for. Nothing is retried once a response has started streaming.
-///
-/// ```
-/// use std::time::Duration;
-/// use yiem_core::RetryPolicy;
-///
-/// let policy = RetryPolicy { max_retries: 5, ..RetryPolicy::default() };
-/// assert_eq!(policy.initial_delay, Duration::from_millis(500));
-/// assert_eq!(RetryPolicy::none().max_retries, 0);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RetryPolicy {
-    /// Retries after the first attempt (default 3, so at most 4 attempts).
-    pub max_retries: u32,
-    /// The wait before the first retry (default 500 ms).
-    pub initial_delay: Duration,
-    /// The longest wait between attempts (default 30 s).
-    pub max_delay: Duration,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            initial_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-        }
-    }
-}
-
-impl RetryPolicy {
-    /// No retries: the first failure is final.
-    pub fn none() -> Self {
-        RetryPolicy {
-            max_retries: 0,
-            ..Self::default()
-        }
-    }
-
-    /// The backoff before retry `retry` (1 for the first), with jitter.
-    fn backoff(&self, retry: u32) -> Duration {
-        let doubled = self
-            .initial_delay
-            .saturating_mul(1u32 << retry.saturating_sub(1).min(20));
-        let capped = doubled.min(self.max_delay);
-        let random = (crate::id::random_u64() >> 11) as f64 / (1u64 << 53) as f64;
-        capped.mul_f64(0.5 + 0.5 * random)
-    }
-}
-
-/// Why an [`OpenAiModel`] could not be configured.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ConfigError {
-    /// The base URL was not given.
-    #[error(
-        "`{BASE_URL_ENV}` is not set: set it to the chat-completions base URL, e.g. \
-         https://api.openai.com/v1 or http://localhost:11434/v1"
-    )]
-    MissingBaseUrl,
-    /// The base URL is not an http(s) URL.
-    #[error("the base URL `{url}` must start with http:// or https://")]
-    InvalidBaseUrl {
-        /// The URL given.
-        url: String,
-    },
-    /// The HTTP client could not be built (e.g. the TLS backend failed to start).
-    #[error("could not build the HTTP client: {0}")]
-    Client(String),
-}
 
 /// Where and how an [`OpenAiModel`] sends its requests.
 ///
@@ -185,6 +110,8 @@ impl fmt::Debug for OpenAiConfig {
     }
 }
 
+http_config!(OpenAiConfig);
+
 impl OpenAiConfig {
     /// A configuration for `model` at `base_url`, without an API key, with the default retries and timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
@@ -210,7 +137,11 @@ impl OpenAiConfig {
     /// Like [`from_env`](Self::from_env), reading the variables through `lookup`.
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let var = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
-        let base_url = var(BASE_URL_ENV).ok_or(ConfigError::MissingBaseUrl)?;
+        let base_url = var(BASE_URL_ENV).ok_or(ConfigError::MissingBaseUrl {
+            variable: BASE_URL_ENV,
+            expected: "the chat-completions base URL, e.g. https://api.openai.com/v1 or \
+                       http://localhost:11434/v1",
+        })?;
         let model = var(MODEL_ENV).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
         let mut config = OpenAiConfig::new(base_url.trim(), model.trim());
         config.api_key = var(API_KEY_ENV).map(|key| key.trim().to_owned());
@@ -223,34 +154,9 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the retry policy.
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Adds a field to every request body.
-    pub fn with_extra(mut self, key: impl Into<String>, value: Value) -> Self {
-        self.extra_body.insert(key.into(), value);
-        self
-    }
-
-    /// Sets the connect, response and idle timeouts.
-    pub fn with_timeouts(mut self, connect: Duration, response: Duration, idle: Duration) -> Self {
-        self.connect_timeout = connect;
-        self.response_timeout = response;
-        self.idle_timeout = idle;
-        self
-    }
-
     /// The chat-completions URL.
     fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = self.base_url.trim().trim_end_matches('/');
-        if !(base.starts_with("http://") || base.starts_with("https://")) {
-            return Err(ConfigError::InvalidBaseUrl {
-                url: self.base_url.clone(),
-            });
-        }
+        let base = transport::checked_base(&self.base_url)?;
         Ok(if base.ends_with("/chat/completions") {
             base.to_owned()
         } else {
@@ -347,10 +253,7 @@ impl OpenAiModel {
     /// ```
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
         let endpoint = config.endpoint()?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .build()
-            .map_err(|error| ConfigError::Client(error_chain(&error)))?;
+        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
         Ok(OpenAiModel {
             config: Arc::new(config),
             endpoint: endpoint.into(),
@@ -475,391 +378,22 @@ impl Model for OpenAiModel {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let body = match self.request_bytes(&request) {
             Ok(body) => body,
-            Err(error) => {
-                let events = vec![
-                    ModelEvent::Start {
-                        model: self.config.model.clone(),
-                    },
-                    ModelEvent::Error(format!("the request was not sent: {error}")),
-                ];
-                return Box::pin(stream::iter(events));
-            }
+            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
         };
-        let run = Run {
+        let mut headers = Vec::new();
+        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        let request = transport::Request {
             client: self.client.clone(),
-            config: Arc::clone(&self.config),
-            endpoint: Arc::clone(&self.endpoint),
+            url: Arc::clone(&self.endpoint),
+            headers,
             body,
-            cancel,
-            queue: VecDeque::new(),
-            phase: Phase::Connect,
-            parser: ChunkParser::default(),
-            attempt: 0,
-            started: false,
+            settings: self.config.settings(),
+            model: self.config.model.clone(),
         };
-        Box::pin(stream::unfold(run, |mut run| async move {
-            let event = run.next_event().await?;
-            Some((event, run))
-        }))
+        transport::stream(request, ChunkParser::default(), cancel)
     }
-}
-
-/// One request in flight: connects (with retries), then reads the event stream.
-struct Run {
-    client: reqwest::Client,
-    config: Arc<OpenAiConfig>,
-    endpoint: Arc<str>,
-    body: Vec<u8>,
-    cancel: CancellationToken,
-    queue: VecDeque<ModelEvent>,
-    phase: Phase,
-    parser: ChunkParser,
-    /// Requests sent so far.
-    attempt: u32,
-    /// Whether `Start` went out.
-    started: bool,
-}
-
-enum Phase {
-    Connect,
-    Streaming(SseStream),
-    Finished,
-}
-
-type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send>>;
-
-/// Why the body stream stopped early.
-enum BodyError {
-    Idle(Duration),
-    Transport(reqwest::Error),
-}
-
-impl fmt::Display for BodyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BodyError::Idle(idle) => write!(f, "no data for {}", seconds(*idle)),
-            BodyError::Transport(error) => f.write_str(&root_cause(error)),
-        }
-    }
-}
-
-/// How connecting ended.
-enum Connected {
-    Response(reqwest::Response),
-    Failed(String),
-    Cancelled,
-}
-
-impl Run {
-    async fn next_event(&mut self) -> Option<ModelEvent> {
-        loop {
-            if self.cancel.is_cancelled() {
-                return None;
-            }
-            if let Some(event) = self.queue.pop_front() {
-                return Some(event);
-            }
-            match std::mem::replace(&mut self.phase, Phase::Finished) {
-                Phase::Finished => return None,
-                Phase::Connect => {
-                    if !self.started {
-                        self.started = true;
-                        self.queue.push_back(ModelEvent::Start {
-                            model: self.config.model.clone(),
-                        });
-                    }
-                    match self.connect().await {
-                        Connected::Cancelled => return None,
-                        Connected::Failed(text) => self.fail(text),
-                        Connected::Response(response) => self.start_reading(response).await,
-                    }
-                }
-                Phase::Streaming(mut events) => {
-                    let next = tokio::select! {
-                        () = self.cancel.cancelled() => return None,
-                        next = events.next() => next,
-                    };
-                    match self.read(next) {
-                        Flow::Continue => self.phase = Phase::Streaming(events),
-                        Flow::Stop => {}
-                        Flow::Reconnect(delay) => {
-                            drop(events);
-                            tokio::select! {
-                                () = self.cancel.cancelled() => return None,
-                                () = tokio::time::sleep(delay) => {}
-                            }
-                            self.phase = Phase::Connect;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    /// Queues the parser's last events, with the request named in an error.
-    fn finish(&mut self) {
-        for event in self.parser.finish() {
-            match event {
-                ModelEvent::Error(text) => self.fail(text),
-                other => self.queue.push_back(other),
-            }
-        }
-        self.phase = Phase::Finished;
-    }
-
-    fn fail(&mut self, text: String) {
-        self.queue.push_back(ModelEvent::Error(format!(
-            "POST {} failed: {text}",
-            self.endpoint
-        )));
-        self.phase = Phase::Finished;
-    }
-
-    /// Sends the request until it is accepted, retrying what the policy allows.
-    async fn connect(&mut self) -> Connected {
-        let policy = self.config.retry;
-        loop {
-            self.attempt += 1;
-            let attempt = self.attempt;
-            let mut builder = self
-                .client
-                .post(&*self.endpoint)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .header(reqwest::header::ACCEPT, "text/event-stream")
-                .body(self.body.clone());
-            if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
-                builder = builder.bearer_auth(key);
-            }
-            let sent = tokio::select! {
-                () = self.cancel.cancelled() => return Connected::Cancelled,
-                sent = tokio::time::timeout(self.config.response_timeout, builder.send()) => sent,
-            };
-            let retry_allowed = attempt <= policy.max_retries;
-            let delay = match sent {
-                Err(_) => {
-                    return Connected::Failed(format!(
-                        "no response within {}{}",
-                        seconds(self.config.response_timeout),
-                        attempts(attempt)
-                    ));
-                }
-                Ok(Ok(response)) if response.status().is_success() => {
-                    return Connected::Response(response);
-                }
-                Ok(Ok(response)) => {
-                    let status = response.status();
-                    let asked = retry_after(response.headers());
-                    let Some(body) =
-                        read_body(response, &self.cancel, self.config.response_timeout).await
-                    else {
-                        return Connected::Cancelled;
-                    };
-                    // A server error that is really a refusal of the request (a validation error, as
-                    // pydantic-based servers answer with a 500) would fail the same way again.
-                    let refused = status.is_server_error() && is_validation_error(&body);
-                    let retryable =
-                        status.as_u16() == 429 || (status.is_server_error() && !refused);
-                    if retryable && retry_allowed && asked.is_none_or(|d| d <= policy.max_delay) {
-                        asked.unwrap_or_else(|| policy.backoff(attempt))
-                    } else {
-                        let message = server_message(&body);
-                        let mut text = format!("HTTP {status}: {message}{}", attempts(attempt));
-                        if refused {
-                            text.push_str(
-                                " (a validation error of the request: not retried, since it would fail again)",
-                            );
-                        }
-                        if let Some(asked) = asked.filter(|d| retryable && *d > policy.max_delay) {
-                            text.push_str(&format!(
-                                " (the server asked to retry after {}, more than the {} allowed)",
-                                seconds(asked),
-                                seconds(policy.max_delay)
-                            ));
-                        }
-                        return Connected::Failed(text);
-                    }
-                }
-                Ok(Err(error)) => {
-                    let before_response = error.is_connect() || error.is_request();
-                    if before_response && retry_allowed {
-                        policy.backoff(attempt)
-                    } else {
-                        let what = if error.is_connect() {
-                            "could not connect"
-                        } else {
-                            "the request failed"
-                        };
-                        return Connected::Failed(format!(
-                            "{what}: {}{}",
-                            root_cause(&error),
-                            attempts(attempt)
-                        ));
-                    }
-                }
-            };
-            tracing::debug!(attempt, ?delay, endpoint = %self.endpoint, "retrying the chat-completions request");
-            tokio::select! {
-                () = self.cancel.cancelled() => return Connected::Cancelled,
-                () = tokio::time::sleep(delay) => {}
-            }
-        }
-    }
-
-    /// Starts reading an accepted response: an event stream, or one JSON body from a server that does not
-    /// stream.
-    async fn start_reading(&mut self, response: reqwest::Response) {
-        let is_json = response
-            .headers()
-            .get(reqwest::header::CONTENT_TYPE)
-            .and_then(|value| value.to_str().ok())
-            .is_some_and(|value| value.trim_start().starts_with("application/json"));
-        if !is_json {
-            self.phase = Phase::Streaming(event_stream(response, self.config.idle_timeout));
-            return;
-        }
-        let Some(body) = read_body(response, &self.cancel, self.config.response_timeout).await
-        else {
-            return;
-        };
-        let text = String::from_utf8_lossy(&body).into_owned();
-        match self.parser.chunk(&text) {
-            Ok(events) => {
-                self.queue.extend(events);
-                self.finish();
-            }
-            Err(error) => self.fail(error),
-        }
-    }
-
-    /// Handles the next item of the event stream.
-    fn read(&mut self, next: Option<Result<Event, EventStreamError<BodyError>>>) -> Flow {
-        let read = chunk_count(self.parser.chunks);
-        // A response that breaks before its first chunk streamed nothing yet: it may be sent again.
-        let untouched = self.parser.chunks == 0;
-        let may_retry = untouched && self.attempt <= self.config.retry.max_retries;
-        let tries = if untouched {
-            attempts(self.attempt)
-        } else {
-            String::new()
-        };
-        match next {
-            None if self.parser.finish_reason.is_some() => {
-                self.finish();
-                Flow::Stop
-            }
-            None if may_retry => Flow::Reconnect(self.config.retry.backoff(self.attempt)),
-            None => {
-                self.fail(format!(
-                    "the stream ended after {read} before the reply was complete{tries}"
-                ));
-                Flow::Stop
-            }
-            Some(Err(error)) => {
-                let text = match error {
-                    EventStreamError::Transport(BodyError::Idle(idle)) => {
-                        format!("no data for {} after {read}", seconds(idle))
-                    }
-                    EventStreamError::Transport(error) if may_retry => {
-                        tracing::debug!(%error, "the response broke before its first chunk");
-                        return Flow::Reconnect(self.config.retry.backoff(self.attempt));
-                    }
-                    EventStreamError::Transport(error) => {
-                        format!("the stream broke off after {read}: {error}{tries}")
-                    }
-                    EventStreamError::Utf8(error) => {
-                        format!("the stream is not UTF-8 after {read}: {error}")
-                    }
-                    EventStreamError::Parser(error) => {
-                        format!("the stream is not a valid event stream after {read}: {error}")
-                    }
-                };
-                if self.parser.finish_reason.is_some() {
-                    // The reply was complete; only the usage chunk or `[DONE]` was lost.
-                    tracing::debug!(%text, "ignoring a stream error after the finish_reason");
-                    self.finish();
-                } else {
-                    self.fail(text);
-                }
-                Flow::Stop
-            }
-            Some(Ok(event)) => {
-                let data = event.data.trim();
-                if event.event == "error" {
-                    let message = server_message(data.as_bytes());
-                    self.fail(format!(
-                        "the server reported an error in the stream: {message}"
-                    ));
-                    return Flow::Stop;
-                }
-                if data.is_empty() {
-                    return Flow::Continue;
-                }
-                if data == "[DONE]" {
-                    self.finish();
-                    return Flow::Stop;
-                }
-                match self.parser.chunk(data) {
-                    Ok(events) => {
-                        self.queue.extend(events);
-                        Flow::Continue
-                    }
-                    Err(text) => {
-                        self.fail(text);
-                        Flow::Stop
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// What to do after an item of the event stream.
-enum Flow {
-    /// Read on.
-    Continue,
-    /// The stream is over (its last events are queued).
-    Stop,
-    /// The response broke before its first chunk: wait this long, then send the request again.
-    Reconnect(Duration),
-}
-
-/// `1 chunk`, `3 chunks`.
-fn chunk_count(n: usize) -> String {
-    if n == 1 {
-        "1 chunk".into()
-    } else {
-        format!("{n} chunks")
-    }
-}
-
-/// A whole (error or non-streaming) body; `None` when cancelled. A body that cannot be read counts as
-/// empty.
-async fn read_body(
-    response: reqwest::Response,
-    cancel: &CancellationToken,
-    timeout: Duration,
-) -> Option<Vec<u8>> {
-    tokio::select! {
-        () = cancel.cancelled() => None,
-        body = tokio::time::timeout(timeout, response.bytes()) => {
-            Some(body.ok().and_then(Result::ok).map(|b| b.to_vec()).unwrap_or_default())
-        }
-    }
-}
-
-/// The response body as server-sent events, each piece awaited at most `idle`.
-fn event_stream(response: reqwest::Response, idle: Duration) -> SseStream {
-    let bytes = Box::pin(response.bytes_stream());
-    let timed = stream::unfold(Some(bytes), move |state| async move {
-        let mut bytes = state?;
-        match tokio::time::timeout(idle, bytes.next()).await {
-            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(bytes))),
-            Ok(Some(Err(error))) => Some((Err(BodyError::Transport(error)), None)),
-            Ok(None) => None,
-            Err(_) => Some((Err(BodyError::Idle(idle)), None)),
-        }
-    });
-    Box::pin(timed.eventsource())
 }
 
 /// Turns chat-completion chunks into [`ModelEvent`]s, keeping the state of the tool calls.
@@ -874,6 +408,38 @@ struct ChunkParser {
     /// Whether the stream has used `tool_calls`: servers that mirror each piece into the legacy
     /// `function_call` as well (llama-cpp-python) are then read from `tool_calls` alone.
     saw_tool_calls: bool,
+    /// Whether `[DONE]` arrived.
+    done: bool,
+}
+
+impl StreamParser for ChunkParser {
+    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
+        if data == "[DONE]" {
+            self.done = true;
+            return Ok(Vec::new());
+        }
+        self.chunk(data)
+    }
+
+    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+        self.chunk(data)
+    }
+
+    fn ended(&self) -> bool {
+        self.done
+    }
+
+    fn complete(&self) -> bool {
+        self.finish_reason.is_some()
+    }
+
+    fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    fn finish(&mut self) -> Vec<ModelEvent> {
+        ChunkParser::finish(self)
+    }
 }
 
 /// One tool call being assembled.
@@ -1137,119 +703,6 @@ impl CallState {
     }
 }
 
-/// Whether an error body says the request itself was invalid (pydantic's and FastAPI's wording, which
-/// llama-cpp-python and other Python servers answer with a 500), so sending it again cannot help.
-fn is_validation_error(body: &[u8]) -> bool {
-    let text = String::from_utf8_lossy(body).to_ascii_lowercase();
-    [
-        "validation error",
-        "input should be",
-        "field required",
-        "value is not a valid",
-    ]
-    .iter()
-    .any(|marker| text.contains(marker))
-}
-
-/// The wait a 429/503 answer asks for: `retry-after-ms`, or `Retry-After` in seconds.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let number = |name: &str| {
-        headers
-            .get(name)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse::<f64>()
-            .ok()
-            .filter(|n| n.is_finite() && *n >= 0.0)
-    };
-    number("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
-}
-
-/// The error message in a response body.
-fn server_message(body: &[u8]) -> String {
-    let text = String::from_utf8_lossy(body);
-    let text = text.trim();
-    if text.is_empty() {
-        return "(empty response body)".into();
-    }
-    serde_json::from_str::<Value>(text)
-        .ok()
-        .and_then(|value| error_text(&value))
-        .unwrap_or_else(|| preview(text))
-}
-
-/// `error.message`, `error` (a string), `message` or `detail`.
-fn error_text(value: &Value) -> Option<String> {
-    let string = |v: &Value| match v {
-        Value::String(s) if !s.is_empty() => Some(s.clone()),
-        _ => None,
-    };
-    if let Some(error) = value.get("error")
-        && let Some(text) = string(error).or_else(|| error.get("message").and_then(string))
-    {
-        return Some(text);
-    }
-    value.get("message").and_then(string).or_else(|| {
-        value
-            .get("detail")
-            .map(|d| string(d).unwrap_or_else(|| d.to_string()))
-    })
-}
-
-/// At most 300 characters of `text`.
-fn preview(text: &str) -> String {
-    const MAX: usize = 300;
-    match text.char_indices().nth(MAX) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_owned(),
-    }
-}
-
-/// " (N attempts)" when there was more than one.
-fn attempts(n: u32) -> String {
-    if n > 1 {
-        format!(" ({n} attempts)")
-    } else {
-        String::new()
-    }
-}
-
-/// A duration for people: `300 s`, `1.5 s`, `200 ms`.
-fn seconds(duration: Duration) -> String {
-    if duration < Duration::from_secs(1) {
-        format!("{} ms", duration.as_millis())
-    } else if duration.subsec_millis() == 0 {
-        format!("{} s", duration.as_secs())
-    } else {
-        format!("{:.1} s", duration.as_secs_f64())
-    }
-}
-
-/// The innermost cause of an error (`Connection refused (os error 111)`), which says what happened better
-/// than the wrappers above it.
-fn root_cause(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut current = error;
-    while let Some(source) = current.source() {
-        current = source;
-    }
-    current.to_string()
-}
-
-/// An error and all its causes, joined with `: `.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut current = error;
-    while let Some(source) = current.source() {
-        text.push_str(": ");
-        text.push_str(&source.to_string());
-        current = source;
-    }
-    text
-}
-
 /// Feeds `chunks` (the `data:` payloads of one stream, in order) to the streaming parser and returns
 /// every event it made, the error that ended the stream included. For the fuzz harness; not public API.
 #[doc(hidden)]
@@ -1382,67 +835,5 @@ mod tests {
                 },
             ]
         );
-    }
-
-    #[test]
-    fn retry_after_headers_are_read() {
-        let mut headers = reqwest::header::HeaderMap::new();
-        headers.insert("retry-after", "2".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_secs(2)));
-        headers.insert("retry-after-ms", "150".parse().unwrap());
-        assert_eq!(retry_after(&headers), Some(Duration::from_millis(150)));
-        let mut date = reqwest::header::HeaderMap::new();
-        date.insert(
-            "retry-after",
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
-        );
-        assert_eq!(retry_after(&date), None);
-    }
-
-    #[test]
-    fn backoff_doubles_and_is_capped_with_jitter() {
-        let policy = RetryPolicy {
-            max_retries: 10,
-            initial_delay: Duration::from_millis(100),
-            max_delay: Duration::from_millis(350),
-        };
-        for _ in 0..50 {
-            let first = policy.backoff(1);
-            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
-            let second = policy.backoff(2);
-            assert!(second >= Duration::from_millis(100) && second <= Duration::from_millis(200));
-            let late = policy.backoff(9);
-            assert!(late >= Duration::from_millis(175) && late <= Duration::from_millis(350));
-        }
-    }
-
-    #[test]
-    fn server_messages_are_found_in_common_error_bodies() {
-        assert_eq!(
-            server_message(br#"{"error":{"message":"Rate limit reached","type":"requests"}}"#),
-            "Rate limit reached"
-        );
-        assert_eq!(
-            server_message(br#"{"error":"model 'x' not found"}"#),
-            "model 'x' not found"
-        );
-        assert_eq!(
-            server_message(br#"{"object":"error","message":"bad model"}"#),
-            "bad model"
-        );
-        assert_eq!(
-            server_message(br#"{"detail":[{"msg":"field required"}]}"#),
-            r#"[{"msg":"field required"}]"#
-        );
-        assert_eq!(server_message(b"upstream down\n"), "upstream down");
-        assert_eq!(server_message(b"  "), "(empty response body)");
-        assert_eq!(preview(&"x".repeat(400)).chars().count(), 301);
-    }
-
-    #[test]
-    fn durations_read_well() {
-        assert_eq!(seconds(Duration::from_millis(200)), "200 ms");
-        assert_eq!(seconds(Duration::from_secs(300)), "300 s");
-        assert_eq!(seconds(Duration::from_millis(1500)), "1.5 s");
     }
 }

@@ -4,15 +4,12 @@
 //! (the seeds' `formatMsgForLLM` hook) on an `OpenAiModel` (feature `openai`). Nothing here needs HTTP, so it
 //! is in every build.
 
-use std::collections::HashSet;
-
 use serde_json::{Map, Value, json};
 
+use super::replay::{Turn, result_text, turns};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::content::Content;
-use crate::message::{
-    AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage, extract_tool_calls,
-};
+use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 use crate::result::Usage;
 
 /// Renders the conversation as the `messages` array of a chat-completions request.
@@ -96,7 +93,7 @@ where
 ///
 /// let call = ToolCall::new("call_1", "read", json!({"path": "a.txt"}));
 /// let mut reply = AssistantMessage::default();
-/// reply.content.push(AssistantContent::Thinking { thinking: "I should read it".into() });
+/// reply.content.push(AssistantContent::Thinking { thinking: "I should read it".into(), signature: None });
 /// reply.content.push(AssistantContent::ToolCall(call.clone()));
 /// let result = ToolResultMessage::new(&call, AgentToolResult::text("hello"));
 ///
@@ -118,43 +115,15 @@ where
 /// );
 /// ```
 pub fn to_openai_messages(system_prompt: &str, messages: &[AgentMessage]) -> Vec<Value> {
-    // Calls and results must pair up, or the server refuses the request: a call is sent only when a
-    // result answers it, a result only when its call was sent.
-    let answered: HashSet<&str> = messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::ToolResult(result) => Some(result.tool_call_id.as_str()),
-            _ => None,
-        })
-        .collect();
-    let mut sent_calls: HashSet<&str> = HashSet::new();
     let mut out = Vec::with_capacity(messages.len() + 1);
     if !system_prompt.is_empty() {
         out.push(json!({"role": "system", "content": system_prompt}));
     }
-    for message in messages {
-        match message {
-            AgentMessage::User(user) => out.push(user_message(user)),
-            // A reply that failed or was cut off is not sent back as if the model had said it: its text
-            // is partial, and its calls never ran.
-            AgentMessage::Assistant(assistant)
-                if matches!(
-                    assistant.stop_reason,
-                    StopReason::Error | StopReason::Aborted
-                ) => {}
-            AgentMessage::Assistant(assistant) => {
-                let calls: Vec<&ToolCall> = assistant
-                    .tool_calls()
-                    .filter(|call| answered.contains(call.id.as_str()))
-                    .collect();
-                sent_calls.extend(calls.iter().map(|call| call.id.as_str()));
-                out.extend(assistant_message(assistant, &calls));
-            }
-            AgentMessage::ToolResult(result) => {
-                if sent_calls.contains(result.tool_call_id.as_str()) {
-                    out.push(tool_message(result));
-                }
-            }
+    for turn in turns(messages) {
+        match turn {
+            Turn::User(user) => out.push(user_message(user)),
+            Turn::Assistant(assistant, calls) => out.extend(assistant_message(assistant, &calls)),
+            Turn::ToolResult(result) => out.push(tool_message(result)),
         }
     }
     out
@@ -218,17 +187,7 @@ fn openai_tool_call(call: &ToolCall) -> Value {
 }
 
 fn tool_message(result: &ToolResultMessage) -> Value {
-    let text = result
-        .content()
-        .iter()
-        .map(|block| match block {
-            Content::Text { text } => text.clone(),
-            Content::Image { mime_type, .. } => {
-                format!("[{mime_type} image left out: tool messages carry only text]")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = result_text(result, "tool messages");
     json!({"role": "tool", "tool_call_id": result.tool_call_id, "content": text})
 }
 
@@ -281,6 +240,7 @@ pub fn assistant_from_openai(reply: &Value) -> AssistantMessage {
         {
             content.push(AssistantContent::Thinking {
                 thinking: thinking.to_owned(),
+                signature: None,
             });
             break;
         }
@@ -382,6 +342,94 @@ pub(crate) fn usage_from_openai(usage: &Value) -> Usage {
     }
 }
 
+/// Reads the tool calls out of an assistant message in OpenAI's wire shapes, as the seeds do: a
+/// `{"type": "tool_calls", "tool_calls": [...]}` block (each call `{"id", "function": {"name",
+/// "arguments"}}`), a single `{"type": "tool_call", "id", "name", "arguments"}` block, or a whole chat
+/// message `{"role": "assistant", "tool_calls": [...]}`. `value` is such a message or an array of blocks.
+///
+/// Arguments are kept as sent (object or JSON string): a string that is not JSON becomes an error result for
+/// that call when it runs, not a failure here. A call without an id gets a fresh UUID.
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::extract_tool_calls;
+///
+/// let blocks = json!([
+///     {"type": "text", "text": "checking"},
+///     {"type": "tool_calls", "tool_calls": [
+///         {"id": "call_1", "function": {"name": "get_weather", "arguments": "{\"city\":\"Tokyo\"}"}}
+///     ]},
+///     {"type": "tool_call", "name": "get_time", "arguments": {"zone": "Asia/Tokyo"}}
+/// ]);
+/// let calls = extract_tool_calls(&blocks);
+/// assert_eq!(calls.len(), 2);
+/// assert_eq!(calls[0].id, "call_1");
+/// assert_eq!(calls[1].name, "get_time");
+/// assert_eq!(calls[1].id.len(), 36); // a fresh UUID
+/// ```
+pub fn extract_tool_calls(value: &Value) -> Vec<ToolCall> {
+    let mut calls = Vec::new();
+    match value {
+        Value::Array(blocks) => {
+            for block in blocks {
+                extract_block(block, &mut calls);
+            }
+        }
+        Value::Object(message) => match message.get("tool_calls") {
+            Some(Value::Array(list)) if message.get("type").is_none() => {
+                calls.extend(list.iter().map(openai_call));
+            }
+            _ => extract_block(value, &mut calls),
+        },
+        _ => {}
+    }
+    calls
+}
+
+fn extract_block(block: &Value, calls: &mut Vec<ToolCall>) {
+    match block.get("type").and_then(Value::as_str) {
+        Some("tool_calls") => {
+            if let Some(Value::Array(list)) = block.get("tool_calls") {
+                calls.extend(list.iter().map(openai_call));
+            }
+        }
+        Some("tool_call") | Some("function") if block.get("function").is_some() => {
+            calls.push(openai_call(block))
+        }
+        Some("tool_call") => calls.push(ToolCall {
+            id: call_id(block),
+            name: block
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            arguments: block.get("arguments").cloned().unwrap_or(Value::Null),
+        }),
+        _ => {}
+    }
+}
+
+/// `{"id", "type": "function", "function": {"name", "arguments"}}`.
+fn openai_call(entry: &Value) -> ToolCall {
+    let function = entry.get("function").unwrap_or(entry);
+    ToolCall {
+        id: call_id(entry),
+        name: function
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
+    }
+}
+
+fn call_id(entry: &Value) -> String {
+    match entry.get("id").and_then(Value::as_str) {
+        Some(id) if !id.is_empty() => id.to_owned(),
+        _ => crate::id::fresh_uuid(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -416,6 +464,7 @@ mod tests {
             content: vec![
                 AssistantContent::Thinking {
                     thinking: "hmm".into(),
+                    signature: None,
                 },
                 AssistantContent::Text {
                     text: "Copying.".into(),
@@ -493,6 +542,7 @@ mod tests {
         let thinking_only = AssistantMessage {
             content: vec![AssistantContent::Thinking {
                 thinking: "...".into(),
+                signature: None,
             }],
             ..AssistantMessage::default()
         };
@@ -538,7 +588,8 @@ mod tests {
         assert_eq!(
             reply.content[0],
             AssistantContent::Thinking {
-                thinking: "think first".into()
+                thinking: "think first".into(),
+                signature: None
             }
         );
         let calls: Vec<&ToolCall> = reply.tool_calls().collect();

@@ -1,0 +1,578 @@
+//! [`AnthropicModel`]: a [`Model`] over Anthropic's Messages API (`POST <base_url>/v1/messages`,
+//! streamed), on the shared transport. This module holds the wire format only: the request body and the
+//! reading of the stream's events (`message_start`, `content_block_start` / `_delta` / `_stop` with
+//! `text_delta`, `input_json_delta`, `thinking_delta` and `signature_delta`, `message_delta`,
+//! `message_stop`, `ping`, `error`).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::anthropic_format::to_anthropic_messages;
+use super::config::ConfigError;
+use super::failure::{error_text, preview};
+use super::retry::RetryPolicy;
+use super::transport::{self, StreamParser, http_config};
+use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::dialect::{Dialect, DialectError};
+use crate::message::StopReason;
+use crate::result::Usage;
+
+/// Anthropic's API base URL.
+pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+/// The `anthropic-version` header sent by default.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// Where and how an [`AnthropicModel`] sends its requests.
+///
+/// ```
+/// use yiem_core::AnthropicConfig;
+///
+/// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
+///     .with_base_url("http://127.0.0.1:8080")
+///     .with_max_tokens(1024)
+///     .with_extra("thinking", serde_json::json!({"type": "enabled", "budget_tokens": 512}));
+/// assert_eq!(config.version, "2023-06-01");
+/// assert!(!format!("{config:?}").contains("sk-ant-test"));
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct AnthropicConfig {
+    /// The base URL (default [`ANTHROPIC_BASE_URL`]); requests go to `<base_url>/v1/messages` (a URL that
+    /// already ends in `/messages` is used as it is).
+    pub base_url: String,
+    /// The API key, sent as `x-api-key`.
+    pub api_key: String,
+    /// The `anthropic-version` header (default [`ANTHROPIC_VERSION`]).
+    pub version: String,
+    /// The model name.
+    pub model: String,
+    /// `max_tokens`, which the API requires (default 4096).
+    pub max_tokens: u32,
+    /// More request fields (`thinking`, `temperature`, `tool_choice`, `metadata`, ...), merged into every
+    /// body; they override the client's own fields of the same name.
+    pub extra_body: Map<String, Value>,
+    /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
+    pub retry: RetryPolicy,
+    /// The longest wait for a TCP (and TLS) connection (default 30 s).
+    pub connect_timeout: Duration,
+    /// The longest wait for the response headers (default 300 s).
+    pub response_timeout: Duration,
+    /// The longest silence between two pieces of the stream (default 300 s; the API sends `ping`s).
+    pub idle_timeout: Duration,
+}
+
+impl fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("version", &self.version)
+            .field("model", &self.model)
+            .field("max_tokens", &self.max_tokens)
+            .field("extra_body", &self.extra_body)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+http_config!(AnthropicConfig);
+
+impl AnthropicConfig {
+    /// A configuration for `model` with `api_key` at Anthropic's API, with the default limits.
+    pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        AnthropicConfig {
+            base_url: ANTHROPIC_BASE_URL.to_owned(),
+            api_key: api_key.into(),
+            version: ANTHROPIC_VERSION.to_owned(),
+            model: model.into(),
+            max_tokens: 4096,
+            extra_body: Map::new(),
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(30),
+            response_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// Sends requests to `base_url` instead (a proxy, a gateway, a test server).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets `max_tokens`.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    fn endpoint(&self) -> Result<String, ConfigError> {
+        let base = transport::checked_base(&self.base_url)?;
+        Ok(if base.ends_with("/messages") {
+            base.to_owned()
+        } else if base.ends_with("/v1") {
+            format!("{base}/messages")
+        } else {
+            format!("{base}/v1/messages")
+        })
+    }
+}
+
+/// A [`Model`] that streams replies from Anthropic's Messages API.
+///
+/// Each request is a `POST <base_url>/v1/messages` with `x-api-key`, `anthropic-version`, and a body of
+/// `model`, `max_tokens`, `system` (when not empty), `messages` (see
+/// [`to_anthropic_messages`](crate::llm::to_anthropic_messages): thinking blocks go back with their
+/// signatures, tool results as `tool_result` blocks with `is_error`), `tools` in the
+/// [`Dialect::Anthropic`] dialect, `stream: true` and the extra fields.
+///
+/// The stream becomes [`ModelEvent`]s: text, thinking (with `ThinkingSignature` when the block's
+/// `signature_delta` arrives), `RedactedThinking`, tool calls (`input_json_delta` pieces as
+/// `ToolCallDelta`s, each followed by the partial arguments), usage (`input_tokens`, `output_tokens`,
+/// cache reads and writes; `message_delta`'s counts are cumulative) and the stop reason: `end_turn` and
+/// `stop_sequence` → `Stop`, `tool_use` → `ToolUse`, `max_tokens` and `model_context_window_exceeded` →
+/// `Length`, `pause_turn` → `Stop` (a server tool's long turn paused: the reply is kept, and sending the
+/// conversation again lets the model go on), `refusal` → an error `the model refused to answer
+/// (stop_reason "refusal")`. `ping`s are skipped; an `error` event ends the stream with
+/// `the server reported an error in the stream: <message>` (e.g. `Overloaded`). Retries and the other
+/// failures are those of [`OpenAiModel`](crate::OpenAiModel)'s table (features permitting), with 529
+/// retried like any 5xx; every failure is one `Error` event starting `POST <url> failed: `.
+///
+/// ```
+/// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest, UserMessage};
+///
+/// let model = AnthropicModel::new(AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")).unwrap();
+/// assert_eq!(model.endpoint(), "https://api.anthropic.com/v1/messages");
+/// let body = model.request_body(&ModelRequest {
+///     system_prompt: "Be brief.".into(),
+///     messages: vec![UserMessage::text("hi").into()],
+///     tools: Default::default(),
+/// }).unwrap();
+/// assert_eq!(body["system"], "Be brief.");
+/// assert_eq!(body["max_tokens"], 4096);
+/// assert_eq!(body["stream"], true);
+/// ```
+#[derive(Clone)]
+pub struct AnthropicModel {
+    config: Arc<AnthropicConfig>,
+    endpoint: Arc<str>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for AnthropicModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AnthropicModel")
+            .field("endpoint", &self.endpoint)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicModel {
+    /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
+        let endpoint = config.endpoint()?;
+        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
+        Ok(AnthropicModel {
+            config: Arc::new(config),
+            endpoint: endpoint.into(),
+            client,
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &AnthropicConfig {
+        &self.config
+    }
+
+    /// The URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The JSON body sent for `request`. Fails when a tool cannot be described in the Anthropic dialect.
+    pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let mut body = Map::new();
+        body.insert("model".into(), json!(self.config.model));
+        body.insert("max_tokens".into(), json!(self.config.max_tokens));
+        if !request.system_prompt.is_empty() {
+            body.insert("system".into(), json!(request.system_prompt));
+        }
+        body.insert(
+            "messages".into(),
+            Value::Array(to_anthropic_messages(&request.messages)),
+        );
+        if !request.tools.is_empty() {
+            body.insert(
+                "tools".into(),
+                request.tools.definitions(Dialect::Anthropic)?,
+            );
+        }
+        body.insert("stream".into(), json!(true));
+        for (key, value) in &self.config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Ok(Value::Object(body))
+    }
+}
+
+impl Model for AnthropicModel {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let body = match self.request_body(&request) {
+            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
+            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
+        };
+        let request = transport::Request {
+            client: self.client.clone(),
+            url: Arc::clone(&self.endpoint),
+            headers: vec![
+                ("x-api-key", self.config.api_key.clone()),
+                ("anthropic-version", self.config.version.clone()),
+            ],
+            body,
+            settings: self.config.settings(),
+            model: self.config.model.clone(),
+        };
+        transport::stream(request, EventParser::default(), cancel)
+    }
+}
+
+/// What a content block of the stream is, by the API's block index.
+#[derive(Clone, Copy, PartialEq)]
+enum Block {
+    Text,
+    Thinking,
+    /// A tool call, with its position among the reply's calls.
+    ToolUse(usize),
+    Other,
+}
+
+/// Turns Messages API stream events into [`ModelEvent`]s.
+#[derive(Default)]
+struct EventParser {
+    blocks: Vec<(u64, Block)>,
+    /// Calls started so far.
+    calls: usize,
+    /// Calls whose `ToolCallEnd` went out.
+    closed: Vec<usize>,
+    stop_reason: Option<String>,
+    usage: Usage,
+    chunks: usize,
+    stopped: bool,
+    finished: bool,
+}
+
+impl EventParser {
+    fn block(&self, index: u64) -> Block {
+        self.blocks
+            .iter()
+            .rev()
+            .find(|(i, _)| *i == index)
+            .map_or(Block::Other, |(_, block)| *block)
+    }
+
+    fn read_usage(&mut self, usage: &Value) {
+        let number = |key: &str| usage.get(key).and_then(Value::as_u64);
+        if let Some(n) = number("input_tokens") {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = number("output_tokens") {
+            self.usage.output_tokens = n;
+        }
+        if let Some(n) = number("cache_read_input_tokens") {
+            self.usage.cache_read_tokens = n;
+        }
+        if let Some(n) = number("cache_creation_input_tokens") {
+            self.usage.cache_write_tokens = n;
+        }
+    }
+
+    /// The events that start content block `block` (a `content_block_start`'s `content_block`, or a
+    /// whole block of a non-streaming body).
+    fn start_block(&mut self, index: u64, block: &Value, events: &mut Vec<ModelEvent>) {
+        let text = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+        let kind = match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if !text("text").is_empty() {
+                    events.push(ModelEvent::TextDelta(text("text").to_owned()));
+                }
+                Block::Text
+            }
+            Some("thinking") => {
+                if !text("thinking").is_empty() {
+                    events.push(ModelEvent::ThinkingDelta(text("thinking").to_owned()));
+                }
+                if !text("signature").is_empty() {
+                    events.push(ModelEvent::ThinkingSignature(text("signature").to_owned()));
+                }
+                Block::Thinking
+            }
+            Some("redacted_thinking") => {
+                events.push(ModelEvent::RedactedThinking(text("data").to_owned()));
+                Block::Other
+            }
+            Some("tool_use") => {
+                let slot = self.calls;
+                self.calls += 1;
+                events.push(ModelEvent::ToolCallStart {
+                    index: slot,
+                    id: text("id").to_owned(),
+                    name: text("name").to_owned(),
+                });
+                // A streamed block starts with `input: {}` and sends its input as deltas; a whole block
+                // carries it.
+                if let Some(input) = block
+                    .get("input")
+                    .filter(|input| input.as_object().is_none_or(|object| !object.is_empty()))
+                {
+                    events.push(ModelEvent::ToolCallDelta {
+                        index: slot,
+                        arguments: input.to_string(),
+                    });
+                }
+                Block::ToolUse(slot)
+            }
+            _ => Block::Other,
+        };
+        self.blocks.push((index, kind));
+    }
+
+    fn close_call(&mut self, slot: usize, events: &mut Vec<ModelEvent>) {
+        if !self.closed.contains(&slot) {
+            self.closed.push(slot);
+            events.push(ModelEvent::ToolCallEnd { index: slot });
+        }
+    }
+
+    fn stream_event(&mut self, kind: &str, event: &Value) -> Result<Vec<ModelEvent>, String> {
+        let mut events = Vec::new();
+        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+        match kind {
+            "message_start" => {
+                if let Some(usage) = event.pointer("/message/usage") {
+                    self.read_usage(usage);
+                }
+            }
+            "content_block_start" => {
+                let block = event.get("content_block").unwrap_or(&Value::Null);
+                self.start_block(index, block, &mut events);
+            }
+            "content_block_delta" => {
+                let delta = event.get("delta").unwrap_or(&Value::Null);
+                let text = |key: &str| {
+                    delta
+                        .get(key)
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned()
+                };
+                match (delta.get("type").and_then(Value::as_str), self.block(index)) {
+                    (Some("text_delta"), _) => events.push(ModelEvent::TextDelta(text("text"))),
+                    (Some("thinking_delta"), _) => {
+                        events.push(ModelEvent::ThinkingDelta(text("thinking")))
+                    }
+                    (Some("signature_delta"), _) => {
+                        events.push(ModelEvent::ThinkingSignature(text("signature")))
+                    }
+                    (Some("input_json_delta"), Block::ToolUse(slot)) => {
+                        let piece = text("partial_json");
+                        if !piece.is_empty() {
+                            events.push(ModelEvent::ToolCallDelta {
+                                index: slot,
+                                arguments: piece,
+                            });
+                        }
+                    }
+                    (Some("input_json_delta"), _) => {
+                        return Err(format!(
+                            "event {}: an input_json_delta for block {index}, which is not a tool_use block",
+                            self.chunks
+                        ));
+                    }
+                    // Citations and other deltas carry nothing the reply keeps.
+                    _ => {}
+                }
+            }
+            "content_block_stop" => {
+                if let Block::ToolUse(slot) = self.block(index) {
+                    self.close_call(slot, &mut events);
+                }
+            }
+            "message_delta" => {
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    self.stop_reason = Some(reason.to_owned());
+                }
+                if let Some(usage) = event.get("usage") {
+                    self.read_usage(usage);
+                }
+            }
+            "message_stop" => self.stopped = true,
+            "ping" => {}
+            "error" => {
+                return Err(format!(
+                    "the server reported an error in the stream: {}",
+                    error_text(event).unwrap_or_else(|| preview(&event.to_string()))
+                ));
+            }
+            // New event types may be added (the API's versioning policy): skipped.
+            _ => {}
+        }
+        Ok(events)
+    }
+}
+
+impl StreamParser for EventParser {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
+        self.chunks += 1;
+        let event: Value = serde_json::from_str(data).map_err(|error| {
+            format!(
+                "event {} is not JSON ({error}): {}",
+                self.chunks,
+                preview(data)
+            )
+        })?;
+        // The `type` field names the event; the `event:` line is the same name when present.
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(name)
+            .to_owned();
+        self.stream_event(&kind, &event)
+    }
+
+    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+        self.chunks += 1;
+        let message: Value = serde_json::from_str(data)
+            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
+        if message.get("type").and_then(Value::as_str) == Some("error") {
+            return self.stream_event("error", &message);
+        }
+        let mut events = Vec::new();
+        if let Some(Value::Array(blocks)) = message.get("content") {
+            for (index, block) in blocks.iter().enumerate() {
+                self.start_block(index as u64, block, &mut events);
+                if let Block::ToolUse(slot) = self.block(index as u64) {
+                    self.close_call(slot, &mut events);
+                }
+            }
+        }
+        if let Some(usage) = message.get("usage") {
+            self.read_usage(usage);
+        }
+        self.stop_reason = message
+            .get("stop_reason")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .or_else(|| Some("end_turn".into()));
+        self.stopped = true;
+        Ok(events)
+    }
+
+    fn ended(&self) -> bool {
+        self.stopped
+    }
+
+    fn complete(&self) -> bool {
+        self.stop_reason.is_some()
+    }
+
+    fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    fn finish(&mut self) -> Vec<ModelEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.finished = true;
+        let mut events = Vec::new();
+        for slot in 0..self.calls {
+            self.close_call(slot, &mut events);
+        }
+        let stop_reason = match self.stop_reason.as_deref() {
+            Some("tool_use") => StopReason::ToolUse,
+            Some("max_tokens") | Some("model_context_window_exceeded") => StopReason::Length,
+            Some("refusal") => {
+                events.push(ModelEvent::Error(
+                    "the model refused to answer (stop_reason \"refusal\")".into(),
+                ));
+                return events;
+            }
+            None if !self.stopped => {
+                events.push(ModelEvent::Error(
+                    "the stream ended before the reply was complete (no stop_reason)".into(),
+                ));
+                return events;
+            }
+            // `end_turn`, `stop_sequence`, `pause_turn`, and a `message_stop` without a stop reason.
+            _ if self.calls > 0 => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        events.push(ModelEvent::Done {
+            stop_reason,
+            usage: self.usage,
+        });
+        events
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(events: &[&str]) -> Vec<ModelEvent> {
+        let mut parser = EventParser::default();
+        let mut out = Vec::new();
+        for event in events {
+            out.extend(parser.event("", event).unwrap());
+        }
+        out.extend(parser.finish());
+        out
+    }
+
+    #[test]
+    fn stop_reasons_map() {
+        let with = |reason: &str| {
+            parse(&[&format!(
+                r#"{{"type":"message_delta","delta":{{"stop_reason":"{reason}"}},"usage":{{"output_tokens":3}}}}"#
+            )])
+        };
+        let done = |stop_reason| ModelEvent::Done {
+            stop_reason,
+            usage: Usage {
+                output_tokens: 3,
+                ..Usage::default()
+            },
+        };
+        assert_eq!(with("end_turn"), vec![done(StopReason::Stop)]);
+        assert_eq!(with("stop_sequence"), vec![done(StopReason::Stop)]);
+        assert_eq!(with("pause_turn"), vec![done(StopReason::Stop)]);
+        assert_eq!(with("max_tokens"), vec![done(StopReason::Length)]);
+        assert_eq!(with("tool_use"), vec![done(StopReason::ToolUse)]);
+        assert_eq!(
+            with("refusal"),
+            vec![ModelEvent::Error(
+                "the model refused to answer (stop_reason \"refusal\")".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_delta_for_an_unknown_block_is_an_error_not_a_panic() {
+        let mut parser = EventParser::default();
+        let error = parser
+            .event(
+                "",
+                r#"{"type":"content_block_delta","index":7,"delta":{"type":"input_json_delta","partial_json":"{"}}"#,
+            )
+            .unwrap_err();
+        assert!(error.contains("block 7"), "{error}");
+    }
+}

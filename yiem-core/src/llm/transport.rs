@@ -1,0 +1,538 @@
+//! The HTTP transport every provider shares: one `POST` of a JSON body (with the provider's headers),
+//! retried as the [`RetryPolicy`] allows, its answer read as server-sent events (or one JSON body from a
+//! server that does not stream) with an idle limit, and each event handed to the provider's
+//! [`StreamParser`], which alone knows the wire format. Every failure becomes one [`ModelEvent::Error`]
+//! whose text starts with `POST <url> failed: `; cancelling ends the stream at once. While a tool call's
+//! arguments stream in, the transport follows each [`ModelEvent::ToolCallDelta`] with a
+//! [`ModelEvent::ToolCallArguments`] holding what is complete so far (see [`partial_arguments`]), so
+//! every provider gets them the same way.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use eventsource_stream::{Event, EventStreamError, Eventsource};
+use futures::{Stream, StreamExt, stream};
+use tokio_util::sync::CancellationToken;
+
+use super::config::ConfigError;
+use super::failure::{attempts, chunk_count, error_chain, root_cause, seconds, server_message};
+use super::partial::partial_arguments;
+use super::retry::{RetryPolicy, is_retryable, is_validation_error, retry_after};
+use super::{ModelEvent, ModelStream};
+
+/// A provider's wire format, as the transport sees it: it turns server-sent events (or one whole JSON
+/// body) into [`ModelEvent`]s and says when the reply is complete.
+pub(crate) trait StreamParser: Send + 'static {
+    /// The events of one server-sent event (`name` is its `event:` field, empty when absent), or the
+    /// text of the error that ends the stream.
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String>;
+    /// The events of a whole JSON body, from a server that answered without streaming.
+    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String>;
+    /// Whether an event that ends the stream arrived (`[DONE]`, `message_stop`).
+    fn ended(&self) -> bool;
+    /// Whether the reply is complete (its stop reason arrived), so a stream that ends or breaks now lost
+    /// nothing of it.
+    fn complete(&self) -> bool;
+    /// How many events with data were read, for error texts; 0 means a retry is still safe.
+    fn chunks(&self) -> usize;
+    /// The last events: open calls closed, then `Done` (or `Error`). Called once.
+    fn finish(&mut self) -> Vec<ModelEvent>;
+}
+
+/// The HTTP settings a provider's configuration carries.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub retry: RetryPolicy,
+    pub response_timeout: Duration,
+    pub idle_timeout: Duration,
+}
+
+/// A `reqwest` client (rustls) with `connect_timeout`.
+pub(crate) fn client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .build()
+        .map_err(|error| error_chain(&error))
+}
+
+/// `base_url` without surrounding space and trailing slashes, if it is an http(s) URL.
+pub(crate) fn checked_base(base_url: &str) -> Result<&str, ConfigError> {
+    let base = base_url.trim().trim_end_matches('/');
+    if base.starts_with("http://") || base.starts_with("https://") {
+        Ok(base)
+    } else {
+        Err(ConfigError::InvalidBaseUrl {
+            url: base_url.to_owned(),
+        })
+    }
+}
+
+/// The builder methods and the transport [`Settings`] every provider configuration shares; the
+/// configuration has the fields `extra_body`, `retry`, `connect_timeout`, `response_timeout` and
+/// `idle_timeout`.
+macro_rules! http_config {
+    ($config:ty) => {
+        impl $config {
+            /// Sets the retry policy.
+            pub fn with_retry(mut self, retry: $crate::llm::RetryPolicy) -> Self {
+                self.retry = retry;
+                self
+            }
+
+            /// Adds a field to every request body; it overrides the client's own field of that name.
+            pub fn with_extra(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+                self.extra_body.insert(key.into(), value);
+                self
+            }
+
+            /// Sets the connect, response and idle timeouts.
+            pub fn with_timeouts(
+                mut self,
+                connect: std::time::Duration,
+                response: std::time::Duration,
+                idle: std::time::Duration,
+            ) -> Self {
+                self.connect_timeout = connect;
+                self.response_timeout = response;
+                self.idle_timeout = idle;
+                self
+            }
+
+            /// What the transport needs of this configuration.
+            fn settings(&self) -> $crate::llm::transport::Settings {
+                $crate::llm::transport::Settings {
+                    retry: self.retry,
+                    response_timeout: self.response_timeout,
+                    idle_timeout: self.idle_timeout,
+                }
+            }
+        }
+    };
+}
+pub(crate) use http_config;
+
+/// One request to send: where, with which headers and body, under which settings.
+pub(crate) struct Request {
+    pub client: reqwest::Client,
+    pub url: Arc<str>,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Vec<u8>,
+    pub settings: Settings,
+    /// The model name, for `Start`.
+    pub model: String,
+}
+
+/// The stream of `request`'s reply, read with `parser`.
+pub(crate) fn stream(
+    request: Request,
+    parser: impl StreamParser,
+    cancel: CancellationToken,
+) -> ModelStream {
+    let run = Run {
+        request,
+        parser: Box::new(parser),
+        cancel,
+        queue: VecDeque::new(),
+        phase: Phase::Connect,
+        attempt: 0,
+        started: false,
+        arguments: HashMap::new(),
+    };
+    Box::pin(stream::unfold(run, |mut run| async move {
+        let event = run.next_event().await?;
+        Some((event, run))
+    }))
+}
+
+/// The stream of a request that could not be sent: `Start`, then `Error` with `text`.
+pub(crate) fn refused(model: String, text: String) -> ModelStream {
+    Box::pin(stream::iter([
+        ModelEvent::Start { model },
+        ModelEvent::Error(format!("the request was not sent: {text}")),
+    ]))
+}
+
+/// One request in flight: connects (with retries), then reads the event stream.
+struct Run {
+    request: Request,
+    parser: Box<dyn StreamParser>,
+    cancel: CancellationToken,
+    queue: VecDeque<ModelEvent>,
+    phase: Phase,
+    /// Requests sent so far.
+    attempt: u32,
+    /// Whether `Start` went out.
+    started: bool,
+    /// The argument text so far of each call, by index, for [`ModelEvent::ToolCallArguments`].
+    arguments: HashMap<usize, String>,
+}
+
+enum Phase {
+    Connect,
+    Streaming(SseStream),
+    Finished,
+}
+
+type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send>>;
+
+/// Why the body stream stopped early.
+enum BodyError {
+    Idle(Duration),
+    Transport(reqwest::Error),
+}
+
+impl fmt::Display for BodyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BodyError::Idle(idle) => write!(f, "no data for {}", seconds(*idle)),
+            BodyError::Transport(error) => f.write_str(&root_cause(error)),
+        }
+    }
+}
+
+/// How connecting ended.
+enum Connected {
+    Response(reqwest::Response),
+    Failed(String),
+    Cancelled,
+}
+
+/// What to do after an item of the event stream.
+enum Flow {
+    /// Read on.
+    Continue,
+    /// The stream is over (its last events are queued).
+    Stop,
+    /// The response broke before its first chunk: wait this long, then send the request again.
+    Reconnect(Duration),
+}
+
+impl Run {
+    async fn next_event(&mut self) -> Option<ModelEvent> {
+        loop {
+            if self.cancel.is_cancelled() {
+                return None;
+            }
+            if let Some(event) = self.queue.pop_front() {
+                return Some(event);
+            }
+            match std::mem::replace(&mut self.phase, Phase::Finished) {
+                Phase::Finished => return None,
+                Phase::Connect => {
+                    if !self.started {
+                        self.started = true;
+                        self.queue.push_back(ModelEvent::Start {
+                            model: self.request.model.clone(),
+                        });
+                    }
+                    match self.connect().await {
+                        Connected::Cancelled => return None,
+                        Connected::Failed(text) => self.fail(text),
+                        Connected::Response(response) => self.start_reading(response).await,
+                    }
+                }
+                Phase::Streaming(mut events) => {
+                    let next = tokio::select! {
+                        () = self.cancel.cancelled() => return None,
+                        next = events.next() => next,
+                    };
+                    match self.read(next) {
+                        Flow::Continue => self.phase = Phase::Streaming(events),
+                        Flow::Stop => {}
+                        Flow::Reconnect(delay) => {
+                            drop(events);
+                            tokio::select! {
+                                () = self.cancel.cancelled() => return None,
+                                () = tokio::time::sleep(delay) => {}
+                            }
+                            self.phase = Phase::Connect;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues events from the parser, each argument delta followed by the arguments parsed so far.
+    fn push(&mut self, events: Vec<ModelEvent>) {
+        for event in events {
+            match event {
+                ModelEvent::Error(text) => {
+                    self.fail(text);
+                    return;
+                }
+                ModelEvent::ToolCallDelta { index, arguments } => {
+                    let text = self.arguments.entry(index).or_default();
+                    text.push_str(&arguments);
+                    let partial = partial_arguments(text);
+                    self.queue
+                        .push_back(ModelEvent::ToolCallDelta { index, arguments });
+                    if let Some(arguments) = partial {
+                        self.queue
+                            .push_back(ModelEvent::ToolCallArguments { index, arguments });
+                    }
+                }
+                other => self.queue.push_back(other),
+            }
+        }
+    }
+
+    /// Queues the parser's last events, with the request named in an error.
+    fn finish(&mut self) {
+        let events = self.parser.finish();
+        self.push(events);
+        self.phase = Phase::Finished;
+    }
+
+    fn fail(&mut self, text: String) {
+        self.queue.push_back(ModelEvent::Error(format!(
+            "POST {} failed: {text}",
+            self.request.url
+        )));
+        self.phase = Phase::Finished;
+    }
+
+    /// Sends the request until it is accepted, retrying what the policy allows.
+    async fn connect(&mut self) -> Connected {
+        let settings = self.request.settings.clone();
+        let policy = settings.retry;
+        loop {
+            self.attempt += 1;
+            let attempt = self.attempt;
+            let mut builder = self
+                .request
+                .client
+                .post(&*self.request.url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .header(reqwest::header::ACCEPT, "text/event-stream")
+                .body(self.request.body.clone());
+            for (name, value) in &self.request.headers {
+                builder = builder.header(*name, value);
+            }
+            let sent = tokio::select! {
+                () = self.cancel.cancelled() => return Connected::Cancelled,
+                sent = tokio::time::timeout(settings.response_timeout, builder.send()) => sent,
+            };
+            let retry_allowed = attempt <= policy.max_retries;
+            let delay = match sent {
+                Err(_) => {
+                    return Connected::Failed(format!(
+                        "no response within {}{}",
+                        seconds(settings.response_timeout),
+                        attempts(attempt)
+                    ));
+                }
+                Ok(Ok(response)) if response.status().is_success() => {
+                    return Connected::Response(response);
+                }
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    let asked = retry_after(response.headers());
+                    let Some(body) =
+                        read_body(response, &self.cancel, settings.response_timeout).await
+                    else {
+                        return Connected::Cancelled;
+                    };
+                    // A server error that is really a refusal of the request (a validation error, as
+                    // pydantic-based servers answer with a 500) would fail the same way again.
+                    let refused = status.is_server_error() && is_validation_error(&body);
+                    let retryable = is_retryable(status.as_u16(), &body);
+                    if retryable && retry_allowed && asked.is_none_or(|d| d <= policy.max_delay) {
+                        asked.unwrap_or_else(|| policy.backoff(attempt))
+                    } else {
+                        let message = server_message(&body);
+                        let mut text = format!("HTTP {status}: {message}{}", attempts(attempt));
+                        if refused {
+                            text.push_str(
+                                " (a validation error of the request: not retried, since it would fail again)",
+                            );
+                        }
+                        if let Some(asked) = asked.filter(|d| retryable && *d > policy.max_delay) {
+                            text.push_str(&format!(
+                                " (the server asked to retry after {}, more than the {} allowed)",
+                                seconds(asked),
+                                seconds(policy.max_delay)
+                            ));
+                        }
+                        return Connected::Failed(text);
+                    }
+                }
+                Ok(Err(error)) => {
+                    let before_response = error.is_connect() || error.is_request();
+                    if before_response && retry_allowed {
+                        policy.backoff(attempt)
+                    } else {
+                        let what = if error.is_connect() {
+                            "could not connect"
+                        } else {
+                            "the request failed"
+                        };
+                        return Connected::Failed(format!(
+                            "{what}: {}{}",
+                            root_cause(&error),
+                            attempts(attempt)
+                        ));
+                    }
+                }
+            };
+            tracing::debug!(attempt, ?delay, url = %self.request.url, "retrying the model request");
+            tokio::select! {
+                () = self.cancel.cancelled() => return Connected::Cancelled,
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// Starts reading an accepted response: an event stream, or one JSON body from a server that does not
+    /// stream.
+    async fn start_reading(&mut self, response: reqwest::Response) {
+        let is_json = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        if !is_json {
+            self.phase =
+                Phase::Streaming(event_stream(response, self.request.settings.idle_timeout));
+            return;
+        }
+        let Some(body) = read_body(
+            response,
+            &self.cancel,
+            self.request.settings.response_timeout,
+        )
+        .await
+        else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&body).into_owned();
+        match self.parser.body(&text) {
+            Ok(events) => {
+                self.push(events);
+                if !matches!(self.queue.back(), Some(ModelEvent::Error(_))) {
+                    self.finish();
+                }
+            }
+            Err(error) => self.fail(error),
+        }
+    }
+
+    /// Handles the next item of the event stream.
+    fn read(&mut self, next: Option<Result<Event, EventStreamError<BodyError>>>) -> Flow {
+        let chunks = self.parser.chunks();
+        let read = chunk_count(chunks);
+        // A response that breaks before its first chunk streamed nothing yet: it may be sent again.
+        let untouched = chunks == 0;
+        let may_retry = untouched && self.attempt <= self.request.settings.retry.max_retries;
+        let tries = if untouched {
+            attempts(self.attempt)
+        } else {
+            String::new()
+        };
+        let backoff = self.request.settings.retry.backoff(self.attempt);
+        match next {
+            None if self.parser.complete() => {
+                self.finish();
+                Flow::Stop
+            }
+            None if may_retry => Flow::Reconnect(backoff),
+            None => {
+                self.fail(format!(
+                    "the stream ended after {read} before the reply was complete{tries}"
+                ));
+                Flow::Stop
+            }
+            Some(Err(error)) => {
+                let text = match error {
+                    EventStreamError::Transport(BodyError::Idle(idle)) => {
+                        format!("no data for {} after {read}", seconds(idle))
+                    }
+                    EventStreamError::Transport(error) if may_retry => {
+                        tracing::debug!(%error, "the response broke before its first chunk");
+                        return Flow::Reconnect(backoff);
+                    }
+                    EventStreamError::Transport(error) => {
+                        format!("the stream broke off after {read}: {error}{tries}")
+                    }
+                    EventStreamError::Utf8(error) => {
+                        format!("the stream is not UTF-8 after {read}: {error}")
+                    }
+                    EventStreamError::Parser(error) => {
+                        format!("the stream is not a valid event stream after {read}: {error}")
+                    }
+                };
+                if self.parser.complete() {
+                    // The reply was complete; only a usage chunk or the end marker was lost.
+                    tracing::debug!(%text, "ignoring a stream error after the reply was complete");
+                    self.finish();
+                } else {
+                    self.fail(text);
+                }
+                Flow::Stop
+            }
+            Some(Ok(event)) => {
+                let data = event.data.trim();
+                if event.event == "error" {
+                    let message = server_message(data.as_bytes());
+                    self.fail(format!(
+                        "the server reported an error in the stream: {message}"
+                    ));
+                    return Flow::Stop;
+                }
+                if data.is_empty() {
+                    return Flow::Continue;
+                }
+                match self.parser.event(&event.event, data) {
+                    Ok(events) => {
+                        self.push(events);
+                        if matches!(self.queue.back(), Some(ModelEvent::Error(_))) {
+                            return Flow::Stop;
+                        }
+                        if self.parser.ended() {
+                            self.finish();
+                            return Flow::Stop;
+                        }
+                        Flow::Continue
+                    }
+                    Err(text) => {
+                        self.fail(text);
+                        Flow::Stop
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A whole (error or non-streaming) body; `None` when cancelled. A body that cannot be read counts as
+/// empty.
+async fn read_body(
+    response: reqwest::Response,
+    cancel: &CancellationToken,
+    timeout: Duration,
+) -> Option<Vec<u8>> {
+    tokio::select! {
+        () = cancel.cancelled() => None,
+        body = tokio::time::timeout(timeout, response.bytes()) => {
+            Some(body.ok().and_then(Result::ok).map(|b| b.to_vec()).unwrap_or_default())
+        }
+    }
+}
+
+/// The response body as server-sent events, each piece awaited at most `idle`.
+fn event_stream(response: reqwest::Response, idle: Duration) -> SseStream {
+    let bytes = Box::pin(response.bytes_stream());
+    let timed = stream::unfold(Some(bytes), move |state| async move {
+        let mut bytes = state?;
+        match tokio::time::timeout(idle, bytes.next()).await {
+            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(bytes))),
+            Ok(Some(Err(error))) => Some((Err(BodyError::Transport(error)), None)),
+            Ok(None) => None,
+            Err(_) => Some((Err(BodyError::Idle(idle)), None)),
+        }
+    });
+    Box::pin(timed.eventsource())
+}

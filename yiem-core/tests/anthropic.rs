@@ -1,0 +1,613 @@
+//! `AnthropicModel` against a real HTTP server on 127.0.0.1 replaying the event shapes of Anthropic's
+//! "Streaming Messages" documentation (`message_start`, `content_block_*` with `text_delta`,
+//! `input_json_delta`, `thinking_delta`, `signature_delta`, `message_delta`, `message_stop`, `ping`,
+//! `error`), asserting the events streamed and the requests sent.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{
+    Reply, Server, all_events, assemble, done, events, last_error, named, usage, weather_tool,
+};
+use serde_json::{Value, json};
+use yiem_core::{
+    AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, ModelEvent, ModelRequest,
+    RetryPolicy, StopReason, ToolCall, ToolResultMessage, UserMessage,
+};
+
+fn model(server: &Server) -> AnthropicModel {
+    let config = AnthropicConfig::new("sk-ant-test", "claude-test")
+        .with_base_url(server.root())
+        .with_retry(RetryPolicy {
+            max_retries: 3,
+            initial_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(10),
+        });
+    AnthropicModel::new(config).unwrap()
+}
+
+fn endpoint(server: &Server) -> String {
+    format!("POST {}/v1/messages", server.root())
+}
+
+fn request(text: &str) -> ModelRequest {
+    ModelRequest {
+        system_prompt: "You are terse.".into(),
+        messages: vec![UserMessage::text(text).into()],
+        tools: Default::default(),
+    }
+}
+
+fn message_start(input_tokens: u64) -> String {
+    named(
+        "message_start",
+        json!({"type": "message_start", "message": {
+            "id": "msg_1nZdL29xx5MUA1yADyHTEsnR8uuvGzszyY", "type": "message", "role": "assistant",
+            "content": [], "model": "claude-test-20250514", "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": input_tokens, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 1}
+        }}),
+    )
+}
+
+fn block_start(index: u64, block: Value) -> String {
+    named(
+        "content_block_start",
+        json!({"type": "content_block_start", "index": index, "content_block": block}),
+    )
+}
+
+fn delta(index: u64, delta: Value) -> String {
+    named(
+        "content_block_delta",
+        json!({"type": "content_block_delta", "index": index, "delta": delta}),
+    )
+}
+
+fn block_stop(index: u64) -> String {
+    named(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": index}),
+    )
+}
+
+fn message_delta(stop_reason: &str, output_tokens: u64) -> String {
+    named(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+               "usage": {"output_tokens": output_tokens}}),
+    )
+}
+
+fn message_stop() -> String {
+    named("message_stop", json!({"type": "message_stop"}))
+}
+
+fn ping() -> String {
+    named("ping", json!({"type": "ping"}))
+}
+
+fn text_stream(text: &str) -> Reply {
+    Reply::Sse(vec![
+        message_start(25),
+        block_start(0, json!({"type": "text", "text": ""})),
+        ping(),
+        delta(0, json!({"type": "text_delta", "text": text})),
+        block_stop(0),
+        message_delta("end_turn", 15),
+        message_stop(),
+    ])
+}
+
+fn start() -> ModelEvent {
+    ModelEvent::Start {
+        model: "claude-test".into(),
+    }
+}
+
+#[tokio::test]
+async fn text_with_pings_and_usage_streams_in_order_with_the_api_headers() {
+    let server = Server::start(vec![Reply::Sse(vec![
+        message_start(25),
+        block_start(0, json!({"type": "text", "text": ""})),
+        ping(),
+        delta(0, json!({"type": "text_delta", "text": "Hello"})),
+        delta(0, json!({"type": "text_delta", "text": "!"})),
+        block_stop(0),
+        message_delta("end_turn", 15),
+        message_stop(),
+    ])])
+    .await;
+    assert_eq!(
+        events(&model(&server), request("hi")).await,
+        vec![
+            start(),
+            ModelEvent::TextDelta("Hello".into()),
+            ModelEvent::TextDelta("!".into()),
+            done(StopReason::Stop, usage(25, 15)),
+        ]
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(sent.request_line, "POST /v1/messages HTTP/1.1");
+    assert_eq!(sent.header("x-api-key"), Some("sk-ant-test"));
+    assert_eq!(sent.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent.header("authorization"), None);
+    assert_eq!(
+        sent.body,
+        json!({
+            "model": "claude-test",
+            "max_tokens": 4096,
+            "system": "You are terse.",
+            "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            "stream": true
+        })
+    );
+}
+
+#[tokio::test]
+async fn thinking_and_two_tool_calls_split_across_chunks_then_the_round_trip_sends_them_back() {
+    // One SSE event split across two HTTP chunks, as a proxy may write it.
+    let split = delta(
+        2,
+        json!({"type": "input_json_delta", "partial_json": "\"Tok"}),
+    );
+    let (head, tail) = split.split_at(30);
+    let server = Server::start(vec![
+        Reply::Sse(vec![
+            message_start(472),
+            block_start(0, json!({"type": "thinking", "thinking": ""})),
+            delta(
+                0,
+                json!({"type": "thinking_delta", "thinking": "I need the weather "}),
+            ),
+            delta(
+                0,
+                json!({"type": "thinking_delta", "thinking": "in two cities."}),
+            ),
+            delta(
+                0,
+                json!({"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"}),
+            ),
+            block_stop(0),
+            block_start(1, json!({"type": "text", "text": ""})),
+            delta(1, json!({"type": "text_delta", "text": "Checking both."})),
+            block_stop(1),
+            block_start(
+                2,
+                json!({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {}}),
+            ),
+            delta(2, json!({"type": "input_json_delta", "partial_json": ""})),
+            delta(
+                2,
+                json!({"type": "input_json_delta", "partial_json": "{\"city\": "}),
+            ),
+            head.to_owned(),
+            tail.to_owned(),
+            delta(
+                2,
+                json!({"type": "input_json_delta", "partial_json": "yo\"}"}),
+            ),
+            block_stop(2),
+            block_start(
+                3,
+                json!({"type": "tool_use", "id": "toolu_02", "name": "get_weather", "input": {}}),
+            ),
+            delta(
+                3,
+                json!({"type": "input_json_delta", "partial_json": "{\"city\": \"Paris\"}"}),
+            ),
+            block_stop(3),
+            message_delta("tool_use", 89),
+            message_stop(),
+        ]),
+        text_stream("Sunny in Tokyo; Paris is down."),
+    ])
+    .await;
+    let model = model(&server);
+    let mut first = request("Weather in Tokyo and Paris?");
+    first.tools = vec![weather_tool()].into();
+    let all = all_events(&model, first.clone()).await;
+    let partials: Vec<&Value> = all
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                arguments,
+            } => Some(arguments),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        partials,
+        [
+            &json!({}),
+            &json!({"city": "Tok"}),
+            &json!({"city": "Tokyo"})
+        ]
+    );
+    let streamed: Vec<ModelEvent> = all
+        .into_iter()
+        .filter(|event| !matches!(event, ModelEvent::ToolCallArguments { .. }))
+        .collect();
+    assert_eq!(
+        streamed,
+        vec![
+            start(),
+            ModelEvent::ThinkingDelta("I need the weather ".into()),
+            ModelEvent::ThinkingDelta("in two cities.".into()),
+            ModelEvent::ThinkingSignature("EqQBCgIYAhIM1gbcDa9GJwZA2b3h".into()),
+            ModelEvent::TextDelta("Checking both.".into()),
+            ModelEvent::ToolCallStart {
+                index: 0,
+                id: "toolu_01".into(),
+                name: "get_weather".into()
+            },
+            ModelEvent::ToolCallDelta {
+                index: 0,
+                arguments: "{\"city\": ".into()
+            },
+            ModelEvent::ToolCallDelta {
+                index: 0,
+                arguments: "\"Tok".into()
+            },
+            ModelEvent::ToolCallDelta {
+                index: 0,
+                arguments: "yo\"}".into()
+            },
+            ModelEvent::ToolCallEnd { index: 0 },
+            ModelEvent::ToolCallStart {
+                index: 1,
+                id: "toolu_02".into(),
+                name: "get_weather".into()
+            },
+            ModelEvent::ToolCallDelta {
+                index: 1,
+                arguments: "{\"city\": \"Paris\"}".into()
+            },
+            ModelEvent::ToolCallEnd { index: 1 },
+            done(StopReason::ToolUse, usage(472, 89)),
+        ]
+    );
+    let reply = assemble(&streamed);
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(
+        reply.content[0],
+        AssistantContent::Thinking {
+            thinking: "I need the weather in two cities.".into(),
+            signature: Some("EqQBCgIYAhIM1gbcDa9GJwZA2b3h".into())
+        }
+    );
+    let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+    assert_eq!(calls[0].arguments, json!({"city": "Tokyo"}));
+    assert_eq!(calls[1].arguments, json!({"city": "Paris"}));
+
+    // The next turn: the thinking goes back unchanged with its signature, the calls as tool_use, the
+    // results as tool_result blocks in one user message, the failed one marked.
+    let mut second = first;
+    second.messages.push(reply.into());
+    second
+        .messages
+        .push(ToolResultMessage::new(&calls[0], AgentToolResult::text("Sunny, 22 °C")).into());
+    second.messages.push(
+        ToolResultMessage::new(&calls[1], AgentToolResult::error("weather service down")).into(),
+    );
+    assert_eq!(
+        events(&model, second).await.last(),
+        Some(&done(StopReason::Stop, usage(25, 15)))
+    );
+    let sent = &server.requests()[1].body;
+    assert_eq!(
+        sent["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Tokyo and Paris?"}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "I need the weather in two cities.",
+                 "signature": "EqQBCgIYAhIM1gbcDa9GJwZA2b3h"},
+                {"type": "text", "text": "Checking both."},
+                {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Tokyo"}},
+                {"type": "tool_use", "id": "toolu_02", "name": "get_weather", "input": {"city": "Paris"}}
+            ]},
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": "toolu_01",
+                 "content": [{"type": "text", "text": "Sunny, 22 °C"}]},
+                {"type": "tool_result", "tool_use_id": "toolu_02", "is_error": true,
+                 "content": [{"type": "text", "text": "weather service down"}]}
+            ]}
+        ])
+    );
+    assert_eq!(
+        sent["tools"],
+        json!([{"name": "get_weather", "description": "Current weather for a city.",
+                "input_schema": {"type": "object",
+                                 "properties": {"city": {"type": "string", "description": "City name"}},
+                                 "required": ["city"]}}])
+    );
+}
+
+#[tokio::test]
+async fn redacted_thinking_is_kept_and_sent_back_as_it_came() {
+    let server = Server::start(vec![
+        Reply::Sse(vec![
+            message_start(10),
+            block_start(
+                0,
+                json!({"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"}),
+            ),
+            block_stop(0),
+            block_start(1, json!({"type": "text", "text": ""})),
+            delta(1, json!({"type": "text_delta", "text": "Done."})),
+            block_stop(1),
+            message_delta("end_turn", 4),
+            message_stop(),
+        ]),
+        text_stream("ok"),
+    ])
+    .await;
+    let model = model(&server);
+    let reply = assemble(&events(&model, request("hi")).await);
+    assert_eq!(
+        reply.content[0],
+        AssistantContent::RedactedThinking {
+            data: "EmwKAhgBEgy3va3pzix".into()
+        }
+    );
+    let mut next = request("hi");
+    next.messages.push(reply.into());
+    next.messages.push(UserMessage::text("and?").into());
+    events(&model, next).await;
+    assert_eq!(
+        server.requests()[1].body["messages"][1],
+        json!({"role": "assistant", "content": [
+            {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix"},
+            {"type": "text", "text": "Done."}
+        ]})
+    );
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_ends_the_reply_with_its_message() {
+    let server = Server::start(vec![Reply::Sse(vec![
+        message_start(10),
+        block_start(0, json!({"type": "text", "text": ""})),
+        delta(0, json!({"type": "text_delta", "text": "Par"})),
+        named(
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+    ])])
+    .await;
+    let events = events(&model(&server), request("hi")).await;
+    assert_eq!(
+        events,
+        vec![
+            start(),
+            ModelEvent::TextDelta("Par".into()),
+            ModelEvent::Error(format!(
+                "{} failed: the server reported an error in the stream: Overloaded",
+                endpoint(&server)
+            )),
+        ]
+    );
+    // The partial text is not replayed next turn: the reply failed.
+    let reply = assemble(&events);
+    assert_eq!(reply.stop_reason, StopReason::Error);
+    assert!(yiem_core::llm::to_anthropic_messages(&[reply.into()]).is_empty());
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_an_error_naming_how_far_it_got() {
+    let server = Server::start(vec![Reply::SseCut(vec![
+        message_start(10),
+        block_start(
+            0,
+            json!({"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {}}),
+        ),
+        delta(
+            0,
+            json!({"type": "input_json_delta", "partial_json": "{\"ci"}),
+        ),
+    ])])
+    .await;
+    let events = events(&model(&server), request("hi")).await;
+    let text = last_error(&events);
+    assert!(
+        text.starts_with(&format!(
+            "{} failed: the stream broke off after 3 chunks",
+            endpoint(&server)
+        )),
+        "{text}"
+    );
+    assert_eq!(server.requests().len(), 1, "a started reply is not retried");
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_message_stop_or_stop_reason_is_an_error() {
+    let server = Server::start(vec![Reply::Sse(vec![
+        message_start(10),
+        block_start(0, json!({"type": "text", "text": ""})),
+        delta(0, json!({"type": "text_delta", "text": "Hel"})),
+    ])])
+    .await;
+    assert_eq!(
+        events(&model(&server), request("hi")).await.last(),
+        Some(&ModelEvent::Error(format!(
+            "{} failed: the stream ended after 3 chunks before the reply was complete",
+            endpoint(&server)
+        )))
+    );
+}
+
+#[tokio::test]
+async fn a_429_and_a_529_are_retried_honouring_retry_after_then_succeed() {
+    let server = Server::start(vec![
+        Reply::Status {
+            status: "429 Too Many Requests",
+            headers: vec![("retry-after", "0")],
+            content_type: "application/json",
+            body: json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+                .to_string(),
+        },
+        Reply::Status {
+            status: "529 Overloaded",
+            headers: vec![],
+            content_type: "application/json",
+            body: json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+                .to_string(),
+        },
+        text_stream("fine"),
+    ])
+    .await;
+    assert_eq!(
+        events(&model(&server), request("hi")).await,
+        vec![
+            start(),
+            ModelEvent::TextDelta("fine".into()),
+            done(StopReason::Stop, usage(25, 15))
+        ]
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn a_529_forever_is_reported_with_the_server_message_and_the_attempts() {
+    let server = Server::start(vec![Reply::Status {
+        status: "529 Overloaded",
+        headers: vec![],
+        content_type: "application/json",
+        body:
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+                .to_string(),
+    }])
+    .await;
+    assert_eq!(
+        events(&model(&server), request("hi")).await,
+        vec![
+            start(),
+            ModelEvent::Error(format!(
+                "{} failed: HTTP 529 <unknown status code>: Overloaded (4 attempts)",
+                endpoint(&server)
+            ))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn an_invalid_request_error_is_reported_at_once() {
+    let server = Server::start(vec![Reply::Status {
+        status: "400 Bad Request",
+        headers: vec![],
+        content_type: "application/json",
+        body: json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": "messages: roles must alternate"}})
+        .to_string(),
+    }])
+    .await;
+    assert_eq!(
+        events(&model(&server), request("hi")).await,
+        vec![
+            start(),
+            ModelEvent::Error(format!(
+                "{} failed: HTTP 400 Bad Request: messages: roles must alternate",
+                endpoint(&server)
+            ))
+        ]
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn garbage_in_the_stream_is_an_error_not_a_skip() {
+    let server = Server::start(vec![Reply::Sse(vec![
+        message_start(10),
+        "event: content_block_start\ndata: {\"type\": \"content_block_st\n\n".into(),
+    ])])
+    .await;
+    let events = events(&model(&server), request("hi")).await;
+    let text = last_error(&events);
+    assert!(
+        text.starts_with(&format!(
+            "{} failed: event 2 is not JSON",
+            endpoint(&server)
+        )),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn max_tokens_with_a_pending_call_stops_with_length() {
+    let server = Server::start(vec![Reply::Sse(vec![
+        message_start(10),
+        block_start(
+            0,
+            json!({"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {}}),
+        ),
+        delta(
+            0,
+            json!({"type": "input_json_delta", "partial_json": "{\"city\": \"To"}),
+        ),
+        message_delta("max_tokens", 4096),
+        message_stop(),
+    ])])
+    .await;
+    let events = events(&model(&server), request("hi")).await;
+    assert_eq!(
+        events[events.len() - 2..],
+        [
+            ModelEvent::ToolCallEnd { index: 0 },
+            done(StopReason::Length, usage(10, 4096))
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_answers_with_one_json_message_is_read() {
+    let server = Server::start(vec![Reply::Status {
+        status: "200 OK",
+        headers: vec![],
+        content_type: "application/json",
+        body: json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test",
+            "content": [
+                {"type": "thinking", "thinking": "hm", "signature": "sig"},
+                {"type": "text", "text": "Calling."},
+                {"type": "tool_use", "id": "toolu_5", "name": "get_weather", "input": {"city": "Oslo"}}
+            ],
+            "stop_reason": "tool_use", "stop_sequence": null,
+            "usage": {"input_tokens": 7, "output_tokens": 3}})
+        .to_string(),
+    }])
+    .await;
+    let reply = assemble(&events(&model(&server), request("hi")).await);
+    assert_eq!(reply.stop_reason, StopReason::ToolUse);
+    assert_eq!(reply.usage, usage(7, 3));
+    assert_eq!(
+        reply.content[0],
+        AssistantContent::Thinking {
+            thinking: "hm".into(),
+            signature: Some("sig".into())
+        }
+    );
+    assert_eq!(
+        reply.tool_calls().next().unwrap().arguments,
+        json!({"city": "Oslo"})
+    );
+}
+
+#[test]
+fn a_base_url_that_is_not_http_is_refused() {
+    let error =
+        AnthropicModel::new(AnthropicConfig::new("k", "claude").with_base_url("api.anthropic.com"))
+            .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the base URL `api.anthropic.com` must start with http:// or https://"
+    );
+    let model = AnthropicModel::new(
+        AnthropicConfig::new("k", "claude").with_base_url("http://gateway.test/anthropic/v1/"),
+    )
+    .unwrap();
+    assert_eq!(
+        model.endpoint(),
+        "http://gateway.test/anthropic/v1/messages"
+    );
+}

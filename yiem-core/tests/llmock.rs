@@ -1,0 +1,285 @@
+//! The three clients against llmock (PyPI `llmock==0.2.2`, installed by `.ci/run`), an independently
+//! written mock server that speaks OpenAI's chat completions, Anthropic's Messages API and Gemini's
+//! `streamGenerateContent?alt=sse`, with tool calling and fault injection. Each test starts its own
+//! llmock on a free loopback port and stops it when done.
+//!
+//! The `llmock` program is `$YIEM_LLMOCK`, else `<target dir>/python-llmock/bin/llmock` (where `.ci/run`
+//! installs it). Without it the tests fail and say how to install it: they are never skipped.
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::weather_tool;
+use futures::StreamExt;
+use yiem_core::{
+    Agent, AgentEvent, AgentMessage, AnthropicConfig, AnthropicModel, CancellationToken,
+    GeminiConfig, GeminiModel, MessageAssembler, Model, ModelEvent, ModelRequest, OpenAiConfig,
+    OpenAiModel, RetryPolicy, StopReason, ToolStore, UserMessage,
+};
+
+/// A running llmock, stopped on drop.
+struct Llmock {
+    child: Child,
+    port: u16,
+}
+
+impl Llmock {
+    fn program() -> PathBuf {
+        if let Some(path) = std::env::var_os("YIEM_LLMOCK") {
+            return PathBuf::from(path);
+        }
+        // <target>/debug/deps/llmock-<hash>
+        let exe = std::env::current_exe().unwrap();
+        let target = exe.ancestors().nth(3).unwrap();
+        target.join("python-llmock").join("bin").join("llmock")
+    }
+
+    fn start(args: &[&str]) -> Llmock {
+        let program = Self::program();
+        assert!(
+            program.exists(),
+            "llmock is not installed at {}: run .ci/run, or `python3 -m venv <target>/python-llmock && \
+             <target>/python-llmock/bin/pip install llmock==0.2.2`, or set YIEM_LLMOCK",
+            program.display()
+        );
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(&program)
+            .args(["serve", "--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--response-style", "echo", "--log-level", "warning"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut server = Llmock { child, port };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                panic!("llmock exited before it listened: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "llmock did not listen within 60 s"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        server
+    }
+
+    fn root(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The three clients, pointed at this server, with quick retries.
+    fn models(&self) -> Vec<Arc<dyn Model>> {
+        let retry = RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(1),
+            max_delay: Duration::from_secs(2),
+        };
+        vec![
+            Arc::new(
+                OpenAiModel::new(
+                    OpenAiConfig::new(format!("{}/v1", self.root()), "gpt-4o-mini")
+                        .with_api_key("sk-test")
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            ),
+            Arc::new(
+                AnthropicModel::new(
+                    AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-6")
+                        .with_base_url(format!("{}/anthropic", self.root()))
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            ),
+            Arc::new(
+                GeminiModel::new(
+                    GeminiConfig::new("AIza-test", "gemini-2.5-pro")
+                        .with_base_url(format!("{}/gemini/v1beta", self.root()))
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            ),
+        ]
+    }
+}
+
+impl Drop for Llmock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn request(text: &str) -> ModelRequest {
+    ModelRequest {
+        system_prompt: "You are terse.".into(),
+        messages: vec![UserMessage::text(text).into()],
+        tools: Default::default(),
+    }
+}
+
+async fn events(model: &dyn Model, request: ModelRequest) -> Vec<ModelEvent> {
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        model.stream(request, CancellationToken::new()).collect(),
+    )
+    .await
+    .expect("the stream ended")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_streams_a_text_reply_from_llmock() {
+    let server = Llmock::start(&[]);
+    for model in server.models() {
+        let streamed = events(&*model, request("Say hello.")).await;
+        let mut assembler = MessageAssembler::new();
+        for event in &streamed {
+            assembler.apply(event.clone());
+        }
+        let reply = assembler.finish();
+        assert_eq!(
+            reply.stop_reason,
+            StopReason::Stop,
+            "{}: {streamed:?}",
+            model.name()
+        );
+        assert!(
+            !reply.text_content().is_empty(),
+            "{}: {streamed:?}",
+            model.name()
+        );
+        assert!(
+            reply.usage.input_tokens > 0,
+            "{}: {:?}",
+            model.name(),
+            reply.usage
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_client_runs_a_tool_call_round_trip_with_llmock() {
+    let server = Llmock::start(&["--tool-mode", "auto"]);
+    for model in server.models() {
+        let name = model.name().to_owned();
+        let mut tools = ToolStore::new("weather");
+        tools.register(weather_tool()).unwrap();
+        let agent = Agent::builder()
+            .system_prompt("Use the tools.")
+            .tools(tools)
+            .shared_model(model)
+            .build();
+        let ran = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&ran);
+        agent.on_event(move |event| {
+            if let AgentEvent::ToolExecutionEnd { call, is_error, .. } = event {
+                seen.lock().unwrap().push((call.name.clone(), *is_error));
+            }
+        });
+        let added = tokio::time::timeout(
+            Duration::from_secs(60),
+            agent.prompt("What is the weather in Tokyo?"),
+        )
+        .await
+        .expect("the run ended");
+        // llmock calls the tool with arguments valid for its schema, then answers once the result is back.
+        assert_eq!(
+            *ran.lock().unwrap(),
+            vec![("get_weather".to_owned(), false)],
+            "{name}: {added:?}"
+        );
+        let Some(AgentMessage::Assistant(last)) = added.last() else {
+            panic!("{name}: the run did not end with a reply: {added:?}");
+        };
+        assert_eq!(last.stop_reason, StopReason::Stop, "{name}: {last:?}");
+        assert!(!last.text_content().is_empty(), "{name}: {last:?}");
+    }
+}
+
+/// A prompt llmock echoes back in more pieces than the chunk a stream fault hits (at most the 6th), so
+/// the fault always fires.
+const LONG_PROMPT: &str = "one two three four five six seven eight nine ten eleven twelve";
+
+/// Each fault llmock injects ends every client's stream with exactly one error, last, whose text starts
+/// as `expected` says (after `POST <url> failed: `).
+async fn every_client_reports(args: &[&str], expected: &[&str]) {
+    let server = Llmock::start(args);
+    for model in server.models() {
+        let streamed = events(&*model, request(LONG_PROMPT)).await;
+        let errors: Vec<&String> = streamed
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::Error(text) => Some(text),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors.len(), 1, "{}: {streamed:?}", model.name());
+        assert!(
+            matches!(streamed.last(), Some(ModelEvent::Error(_))),
+            "{}: {streamed:?}",
+            model.name()
+        );
+        let (_, reason) = errors[0]
+            .split_once(" failed: ")
+            .unwrap_or_else(|| panic!("{}: {}", model.name(), errors[0]));
+        assert!(
+            expected.iter().any(|start| reason.starts_with(start)),
+            "{}: {reason}",
+            model.name()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_stream_is_an_error_for_every_client() {
+    every_client_reports(
+        &["--stream-fault", "truncate=1.0"],
+        &["the stream ended after"],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_chunk_is_an_error_for_every_client() {
+    every_client_reports(
+        &["--stream-fault", "malformed=1.0"],
+        &["chunk ", "event ", "the stream is not a valid event stream"],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_connection_is_an_error_for_every_client() {
+    every_client_reports(
+        &["--stream-fault", "disconnect=1.0"],
+        &["the stream broke off after", "the stream ended after"],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_errors_and_rate_limits_are_retried_then_reported() {
+    every_client_reports(
+        &["--error-rate", "500=1.0"],
+        &["HTTP 500 Internal Server Error"],
+    )
+    .await;
+    every_client_reports(
+        &["--error-rate", "429=1.0"],
+        &["HTTP 429 Too Many Requests"],
+    )
+    .await;
+}
