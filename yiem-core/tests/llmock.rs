@@ -194,7 +194,8 @@ async fn each_client_runs_a_tool_call_round_trip_with_llmock() {
             agent.prompt("What is the weather in Tokyo?"),
         )
         .await
-        .expect("the run ended");
+        .expect("the run ended")
+        .messages;
         // llmock calls the tool with arguments valid for its schema, then answers once the result is back.
         assert_eq!(
             *ran.lock().unwrap(),

@@ -396,7 +396,7 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
         }
         let added = runtime.block_on(agent.prompt(line));
         // The error was printed as the reply ended; the exit status says so too.
-        let failed = added.iter().rev().any(|message| {
+        let failed = added.messages.iter().rev().any(|message| {
             matches!(message, AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error)
         });
         failures += usize::from(failed);
