@@ -39,7 +39,12 @@
 //! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
 //! prints must write to stderr (`tracing_subscriber::fmt().with_writer(std::io::stderr)`).
 
+#[cfg(feature = "mcp-client")]
+mod client;
 mod lines;
+
+#[cfg(feature = "mcp-client")]
+pub use client::{DEFAULT_CALL_TIMEOUT, McpClient, McpClientBuilder, McpClientError};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

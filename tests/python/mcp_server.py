@@ -1,0 +1,77 @@
+"""An MCP server written with the official Python SDK (`mcp>=2.3,<3`, whose `MCPServer` is the renamed
+FastMCP), for yiem's MCP client tests. Tools: `add` (structured output), `count` (progress), `fail` (an
+error result), `wait` (never returns until cancelled; records the cancellation), `crash` (the process dies
+mid-call), `marker` (the file it was started with, to tell restarts apart).
+
+    python tests/python/mcp_server.py stdio
+    python tests/python/mcp_server.py http PORT
+"""
+
+import os
+import sys
+
+import anyio
+from pydantic import BaseModel
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+server = MCPServer("python-tools")
+CANCELLED = os.environ.get("YIEM_TEST_CANCELLED_FILE")
+
+
+class Sum(BaseModel):
+    sum: int
+
+
+@server.tool(title="Add Numbers")
+def add(a: int, b: int) -> Sum:
+    """Add two integers."""
+    return Sum(sum=a + b)
+
+
+@server.tool()
+async def count(to: int, ctx: Context) -> str:
+    """Count up to `to`, reporting progress at each step."""
+    for step in range(1, to + 1):
+        await ctx.report_progress(step, to, f"step {step} of {to}")
+    return f"counted to {to}"
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the given reason."""
+    raise ToolError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+async def wait(ctx: Context) -> str:
+    """Reports that it waits, then waits until cancelled."""
+    await ctx.report_progress(0, None, "waiting")
+    try:
+        await anyio.sleep_forever()
+    except anyio.get_cancelled_exc_class():
+        if CANCELLED:
+            with open(CANCELLED, "w") as out:
+                out.write("cancelled")
+        raise
+    return "never"
+
+
+@server.tool()
+def crash() -> str:
+    """Ends the server's process in the middle of the call."""
+    os._exit(3)
+
+
+@server.tool()
+def pid() -> str:
+    """The server process's id."""
+    return str(os.getpid())
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]), stateless_http=True)
+    else:
+        server.run("stdio")

@@ -1,0 +1,482 @@
+//! yiem as an MCP client, against servers nobody here wrote, started as real processes: the reference
+//! server `@modelcontextprotocol/server-everything` (npm) over stdio, and a server written with the
+//! official Python SDK (`tests/python/mcp_server.py`) over stdio and over streamable HTTP. Listed tools
+//! with their schemas, a call with progress, an error result, a cancelled call, a server killed mid-call
+//! (an error result, then the next call works after the restart), and a server that is not there.
+//!
+//! The components are installed on first use under the target directory, as `.ci/run` does: a Python
+//! virtualenv with `mcp>=2.3,<3` and an npm folder with the reference server.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use yiem_core::mcp::McpClient;
+use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
+
+const EVERYTHING_VERSION: &str = "2026.8.31";
+
+fn target_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    // target/<profile>/deps/<this test>
+    let exe = std::env::current_exe().unwrap();
+    exe.parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_owned()
+}
+
+fn run(command: &mut Command, what: &str) {
+    let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(status.success(), "{what} failed: {status}");
+}
+
+/// The virtualenv's Python with the official MCP SDK, created once.
+fn python() -> PathBuf {
+    static READY: OnceLock<PathBuf> = OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let venv = target_dir().join("python-mcp");
+            let python = venv.join("bin/python");
+            if !python.exists() {
+                run(
+                    Command::new("python3").args(["-m", "venv"]).arg(&venv),
+                    "python3 -m venv",
+                );
+            }
+            let ready = Command::new(&python)
+                .args(["-c", "import mcp.server.mcpserver"])
+                .status()
+                .is_ok_and(|status| status.success());
+            if !ready {
+                run(
+                    Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp>=2.3,<3"]),
+                    "pip install mcp",
+                );
+            }
+            python
+        })
+        .clone()
+}
+
+/// The reference server's entry point, installed once.
+fn everything() -> PathBuf {
+    static READY: OnceLock<PathBuf> = OnceLock::new();
+    READY
+        .get_or_init(|| {
+            let folder = target_dir().join("npm");
+            let bin = folder.join("node_modules/.bin/mcp-server-everything");
+            if !bin.exists() {
+                std::fs::create_dir_all(&folder).unwrap();
+                run(
+                    Command::new("npm")
+                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
+                        .arg(&folder)
+                        .arg(format!(
+                            "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
+                        )),
+                    "npm install server-everything",
+                );
+            }
+            bin
+        })
+        .clone()
+}
+
+fn python_server() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("python/mcp_server.py")
+        .display()
+        .to_string()
+}
+
+async fn python_stdio(prefix: &str) -> McpClient {
+    McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .prefix(prefix)
+    .connect()
+    .await
+    .expect("the Python server starts")
+}
+
+fn call(name: &str, arguments: Value) -> Vec<ToolCall> {
+    vec![ToolCall::new("c1", name, arguments)]
+}
+
+async fn run_one(store: &ToolStore, name: &str, arguments: Value) -> yiem_core::ToolResultMessage {
+    let batch = ToolExecutor::new()
+        .execute(store, call(name, arguments), &CancellationToken::new())
+        .await;
+    batch.messages.into_iter().next().unwrap()
+}
+
+#[tokio::test]
+async fn the_reference_server_lists_its_tools_with_their_schemas_and_answers_calls() {
+    let client = McpClient::command(everything().display().to_string(), ["stdio"])
+        .name("everything")
+        .prefix("ev_")
+        .connect()
+        .await
+        .expect("server-everything starts");
+    let mut store = ToolStore::new("agent");
+    let names = client.register(&mut store).await.unwrap();
+    for expected in [
+        "ev_echo",
+        "ev_get-sum",
+        "ev_get-tiny-image",
+        "ev_trigger-long-running-operation",
+    ] {
+        assert!(
+            names.iter().any(|name| name == expected),
+            "{expected} in {names:?}"
+        );
+    }
+    let sum = store.get("ev_get-sum").unwrap();
+    assert_eq!(sum.description(), "Returns the sum of two numbers");
+    let schema = sum.input_schema();
+    assert_eq!(schema["type"], "object");
+    assert!(schema["properties"]["a"].is_object() && schema["properties"]["b"].is_object());
+    // Every listed tool has a definition in every dialect the model may speak.
+    for tool in store.tools() {
+        for dialect in yiem_core::Dialect::ALL {
+            assert!(
+                tool.definition(dialect).is_ok(),
+                "{} in {dialect:?}",
+                tool.name()
+            );
+        }
+    }
+
+    let echoed = run_one(&store, "ev_echo", json!({"message": "hi there"})).await;
+    assert!(!echoed.is_error(), "{echoed:?}");
+    assert_eq!(echoed.text_content(), "Echo: hi there");
+    let added = run_one(&store, "ev_get-sum", json!({"a": 2, "b": 40})).await;
+    assert!(added.text_content().contains("42"), "{added:?}");
+    let image = run_one(&store, "ev_get-tiny-image", json!({})).await;
+    assert!(
+        image
+            .content()
+            .iter()
+            .any(|block| matches!(block, yiem_core::Content::Image { mime_type, .. } if mime_type == "image/png")),
+        "{image:?}"
+    );
+}
+
+#[tokio::test]
+async fn progress_from_the_reference_server_becomes_tool_updates() {
+    let client = McpClient::command(everything().display().to_string(), ["stdio"])
+        .name("everything")
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let executor = ToolExecutor::new();
+    let seen = Arc::clone(&updates);
+    executor.events().on_event(move |event| {
+        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
+            seen.lock().unwrap().push(partial.text_content());
+        }
+    });
+    let batch = executor
+        .execute(
+            &store,
+            call(
+                "trigger-long-running-operation",
+                json!({"duration": 1, "steps": 3}),
+            ),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert!(!batch.messages[0].is_error(), "{:?}", batch.messages[0]);
+    assert_eq!(
+        updates.lock().unwrap().len(),
+        3,
+        "{:?}",
+        updates.lock().unwrap()
+    );
+}
+
+#[tokio::test]
+async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
+    let client = python_stdio("py_").await;
+    let mut store = ToolStore::new("agent");
+    let names = client.register(&mut store).await.unwrap();
+    assert_eq!(
+        names,
+        [
+            "py_add", "py_count", "py_fail", "py_wait", "py_crash", "py_pid"
+        ]
+    );
+    let add = store.get("py_add").unwrap();
+    assert_eq!(add.label(), "Add Numbers");
+    assert_eq!(add.description(), "Add two integers.");
+    assert_eq!(add.input_schema()["required"], json!(["a", "b"]));
+    assert!(
+        add.output_schema().is_some(),
+        "the SDK lists an output schema for a model result"
+    );
+
+    let sum = run_one(&store, "py_add", json!({"a": 2, "b": 3})).await;
+    assert!(!sum.is_error());
+    assert_eq!(sum.result.structured_content, Some(json!({"sum": 5})));
+
+    let failed = run_one(&store, "py_fail", json!({"reason": "testing"})).await;
+    assert!(failed.is_error());
+    assert!(
+        failed.text_content().contains("failed on purpose: testing"),
+        "{failed:?}"
+    );
+
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let executor = ToolExecutor::new();
+    let seen = Arc::clone(&updates);
+    executor.events().on_event(move |event| {
+        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
+            seen.lock().unwrap().push(partial.text_content());
+        }
+    });
+    let counted = executor
+        .execute(
+            &store,
+            call("py_count", json!({"to": 3})),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(counted.messages[0].text_content(), "counted to 3");
+    assert_eq!(
+        *updates.lock().unwrap(),
+        ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_call_tells_the_server_and_ends_with_one_result() {
+    let marker = tempfile_path("cancelled");
+    let client = McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .env("YIEM_TEST_CANCELLED_FILE", marker.display().to_string())
+    .connect()
+    .await
+    .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let cancel = CancellationToken::new();
+    let executor = ToolExecutor::new();
+    // The tool reports progress once it runs on the server: then the cancellation has a call to cancel.
+    let waiting = Arc::new(tokio::sync::Notify::new());
+    let on_update = Arc::clone(&waiting);
+    executor.events().on_event(move |event| {
+        if matches!(event, AgentEvent::ToolExecutionUpdate { .. }) {
+            on_update.notify_one();
+        }
+    });
+    let running = {
+        let (store, cancel) = (store.clone(), cancel.clone());
+        tokio::spawn(async move {
+            executor
+                .execute(&store, call("wait", json!({})), &cancel)
+                .await
+        })
+    };
+    waiting.notified().await;
+    cancel.cancel();
+    let batch = running.await.unwrap();
+    assert_eq!(batch.messages.len(), 1);
+    assert!(batch.messages[0].is_error());
+    // The server saw `notifications/cancelled`: its tool was cancelled and wrote the marker.
+    assert!(
+        wait_until(|| marker.exists(), Duration::from_secs(20)).await,
+        "the server's tool was cancelled"
+    );
+    // The connection still serves calls.
+    assert_eq!(
+        run_one(&store, "add", json!({"a": 1, "b": 1}))
+            .await
+            .result
+            .structured_content,
+        Some(json!({"sum": 2}))
+    );
+}
+
+#[tokio::test]
+async fn a_server_killed_mid_call_gives_an_error_naming_it_and_the_next_call_restarts_it() {
+    let client = python_stdio("").await;
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let first_pid = run_one(&store, "pid", json!({})).await.text_content();
+
+    let crashed = run_one(&store, "crash", json!({})).await;
+    assert!(crashed.is_error());
+    assert!(
+        crashed.text_content().contains("MCP server `python-tools`"),
+        "{crashed:?}"
+    );
+    let again = run_one(&store, "pid", json!({})).await;
+    assert!(!again.is_error(), "{again:?}");
+    assert_ne!(again.text_content(), first_pid, "a new process answered");
+}
+
+#[tokio::test]
+async fn a_server_that_hangs_is_cut_off_by_the_call_time_limit() {
+    let client = McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .call_timeout(Duration::from_millis(500))
+    .connect()
+    .await
+    .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let hung = run_one(&store, "wait", json!({})).await;
+    assert!(hung.is_error());
+    assert_eq!(
+        hung.text_content(),
+        "MCP server `python-tools` did not answer `wait` within 500ms; the call was cancelled"
+    );
+}
+
+#[tokio::test]
+async fn a_command_that_does_not_exist_is_a_clear_connect_error() {
+    let error = McpClient::command("/nonexistent/mcp-server", Vec::<String>::new())
+        .name("ghost")
+        .connect()
+        .await
+        .err()
+        .unwrap();
+    assert!(
+        error.to_string().starts_with(
+            "MCP server `ghost` could not be connected: cannot start `/nonexistent/mcp-server`"
+        ),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn two_servers_without_prefixes_that_clash_are_refused_with_the_name() {
+    let mut store = ToolStore::new("agent");
+    python_stdio("").await.register(&mut store).await.unwrap();
+    let error = python_stdio("")
+        .await
+        .register(&mut store)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `python-tools`: the store already has a tool named `add`; give the server a prefix"
+    );
+    assert_eq!(
+        store.len(),
+        6,
+        "nothing of the second server was registered"
+    );
+}
+
+/// A Python server over streamable HTTP on a free loopback port; killed when dropped.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn python_http() -> HttpServer {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(python())
+        .args([python_server(), "http".into(), port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let up = wait_until(
+        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(up, "the Python HTTP server listens");
+    HttpServer {
+        child,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+    }
+}
+
+#[tokio::test]
+async fn a_python_server_over_streamable_http_lists_and_answers() {
+    let server = python_http().await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .expect("the HTTP handshake completes");
+    let mut store = ToolStore::new("agent");
+    let names = client.register(&mut store).await.unwrap();
+    assert!(names.contains(&"add".to_owned()), "{names:?}");
+    let sum = run_one(&store, "add", json!({"a": 20, "b": 22})).await;
+    assert_eq!(sum.result.structured_content, Some(json!({"sum": 42})));
+    let failed = run_one(&store, "fail", json!({"reason": "over http"})).await;
+    assert!(failed.is_error() && failed.text_content().contains("over http"));
+}
+
+#[tokio::test]
+async fn an_http_server_that_goes_away_gives_an_error_and_a_new_one_is_reached_again() {
+    let mut server = python_http().await;
+    let url = server.url.clone();
+    let client = McpClient::http(&url)
+        .name("python-http")
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let _ = server.child.kill();
+    let _ = server.child.wait();
+    let down = run_one(&store, "add", json!({"a": 1, "b": 2})).await;
+    assert!(down.is_error());
+    assert!(
+        down.text_content().contains("MCP server `python-http`"),
+        "{down:?}"
+    );
+}
+
+fn tempfile_path(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("yiem-mcp-client-{}-{}", std::process::id(), name));
+    let _ = std::fs::remove_file(&dir);
+    dir
+}
+
+/// Polls `ready` until it holds or `limit` passes (a generous bound for slow machines).
+async fn wait_until(ready: impl Fn() -> bool, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        if ready() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ready()
+}

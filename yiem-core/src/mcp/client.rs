@@ -1,0 +1,668 @@
+//! Using the tools of any MCP server: [`McpClient`] connects to a server — a command spoken to over stdio,
+//! or a streamable-HTTP URL — lists its tools, and registers each as an [`AgentTool`] in a [`ToolStore`],
+//! so an agent calls them like its own. Needs the `mcp-client` feature.
+//!
+//! ```no_run
+//! use yiem_core::ToolStore;
+//! use yiem_core::mcp::McpClient;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut store = ToolStore::new("agent");
+//! let everything = McpClient::command("npx", ["-y", "@modelcontextprotocol/server-everything"])
+//!     .name("everything")
+//!     .prefix("ev_")
+//!     .connect()
+//!     .await?;
+//! let names = everything.register(&mut store).await?;
+//! println!("{names:?}"); // ["ev_echo", "ev_add", ...]
+//! # Ok(()) }
+//! ```
+//!
+//! # What a call does
+//!
+//! - The arguments go to the server as they are (each tool's schema is the server's, rewritten per dialect
+//!   like any other tool's when the model sees it; the server validates).
+//! - The server's `notifications/progress` for the call become [`ToolContext::update`]s (the message, or
+//!   `progress/total`, as text).
+//! - Cancelling the call (an abort, the call's time limit, a dropped batch) sends `notifications/cancelled`.
+//! - The result maps back: `isError`, text and image content, `structuredContent`; other content kinds
+//!   (audio, resources) arrive as their JSON text.
+//! - A server that exits or hangs gives an error result naming the server and the tool — never a hang
+//!   (each call has a time limit, [`McpClientBuilder::call_timeout`]) or a panic — and the next call
+//!   starts it again (or reconnects), waiting a bounded, growing delay after repeated failures.
+//! - `notifications/tools/list_changed` from the server re-lists its tools into every store they were
+//!   registered in; [`McpClient::refresh`] does the same on demand.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
+    Implementation, ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, Peer, ServiceExt};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::content::Content;
+use crate::context::ToolContext;
+use crate::registry::ToolStore;
+use crate::result::AgentToolResult;
+use crate::tool::{AgentTool, ToolAnnotations};
+
+/// The time limit of one call to a server unless set otherwise.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// What went wrong talking to an MCP server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpClientError {
+    /// The server could not be started or reached, or the handshake failed.
+    #[error("MCP server `{server}` could not be connected: {detail}")]
+    Connect {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        detail: String,
+    },
+    /// A request to the server failed.
+    #[error("MCP server `{server}` failed to answer `{request}`: {detail}")]
+    Request {
+        /// The server's name.
+        server: String,
+        /// The request.
+        request: String,
+        /// What failed.
+        detail: String,
+    },
+    /// A listed tool cannot be offered (its name or schema is not valid here).
+    #[error("MCP server `{server}` lists a tool yiem cannot offer: {detail}")]
+    Tool {
+        /// The server's name.
+        server: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Registering the server's tools clashed with tools already in the store.
+    #[error("MCP server `{server}`: {detail}")]
+    Register {
+        /// The server's name.
+        server: String,
+        /// The registration error.
+        detail: String,
+    },
+}
+
+#[derive(Clone, Debug)]
+enum Target {
+    Command {
+        program: String,
+        args: Vec<String>,
+        env: Vec<(String, String)>,
+    },
+    Http {
+        url: String,
+        bearer: Option<String>,
+    },
+}
+
+/// Configures an [`McpClient`]. Start with [`McpClient::command`] or [`McpClient::http`].
+#[must_use]
+pub struct McpClientBuilder {
+    name: Option<String>,
+    prefix: String,
+    target: Target,
+    call_timeout: Duration,
+}
+
+impl McpClientBuilder {
+    /// The server's name in error messages (default: the program, or the URL's host).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Put `prefix` before every tool name, so two servers' tools cannot collide (`fs_` + `read`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// An environment variable for the server's process (commands only).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        if let Target::Command { env, .. } = &mut self.target {
+            env.push((key.into(), value.into()));
+        }
+        self
+    }
+
+    /// A bearer token sent with every HTTP request (URLs only).
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
+        if let Target::Http { bearer, .. } = &mut self.target {
+            *bearer = Some(token.into());
+        }
+        self
+    }
+
+    /// How long one call may take before it is cancelled with an error result (default:
+    /// [`DEFAULT_CALL_TIMEOUT`]).
+    pub fn call_timeout(mut self, limit: Duration) -> Self {
+        self.call_timeout = limit;
+        self
+    }
+
+    /// Starts (or reaches) the server and completes the MCP handshake.
+    pub async fn connect(self) -> Result<McpClient, McpClientError> {
+        let name = self.name.unwrap_or_else(|| match &self.target {
+            Target::Command { program, .. } => program.clone(),
+            Target::Http { url, .. } => url.clone(),
+        });
+        let inner = Arc::new(Inner {
+            name,
+            prefix: self.prefix,
+            target: self.target,
+            call_timeout: self.call_timeout,
+            connection: tokio::sync::Mutex::new(None),
+            failures: Mutex::new(0),
+            routes: Arc::default(),
+            stores: Mutex::new(Vec::new()),
+        });
+        let connection = inner.open().await?;
+        *inner.connection.lock().await = Some(connection);
+        Ok(McpClient { inner })
+    }
+}
+
+/// A connection to one MCP server whose tools can be registered into stores. Cloning gives another
+/// handle to the same connection. See the [module docs](self).
+#[derive(Clone)]
+pub struct McpClient {
+    inner: Arc<Inner>,
+}
+
+type Routes = Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>>;
+
+struct Inner {
+    name: String,
+    prefix: String,
+    target: Target,
+    call_timeout: Duration,
+    connection: tokio::sync::Mutex<Option<Connection>>,
+    /// Connection failures in a row, for the backoff.
+    failures: Mutex<u32>,
+    routes: Routes,
+    /// The stores the tools were registered in, with the names registered there, kept up to date when
+    /// the server's list changes.
+    stores: Mutex<Vec<(ToolStore, Vec<String>)>>,
+}
+
+struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    alive: Arc<AtomicBool>,
+}
+
+/// The client side of one connection: routes progress to calls and reacts to list changes.
+struct Handler {
+    routes: Routes,
+    client: Weak<Inner>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("yiem", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(route) = routes.get(&params.progress_token) {
+            let _ = route.send(params);
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(client) = self.client.upgrade() {
+            let client = McpClient { inner: client };
+            tokio::spawn(async move {
+                if let Err(error) = client.refresh().await {
+                    tracing::warn!(%error, "could not re-list the tools after tools/list_changed");
+                }
+            });
+        }
+    }
+}
+
+impl McpClient {
+    /// A server started as `program args…`, spoken to over its stdin and stdout.
+    pub fn command(
+        program: impl Into<String>,
+        args: impl IntoIterator<Item = impl Into<String>>,
+    ) -> McpClientBuilder {
+        McpClientBuilder {
+            name: None,
+            prefix: String::new(),
+            target: Target::Command {
+                program: program.into(),
+                args: args.into_iter().map(Into::into).collect(),
+                env: Vec::new(),
+            },
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:8000/mcp`).
+    pub fn http(url: impl Into<String>) -> McpClientBuilder {
+        McpClientBuilder {
+            name: None,
+            prefix: String::new(),
+            target: Target::Http {
+                url: url.into(),
+                bearer: None,
+            },
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+        }
+    }
+
+    /// The server's name, as errors give it.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Every tool the server lists (all pages), as tools that call it.
+    pub async fn tools(&self) -> Result<Vec<AgentTool>, McpClientError> {
+        let peer = self.inner.peer().await?;
+        let listed = peer
+            .list_all_tools()
+            .await
+            .map_err(|error| self.inner.request_error("tools/list", error))?;
+        listed
+            .iter()
+            .map(|tool| self.inner.agent_tool(tool))
+            .collect()
+    }
+
+    /// Registers every tool of the server into `store` (all or nothing) and keeps them up to date there
+    /// when the server's list changes; returns their names.
+    pub async fn register(&self, store: &mut ToolStore) -> Result<Vec<String>, McpClientError> {
+        let tools = self.tools().await?;
+        let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
+        if let Some(taken) = names.iter().find(|name| store.get(name).is_some()) {
+            return Err(McpClientError::Register {
+                server: self.inner.name.clone(),
+                detail: format!(
+                    "the store already has a tool named `{taken}`; give the server a prefix"
+                ),
+            });
+        }
+        for tool in tools {
+            store
+                .register(tool)
+                .map_err(|error| McpClientError::Register {
+                    server: self.inner.name.clone(),
+                    detail: error.to_string(),
+                })?;
+        }
+        self.inner
+            .lock_stores()
+            .push((store.clone(), names.clone()));
+        Ok(names)
+    }
+
+    /// Lists the server's tools again and updates every store they were registered in: new tools are
+    /// added, gone ones removed, changed ones replaced.
+    pub async fn refresh(&self) -> Result<(), McpClientError> {
+        let tools = self.tools().await?;
+        let mut stores = self.inner.lock_stores();
+        for (store, ours) in stores.iter_mut() {
+            for name in ours.iter() {
+                store.remove(name);
+            }
+            ours.clear();
+            for tool in &tools {
+                // A name another tool took meanwhile stays with that tool.
+                if store.register(tool.clone()).is_ok() {
+                    ours.push(tool.name().to_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    fn lock_stores(&self) -> std::sync::MutexGuard<'_, Vec<(ToolStore, Vec<String>)>> {
+        self.stores.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the server (or opens the HTTP session) and completes the handshake.
+    async fn open(self: &Arc<Self>) -> Result<Connection, McpClientError> {
+        let connect_error = |detail: String| McpClientError::Connect {
+            server: self.name.clone(),
+            detail,
+        };
+        let handler = Handler {
+            routes: Arc::clone(&self.routes),
+            client: Arc::downgrade(self),
+        };
+        let service = match &self.target {
+            Target::Command { program, args, env } => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args).kill_on_drop(true);
+                for (key, value) in env {
+                    command.env(key, value);
+                }
+                let (transport, _stderr) = TokioChildProcess::builder(command)
+                    .stderr(std::process::Stdio::inherit())
+                    .spawn()
+                    .map_err(|error| connect_error(format!("cannot start `{program}`: {error}")))?;
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|error| connect_error(error.to_string()))?
+            }
+            Target::Http { url, bearer } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                config.allow_stateless = true;
+                config.reinit_on_expired_session = true;
+                if let Some(token) = bearer {
+                    config = config.auth_header(token.clone());
+                }
+                let transport = StreamableHttpClientTransport::from_config(config);
+                handler
+                    .serve(transport)
+                    .await
+                    .map_err(|error| connect_error(error.to_string()))?
+            }
+        };
+        Ok(Connection {
+            service,
+            alive: Arc::new(AtomicBool::new(true)),
+        })
+    }
+
+    /// The live connection's peer, reconnecting (after a bounded backoff) if the last one died.
+    async fn peer(self: &Arc<Self>) -> Result<Peer<RoleClient>, McpClientError> {
+        self.peer_and_flag().await.map(|(peer, _)| peer)
+    }
+
+    async fn peer_and_flag(
+        self: &Arc<Self>,
+    ) -> Result<(Peer<RoleClient>, Arc<AtomicBool>), McpClientError> {
+        let mut slot = self.connection.lock().await;
+        if let Some(connection) = slot.as_ref()
+            && connection.alive.load(Ordering::SeqCst)
+            && !connection.service.is_transport_closed()
+        {
+            return Ok((
+                connection.service.peer().clone(),
+                Arc::clone(&connection.alive),
+            ));
+        }
+        // A dead connection is dropped here, which ends its process.
+        slot.take();
+        let failures = *self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if failures > 0 {
+            // 100 ms, 200 ms, 400 ms … at most 5 s between attempts after failures in a row.
+            let delay =
+                Duration::from_millis(100u64 << failures.min(6)).min(Duration::from_secs(5));
+            tokio::time::sleep(delay).await;
+        }
+        match self.open().await {
+            Ok(connection) => {
+                *self.failures.lock().unwrap_or_else(|p| p.into_inner()) = 0;
+                let peer = connection.service.peer().clone();
+                let alive = Arc::clone(&connection.alive);
+                *slot = Some(connection);
+                Ok((peer, alive))
+            }
+            Err(error) => {
+                *self.failures.lock().unwrap_or_else(|p| p.into_inner()) += 1;
+                Err(error)
+            }
+        }
+    }
+
+    fn request_error(&self, request: &str, error: impl std::fmt::Display) -> McpClientError {
+        McpClientError::Request {
+            server: self.name.clone(),
+            request: request.to_owned(),
+            detail: error.to_string(),
+        }
+    }
+
+    /// The tool that forwards calls of `tool` to this server.
+    fn agent_tool(self: &Arc<Self>, tool: &Tool) -> Result<AgentTool, McpClientError> {
+        let listed = serde_json::to_value(tool).unwrap_or_default();
+        let remote = tool.name.to_string();
+        let name = format!("{}{}", self.prefix, remote);
+        let description = tool
+            .description
+            .as_deref()
+            .filter(|text| !text.trim().is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("The `{remote}` tool of MCP server `{}`.", self.name));
+        let mut builder = AgentTool::builder(name)
+            .description(description)
+            .input_schema(Value::Object((*tool.input_schema).clone()))
+            .parallel()
+            .annotations(annotations(&listed["annotations"]));
+        if let Some(title) = tool.title.as_deref().filter(|title| !title.is_empty()) {
+            builder = builder.label(title);
+        }
+        if let Some(output) = &tool.output_schema {
+            builder = builder.output_schema(Value::Object((**output).clone()));
+        }
+        let client = Arc::downgrade(self);
+        builder = builder.handler(move |ctx: ToolContext, args: Value| {
+            let client = client.clone();
+            let remote = remote.clone();
+            async move {
+                match client.upgrade() {
+                    Some(client) => client.call(&remote, ctx, args).await,
+                    None => AgentToolResult::error(format!(
+                        "the MCP client for tool `{remote}` was closed; connect it again"
+                    )),
+                }
+            }
+        });
+        builder.build().map_err(|error| McpClientError::Tool {
+            server: self.name.clone(),
+            detail: error.to_string(),
+        })
+    }
+
+    /// One call of `remote` on the server: progress, cancellation, time limit and failures as the module
+    /// docs say.
+    async fn call(self: Arc<Self>, remote: &str, ctx: ToolContext, args: Value) -> AgentToolResult {
+        let server = &self.name;
+        let (peer, alive) = match self.peer_and_flag().await {
+            Ok(connected) => connected,
+            Err(error) => {
+                return AgentToolResult::error(format!("{error}; `{remote}` was not run"));
+            }
+        };
+        let arguments = match args {
+            Value::Object(map) => Some(map),
+            Value::Null => None,
+            other => {
+                return AgentToolResult::error(format!(
+                    "tool `{remote}` takes a JSON object of arguments, not {other}"
+                ));
+            }
+        };
+        let mut params = CallToolRequestParams::new(remote.to_owned());
+        params.arguments = arguments;
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+        let handle = match peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(error) => {
+                alive.store(false, Ordering::SeqCst);
+                return AgentToolResult::error(format!(
+                    "MCP server `{server}` is not reachable ({error}); `{remote}` was not run, and the \
+                     server is started again on the next call"
+                ));
+            }
+        };
+        let (progress, mut updates) = mpsc::unbounded_channel();
+        let route = Route::open(&self.routes, handle.progress_token.clone(), progress);
+        let mut abandoned = Abandoned {
+            peer: peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let response = handle.await_response();
+        tokio::pin!(response);
+        let limit = tokio::time::sleep(self.call_timeout);
+        tokio::pin!(limit);
+        let outcome = loop {
+            tokio::select! {
+                biased;
+                () = ctx.cancelled() => break Err(format!("the call of `{remote}` on MCP server `{server}` was cancelled")),
+                () = &mut limit => break Err(format!(
+                    "MCP server `{server}` did not answer `{remote}` within {:?}; the call was cancelled",
+                    self.call_timeout
+                )),
+                Some(update) = updates.recv() => ctx.update(AgentToolResult::text(progress_text(&update))),
+                answer = &mut response => break Ok(answer),
+            }
+        };
+        drop(route);
+        match outcome {
+            // The server answered: nothing to cancel.
+            Ok(Ok(ServerResult::CallToolResult(result))) => {
+                abandoned.id = None;
+                from_mcp(result)
+            }
+            Ok(Ok(other)) => {
+                abandoned.id = None;
+                AgentToolResult::error(format!(
+                    "MCP server `{server}` answered `{remote}` with something other than a tool result: {}",
+                    serde_json::to_string(&other).unwrap_or_default()
+                ))
+            }
+            Ok(Err(error)) => {
+                abandoned.id = None;
+                alive.store(false, Ordering::SeqCst);
+                AgentToolResult::error(format!(
+                    "MCP server `{server}` failed during `{remote}` ({error}); the server is started \
+                     again on the next call"
+                ))
+            }
+            // Cancelled or out of time: `abandoned` tells the server on drop.
+            Err(reason) => AgentToolResult::error(reason),
+        }
+    }
+}
+
+/// A call's progress route, removed when the call ends.
+struct Route {
+    routes: Routes,
+    token: ProgressToken,
+}
+
+impl Route {
+    fn open(
+        routes: &Routes,
+        token: ProgressToken,
+        sender: mpsc::UnboundedSender<ProgressNotificationParam>,
+    ) -> Route {
+        routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(token.clone(), sender);
+        Route {
+            routes: Arc::clone(routes),
+            token,
+        }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        self.routes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.token);
+    }
+}
+
+/// Sends `notifications/cancelled` for a request whose answer nobody waits for any more (the call was
+/// cancelled, ran out of time, or its future was dropped).
+struct Abandoned {
+    peer: Peer<RoleClient>,
+    id: Option<rmcp::model::RequestId>,
+}
+
+impl Drop for Abandoned {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let peer = self.peer.clone();
+        let notification = CancelledNotification::new(CancelledNotificationParam::new(
+            Some(id),
+            Some("the caller cancelled the tool call".into()),
+        ));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = peer.send_notification(notification.into()).await;
+            });
+        }
+    }
+}
+
+fn progress_text(update: &ProgressNotificationParam) -> String {
+    match (&update.message, update.total) {
+        (Some(message), _) => message.clone(),
+        (None, Some(total)) => format!("{}/{}", update.progress, total),
+        (None, None) => update.progress.to_string(),
+    }
+}
+
+fn annotations(listed: &Value) -> ToolAnnotations {
+    let hint = |key: &str| listed.get(key).and_then(Value::as_bool);
+    ToolAnnotations {
+        read_only: hint("readOnlyHint"),
+        destructive: hint("destructiveHint"),
+        idempotent: hint("idempotentHint"),
+        open_world: hint("openWorldHint"),
+    }
+}
+
+/// A tool result from the server's.
+fn from_mcp(result: CallToolResult) -> AgentToolResult {
+    let mut content: Vec<Content> = result
+        .content
+        .into_iter()
+        .map(|block| match block {
+            ContentBlock::Text(text) => Content::text(text.text.clone()),
+            ContentBlock::Image(image) => {
+                Content::image(image.data.clone(), image.mime_type.clone())
+            }
+            other => Content::text(serde_json::to_string(&other).unwrap_or_default()),
+        })
+        .collect();
+    if content.is_empty()
+        && let Some(structured) = &result.structured_content
+    {
+        content.push(Content::text(structured.to_string()));
+    }
+    AgentToolResult {
+        content,
+        structured_content: result.structured_content,
+        is_error: result.is_error.unwrap_or(false),
+        ..AgentToolResult::default()
+    }
+}
