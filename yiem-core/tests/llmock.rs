@@ -4,7 +4,8 @@
 //! llmock on a free loopback port and stops it when done.
 //!
 //! The `llmock` program is `$YIEM_LLMOCK`, else `<target dir>/python-llmock/bin/llmock` (where `.ci/run`
-//! installs it). Without it the tests fail and say how to install it: they are never skipped.
+//! installs it); when it is not there, the first test installs it (a virtualenv and `pip install
+//! llmock==0.2.2`), so `cargo test` on a fresh machine needs only Python 3 and the network.
 
 mod common;
 
@@ -33,10 +34,35 @@ impl Llmock {
         if let Some(path) = std::env::var_os("YIEM_LLMOCK") {
             return PathBuf::from(path);
         }
-        // <target>/debug/deps/llmock-<hash>
-        let exe = std::env::current_exe().unwrap();
-        let target = exe.ancestors().nth(3).unwrap();
-        target.join("python-llmock").join("bin").join("llmock")
+        static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        INSTALLED
+            .get_or_init(|| {
+                // <target>/debug/deps/llmock-<hash>
+                let exe = std::env::current_exe().unwrap();
+                let venv = exe.ancestors().nth(3).unwrap().join("python-llmock");
+                let program = venv.join("bin").join("llmock");
+                if !program.exists() {
+                    let made = Command::new("python3")
+                        .arg("-m")
+                        .arg("venv")
+                        .arg(&venv)
+                        .status();
+                    assert!(
+                        made.is_ok_and(|s| s.success()),
+                        "python3 -m venv {}",
+                        venv.display()
+                    );
+                    let installed = Command::new(venv.join("bin").join("pip"))
+                        .args(["install", "--quiet", "llmock==0.2.2"])
+                        .status();
+                    assert!(
+                        installed.is_ok_and(|s| s.success()),
+                        "pip install llmock==0.2.2"
+                    );
+                }
+                program
+            })
+            .clone()
     }
 
     fn start(args: &[&str]) -> Llmock {
