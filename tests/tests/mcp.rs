@@ -720,13 +720,21 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
             let cancelled = cancelled_tx.lock().unwrap().take();
             let started = started_tx.lock().unwrap().take();
             async move {
+                // Says the call ended, whether it saw its token cancelled or the server dropped it
+                // while shutting down (which way wins is rmcp's scheduling; both end the call).
+                struct Ended(Option<tokio::sync::oneshot::Sender<()>>);
+                impl Drop for Ended {
+                    fn drop(&mut self) {
+                        if let Some(ended) = self.0.take() {
+                            let _ = ended.send(());
+                        }
+                    }
+                }
+                let _ended = Ended(cancelled);
                 if let Some(started) = started {
                     let _ = started.send(());
                 }
                 ctx.cancelled().await;
-                if let Some(cancelled) = cancelled {
-                    let _ = cancelled.send(());
-                }
                 "cancelled"
             }
         })

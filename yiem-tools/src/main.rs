@@ -73,6 +73,17 @@ enum Command {
             default_value = "You are a helpful assistant with tools for files and the shell."
         )]
         system: String,
+        /// Add the tools of an MCP server started as this command line (split at spaces), e.g.
+        /// `--mcp 'npx -y @modelcontextprotocol/server-everything'`. Repeatable.
+        #[arg(long, value_name = "COMMAND ARGS")]
+        mcp: Vec<String>,
+        /// Add the tools of an MCP server at this streamable-HTTP URL. Repeatable.
+        #[arg(long, value_name = "URL")]
+        mcp_url: Vec<String>,
+        /// Put this before the names of every MCP server's tools (so they cannot clash with the built-in
+        /// ones), e.g. `--mcp-prefix remote_`.
+        #[arg(long, value_name = "PREFIX", default_value = "")]
+        mcp_prefix: String,
     },
 }
 
@@ -244,11 +255,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             tools_dir,
             shell,
             system,
+            mcp,
+            mcp_url,
+            mcp_prefix,
         } => {
             shell.apply();
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
-            return chat(store(root, tools_dir)?, system);
+            let servers = McpServers {
+                commands: mcp,
+                urls: mcp_url,
+                prefix: mcp_prefix,
+            };
+            return chat(store(root, tools_dir)?, system, servers);
         }
     };
     if let ToolsCommand::Call {
@@ -323,7 +342,51 @@ fn store(root: yiem_tools::ToolRoot, tools_dir: PathBuf) -> Result<ToolStore, Fa
 }
 
 /// `yiem chat`: one agent run per line of stdin, printing the reply as it streams and the tool calls.
-fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
+/// `chat --mcp`, `--mcp-url` and `--mcp-prefix`: the MCP servers whose tools join the agent's.
+struct McpServers {
+    commands: Vec<String>,
+    urls: Vec<String>,
+    prefix: String,
+}
+
+impl McpServers {
+    /// Connects to every server and registers its tools into `store`; the clients must outlive the chat.
+    fn connect(
+        self,
+        runtime: &tokio::runtime::Runtime,
+        store: &mut ToolStore,
+    ) -> Result<Vec<yiem_core::mcp::McpClient>, Failure> {
+        use yiem_core::mcp::McpClient;
+        let mut builders = Vec::new();
+        for line in &self.commands {
+            let mut words = line.split_whitespace();
+            let Some(program) = words.next() else {
+                return Err(bad_input(
+                    "--mcp: give a command line, e.g. --mcp 'npx -y some-server'",
+                ));
+            };
+            builders.push(McpClient::command(
+                program,
+                words.map(str::to_owned).collect::<Vec<_>>(),
+            ));
+        }
+        builders.extend(self.urls.iter().map(McpClient::http));
+        let mut clients = Vec::new();
+        for builder in builders {
+            let client = runtime
+                .block_on(builder.prefix(self.prefix.clone()).connect())
+                .map_err(|error| bad_input(error.to_string()))?;
+            let names = runtime
+                .block_on(client.register(store))
+                .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
+            eprintln!("[MCP server `{}`: {}]", client.name(), names.join(", "));
+            clients.push(client);
+        }
+        Ok(clients)
+    }
+}
+
+fn chat(store: ToolStore, system: String, servers: McpServers) -> Result<(), Failure> {
     use std::io::BufRead;
     use yiem_core::{Agent, AgentEvent, AgentMessage, ScriptedModel, ScriptedTurn, StopReason};
 
@@ -331,6 +394,8 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
     let configured = yiem_core::llm::model_from_env()
         .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
     let mut store = store;
+    let runtime = runtime()?;
+    let _mcp_clients = servers.connect(&runtime, &mut store)?;
     if let Some(selected) = &configured {
         // A tool the provider cannot take would fail every request: it is left out, and said so.
         for tool in store.tools() {
@@ -386,7 +451,6 @@ fn chat(store: ToolStore, system: String) -> Result<(), Failure> {
         };
         let _ = out.flush();
     });
-    let runtime = runtime()?;
     let mut failures = 0;
     for line in std::io::stdin().lock().lines() {
         let line =

@@ -622,3 +622,85 @@ fn chat_with_a_named_provider_and_no_key_says_what_to_set() {
          know: use one of openai, anthropic, gemini, or offline\n"
     );
 }
+
+fn chat_with_args(args: &[&str], input: &[u8]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_yiem"));
+    command
+        .arg("chat")
+        .args(args)
+        .env_remove("YIEM_BASE_URL")
+        .env_remove("YIEM_PROVIDER")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    command
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(input)?;
+            child.wait_with_output()
+        })
+        .unwrap()
+}
+
+#[test]
+fn chat_adds_the_tools_of_an_mcp_server_it_starts() {
+    // yiem itself is the MCP server here: `yiem mcp` over stdio, its tools prefixed.
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!(
+        "{} mcp --root {}",
+        env!("CARGO_BIN_EXE_yiem"),
+        dir.path().display()
+    );
+    let output = chat_with_args(&["--mcp", &server, "--mcp-prefix", "remote_"], b"hello\n");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let said = stdout(&output);
+    for tool in [
+        "remote_bash",
+        "remote_read",
+        "remote_write",
+        "read",
+        "write",
+    ] {
+        assert!(said.contains(tool), "{tool} in {said}");
+    }
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("[MCP server `"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn chat_refuses_mcp_tools_that_clash_with_its_own_and_says_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = format!(
+        "{} mcp --root {}",
+        env!("CARGO_BIN_EXE_yiem"),
+        dir.path().display()
+    );
+    let output = chat_with_args(&["--mcp", &server], b"hello\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains(
+            "the store already has a tool named `bash`; give the server a prefix (see --mcp-prefix)"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn chat_with_an_mcp_server_that_does_not_start_exits_2_naming_it() {
+    let output = chat_with_args(&["--mcp", "/nonexistent/server --flag"], b"hello\n");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("MCP server `/nonexistent/server` could not be connected: cannot start"),
+        "{stderr}"
+    );
+}
