@@ -378,25 +378,33 @@ async fn deny_gives_the_model_the_reason_and_the_other_calls_still_run() {
     assert!(resumable::SHELL_RAN.lock().unwrap().is_empty());
 }
 
-#[tokio::test]
-async fn always_approve_covers_the_other_calls_of_that_tool_for_the_rest_of_the_run() {
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls([
-            ("shell", json!({"command": "one"})),
-            ("shell", json!({"command": "two"})),
-        ]),
-        ScriptedTurn::tool_call("shell", json!({"command": "three"})),
-        ScriptedTurn::text("all done"),
+/// An agent whose first reply asks for `shell` twice (both wait), then answers with `then`; returns it
+/// paused, with the waiting call ids (hold `SCENARIO` around it).
+async fn two_shell_calls_waiting(
+    then: impl IntoIterator<Item = ScriptedTurn>,
+) -> (Agent, Vec<String>) {
+    let first = ScriptedTurn::tool_calls([
+        ("shell", json!({"command": "one"})),
+        ("shell", json!({"command": "two"})),
     ]);
     let agent = Agent::builder()
-        .model(model)
+        .model(ScriptedModel::new(std::iter::once(first).chain(then)))
         .tools(resumable::tools())
         .build();
-    let _one = SCENARIO.lock().await;
     resumable::SHELL_RAN.lock().unwrap().clear();
-    let outcome = agent.prompt("go").await;
-    let ids = pending_ids(&outcome.stop);
+    let ids = pending_ids(&agent.prompt("go").await.stop);
     assert_eq!(ids.len(), 2);
+    (agent, ids)
+}
+
+#[tokio::test]
+async fn always_approve_covers_the_other_calls_of_that_tool_for_the_rest_of_the_run() {
+    let _one = SCENARIO.lock().await;
+    let (agent, ids) = two_shell_calls_waiting([
+        ScriptedTurn::tool_call("shell", json!({"command": "three"})),
+        ScriptedTurn::text("all done"),
+    ])
+    .await;
 
     let saved = agent.run_state().to_json();
     let agent = Agent::builder()
@@ -422,20 +430,8 @@ async fn always_approve_covers_the_other_calls_of_that_tool_for_the_rest_of_the_
 
 #[tokio::test]
 async fn decisions_can_come_in_parts_and_the_batch_runs_only_when_all_are_in() {
-    let model = ScriptedModel::new([
-        ScriptedTurn::tool_calls([
-            ("shell", json!({"command": "one"})),
-            ("shell", json!({"command": "two"})),
-        ]),
-        ScriptedTurn::text("ok"),
-    ]);
-    let agent = Agent::builder()
-        .model(model)
-        .tools(resumable::tools())
-        .build();
     let _one = SCENARIO.lock().await;
-    resumable::SHELL_RAN.lock().unwrap().clear();
-    let ids = pending_ids(&agent.prompt("go").await.stop);
+    let (agent, ids) = two_shell_calls_waiting([ScriptedTurn::text("ok")]).await;
     let first = agent
         .resume([(ids[0].clone(), Decision::Approve)])
         .await

@@ -109,6 +109,19 @@ async fn python_stdio(prefix: &str) -> McpClient {
     .expect("the Python server starts")
 }
 
+/// An executor whose calls' updates (their text) are collected.
+fn executor_with_updates() -> (ToolExecutor, Arc<Mutex<Vec<String>>>) {
+    let updates = Arc::new(Mutex::new(Vec::new()));
+    let executor = ToolExecutor::new();
+    let seen = Arc::clone(&updates);
+    executor.events().on_event(move |event| {
+        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
+            seen.lock().unwrap().push(partial.text_content());
+        }
+    });
+    (executor, updates)
+}
+
 fn call(name: &str, arguments: Value) -> Vec<ToolCall> {
     vec![ToolCall::new("c1", name, arguments)]
 }
@@ -181,14 +194,7 @@ async fn progress_from_the_reference_server_becomes_tool_updates() {
         .unwrap();
     let mut store = ToolStore::new("agent");
     client.register(&mut store).await.unwrap();
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let executor = ToolExecutor::new();
-    let seen = Arc::clone(&updates);
-    executor.events().on_event(move |event| {
-        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
-            seen.lock().unwrap().push(partial.text_content());
-        }
-    });
+    let (executor, updates) = executor_with_updates();
     let batch = executor
         .execute(
             &store,
@@ -239,14 +245,7 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
         "{failed:?}"
     );
 
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let executor = ToolExecutor::new();
-    let seen = Arc::clone(&updates);
-    executor.events().on_event(move |event| {
-        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
-            seen.lock().unwrap().push(partial.text_content());
-        }
-    });
+    let (executor, updates) = executor_with_updates();
     let counted = executor
         .execute(
             &store,
