@@ -408,6 +408,109 @@ fn the_openai_chunk_parser_ends_every_stream_in_events_without_panicking() {
     }
 }
 
+/// Whatever came, a stream ends in `Done` or an `Error`, and every call that started has a name.
+fn assert_ends(events: &[yiem_core::ModelEvent], input: &dyn std::fmt::Debug) {
+    assert!(
+        matches!(
+            events.last(),
+            Some(yiem_core::ModelEvent::Done { .. } | yiem_core::ModelEvent::Error(_))
+        ),
+        "{input:?} gave {events:?}"
+    );
+}
+
+#[test]
+fn the_anthropic_event_parser_ends_every_stream_in_events_without_panicking() {
+    let mut rng = Rng::new(seed() ^ 0xa17);
+    let events = [
+        (
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "m", "model": "claude", "usage": {"input_tokens": 3}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "t", "name": "f", "input": {}}}),
+        ),
+        (
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 2, "content_block": {"type": "thinking", "thinking": ""}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{\"a\":"}}),
+        ),
+        (
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 2, "delta": {"type": "signature_delta", "signature": "sig"}}),
+        ),
+        (
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 1}),
+        ),
+        (
+            "message_delta",
+            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        ),
+        ("ping", json!({"type": "ping"})),
+        (
+            "error",
+            json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+        ),
+        ("message_stop", json!({"type": "message_stop"})),
+    ];
+    for _ in 0..cases() {
+        let stream: Vec<(String, String)> = (0..rng.below(10))
+            .map(|_| {
+                let (name, data) = rng.pick(&events).clone();
+                let data = match rng.below(4) {
+                    0 => mutate(&mut rng, &data.to_string()),
+                    1 => value(&mut rng, 4).to_string(),
+                    _ => data.to_string(),
+                };
+                (name.to_owned(), data)
+            })
+            .collect();
+        let parsed = fuzz::anthropic_events(stream.iter().map(|(n, d)| (n.as_str(), d.as_str())));
+        assert_ends(&parsed, &stream);
+    }
+}
+
+#[test]
+fn the_gemini_response_parser_ends_every_stream_in_events_without_panicking() {
+    let mut rng = Rng::new(seed() ^ 0x9e3);
+    let responses = [
+        json!({"candidates": [{"content": {"role": "model", "parts": [{"text": "Hel"}]}}]}),
+        json!({"candidates": [{"content": {"parts": [{"thought": true, "text": "hm", "thoughtSignature": "s"}]}}]}),
+        json!({"candidates": [{"content": {"parts": [{"functionCall": {"name": "f", "args": {"a": 1}}}]}}]}),
+        json!({"candidates": [{"finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 3, "candidatesTokenCount": 5}}),
+        json!({"candidates": [{"finishReason": "MAX_TOKENS"}]}),
+        json!({"promptFeedback": {"blockReason": "SAFETY"}}),
+        json!({"error": {"code": 500, "message": "internal"}}),
+    ];
+    for _ in 0..cases() {
+        let stream: Vec<String> = (0..rng.below(8))
+            .map(|_| {
+                let response = rng.pick(&responses).clone();
+                match rng.below(4) {
+                    0 => mutate(&mut rng, &response.to_string()),
+                    1 => value(&mut rng, 4).to_string(),
+                    _ => response.to_string(),
+                }
+            })
+            .collect();
+        let parsed = fuzz::gemini_responses(stream.iter().map(String::as_str));
+        assert_ends(&parsed, &stream);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // MCP request handling
 // ---------------------------------------------------------------------------------------------------

@@ -88,7 +88,12 @@ impl ToolSpec {
 pub fn assert_state<T: ToolState>() {}
 
 /// Entry points for the fuzz harness (`tests/tests/fuzz.rs`) into parts that are not public.
-#[cfg(feature = "openai")]
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub mod fuzz {
+    #[cfg(feature = "anthropic")]
+    pub use crate::llm::parse_anthropic_events_for_fuzzing as anthropic_events;
+    #[cfg(feature = "openai")]
     pub use crate::llm::parse_chunks_for_fuzzing as openai_chunks;
+    #[cfg(feature = "gemini")]
+    pub use crate::llm::parse_gemini_responses_for_fuzzing as gemini_responses;
 }

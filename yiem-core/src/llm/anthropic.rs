@@ -523,6 +523,15 @@ impl StreamParser for EventParser {
     }
 }
 
+/// Parses a stream of Messages API events (each its `event:` name and data) as the client would; for the
+/// fuzz harness.
+#[doc(hidden)]
+pub fn parse_events_for_fuzzing<'a>(
+    events: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<ModelEvent> {
+    transport::parse_all(EventParser::default(), events)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -397,3 +397,14 @@ impl StreamParser for ResponseParser {
         }]
     }
 }
+
+/// Parses a stream of `streamGenerateContent` responses as the client would; for the fuzz harness.
+#[doc(hidden)]
+pub fn parse_responses_for_fuzzing<'a>(
+    responses: impl IntoIterator<Item = &'a str>,
+) -> Vec<ModelEvent> {
+    transport::parse_all(
+        ResponseParser::default(),
+        responses.into_iter().map(|data| ("", data)),
+    )
+}

@@ -44,12 +44,18 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReaso
 use crate::registry::ToolList;
 use crate::result::Usage;
 
+#[doc(hidden)]
+#[cfg(feature = "anthropic")]
+pub use anthropic::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{AnthropicConfig, AnthropicModel};
 #[cfg(feature = "anthropic")]
 pub use anthropic_format::to_anthropic_messages;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use config::ConfigError;
+#[doc(hidden)]
+#[cfg(feature = "gemini")]
+pub use gemini::parse_responses_for_fuzzing as parse_gemini_responses_for_fuzzing;
 #[cfg(feature = "gemini")]
 pub use gemini::{GeminiConfig, GeminiModel};
 #[cfg(feature = "gemini")]

@@ -707,19 +707,10 @@ impl CallState {
 /// every event it made, the error that ended the stream included. For the fuzz harness; not public API.
 #[doc(hidden)]
 pub fn parse_chunks_for_fuzzing<'a>(chunks: impl IntoIterator<Item = &'a str>) -> Vec<ModelEvent> {
-    let mut parser = ChunkParser::default();
-    let mut events = Vec::new();
-    for data in chunks {
-        match parser.chunk(data) {
-            Ok(more) => events.extend(more),
-            Err(error) => {
-                events.push(ModelEvent::Error(error));
-                return events;
-            }
-        }
-    }
-    events.extend(parser.finish());
-    events
+    super::transport::parse_all(
+        ChunkParser::default(),
+        chunks.into_iter().map(|data| ("", data)),
+    )
 }
 
 #[cfg(test)]

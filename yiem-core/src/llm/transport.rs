@@ -42,6 +42,26 @@ pub(crate) trait StreamParser: Send + 'static {
     fn finish(&mut self) -> Vec<ModelEvent>;
 }
 
+/// Feeds `events` (each its `event:` name and data) to `parser` as the transport would, then finishes it:
+/// every event the reply gives, ending in `Done` or an `Error`. For the fuzz harness and tests.
+pub(crate) fn parse_all<'a>(
+    mut parser: impl StreamParser,
+    events: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<ModelEvent> {
+    let mut out = Vec::new();
+    for (name, data) in events {
+        match parser.event(name, data) {
+            Ok(more) => out.extend(more),
+            Err(error) => {
+                out.push(ModelEvent::Error(error));
+                return out;
+            }
+        }
+    }
+    out.extend(parser.finish());
+    out
+}
+
 /// The HTTP settings a provider's configuration carries.
 #[derive(Clone, Debug)]
 pub(crate) struct Settings {
