@@ -925,3 +925,29 @@ async fn a_macro_tool_with_needs_approval_pauses_the_run() {
         .unwrap();
     assert_eq!(results(&done.messages), [("wiped".to_owned(), false)]);
 }
+
+/// What the greeting tool says (state of the store it runs in).
+struct Greeting(&'static str);
+
+/// Greet in the store's language.
+#[yiem_core::tool]
+async fn greet(yiem_core::State(greeting): yiem_core::State<Greeting>) -> &'static str {
+    greeting.0
+}
+
+#[tokio::test]
+async fn a_tool_with_state_still_runs_when_prepare_context_filters_the_tools() {
+    let mut tools = ToolStore::new("greeter").with_state(Greeting("bonjour"));
+    tools.register(greet_tool()).unwrap();
+    tools.register(wipe_tool()).unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("greet", json!({})),
+            ScriptedTurn::text("done"),
+        ]))
+        .tools(tools)
+        .prepare_context(|context| context.tools.retain(|tool| tool.name() == "greet"))
+        .build();
+    let outcome = agent.prompt("greet").await;
+    assert_eq!(results(&outcome.messages), [("bonjour".to_owned(), false)]);
+}

@@ -171,6 +171,18 @@ impl ToolStore {
         self
     }
 
+    /// A new store holding only `tools` (those of this store an agent offers in one turn), with this
+    /// store's name and state, so a tool that takes state still finds it.
+    pub(crate) fn offering(&self, tools: &[AgentTool]) -> ToolStore {
+        let mut offered = ToolStore::new(self.name());
+        offered.write().state = Arc::clone(&self.read().state);
+        for tool in tools {
+            // The tools came from this store: no duplicates, and their state is there.
+            let _ = offered.register(tool.clone());
+        }
+        offered
+    }
+
     /// The store's state of type `T`, if it holds one.
     pub fn state<T: ToolState>(&self) -> Option<Arc<T>> {
         self.read().state.get::<T>()

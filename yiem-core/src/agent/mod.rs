@@ -723,12 +723,7 @@ impl Driving<'_> {
         if self.shared.prepare_context.is_none() {
             return self.shared.tools.clone();
         }
-        let mut store = ToolStore::new(self.shared.tools.name());
-        for tool in &context.tools {
-            // Duplicates cannot occur: the list came from one store.
-            let _ = store.register(tool.clone());
-        }
-        store
+        self.shared.tools.offering(&context.tools)
     }
 
     async fn call_model(&mut self) {
