@@ -41,10 +41,14 @@
 
 #[cfg(feature = "mcp-client")]
 mod client;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod lines;
 
 #[cfg(feature = "mcp-client")]
 pub use client::{DEFAULT_CALL_TIMEOUT, McpClient, McpClientBuilder, McpClientError};
+#[cfg(feature = "mcp-http")]
+pub use http::{DEFAULT_MAX_BODY_BYTES, McpHttpServer};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +65,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
@@ -156,13 +161,16 @@ pub enum McpServeError {
 /// running.await.unwrap().unwrap();
 /// # });
 /// ```
+#[derive(Clone)]
 pub struct McpServer {
     store: ToolStore,
     executor: ToolExecutor,
     info: Implementation,
     instructions: Option<String>,
     routes: Arc<ProgressRoutes>,
-    listing: Listing,
+    listing: Arc<Listing>,
+    /// Cancelled when a server that owns this handler shuts down: running calls are cancelled.
+    shutdown: CancellationToken,
 }
 
 impl McpServer {
@@ -179,7 +187,8 @@ impl McpServer {
             info,
             instructions: None,
             routes,
-            listing: Listing::default(),
+            listing: Arc::default(),
+            shutdown: CancellationToken::new(),
         }
     }
 
@@ -302,10 +311,17 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| self.routes.open(&call.id, token, context.peer.clone()));
-        let batch = self
-            .executor
-            .execute(&self.store, vec![call], &context.ct)
-            .await;
+        // The call stops when the client cancels it (or goes away) and when the server shuts down.
+        let cancel = context.ct.child_token();
+        let running = self.executor.execute(&self.store, vec![call], &cancel);
+        tokio::pin!(running);
+        let batch = tokio::select! {
+            batch = &mut running => batch,
+            () = self.shutdown.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+        };
         if let Some(progress) = progress {
             progress.finish().await;
         }
