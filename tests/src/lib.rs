@@ -85,4 +85,5 @@ impl Notes {
     }
 }
 
+pub mod installed;
 pub mod resumable;

@@ -9,85 +9,20 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
+use yiem_tests::installed::{npm_package, python};
 use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
 
-fn target_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(dir);
-    }
-    // target/<profile>/deps/<this test>
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn run(command: &mut Command, what: &str) {
-    let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(status.success(), "{what} failed: {status}");
-}
-
-/// The virtualenv's Python with the official MCP SDK, created once.
-fn python() -> PathBuf {
-    static READY: OnceLock<PathBuf> = OnceLock::new();
-    READY
-        .get_or_init(|| {
-            let venv = target_dir().join("python-mcp");
-            let python = venv.join("bin/python");
-            if !python.exists() {
-                run(
-                    Command::new("python3").args(["-m", "venv"]).arg(&venv),
-                    "python3 -m venv",
-                );
-            }
-            let ready = Command::new(&python)
-                .args(["-c", "import mcp.server.mcpserver"])
-                .status()
-                .is_ok_and(|status| status.success());
-            if !ready {
-                run(
-                    Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp>=2.3,<3"]),
-                    "pip install mcp",
-                );
-            }
-            python
-        })
-        .clone()
-}
-
 /// The reference server's entry point, installed once.
 fn everything() -> PathBuf {
-    static READY: OnceLock<PathBuf> = OnceLock::new();
-    READY
-        .get_or_init(|| {
-            let folder = target_dir().join("npm");
-            let bin = folder.join("node_modules/.bin/mcp-server-everything");
-            if !bin.exists() {
-                std::fs::create_dir_all(&folder).unwrap();
-                run(
-                    Command::new("npm")
-                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                        .arg(&folder)
-                        .arg(format!(
-                            "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-                        )),
-                    "npm install server-everything",
-                );
-            }
-            bin
-        })
-        .clone()
+    npm_package("@modelcontextprotocol/server-everything", EVERYTHING_VERSION)
+        .join("node_modules/.bin/mcp-server-everything")
 }
 
 fn python_server() -> String {
