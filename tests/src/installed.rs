@@ -75,7 +75,10 @@ pub fn npm_package(package: &str, version: &str) -> PathBuf {
 }
 
 fn installed_version(folder: &Path, package: &str) -> Option<String> {
-    let manifest = folder.join("node_modules").join(package).join("package.json");
+    let manifest = folder
+        .join("node_modules")
+        .join(package)
+        .join("package.json");
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(manifest).ok()?).ok()?;
     Some(manifest["version"].as_str()?.to_owned())

@@ -14,15 +14,18 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
-use yiem_tests::installed::{npm_package, python};
 use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_tests::installed::{npm_package, python};
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
 
 /// The reference server's entry point, installed once.
 fn everything() -> PathBuf {
-    npm_package("@modelcontextprotocol/server-everything", EVERYTHING_VERSION)
-        .join("node_modules/.bin/mcp-server-everything")
+    npm_package(
+        "@modelcontextprotocol/server-everything",
+        EVERYTHING_VERSION,
+    )
+    .join("node_modules/.bin/mcp-server-everything")
 }
 
 fn python_server() -> String {

@@ -126,7 +126,11 @@ async fn the_python_sdk_client_is_refused_without_the_token_and_served_with_prog
         .arg(&markers);
     assert_client_passes(command, "the Python SDK client").await;
     assert!(
-        wait_until(|| markers.join("cancelled").exists(), Duration::from_secs(30)).await,
+        wait_until(
+            || markers.join("cancelled").exists(),
+            Duration::from_secs(30)
+        )
+        .await,
         "the call the Python client left was cancelled on the server"
     );
     assert!(!markers.join("finished").exists());
@@ -146,7 +150,11 @@ async fn the_typescript_sdk_client_is_refused_without_the_token_and_served_with_
         .arg(&markers);
     assert_client_passes(command, "the TypeScript SDK client").await;
     assert!(
-        wait_until(|| markers.join("cancelled").exists(), Duration::from_secs(30)).await,
+        wait_until(
+            || markers.join("cancelled").exists(),
+            Duration::from_secs(30)
+        )
+        .await,
         "the call the TypeScript client left was cancelled on the server"
     );
     assert!(!markers.join("finished").exists());

@@ -596,8 +596,9 @@ async fn serve_http(
         .local_addr()
         .map_err(|error| Failure::Internal(error.to_string()))?;
     let _ = writeln!(std::io::stderr(), "listening on http://{bound}/mcp");
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|error| Failure::Internal(format!("cannot listen for SIGTERM: {error}")))?;
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|error| Failure::Internal(format!("cannot listen for SIGTERM: {error}")))?;
     let stop = async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}

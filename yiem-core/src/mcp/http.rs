@@ -149,7 +149,10 @@ impl McpHttpServer {
     ///     .with_allowed_hosts(["tools.example.com"]);
     /// # let _ = http;
     /// ```
-    pub fn with_allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+    pub fn with_allowed_hosts(
+        mut self,
+        hosts: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
         self.allowed_hosts.extend(hosts.into_iter().map(Into::into));
         self
     }
@@ -320,7 +323,10 @@ impl Checks {
                 &format!("the request body is not JSON: {error}"),
             );
         }
-        match service.call(Request::from_parts(parts, Full::new(body))).await {
+        match service
+            .call(Request::from_parts(parts, Full::new(body)))
+            .await
+        {
             Ok(response) => response,
             Err(never) => match never {},
         }
