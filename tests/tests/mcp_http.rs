@@ -406,3 +406,101 @@ async fn shutdown_cancels_running_calls_answers_them_and_exits() {
         .unwrap();
     assert_ne!(answered.text_content(), "finished", "{answered:?}");
 }
+
+/// A store of `count` tools `t0000`, `t0001`, ... served in this process on loopback; its address and
+/// the store (a handle: tools removed from it leave the served list).
+async fn large_store_served(count: usize) -> (String, ToolStore) {
+    let mut store = ToolStore::new("large");
+    for i in 0..count {
+        let tool = yiem_core::AgentTool::builder(format!("t{i:04}"))
+            .description("Answer its own name.")
+            .handler(move |_, _| async move { format!("t{i:04}") })
+            .build()
+            .unwrap();
+        store.register(tool).unwrap();
+    }
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = yiem_core::mcp::McpHttpServer::new(yiem_core::mcp::McpServer::new(store.clone()));
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    (address, store)
+}
+
+async fn list_page(address: &str, cursor: Option<&str>) -> Value {
+    let params = match cursor {
+        Some(cursor) => json!({"cursor": cursor}),
+        None => json!({}),
+    };
+    let request =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}).to_string();
+    let (status, _, body) = raw(
+        address,
+        &post_head(address, "", request.len()),
+        request.as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    serde_json::from_str(&body).unwrap()
+}
+
+fn page_names(page: &Value) -> Vec<String> {
+    page["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_large_store_is_listed_in_pages_that_a_client_follows_to_every_tool_in_order() {
+    let (address, _store) = large_store_served(1203).await;
+    let client = McpClient::http(format!("http://{address}/mcp"))
+        .name("large")
+        .connect()
+        .await
+        .unwrap();
+    let mut agent = ToolStore::new("agent");
+    let names = client.register(&mut agent).await.unwrap();
+    let expected: Vec<String> = (0..1203).map(|i| format!("t{i:04}")).collect();
+    assert_eq!(names, expected);
+
+    let first = list_page(&address, None).await;
+    assert_eq!(page_names(&first).len(), yiem_core::mcp::DEFAULT_PAGE_SIZE);
+    assert_eq!(first["result"]["nextCursor"], "500:t0499");
+    let second = list_page(&address, Some("500:t0499")).await;
+    assert_eq!(page_names(&second)[0], "t0500");
+    let last = list_page(&address, second["result"]["nextCursor"].as_str()).await;
+    assert_eq!(page_names(&last).len(), 203);
+    assert!(last["result"].get("nextCursor").is_none(), "{last}");
+}
+
+#[tokio::test]
+async fn pages_resume_after_the_last_tool_sent_when_the_store_changes_and_a_stale_cursor_is_refused()
+ {
+    let (address, mut store) = large_store_served(1000).await;
+    let first = list_page(&address, None).await;
+    let cursor = first["result"]["nextCursor"].as_str().unwrap().to_owned();
+    // Tools before the cursor go away: the next page still starts right after the last tool sent.
+    for i in 0..10 {
+        store.remove(&format!("t{i:04}"));
+    }
+    let second = list_page(&address, Some(&cursor)).await;
+    assert_eq!(page_names(&second)[0], "t0500");
+    assert_eq!(page_names(&second).len(), 500, "t0500 to t0999");
+    assert!(second["result"].get("nextCursor").is_none(), "{second}");
+
+    // The tool the cursor names is gone: the client is told to list again.
+    store.remove("t0499");
+    let stale = list_page(&address, Some(&cursor)).await;
+    assert_eq!(stale["error"]["code"], -32602, "{stale}");
+    assert!(
+        stale["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("t0499"),
+        "{stale}"
+    );
+    let garbage = list_page(&address, Some("not a cursor")).await;
+    assert_eq!(garbage["error"]["code"], -32602, "{garbage}");
+}
