@@ -87,3 +87,4 @@ impl Notes {
 
 pub mod installed;
 pub mod resumable;
+pub mod updates;

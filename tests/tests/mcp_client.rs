@@ -9,13 +9,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
 use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
 use yiem_tests::installed::{npm_package, python};
+use yiem_tests::updates::recording_updates;
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
 
@@ -119,14 +120,7 @@ async fn progress_from_the_reference_server_becomes_tool_updates() {
         .unwrap();
     let mut store = ToolStore::new("agent");
     client.register(&mut store).await.unwrap();
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let executor = ToolExecutor::new();
-    let seen = Arc::clone(&updates);
-    executor.events().on_event(move |event| {
-        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
-            seen.lock().unwrap().push(partial.text_content());
-        }
-    });
+    let (executor, updates) = recording_updates();
     let batch = executor
         .execute(
             &store,
@@ -177,14 +171,7 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
         "{failed:?}"
     );
 
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let executor = ToolExecutor::new();
-    let seen = Arc::clone(&updates);
-    executor.events().on_event(move |event| {
-        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
-            seen.lock().unwrap().push(partial.text_content());
-        }
-    });
+    let (executor, updates) = recording_updates();
     let counted = executor
         .execute(
             &store,

@@ -9,15 +9,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use yiem_core::mcp::McpClient;
-use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 use yiem_tests::installed::{npm_package, python};
+use yiem_tests::updates::recording_updates;
 
 const TOKEN: &str = "test-token-3f9a";
 const MAX_BODY: usize = 65536;
@@ -189,14 +189,7 @@ async fn yiem_own_client_lists_calls_and_streams_progress_with_the_token() {
     let sum = run_one(&store, "add", json!({"a": 20, "b": 22})).await;
     assert_eq!(sum.result.structured_content, Some(json!({"sum": 42})));
 
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let executor = ToolExecutor::new();
-    let seen = Arc::clone(&updates);
-    executor.events().on_event(move |event| {
-        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
-            seen.lock().unwrap().push(partial.text_content());
-        }
-    });
+    let (executor, updates) = recording_updates();
     let counted = executor
         .execute(
             &store,
