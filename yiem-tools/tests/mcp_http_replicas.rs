@@ -3,6 +3,7 @@
 //! answered, and both replicas answered calls. Each replica serves its own root directory, whose
 //! `replica.txt` names it, so a `read` answer says which replica wrote it. No session is shared:
 //! the server is stateless, so the replica that saw `initialize` need not be the one that sees a call.
+//! Also `--token-env`: the token it names is required, and a variable that is not set is bad input.
 
 use std::convert::Infallible;
 use std::path::Path;
@@ -22,9 +23,16 @@ use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 
 /// `yiem mcp --http 127.0.0.1:0 --root <root>`: the process and its address.
 async fn replica(root: &Path) -> (Child, String) {
+    replica_with(root, &[], &[]).await
+}
+
+/// `yiem mcp --http 127.0.0.1:0 --root <root> <flags>` with `env` set.
+async fn replica_with(root: &Path, flags: &[&str], env: &[(&str, &str)]) -> (Child, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
         .args(["mcp", "--http", "127.0.0.1:0", "--root"])
         .arg(root)
+        .args(flags)
+        .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -185,4 +193,43 @@ async fn two_replicas_behind_a_round_robin_proxy_answer_all_200_calls_and_both_a
         .map(|count| count.load(Ordering::Relaxed))
         .collect();
     assert!(forwarded.iter().sum::<usize>() >= 200, "{forwarded:?}");
+}
+
+#[tokio::test]
+async fn token_env_makes_yiem_mcp_http_refuse_clients_without_that_token() {
+    let root = tempfile::tempdir().unwrap();
+    let (_child, address) = replica_with(
+        root.path(),
+        &["--token-env", "YIEM_TEST_MCP_TOKEN"],
+        &[("YIEM_TEST_MCP_TOKEN", "cli-token")],
+    )
+    .await;
+    let url = format!("http://{address}/mcp");
+    assert!(
+        McpClient::http(&url).name("cli").connect().await.is_err(),
+        "a client without the token is refused"
+    );
+    let client = McpClient::http(&url)
+        .name("cli")
+        .bearer_token("cli-token")
+        .connect()
+        .await
+        .expect("a client with the token is served");
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    assert!(store.get("read").is_some());
+}
+
+#[tokio::test]
+async fn token_env_naming_an_unset_variable_is_bad_input_naming_it() {
+    let output = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--token-env", "YIEM_TEST_SURELY_UNSET"])
+        .env_remove("YIEM_TEST_SURELY_UNSET")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("YIEM_TEST_SURELY_UNSET"), "{stderr}");
 }

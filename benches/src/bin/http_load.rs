@@ -67,7 +67,9 @@ async fn rmcp_server() -> String {
 /// One `tools/call` on a fresh connection: its latency, or why it failed.
 async fn call(address: &str, id: usize) -> Result<Duration, String> {
     let started = Instant::now();
-    let stream = TcpStream::connect(address).await.map_err(|e| e.to_string())?;
+    let stream = TcpStream::connect(address)
+        .await
+        .map_err(|e| e.to_string())?;
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
         .map_err(|e| e.to_string())?;
@@ -81,9 +83,17 @@ async fn call(address: &str, id: usize) -> Result<Duration, String> {
         .header("mcp-protocol-version", "2025-06-18")
         .body(Full::new(Bytes::from(body.to_string())))
         .unwrap();
-    let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| e.to_string())?;
     let status = response.status();
-    let body = response.into_body().collect().await.map_err(|e| e.to_string())?.to_bytes();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| e.to_string())?
+        .to_bytes();
     let text = String::from_utf8_lossy(&body);
     if status != 200 || !text.contains(ANSWER) || text.contains("\"isError\":true") {
         return Err(format!("{status}: {text}"));
@@ -128,7 +138,10 @@ impl Tally {
         self.walls.sort();
         self.latencies.sort();
         let wall = self.walls[self.walls.len() / 2];
-        let at = |q: f64| self.latencies[((self.latencies.len() as f64 * q) as usize).min(self.latencies.len() - 1)];
+        let at = |q: f64| {
+            self.latencies
+                [((self.latencies.len() as f64 * q) as usize).min(self.latencies.len() - 1)]
+        };
         format!(
             "| {name} | {} | {} | {:.0} | {:.1} ms | {:.1} ms |",
             self.latencies.len() + self.failures.len(),
@@ -142,8 +155,16 @@ impl Tally {
 
 #[tokio::main]
 async fn main() {
-    let rounds: usize = std::env::args().nth(1).map_or(10, |n| n.parse().expect("rounds: a number"));
-    let servers = [("yiem `McpHttpServer`", yiem_server().await), ("rmcp `#[tool_router]` + `StreamableHttpService`", rmcp_server().await)];
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map_or(10, |n| n.parse().expect("rounds: a number"));
+    let servers = [
+        ("yiem `McpHttpServer`", yiem_server().await),
+        (
+            "rmcp `#[tool_router]` + `StreamableHttpService`",
+            rmcp_server().await,
+        ),
+    ];
     let mut tallies: Vec<Tally> = servers.iter().map(|_| Tally::default()).collect();
     // A warm-up round each, not counted.
     for (_, address) in &servers {

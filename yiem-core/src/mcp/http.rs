@@ -46,8 +46,9 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 ///   requires against DNS rebinding. Bound to a loopback address, the server allows `http://localhost`,
 ///   `http://127.0.0.1` and `http://[::1]` on any port, and `Host` must be one of those hosts; add
 ///   others with [`with_allowed_origins`](Self::with_allowed_origins) and
-///   [`with_allowed_hosts`](Self::with_allowed_hosts). Requests without `Origin` (non-browser clients)
-///   pass.
+///   [`with_allowed_hosts`](Self::with_allowed_hosts). Bound to any other address, only the origins
+///   given are allowed and `Host` is checked only against the hosts given. Requests without `Origin`
+///   (non-browser clients) pass.
 /// - **Body limit** ([`with_max_body_bytes`](Self::with_max_body_bytes), default
 ///   [`DEFAULT_MAX_BODY_BYTES`]): a larger body gets `413` with a JSON-RPC error (`-32600`) naming the
 ///   limit, whether it announced its length or not; a body that is not JSON gets `400` with a parse
