@@ -223,7 +223,13 @@ async fn token_env_makes_yiem_mcp_http_refuse_clients_without_that_token() {
 #[tokio::test]
 async fn token_env_naming_an_unset_variable_is_bad_input_naming_it() {
     let output = Command::new(env!("CARGO_BIN_EXE_yiem"))
-        .args(["mcp", "--http", "127.0.0.1:0", "--token-env", "YIEM_TEST_SURELY_UNSET"])
+        .args([
+            "mcp",
+            "--http",
+            "127.0.0.1:0",
+            "--token-env",
+            "YIEM_TEST_SURELY_UNSET",
+        ])
         .env_remove("YIEM_TEST_SURELY_UNSET")
         .stdin(Stdio::null())
         .output()
