@@ -86,5 +86,6 @@ impl Notes {
 }
 
 pub mod installed;
+pub mod poll;
 pub mod resumable;
 pub mod updates;

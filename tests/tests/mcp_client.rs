@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
 use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
 use yiem_tests::installed::{npm_package, python};
+use yiem_tests::poll::wait_until;
 use yiem_tests::updates::recording_updates;
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
@@ -392,16 +393,4 @@ fn tempfile_path(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("yiem-mcp-client-{}-{}", std::process::id(), name));
     let _ = std::fs::remove_file(&dir);
     dir
-}
-
-/// Polls `ready` until it holds or `limit` passes (a generous bound for slow machines).
-async fn wait_until(ready: impl Fn() -> bool, limit: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if ready() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    ready()
 }

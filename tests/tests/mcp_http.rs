@@ -17,6 +17,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use yiem_core::mcp::McpClient;
 use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 use yiem_tests::installed::{npm_package, python};
+use yiem_tests::poll::wait_until;
 use yiem_tests::updates::recording_updates;
 
 const TOKEN: &str = "test-token-3f9a";
@@ -83,18 +84,6 @@ fn markers() -> PathBuf {
     dir
 }
 static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-/// Polls `ready` until it holds or `limit` passes (a generous bound for slow machines).
-async fn wait_until(ready: impl Fn() -> bool, limit: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if ready() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    ready()
-}
 
 fn script(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
