@@ -40,8 +40,15 @@ fn definitions(c: &mut Criterion) {
                 &tools,
                 |b, _| b.iter(|| black_box(store.definitions(black_box(dialect)).unwrap())),
             );
-            let text = store.tool_list().definitions_json(dialect).unwrap().to_owned();
-            assert_eq!(serde_json::from_str::<serde_json::Value>(&text).unwrap(), list);
+            let text = store
+                .tool_list()
+                .definitions_json(dialect)
+                .unwrap()
+                .to_owned();
+            assert_eq!(
+                serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+                list
+            );
             group.bench_with_input(
                 BenchmarkId::new(format!("yiem_{}_json", dialect.as_str()), tools),
                 &tools,
@@ -63,9 +70,13 @@ fn definitions(c: &mut Criterion) {
         group.bench_with_input(BenchmarkId::new("rmcp_list_all", tools), &tools, |b, _| {
             b.iter(|| black_box(server.tool_router.list_all()))
         });
-        group.bench_with_input(BenchmarkId::new("rmcp_list_all_json", tools), &tools, |b, _| {
-            b.iter(|| black_box(serde_json::to_string(&server.tool_router.list_all()).unwrap()))
-        });
+        group.bench_with_input(
+            BenchmarkId::new("rmcp_list_all_json", tools),
+            &tools,
+            |b, _| {
+                b.iter(|| black_box(serde_json::to_string(&server.tool_router.list_all()).unwrap()))
+            },
+        );
 
         let mut set = ToolSet::default();
         for i in 0..tools {

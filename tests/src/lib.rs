@@ -85,4 +85,7 @@ impl Notes {
     }
 }
 
+pub mod installed;
+pub mod poll;
 pub mod resumable;
+pub mod updates;

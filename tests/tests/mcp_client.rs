@@ -9,85 +9,25 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
 use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_tests::installed::{npm_package, python};
+use yiem_tests::poll::wait_until;
+use yiem_tests::updates::recording_updates;
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
 
-fn target_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(dir);
-    }
-    // target/<profile>/deps/<this test>
-    let exe = std::env::current_exe().unwrap();
-    exe.parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .parent()
-        .unwrap()
-        .to_owned()
-}
-
-fn run(command: &mut Command, what: &str) {
-    let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(status.success(), "{what} failed: {status}");
-}
-
-/// The virtualenv's Python with the official MCP SDK, created once.
-fn python() -> PathBuf {
-    static READY: OnceLock<PathBuf> = OnceLock::new();
-    READY
-        .get_or_init(|| {
-            let venv = target_dir().join("python-mcp");
-            let python = venv.join("bin/python");
-            if !python.exists() {
-                run(
-                    Command::new("python3").args(["-m", "venv"]).arg(&venv),
-                    "python3 -m venv",
-                );
-            }
-            let ready = Command::new(&python)
-                .args(["-c", "import mcp.server.mcpserver"])
-                .status()
-                .is_ok_and(|status| status.success());
-            if !ready {
-                run(
-                    Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp>=2.3,<3"]),
-                    "pip install mcp",
-                );
-            }
-            python
-        })
-        .clone()
-}
-
 /// The reference server's entry point, installed once.
 fn everything() -> PathBuf {
-    static READY: OnceLock<PathBuf> = OnceLock::new();
-    READY
-        .get_or_init(|| {
-            let folder = target_dir().join("npm");
-            let bin = folder.join("node_modules/.bin/mcp-server-everything");
-            if !bin.exists() {
-                std::fs::create_dir_all(&folder).unwrap();
-                run(
-                    Command::new("npm")
-                        .args(["install", "--no-audit", "--no-fund", "--prefix"])
-                        .arg(&folder)
-                        .arg(format!(
-                            "@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}"
-                        )),
-                    "npm install server-everything",
-                );
-            }
-            bin
-        })
-        .clone()
+    npm_package(
+        "@modelcontextprotocol/server-everything",
+        EVERYTHING_VERSION,
+    )
+    .join("node_modules/.bin/mcp-server-everything")
 }
 
 fn python_server() -> String {
@@ -107,19 +47,6 @@ async fn python_stdio(prefix: &str) -> McpClient {
     .connect()
     .await
     .expect("the Python server starts")
-}
-
-/// An executor whose calls' updates (their text) are collected.
-fn executor_with_updates() -> (ToolExecutor, Arc<Mutex<Vec<String>>>) {
-    let updates = Arc::new(Mutex::new(Vec::new()));
-    let executor = ToolExecutor::new();
-    let seen = Arc::clone(&updates);
-    executor.events().on_event(move |event| {
-        if let AgentEvent::ToolExecutionUpdate { partial, .. } = event {
-            seen.lock().unwrap().push(partial.text_content());
-        }
-    });
-    (executor, updates)
 }
 
 fn call(name: &str, arguments: Value) -> Vec<ToolCall> {
@@ -194,7 +121,7 @@ async fn progress_from_the_reference_server_becomes_tool_updates() {
         .unwrap();
     let mut store = ToolStore::new("agent");
     client.register(&mut store).await.unwrap();
-    let (executor, updates) = executor_with_updates();
+    let (executor, updates) = recording_updates();
     let batch = executor
         .execute(
             &store,
@@ -245,7 +172,7 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
         "{failed:?}"
     );
 
-    let (executor, updates) = executor_with_updates();
+    let (executor, updates) = recording_updates();
     let counted = executor
         .execute(
             &store,
@@ -466,16 +393,4 @@ fn tempfile_path(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("yiem-mcp-client-{}-{}", std::process::id(), name));
     let _ = std::fs::remove_file(&dir);
     dir
-}
-
-/// Polls `ready` until it holds or `limit` passes (a generous bound for slow machines).
-async fn wait_until(ready: impl Fn() -> bool, limit: Duration) -> bool {
-    let deadline = tokio::time::Instant::now() + limit;
-    while tokio::time::Instant::now() < deadline {
-        if ready() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    ready()
 }

@@ -4,7 +4,8 @@
 //! yiem tools list [--json]
 //! yiem tools schema NAME
 //! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
-//! yiem mcp [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
+//! yiem mcp [--http ADDR [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
+//!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem chat [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! ```
 //!
@@ -42,8 +43,11 @@ enum Command {
     /// List, inspect and call the tools linked into this program.
     #[command(subcommand)]
     Tools(ToolsCommand),
-    /// Serve every tool over MCP on stdin/stdout (for Claude Desktop, Cursor, IDEs). Logs go to stderr.
+    /// Serve every tool over MCP on stdin/stdout (for Claude Desktop, Cursor, IDEs), or over streamable
+    /// HTTP with --http. Logs go to stderr.
     Mcp {
+        #[command(flatten)]
+        http: HttpFlags,
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
@@ -241,6 +245,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let command = match cli.command {
         Command::Tools(command) => command,
         Command::Mcp {
+            http,
             root,
             tools_dir,
             shell,
@@ -248,7 +253,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             shell.apply();
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
-            return serve_mcp(store(root, tools_dir)?);
+            return serve_mcp(store(root, tools_dir)?, http);
         }
         Command::Chat {
             root,
@@ -520,10 +525,31 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 /// How long the runtime waits, once the server has ended, for tasks still finishing.
 const MCP_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
 
-/// `yiem mcp`: the store over MCP stdio until the client hangs up. When stdin closes, the server ends
-/// within a second: calls still running are cancelled (the library does it), and `bash`'s processes die
-/// with them.
-fn serve_mcp(store: ToolStore) -> Result<(), Failure> {
+/// `yiem mcp --http` and the flags that go with it.
+#[derive(Args)]
+struct HttpFlags {
+    /// Serve over MCP's streamable HTTP transport (stateless: any replica answers any request) on this
+    /// address, e.g. 127.0.0.1:8080 (port 0 picks a free one). The address is printed on stderr as
+    /// `listening on http://ADDR/mcp`. Stops on Ctrl-C or SIGTERM, cancelling running calls.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// With --http: require `Authorization: Bearer <token>`, the token read from this environment
+    /// variable.
+    #[arg(long, value_name = "VAR", requires = "http")]
+    token_env: Option<String>,
+    /// With --http: a browser origin allowed besides loopback ones, e.g. https://app.example.com:443
+    /// (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// With --http: a `Host` allowed besides loopback ones, e.g. tools.example.com (repeatable).
+    #[arg(long, value_name = "HOST", requires = "http")]
+    allow_host: Vec<String>,
+}
+
+/// `yiem mcp`: the store over MCP stdio until the client hangs up, or over HTTP until a signal. When
+/// stdin closes (or the signal comes), the server ends within a second: calls still running are
+/// cancelled (the library does it), and `bash`'s processes die with them.
+fn serve_mcp(store: ToolStore, http: HttpFlags) -> Result<(), Failure> {
     // Logs go to stderr: stdout carries the protocol.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -532,12 +558,56 @@ fn serve_mcp(store: ToolStore) -> Result<(), Failure> {
     let runtime = runtime()?;
     let server =
         yiem_core::mcp::McpServer::new(store).with_server_info("yiem", env!("CARGO_PKG_VERSION"));
-    let outcome = runtime
-        .block_on(server.serve_stdio())
-        .map_err(|error| Failure::Internal(error.to_string()));
+    let outcome = match http.http {
+        None => runtime
+            .block_on(server.serve_stdio())
+            .map_err(|error| Failure::Internal(error.to_string())),
+        Some(address) => runtime.block_on(serve_http(server, address, http)),
+    };
     // Dropping the runtime's tasks drops any call still winding down, which kills its processes.
     runtime.shutdown_timeout(MCP_SHUTDOWN_GRACE);
     outcome
+}
+
+/// `yiem mcp --http ADDR`: serves until Ctrl-C or SIGTERM.
+async fn serve_http(
+    server: yiem_core::mcp::McpServer,
+    address: std::net::SocketAddr,
+    flags: HttpFlags,
+) -> Result<(), Failure> {
+    let mut http = yiem_core::mcp::McpHttpServer::new(server)
+        .with_allowed_origins(flags.allow_origin)
+        .with_allowed_hosts(flags.allow_host);
+    if let Some(variable) = flags.token_env {
+        let token = std::env::var(&variable)
+            .ok()
+            .filter(|token| !token.trim().is_empty())
+            .ok_or_else(|| {
+                bad_input(format!(
+                    "--token-env {variable}: the environment variable `{variable}` is not set or empty"
+                ))
+            })?;
+        http = http.with_bearer_token(token.trim());
+    }
+    let listener = tokio::net::TcpListener::bind(address)
+        .await
+        .map_err(|error| bad_input(format!("--http {address}: cannot listen there: {error}")))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|error| Failure::Internal(error.to_string()))?;
+    let _ = writeln!(std::io::stderr(), "listening on http://{bound}/mcp");
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .map_err(|error| Failure::Internal(format!("cannot listen for SIGTERM: {error}")))?;
+    let stop = async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+    };
+    http.serve(listener, stop)
+        .await
+        .map_err(|error| Failure::Internal(error.to_string()))
 }
 
 fn find(store: &ToolStore, name: &str) -> Result<AgentTool, Failure> {

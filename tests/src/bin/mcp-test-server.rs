@@ -1,13 +1,17 @@
 //! The MCP server the `mcp` integration tests (Rust and Python) drive over stdio: a few tools made to be
 //! asserted on, served with a `before_tool_call` hook, and logs at `info` on stderr so the tests can check
 //! that nothing but protocol reaches stdout.
+//!
+//! `mcp-test-server --http ADDR [--max-body BYTES]` serves the same over streamable HTTP instead (the
+//! `mcp_http` tests), with the bearer token in `MCP_TEST_TOKEN` when it is set; it prints
+//! `listening on http://ADDR/mcp` on stderr and stops when its stdin closes.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use yiem_core::mcp::McpServer;
+use yiem_core::mcp::{McpHttpServer, McpServer};
 use yiem_core::{
     Block, Content, Json, ToolContext, ToolExecutor, ToolHooks, ToolStore, register_all_tools, tool,
 };
@@ -159,10 +163,33 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         (ctx.call.name == "forbidden")
             .then(|| Block::new("`forbidden` is refused by the server's policy"))
     });
-    McpServer::new(store)
+    let server = McpServer::new(store)
         .with_server_info("yiem-test", "0.0.1")
-        .with_executor(ToolExecutor::new().with_hooks(hooks))
-        .serve_stdio()
-        .await?;
+        .with_executor(ToolExecutor::new().with_hooks(hooks));
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let flag = |name: &str| {
+        args.iter()
+            .position(|arg| arg == name)
+            .and_then(|at| args.get(at + 1))
+    };
+    let Some(address) = flag("--http") else {
+        server.serve_stdio().await?;
+        return Ok(());
+    };
+    let mut http = McpHttpServer::new(server);
+    if let Ok(token) = std::env::var("MCP_TEST_TOKEN") {
+        http = http.with_bearer_token(token);
+    }
+    if let Some(bytes) = flag("--max-body") {
+        http = http.with_max_body_bytes(bytes.parse()?);
+    }
+    let listener = tokio::net::TcpListener::bind(address.as_str()).await?;
+    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    // The test holds stdin open; closing it (or the test dying) shuts the server down.
+    let stdin_closed = async {
+        let mut sink = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+    };
+    http.serve(listener, stdin_closed).await?;
     Ok(())
 }

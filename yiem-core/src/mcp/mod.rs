@@ -22,6 +22,9 @@
 //!   (`name`, `title` = the label, `description`, `inputSchema`, `outputSchema` for tools that return
 //!   [`Json<T>`](crate::Json), `annotations`). The list is read at each request, so tools registered while
 //!   the server runs show up.
+//!   A store of more than [`DEFAULT_PAGE_SIZE`] tools is listed in pages ([`McpServer::with_page_size`]):
+//!   each response but the last has a `nextCursor`, and the pages resume after the last tool sent, so a
+//!   client that pages through a changing store sees every remaining tool once, in order.
 //! - `tools/call`: runs through a [`ToolExecutor`] (the pipeline an agent uses, hooks included), so an MCP
 //!   call and an agent call behave the same. Bad arguments, a blocking hook, an `Err`, a panic or a timeout
 //!   come back as a result with `isError: true` and the text the model would see; a tool the store does not
@@ -41,10 +44,14 @@
 
 #[cfg(feature = "mcp-client")]
 mod client;
+#[cfg(feature = "mcp-http")]
+mod http;
 mod lines;
 
 #[cfg(feature = "mcp-client")]
 pub use client::{DEFAULT_CALL_TIMEOUT, McpClient, McpClientBuilder, McpClientError};
+#[cfg(feature = "mcp-http")]
+pub use http::{DEFAULT_MAX_BODY_BYTES, McpHttpServer};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -61,6 +68,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
@@ -90,6 +98,9 @@ use crate::tool::AgentTool;
 pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
     McpServer::new(store).serve_stdio().await
 }
+
+/// The most tools one `tools/list` response carries unless [`McpServer::with_page_size`] says otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
 
 /// How long calls may still finish, and their responses be written, once the client's input has ended.
 const GRACE_AFTER_INPUT_ENDS: std::time::Duration = std::time::Duration::from_millis(300);
@@ -156,13 +167,17 @@ pub enum McpServeError {
 /// running.await.unwrap().unwrap();
 /// # });
 /// ```
+#[derive(Clone)]
 pub struct McpServer {
     store: ToolStore,
     executor: ToolExecutor,
     info: Implementation,
     instructions: Option<String>,
     routes: Arc<ProgressRoutes>,
-    listing: Listing,
+    listing: Arc<Listing>,
+    /// Cancelled when a server that owns this handler shuts down: running calls are cancelled.
+    shutdown: CancellationToken,
+    page_size: usize,
 }
 
 impl McpServer {
@@ -179,7 +194,9 @@ impl McpServer {
             info,
             instructions: None,
             routes,
-            listing: Listing::default(),
+            listing: Arc::default(),
+            shutdown: CancellationToken::new(),
+            page_size: DEFAULT_PAGE_SIZE,
         }
     }
 
@@ -229,6 +246,20 @@ impl McpServer {
     /// ```
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
         self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// The most tools one `tools/list` response carries (default [`DEFAULT_PAGE_SIZE`], at least 1);
+    /// a longer list comes in pages, in the store's order, each with a `nextCursor` for the next.
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_page_size(100);
+    /// # let _ = server;
+    /// ```
+    pub fn with_page_size(mut self, tools: usize) -> Self {
+        self.page_size = tools.max(1);
         self
     }
 
@@ -302,10 +333,17 @@ impl McpServer {
             .meta
             .get_progress_token()
             .map(|token| self.routes.open(&call.id, token, context.peer.clone()));
-        let batch = self
-            .executor
-            .execute(&self.store, vec![call], &context.ct)
-            .await;
+        // The call stops when the client cancels it (or goes away) and when the server shuts down.
+        let cancel = context.ct.child_token();
+        let running = self.executor.execute(&self.store, vec![call], &cancel);
+        tokio::pin!(running);
+        let batch = tokio::select! {
+            batch = &mut running => batch,
+            () = self.shutdown.cancelled() => {
+                cancel.cancel();
+                running.await
+            }
+        };
         if let Some(progress) = progress {
             progress.finish().await;
         }
@@ -345,12 +383,22 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(
-            self.listing.tools(&self.store),
-        ))
+        let tools = self.listing.tools(&self.store);
+        let cursor = request
+            .as_ref()
+            .and_then(|request| request.cursor.as_deref());
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => resume_at(&tools, cursor)?,
+        };
+        let end = start.saturating_add(self.page_size).min(tools.len());
+        let next_cursor = (end < tools.len()).then(|| format!("{end}:{}", tools[end - 1].name));
+        let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        page.next_cursor = next_cursor;
+        Ok(page)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -375,8 +423,36 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// The `tools/list` entry of `tool`: its MCP definition. A tool MCP cannot describe is left out (and
-/// logged), so one bad tool does not hide the others.
+/// Where the page after `cursor` starts in `tools`. A cursor is `<offset>:<name of the last tool
+/// sent>`: the page resumes after that tool even when tools before it were added or removed meanwhile,
+/// so a client paging through a changing store sees each remaining tool once, in order.
+fn resume_at(tools: &[Tool], cursor: &str) -> Result<usize, ErrorData> {
+    let Some((offset, name)) = cursor
+        .split_once(':')
+        .and_then(|(offset, name)| Some((offset.parse::<usize>().ok()?, name)))
+    else {
+        return Err(ErrorData::invalid_params(
+            format!(
+                "`{cursor}` is not a tools/list cursor this server gave; list again without one"
+            ),
+            None,
+        ));
+    };
+    if offset > 0 && tools.get(offset - 1).is_some_and(|tool| tool.name == name) {
+        return Ok(offset);
+    }
+    match tools.iter().position(|tool| tool.name == name) {
+        Some(at) => Ok(at + 1),
+        None => Err(ErrorData::invalid_params(
+            format!(
+                "the tools/list cursor `{cursor}` continues after the tool `{name}`, which the server \
+                 no longer has; list again without a cursor"
+            ),
+            None,
+        )),
+    }
+}
+
 /// The `tools/list` entries of the store's current tool list, made once per list: a request while the
 /// store is unchanged clones the entries instead of describing every tool again.
 #[derive(Default)]
@@ -402,6 +478,8 @@ impl Listing {
     }
 }
 
+/// The `tools/list` entry of `tool`: its MCP definition. A tool MCP cannot describe is left out (and
+/// logged), so one bad tool does not hide the others.
 fn mcp_tool(tool: &AgentTool) -> Option<Tool> {
     let described = tool.definition(Dialect::Mcp).map_err(|e| e.to_string());
     match described.and_then(|definition| {
