@@ -484,10 +484,16 @@ fn chat(env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
 
 /// Runs `yiem chat --root root` with `env`, writing `input` to its stdin.
 fn chat_in(root: &std::path::Path, env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
+    let root = root.to_str().expect("a UTF-8 temp path");
+    chat_with(&["--root", root], env, input)
+}
+
+/// Runs `yiem chat ARGS` offline (no provider variables) with `env` added, feeding it `input`.
+fn chat_with(args: &[&str], env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_yiem"));
     command
-        .args(["chat", "--root"])
-        .arg(root)
+        .arg("chat")
+        .args(args)
         .env_remove("YIEM_BASE_URL")
         .env_remove("YIEM_PROVIDER")
         .stdin(std::process::Stdio::piped())
@@ -623,26 +629,6 @@ fn chat_with_a_named_provider_and_no_key_says_what_to_set() {
     );
 }
 
-fn chat_with_args(args: &[&str], input: &[u8]) -> std::process::Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_yiem"));
-    command
-        .arg("chat")
-        .args(args)
-        .env_remove("YIEM_BASE_URL")
-        .env_remove("YIEM_PROVIDER")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    command
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(input)?;
-            child.wait_with_output()
-        })
-        .unwrap()
-}
-
 #[test]
 fn chat_adds_the_tools_of_an_mcp_server_it_starts() {
     // yiem itself is the MCP server here: `yiem mcp` over stdio, its tools prefixed.
@@ -652,7 +638,11 @@ fn chat_adds_the_tools_of_an_mcp_server_it_starts() {
         env!("CARGO_BIN_EXE_yiem"),
         dir.path().display()
     );
-    let output = chat_with_args(&["--mcp", &server, "--mcp-prefix", "remote_"], b"hello\n");
+    let output = chat_with(
+        &["--mcp", &server, "--mcp-prefix", "remote_"],
+        &[],
+        b"hello\n",
+    );
     assert!(
         output.status.success(),
         "{}",
@@ -683,7 +673,7 @@ fn chat_refuses_mcp_tools_that_clash_with_its_own_and_says_what_to_do() {
         env!("CARGO_BIN_EXE_yiem"),
         dir.path().display()
     );
-    let output = chat_with_args(&["--mcp", &server], b"hello\n");
+    let output = chat_with(&["--mcp", &server], &[], b"hello\n");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -696,7 +686,7 @@ fn chat_refuses_mcp_tools_that_clash_with_its_own_and_says_what_to_do() {
 
 #[test]
 fn chat_with_an_mcp_server_that_does_not_start_exits_2_naming_it() {
-    let output = chat_with_args(&["--mcp", "/nonexistent/server --flag"], b"hello\n");
+    let output = chat_with(&["--mcp", "/nonexistent/server --flag"], &[], b"hello\n");
     assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
