@@ -951,3 +951,26 @@ async fn a_tool_with_state_still_runs_when_prepare_context_filters_the_tools() {
     let outcome = agent.prompt("greet").await;
     assert_eq!(results(&outcome.messages), [("bonjour".to_owned(), false)]);
 }
+
+#[tokio::test]
+async fn prepare_context_runs_once_per_model_call() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&calls);
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("work", json!({})),
+            ScriptedTurn::text("done"),
+        ]))
+        .tools(work_tools())
+        .prepare_context(move |_| {
+            counted.fetch_add(1, Ordering::SeqCst);
+        })
+        .build();
+    let outcome = agent.prompt("go").await;
+    assert_eq!(results(&outcome.messages), [("worked".to_owned(), false)]);
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "two model calls, one hook call each"
+    );
+}

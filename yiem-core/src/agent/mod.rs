@@ -571,6 +571,7 @@ impl Agent {
             events: self.shared.executor.events().clone(),
             added: Vec::new(),
             turn_open: false,
+            offered: None,
             done: false,
         };
         let stop = driving.run(prompts).await;
@@ -622,6 +623,8 @@ struct Driving<'a> {
     added: Vec<AgentMessage>,
     /// Whether `TurnStart` of the turn under way is out (the first turn's comes before the prompts).
     turn_open: bool,
+    /// The tools the last model call was offered: the only ones its batch may run.
+    offered: Option<ToolStore>,
     done: bool,
 }
 
@@ -734,6 +737,7 @@ impl Driving<'_> {
         let (context, model) = self.context();
         let reply = self.stream_reply(&model, &context).await;
         let offered = self.offered(&context);
+        self.offered = Some(offered.clone());
         let ended = matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted)
             || reply.tool_calls().next().is_none();
         self.added.push(AgentMessage::Assistant(reply.clone()));
@@ -752,8 +756,11 @@ impl Driving<'_> {
     }
 
     async fn run_tools(&mut self, assistant: AssistantMessage, plan: Vec<PlannedCall>) {
-        let (context, _) = self.context();
-        let offered = self.offered(&context);
+        // The tools offered with the reply; a run resumed in a new drive works them out once here.
+        let offered = match self.offered.take() {
+            Some(offered) => offered,
+            None => self.offered(&self.context().0),
+        };
         let batch = self
             .shared
             .executor
