@@ -56,6 +56,10 @@ pub enum StopReason {
     Aborted,
     /// A tool batch asked the loop to stop; the message is built from the tool results.
     ToolUseTerminated,
+    /// The provider paused a long turn (Anthropic's `pause_turn`, while its server-side tools work): the
+    /// reply is kept, and the agent sends the conversation back so the model goes on where it stopped.
+    /// Each continuation is a turn (limits apply).
+    Paused,
 }
 
 /// One block of an assistant message.
@@ -84,6 +88,17 @@ pub enum AssistantContent {
     },
     /// A tool call.
     ToolCall(ToolCall),
+    /// A block only its provider understands, kept and sent back unchanged to that provider (other
+    /// providers never see it): Anthropic's server-side tool blocks (`server_tool_use`,
+    /// `web_search_tool_result`, `code_execution_tool_result`, ...), which a paused turn
+    /// ([`StopReason::Paused`]) must carry back for the model to go on.
+    ProviderBlock {
+        /// The provider that sent it, as [`ModelEvent::ProviderBlock`](crate::ModelEvent) names it
+        /// (`"anthropic"`).
+        provider: String,
+        /// The block as the provider sent it (a streamed block with its input assembled).
+        block: serde_json::Value,
+    },
 }
 
 /// A reply from the model.

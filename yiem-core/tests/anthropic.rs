@@ -611,3 +611,69 @@ fn a_base_url_that_is_not_http_is_refused() {
         "http://gateway.test/anthropic/v1/messages"
     );
 }
+
+/// A server tool's long turn: `server_tool_use` (its input streamed) and `web_search_tool_result` come
+/// back with `pause_turn`; the agent sends them back unchanged and the model goes on in a second turn.
+#[tokio::test]
+async fn a_paused_turn_goes_back_with_its_server_blocks_and_the_agent_lets_the_model_go_on() {
+    let search_result = json!({
+        "type": "web_search_tool_result", "tool_use_id": "srvtoolu_01",
+        "content": [{"type": "web_search_result", "url": "https://example.com/oslo",
+                     "title": "Oslo weather", "encrypted_content": "EqgfCioIARgB", "page_age": null}]
+    });
+    let server = Server::start(vec![
+        Reply::Sse(vec![
+            message_start(30),
+            block_start(0, json!({"type": "text", "text": ""})),
+            delta(0, json!({"type": "text_delta", "text": "Let me search."})),
+            block_stop(0),
+            block_start(
+                1,
+                json!({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {}}),
+            ),
+            delta(1, json!({"type": "input_json_delta", "partial_json": "{\"query\": \"Oslo"})),
+            delta(1, json!({"type": "input_json_delta", "partial_json": " weather\"}"})),
+            block_stop(1),
+            block_start(2, search_result.clone()),
+            block_stop(2),
+            message_delta("pause_turn", 12),
+            message_stop(),
+        ]),
+        text_stream("Oslo is 21 °C."),
+    ])
+    .await;
+    let agent = yiem_core::Agent::builder().model(model(&server)).build();
+    let outcome = agent.prompt("Weather in Oslo?").await;
+    assert_eq!(outcome.stop, yiem_core::RunStop::Finished);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the paused turn was continued once");
+    let server_use = json!({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search",
+                            "input": {"query": "Oslo weather"}});
+    assert_eq!(
+        requests[1].body["messages"],
+        json!([
+            {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
+            {"role": "assistant", "content": [
+                {"type": "text", "text": "Let me search."}, server_use, search_result
+            ]}
+        ])
+    );
+    let replies: Vec<_> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            yiem_core::AgentMessage::Assistant(reply) => {
+                Some((reply.stop_reason, reply.text_content()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        replies,
+        [
+            (StopReason::Paused, "Let me search.".to_owned()),
+            (StopReason::Stop, "Oslo is 21 °C.".to_owned())
+        ]
+    );
+    assert_eq!(agent.run_state().turns(), 2);
+}

@@ -296,6 +296,8 @@ impl AgentRun {
             StopReason::Aborted => Phase::Stopped {
                 stop: RunStop::Aborted,
             },
+            // A paused turn is not an answer: the model goes on from the reply it sent.
+            StopReason::Paused if calls.is_empty() => Phase::CallModel,
             _ if calls.is_empty() => self.after_answer(),
             StopReason::Length => Phase::RunTools {
                 assistant,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::anthropic_format::to_anthropic_messages;
+use super::anthropic_format::{PROVIDER, to_anthropic_messages};
 use super::config::ConfigError;
 use super::failure::{error_text, preview};
 use super::retry::RetryPolicy;
@@ -130,12 +130,14 @@ impl AnthropicConfig {
 /// [`Dialect::Anthropic`] dialect, `stream: true` and the extra fields.
 ///
 /// The stream becomes [`ModelEvent`]s: text, thinking (with `ThinkingSignature` when the block's
-/// `signature_delta` arrives), `RedactedThinking`, tool calls (`input_json_delta` pieces as
+/// `signature_delta` arrives), `RedactedThinking`, the server's own blocks (`server_tool_use`,
+/// `web_search_tool_result` and any other block type, their streamed input assembled) as whole
+/// `ProviderBlock`s that go back unchanged, tool calls (`input_json_delta` pieces as
 /// `ToolCallDelta`s, each followed by the partial arguments), usage (`input_tokens`, `output_tokens`,
 /// cache reads and writes; `message_delta`'s counts are cumulative) and the stop reason: `end_turn` and
 /// `stop_sequence` → `Stop`, `tool_use` → `ToolUse`, `max_tokens` and `model_context_window_exceeded` →
-/// `Length`, `pause_turn` → `Stop` (a server tool's long turn paused: the reply is kept, and sending the
-/// conversation again lets the model go on), `refusal` → an error `the model refused to answer
+/// `Length`, `pause_turn` → [`StopReason::Paused`] (a server tool's long turn paused: the reply is kept,
+/// and the agent sends the conversation again so the model goes on), `refusal` → an error `the model refused to answer
 /// (stop_reason "refusal")`. `ping`s are skipped; an `error` event ends the stream with
 /// `the server reported an error in the stream: <message>` (e.g. `Overloaded`). Retries and the other
 /// failures are those of [`OpenAiModel`](crate::OpenAiModel)'s table (features permitting), with 529
@@ -251,7 +253,17 @@ enum Block {
     Thinking,
     /// A tool call, with its position among the reply's calls.
     ToolUse(usize),
+    /// A server-side block (`server_tool_use`, `web_search_tool_result`, ...), by its position in
+    /// `EventParser::server`.
+    Server(usize),
     Other,
+}
+
+/// A server-side block being streamed: the block `content_block_start` gave, and its input's pieces.
+struct ServerBlock {
+    block: Value,
+    input: String,
+    done: bool,
 }
 
 /// Turns Messages API stream events into [`ModelEvent`]s.
@@ -262,6 +274,8 @@ struct EventParser {
     calls: usize,
     /// Calls whose `ToolCallEnd` went out.
     closed: Vec<usize>,
+    /// Server-side blocks, sent on as whole [`ModelEvent::ProviderBlock`]s when they stop.
+    server: Vec<ServerBlock>,
     stop_reason: Option<String>,
     usage: Usage,
     chunks: usize,
@@ -339,9 +353,51 @@ impl EventParser {
                 }
                 Block::ToolUse(slot)
             }
-            _ => Block::Other,
+            // Any other block is the server's own (its tools' calls and results, and types to come):
+            // kept whole, so a paused turn can go back as it came.
+            Some(_) => {
+                self.server.push(ServerBlock {
+                    block: block.clone(),
+                    input: String::new(),
+                    done: false,
+                });
+                Block::Server(self.server.len() - 1)
+            }
+            None => Block::Other,
         };
         self.blocks.push((index, kind));
+    }
+
+    /// Sends server block `slot` on, with its streamed input (if any) in place of the empty one.
+    fn close_server_block(
+        &mut self,
+        slot: usize,
+        events: &mut Vec<ModelEvent>,
+    ) -> Result<(), String> {
+        let chunks = self.chunks;
+        let Some(server) = self.server.get_mut(slot).filter(|server| !server.done) else {
+            return Ok(());
+        };
+        let input = match server.input.as_str() {
+            "" => None,
+            text => Some(serde_json::from_str::<Value>(text).map_err(|error| {
+                format!(
+                    "event {chunks}: the input of a `{}` block is not JSON ({error}): {}",
+                    server.block["type"].as_str().unwrap_or_default(),
+                    preview(text)
+                )
+            })?),
+        };
+        server.done = true;
+        let mut block = std::mem::take(&mut server.block);
+        if let Some(input) = input {
+            block["input"] = input;
+        }
+        events.push(ModelEvent::ProviderBlock {
+            provider: PROVIDER.into(),
+            block,
+        });
+        Ok(())
     }
 
     fn close_call(&mut self, slot: usize, events: &mut Vec<ModelEvent>) {
@@ -390,6 +446,9 @@ impl EventParser {
                             });
                         }
                     }
+                    (Some("input_json_delta"), Block::Server(slot)) => {
+                        self.server[slot].input.push_str(&text("partial_json"));
+                    }
                     (Some("input_json_delta"), _) => {
                         return Err(format!(
                             "event {}: an input_json_delta for block {index}, which is not a tool_use block",
@@ -400,11 +459,11 @@ impl EventParser {
                     _ => {}
                 }
             }
-            "content_block_stop" => {
-                if let Block::ToolUse(slot) = self.block(index) {
-                    self.close_call(slot, &mut events);
-                }
-            }
+            "content_block_stop" => match self.block(index) {
+                Block::ToolUse(slot) => self.close_call(slot, &mut events),
+                Block::Server(slot) => self.close_server_block(slot, &mut events)?,
+                _ => {}
+            },
             "message_delta" => {
                 if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
                     self.stop_reason = Some(reason.to_owned());
@@ -458,8 +517,10 @@ impl StreamParser for EventParser {
         if let Some(Value::Array(blocks)) = message.get("content") {
             for (index, block) in blocks.iter().enumerate() {
                 self.start_block(index as u64, block, &mut events);
-                if let Block::ToolUse(slot) = self.block(index as u64) {
-                    self.close_call(slot, &mut events);
+                match self.block(index as u64) {
+                    Block::ToolUse(slot) => self.close_call(slot, &mut events),
+                    Block::Server(slot) => self.close_server_block(slot, &mut events)?,
+                    _ => {}
                 }
             }
         }
@@ -496,6 +557,16 @@ impl StreamParser for EventParser {
         for slot in 0..self.calls {
             self.close_call(slot, &mut events);
         }
+        // A server block whose stop never came: sent on as it is, or not at all if its input is cut.
+        for slot in 0..self.server.len() {
+            if self.close_server_block(slot, &mut events).is_err() {
+                events.push(ModelEvent::Error(format!(
+                    "the stream ended inside a `{}` block",
+                    self.server[slot].block["type"].as_str().unwrap_or_default()
+                )));
+                return events;
+            }
+        }
         let stop_reason = match self.stop_reason.as_deref() {
             Some("tool_use") => StopReason::ToolUse,
             Some("max_tokens") | Some("model_context_window_exceeded") => StopReason::Length,
@@ -513,6 +584,7 @@ impl StreamParser for EventParser {
             }
             // `end_turn`, `stop_sequence`, `pause_turn`, and a `message_stop` without a stop reason.
             _ if self.calls > 0 => StopReason::ToolUse,
+            Some("pause_turn") => StopReason::Paused,
             _ => StopReason::Stop,
         };
         events.push(ModelEvent::Done {
@@ -562,13 +634,27 @@ mod tests {
         };
         assert_eq!(with("end_turn"), vec![done(StopReason::Stop)]);
         assert_eq!(with("stop_sequence"), vec![done(StopReason::Stop)]);
-        assert_eq!(with("pause_turn"), vec![done(StopReason::Stop)]);
+        assert_eq!(with("pause_turn"), vec![done(StopReason::Paused)]);
         assert_eq!(with("max_tokens"), vec![done(StopReason::Length)]);
         assert_eq!(with("tool_use"), vec![done(StopReason::ToolUse)]);
         assert_eq!(
             with("refusal"),
             vec![ModelEvent::Error(
                 "the model refused to answer (stop_reason \"refusal\")".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_server_block_cut_inside_its_input_is_an_error_not_a_half_block() {
+        let events = parse(&[
+            r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\": \"Os"}}"#,
+        ]);
+        assert_eq!(
+            events,
+            vec![ModelEvent::Error(
+                "the stream ended inside a `server_tool_use` block".into()
             )]
         );
     }

@@ -9,6 +9,9 @@ use crate::call::ToolResultMessage;
 use crate::content::Content;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
 
+/// How [`AssistantContent::ProviderBlock`]s of this format name their provider.
+pub(crate) const PROVIDER: &str = "anthropic";
+
 /// The conversation as the `messages` of a Messages API request.
 ///
 /// - A user message is `{"role": "user", "content": [...]}` with `text` and `image` (base64) blocks.
@@ -100,12 +103,19 @@ fn assistant_blocks(message: &AssistantMessage, answered: &[&str]) -> Vec<Value>
                     "input": arguments_object(call),
                 })),
             AssistantContent::ToolCall(_) => {}
+            AssistantContent::ProviderBlock { provider, block } if provider == PROVIDER => {
+                blocks.push(block.clone())
+            }
+            _ => {}
         }
     }
     // A reply of thinking alone carries nothing to answer.
-    let has_answer = blocks
-        .iter()
-        .any(|block| block["type"] == "text" || block["type"] == "tool_use");
+    let has_answer = blocks.iter().any(|block| {
+        !matches!(
+            block["type"].as_str(),
+            Some("thinking" | "redacted_thinking")
+        )
+    });
     if has_answer { blocks } else { Vec::new() }
 }
 

@@ -109,6 +109,13 @@ pub enum ModelEvent {
     ThinkingSignature(String),
     /// Reasoning the provider sent encrypted (Anthropic's `redacted_thinking`): kept and sent back as is.
     RedactedThinking(String),
+    /// A whole block only this provider understands (see [`AssistantContent::ProviderBlock`]).
+    ProviderBlock {
+        /// The provider, e.g. `"anthropic"`.
+        provider: String,
+        /// The block, to send back unchanged.
+        block: Value,
+    },
     /// A tool call started. `index` identifies it in the deltas that follow.
     ToolCallStart {
         /// The call's position in the reply.
@@ -283,6 +290,13 @@ impl MessageAssembler {
                     .content
                     .push(AssistantContent::RedactedThinking { data });
                 Some(serde_json::json!({"type": "redacted_thinking"}))
+            }
+            ModelEvent::ProviderBlock { provider, block } => {
+                let delta = serde_json::json!({"type": "provider_block", "block": block});
+                self.message
+                    .content
+                    .push(AssistantContent::ProviderBlock { provider, block });
+                Some(delta)
             }
             ModelEvent::ToolCallArguments { index, arguments } => Some(
                 serde_json::json!({"type": "tool_call_arguments", "index": index, "arguments": arguments}),
