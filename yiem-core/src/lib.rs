@@ -62,7 +62,7 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `schema-validation` | yes | JSON Schema validation (`jsonschema`): the report of a failing call lists every problem, and tools built with [`AgentTool::builder`] get their arguments checked against their schema. Off, `#[tool]` arguments are still checked by serde and for unknown properties |
+//! | `schema-validation` | no | full JSON Schema validation (`jsonschema`): the report of a failing call lists every problem at any depth, and tools built with [`AgentTool::builder`] get their arguments checked against their whole schema. Off, `#[tool]` arguments are checked by serde and for unknown properties, and every tool's top level against the schema's `required` and `type`s |
 //! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
 //! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
 //!

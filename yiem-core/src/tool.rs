@@ -219,7 +219,8 @@ pub struct AgentTool {
 
 impl AgentTool {
     /// Starts a tool defined at run time (from configuration, another process or an MCP server). Its
-    /// arguments are validated against the JSON Schema you give it.
+    /// arguments are checked against the JSON Schema you give it: with the `schema-validation` feature
+    /// against all of it, without it the top level (unknown properties, `required`, each property's `type`).
     #[track_caller]
     pub fn builder(name: impl Into<String>) -> ToolBuilder {
         ToolBuilder {

@@ -15,6 +15,9 @@ use crate::dialect::resolve_ref;
 pub(crate) struct ArgumentCache {
     #[cfg(feature = "schema-validation")]
     validator: OnceLock<Option<Validator>>,
+    /// Without the validator: what the root of the schema says about the top level.
+    #[cfg(not(feature = "schema-validation"))]
+    lean: OnceLock<super::lean::LeanSchema>,
     top_level: OnceLock<TopLevel>,
 }
 
@@ -151,13 +154,20 @@ impl ArgumentCheck<'_> {
         top.open || top.knows(key)
     }
 
+    #[cfg(not(feature = "schema-validation"))]
+    pub(super) fn lean(&self) -> &super::lean::LeanSchema {
+        self.cache
+            .lean
+            .get_or_init(|| super::lean::LeanSchema::of(self.schema))
+    }
+
     /// Whether the arguments satisfy the schema and have no unknown property. Without the
-    /// `schema-validation` feature only the unknown-property check runs.
+    /// `schema-validation` feature the schema check covers the top level only (see `lean`).
     pub(crate) fn is_valid(&self, args: &Value) -> bool {
         #[cfg(feature = "schema-validation")]
         let valid = self.validator().is_none_or(|v| v.is_valid(args));
         #[cfg(not(feature = "schema-validation"))]
-        let valid = true;
+        let valid = self.lean().accepts(args);
         !self.has_unknown_properties(args) && valid
     }
 }

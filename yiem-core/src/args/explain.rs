@@ -8,7 +8,6 @@ use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::{Map, Value};
 
-#[cfg(feature = "schema-validation")]
 use super::backticked;
 use super::check::ArgumentCheck;
 use super::parse::escape;
@@ -48,6 +47,8 @@ impl ArgumentCheck<'_> {
                 self.describe(&error, "", &mut problems);
             }
         }
+        #[cfg(not(feature = "schema-validation"))]
+        self.lean().problems(args, &mut problems);
         if problems.len() == unknown_count
             && let Some(problem) = serde_problem
         {
@@ -333,9 +334,8 @@ fn unknown_property(
     }
 }
 
-#[cfg(feature = "schema-validation")]
 /// What came, in words: `the string "three"`, `the number -2`, `an object with `kind`, `side``.
-fn got(value: &Value) -> String {
+pub(super) fn got(value: &Value) -> String {
     match value {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("{b}"),
@@ -370,8 +370,7 @@ fn type_kind(kind: &TypeKind) -> String {
     }
 }
 
-#[cfg(feature = "schema-validation")]
-fn article(type_name: &str) -> String {
+pub(super) fn article(type_name: &str) -> String {
     match type_name {
         "null" => "null".into(),
         "integer" | "array" | "object" => format!("an {type_name}"),
@@ -379,8 +378,7 @@ fn article(type_name: &str) -> String {
     }
 }
 
-#[cfg(feature = "schema-validation")]
-fn join_or(items: &[String]) -> String {
+pub(super) fn join_or(items: &[String]) -> String {
     match items {
         [] => "nothing".into(),
         [one] => one.clone(),

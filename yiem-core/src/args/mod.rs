@@ -24,10 +24,13 @@
 //!
 //! `parse` turns raw arguments into the typed ones (normalization, serde with paths), `text` deserializes
 //! JSON text straight into the argument type in one pass; `check` holds the unknown-property check and its per-tool caches; `explain` writes the report a
-//! model reads when arguments fail, with the schema described in English.
+//! model reads when arguments fail, with the schema described in English; `lean` (without the
+//! `schema-validation` feature) checks the top level against the schema's `required` and `type`s.
 
 mod check;
 mod explain;
+#[cfg(not(feature = "schema-validation"))]
+mod lean;
 mod parse;
 mod text;
 
