@@ -122,7 +122,8 @@ impl GeminiConfig {
 /// true), a `thoughtSignature` as `ThinkingSignature` (before the call it signs; after the text it came
 /// with), each `functionCall` part as a whole call (`ToolCallStart`, one `ToolCallDelta` with its `args`,
 /// the partial arguments, `ToolCallEnd`) with Gemini's `id`, or an empty id (a fresh one is made) where
-/// Gemini gives none. `finishReason` maps `STOP` → `Stop` (`ToolUse` with calls), `MAX_TOKENS` →
+/// Gemini gives none. (The Gemini API always sends a call whole: `partialArgs` and
+/// `streamFunctionCallArguments` exist only on Vertex AI.) `finishReason` maps `STOP` → `Stop` (`ToolUse` with calls), `MAX_TOKENS` →
 /// `Length`, and every other reason (`SAFETY`, `RECITATION`, `MALFORMED_FUNCTION_CALL`, ...) to an error
 /// `the server stopped the reply with finishReason "SAFETY"`; a prompt blocked by `promptFeedback` is an
 /// error naming its `blockReason`. Usage: `promptTokenCount` → input, `candidatesTokenCount` +
