@@ -2,7 +2,7 @@
 
 Runs the server binary given as the first argument over stdio and asserts exact responses for initialize,
 tools/list, a call, a structured (Json<T>) call, bad arguments, an unknown tool, a hook that blocks a call,
-and progress. Exits non-zero on the first failure.
+progress, and `notifications/tools/list_changed` when a call adds a tool. Exits non-zero on the first failure.
 
     python tests/python/mcp_client.py target/debug/mcp-test-server
 """
@@ -12,6 +12,7 @@ import sys
 import tempfile
 import traceback
 
+import mcp.types
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
@@ -30,14 +31,14 @@ def check_equal(actual, expected, what):
 async def initialize(session, result):
     check_equal(result.server_info.name, "yiem-test", "server name")
     check_equal(result.server_info.version, "0.0.1", "server version")
-    check_equal(dump(result.capabilities), {"tools": {}}, "capabilities")
+    check_equal(dump(result.capabilities), {"tools": {"listChanged": True}}, "capabilities")
 
 
 async def list_tools(session, _):
     listed = await session.list_tools()
     check_equal(
         [tool.name for tool in listed.tools],
-        ["add", "count_up", "echo", "exclusive_step", "forbidden", "list_tools", "pixel", "slow_job"],
+        ["add", "count_up", "echo", "exclusive_step", "forbidden", "learn", "list_tools", "pixel", "slow_job"],
         "tool names, sorted",
     )
     add = next(tool for tool in listed.tools if tool.name == "add")
@@ -105,7 +106,7 @@ async def unknown_tool(session, _):
         check_equal(
             error.message,
             "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, exclusive_step, "
-            "forbidden, list_tools, pixel, slow_job",
+            "forbidden, learn, list_tools, pixel, slow_job",
             "error message",
         )
     else:
@@ -137,7 +138,27 @@ async def progress(session, _):
     )
 
 
-CHECKS = [list_tools, call_text, call_structured, bad_arguments, unknown_tool, hooks, progress]
+# Set by the session's message handler when the server sends `notifications/tools/list_changed`.
+TOOLS_CHANGED = asyncio.Event()
+
+
+async def on_message(message):
+    if isinstance(message, mcp.types.ToolListChangedNotification):
+        TOOLS_CHANGED.set()
+
+
+async def list_changed(session, _):
+    check_equal(TOOLS_CHANGED.is_set(), False, "no list_changed before a change")
+    result = await session.call_tool("learn", {})
+    check_equal([block.text for block in result.content], ["learned `greet`"], "learn result")
+    await asyncio.wait_for(TOOLS_CHANGED.wait(), timeout=60)
+    listed = await session.list_tools()
+    check_equal("greet" in [tool.name for tool in listed.tools], True, "`greet` listed after the change")
+    greeted = await session.call_tool("greet", {"name": "Ada"})
+    check_equal([block.text for block in greeted.content], ["hello, Ada"], "greet result")
+
+
+CHECKS = [list_tools, call_text, call_structured, bad_arguments, unknown_tool, hooks, progress, list_changed]
 
 
 async def main(server):
@@ -146,7 +167,7 @@ async def main(server):
     # The server logs to stderr; keep its log and show it only when something failed.
     server_log = tempfile.TemporaryFile(mode="w+")
     async with stdio_client(params, errlog=server_log) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, message_handler=on_message) as session:
             initialized = await session.initialize()
             for check in [initialize, *CHECKS]:
                 try:

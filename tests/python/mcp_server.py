@@ -1,7 +1,8 @@
 """An MCP server written with the official Python SDK (`mcp>=2.3,<3`, whose `MCPServer` is the renamed
 FastMCP), for yiem's MCP client tests. Tools: `add` (structured output), `count` (progress), `fail` (an
 error result), `wait` (never returns until cancelled; records the cancellation), `crash` (the process dies
-mid-call), `marker` (the file it was started with, to tell restarts apart).
+mid-call), `pid` (the process's id, to tell restarts apart), `grow` (adds the tool `late` and sends
+`notifications/tools/list_changed`).
 
     python tests/python/mcp_server.py stdio
     python tests/python/mcp_server.py http PORT
@@ -68,6 +69,19 @@ def crash() -> str:
 def pid() -> str:
     """The server process's id."""
     return str(os.getpid())
+
+
+def late() -> str:
+    """A tool added while the server runs."""
+    return "late, but here"
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Adds the tool `late` and tells the client that the list changed."""
+    server.add_tool(late, name="late")
+    await ctx.session.send_tool_list_changed()
+    return "added late"
 
 
 if __name__ == "__main__":

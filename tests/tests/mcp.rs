@@ -89,7 +89,7 @@ async fn initialize_names_the_server_and_offers_tools() {
         serde_json::to_value(&*info).unwrap(),
         json!({
             "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
+            "capabilities": {"tools": {"listChanged": true}},
             "serverInfo": {"name": "yiem-test", "version": "0.0.1"}
         })
     );
@@ -176,6 +176,12 @@ async fn tools_list_gives_every_tool_in_the_mcp_dialect_sorted_by_name() {
                 "name": "forbidden",
                 "title": "Forbidden",
                 "description": "Always refused by the server's `before_tool_call` hook.",
+                "inputSchema": {"type": "object", "properties": {}}
+            },
+            {
+                "name": "learn",
+                "title": "Learn",
+                "description": "Add the tool `greet` to this server; the client is told that the list changed.",
                 "inputSchema": {"type": "object", "properties": {}}
             },
             {
@@ -309,7 +315,7 @@ async fn an_unknown_tool_is_an_invalid_params_error() {
         json!({
             "code": -32602,
             "message": "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, \
-                        exclusive_step, forbidden, list_tools, pixel, slow_job"
+                        exclusive_step, forbidden, learn, list_tools, pixel, slow_job"
         })
     );
     client.cancel().await.unwrap();
@@ -515,7 +521,7 @@ async fn stdout_carries_only_protocol_in_order_and_a_cancelled_call_gets_no_resp
             "jsonrpc": "2.0", "id": 1,
             "result": {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {}},
+                "capabilities": {"tools": {"listChanged": true}},
                 "serverInfo": {"name": "yiem-test", "version": "0.0.1"}
             }
         })

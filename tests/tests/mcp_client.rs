@@ -2,7 +2,9 @@
 //! server `@modelcontextprotocol/server-everything` (npm) over stdio, and a server written with the
 //! official Python SDK (`tests/python/mcp_server.py`) over stdio and over streamable HTTP. Listed tools
 //! with their schemas, a call with progress, an error result, a cancelled call, a server killed mid-call
-//! (an error result, then the next call works after the restart), and a server that is not there.
+//! (an error result, then the next call works after the restart), a server that is not there, and a
+//! server's `notifications/tools/list_changed` re-listed into the store; over HTTP too: progress, a
+//! cancelled call, a server that goes away and comes back.
 //!
 //! The components are installed on first use under the target directory, as `.ci/run` does: a Python
 //! virtualenv with `mcp>=2.3,<3` and an npm folder with the reference server.
@@ -149,7 +151,7 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
     assert_eq!(
         names,
         [
-            "py_add", "py_count", "py_fail", "py_wait", "py_crash", "py_pid"
+            "py_add", "py_count", "py_fail", "py_wait", "py_crash", "py_pid", "py_grow"
         ]
     );
     let add = store.get("py_add").unwrap();
@@ -309,7 +311,7 @@ async fn two_servers_without_prefixes_that_clash_are_refused_with_the_name() {
     );
     assert_eq!(
         store.len(),
-        6,
+        7,
         "nothing of the second server was registered"
     );
 }
@@ -327,14 +329,23 @@ impl Drop for HttpServer {
     }
 }
 
-async fn python_http() -> HttpServer {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
+        .port()
+}
+
+async fn python_http() -> HttpServer {
+    python_http_on(free_port(), &[]).await
+}
+
+/// The Python server over streamable HTTP on `port`, with `env` set.
+async fn python_http_on(port: u16, env: &[(&str, String)]) -> HttpServer {
     let child = Command::new(python())
         .args([python_server(), "http".into(), port.to_string()])
+        .envs(env.iter().map(|(key, value)| (key, value)))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -370,15 +381,16 @@ async fn a_python_server_over_streamable_http_lists_and_answers() {
 
 #[tokio::test]
 async fn an_http_server_that_goes_away_gives_an_error_and_a_new_one_is_reached_again() {
-    let mut server = python_http().await;
-    let url = server.url.clone();
-    let client = McpClient::http(&url)
+    let port = free_port();
+    let mut server = python_http_on(port, &[]).await;
+    let client = McpClient::http(&server.url)
         .name("python-http")
         .connect()
         .await
         .unwrap();
     let mut store = ToolStore::new("agent");
     client.register(&mut store).await.unwrap();
+    let first_pid = run_one(&store, "pid", json!({})).await.text_content();
     let _ = server.child.kill();
     let _ = server.child.wait();
     let down = run_one(&store, "add", json!({"a": 1, "b": 2})).await;
@@ -387,6 +399,119 @@ async fn an_http_server_that_goes_away_gives_an_error_and_a_new_one_is_reached_a
         down.text_content().contains("MCP server `python-http`"),
         "{down:?}"
     );
+    // A new server on the same address: the next call reaches it.
+    let _server = python_http_on(port, &[]).await;
+    let again = run_one(&store, "pid", json!({})).await;
+    assert!(!again.is_error(), "{again:?}");
+    assert_ne!(again.text_content(), first_pid, "the new process answered");
+}
+
+#[tokio::test]
+async fn progress_over_http_becomes_tool_updates() {
+    let server = python_http().await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let (executor, updates) = recording_updates();
+    let counted = executor
+        .execute(
+            &store,
+            call("count", json!({"to": 3})),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(counted.messages[0].text_content(), "counted to 3");
+    assert_eq!(
+        *updates.lock().unwrap(),
+        ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    );
+}
+
+#[tokio::test]
+async fn a_cancelled_call_over_http_ends_with_one_result_and_the_server_stops_it() {
+    let marker = tempfile_path("cancelled-http");
+    let server = python_http_on(
+        free_port(),
+        &[("YIEM_TEST_CANCELLED_FILE", marker.display().to_string())],
+    )
+    .await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let cancel = CancellationToken::new();
+    let executor = ToolExecutor::new();
+    let waiting = Arc::new(tokio::sync::Notify::new());
+    let on_update = Arc::clone(&waiting);
+    executor.events().on_event(move |event| {
+        if matches!(event, AgentEvent::ToolExecutionUpdate { .. }) {
+            on_update.notify_one();
+        }
+    });
+    let running = {
+        let (store, cancel) = (store.clone(), cancel.clone());
+        tokio::spawn(async move {
+            executor
+                .execute(&store, call("wait", json!({})), &cancel)
+                .await
+        })
+    };
+    waiting.notified().await;
+    cancel.cancel();
+    let batch = running.await.unwrap();
+    assert_eq!(batch.messages.len(), 1);
+    assert!(batch.messages[0].is_error());
+    assert!(
+        wait_until(|| marker.exists(), Duration::from_secs(20)).await,
+        "the server's tool was cancelled"
+    );
+    let sum = run_one(&store, "add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(sum.result.structured_content, Some(json!({"sum": 2})));
+}
+
+#[tokio::test]
+async fn a_servers_list_changed_re_lists_its_tools_into_the_store() {
+    let client = python_stdio("py_").await;
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    assert!(store.get("py_late").is_none());
+    let grown = run_one(&store, "py_grow", json!({})).await;
+    assert_eq!(grown.text_content(), "added late");
+    assert!(
+        wait_until(|| store.get("py_late").is_some(), Duration::from_secs(20)).await,
+        "the server's notifications/tools/list_changed brought `late` into the store: {:?}",
+        store.names()
+    );
+    let late = run_one(&store, "py_late", json!({})).await;
+    assert_eq!(late.text_content(), "late, but here");
+}
+
+#[tokio::test]
+async fn yiems_own_server_announces_a_tool_it_learns_and_the_client_re_lists() {
+    let client = McpClient::command(env!("CARGO_BIN_EXE_mcp-test-server"), Vec::<String>::new())
+        .name("yiem-test")
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    assert!(store.get("greet").is_none());
+    let learned = run_one(&store, "learn", json!({})).await;
+    assert_eq!(learned.text_content(), "learned `greet`");
+    assert!(
+        wait_until(|| store.get("greet").is_some(), Duration::from_secs(20)).await,
+        "`greet` reached the store: {:?}",
+        store.names()
+    );
+    let greeted = run_one(&store, "greet", json!({"name": "Ada"})).await;
+    assert_eq!(greeted.text_content(), "hello, Ada");
 }
 
 fn tempfile_path(name: &str) -> PathBuf {

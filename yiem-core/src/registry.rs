@@ -80,11 +80,19 @@ type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 struct Tools {
     map: ToolMap,
     list: OnceLock<ToolList>,
+    /// The version of the tools, up by one on every change (see [`ToolStore::changes`]).
+    version: tokio::sync::watch::Sender<u64>,
     /// The store's state, shared with every call (copied on change, which is rare).
     state: Arc<StateMap>,
 }
 
 impl Tools {
+    /// The tools changed: the cached list goes, and whoever watches the store hears of it.
+    fn changed(&mut self) {
+        self.list = OnceLock::new();
+        self.version.send_modify(|version| *version += 1);
+    }
+
     fn list(&self) -> &ToolList {
         self.list
             .get_or_init(|| ToolList::new(self.map.values().cloned().collect()))
@@ -125,6 +133,7 @@ impl ToolStore {
             tools: Arc::new(RwLock::new(Tools {
                 map: ToolMap::default(),
                 list: OnceLock::new(),
+                version: tokio::sync::watch::Sender::new(0),
                 state: Arc::new(StateMap::new(&name)),
             })),
             name,
@@ -233,11 +242,42 @@ impl ToolStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Changes the tools; the cached list goes with any change.
-    fn change<R>(&self, change: impl FnOnce(&mut ToolMap) -> R) -> R {
+    /// Changes the tools when `change` says it did (returns `true` with its result); the cached list
+    /// goes and watchers hear of it.
+    fn change<R>(&self, change: impl FnOnce(&mut ToolMap) -> (bool, R)) -> R {
         let mut tools = self.write();
-        tools.list = OnceLock::new();
-        change(&mut tools.map)
+        let (changed, result) = change(&mut tools.map);
+        if changed {
+            tools.changed();
+        }
+        result
+    }
+
+    /// Watches the store's tools: the receiver's value is a version that goes up by one on every change
+    /// ([`register`](Self::register), [`register_all_tools`], [`register_methods`](Self::register_methods),
+    /// [`remove`](Self::remove), [`clear`](Self::clear); not on state), and `changed().await` wakes when
+    /// it does. Clones of a store share it. The stdio MCP server sends `notifications/tools/list_changed`
+    /// from it.
+    ///
+    /// ```
+    /// use yiem_core::{AgentTool, ToolStore};
+    ///
+    /// let mut store = ToolStore::new("demo");
+    /// let mut changes = store.changes();
+    /// assert!(!changes.has_changed().unwrap());
+    /// let echo = AgentTool::builder("echo")
+    ///     .description("Repeat the text.")
+    ///     .handler(|_, args: serde_json::Value| async move { args.to_string() })
+    ///     .build()
+    ///     .unwrap();
+    /// store.register(echo).unwrap();
+    /// assert!(changes.has_changed().unwrap());
+    /// assert_eq!(*changes.borrow_and_update(), 1);
+    /// store.remove("not-there");
+    /// assert!(!changes.has_changed().unwrap(), "nothing was removed");
+    /// ```
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.read().version.subscribe()
     }
 
     /// Adds `tool`; refuses a name that is already taken, naming both definitions, and a tool whose
@@ -267,7 +307,9 @@ impl ToolStore {
                 return Err(missing.into());
             }
         }
-        guard.list = OnceLock::new();
+        if !tools.is_empty() {
+            guard.changed();
+        }
         let names = tools.iter().map(|t| t.name().to_owned()).collect();
         for tool in tools {
             guard.map.insert(tool.name().to_owned(), tool);
@@ -418,12 +460,19 @@ impl ToolStore {
 
     /// Removes the tool called `name`, keeping the order of the others.
     pub fn remove(&mut self, name: &str) -> Option<AgentTool> {
-        self.change(|map| map.shift_remove(name))
+        self.change(|map| {
+            let removed = map.shift_remove(name);
+            (removed.is_some(), removed)
+        })
     }
 
     /// Removes every tool.
     pub fn clear(&mut self) {
-        self.change(|map| map.clear());
+        self.change(|map| {
+            let had_tools = !map.is_empty();
+            map.clear();
+            (had_tools, ())
+        });
     }
 
     /// The `list_tools` tool for this store: it lists what is in the store when it is called, so tools

@@ -2,6 +2,8 @@
 //! asserted on, served with a `before_tool_call` hook, and logs at `info` on stderr so the tests can check
 //! that nothing but protocol reaches stdout.
 //!
+//! `learn` adds a tool to the served store, so the clients can see `notifications/tools/list_changed`.
+//!
 //! `mcp-test-server --http ADDR [--max-body BYTES]` serves the same over streamable HTTP instead (the
 //! `mcp_http` tests), with the bearer token in `MCP_TEST_TOKEN` when it is set; it prints
 //! `listening on http://ADDR/mcp` on stderr and stops when its stdin closes.
@@ -13,7 +15,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use yiem_core::mcp::{McpHttpServer, McpServer};
 use yiem_core::{
-    Block, Content, Json, ToolContext, ToolExecutor, ToolHooks, ToolStore, register_all_tools, tool,
+    AgentTool, Block, Content, Json, State, ToolContext, ToolExecutor, ToolHooks, ToolStore,
+    register_all_tools, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -151,13 +154,41 @@ async fn exclusive_step(args: StepArgs) -> Result<String, std::io::Error> {
     Ok("ran alone".into())
 }
 
+/// The store this server serves, as state of the tool that adds to it.
+struct Served(ToolStore);
+
+/// Add the tool `greet` to this server; the client is told that the list changed.
+#[tool]
+async fn learn(State(served): State<Served>) -> Result<String, String> {
+    let mut store = served.0.clone();
+    if store.get("greet").is_some() {
+        return Ok("`greet` is here already".into());
+    }
+    let greet = AgentTool::builder("greet")
+        .description("Greet someone by name.")
+        .input_schema(serde_json::json!({
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "Who to greet."}},
+            "required": ["name"]
+        }))
+        .parallel()
+        .handler(|_, args: serde_json::Value| async move {
+            format!("hello, {}", args["name"].as_str().unwrap_or_default())
+        })
+        .build()
+        .map_err(|error| error.to_string())?;
+    store.register(greet).map_err(|error| error.to_string())?;
+    Ok("learned `greet`".into())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
         .init();
-    let mut store = ToolStore::new("yiem-test");
+    let served = ToolStore::new("yiem-test");
+    let mut store = served.clone().with_state(Served(served));
     register_all_tools(&mut store)?;
     let hooks = ToolHooks::new().before_tool_call(|ctx| async move {
         (ctx.call.name == "forbidden")

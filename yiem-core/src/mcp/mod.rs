@@ -25,6 +25,10 @@
 //!   A store of more than [`DEFAULT_PAGE_SIZE`] tools is listed in pages ([`McpServer::with_page_size`]):
 //!   each response but the last has a `nextCursor`, and the pages resume after the last tool sent, so a
 //!   client that pages through a changing store sees every remaining tool once, in order.
+//! - `notifications/tools/list_changed`: over stdio ([`McpServer::serve`]) the server declares
+//!   `tools.listChanged` and sends the notification whenever the store's tools change
+//!   ([`ToolStore::changes`]), so a client re-lists. The stateless HTTP server ([`http`]) has no standing
+//!   stream to send it on and does not declare it: its clients re-list when they need to.
 //! - `tools/call`: runs through a [`ToolExecutor`] (the pipeline an agent uses, hooks included), so an MCP
 //!   call and an agent call behave the same. Bad arguments, a blocking hook, an `Err`, a panic or a timeout
 //!   come back as a result with `isError: true` and the text the model would see; a tool the store does not
@@ -178,6 +182,8 @@ pub struct McpServer {
     /// Cancelled when a server that owns this handler shuts down: running calls are cancelled.
     shutdown: CancellationToken,
     page_size: usize,
+    /// Whether this connection sends `notifications/tools/list_changed` (it does over stdio).
+    list_changed: bool,
 }
 
 impl McpServer {
@@ -197,6 +203,7 @@ impl McpServer {
             listing: Arc::default(),
             shutdown: CancellationToken::new(),
             page_size: DEFAULT_PAGE_SIZE,
+            list_changed: false,
         }
     }
 
@@ -286,16 +293,32 @@ impl McpServer {
     /// `writer`, until `reader` ends. Calls still running 300 ms after that are cancelled, so the server
     /// ends promptly when its client goes away. A line rmcp cannot read (not JSON, bad params, over 16 MiB)
     /// gets a JSON-RPC error response. See the example on [`McpServer`].
-    pub async fn serve<R, W>(self, reader: R, writer: W) -> Result<(), McpServeError>
+    pub async fn serve<R, W>(mut self, reader: R, writer: W) -> Result<(), McpServeError>
     where
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
         // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
         let guarded = lines::guard(reader, writer);
+        // Watched from before the handshake, so a change while it runs is not missed.
+        let mut changes = self.store.changes();
+        self.list_changed = true;
         let running = ServiceExt::serve(self, (guarded.to_rmcp, guarded.from_rmcp))
             .await
             .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
+        let peer = running.peer().clone();
+        let notifying = tokio::spawn(async move {
+            // Changes that come together (a batch of registrations) are one notification when the
+            // client is slower than the store; the client re-lists the whole store anyway.
+            while changes.changed().await.is_ok() {
+                changes.mark_unchanged();
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break; // the connection is gone
+                }
+            }
+        });
+        // The notifier ends with the connection.
+        let _notifying = tokio_util::task::AbortOnDropHandle::new(notifying);
         // When the client's input ends, what is done still reaches it for a moment; calls running after
         // that are cancelled (their tokens, and so their processes), so the server ends promptly.
         let stop = running.cancellation_token();
@@ -373,8 +396,12 @@ fn next_call_id() -> String {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        let config = ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(self.info.clone());
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = match self.list_changed {
+            true => capabilities.enable_tool_list_changed().build(),
+            false => capabilities.build(),
+        };
+        let config = ServerConfig::new(capabilities).with_server_info(self.info.clone());
         match &self.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
