@@ -189,18 +189,10 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
     );
 }
 
-#[tokio::test]
-async fn a_cancelled_call_tells_the_server_and_ends_with_one_result() {
-    let marker = tempfile_path("cancelled");
-    let client = McpClient::command(
-        python().display().to_string(),
-        [python_server(), "stdio".into()],
-    )
-    .name("python-tools")
-    .env("YIEM_TEST_CANCELLED_FILE", marker.display().to_string())
-    .connect()
-    .await
-    .unwrap();
+/// Registers `client`'s tools, runs `wait` until the server reports it runs, cancels it, and checks that
+/// the call ends with one error result, that the server's tool saw the cancellation (it writes `marker`),
+/// and that the connection still serves calls.
+async fn cancel_a_waiting_call(client: &McpClient, marker: &Path) {
     let mut store = ToolStore::new("agent");
     client.register(&mut store).await.unwrap();
     let cancel = CancellationToken::new();
@@ -231,14 +223,23 @@ async fn a_cancelled_call_tells_the_server_and_ends_with_one_result() {
         wait_until(|| marker.exists(), Duration::from_secs(20)).await,
         "the server's tool was cancelled"
     );
-    // The connection still serves calls.
-    assert_eq!(
-        run_one(&store, "add", json!({"a": 1, "b": 1}))
-            .await
-            .result
-            .structured_content,
-        Some(json!({"sum": 2}))
-    );
+    let sum = run_one(&store, "add", json!({"a": 1, "b": 1})).await;
+    assert_eq!(sum.result.structured_content, Some(json!({"sum": 2})));
+}
+
+#[tokio::test]
+async fn a_cancelled_call_tells_the_server_and_ends_with_one_result() {
+    let marker = tempfile_path("cancelled");
+    let client = McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .env("YIEM_TEST_CANCELLED_FILE", marker.display().to_string())
+    .connect()
+    .await
+    .unwrap();
+    cancel_a_waiting_call(&client, &marker).await;
 }
 
 #[tokio::test]
@@ -444,36 +445,7 @@ async fn a_cancelled_call_over_http_ends_with_one_result_and_the_server_stops_it
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
-    let cancel = CancellationToken::new();
-    let executor = ToolExecutor::new();
-    let waiting = Arc::new(tokio::sync::Notify::new());
-    let on_update = Arc::clone(&waiting);
-    executor.events().on_event(move |event| {
-        if matches!(event, AgentEvent::ToolExecutionUpdate { .. }) {
-            on_update.notify_one();
-        }
-    });
-    let running = {
-        let (store, cancel) = (store.clone(), cancel.clone());
-        tokio::spawn(async move {
-            executor
-                .execute(&store, call("wait", json!({})), &cancel)
-                .await
-        })
-    };
-    waiting.notified().await;
-    cancel.cancel();
-    let batch = running.await.unwrap();
-    assert_eq!(batch.messages.len(), 1);
-    assert!(batch.messages[0].is_error());
-    assert!(
-        wait_until(|| marker.exists(), Duration::from_secs(20)).await,
-        "the server's tool was cancelled"
-    );
-    let sum = run_one(&store, "add", json!({"a": 1, "b": 1})).await;
-    assert_eq!(sum.result.structured_content, Some(json!({"sum": 2})));
+    cancel_a_waiting_call(&client, &marker).await;
 }
 
 #[tokio::test]

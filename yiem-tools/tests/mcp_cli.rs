@@ -123,7 +123,10 @@ async fn initialize_and_list_every_built_in_tool_in_the_mcp_dialect() {
     let root = tempfile::tempdir().unwrap();
     let (mut client, init) = Client::start(root.path()).await;
     assert_eq!(init["result"]["serverInfo"]["name"], "yiem");
-    assert_eq!(init["result"]["capabilities"]["tools"], json!({"listChanged": true}));
+    assert_eq!(
+        init["result"]["capabilities"]["tools"],
+        json!({"listChanged": true})
+    );
 
     let listing = client.request(2, "tools/list", json!({})).await;
     let tools = listing["result"]["tools"].as_array().unwrap();
