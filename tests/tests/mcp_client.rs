@@ -143,6 +143,23 @@ async fn progress_from_the_reference_server_becomes_tool_updates() {
     );
 }
 
+/// Calls `name` (the Python server's `count`) to 3 and checks its progress became the call's updates.
+async fn count_to_three_with_progress(store: &ToolStore, name: &str) {
+    let (executor, updates) = recording_updates();
+    let counted = executor
+        .execute(
+            store,
+            call(name, json!({"to": 3})),
+            &CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(counted.messages[0].text_content(), "counted to 3");
+    assert_eq!(
+        *updates.lock().unwrap(),
+        ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
+    );
+}
+
 #[tokio::test]
 async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
     let client = python_stdio("py_").await;
@@ -174,19 +191,7 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
         "{failed:?}"
     );
 
-    let (executor, updates) = recording_updates();
-    let counted = executor
-        .execute(
-            &store,
-            call("py_count", json!({"to": 3})),
-            &CancellationToken::new(),
-        )
-        .await;
-    assert_eq!(counted.messages[0].text_content(), "counted to 3");
-    assert_eq!(
-        *updates.lock().unwrap(),
-        ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
-    );
+    count_to_three_with_progress(&store, "py_count").await;
 }
 
 /// Registers `client`'s tools, runs `wait` until the server reports it runs, cancels it, and checks that
@@ -417,19 +422,7 @@ async fn progress_over_http_becomes_tool_updates() {
         .unwrap();
     let mut store = ToolStore::new("agent");
     client.register(&mut store).await.unwrap();
-    let (executor, updates) = recording_updates();
-    let counted = executor
-        .execute(
-            &store,
-            call("count", json!({"to": 3})),
-            &CancellationToken::new(),
-        )
-        .await;
-    assert_eq!(counted.messages[0].text_content(), "counted to 3");
-    assert_eq!(
-        *updates.lock().unwrap(),
-        ["step 1 of 3", "step 2 of 3", "step 3 of 3"]
-    );
+    count_to_three_with_progress(&store, "count").await;
 }
 
 #[tokio::test]
