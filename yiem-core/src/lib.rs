@@ -111,7 +111,7 @@
 //! |---|---|
 //! | `tool` | [`AgentTool`]: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, [`ToolBuilder`] |
 //! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
-//! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `check` (unknown properties and the per-tool caches), `explain` (the report a model reads) |
+//! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `check` (unknown properties and the per-tool caches), `explain` (the report a model reads), `lean` (without `schema-validation`: the top level against `required` and `type`s) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
 //! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
 //! | `pipeline` | one call from lookup to result message, every step under an unwind guard; running a tool in hand ([`AgentTool::execute`]) |
