@@ -143,7 +143,8 @@ impl Terminal {
         self.keys(&["Enter"]);
     }
 
-    /// Waits for the prompt to be back `count` times.
+    /// Waits for the `count`th prompt: the line editor draws it once it reads keys itself (raw mode), so
+    /// a control key sent after it is a key, not a signal.
     fn prompts(&self, count: usize) -> String {
         self.wait_for(&format!("{count} prompts"), |screen| {
             screen
@@ -173,8 +174,10 @@ fn last_message(request: &Value) -> &Value {
 #[test]
 fn a_prompt_gets_a_streamed_reply_and_ctrl_d_leaves() {
     let dir = tempfile::tempdir().unwrap();
+    let (first_token, before) = Gate::new();
     let (gate, wait) = Gate::new();
     let model = ModelServer::start(vec![vec![
+        before,
         Part::Bytes(event(text("The first half, "))),
         wait,
         Part::Bytes(event(text("and the second."))),
@@ -186,6 +189,16 @@ fn a_prompt_gets_a_streamed_reply_and_ctrl_d_leaves() {
     // Two lines of one prompt: a trailing `\` continues it.
     terminal.line("hello\\");
     terminal.line("there");
+    // Before the first token, the status line says the model is at work.
+    terminal.wait_for("the status line", |screen| {
+        screen.lines().any(|line| {
+            line.contains(" thinking · ")
+                && line
+                    .trim_end()
+                    .ends_with("· 0 tokens in, 0 out · Ctrl-C stops")
+        })
+    });
+    first_token.open();
     // Half the reply is on screen while the stream is still open.
     let screen = terminal.wait_text("The first half, ");
     assert!(!screen.contains("and the second."), "{screen}");
@@ -251,7 +264,20 @@ fn ctrl_c_aborts_a_long_tool_and_the_chat_goes_on() {
         screen.contains("→ bash(echo started; sleep 600)"),
         "{screen}"
     );
-    assert!(screen.contains("20 tokens in, 5 out"), "{screen}");
+    // The status line: the tool's progress, the time since the prompt, the tokens of the run so far.
+    let status = screen
+        .lines()
+        .find(|line| line.contains("bash: started · "))
+        .unwrap_or_else(|| panic!("no status line: {screen}"));
+    let (_, after) = status.split_once("bash: started · ").unwrap();
+    let (elapsed, tokens) = after.split_once(' ').unwrap();
+    assert!(
+        elapsed
+            .strip_suffix('s')
+            .is_some_and(|n| n.parse::<u64>().is_ok()),
+        "{status}"
+    );
+    assert_eq!(tokens.trim_end(), "· 20 tokens in, 5 out · Ctrl-C stops");
     terminal.keys(&["C-c"]);
     let screen = terminal.wait_text("[run aborted");
     assert!(
@@ -271,8 +297,11 @@ fn ctrl_c_aborts_a_long_tool_and_the_chat_goes_on() {
         .find(|message| message["role"] == "tool")
         .expect("the aborted call has a result");
     assert_eq!(result["tool_call_id"], "call_1");
+    // At the prompt (control keys are sent once the line editor shows it), Ctrl-C twice leaves.
+    terminal.prompts(3);
     terminal.keys(&["C-c"]);
     terminal.wait_text("[press Ctrl-C again or Ctrl-D to leave]");
+    terminal.prompts(4);
     terminal.keys(&["C-c"]);
     terminal.wait_text("[exited with 0]");
 }
@@ -341,7 +370,8 @@ fn save_then_resume_in_a_new_process_keeps_the_conversation_and_the_history() {
     let second = Terminal::start("resume", &model, dir.path(), &["--resume", resume], &[]);
     let screen = second.wait_text("[loaded 2 messages from");
     assert!(screen.contains("[last reply: Noted: 42.]"), "{screen}");
-    // The history of the first process is there: Up brings back its last prompt.
+    // The history of the first process is there: Up twice brings back the line before `/exit`.
+    second.prompts(1);
     second.keys(&["Up", "Up"]);
     second.wait_text(&format!("> /save {}", saved.display()));
     second.keys(&["C-u"]);
@@ -359,6 +389,71 @@ fn save_then_resume_in_a_new_process_keeps_the_conversation_and_the_history() {
         last_message(&requests[1])["content"],
         "which number was it?"
     );
+    second.prompts(2);
     second.keys(&["C-d"]);
     second.wait_text("[exited with 0]");
+}
+
+#[test]
+fn an_approval_edited_then_always() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        calls("call_1", "write", json!({"path": "a.txt", "content": "x"})),
+        calls("call_2", "write", json!({"path": "c.txt", "content": "c"})),
+        calls("call_3", "write", json!({"path": "d.txt", "content": "d"})),
+        says("Done."),
+    ]);
+    let terminal = Terminal::start("edit", &model, dir.path(), &[], &[]);
+    terminal.line("write some files");
+    terminal.wait_text("allow write(path: a.txt, content: x)? [y]es / [n]o / [a]lways / [e]dit:");
+    terminal.line("e");
+    // The arguments come up for editing, as the model sent them.
+    terminal.wait_text(r#"arguments (JSON): {"path":"a.txt","content":"x"}"#);
+    terminal.keys(&["C-u"]);
+    terminal.line(r#"{"path": "b.txt", "content": "edited"}"#);
+    terminal.wait_text("allow write(path: c.txt, content: c)? [y]es / [n]o / [a]lways / [e]dit:");
+    terminal.line("a");
+    terminal.wait_text("[write runs unasked for the rest of this session]");
+    let screen = terminal.wait_text("Done.");
+    assert!(!screen.contains("allow write(path: d.txt"), "{screen}");
+    assert!(!dir.path().join("a.txt").exists());
+    for (file, content) in [("b.txt", "edited"), ("c.txt", "c"), ("d.txt", "d")] {
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(file)).unwrap(),
+            content,
+            "{file}"
+        );
+    }
+    // The conversation records the arguments that ran.
+    let requests = model.requests();
+    let call = &requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .unwrap()["tool_calls"][0];
+    let arguments: Value =
+        serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments, json!({"path": "b.txt", "content": "edited"}));
+}
+
+#[test]
+fn a_model_error_shows_in_red_and_sets_the_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    // The stream ends before the reply is complete: a model error.
+    let model = ModelServer::start(vec![vec![Part::Bytes(event(text("Half a")))]]);
+    let terminal = Terminal::start("error", &model, dir.path(), &[], &[]);
+    terminal.line("hello");
+    terminal.wait_text("[error: ");
+    let colored = terminal
+        .tmux()
+        .args(["capture-pane", "-p", "-e", "-t", "chat"])
+        .output()
+        .unwrap();
+    let colored = String::from_utf8_lossy(&colored.stdout);
+    assert!(colored.contains("\x1b[31m[error: "), "{colored:?}");
+    terminal.prompts(2);
+    terminal.keys(&["C-d"]);
+    terminal.wait_text("[exited with 1]");
 }

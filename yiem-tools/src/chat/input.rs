@@ -74,10 +74,10 @@ impl Input {
             if let Some(dir) = path.parent() {
                 let _ = std::fs::create_dir_all(dir);
             }
-            if path.exists() {
-                if let Err(error) = editor.load_history(path) {
-                    eprintln!("[history {} not loaded: {error}]", path.display());
-                }
+            if path.exists()
+                && let Err(error) = editor.load_history(path)
+            {
+                eprintln!("[history {} not loaded: {error}]", path.display());
             }
         }
         Ok(Input::Terminal {
@@ -97,11 +97,11 @@ impl Input {
                 };
                 if !line.trim().is_empty() {
                     let _ = editor.add_history_entry(line.as_str());
-                    if let Some(path) = history {
-                        if let Err(error) = editor.append_history(path) {
-                            eprintln!("[history not saved to {}: {error}]", path.display());
-                            *history = None;
-                        }
+                    if let Some(path) = history
+                        && let Err(error) = editor.append_history(path)
+                    {
+                        eprintln!("[history not saved to {}: {error}]", path.display());
+                        *history = None;
                     }
                 }
                 Line::Text(line)

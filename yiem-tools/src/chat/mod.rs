@@ -155,17 +155,19 @@ impl Session {
         lock(&self.renderer)
     }
 
-    /// Ctrl-C (SIGINT) during a run aborts it; with no run under way, from a pipe, it ends the program
-    /// (at a terminal's prompt the line editor reads Ctrl-C as a key instead).
+    /// Ctrl-C (SIGINT) during a run aborts it. With no run under way it ends the program when the input is
+    /// a pipe; a terminal's line editor reads Ctrl-C as a key at its prompts, and a signal between them
+    /// (as a run ends) is ignored.
     fn watch_interrupts(&self) {
         let agent = self.agent.clone();
         let renderer = Arc::clone(&self.renderer);
+        let exit_when_idle = !self.input.is_terminal();
         self.runtime.spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
                 if agent.is_running() {
                     agent.abort();
                     lock(&renderer).note("[interrupted: stopping the run]");
-                } else {
+                } else if exit_when_idle {
                     std::process::exit(130);
                 }
             }

@@ -136,10 +136,10 @@ impl Renderer {
                 let Some(nth) = self.call_indices.iter().rposition(|&i| i == index) else {
                     return;
                 };
-                if let AgentMessage::Assistant(reply) = message {
-                    if let Some(call) = reply.tool_calls().nth(nth) {
-                        self.show_call(call);
-                    }
+                if let AgentMessage::Assistant(reply) = message
+                    && let Some(call) = reply.tool_calls().nth(nth)
+                {
+                    self.show_call(call);
                 }
             }
             _ => {}
