@@ -875,3 +875,54 @@ fn chat_exit_status_follows_the_last_run() {
         stderr(&failed)
     );
 }
+
+#[test]
+fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
+    use yiem_core::{Agent, RunStop, ScriptedModel, ScriptedTurn, ToolStore};
+    let root = tempfile::tempdir().unwrap();
+    // Another program's agent stopped at a call of `write` that waits for approval, and saved the run.
+    let mut store =
+        ToolStore::new("saved").with_state(yiem_tools::ToolRoot::new(root.path()).unwrap());
+    store.register(yiem_tools::write::write_tool()).unwrap();
+    let agent = Agent::builder()
+        .tools(store)
+        .require_approval(["write"])
+        .model(ScriptedModel::new([ScriptedTurn::tool_call(
+            "write",
+            json!({"path": "saved.txt", "content": "approved later"}),
+        )]))
+        .build();
+    let outcome = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(agent.prompt("write saved.txt"));
+    assert!(
+        matches!(outcome.stop, RunStop::AwaitingApproval { .. }),
+        "{:?}",
+        outcome.stop
+    );
+    let saved = root.path().join("run.json");
+    std::fs::write(&saved, agent.run_state().to_json()).unwrap();
+    let root_arg = root.path().to_str().unwrap();
+    let output = chat_with(
+        &["--root", root_arg, "--resume", saved.to_str().unwrap()],
+        &[("YIEM_HISTORY", "")],
+        b"y\n",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.starts_with(&format!(
+            "[loaded 2 messages from {}]\nallow write(path: saved.txt, content: approved later)? [y]es / [n]o / [a]lways / [e]dit: \n→ write",
+            saved.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("✓ write\n(offline) No model is configured"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("saved.txt")).unwrap(),
+        "approved later"
+    );
+}
