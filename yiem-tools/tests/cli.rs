@@ -926,3 +926,98 @@ fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
         "approved later"
     );
 }
+
+#[test]
+fn chat_from_a_pipe_aborts_a_run_on_sigint_and_exits_130_on_one_while_idle() {
+    use std::io::{BufRead, BufReader, Write};
+    let root = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "bash", json!({"command": "sleep 600"})),
+        model_server::says("Still here."),
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(["chat", "--allow", "bash", "--root"])
+        .arg(root.path())
+        .env_remove("YIEM_PROVIDER")
+        .env("YIEM_BASE_URL", &model.url)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("YIEM_HISTORY", "")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut read_until = |wanted: &str| {
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            assert_ne!(
+                stdout.read_line(&mut line).unwrap(),
+                0,
+                "no `{wanted}` in {seen}"
+            );
+            seen.push_str(&line);
+            if line.contains(wanted) {
+                return seen;
+            }
+        }
+    };
+    let pid = child.id().to_string();
+    let interrupt = || {
+        let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        assert!(kill.success());
+    };
+    writeln!(stdin, "sleep a while").unwrap();
+    read_until("→ bash");
+    interrupt();
+    // (Whether the signal came as the model's stream ended or while `sleep` ran, the run stops.)
+    read_until("[run aborted: every call has its result; the next prompt goes on]");
+    writeln!(stdin, "again\n/model").unwrap();
+    read_until("Still here.");
+    // `/model` answered: the chat waits for the next line, with no run under way.
+    read_until("[model: ");
+    interrupt();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn chat_model_command_switches_the_model_and_keeps_the_conversation() {
+    let model = ModelServer::start(vec![
+        model_server::says("First."),
+        model_server::says("Second."),
+    ]);
+    let output = chat_against(&model, &[], b"one\n/model\n/model other-model\ntwo\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let endpoint = format!("{}/chat/completions", model.url);
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "First.\n[model: test-model at {endpoint}]\n[model: other-model at {endpoint}]\nSecond.\n"
+        )
+    );
+    let requests = model.requests();
+    assert_eq!(requests[0]["model"], "test-model");
+    assert_eq!(requests[1]["model"], "other-model");
+    let contents: Vec<&Value> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| &message["content"])
+        .collect();
+    assert!(
+        contents.contains(&&json!("one")) && contents.contains(&&json!("First.")),
+        "{contents:?}"
+    );
+    // Offline there is no provider to switch within.
+    let offline = chat_with(&[], &[("YIEM_HISTORY", "")], b"/model gpt-x\n");
+    assert!(
+        stdout(&offline).contains(
+            "/model NAME needs a provider: set YIEM_PROVIDER (or YIEM_BASE_URL) and its key\n"
+        ),
+        "{}",
+        stdout(&offline)
+    );
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 ///
 /// ```text
 /// /tools          the tools the agent has
-/// /model          the model it talks to
+/// /model [NAME]   the model it talks to, or talk to NAME (same provider) from now on
 /// /reset          start a new conversation
 /// /save FILE      write the conversation (the serialized run) to FILE
 /// /load FILE      continue the conversation saved in FILE
@@ -19,8 +19,8 @@ pub enum ChatCommand {
     Help,
     /// `/tools`.
     Tools,
-    /// `/model`.
-    Model,
+    /// `/model`, or `/model NAME`: switch to the provider's model NAME.
+    Model(Option<String>),
     /// `/reset`.
     Reset,
     /// `/save FILE`.
@@ -34,7 +34,7 @@ pub enum ChatCommand {
 /// The commands, one per line, as `/help` shows them.
 pub const HELP: &str = "\
 /tools        the tools the agent has
-/model        the model it talks to
+/model [NAME] the model it talks to; with NAME, talk to that model of the provider from now on
 /reset        start a new conversation
 /save FILE    write the conversation to FILE (JSON, the serialized run)
 /load FILE    continue the conversation saved in FILE
@@ -75,7 +75,9 @@ pub fn parse(line: &str) -> Option<Result<ChatCommand, String>> {
     Some(match name {
         "help" | "?" => no_argument(ChatCommand::Help),
         "tools" => no_argument(ChatCommand::Tools),
-        "model" => no_argument(ChatCommand::Model),
+        "model" => Ok(ChatCommand::Model(
+            (!argument.is_empty()).then(|| argument.to_owned()),
+        )),
         "reset" | "clear" => no_argument(ChatCommand::Reset),
         "save" => file(ChatCommand::Save),
         "load" => file(ChatCommand::Load),
@@ -129,6 +131,11 @@ mod tests {
             parse("/save"),
             Some(Err("/save needs a file: /save FILE".into()))
         );
+        assert_eq!(
+            parse("/model gpt-5"),
+            Some(Ok(ChatCommand::Model(Some("gpt-5".into()))))
+        );
+        assert_eq!(parse("/model"), Some(Ok(ChatCommand::Model(None))));
         assert_eq!(
             parse("/tools x"),
             Some(Err("/tools takes no argument".into()))

@@ -20,7 +20,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, RunOutcome, RunStop, ScriptedModel, ScriptedTurn, ToolStore,
+    Agent, AgentMessage, AgentRun, Model, RunOutcome, RunStop, ScriptedModel, ScriptedTurn,
+    ToolStore,
 };
 
 pub use mcp::McpServers;
@@ -73,29 +74,22 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         })
         .collect();
     let approvals = Approvals::new(options.approve, options.allow, mcp_asking);
-    let builder = Agent::builder()
-        .system_prompt(options.system.clone())
-        .tools(store.clone())
-        .approval_policy(approvals.policy());
-    let (agent, model) = match configured {
+    let (model, description): (Arc<dyn Model>, String) = match configured {
         Some(selected) => {
             eprintln!("[{}]", selected.description);
-            let agent = builder.shared_model(selected.model).build();
-            (agent, selected.description)
+            (selected.model, selected.description)
         }
         None => {
             let tools = store.names().join(", ");
-            let agent = builder
-                .model(ScriptedModel::from_fn(move |_| {
-                    ScriptedTurn::text(format!(
-                        "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) \
-                         with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
-                         to chat with a real one. My tools: {tools}."
-                    ))
-                }))
-                .build();
+            let offline = ScriptedModel::from_fn(move |_| {
+                ScriptedTurn::text(format!(
+                    "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) \
+                     with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
+                     to chat with a real one. My tools: {tools}."
+                ))
+            });
             (
-                agent,
+                Arc::new(offline),
                 "offline: a scripted model (set YIEM_PROVIDER to chat with a real one)".to_owned(),
             )
         }
@@ -107,17 +101,21 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         Input::piped()
     };
     let renderer = Arc::new(Mutex::new(Renderer::new(terminal)));
-    let sink = Arc::clone(&renderer);
-    agent.on_event(move |event| lock(&sink).event(event));
+    let parts = AgentParts {
+        store,
+        system: options.system,
+        approvals,
+        renderer: Arc::clone(&renderer),
+    };
+    let agent = parts.agent(model, None);
     let mut session = Session {
+        watched: Arc::new(Mutex::new(agent.clone())),
         agent,
         runtime,
         input,
         renderer,
-        approvals,
-        store,
-        system: options.system,
-        model,
+        parts,
+        model: description,
         last_failed: false,
     };
     session.watch_interrupts();
@@ -133,14 +131,41 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What every agent of the session is built from (a `/model` switch builds another).
+struct AgentParts {
+    store: ToolStore,
+    system: String,
+    approvals: Approvals,
+    renderer: Arc<Mutex<Renderer>>,
+}
+
+impl AgentParts {
+    /// An agent on `model`, going on with `run` if given, its events shown by the renderer.
+    fn agent(&self, model: Arc<dyn Model>, run: Option<AgentRun>) -> Agent {
+        let mut builder = Agent::builder()
+            .system_prompt(self.system.clone())
+            .tools(self.store.clone())
+            .approval_policy(self.approvals.policy())
+            .shared_model(model);
+        if let Some(run) = run {
+            builder = builder.run(run);
+        }
+        let agent = builder.build();
+        let sink = Arc::clone(&self.renderer);
+        agent.on_event(move |event| lock(&sink).event(event));
+        agent
+    }
+}
+
 struct Session {
     agent: Agent,
+    /// The agent Ctrl-C aborts (the current one, after a `/model` switch too).
+    watched: Arc<Mutex<Agent>>,
     runtime: tokio::runtime::Runtime,
     input: Input,
     renderer: Arc<Mutex<Renderer>>,
-    approvals: Approvals,
-    store: ToolStore,
-    system: String,
+    parts: AgentParts,
+    /// The model, in words.
     model: String,
     /// Whether the last run ended in a model error.
     last_failed: bool,
@@ -159,11 +184,15 @@ impl Session {
     /// a pipe; a terminal's line editor reads Ctrl-C as a key at its prompts, and a signal between them
     /// (as a run ends) is ignored.
     fn watch_interrupts(&self) {
-        let agent = self.agent.clone();
+        let watched = Arc::clone(&self.watched);
         let renderer = Arc::clone(&self.renderer);
         let exit_when_idle = !self.input.is_terminal();
         self.runtime.spawn(async move {
             while tokio::signal::ctrl_c().await.is_ok() {
+                let agent = watched
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .clone();
                 if agent.is_running() {
                     agent.abort();
                     lock(&renderer).note("[interrupted: stopping the run]");
@@ -215,15 +244,22 @@ impl Session {
         match command {
             ChatCommand::Help => self.out().plain(command::HELP),
             ChatCommand::Tools => {
-                let table = crate::table(&self.store.tools());
+                let table = crate::table(&self.parts.store.tools());
                 self.out().plain(&table);
             }
-            ChatCommand::Model => {
+            ChatCommand::Model(None) => {
                 let line = format!("[model: {}]", self.model);
                 self.out().note(&line);
             }
+            ChatCommand::Model(Some(name)) => match self.switch_model(&name) {
+                Ok(()) => {
+                    let line = format!("[model: {}]", self.model);
+                    self.out().note(&line);
+                }
+                Err(error) => self.out().error(&error),
+            },
             ChatCommand::Reset => {
-                let run = AgentRun::new(self.system.clone(), Vec::new());
+                let run = AgentRun::new(self.parts.system.clone(), Vec::new());
                 match self.agent.restore(run) {
                     Ok(()) => self.out().note("[a new conversation]"),
                     Err(error) => self.out().error(&error.to_string()),
@@ -251,6 +287,25 @@ impl Session {
             }
             ChatCommand::Exit => {}
         }
+    }
+
+    /// Talks to the provider's model `name` from now on, the conversation kept.
+    fn switch_model(&mut self, name: &str) -> Result<(), String> {
+        let selected = yiem_core::llm::model_from_lookup(|variable| match variable {
+            "YIEM_MODEL" => Some(name.to_owned()),
+            other => std::env::var(other).ok(),
+        })
+        .map_err(|error| format!("/model {name}: {error}"))?
+        .ok_or_else(|| {
+            "/model NAME needs a provider: set YIEM_PROVIDER (or YIEM_BASE_URL) and its key"
+                .to_owned()
+        })?;
+        self.agent = self
+            .parts
+            .agent(selected.model, Some(self.agent.run_state()));
+        *self.watched.lock().unwrap_or_else(PoisonError::into_inner) = self.agent.clone();
+        self.model = selected.description;
+        Ok(())
     }
 
     /// Continues the conversation saved in `file`: shows where it stopped, and asks for the approvals it
@@ -291,7 +346,8 @@ impl Session {
         match stopped {
             Some(RunStop::AwaitingApproval { pending }) => {
                 let decisions =
-                    self.approvals
+                    self.parts
+                        .approvals
                         .ask(&mut self.input, &mut lock(&self.renderer), &pending);
                 self.resume(decisions);
             }
@@ -320,7 +376,8 @@ impl Session {
                 break;
             }
             let decisions =
-                self.approvals
+                self.parts
+                    .approvals
                     .ask(&mut self.input, &mut lock(&self.renderer), &pending);
             outcome = match self.runtime.block_on(self.agent.resume(decisions)) {
                 Ok(outcome) => outcome,
