@@ -118,7 +118,7 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         model: description,
         last_failed: false,
     };
-    session.watch_interrupts();
+    session.watch_interrupts()?;
     if let Some(file) = options.resume {
         session.load(&file).map_err(bad_input)?;
     }
@@ -183,12 +183,20 @@ impl Session {
     /// Ctrl-C (SIGINT) during a run aborts it. With no run under way it ends the program when the input is
     /// a pipe; a terminal's line editor reads Ctrl-C as a key at its prompts, and a signal between them
     /// (as a run ends) is ignored.
-    fn watch_interrupts(&self) {
+    fn watch_interrupts(&self) -> Result<(), Failure> {
         let watched = Arc::clone(&self.watched);
         let renderer = Arc::clone(&self.renderer);
         let exit_when_idle = !self.input.is_terminal();
+        // The handler is in place before the first prompt: the line editor saves the SIGINT action when a
+        // prompt starts and puts it back when the prompt ends, so a handler registered during a prompt (by
+        // a task polled late) would be undone, and the next Ctrl-C would end the program.
+        let mut interrupts = {
+            let _runtime = self.runtime.enter();
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+                .map_err(|error| Failure::Internal(format!("cannot handle Ctrl-C: {error}")))?
+        };
         self.runtime.spawn(async move {
-            while tokio::signal::ctrl_c().await.is_ok() {
+            while interrupts.recv().await.is_some() {
                 let agent = watched
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -201,6 +209,7 @@ impl Session {
                 }
             }
         });
+        Ok(())
     }
 
     /// Reads and handles lines until the input ends or `/exit`.
