@@ -1021,3 +1021,18 @@ fn chat_model_command_switches_the_model_and_keeps_the_conversation() {
         stdout(&offline)
     );
 }
+
+#[test]
+fn chat_approve_or_allow_of_a_tool_that_does_not_exist_is_bad_input() {
+    for flag in ["--approve", "--allow"] {
+        let output = chat_with(&[flag, "bsh"], &[], b"hello\n");
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "yiem: error: {flag} bsh: there is no tool `bsh`; the tools are: bash, edit, get_time, grep, \
+                 list_tools, ls, read, write, write_tool\n"
+            )
+        );
+    }
+}

@@ -73,6 +73,17 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
                 .is_some_and(|tool| tool.annotations().read_only != Some(true))
         })
         .collect();
+    for (flag, names) in [("--approve", &options.approve), ("--allow", &options.allow)] {
+        if let Some(unknown) = names
+            .iter()
+            .find(|name| store.get(name).is_none() && !(flag == "--allow" && *name == "all"))
+        {
+            return Err(bad_input(format!(
+                "{flag} {unknown}: there is no tool `{unknown}`; the tools are: {}",
+                store.names().join(", ")
+            )));
+        }
+    }
     let approvals = Approvals::new(options.approve, options.allow, mcp_asking);
     let (model, description): (Arc<dyn Model>, String) = match configured {
         Some(selected) => {
