@@ -162,6 +162,33 @@ impl Drop for Terminal {
     }
 }
 
+/// Whether a live process has exactly the command line `command` (words split at spaces).
+fn running(command: &str) -> bool {
+    let wanted: Vec<u8> = command
+        .split(' ')
+        .flat_map(|word| word.bytes().chain([0]))
+        .collect();
+    std::fs::read_dir("/proc").unwrap().flatten().any(|entry| {
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        cmdline == wanted && !state.starts_with('Z')
+    })
+}
+
+/// Waits until a process with the command line `command` runs (`present`) or none does.
+fn wait_process(command: &str, present: bool) {
+    let deadline = Instant::now() + PATIENCE;
+    while running(command) != present {
+        assert!(
+            Instant::now() < deadline,
+            "waited {PATIENCE:?} for `{command}` to {}",
+            if present { "run" } else { "end" }
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
@@ -248,11 +275,13 @@ fn a_tool_call_shows_its_arguments_and_its_result_folded() {
 #[test]
 fn ctrl_c_aborts_a_long_tool_and_the_chat_goes_on() {
     let dir = tempfile::tempdir().unwrap();
+    // A sleep no other test runs, to find its process.
+    let sleeper = format!("sleep 600.{}", std::process::id());
     let model = ModelServer::start(vec![
         calls(
             "call_1",
             "bash",
-            json!({"command": "echo started; sleep 600"}),
+            json!({"command": format!("echo started; {sleeper}")}),
         ),
         says("Still here."),
     ]);
@@ -261,7 +290,7 @@ fn ctrl_c_aborts_a_long_tool_and_the_chat_goes_on() {
     // The status line says what runs, with the time and the tokens, while the command sleeps.
     let screen = terminal.wait_text("bash: started");
     assert!(
-        screen.contains("→ bash(echo started; sleep 600)"),
+        screen.contains(&format!("→ bash(echo started; {sleeper})")),
         "{screen}"
     );
     // The status line: the tool's progress, the time since the prompt, the tokens of the run so far.
@@ -278,8 +307,11 @@ fn ctrl_c_aborts_a_long_tool_and_the_chat_goes_on() {
         "{status}"
     );
     assert_eq!(tokens.trim_end(), "· 20 tokens in, 5 out · Ctrl-C stops");
+    wait_process(&sleeper, true);
     terminal.keys(&["C-c"]);
     let screen = terminal.wait_text("[run aborted");
+    // The cancelled call's process is gone.
+    wait_process(&sleeper, false);
     assert!(
         screen.contains("[interrupted: stopping the run]"),
         "{screen}"
