@@ -6,7 +6,8 @@
 //! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem mcp [--http ADDR [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
 //!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
-//! yiem chat [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
+//! yiem chat [--approve TOOL]... [--allow TOOL]... [--resume FILE] [--mcp CMD]... [--mcp-url URL]...
+//!           [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! ```
 //!
 //! Shell flags (how `bash` is confined): `--sandbox auto|bubblewrap|landlock`, `--shell-network`,
@@ -24,6 +25,8 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 use yiem_core::{AgentTool, Content, Dialect, ToolStore, register_all_tools};
+
+mod chat;
 
 yiem_core::link_tools!(yiem_tools);
 
@@ -57,11 +60,19 @@ enum Command {
         #[command(flatten)]
         shell: ShellFlags,
     },
-    /// Chat with an agent that has the built-in tools, one prompt per line of stdin. The model comes
-    /// from the environment: YIEM_PROVIDER=openai (YIEM_BASE_URL, OPENAI_API_KEY), anthropic
-    /// (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or gemini (GEMINI_API_KEY, GEMINI_BASE_URL), with
+    /// Chat with an agent that has the built-in tools. In a terminal: a prompt with line editing and
+    /// history (a line ending in `\` or Alt-Enter continues the text), a status line while the model works,
+    /// Ctrl-C to stop a run, Ctrl-D (or Ctrl-C twice) to leave; from a pipe, one prompt per line of
+    /// stdin, plain output. Commands: /tools, /model, /reset, /save FILE, /load FILE, /help, /exit.
+    ///
+    /// Calls of bash, edit, write and write_tool, of MCP tools not marked read-only, and of tools that
+    /// ask for it wait for your answer: [y]es / [n]o / [a]lways / [e]dit (from a pipe, the next line).
+    ///
+    /// The model comes from the environment: YIEM_PROVIDER=openai (YIEM_BASE_URL, OPENAI_API_KEY),
+    /// anthropic (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or gemini (GEMINI_API_KEY, GEMINI_BASE_URL), with
     /// YIEM_MODEL; YIEM_BASE_URL alone means openai. Without them, an offline scripted model that says how
-    /// to configure one. Exits 1 when a run ended in a model error (shown as `[error: ...]`).
+    /// to configure one. The history is kept in $YIEM_HISTORY, else in yiem/history under the user's data
+    /// directory. Exits 1 when the last run ended in a model error (shown as `[error: ...]`).
     Chat {
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
@@ -88,6 +99,16 @@ enum Command {
         /// ones), e.g. `--mcp-prefix remote_`.
         #[arg(long, value_name = "PREFIX", default_value = "")]
         mcp_prefix: String,
+        /// Calls of this tool wait for your approval (repeatable; bash, edit, write and write_tool do by
+        /// default).
+        #[arg(long, value_name = "TOOL")]
+        approve: Vec<String>,
+        /// Calls of this tool run without asking (repeatable); `--allow all`: no call waits.
+        #[arg(long, value_name = "TOOL")]
+        allow: Vec<String>,
+        /// Continue the conversation saved with `/save FILE`.
+        #[arg(long, value_name = "FILE")]
+        resume: Option<PathBuf>,
     },
 }
 
@@ -263,16 +284,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             mcp,
             mcp_url,
             mcp_prefix,
+            approve,
+            allow,
+            resume,
         } => {
             shell.apply();
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
-            let servers = McpServers {
-                commands: mcp,
-                urls: mcp_url,
-                prefix: mcp_prefix,
-            };
-            return chat(store(root, tools_dir)?, system, servers);
+            return chat::chat(chat::ChatOptions {
+                store: store(root, tools_dir)?,
+                system,
+                servers: chat::McpServers {
+                    commands: mcp,
+                    urls: mcp_url,
+                    prefix: mcp_prefix,
+                },
+                approve,
+                allow,
+                resume,
+            });
         }
     };
     if let ToolsCommand::Call {
@@ -344,138 +374,6 @@ fn store(root: yiem_tools::ToolRoot, tools_dir: PathBuf) -> Result<ToolStore, Fa
         .with_state(yiem_tools::write_tool::ToolsDir::new(tools_dir).refusing_names_of(&store));
     register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
     Ok(store)
-}
-
-/// `yiem chat`: one agent run per line of stdin, printing the reply as it streams and the tool calls.
-/// `chat --mcp`, `--mcp-url` and `--mcp-prefix`: the MCP servers whose tools join the agent's.
-struct McpServers {
-    commands: Vec<String>,
-    urls: Vec<String>,
-    prefix: String,
-}
-
-impl McpServers {
-    /// Connects to every server and registers its tools into `store`; the clients must outlive the chat.
-    fn connect(
-        self,
-        runtime: &tokio::runtime::Runtime,
-        store: &mut ToolStore,
-    ) -> Result<Vec<yiem_core::mcp::McpClient>, Failure> {
-        use yiem_core::mcp::McpClient;
-        let mut builders = Vec::new();
-        for line in &self.commands {
-            let mut words = line.split_whitespace();
-            let Some(program) = words.next() else {
-                return Err(bad_input(
-                    "--mcp: give a command line, e.g. --mcp 'npx -y some-server'",
-                ));
-            };
-            builders.push(McpClient::command(
-                program,
-                words.map(str::to_owned).collect::<Vec<_>>(),
-            ));
-        }
-        builders.extend(self.urls.iter().map(McpClient::http));
-        let mut clients = Vec::new();
-        for builder in builders {
-            let client = runtime
-                .block_on(builder.prefix(self.prefix.clone()).connect())
-                .map_err(|error| bad_input(error.to_string()))?;
-            let names = runtime
-                .block_on(client.register(store))
-                .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
-            eprintln!("[MCP server `{}`: {}]", client.name(), names.join(", "));
-            clients.push(client);
-        }
-        Ok(clients)
-    }
-}
-
-fn chat(store: ToolStore, system: String, servers: McpServers) -> Result<(), Failure> {
-    use std::io::BufRead;
-    use yiem_core::{Agent, AgentEvent, AgentMessage, ScriptedModel, ScriptedTurn, StopReason};
-
-    // The provider comes from the environment (see `yiem_core::llm::model_from_env`); offline by default.
-    let configured = yiem_core::llm::model_from_env()
-        .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
-    let mut store = store;
-    let runtime = runtime()?;
-    let _mcp_clients = servers.connect(&runtime, &mut store)?;
-    if let Some(selected) = &configured {
-        // A tool the provider cannot take would fail every request: it is left out, and said so.
-        for tool in store.tools() {
-            if let Err(error) = tool.definition(selected.dialect) {
-                eprintln!("[{} left out: {error}]", tool.name());
-                store.remove(tool.name());
-            }
-        }
-    }
-    let builder = Agent::builder().system_prompt(system).tools(store.clone());
-    let agent = match configured {
-        Some(selected) => {
-            eprintln!("[{}]", selected.description);
-            builder.shared_model(selected.model).build()
-        }
-        None => {
-            let tools = store.names().join(", ");
-            builder
-                .model(ScriptedModel::from_fn(move |_| {
-                    ScriptedTurn::text(format!(
-                        "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) \
-                         with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
-                         to chat with a real one. My tools: {tools}."
-                    ))
-                }))
-                .build()
-        }
-    };
-    agent.on_event(|event| {
-        let mut out = std::io::stdout().lock();
-        let _ = match event {
-            AgentEvent::MessageUpdate { delta, .. } if delta["type"] == "text_delta" => {
-                write!(out, "{}", delta["text"].as_str().unwrap_or_default())
-            }
-            AgentEvent::MessageEnd { message } => match &**message {
-                AgentMessage::Assistant(reply)
-                    if !reply.text_content().is_empty() || reply.error.is_some() =>
-                {
-                    match &reply.error {
-                        Some(error) => writeln!(out, "\n[error: {error}]"),
-                        None => writeln!(out),
-                    }
-                }
-                _ => Ok(()),
-            },
-            AgentEvent::ToolExecutionStart { call } => {
-                writeln!(out, "→ {} {}", call.name, call.arguments)
-            }
-            AgentEvent::ToolExecutionEnd { call, is_error, .. } => {
-                writeln!(out, "{} {}", if *is_error { "✗" } else { "✓" }, call.name)
-            }
-            _ => Ok(()),
-        };
-        let _ = out.flush();
-    });
-    let mut failures = 0;
-    for line in std::io::stdin().lock().lines() {
-        let line =
-            line.map_err(|error| Failure::Internal(format!("cannot read stdin: {error}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let added = runtime.block_on(agent.prompt(line));
-        // The error was printed as the reply ended; the exit status says so too.
-        let failed = added.messages.iter().rev().any(|message| {
-            matches!(message, AgentMessage::Assistant(reply) if reply.stop_reason == StopReason::Error)
-        });
-        failures += usize::from(failed);
-    }
-    if failures > 0 {
-        return Err(Failure::Internal(format!(
-            "{failures} run(s) ended in a model error"
-        )));
-    }
-    Ok(())
 }
 
 /// `--root DIR`, else the current directory: the root directory of the file tools and `bash`.

@@ -4,6 +4,10 @@ use std::process::{Command, Output};
 
 use serde_json::{Value, json};
 
+mod model_server;
+
+use model_server::{ModelServer, Part, sse};
+
 fn yiem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_yiem"))
         .args(args)
@@ -375,50 +379,15 @@ fn chat_without_a_model_says_how_to_configure_one() {
     );
 }
 
-/// A one-thread HTTP server on loopback that answers each request with the next SSE body and records the
-/// request bodies.
-fn sse_server(bodies: Vec<String>) -> (String, std::thread::JoinHandle<Vec<String>>) {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let handle = std::thread::spawn(move || {
-        let mut requests = Vec::new();
-        for body in bodies {
-            let (stream, _) = listener.accept().unwrap();
-            let mut reader = BufReader::new(stream.try_clone().unwrap());
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                reader.read_line(&mut line).unwrap();
-                if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = value.trim().parse().unwrap();
-                }
-                if line == "\r\n" {
-                    break;
-                }
-            }
-            let mut request = vec![0; length];
-            reader.read_exact(&mut request).unwrap();
-            requests.push(String::from_utf8(request).unwrap());
-            let mut stream = stream;
-            write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{body}"
-            )
-            .unwrap();
-        }
-        requests
-    });
-    (url, handle)
-}
-
-fn sse(chunks: &[Value]) -> String {
-    let mut body: String = chunks
-        .iter()
-        .map(|chunk| format!("data: {chunk}\n\n"))
-        .collect();
-    body.push_str("data: [DONE]\n\n");
-    body
+/// A scripted model on loopback answering with these SSE bodies, one per request; its URL and the server.
+fn sse_server(bodies: Vec<String>) -> (String, ModelServer) {
+    let server = ModelServer::start(
+        bodies
+            .into_iter()
+            .map(|body| vec![Part::Bytes(body)])
+            .collect(),
+    );
+    (server.url.clone(), server)
 }
 
 #[test]
@@ -460,8 +429,8 @@ fn chat_runs_the_agent_loop_against_an_openai_compatible_server() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(stdout(&output), "→ ls {}\n✓ ls\nThere is one file.\n");
-    let requests = server.join().unwrap();
-    let second: Value = serde_json::from_str(&requests[1]).unwrap();
+    let requests = server.requests();
+    let second = &requests[1];
     assert_eq!(second["model"], "test-model");
     let tool_result = second["messages"]
         .as_array()
@@ -562,8 +531,8 @@ fn chat_talks_to_anthropic_when_yiem_provider_says_so() {
         "{}",
         stderr(&output)
     );
-    let requests = server.join().unwrap();
-    let second: Value = serde_json::from_str(&requests[1]).unwrap();
+    let requests = server.requests();
+    let second = &requests[1];
     assert_eq!(second["model"], "claude-test");
     let results = &second["messages"].as_array().unwrap().last().unwrap()["content"][0];
     assert_eq!(results["type"], "tool_result");
@@ -598,7 +567,7 @@ fn chat_shows_a_gemini_error_and_exits_1() {
         stdout(&output)
     );
     assert!(
-        stderr(&output).contains("1 run(s) ended in a model error"),
+        stderr(&output).contains("yiem: error: the last run ended in a model error"),
         "{}",
         stderr(&output)
     );
@@ -609,7 +578,7 @@ fn chat_shows_a_gemini_error_and_exits_1() {
         "{}",
         stderr(&output)
     );
-    server.join().unwrap();
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[test]
@@ -693,4 +662,377 @@ fn chat_with_an_mcp_server_that_does_not_start_exits_2_naming_it() {
         stderr.contains("MCP server `/nonexistent/server` could not be connected: cannot start"),
         "{stderr}"
     );
+}
+
+/// Runs `yiem chat ARGS` against the scripted OpenAI-compatible `model`, feeding it `input`.
+fn chat_against(model: &ModelServer, args: &[&str], input: &[u8]) -> std::process::Output {
+    chat_with(
+        args,
+        &[
+            ("YIEM_BASE_URL", model.url.as_str()),
+            ("OPENAI_API_KEY", "sk-test"),
+            ("YIEM_MODEL", "test-model"),
+            ("YIEM_HISTORY", ""),
+        ],
+        input,
+    )
+}
+
+#[test]
+fn chat_from_a_pipe_reads_an_approval_from_the_next_line() {
+    let root = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "write", json!({"path": "a.txt", "content": "x"})),
+        model_server::says("Not written."),
+    ]);
+    let root_arg = root.path().to_str().unwrap();
+    let output = chat_against(&model, &["--root", root_arg], b"write a.txt\nn\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "→ write {\"path\":\"a.txt\",\"content\":\"x\"}\n\
+         allow write(path: a.txt, content: x)? [y]es / [n]o / [a]lways / [e]dit: \n\
+         [write denied]\n\
+         ✗ write\n\
+         Not written.\n"
+    );
+    assert!(!root.path().join("a.txt").exists());
+}
+
+#[test]
+fn chat_from_a_pipe_edits_the_arguments_of_a_call_before_it_runs() {
+    let root = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "write", json!({"path": "a.txt", "content": "x"})),
+        model_server::says("Done."),
+    ]);
+    let root_arg = root.path().to_str().unwrap();
+    let input = b"write a.txt\ne\n[1]\nnot json\n{\"path\": \"b.txt\", \"content\": \"edited\"}\n";
+    let output = chat_against(&model, &["--root", root_arg], input);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.contains("the arguments must be a JSON object, e.g. {\"command\": \"ls\"}\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains("not valid JSON (expected ident at line 1 column 2); edit them again\n"),
+        "{said}"
+    );
+    assert!(said.contains("✓ write\nDone.\n"), "{said}");
+    assert!(!root.path().join("a.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("b.txt")).unwrap(),
+        "edited"
+    );
+}
+
+#[test]
+fn chat_with_allow_runs_the_call_unasked_and_the_input_ending_denies_a_waiting_one() {
+    let root = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "write", json!({"path": "a.txt", "content": "x"})),
+        model_server::says("Written."),
+        model_server::calls(
+            "call_2",
+            "edit",
+            json!({"path": "a.txt", "old": "x", "new": "y"}),
+        ),
+        model_server::says("Not edited."),
+    ]);
+    let root_arg = root.path().to_str().unwrap();
+    let allowed = chat_against(
+        &model,
+        &["--root", root_arg, "--allow", "write"],
+        b"write a.txt\n",
+    );
+    assert!(allowed.status.success(), "{}", stderr(&allowed));
+    assert_eq!(
+        stdout(&allowed),
+        "→ write {\"path\":\"a.txt\",\"content\":\"x\"}\n✓ write\nWritten.\n"
+    );
+    // No line answers the question: the call is denied, and the chat ends normally.
+    let unanswered = chat_against(&model, &["--root", root_arg], b"edit a.txt\n");
+    assert!(unanswered.status.success(), "{}", stderr(&unanswered));
+    assert!(
+        stdout(&unanswered).contains("✗ edit\nNot edited.\n"),
+        "{}",
+        stdout(&unanswered)
+    );
+    let denied = &model.requests()[3]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        denied["content"]
+            .as_str()
+            .unwrap()
+            .contains("the input ended before an answer"),
+        "{denied}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("a.txt")).unwrap(),
+        "x"
+    );
+}
+
+#[test]
+fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.json");
+    let input = format!(
+        "hello\n/model\n/tools\n/save {}\n/frobnicate\n/save\n/reset\n/save {}\n/exit\nnever sent\n",
+        saved.display(),
+        dir.path().join("empty.json").display()
+    );
+    let output = chat_with(&[], &[("YIEM_HISTORY", "")], input.as_bytes());
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.contains(
+            "[model: offline: a scripted model (set YIEM_PROVIDER to chat with a real one)]\n"
+        ),
+        "{said}"
+    );
+    assert!(said.contains("NAME        LABEL"), "{said}");
+    assert!(
+        said.contains(&format!("[saved 2 messages to {}]\n", saved.display())),
+        "{said}"
+    );
+    assert!(said.contains("unknown command `/frobnicate`: use /tools, /model, /reset, /save FILE, /load FILE, /help or /exit\n"), "{said}");
+    assert!(said.contains("/save needs a file: /save FILE\n"), "{said}");
+    assert!(said.contains("[a new conversation]\n"), "{said}");
+    assert!(said.contains("[saved 0 messages to"), "{said}");
+    let run = yiem_core::AgentRun::from_json(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    assert_eq!(run.messages().len(), 2);
+    // Loading it goes on from there.
+    let output = chat_with(
+        &["--resume", saved.to_str().unwrap()],
+        &[("YIEM_HISTORY", "")],
+        b"",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        stdout(&output).starts_with(&format!(
+            "[loaded 2 messages from {}]\n[last reply: (offline)",
+            saved.display()
+        )),
+        "{}",
+        stdout(&output)
+    );
+}
+
+#[test]
+fn chat_resume_of_a_file_that_is_no_saved_chat_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "just notes").unwrap();
+    let output = chat_with(&["--resume", file.to_str().unwrap()], &[], b"hello\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!(
+            "yiem: error: {} is not a saved chat: ",
+            file.display()
+        )),
+        "{}",
+        stderr(&output)
+    );
+    let missing = dir.path().join("missing.json");
+    let output = chat_with(&["--resume", missing.to_str().unwrap()], &[], b"hello\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).starts_with(&format!("yiem: error: cannot read {}: ", missing.display())),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn chat_exit_status_follows_the_last_run() {
+    // A stream that ends before its reply is complete is a model error.
+    let cut_short = || vec![Part::Bytes(model_server::event(model_server::text("half")))];
+    let model = ModelServer::start(vec![cut_short(), model_server::says("Fine now.")]);
+    let recovered = chat_against(&model, &[], b"one\ntwo\n");
+    assert!(recovered.status.success(), "{}", stderr(&recovered));
+    assert!(
+        stdout(&recovered).contains("[error: "),
+        "{}",
+        stdout(&recovered)
+    );
+    assert!(
+        stdout(&recovered).ends_with("Fine now.\n"),
+        "{}",
+        stdout(&recovered)
+    );
+    let model = ModelServer::start(vec![model_server::says("Fine."), cut_short()]);
+    let failed = chat_against(&model, &[], b"one\ntwo\n");
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    assert!(
+        stderr(&failed).ends_with("yiem: error: the last run ended in a model error\n"),
+        "{}",
+        stderr(&failed)
+    );
+}
+
+#[test]
+fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
+    use yiem_core::{Agent, RunStop, ScriptedModel, ScriptedTurn, ToolStore};
+    let root = tempfile::tempdir().unwrap();
+    // Another program's agent stopped at a call of `write` that waits for approval, and saved the run.
+    let mut store =
+        ToolStore::new("saved").with_state(yiem_tools::ToolRoot::new(root.path()).unwrap());
+    store.register(yiem_tools::write::write_tool()).unwrap();
+    let agent = Agent::builder()
+        .tools(store)
+        .require_approval(["write"])
+        .model(ScriptedModel::new([ScriptedTurn::tool_call(
+            "write",
+            json!({"path": "saved.txt", "content": "approved later"}),
+        )]))
+        .build();
+    let outcome = tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(agent.prompt("write saved.txt"));
+    assert!(
+        matches!(outcome.stop, RunStop::AwaitingApproval { .. }),
+        "{:?}",
+        outcome.stop
+    );
+    let saved = root.path().join("run.json");
+    std::fs::write(&saved, agent.run_state().to_json()).unwrap();
+    let root_arg = root.path().to_str().unwrap();
+    let output = chat_with(
+        &["--root", root_arg, "--resume", saved.to_str().unwrap()],
+        &[("YIEM_HISTORY", "")],
+        b"y\n",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.starts_with(&format!(
+            "[loaded 2 messages from {}]\nallow write(path: saved.txt, content: approved later)? [y]es / [n]o / [a]lways / [e]dit: \n→ write",
+            saved.display()
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains("✓ write\n(offline) No model is configured"),
+        "{said}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("saved.txt")).unwrap(),
+        "approved later"
+    );
+}
+
+#[test]
+fn chat_from_a_pipe_aborts_a_run_on_sigint_and_exits_130_on_one_while_idle() {
+    use std::io::{BufRead, BufReader, Write};
+    let root = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "bash", json!({"command": "sleep 600"})),
+        model_server::says("Still here."),
+    ]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(["chat", "--allow", "bash", "--root"])
+        .arg(root.path())
+        .env_remove("YIEM_PROVIDER")
+        .env("YIEM_BASE_URL", &model.url)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("YIEM_HISTORY", "")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut read_until = |wanted: &str| {
+        let mut seen = String::new();
+        loop {
+            let mut line = String::new();
+            assert_ne!(
+                stdout.read_line(&mut line).unwrap(),
+                0,
+                "no `{wanted}` in {seen}"
+            );
+            seen.push_str(&line);
+            if line.contains(wanted) {
+                return seen;
+            }
+        }
+    };
+    let pid = child.id().to_string();
+    let interrupt = || {
+        let kill = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        assert!(kill.success());
+    };
+    writeln!(stdin, "sleep a while").unwrap();
+    read_until("→ bash");
+    interrupt();
+    // (Whether the signal came as the model's stream ended or while `sleep` ran, the run stops.)
+    read_until("[run aborted: every call has its result; the next prompt goes on]");
+    writeln!(stdin, "again\n/model").unwrap();
+    read_until("Still here.");
+    // `/model` answered: the chat waits for the next line, with no run under way.
+    read_until("[model: ");
+    interrupt();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn chat_model_command_switches_the_model_and_keeps_the_conversation() {
+    let model = ModelServer::start(vec![
+        model_server::says("First."),
+        model_server::says("Second."),
+    ]);
+    let output = chat_against(&model, &[], b"one\n/model\n/model other-model\ntwo\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let endpoint = format!("{}/chat/completions", model.url);
+    assert_eq!(
+        stdout(&output),
+        format!(
+            "First.\n[model: test-model at {endpoint}]\n[model: other-model at {endpoint}]\nSecond.\n"
+        )
+    );
+    let requests = model.requests();
+    assert_eq!(requests[0]["model"], "test-model");
+    assert_eq!(requests[1]["model"], "other-model");
+    let contents: Vec<&Value> = requests[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| &message["content"])
+        .collect();
+    assert!(
+        contents.contains(&&json!("one")) && contents.contains(&&json!("First.")),
+        "{contents:?}"
+    );
+    // Offline there is no provider to switch within.
+    let offline = chat_with(&[], &[("YIEM_HISTORY", "")], b"/model gpt-x\n");
+    assert!(
+        stdout(&offline).contains(
+            "/model NAME needs a provider: set YIEM_PROVIDER (or YIEM_BASE_URL) and its key\n"
+        ),
+        "{}",
+        stdout(&offline)
+    );
+}
+
+#[test]
+fn chat_approve_or_allow_of_a_tool_that_does_not_exist_is_bad_input() {
+    for flag in ["--approve", "--allow"] {
+        let output = chat_with(&[flag, "bsh"], &[], b"hello\n");
+        assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+        assert_eq!(
+            stderr(&output),
+            format!(
+                "yiem: error: {flag} bsh: there is no tool `bsh`; the tools are: bash, edit, get_time, grep, \
+                 list_tools, ls, read, write, write_tool\n"
+            )
+        );
+    }
 }

@@ -1,0 +1,168 @@
+//! Which calls wait for the person at the chat ([`Approvals`]), and asking them inline:
+//! `[y]es / [n]o / [a]lways / [e]dit`.
+//!
+//! By default the calls of `bash`, `edit`, `write` and `write_tool` (they run commands or change files)
+//! wait, and so do the calls of every MCP tool not marked read-only, and of every tool that asks for it
+//! itself (`#[tool(needs_approval)]`). `--approve TOOL` adds a tool, `--allow TOOL` lets one run unasked,
+//! and `--allow all` lets every call run unasked. `a` (always) lets the tool run unasked for the rest
+//! of the session.
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value;
+use yiem_core::{ApprovalPolicy, Decision, PendingApproval};
+
+use super::input::{Input, Line};
+use super::render::{Renderer, short_arguments};
+
+/// The built-in tools whose calls wait for approval unless `--allow`ed.
+pub const ASKING_BUILT_INS: &[&str] = &["bash", "edit", "write", "write_tool"];
+
+/// The chat's approval rules, and the tools `always` was answered for.
+#[derive(Clone)]
+pub struct Approvals {
+    rules: Arc<Rules>,
+    always: Arc<Mutex<HashSet<String>>>,
+}
+
+struct Rules {
+    /// Tools whose calls wait.
+    asking: HashSet<String>,
+    /// Tools whose calls never wait.
+    allowed: HashSet<String>,
+    /// `--allow all`.
+    allow_all: bool,
+}
+
+impl Approvals {
+    /// The rules from `--approve` (`approve`), `--allow` (`allow`) and the MCP tools that are not
+    /// read-only (`mcp_asking`).
+    pub fn new(approve: Vec<String>, allow: Vec<String>, mcp_asking: Vec<String>) -> Self {
+        let allow_all = allow.iter().any(|name| name == "all");
+        let asking = ASKING_BUILT_INS
+            .iter()
+            .map(|name| (*name).to_owned())
+            .chain(mcp_asking)
+            .chain(approve)
+            .collect();
+        Approvals {
+            rules: Arc::new(Rules {
+                asking,
+                allowed: allow.into_iter().collect(),
+                allow_all,
+            }),
+            always: Arc::default(),
+        }
+    }
+
+    /// The agent's policy: these rules, read at every call.
+    pub fn policy(&self) -> ApprovalPolicy {
+        let approvals = self.clone();
+        ApprovalPolicy::new(move |call, tool| {
+            let rules = &approvals.rules;
+            if rules.allow_all
+                || rules.allowed.contains(&call.name)
+                || approvals.always().contains(&call.name)
+            {
+                return None;
+            }
+            if rules.asking.contains(&call.name) {
+                return Some(format!("`{}` runs only when you approve it", call.name));
+            }
+            ApprovalPolicy::tool_default(call, tool)
+        })
+    }
+
+    fn always(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.always.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Asks about each pending call in turn; Ctrl-C or the end of input denies the rest.
+    pub fn ask(
+        &self,
+        input: &mut Input,
+        out: &mut Renderer,
+        pending: &[PendingApproval],
+    ) -> Vec<(String, Decision)> {
+        let mut decisions = Vec::new();
+        let mut stopped = None;
+        for waiting in pending {
+            if let Some(reason) = &stopped {
+                decisions.push((waiting.call_id.clone(), Decision::deny(reason)));
+                continue;
+            }
+            match self.ask_one(input, out, waiting) {
+                Ok(decision) => decisions.push((waiting.call_id.clone(), decision)),
+                Err(reason) => {
+                    decisions.push((waiting.call_id.clone(), Decision::deny(&reason)));
+                    stopped = Some(reason);
+                }
+            }
+        }
+        decisions
+    }
+
+    /// One call's decision, or why there was none.
+    fn ask_one(
+        &self,
+        input: &mut Input,
+        out: &mut Renderer,
+        waiting: &PendingApproval,
+    ) -> Result<Decision, String> {
+        let question = format!(
+            "allow {}({})? [y]es / [n]o / [a]lways / [e]dit: ",
+            waiting.tool_name,
+            short_arguments(&waiting.arguments)
+        );
+        loop {
+            let answer = match input.ask(&question, "") {
+                Line::Text(answer) => answer,
+                Line::Interrupted => return Err("the user interrupted the question".into()),
+                Line::End => return Err("the input ended before an answer".into()),
+            };
+            match answer.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" => return Ok(Decision::Approve),
+                "n" | "no" => {
+                    out.note(&format!("[{} denied]", waiting.tool_name));
+                    return Ok(Decision::deny("the user said no"));
+                }
+                "a" | "always" => {
+                    self.always().insert(waiting.tool_name.clone());
+                    out.note(&format!(
+                        "[{} runs unasked for the rest of this session]",
+                        waiting.tool_name
+                    ));
+                    return Ok(Decision::AlwaysApprove);
+                }
+                "e" | "edit" => {
+                    if let Some(arguments) = edited(input, out, &waiting.arguments)? {
+                        return Ok(Decision::ApproveWith { arguments });
+                    }
+                }
+                _ => out.error("answer y (run it), n (do not), a (always run this tool) or e (edit the arguments)"),
+            }
+        }
+    }
+}
+
+/// The arguments as the person edits them (a JSON object); `None` when they gave up on editing.
+fn edited(
+    input: &mut Input,
+    out: &mut Renderer,
+    arguments: &Value,
+) -> Result<Option<Value>, String> {
+    let mut text = arguments.to_string();
+    loop {
+        text = match input.ask("arguments (JSON): ", &text) {
+            Line::Text(text) => text,
+            Line::Interrupted => return Ok(None),
+            Line::End => return Err("the input ended before an answer".into()),
+        };
+        match serde_json::from_str::<Value>(&text) {
+            Ok(value) if value.is_object() => return Ok(Some(value)),
+            Ok(_) => out.error("the arguments must be a JSON object, e.g. {\"command\": \"ls\"}"),
+            Err(error) => out.error(&format!("not valid JSON ({error}); edit them again")),
+        }
+    }
+}
