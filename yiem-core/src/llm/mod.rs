@@ -24,6 +24,7 @@ mod openai_format;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod partial;
 mod replay;
+mod reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod retry;
 mod scripted;
@@ -72,6 +73,7 @@ pub use openai_format::{
 pub use partial::partial_arguments;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
+pub use reply::stream_reply;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
