@@ -85,7 +85,9 @@ impl Notes {
     }
 }
 
+pub mod durable;
 pub mod installed;
 pub mod poll;
+pub mod restate;
 pub mod resumable;
 pub mod updates;
