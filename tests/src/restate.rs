@@ -110,6 +110,8 @@ impl RestateServer {
             .env("RESTATE_DEFAULT_NUM_PARTITIONS", "2")
             .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MB")
             .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("RESTATE_LOG_FORMAT", "compact")
+            .env("RESTATE_LOG_DISABLE_ANSI_CODES", "true")
             // A killed service is retried soon, and for long enough on a loaded machine.
             .env("RESTATE_DEFAULT_RETRY_POLICY__INITIAL_INTERVAL", "50ms")
             .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL", "500ms")
@@ -165,7 +167,8 @@ impl RestateServer {
     pub async fn call(&self, conversation: &str, handler: &str, body: Option<Value>) -> (u16, Value) {
         let request = self
             .http
-            .post(format!("{}/Agent/{conversation}/{handler}", self.ingress));
+            .post(format!("{}/Agent/{conversation}/{handler}", self.ingress))
+            .timeout(PATIENCE);
         let request = match body {
             Some(body) => request.json(&body),
             None => request,
@@ -193,15 +196,29 @@ impl RestateServer {
 
     /// Waits for the invocation `id` to finish: its status and answer.
     pub async fn attach(&self, id: &str) -> (u16, Value) {
-        answer(
-            self.http
-                .get(format!("{}/restate/invocation/{id}/attach", self.ingress))
-                .timeout(PATIENCE)
-                .send()
-                .await
-                .expect("the ingress answers"),
-        )
-        .await
+        let response = self
+            .http
+            .get(format!("{}/restate/invocation/{id}/attach", self.ingress))
+            .timeout(PATIENCE)
+            .send()
+            .await;
+        match response {
+            Ok(response) => answer(response).await,
+            Err(error) => panic!(
+                "invocation {id} did not finish: {error}\n--- server log (warnings) ---\n{}",
+                self.warnings()
+            ),
+        }
+    }
+
+    /// The warnings and errors of the server's log.
+    pub fn warnings(&self) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log
+            .lines()
+            .filter(|line| line.contains("WARN") || line.contains("ERROR") || line.contains("error"))
+            .collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
     }
 
     /// The `conversation` handler's answer.
@@ -240,8 +257,17 @@ impl Service {
         command
             .env("YIEM_RESTATE_LISTEN", format!("127.0.0.1:{port}"))
             .env("RUST_LOG", "info")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+            .stdout(Stdio::null());
+        match std::env::var_os("YIEM_RESTATE_SERVICE_LOG") {
+            Some(log) => command.stderr(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(log)
+                    .expect("the service log opens"),
+            ),
+            None => command.stderr(Stdio::null()),
+        };
         for (name, value) in env {
             command.env(name, value);
         }

@@ -121,3 +121,187 @@ async fn a_three_turn_run_with_two_tools_per_turn_completes() {
     assert_eq!(view["messages"], report["messages"]);
     assert_eq!(view["stop"], json!({"reason": "finished"}));
 }
+
+/// Runs `three turns` on `conversation` with the service stopped at `boundary`: waits for the marker,
+/// SIGKILLs the service, starts it again, and waits for the run. The report, the effects and the
+/// conversation (without timestamps).
+async fn crash_at(
+    server: &RestateServer,
+    conversation: &str,
+    boundary: &str,
+) -> (Value, Vec<String>, Value) {
+    let dir = TempDir::new("restate-crash");
+    let port = free_port();
+    let doomed = service(server, &dir, port, Some(boundary)).await;
+    let invocation = server.send_prompt(conversation, "three turns").await;
+    let marker = dir.join("marker");
+    assert!(
+        wait_until(|| marker.exists(), PATIENCE).await,
+        "the service never reached `{boundary}`"
+    );
+    doomed.kill();
+    let _again = service(server, &dir, port, None).await;
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "after a crash at `{boundary}`: {report}");
+    let messages = without_timestamps(server.conversation(conversation).await["messages"].clone());
+    (report, effects(&dir.join("effects")), messages)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_at_every_step_boundary_completes_with_each_effect_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-baseline");
+    let baseline_service = service(&server, &dir, free_port(), None).await;
+    let (status, baseline) = server
+        .call("baseline", "start", Some(json!({"prompt": "three turns"})))
+        .await;
+    assert_eq!(status, 200, "{baseline}");
+    assert_eq!(effects(&dir.join("effects")), three_turn_effects());
+    let baseline_conversation = without_timestamps(server.conversation("baseline").await["messages"].clone());
+    baseline_service.kill();
+
+    for boundary in [
+        // After the first model call.
+        "model 1",
+        // In the middle of a tool batch: its first call is durable, its second has not run.
+        "turn 1 tool get_weather call_1",
+        // After a batch: both calls durable, the next model call not made.
+        "turn 1 tool add_note call_2",
+        // In the middle of the last batch, and after the last model call.
+        "turn 3 tool get_weather call_1",
+        "model 4",
+    ] {
+        let conversation = format!("crash-{}", boundary.replace(' ', "-"));
+        let (report, effects, conversation) = crash_at(&server, &conversation, boundary).await;
+        assert_eq!(report["stop"], json!({"reason": "finished"}), "at `{boundary}`");
+        assert_eq!(report["text"], baseline["text"], "at `{boundary}`");
+        assert_eq!(effects, three_turn_effects(), "each effect once, killed at `{boundary}`");
+        assert_eq!(conversation, baseline_conversation, "the same conversation, killed at `{boundary}`");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-approval");
+    let port = free_port();
+    let first = service(&server, &dir, port, None).await;
+    let invocation = server.send_prompt("approval", "publish").await;
+
+    // The run waits: the conversation shows the waiting call, and nothing ran.
+    let mut waiting = Value::Null;
+    for _ in 0..(PATIENCE.as_millis() / 50) {
+        waiting = server.conversation("approval").await;
+        if waiting["pending_approvals"].as_array().is_some_and(|pending| !pending.is_empty()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(waiting["pending_approvals"][0]["tool_name"], "publish", "{waiting}");
+    assert_eq!(waiting["pending_approvals"][0]["call_id"], "call_1");
+    assert_eq!(waiting["stop"]["reason"], "awaiting_approval");
+    assert!(effects(&dir.join("effects")).is_empty(), "no call ran before the decision");
+
+    // No process holds the run: the service dies and comes back.
+    first.kill();
+    let _second = service(&server, &dir, port, None).await;
+
+    // A wrong decision is refused and says why; the run still waits.
+    let (status, refused) = server
+        .call(
+            "approval",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "call_9", "decision": "approve"}]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {refused}");
+    let refused = refused.to_string();
+    assert!(
+        refused.contains("no call with id `call_9` is waiting for approval (waiting: `call_1` (publish))"),
+        "{refused}"
+    );
+
+    // An edit resumes it, in the new process.
+    let (status, taken) = server
+        .call(
+            "approval",
+            "approve",
+            Some(json!({"decisions": [{
+                "call_id": "call_1",
+                "decision": "approve_with",
+                "arguments": {"text": "the short version"}
+            }]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    assert_eq!(taken, 1);
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(
+        report["text"],
+        "done: published: the short version | noted: published"
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            r#"call_1 publish {"text":"the short version"}"#,
+            r#"call_2 add_note {"text":"published"}"#,
+        ]
+    );
+    // A second decision finds nothing waiting.
+    let (status, late) = server
+        .call(
+            "approval",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "call_1", "decision": "approve"}]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {late}");
+    assert!(late.to_string().contains("conversation `approval` has no call waiting for approval"), "{late}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_conversations_stay_independent_and_a_steer_lands_after_the_turn() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-two");
+    let _service = service(&server, &dir, free_port(), None).await;
+
+    let slow = server.send_prompt("slow", "slow").await;
+    let started = dir.join("started");
+    assert!(wait_until(|| started.exists(), PATIENCE).await, "the slow tool never started");
+    // While `slow` sits in its tool call: another conversation runs to the end, and a steer queues.
+    let (status, other) = server
+        .call("other", "start", Some(json!({"prompt": "three turns"})))
+        .await;
+    assert_eq!(status, 200, "{other}");
+    assert_eq!(other["stop"], json!({"reason": "finished"}));
+    let (status, steered) = server
+        .call("slow", "steer", Some(json!({"text": "and the wind?"})))
+        .await;
+    assert_eq!(status, 200, "{steered}");
+    std::fs::write(dir.join("release"), b"go").unwrap();
+
+    let (status, report) = server.attach(&slow).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    // The steer came after the turn's tool result, before the next model call.
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "user", "assistant"]
+    );
+    assert_eq!(report["messages"][2]["content"][0]["text"], "released");
+    assert_eq!(report["messages"][3]["content"][0]["text"], "and the wind?");
+    assert_eq!(report["text"], "you said: and the wind?");
+    // Neither conversation saw the other's messages.
+    let other_view = server.conversation("other").await;
+    assert_eq!(other_view["messages"].as_array().unwrap().len(), 11);
+    assert!(!other_view["messages"].to_string().contains("wind"));
+    let mut expected = three_turn_effects();
+    expected.push("call_1 wait_for_release {}".to_owned());
+    expected.sort();
+    assert_eq!(effects(&dir.join("effects")), expected);
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 use restate_sdk::context::RunRetryPolicy;
 use restate_sdk::endpoint::Endpoint;
 use yiem_core::{
-    AgentEvent, ApprovalPolicy, BatchMode, EventBus, Model, RunLimits, ToolExecutor, ToolHooks,
+    AgentEvent, ApprovalPolicy, EventBus, Model, RunLimits, ToolExecutor, ToolHooks,
     ToolStore,
 };
 
@@ -24,7 +24,9 @@ pub(crate) struct Config {
     pub(crate) system_prompt: String,
     pub(crate) model: Arc<ModelFactory>,
     pub(crate) tools: ToolStore,
-    pub(crate) executor: ToolExecutor,
+    pub(crate) hooks: ToolHooks,
+    pub(crate) default_tool_timeout: Option<Duration>,
+    pub(crate) events: EventBus,
     pub(crate) approval: ApprovalPolicy,
     pub(crate) limits: RunLimits,
     pub(crate) model_retry: RunRetryPolicy,
@@ -69,7 +71,9 @@ impl DurableAgent {
             system_prompt: "You are a helpful assistant.".into(),
             model: None,
             tools: ToolStore::new("agent"),
-            executor: ToolExecutor::new().with_mode(BatchMode::Sequential),
+            hooks: ToolHooks::default(),
+            default_tool_timeout: None,
+            events: EventBus::new(),
             approval: ApprovalPolicy::default(),
             limits: RunLimits::default(),
             model_retry: default_model_retry(),
@@ -86,7 +90,21 @@ impl DurableAgent {
 
     /// The bus the agent's events go to (the same events as the in-process agent's).
     pub fn events(&self) -> &EventBus {
-        self.config.executor.events()
+        &self.config.events
+    }
+}
+
+impl Config {
+    /// An executor for one tool step. Each step has its own: the calls of one run go one after another
+    /// anyway, and a call in one conversation must never wait for a call in another.
+    pub(crate) fn executor(&self) -> ToolExecutor {
+        let executor = ToolExecutor::new()
+            .with_hooks(self.hooks.clone())
+            .with_events(self.events.clone());
+        match self.default_tool_timeout {
+            Some(limit) => executor.with_default_timeout(limit),
+            None => executor,
+        }
     }
 }
 
@@ -106,7 +124,9 @@ pub struct DurableAgentBuilder {
     system_prompt: String,
     model: Option<Arc<ModelFactory>>,
     tools: ToolStore,
-    executor: ToolExecutor,
+    hooks: ToolHooks,
+    default_tool_timeout: Option<Duration>,
+    events: EventBus,
     approval: ApprovalPolicy,
     limits: RunLimits,
     model_retry: RunRetryPolicy,
@@ -153,13 +173,13 @@ impl DurableAgentBuilder {
     /// `before_tool_call` and `after_tool_call`, as for the in-process agent. They run inside a tool's
     /// step, so a replayed step does not run them again.
     pub fn tool_hooks(mut self, hooks: ToolHooks) -> Self {
-        self.executor = self.executor.with_hooks(hooks);
+        self.hooks = hooks;
         self
     }
 
     /// The time limit of tool calls whose tool sets none.
     pub fn default_tool_timeout(mut self, limit: Duration) -> Self {
-        self.executor = self.executor.with_default_timeout(limit);
+        self.default_tool_timeout = Some(limit);
         self
     }
 
@@ -207,7 +227,7 @@ impl DurableAgentBuilder {
 
     /// Calls `sink` with every event, inline and in order.
     pub fn on_event(self, sink: impl Fn(&AgentEvent) + Send + Sync + 'static) -> Self {
-        self.executor.events().on_event(sink);
+        self.events.on_event(sink);
         self
     }
 
@@ -227,14 +247,16 @@ impl DurableAgentBuilder {
             .model
             .expect("DurableAgent::builder() needs .model(...) before .build()");
         if self.log_events {
-            self.executor.events().on_event(log_event);
+            self.events.on_event(log_event);
         }
         DurableAgent {
             config: Arc::new(Config {
                 system_prompt: self.system_prompt,
                 model,
                 tools: self.tools,
-                executor: self.executor,
+                hooks: self.hooks,
+                default_tool_timeout: self.default_tool_timeout,
+                events: self.events,
                 approval: self.approval,
                 limits: self.limits,
                 model_retry: self.model_retry,

@@ -84,9 +84,36 @@ impl Driver<'_, '_> {
             match mail {
                 Mail::Steer { message } => run.steer([message]),
                 Mail::FollowUp { message } => run.follow_up([message]),
-                Mail::Abort => run.interrupt("the run was aborted"),
+                Mail::Abort => {
+                    self.transition(run, "abort", |run| run.interrupt("the run was aborted"))
+                        .await?;
+                }
             }
         }
+        Ok(())
+    }
+
+    /// Applies `change` to the run inside a journaled step: for the few transitions that stamp a message
+    /// with the clock (an abort's error results, a terminated run's reply), so that a replay saves the
+    /// very same run instead of one with other timestamps (Restate checks that a replay writes the state
+    /// it wrote before).
+    async fn transition(
+        &self,
+        run: &mut AgentRun,
+        name: &str,
+        change: impl FnOnce(&mut AgentRun) + Send,
+    ) -> Result<(), HandlerError> {
+        let before = run.clone();
+        let Json(after) = self
+            .ctx
+            .run(|| async move {
+                let mut run = before;
+                change(&mut run);
+                Ok(Json(run))
+            })
+            .name(name.to_owned())
+            .await?;
+        *run = after;
         Ok(())
     }
 
@@ -120,7 +147,7 @@ impl Driver<'_, '_> {
     async fn call_model(&self, run: &mut AgentRun) -> Result<(), HandlerError> {
         let config = self.config;
         let turn = run.turns() + 1;
-        let events = config.executor.events();
+        let events = &config.events;
         events.emit(AgentEvent::TurnStart);
         let request = ModelRequest {
             system_prompt: run.system_prompt().to_owned(),
@@ -192,7 +219,7 @@ impl Driver<'_, '_> {
                 .ctx
                 .run(|| async move {
                     let mut batch = config
-                        .executor
+                        .executor()
                         .execute_plan(
                             &config.tools,
                             vec![planned],
@@ -220,8 +247,14 @@ impl Driver<'_, '_> {
             terminate &= step.terminate;
             results.push(step.result);
         }
-        run.tools_ran(results.clone(), terminate);
-        config.executor.events().emit(AgentEvent::TurnEnd {
+        if terminate {
+            let results = results.clone();
+            self.transition(run, "terminate", move |run| run.tools_ran(results, true))
+                .await?;
+        } else {
+            run.tools_ran(results.clone(), false);
+        }
+        config.events.emit(AgentEvent::TurnEnd {
             message: shared,
             tool_results: results.into(),
         });
@@ -254,12 +287,16 @@ impl Driver<'_, '_> {
                 }
             }
             Answer::Abort => {
-                let denied = pending
+                let denied: Vec<(String, Decision)> = pending
                     .iter()
-                    .map(|call| (call.call_id.clone(), Decision::deny("the run was aborted")));
-                if run.decide(denied).is_ok() {
-                    run.interrupt("the run was aborted");
-                }
+                    .map(|call| (call.call_id.clone(), Decision::deny("the run was aborted")))
+                    .collect();
+                self.transition(run, "abort", move |run| {
+                    if run.decide(denied).is_ok() {
+                        run.interrupt("the run was aborted");
+                    }
+                })
+                .await?;
             }
         }
         Ok(())

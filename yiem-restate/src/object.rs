@@ -37,10 +37,15 @@ impl DurableAgent {
                 key: key.clone(),
             };
             driver.read_mail_before_start(&mut run).await?;
-            let events = config.executor.events();
+            let events = &config.events;
             events.emit(AgentEvent::AgentStart);
             let from = run.messages().len();
-            run.start(vec![UserMessage::text(request.prompt)]);
+            // The prompt's timestamp is journaled, so a replay saves the same run.
+            let Json(prompt) = ctx
+                .run(|| async move { Ok(Json(UserMessage::text(request.prompt))) })
+                .name("prompt")
+                .await?;
+            run.start(vec![prompt]);
             for message in &run.messages()[from..] {
                 let message = std::sync::Arc::new(message.clone());
                 events.emit(AgentEvent::MessageStart { message: message.clone() });
