@@ -4,10 +4,13 @@
 //!
 //! Prompts: `three turns` asks for `get_weather` and `add_note` in each of three turns, then answers;
 //! `publish` asks for `publish` (needs approval) and `add_note`; `slow` asks for `wait_for_release`,
-//! which blocks until a release file exists. Any other last user message is answered `you said: ...`.
+//! which blocks until a release file exists; `flaky` fails on the first two model calls of the process and
+//! then answers `steady now`; `broken` always fails. Model calls for `flaky` and `broken` are recorded
+//! in the effects file too (`model <prompt>`). Any other last user message is answered `you said: ...`.
 
 use std::io::Write;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use yiem_core::{AgentMessage, AgentTool, ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore};
@@ -26,13 +29,20 @@ fn env_path(name: &str) -> PathBuf {
 }
 
 fn record(ctx: &ToolContext, tool: &str, args: &Value) {
+    append(&format!("{} {tool} {args}", ctx.call_id()));
+}
+
+fn append(line: &str) {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
         .open(env_path(EFFECTS_ENV))
         .expect("the effects file opens");
-    writeln!(file, "{} {tool} {args}", ctx.call_id()).expect("the effect is written");
+    writeln!(file, "{line}").expect("the effect is written");
 }
+
+/// Model calls for `flaky` made in this process.
+static FLAKY_CALLS: AtomicU32 = AtomicU32::new(0);
 
 fn tool(
     name: &'static str,
@@ -120,6 +130,18 @@ pub fn model() -> ScriptedModel {
                 ("add_note", json!({"text": "published"})),
             ]),
             ("slow", 0) => ScriptedTurn::tool_call("wait_for_release", json!({})),
+            ("flaky", 0) => {
+                append("model flaky");
+                if FLAKY_CALLS.fetch_add(1, Ordering::SeqCst) < 2 {
+                    ScriptedTurn::error("503 the model is overloaded")
+                } else {
+                    ScriptedTurn::text("steady now")
+                }
+            }
+            ("broken", 0) => {
+                append("model broken");
+                ScriptedTurn::error("401 the key is wrong")
+            }
             (_, _) if replies > 0 => {
                 let results: Vec<String> = request
                     .messages

@@ -305,3 +305,108 @@ async fn two_conversations_stay_independent_and_a_steer_lands_after_the_turn() {
     expected.sort();
     assert_eq!(effects(&dir.join("effects")), expected);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_model_step_is_retried_by_its_policy_and_then_stops_the_run_with_its_error() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-retry");
+    let _service = service(&server, &dir, free_port(), None).await;
+
+    // Two failures, then an answer: three attempts of one step, one reply in the conversation.
+    let (status, report) = server.call("flaky", "start", Some(json!({"prompt": "flaky"}))).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(report["text"], "steady now");
+    assert_eq!(roles(&report["messages"]), ["user", "assistant"]);
+    assert_eq!(effects(&dir.join("effects")), ["model flaky"; 3]);
+
+    // Always failing: the default policy's four attempts, then the run stops with the model's error.
+    let (status, report) = server.call("broken", "start", Some(json!({"prompt": "broken"}))).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"]["reason"], "error", "{report}");
+    let message = report["stop"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("401 the key is wrong"), "{message}");
+    let broken = effects(&dir.join("effects"))
+        .into_iter()
+        .filter(|line| line == "model broken")
+        .count();
+    assert_eq!(broken, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-abort");
+    let _service = service(&server, &dir, free_port(), None).await;
+
+    // During a tool call: the call finishes, the model is not called again.
+    let slow = server.send_prompt("slow", "slow").await;
+    let started = dir.join("started");
+    assert!(wait_until(|| started.exists(), PATIENCE).await, "the slow tool never started");
+    let (status, body) = server.call("slow", "abort", None).await;
+    assert_eq!(status, 200, "{body}");
+    std::fs::write(dir.join("release"), b"go").unwrap();
+    let (status, report) = server.attach(&slow).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "aborted"}));
+    assert_eq!(roles(&report["messages"]), ["user", "assistant", "tool_result"]);
+    assert_eq!(report["messages"][2]["content"][0]["text"], "released");
+
+    // While waiting for approval: every waiting call is denied, none runs, the run stops.
+    let publish = server.send_prompt("publish", "publish").await;
+    let mut view = Value::Null;
+    for _ in 0..(PATIENCE.as_millis() / 50) {
+        view = server.conversation("publish").await;
+        if view["stop"]["reason"] == "awaiting_approval" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(view["stop"]["reason"], "awaiting_approval", "{view}");
+    let (status, body) = server.call("publish", "abort", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, report) = server.attach(&publish).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "aborted"}));
+    assert_eq!(roles(&report["messages"]), ["user", "assistant", "tool_result", "tool_result"]);
+    for result in &report["messages"].as_array().unwrap()[2..] {
+        assert_eq!(result["is_error"], true, "{result}");
+    }
+    // Only the slow tool ever ran.
+    assert_eq!(effects(&dir.join("effects")), ["call_1 wait_for_release {}"]);
+
+    // An abort while nothing runs is dropped: the next run goes to the end.
+    let (status, _) = server.call("idle", "abort", None).await;
+    assert_eq!(status, 200);
+    let (status, report) = server.call("idle", "start", Some(json!({"prompt": "hello"}))).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(report["text"], "you said: hello");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_bodies_are_refused_with_what_was_expected() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-bad");
+    let _service = service(&server, &dir, free_port(), None).await;
+
+    let (status, body) = server.call("bad", "start", Some(json!({"text": "wrong field"}))).await;
+    assert!(status >= 400, "{status} {body}");
+    assert!(body.to_string().contains("prompt"), "{body}");
+    let (status, body) = server
+        .call("bad", "approve", Some(json!({"decisions": [{"call_id": "c1", "decision": "maybe"}]})))
+        .await;
+    assert!(status >= 400, "{status} {body}");
+    assert!(body.to_string().contains("maybe"), "{body}");
+    // A prompt 1000 times larger than a usual one is just a prompt.
+    let big = "x".repeat(1 << 20);
+    let (status, report) = server.call("big", "start", Some(json!({"prompt": big}))).await;
+    assert_eq!(status, 200, "{}", report.to_string().chars().take(300).collect::<String>());
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    // The conversation still answers after the refusals.
+    let view = server.conversation("bad").await;
+    assert_eq!(view["messages"], json!([]));
+}
