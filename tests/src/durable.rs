@@ -13,7 +13,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
-use yiem_core::{AgentMessage, AgentTool, ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore};
+use yiem_core::{
+    AgentMessage, AgentTool, ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore,
+};
 
 /// Where the tools append their effects (`<conversation-free call id> <tool> <arguments>` per line).
 pub const EFFECTS_ENV: &str = "YIEM_RESTATE_EFFECTS";
@@ -57,7 +59,11 @@ fn tool(
             "properties": {property: {"type": "string"}},
             "required": [property]
         }));
-    let builder = if approval { builder.needs_approval() } else { builder };
+    let builder = if approval {
+        builder.needs_approval()
+    } else {
+        builder
+    };
     builder
         .handler(move |ctx: ToolContext, args: Value| async move {
             record(&ctx, name, &args);

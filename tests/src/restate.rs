@@ -104,8 +104,14 @@ impl RestateServer {
             .env("RESTATE_NODE_NAME", "yiem-test")
             .env("RESTATE_LISTEN_MODE", "tcp")
             .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{fabric}"))
-            .env("RESTATE_ADVERTISED_ADDRESS", format!("http://127.0.0.1:{fabric}/"))
-            .env("RESTATE_INGRESS__BIND_ADDRESS", format!("127.0.0.1:{ingress}"))
+            .env(
+                "RESTATE_ADVERTISED_ADDRESS",
+                format!("http://127.0.0.1:{fabric}/"),
+            )
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{ingress}"),
+            )
             .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
             .env("RESTATE_DEFAULT_NUM_PARTITIONS", "2")
             .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MB")
@@ -140,7 +146,11 @@ impl RestateServer {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(ready, "the Restate server did not become healthy: {}", server.log());
+        assert!(
+            ready,
+            "the Restate server did not become healthy: {}",
+            server.log()
+        );
         server
     }
 
@@ -164,7 +174,12 @@ impl RestateServer {
     }
 
     /// Calls `handler` of the agent `conversation` and waits for its answer: the status and the body.
-    pub async fn call(&self, conversation: &str, handler: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn call(
+        &self,
+        conversation: &str,
+        handler: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let request = self
             .http
             .post(format!("{}/Agent/{conversation}/{handler}", self.ingress))
@@ -216,7 +231,9 @@ impl RestateServer {
         let log = self.log();
         let lines: Vec<&str> = log
             .lines()
-            .filter(|line| line.contains("WARN") || line.contains("ERROR") || line.contains("error"))
+            .filter(|line| {
+                line.contains("WARN") || line.contains("ERROR") || line.contains("error")
+            })
             .collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
@@ -252,7 +269,12 @@ pub struct Service {
 
 impl Service {
     /// Starts `binary` listening on `port` with `env`, and waits until it listens.
-    pub async fn start(binary: &Path, port: u16, env: &[(&str, &Path)], stop_at: Option<&str>) -> Service {
+    pub async fn start(
+        binary: &Path,
+        port: u16,
+        env: &[(&str, &Path)],
+        stop_at: Option<&str>,
+    ) -> Service {
         let mut command = Command::new(binary);
         command
             .env("YIEM_RESTATE_LISTEN", format!("127.0.0.1:{port}"))

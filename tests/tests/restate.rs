@@ -71,7 +71,12 @@ fn roles(messages: &Value) -> Vec<String> {
 }
 
 /// A service started with the scenario's files in `dir`, registered with `server`.
-async fn service(server: &RestateServer, dir: &TempDir, port: u16, stop_at: Option<&str>) -> Service {
+async fn service(
+    server: &RestateServer,
+    dir: &TempDir,
+    port: u16,
+    stop_at: Option<&str>,
+) -> Service {
     let effects = dir.join("effects");
     let started = dir.join("started");
     let release = dir.join("release");
@@ -112,8 +117,17 @@ async fn a_three_turn_run_with_two_tools_per_turn_completes() {
     assert_eq!(
         roles(&report["messages"]),
         [
-            "user", "assistant", "tool_result", "tool_result", "assistant", "tool_result",
-            "tool_result", "assistant", "tool_result", "tool_result", "assistant"
+            "user",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "assistant"
         ]
     );
     assert_eq!(effects(&dir.join("effects")), three_turn_effects());
@@ -158,7 +172,8 @@ async fn a_run_killed_at_every_step_boundary_completes_with_each_effect_once() {
         .await;
     assert_eq!(status, 200, "{baseline}");
     assert_eq!(effects(&dir.join("effects")), three_turn_effects());
-    let baseline_conversation = without_timestamps(server.conversation("baseline").await["messages"].clone());
+    let baseline_conversation =
+        without_timestamps(server.conversation("baseline").await["messages"].clone());
     baseline_service.kill();
 
     for boundary in [
@@ -174,10 +189,21 @@ async fn a_run_killed_at_every_step_boundary_completes_with_each_effect_once() {
     ] {
         let conversation = format!("crash-{}", boundary.replace(' ', "-"));
         let (report, effects, conversation) = crash_at(&server, &conversation, boundary).await;
-        assert_eq!(report["stop"], json!({"reason": "finished"}), "at `{boundary}`");
+        assert_eq!(
+            report["stop"],
+            json!({"reason": "finished"}),
+            "at `{boundary}`"
+        );
         assert_eq!(report["text"], baseline["text"], "at `{boundary}`");
-        assert_eq!(effects, three_turn_effects(), "each effect once, killed at `{boundary}`");
-        assert_eq!(conversation, baseline_conversation, "the same conversation, killed at `{boundary}`");
+        assert_eq!(
+            effects,
+            three_turn_effects(),
+            "each effect once, killed at `{boundary}`"
+        );
+        assert_eq!(
+            conversation, baseline_conversation,
+            "the same conversation, killed at `{boundary}`"
+        );
     }
 }
 
@@ -194,15 +220,24 @@ async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress
     let mut waiting = Value::Null;
     for _ in 0..(PATIENCE.as_millis() / 50) {
         waiting = server.conversation("approval").await;
-        if waiting["pending_approvals"].as_array().is_some_and(|pending| !pending.is_empty()) {
+        if waiting["pending_approvals"]
+            .as_array()
+            .is_some_and(|pending| !pending.is_empty())
+        {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
-    assert_eq!(waiting["pending_approvals"][0]["tool_name"], "publish", "{waiting}");
+    assert_eq!(
+        waiting["pending_approvals"][0]["tool_name"], "publish",
+        "{waiting}"
+    );
     assert_eq!(waiting["pending_approvals"][0]["call_id"], "call_1");
     assert_eq!(waiting["stop"]["reason"], "awaiting_approval");
-    assert!(effects(&dir.join("effects")).is_empty(), "no call ran before the decision");
+    assert!(
+        effects(&dir.join("effects")).is_empty(),
+        "no call ran before the decision"
+    );
 
     // No process holds the run: the service dies and comes back.
     first.kill();
@@ -219,7 +254,9 @@ async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress
     assert!(status >= 400, "{status} {refused}");
     let refused = refused.to_string();
     assert!(
-        refused.contains("no call with id `call_9` is waiting for approval (waiting: `call_1` (publish))"),
+        refused.contains(
+            "no call with id `call_9` is waiting for approval (waiting: `call_1` (publish))"
+        ),
         "{refused}"
     );
 
@@ -260,7 +297,11 @@ async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress
         )
         .await;
     assert!(status >= 400, "{status} {late}");
-    assert!(late.to_string().contains("conversation `approval` has no call waiting for approval"), "{late}");
+    assert!(
+        late.to_string()
+            .contains("conversation `approval` has no call waiting for approval"),
+        "{late}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -272,7 +313,10 @@ async fn two_conversations_stay_independent_and_a_steer_lands_after_the_turn() {
 
     let slow = server.send_prompt("slow", "slow").await;
     let started = dir.join("started");
-    assert!(wait_until(|| started.exists(), PATIENCE).await, "the slow tool never started");
+    assert!(
+        wait_until(|| started.exists(), PATIENCE).await,
+        "the slow tool never started"
+    );
     // While `slow` sits in its tool call: another conversation runs to the end, and a steer queues.
     let (status, other) = server
         .call("other", "start", Some(json!({"prompt": "three turns"})))
@@ -314,7 +358,9 @@ async fn a_failed_model_step_is_retried_by_its_policy_and_then_stops_the_run_wit
     let _service = service(&server, &dir, free_port(), None).await;
 
     // Two failures, then an answer: three attempts of one step, one reply in the conversation.
-    let (status, report) = server.call("flaky", "start", Some(json!({"prompt": "flaky"}))).await;
+    let (status, report) = server
+        .call("flaky", "start", Some(json!({"prompt": "flaky"})))
+        .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["stop"], json!({"reason": "finished"}));
     assert_eq!(report["text"], "steady now");
@@ -322,7 +368,9 @@ async fn a_failed_model_step_is_retried_by_its_policy_and_then_stops_the_run_wit
     assert_eq!(effects(&dir.join("effects")), ["model flaky"; 3]);
 
     // Always failing: the default policy's four attempts, then the run stops with the model's error.
-    let (status, report) = server.call("broken", "start", Some(json!({"prompt": "broken"}))).await;
+    let (status, report) = server
+        .call("broken", "start", Some(json!({"prompt": "broken"})))
+        .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["stop"]["reason"], "error", "{report}");
     let message = report["stop"]["message"].as_str().unwrap_or_default();
@@ -344,14 +392,20 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
     // During a tool call: the call finishes, the model is not called again.
     let slow = server.send_prompt("slow", "slow").await;
     let started = dir.join("started");
-    assert!(wait_until(|| started.exists(), PATIENCE).await, "the slow tool never started");
+    assert!(
+        wait_until(|| started.exists(), PATIENCE).await,
+        "the slow tool never started"
+    );
     let (status, body) = server.call("slow", "abort", None).await;
     assert_eq!(status, 200, "{body}");
     std::fs::write(dir.join("release"), b"go").unwrap();
     let (status, report) = server.attach(&slow).await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["stop"], json!({"reason": "aborted"}));
-    assert_eq!(roles(&report["messages"]), ["user", "assistant", "tool_result"]);
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result"]
+    );
     assert_eq!(report["messages"][2]["content"][0]["text"], "released");
 
     // While waiting for approval: every waiting call is denied, none runs, the run stops.
@@ -370,17 +424,25 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
     let (status, report) = server.attach(&publish).await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["stop"], json!({"reason": "aborted"}));
-    assert_eq!(roles(&report["messages"]), ["user", "assistant", "tool_result", "tool_result"]);
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "tool_result"]
+    );
     for result in &report["messages"].as_array().unwrap()[2..] {
         assert_eq!(result["is_error"], true, "{result}");
     }
     // Only the slow tool ever ran.
-    assert_eq!(effects(&dir.join("effects")), ["call_1 wait_for_release {}"]);
+    assert_eq!(
+        effects(&dir.join("effects")),
+        ["call_1 wait_for_release {}"]
+    );
 
     // An abort while nothing runs is dropped: the next run goes to the end.
     let (status, _) = server.call("idle", "abort", None).await;
     assert_eq!(status, 200);
-    let (status, report) = server.call("idle", "start", Some(json!({"prompt": "hello"}))).await;
+    let (status, report) = server
+        .call("idle", "start", Some(json!({"prompt": "hello"})))
+        .await;
     assert_eq!(status, 200, "{report}");
     assert_eq!(report["stop"], json!({"reason": "finished"}));
     assert_eq!(report["text"], "you said: hello");
@@ -393,18 +455,31 @@ async fn bad_bodies_are_refused_with_what_was_expected() {
     let dir = TempDir::new("restate-bad");
     let _service = service(&server, &dir, free_port(), None).await;
 
-    let (status, body) = server.call("bad", "start", Some(json!({"text": "wrong field"}))).await;
+    let (status, body) = server
+        .call("bad", "start", Some(json!({"text": "wrong field"})))
+        .await;
     assert!(status >= 400, "{status} {body}");
     assert!(body.to_string().contains("prompt"), "{body}");
     let (status, body) = server
-        .call("bad", "approve", Some(json!({"decisions": [{"call_id": "c1", "decision": "maybe"}]})))
+        .call(
+            "bad",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "c1", "decision": "maybe"}]})),
+        )
         .await;
     assert!(status >= 400, "{status} {body}");
     assert!(body.to_string().contains("maybe"), "{body}");
     // A prompt 1000 times larger than a usual one is just a prompt.
     let big = "x".repeat(1 << 20);
-    let (status, report) = server.call("big", "start", Some(json!({"prompt": big}))).await;
-    assert_eq!(status, 200, "{}", report.to_string().chars().take(300).collect::<String>());
+    let (status, report) = server
+        .call("big", "start", Some(json!({"prompt": big})))
+        .await;
+    assert_eq!(
+        status,
+        200,
+        "{}",
+        report.to_string().chars().take(300).collect::<String>()
+    );
     assert_eq!(report["stop"], json!({"reason": "finished"}));
     // The conversation still answers after the refusals.
     let view = server.conversation("bad").await;

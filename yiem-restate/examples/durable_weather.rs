@@ -52,7 +52,10 @@ fn model() -> ScriptedModel {
             if text.starts_with("publish") {
                 ScriptedTurn::tool_calls([
                     ("get_weather", json!({"city": city})),
-                    ("publish_note", json!({"text": format!("the weather in {city}")})),
+                    (
+                        "publish_note",
+                        json!({"text": format!("the weather in {city}")}),
+                    ),
                 ])
             } else {
                 ScriptedTurn::tool_call("get_weather", json!({"city": city}))

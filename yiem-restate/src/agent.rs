@@ -9,8 +9,7 @@ use std::time::Duration;
 use restate_sdk::context::RunRetryPolicy;
 use restate_sdk::endpoint::Endpoint;
 use yiem_core::{
-    AgentEvent, ApprovalPolicy, EventBus, Model, RunLimits, ToolExecutor, ToolHooks,
-    ToolStore,
+    AgentEvent, ApprovalPolicy, EventBus, Model, RunLimits, ToolExecutor, ToolHooks, ToolStore,
 };
 
 use crate::inbox::AgentInbox;

@@ -10,8 +10,8 @@ use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
 use yiem_core::llm::stream_reply;
 use yiem_core::{
-    AgentEvent, AgentRun, AssistantMessage, CancellationToken, Decision, ModelRequest,
-    PlannedCall, RunStop, Step, StopReason, ToolResultMessage,
+    AgentEvent, AgentRun, AssistantMessage, CancellationToken, Decision, ModelRequest, PlannedCall,
+    RunStop, Step, StopReason, ToolResultMessage,
 };
 
 use crate::agent::Config;
@@ -119,7 +119,10 @@ impl Driver<'_, '_> {
 
     /// Before a run starts: queued messages go into it; an abort sent while no run was active is
     /// dropped (it was meant for a run that had already stopped).
-    pub(crate) async fn read_mail_before_start(&self, run: &mut AgentRun) -> Result<(), HandlerError> {
+    pub(crate) async fn read_mail_before_start(
+        &self,
+        run: &mut AgentRun,
+    ) -> Result<(), HandlerError> {
         let Json(mail) = self.inbox().take().call().await?;
         for mail in mail {
             match mail {
@@ -274,7 +277,10 @@ impl Driver<'_, '_> {
             "the run waits for approval"
         );
         self.inbox()
-            .wait(Json(Waiting { awakeable, pending: pending.clone() }))
+            .wait(Json(Waiting {
+                awakeable,
+                pending: pending.clone(),
+            }))
             .call()
             .await?;
         let Json(answer) = answer.await?;

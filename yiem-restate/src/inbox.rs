@@ -59,7 +59,11 @@ impl AgentInbox {
             ctx.resolve_awakeable(&waiting.awakeable, Json(Answer::Abort));
             return Ok(());
         }
-        let mut mail_box = ctx.get::<Json<Vec<Mail>>>(MAIL).await?.map(|Json(mail)| mail).unwrap_or_default();
+        let mut mail_box = ctx
+            .get::<Json<Vec<Mail>>>(MAIL)
+            .await?
+            .map(|Json(mail)| mail)
+            .unwrap_or_default();
         mail_box.push(mail);
         ctx.set(MAIL, Json(mail_box));
         Ok(())
@@ -68,7 +72,11 @@ impl AgentInbox {
     /// Everything queued, in the order it came; the box is empty afterwards.
     #[handler]
     async fn take(&self, ctx: ObjectContext<'_>) -> HandlerResult<Json<Vec<Mail>>> {
-        let mail = ctx.get::<Json<Vec<Mail>>>(MAIL).await?.map(|Json(mail)| mail).unwrap_or_default();
+        let mail = ctx
+            .get::<Json<Vec<Mail>>>(MAIL)
+            .await?
+            .map(|Json(mail)| mail)
+            .unwrap_or_default();
         if !mail.is_empty() {
             ctx.clear(MAIL);
         }
@@ -78,8 +86,16 @@ impl AgentInbox {
     /// The run waits for decisions on `waiting.pending`; `approve` resolves `waiting.awakeable`. An
     /// abort queued before the run got here resumes it at once.
     #[handler]
-    async fn wait(&self, ctx: ObjectContext<'_>, Json(waiting): Json<Waiting>) -> HandlerResult<()> {
-        let mut mail = ctx.get::<Json<Vec<Mail>>>(MAIL).await?.map(|Json(mail)| mail).unwrap_or_default();
+    async fn wait(
+        &self,
+        ctx: ObjectContext<'_>,
+        Json(waiting): Json<Waiting>,
+    ) -> HandlerResult<()> {
+        let mut mail = ctx
+            .get::<Json<Vec<Mail>>>(MAIL)
+            .await?
+            .map(|Json(mail)| mail)
+            .unwrap_or_default();
         if let Some(at) = mail.iter().position(|mail| *mail == Mail::Abort) {
             mail.remove(at);
             ctx.set(MAIL, Json(mail));
@@ -138,7 +154,10 @@ pub(crate) fn check_decisions(
                 waiting()
             ));
         }
-        if decisions[..index].iter().any(|seen| seen.call_id == decided.call_id) {
+        if decisions[..index]
+            .iter()
+            .any(|seen| seen.call_id == decided.call_id)
+        {
             return Err(format!(
                 "call `{}` was given two decisions; give each waiting call one",
                 decided.call_id
@@ -154,7 +173,11 @@ pub(crate) fn check_decisions(
     let missing: Vec<String> = pending
         .iter()
         .filter(|call| !always.contains(&call.tool_name.as_str()))
-        .filter(|call| !decisions.iter().any(|decided| decided.call_id == call.call_id))
+        .filter(|call| {
+            !decisions
+                .iter()
+                .any(|decided| decided.call_id == call.call_id)
+        })
         .map(|call| format!("`{}` ({})", call.call_id, call.tool_name))
         .collect();
     if !missing.is_empty() {
@@ -164,4 +187,82 @@ pub(crate) fn check_decisions(
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn waiting(id: &str, tool: &str) -> PendingApproval {
+        PendingApproval {
+            call_id: id.into(),
+            tool_name: tool.into(),
+            arguments: json!({}),
+            reason: "asks".into(),
+        }
+    }
+
+    fn decided(id: &str, decision: Decision) -> CallDecision {
+        CallDecision {
+            call_id: id.into(),
+            decision,
+        }
+    }
+
+    #[test]
+    fn a_decision_for_every_waiting_call_is_accepted() {
+        let pending = [waiting("c1", "publish"), waiting("c2", "bash")];
+        let decisions = [
+            decided("c2", Decision::deny("no")),
+            decided("c1", Decision::Approve),
+        ];
+        assert_eq!(check_decisions(&pending, &decisions), Ok(()));
+    }
+
+    #[test]
+    fn an_unknown_call_is_refused_with_the_waiting_ones() {
+        let pending = [waiting("c1", "publish")];
+        assert_eq!(
+            check_decisions(&pending, &[decided("c9", Decision::Approve)]),
+            Err("no call with id `c9` is waiting for approval (waiting: `c1` (publish))".into())
+        );
+    }
+
+    #[test]
+    fn a_call_decided_twice_is_refused() {
+        let pending = [waiting("c1", "publish")];
+        let twice = [
+            decided("c1", Decision::Approve),
+            decided("c1", Decision::deny("no")),
+        ];
+        assert_eq!(
+            check_decisions(&pending, &twice),
+            Err("call `c1` was given two decisions; give each waiting call one".into())
+        );
+    }
+
+    #[test]
+    fn a_waiting_call_without_a_decision_is_named() {
+        let pending = [waiting("c1", "publish"), waiting("c2", "bash")];
+        assert_eq!(
+            check_decisions(&pending, &[decided("c1", Decision::Approve)]),
+            Err("every waiting call needs a decision; missing: `c2` (bash)".into())
+        );
+    }
+
+    #[test]
+    fn always_approving_a_tool_answers_its_other_calls() {
+        let pending = [
+            waiting("c1", "publish"),
+            waiting("c2", "publish"),
+            waiting("c3", "bash"),
+        ];
+        let decisions = [
+            decided("c1", Decision::AlwaysApprove),
+            decided("c3", Decision::Approve),
+        ];
+        assert_eq!(check_decisions(&pending, &decisions), Ok(()));
+    }
 }

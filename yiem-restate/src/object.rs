@@ -8,7 +8,9 @@ use tracing::Instrument;
 use yiem_core::{AgentEvent, AgentRun, UserMessage};
 
 use crate::agent::DurableAgent;
-use crate::api::{ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport, last_text};
+use crate::api::{
+    ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport, last_text,
+};
 use crate::driver::{Driver, RUN};
 use crate::inbox::{AgentInboxClient, Mail};
 
@@ -48,7 +50,9 @@ impl DurableAgent {
             run.start(vec![prompt]);
             for message in &run.messages()[from..] {
                 let message = std::sync::Arc::new(message.clone());
-                events.emit(AgentEvent::MessageStart { message: message.clone() });
+                events.emit(AgentEvent::MessageStart {
+                    message: message.clone(),
+                });
                 events.emit(AgentEvent::MessageEnd { message });
             }
             let stop = driver.drive(&mut run).await?;

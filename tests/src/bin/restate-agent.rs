@@ -5,13 +5,15 @@
 
 use std::path::PathBuf;
 
-use yiem_restate::restate_sdk::prelude::*;
 use yiem_restate::DurableAgent;
+use yiem_restate::restate_sdk::prelude::*;
 use yiem_tests::durable;
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let listen = std::env::var("YIEM_RESTATE_LISTEN").expect("YIEM_RESTATE_LISTEN is set");
     let stop_at = std::env::var("YIEM_RESTATE_STOP_AT").ok();
     let marker = std::env::var_os("YIEM_RESTATE_MARKER").map(PathBuf::from);
@@ -21,7 +23,9 @@ async fn main() {
         .tools(durable::tools())
         .on_step(move |step| {
             if stop_at.as_deref() == Some(step.name.as_str()) {
-                let marker = marker.as_ref().expect("YIEM_RESTATE_MARKER is set with STOP_AT");
+                let marker = marker
+                    .as_ref()
+                    .expect("YIEM_RESTATE_MARKER is set with STOP_AT");
                 std::fs::write(marker, step.name.as_bytes()).expect("the marker is written");
                 // Blocks this step until the test kills the process.
                 loop {

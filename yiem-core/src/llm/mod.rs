@@ -71,9 +71,9 @@ pub use openai_format::{
 };
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use partial::partial_arguments;
+pub use reply::stream_reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
-pub use reply::stream_reply;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
