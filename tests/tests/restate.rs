@@ -97,12 +97,44 @@ async fn service(
     service
 }
 
+/// What most tests start with: the test's turn, a server, a folder and a service registered with it.
+struct Setup {
+    _alone: tokio::sync::MutexGuard<'static, ()>,
+    server: RestateServer,
+    dir: TempDir,
+    _service: Service,
+}
+
+async fn setup(name: &str) -> Setup {
+    let alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new(name);
+    let service = service(&server, &dir, free_port(), None).await;
+    Setup {
+        _alone: alone,
+        server,
+        dir,
+        _service: service,
+    }
+}
+
+/// Polls `conversation` until its run stopped for `reason`: the view.
+async fn wait_for_stop(server: &RestateServer, conversation: &str, reason: &str) -> Value {
+    let mut view = Value::Null;
+    for _ in 0..(PATIENCE.as_millis() / 50) {
+        view = server.conversation(conversation).await;
+        if view["stop"]["reason"] == reason {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(view["stop"]["reason"], reason, "{view}");
+    view
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_turn_run_with_two_tools_per_turn_completes() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let server = RestateServer::start().await;
-    let dir = TempDir::new("restate-three");
-    let _service = service(&server, &dir, free_port(), None).await;
+    let Setup { server, dir, .. } = &setup("restate-three").await;
 
     let (status, report) = server
         .call("three", "start", Some(json!({"prompt": "three turns"})))
@@ -217,23 +249,12 @@ async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress
     let invocation = server.send_prompt("approval", "publish").await;
 
     // The run waits: the conversation shows the waiting call, and nothing ran.
-    let mut waiting = Value::Null;
-    for _ in 0..(PATIENCE.as_millis() / 50) {
-        waiting = server.conversation("approval").await;
-        if waiting["pending_approvals"]
-            .as_array()
-            .is_some_and(|pending| !pending.is_empty())
-        {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let waiting = wait_for_stop(&server, "approval", "awaiting_approval").await;
     assert_eq!(
         waiting["pending_approvals"][0]["tool_name"], "publish",
         "{waiting}"
     );
     assert_eq!(waiting["pending_approvals"][0]["call_id"], "call_1");
-    assert_eq!(waiting["stop"]["reason"], "awaiting_approval");
     assert!(
         effects(&dir.join("effects")).is_empty(),
         "no call ran before the decision"
@@ -306,10 +327,7 @@ async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_conversations_stay_independent_and_a_steer_lands_after_the_turn() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let server = RestateServer::start().await;
-    let dir = TempDir::new("restate-two");
-    let _service = service(&server, &dir, free_port(), None).await;
+    let Setup { server, dir, .. } = &setup("restate-two").await;
 
     let slow = server.send_prompt("slow", "slow").await;
     let started = dir.join("started");
@@ -352,10 +370,7 @@ async fn two_conversations_stay_independent_and_a_steer_lands_after_the_turn() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_model_step_is_retried_by_its_policy_and_then_stops_the_run_with_its_error() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let server = RestateServer::start().await;
-    let dir = TempDir::new("restate-retry");
-    let _service = service(&server, &dir, free_port(), None).await;
+    let Setup { server, dir, .. } = &setup("restate-retry").await;
 
     // Two failures, then an answer: three attempts of one step, one reply in the conversation.
     let (status, report) = server
@@ -384,10 +399,7 @@ async fn a_failed_model_step_is_retried_by_its_policy_and_then_stops_the_run_wit
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_once() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let server = RestateServer::start().await;
-    let dir = TempDir::new("restate-abort");
-    let _service = service(&server, &dir, free_port(), None).await;
+    let Setup { server, dir, .. } = &setup("restate-abort").await;
 
     // During a tool call: the call finishes, the model is not called again.
     let slow = server.send_prompt("slow", "slow").await;
@@ -410,15 +422,7 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
 
     // While waiting for approval: every waiting call is denied, none runs, the run stops.
     let publish = server.send_prompt("publish", "publish").await;
-    let mut view = Value::Null;
-    for _ in 0..(PATIENCE.as_millis() / 50) {
-        view = server.conversation("publish").await;
-        if view["stop"]["reason"] == "awaiting_approval" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-    assert_eq!(view["stop"]["reason"], "awaiting_approval", "{view}");
+    wait_for_stop(server, "publish", "awaiting_approval").await;
     let (status, body) = server.call("publish", "abort", None).await;
     assert_eq!(status, 200, "{body}");
     let (status, report) = server.attach(&publish).await;
@@ -450,10 +454,7 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_bodies_are_refused_with_what_was_expected() {
-    let _alone = ONE_AT_A_TIME.lock().await;
-    let server = RestateServer::start().await;
-    let dir = TempDir::new("restate-bad");
-    let _service = service(&server, &dir, free_port(), None).await;
+    let Setup { server, dir, .. } = &setup("restate-bad").await;
 
     let (status, body) = server
         .call("bad", "start", Some(json!({"text": "wrong field"})))
