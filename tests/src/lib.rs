@@ -85,9 +85,7 @@ impl Notes {
     }
 }
 
-pub mod durable;
 pub mod installed;
 pub mod poll;
-pub mod restate;
 pub mod resumable;
 pub mod updates;

@@ -190,16 +190,7 @@ impl DurableAgentBuilder {
 
     /// Calls of these tools wait for approval, beside those whose tool asks for it.
     pub fn require_approval(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let names: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.approval = ApprovalPolicy::new(move |call, tool| {
-            if names.contains(&call.name) {
-                return Some(format!(
-                    "the tool `{}` needs approval before it runs",
-                    call.name
-                ));
-            }
-            ApprovalPolicy::tool_default(call, tool)
-        });
+        self.approval = ApprovalPolicy::for_tools(tools);
         self
     }
 

@@ -85,15 +85,3 @@ pub struct ConversationView {
     /// The calls waiting for a decision (empty unless the run waits for approvals).
     pub pending_approvals: Vec<PendingApproval>,
 }
-
-/// The text of the last assistant message of `messages`.
-pub(crate) fn last_text(messages: &[AgentMessage]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find_map(|message| match message {
-            AgentMessage::Assistant(reply) => Some(reply.text_content()),
-            _ => None,
-        })
-        .unwrap_or_default()
-}

@@ -5,12 +5,10 @@
 
 use restate_sdk::prelude::*;
 use tracing::Instrument;
-use yiem_core::{AgentEvent, AgentRun, UserMessage};
+use yiem_core::{AgentEvent, AgentMessage, AgentRun, UserMessage};
 
 use crate::agent::DurableAgent;
-use crate::api::{
-    ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport, last_text,
-};
+use crate::api::{ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport};
 use crate::driver::{Driver, RUN};
 use crate::inbox::{AgentInboxClient, Mail};
 
@@ -62,7 +60,7 @@ impl DurableAgent {
             });
             Ok(Json(RunReport {
                 stop,
-                text: last_text(&messages),
+                text: AgentMessage::last_assistant_text(&messages),
                 messages,
             }))
         }

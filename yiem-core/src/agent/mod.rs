@@ -115,14 +115,7 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// The text of the last assistant message this call added (empty if none).
     pub fn text(&self) -> String {
-        self.messages
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                AgentMessage::Assistant(reply) => Some(reply.text_content()),
-                _ => None,
-            })
-            .unwrap_or_default()
+        AgentMessage::last_assistant_text(&self.messages)
     }
 
     /// The calls waiting for a decision (empty unless the run waits for approvals).
@@ -241,16 +234,7 @@ impl AgentBuilder {
     /// # let _ = agent;
     /// ```
     pub fn require_approval(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let names: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.approval = ApprovalPolicy::new(move |call, tool| {
-            if names.contains(&call.name) {
-                return Some(format!(
-                    "the tool `{}` needs approval before it runs",
-                    call.name
-                ));
-            }
-            ApprovalPolicy::tool_default(call, tool)
-        });
+        self.approval = ApprovalPolicy::for_tools(tools);
         self
     }
 

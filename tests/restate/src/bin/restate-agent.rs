@@ -1,4 +1,4 @@
-//! The durable scenario of `yiem_tests::durable` as a Restate service, for the tests to start, kill and
+//! The durable scenario of `yiem_restate_tests::durable` as a Restate service, for the tests to start, kill and
 //! restart. Listens on `YIEM_RESTATE_LISTEN`. With `YIEM_RESTATE_STOP_AT=<step name>` it stops at that
 //! step boundary: once the step is durable it creates the file `YIEM_RESTATE_MARKER` and blocks, so the
 //! test can kill it there.
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use yiem_restate::DurableAgent;
 use yiem_restate::restate_sdk::prelude::*;
-use yiem_tests::durable;
+use yiem_restate_tests::durable;
 
 #[tokio::main]
 async fn main() {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::installed::npm_package;
-use crate::poll::wait_until;
+use yiem_tests::installed::npm_package;
+use yiem_tests::poll::wait_until;
 
 /// The pinned server release (also in `.ci/run`).
 pub const RESTATE_SERVER_VERSION: &str = "1.7.12";

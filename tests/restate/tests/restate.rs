@@ -1,5 +1,5 @@
 //! Durable agents on a real Restate server (`@restatedev/restate-server`, pinned, from npm): the
-//! `restate-agent` service binary runs the scenario of `yiem_tests::durable`, and the tests talk to it
+//! `restate-agent` service binary runs the scenario of `yiem_restate_tests::durable`, and the tests talk to it
 //! through the ingress, kill it with SIGKILL at step boundaries, start it again and count the tools'
 //! side effects. Each test has a server of its own; they run one at a time (two cores, one server each
 //! is plenty).
@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use yiem_tests::durable::{EFFECTS_ENV, RELEASE_ENV, STARTED_ENV};
+use yiem_restate_tests::durable::{EFFECTS_ENV, RELEASE_ENV, STARTED_ENV};
+use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
 use yiem_tests::poll::wait_until;
-use yiem_tests::restate::{PATIENCE, RestateServer, Service, TempDir, free_port};
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -454,7 +454,7 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_bodies_are_refused_with_what_was_expected() {
-    let Setup { server, dir, .. } = &setup("restate-bad").await;
+    let Setup { server, .. } = &setup("restate-bad").await;
 
     let (status, body) = server
         .call("bad", "start", Some(json!({"text": "wrong field"})))
