@@ -175,6 +175,26 @@ pub enum AgentMessage {
     ToolResult(ToolResultMessage),
 }
 
+impl AgentMessage {
+    /// The text of the last assistant message of `messages` (empty if there is none).
+    ///
+    /// ```
+    /// use yiem_core::{AgentMessage, UserMessage};
+    ///
+    /// assert_eq!(AgentMessage::last_assistant_text(&[UserMessage::text("hi").into()]), "");
+    /// ```
+    pub fn last_assistant_text(messages: &[AgentMessage]) -> String {
+        messages
+            .iter()
+            .rev()
+            .find_map(|message| match message {
+                AgentMessage::Assistant(reply) => Some(reply.text_content()),
+                _ => None,
+            })
+            .unwrap_or_default()
+    }
+}
+
 impl From<UserMessage> for AgentMessage {
     fn from(message: UserMessage) -> Self {
         AgentMessage::User(message)

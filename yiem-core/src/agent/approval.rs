@@ -117,6 +117,38 @@ impl ApprovalPolicy {
             .then(|| format!("the tool `{}` needs approval before it runs", tool.name()))
     }
 
+    /// Calls of the tools named in `tools` wait for approval, and every other call as its tool says
+    /// ([`tool_default`](Self::tool_default)).
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{AgentTool, ApprovalPolicy, ToolCall};
+    ///
+    /// let policy = ApprovalPolicy::for_tools(["bash"]);
+    /// let bash = AgentTool::builder("bash")
+    ///     .description("Run a command.")
+    ///     .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async { "ran" })
+    ///     .build()
+    ///     .unwrap();
+    /// let call = ToolCall::new("c1", "bash", json!({}));
+    /// assert_eq!(
+    ///     policy.check(&call, &bash),
+    ///     Some("the tool `bash` needs approval before it runs".to_owned())
+    /// );
+    /// ```
+    pub fn for_tools(tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let names: Vec<String> = tools.into_iter().map(Into::into).collect();
+        ApprovalPolicy::new(move |call, tool| {
+            if names.contains(&call.name) {
+                return Some(format!(
+                    "the tool `{}` needs approval before it runs",
+                    call.name
+                ));
+            }
+            ApprovalPolicy::tool_default(call, tool)
+        })
+    }
+
     /// Whether `call` of `tool` needs approval, and why.
     pub fn check(&self, call: &ToolCall, tool: &AgentTool) -> Option<String> {
         (self.0)(call, tool)

@@ -39,7 +39,6 @@ mod run;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
@@ -50,7 +49,7 @@ use crate::call::ToolResultMessage;
 use crate::event::{AgentEvent, EventBus, EventStream};
 use crate::executor::{BatchMode, PlannedCall, ToolExecutor};
 use crate::hooks::ToolHooks;
-use crate::llm::{MessageAssembler, Model, ModelRequest};
+use crate::llm::{Model, ModelRequest, stream_reply};
 use crate::message::{AgentMessage, AssistantMessage, StopReason, UserMessage};
 use crate::registry::{ToolList, ToolStore};
 use crate::tool::AgentTool;
@@ -116,14 +115,7 @@ pub struct RunOutcome {
 impl RunOutcome {
     /// The text of the last assistant message this call added (empty if none).
     pub fn text(&self) -> String {
-        self.messages
-            .iter()
-            .rev()
-            .find_map(|message| match message {
-                AgentMessage::Assistant(reply) => Some(reply.text_content()),
-                _ => None,
-            })
-            .unwrap_or_default()
+        AgentMessage::last_assistant_text(&self.messages)
     }
 
     /// The calls waiting for a decision (empty unless the run waits for approvals).
@@ -242,16 +234,7 @@ impl AgentBuilder {
     /// # let _ = agent;
     /// ```
     pub fn require_approval(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let names: Vec<String> = tools.into_iter().map(Into::into).collect();
-        self.approval = ApprovalPolicy::new(move |call, tool| {
-            if names.contains(&call.name) {
-                return Some(format!(
-                    "the tool `{}` needs approval before it runs",
-                    call.name
-                ));
-            }
-            ApprovalPolicy::tool_default(call, tool)
-        });
+        self.approval = ApprovalPolicy::for_tools(tools);
         self
     }
 
@@ -812,55 +795,7 @@ impl Driving<'_> {
                 self.shared.tools.tool_list()
             },
         };
-        let mut stream = model.stream(request, self.cancel.clone());
-        let mut assembler = MessageAssembler::new();
-        let observed = self.events.is_observed();
-        let mut started = false;
-        loop {
-            let event = tokio::select! {
-                biased;
-                () = self.cancel.cancelled() => None,
-                event = stream.next() => event,
-            };
-            let Some(event) = event else { break };
-            let delta = assembler.apply(event);
-            if observed && !started {
-                started = true;
-                self.events.emit(AgentEvent::MessageStart {
-                    message: Arc::new(AgentMessage::Assistant(assembler.message().clone())),
-                });
-            }
-            if let (true, Some(delta)) = (observed, delta) {
-                self.events.emit(AgentEvent::MessageUpdate {
-                    message: Arc::new(AgentMessage::Assistant(assembler.message().clone())),
-                    delta,
-                });
-            }
-            if assembler.is_done() {
-                break;
-            }
-            // A stream that is always ready must not keep the runtime (and a caller's timeout) waiting.
-            tokio::task::coop::consume_budget().await;
-        }
-        let mut message = assembler.finish();
-        if message.model.is_empty() {
-            message.model = model.name().to_owned();
-        }
-        if self.cancel.is_cancelled() {
-            message.stop_reason = StopReason::Aborted;
-            message.error = Some("the run was aborted while the model was answering".into());
-        }
-        if observed && !started {
-            self.events.emit(AgentEvent::MessageStart {
-                message: Arc::new(AgentMessage::Assistant(message.clone())),
-            });
-        }
-        if observed {
-            self.events.emit(AgentEvent::MessageEnd {
-                message: Arc::new(AgentMessage::Assistant(message.clone())),
-            });
-        }
-        message
+        stream_reply(model.as_ref(), request, &self.cancel, &self.events).await
     }
 
     /// Runs `prepare_next_turn`; returns whether the run should stop.

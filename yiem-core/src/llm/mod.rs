@@ -24,6 +24,7 @@ mod openai_format;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod partial;
 mod replay;
+mod reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod retry;
 mod scripted;
@@ -70,6 +71,7 @@ pub use openai_format::{
 };
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use partial::partial_arguments;
+pub use reply::stream_reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};

@@ -1,0 +1,165 @@
+//! The durable-agent scenario the Restate tests share with the `restate-agent` binary: tools whose side
+//! effect is a line appended to a file (so a test counts them across processes), and a model that is a
+//! pure function of the conversation (so a replay in a new process asks it the same things).
+//!
+//! Prompts: `three turns` asks for `get_weather` and `add_note` in each of three turns, then answers;
+//! `publish` asks for `publish` (needs approval) and `add_note`; `slow` asks for `wait_for_release`,
+//! which blocks until a release file exists; `flaky` fails on the first two model calls of the process and
+//! then answers `steady now`; `broken` always fails. Model calls for `flaky` and `broken` are recorded
+//! in the effects file too (`model <prompt>`). Any other last user message is answered `you said: ...`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::{Value, json};
+use yiem_core::{
+    AgentMessage, AgentTool, ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore,
+};
+
+/// Where the tools append their effects (`<conversation-free call id> <tool> <arguments>` per line).
+pub const EFFECTS_ENV: &str = "YIEM_RESTATE_EFFECTS";
+/// A marker file `wait_for_release` creates when it starts.
+pub const STARTED_ENV: &str = "YIEM_RESTATE_STARTED";
+/// The file `wait_for_release` waits for.
+pub const RELEASE_ENV: &str = "YIEM_RESTATE_RELEASE";
+
+const CITIES: [&str; 3] = ["Oslo", "Bergen", "Paris"];
+
+fn env_path(name: &str) -> PathBuf {
+    PathBuf::from(std::env::var_os(name).unwrap_or_else(|| panic!("{name} is set")))
+}
+
+fn record(ctx: &ToolContext, tool: &str, args: &Value) {
+    append(&format!("{} {tool} {args}", ctx.call_id()));
+}
+
+fn append(line: &str) {
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(env_path(EFFECTS_ENV))
+        .expect("the effects file opens");
+    writeln!(file, "{line}").expect("the effect is written");
+}
+
+/// Model calls for `flaky` made in this process.
+static FLAKY_CALLS: AtomicU32 = AtomicU32::new(0);
+
+fn tool(
+    name: &'static str,
+    property: &'static str,
+    approval: bool,
+    answer: fn(&Value) -> String,
+) -> AgentTool {
+    let builder = AgentTool::builder(name)
+        .description(format!("The `{name}` tool of the durable scenario."))
+        .input_schema(json!({
+            "type": "object",
+            "properties": {property: {"type": "string"}},
+            "required": [property]
+        }));
+    let builder = if approval {
+        builder.needs_approval()
+    } else {
+        builder
+    };
+    builder
+        .handler(move |ctx: ToolContext, args: Value| async move {
+            record(&ctx, name, &args);
+            answer(&args)
+        })
+        .build()
+        .expect("a valid definition")
+}
+
+/// The scenario's tools.
+pub fn tools() -> ToolStore {
+    let mut store = ToolStore::new("durable");
+    store
+        .register(tool("get_weather", "city", false, |args| {
+            format!("sunny in {}", args["city"].as_str().unwrap_or_default())
+        }))
+        .unwrap();
+    store
+        .register(tool("add_note", "text", false, |args| {
+            format!("noted: {}", args["text"].as_str().unwrap_or_default())
+        }))
+        .unwrap();
+    store
+        .register(tool("publish", "text", true, |args| {
+            format!("published: {}", args["text"].as_str().unwrap_or_default())
+        }))
+        .unwrap();
+    let wait = AgentTool::builder("wait_for_release")
+        .description("Waits until the test releases it.")
+        .input_schema(json!({"type": "object", "properties": {}}))
+        .handler(|ctx: ToolContext, args: Value| async move {
+            record(&ctx, "wait_for_release", &args);
+            std::fs::write(env_path(STARTED_ENV), b"started").expect("the marker is written");
+            let release = env_path(RELEASE_ENV);
+            while !release.exists() {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+            "released".to_owned()
+        })
+        .build()
+        .expect("a valid definition");
+    store.register(wait).unwrap();
+    store
+}
+
+/// The scenario's model: a function of the conversation since its last user message.
+pub fn model() -> ScriptedModel {
+    ScriptedModel::from_fn(|request: &ModelRequest| {
+        let last_user = request
+            .messages
+            .iter()
+            .rposition(|message| matches!(message, AgentMessage::User(_)));
+        let Some(last_user) = last_user else {
+            return ScriptedTurn::text("?");
+        };
+        let AgentMessage::User(user) = &request.messages[last_user] else {
+            unreachable!()
+        };
+        let replies = request.messages[last_user..]
+            .iter()
+            .filter(|message| matches!(message, AgentMessage::Assistant(_)))
+            .count();
+        match (user.text_content().as_str(), replies) {
+            ("three turns", turn @ 0..=2) => ScriptedTurn::tool_calls([
+                ("get_weather", json!({"city": CITIES[turn]})),
+                ("add_note", json!({"text": format!("note {}", turn + 1)})),
+            ]),
+            ("publish", 0) => ScriptedTurn::tool_calls([
+                ("publish", json!({"text": "the long version"})),
+                ("add_note", json!({"text": "published"})),
+            ]),
+            ("slow", 0) => ScriptedTurn::tool_call("wait_for_release", json!({})),
+            ("flaky", 0) => {
+                append("model flaky");
+                if FLAKY_CALLS.fetch_add(1, Ordering::SeqCst) < 2 {
+                    ScriptedTurn::error("503 the model is overloaded")
+                } else {
+                    ScriptedTurn::text("steady now")
+                }
+            }
+            ("broken", 0) => {
+                append("model broken");
+                ScriptedTurn::error("401 the key is wrong")
+            }
+            (_, _) if replies > 0 => {
+                let results: Vec<String> = request
+                    .messages
+                    .iter()
+                    .filter_map(|message| match message {
+                        AgentMessage::ToolResult(result) => Some(result.text_content()),
+                        _ => None,
+                    })
+                    .collect();
+                ScriptedTurn::text(format!("done: {}", results.join(" | ")))
+            }
+            (text, _) => ScriptedTurn::text(format!("you said: {text}")),
+        }
+    })
+}

@@ -1,0 +1,488 @@
+//! Durable agents on a real Restate server (`@restatedev/restate-server`, pinned, from npm): the
+//! `restate-agent` service binary runs the scenario of `yiem_restate_tests::durable`, and the tests talk to it
+//! through the ingress, kill it with SIGKILL at step boundaries, start it again and count the tools'
+//! side effects. Each test has a server of its own; they run one at a time (two cores, one server each
+//! is plenty).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+use yiem_restate_tests::durable::{EFFECTS_ENV, RELEASE_ENV, STARTED_ENV};
+use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
+use yiem_tests::poll::wait_until;
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_restate-agent"))
+}
+
+/// The tools' side effects, one line each, sorted.
+fn effects(file: &Path) -> Vec<String> {
+    let mut lines: Vec<String> = std::fs::read_to_string(file)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// The six effects of a `three turns` run, each once.
+fn three_turn_effects() -> Vec<String> {
+    let mut lines = vec![
+        r#"call_1 get_weather {"city":"Oslo"}"#.to_owned(),
+        r#"call_2 add_note {"text":"note 1"}"#.to_owned(),
+        r#"call_1 get_weather {"city":"Bergen"}"#.to_owned(),
+        r#"call_2 add_note {"text":"note 2"}"#.to_owned(),
+        r#"call_1 get_weather {"city":"Paris"}"#.to_owned(),
+        r#"call_2 add_note {"text":"note 3"}"#.to_owned(),
+    ];
+    lines.sort();
+    lines
+}
+
+/// The messages without their timestamps, which differ between runs.
+fn without_timestamps(mut value: Value) -> Value {
+    match &mut value {
+        Value::Object(map) => {
+            map.remove("timestamp");
+            for member in map.values_mut() {
+                *member = without_timestamps(member.take());
+            }
+        }
+        Value::Array(items) => {
+            for item in items.iter_mut() {
+                *item = without_timestamps(item.take());
+            }
+        }
+        _ => {}
+    }
+    value
+}
+
+fn roles(messages: &Value) -> Vec<String> {
+    messages
+        .as_array()
+        .expect("messages are an array")
+        .iter()
+        .map(|message| message["role"].as_str().unwrap_or("?").to_owned())
+        .collect()
+}
+
+/// A service started with the scenario's files in `dir`, registered with `server`.
+async fn service(
+    server: &RestateServer,
+    dir: &TempDir,
+    port: u16,
+    stop_at: Option<&str>,
+) -> Service {
+    let effects = dir.join("effects");
+    let started = dir.join("started");
+    let release = dir.join("release");
+    let marker = dir.join("marker");
+    let service = Service::start(
+        &binary(),
+        port,
+        &[
+            (EFFECTS_ENV, effects.as_path()),
+            (STARTED_ENV, started.as_path()),
+            (RELEASE_ENV, release.as_path()),
+            ("YIEM_RESTATE_MARKER", marker.as_path()),
+        ],
+        stop_at,
+    )
+    .await;
+    server.register(&service.uri).await;
+    service
+}
+
+/// What most tests start with: the test's turn, a server, a folder and a service registered with it.
+struct Setup {
+    _alone: tokio::sync::MutexGuard<'static, ()>,
+    server: RestateServer,
+    dir: TempDir,
+    _service: Service,
+}
+
+async fn setup(name: &str) -> Setup {
+    let alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new(name);
+    let service = service(&server, &dir, free_port(), None).await;
+    Setup {
+        _alone: alone,
+        server,
+        dir,
+        _service: service,
+    }
+}
+
+/// Polls `conversation` until its run stopped for `reason`: the view.
+async fn wait_for_stop(server: &RestateServer, conversation: &str, reason: &str) -> Value {
+    let mut view = Value::Null;
+    for _ in 0..(PATIENCE.as_millis() / 50) {
+        view = server.conversation(conversation).await;
+        if view["stop"]["reason"] == reason {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(view["stop"]["reason"], reason, "{view}");
+    view
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_turn_run_with_two_tools_per_turn_completes() {
+    let Setup { server, dir, .. } = &setup("restate-three").await;
+
+    let (status, report) = server
+        .call("three", "start", Some(json!({"prompt": "three turns"})))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(
+        report["text"],
+        "done: sunny in Oslo | noted: note 1 | sunny in Bergen | noted: note 2 | sunny in Paris | noted: note 3"
+    );
+    // The prompt, then three turns of (assistant, two results), then the answer.
+    assert_eq!(
+        roles(&report["messages"]),
+        [
+            "user",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "assistant",
+            "tool_result",
+            "tool_result",
+            "assistant"
+        ]
+    );
+    assert_eq!(effects(&dir.join("effects")), three_turn_effects());
+    let view = server.conversation("three").await;
+    assert_eq!(view["messages"], report["messages"]);
+    assert_eq!(view["stop"], json!({"reason": "finished"}));
+}
+
+/// Runs `three turns` on `conversation` with the service stopped at `boundary`: waits for the marker,
+/// SIGKILLs the service, starts it again, and waits for the run. The report, the effects and the
+/// conversation (without timestamps).
+async fn crash_at(
+    server: &RestateServer,
+    conversation: &str,
+    boundary: &str,
+) -> (Value, Vec<String>, Value) {
+    let dir = TempDir::new("restate-crash");
+    let port = free_port();
+    let doomed = service(server, &dir, port, Some(boundary)).await;
+    let invocation = server.send_prompt(conversation, "three turns").await;
+    let marker = dir.join("marker");
+    assert!(
+        wait_until(|| marker.exists(), PATIENCE).await,
+        "the service never reached `{boundary}`"
+    );
+    doomed.kill();
+    let _again = service(server, &dir, port, None).await;
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "after a crash at `{boundary}`: {report}");
+    let messages = without_timestamps(server.conversation(conversation).await["messages"].clone());
+    (report, effects(&dir.join("effects")), messages)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_at_every_step_boundary_completes_with_each_effect_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-baseline");
+    let baseline_service = service(&server, &dir, free_port(), None).await;
+    let (status, baseline) = server
+        .call("baseline", "start", Some(json!({"prompt": "three turns"})))
+        .await;
+    assert_eq!(status, 200, "{baseline}");
+    assert_eq!(effects(&dir.join("effects")), three_turn_effects());
+    let baseline_conversation =
+        without_timestamps(server.conversation("baseline").await["messages"].clone());
+    baseline_service.kill();
+
+    for boundary in [
+        // After the first model call.
+        "model 1",
+        // In the middle of a tool batch: its first call is durable, its second has not run.
+        "turn 1 tool get_weather call_1",
+        // After a batch: both calls durable, the next model call not made.
+        "turn 1 tool add_note call_2",
+        // In the middle of the last batch, and after the last model call.
+        "turn 3 tool get_weather call_1",
+        "model 4",
+    ] {
+        let conversation = format!("crash-{}", boundary.replace(' ', "-"));
+        let (report, effects, conversation) = crash_at(&server, &conversation, boundary).await;
+        assert_eq!(
+            report["stop"],
+            json!({"reason": "finished"}),
+            "at `{boundary}`"
+        );
+        assert_eq!(report["text"], baseline["text"], "at `{boundary}`");
+        assert_eq!(
+            effects,
+            three_turn_effects(),
+            "each effect once, killed at `{boundary}`"
+        );
+        assert_eq!(
+            conversation, baseline_conversation,
+            "the same conversation, killed at `{boundary}`"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-approval");
+    let port = free_port();
+    let first = service(&server, &dir, port, None).await;
+    let invocation = server.send_prompt("approval", "publish").await;
+
+    // The run waits: the conversation shows the waiting call, and nothing ran.
+    let waiting = wait_for_stop(&server, "approval", "awaiting_approval").await;
+    assert_eq!(
+        waiting["pending_approvals"][0]["tool_name"], "publish",
+        "{waiting}"
+    );
+    assert_eq!(waiting["pending_approvals"][0]["call_id"], "call_1");
+    assert!(
+        effects(&dir.join("effects")).is_empty(),
+        "no call ran before the decision"
+    );
+
+    // No process holds the run: the service dies and comes back.
+    first.kill();
+    let _second = service(&server, &dir, port, None).await;
+
+    // A wrong decision is refused and says why; the run still waits.
+    let (status, refused) = server
+        .call(
+            "approval",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "call_9", "decision": "approve"}]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {refused}");
+    let refused = refused.to_string();
+    assert!(
+        refused.contains(
+            "no call with id `call_9` is waiting for approval (waiting: `call_1` (publish))"
+        ),
+        "{refused}"
+    );
+
+    // An edit resumes it, in the new process.
+    let (status, taken) = server
+        .call(
+            "approval",
+            "approve",
+            Some(json!({"decisions": [{
+                "call_id": "call_1",
+                "decision": "approve_with",
+                "arguments": {"text": "the short version"}
+            }]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    assert_eq!(taken, 1);
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(
+        report["text"],
+        "done: published: the short version | noted: published"
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            r#"call_1 publish {"text":"the short version"}"#,
+            r#"call_2 add_note {"text":"published"}"#,
+        ]
+    );
+    // A second decision finds nothing waiting.
+    let (status, late) = server
+        .call(
+            "approval",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "call_1", "decision": "approve"}]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {late}");
+    assert!(
+        late.to_string()
+            .contains("conversation `approval` has no call waiting for approval"),
+        "{late}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_conversations_stay_independent_and_a_steer_lands_after_the_turn() {
+    let Setup { server, dir, .. } = &setup("restate-two").await;
+
+    let slow = server.send_prompt("slow", "slow").await;
+    let started = dir.join("started");
+    assert!(
+        wait_until(|| started.exists(), PATIENCE).await,
+        "the slow tool never started"
+    );
+    // While `slow` sits in its tool call: another conversation runs to the end, and a steer queues.
+    let (status, other) = server
+        .call("other", "start", Some(json!({"prompt": "three turns"})))
+        .await;
+    assert_eq!(status, 200, "{other}");
+    assert_eq!(other["stop"], json!({"reason": "finished"}));
+    let (status, steered) = server
+        .call("slow", "steer", Some(json!({"text": "and the wind?"})))
+        .await;
+    assert_eq!(status, 200, "{steered}");
+    std::fs::write(dir.join("release"), b"go").unwrap();
+
+    let (status, report) = server.attach(&slow).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    // The steer came after the turn's tool result, before the next model call.
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "user", "assistant"]
+    );
+    assert_eq!(report["messages"][2]["content"][0]["text"], "released");
+    assert_eq!(report["messages"][3]["content"][0]["text"], "and the wind?");
+    assert_eq!(report["text"], "you said: and the wind?");
+    // Neither conversation saw the other's messages.
+    let other_view = server.conversation("other").await;
+    assert_eq!(other_view["messages"].as_array().unwrap().len(), 11);
+    assert!(!other_view["messages"].to_string().contains("wind"));
+    let mut expected = three_turn_effects();
+    expected.push("call_1 wait_for_release {}".to_owned());
+    expected.sort();
+    assert_eq!(effects(&dir.join("effects")), expected);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_model_step_is_retried_by_its_policy_and_then_stops_the_run_with_its_error() {
+    let Setup { server, dir, .. } = &setup("restate-retry").await;
+
+    // Two failures, then an answer: three attempts of one step, one reply in the conversation.
+    let (status, report) = server
+        .call("flaky", "start", Some(json!({"prompt": "flaky"})))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(report["text"], "steady now");
+    assert_eq!(roles(&report["messages"]), ["user", "assistant"]);
+    assert_eq!(effects(&dir.join("effects")), ["model flaky"; 3]);
+
+    // Always failing: the default policy's four attempts, then the run stops with the model's error.
+    let (status, report) = server
+        .call("broken", "start", Some(json!({"prompt": "broken"})))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"]["reason"], "error", "{report}");
+    let message = report["stop"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("401 the key is wrong"), "{message}");
+    let broken = effects(&dir.join("effects"))
+        .into_iter()
+        .filter(|line| line == "model broken")
+        .count();
+    assert_eq!(broken, 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_once() {
+    let Setup { server, dir, .. } = &setup("restate-abort").await;
+
+    // During a tool call: the call finishes, the model is not called again.
+    let slow = server.send_prompt("slow", "slow").await;
+    let started = dir.join("started");
+    assert!(
+        wait_until(|| started.exists(), PATIENCE).await,
+        "the slow tool never started"
+    );
+    let (status, body) = server.call("slow", "abort", None).await;
+    assert_eq!(status, 200, "{body}");
+    std::fs::write(dir.join("release"), b"go").unwrap();
+    let (status, report) = server.attach(&slow).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "aborted"}));
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result"]
+    );
+    assert_eq!(report["messages"][2]["content"][0]["text"], "released");
+
+    // While waiting for approval: every waiting call is denied, none runs, the run stops.
+    let publish = server.send_prompt("publish", "publish").await;
+    wait_for_stop(server, "publish", "awaiting_approval").await;
+    let (status, body) = server.call("publish", "abort", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, report) = server.attach(&publish).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "aborted"}));
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "tool_result"]
+    );
+    for result in &report["messages"].as_array().unwrap()[2..] {
+        assert_eq!(result["is_error"], true, "{result}");
+    }
+    // Only the slow tool ever ran.
+    assert_eq!(
+        effects(&dir.join("effects")),
+        ["call_1 wait_for_release {}"]
+    );
+
+    // An abort while nothing runs is dropped: the next run goes to the end.
+    let (status, _) = server.call("idle", "abort", None).await;
+    assert_eq!(status, 200);
+    let (status, report) = server
+        .call("idle", "start", Some(json!({"prompt": "hello"})))
+        .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(report["text"], "you said: hello");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_bodies_are_refused_with_what_was_expected() {
+    let Setup { server, .. } = &setup("restate-bad").await;
+
+    let (status, body) = server
+        .call("bad", "start", Some(json!({"text": "wrong field"})))
+        .await;
+    assert!(status >= 400, "{status} {body}");
+    assert!(body.to_string().contains("prompt"), "{body}");
+    let (status, body) = server
+        .call(
+            "bad",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "c1", "decision": "maybe"}]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {body}");
+    assert!(body.to_string().contains("maybe"), "{body}");
+    // A prompt 1000 times larger than a usual one is just a prompt.
+    let big = "x".repeat(1 << 20);
+    let (status, report) = server
+        .call("big", "start", Some(json!({"prompt": big})))
+        .await;
+    assert_eq!(
+        status,
+        200,
+        "{}",
+        report.to_string().chars().take(300).collect::<String>()
+    );
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    // The conversation still answers after the refusals.
+    let view = server.conversation("bad").await;
+    assert_eq!(view["messages"], json!([]));
+}

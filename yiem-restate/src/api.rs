@@ -1,0 +1,87 @@
+//! The JSON bodies of the agent's handlers, as a client sends and reads them through Restate's ingress.
+
+use serde::{Deserialize, Serialize};
+use yiem_core::{AgentMessage, Decision, PendingApproval, RunStop};
+
+/// The body of `start`: the user's prompt.
+///
+/// ```
+/// let body: yiem_restate::PromptRequest = serde_json::from_str(r#"{"prompt": "weather in Oslo?"}"#).unwrap();
+/// assert_eq!(body.prompt, "weather in Oslo?");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PromptRequest {
+    /// What the user says.
+    pub prompt: String,
+}
+
+/// The body of `steer` and `follow_up`: a user message to queue.
+///
+/// ```
+/// let body: yiem_restate::MessageRequest = serde_json::from_str(r#"{"text": "in Celsius"}"#).unwrap();
+/// assert_eq!(body.text, "in Celsius");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MessageRequest {
+    /// The message.
+    pub text: String,
+}
+
+/// One answer in an `approve` body: the call it is for and the [`Decision`], flattened.
+///
+/// ```
+/// use yiem_core::Decision;
+/// use yiem_restate::CallDecision;
+///
+/// let edit: CallDecision = serde_json::from_str(
+///     r#"{"call_id": "c1", "decision": "approve_with", "arguments": {"text": "short"}}"#,
+/// ).unwrap();
+/// assert_eq!(edit.call_id, "c1");
+/// assert_eq!(edit.decision, Decision::ApproveWith { arguments: serde_json::json!({"text": "short"}) });
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallDecision {
+    /// The id of the waiting call.
+    pub call_id: String,
+    /// What to do with it: `approve`, `approve_with` (with `arguments`), `deny` (with `reason`) or
+    /// `always_approve`.
+    #[serde(flatten)]
+    pub decision: Decision,
+}
+
+/// The body of `approve`: a decision for every waiting call (a call of a tool another decision
+/// always-approves needs none).
+///
+/// ```
+/// let body: yiem_restate::ApproveRequest = serde_json::from_str(
+///     r#"{"decisions": [{"call_id": "c1", "decision": "deny", "reason": "not today"}]}"#,
+/// ).unwrap();
+/// assert_eq!(body.decisions.len(), 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ApproveRequest {
+    /// The answers, one per waiting call.
+    pub decisions: Vec<CallDecision>,
+}
+
+/// What `start` answers once the run stops: the messages it added and why it stopped.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    /// Why the run stopped.
+    pub stop: RunStop,
+    /// The messages this run added, in order (its prompt first).
+    pub messages: Vec<AgentMessage>,
+    /// The text of the last assistant message (empty if none).
+    pub text: String,
+}
+
+/// What `conversation` answers: the conversation as of the last completed step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConversationView {
+    /// The whole conversation.
+    pub messages: Vec<AgentMessage>,
+    /// Why the last run stopped, or `None` while one is under way (or none ever started).
+    pub stop: Option<RunStop>,
+    /// The calls waiting for a decision (empty unless the run waits for approvals).
+    pub pending_approvals: Vec<PendingApproval>,
+}

@@ -1,0 +1,74 @@
+//! Durable yiem agents on [Restate](https://restate.dev): an agent run that survives crashes, retries and
+//! approvals that wait for days.
+//!
+//! [`DurableAgent`] is a Restate virtual object, `Agent`, keyed by conversation id. It runs the same step
+//! machine as the in-process [`Agent`](yiem_core::Agent) ([`AgentRun`](yiem_core::AgentRun)), with the
+//! same tools, tool hooks, approval policy, limits and events, but every model call and every tool call
+//! is a journaled step: once Restate has acknowledged its result, a replay after a crash returns that
+//! result instead of calling the model or the tool again. The run is saved to the object after every
+//! step.
+//!
+//! # Handlers
+//!
+//! Through the ingress, `POST /Agent/{conversation}/{handler}` with a JSON body:
+//!
+//! | handler | body | what it does |
+//! |---|---|---|
+//! | `start` | `{"prompt": "..."}` | runs until the run stops; answers a [`RunReport`] |
+//! | `steer` | `{"text": "..."}` | a message after the current turn, before the next model call |
+//! | `follow_up` | `{"text": "..."}` | a message for when the run would finish |
+//! | `approve` | [`ApproveRequest`] | answers the waiting calls; the run resumes |
+//! | `abort` | none | stops the run at the next step boundary |
+//! | `conversation` | none | the conversation, the stop reason, the waiting calls ([`ConversationView`]) |
+//!
+//! `start` is exclusive (prompts to one conversation queue; conversations run independently); the
+//! others are shared, so they answer while a run goes on or waits.
+//!
+//! # Steps and crashes
+//!
+//! A step is one model call (`model 3`) or one tool call (`turn 3 tool get_weather call_1`); the calls of
+//! a batch run one after another, each its own step. When the service dies, Restate retries the
+//! invocation on a healthy process: journaled steps are replayed from the journal, and the run goes on
+//! from the first step without a result. A step is at-least-once: a process killed after a tool's side
+//! effect but before Restate acknowledged the step's result runs that call again, so tools with effects
+//! outside the process should make them idempotent by [`ToolContext::call_id`](yiem_core::ToolContext).
+//! A failed model call is retried by [`model_retry`](DurableAgentBuilder::model_retry); a tool's error
+//! result is a result the model reads, never a retry.
+//!
+//! # Approvals
+//!
+//! A call that needs approval suspends the run on an awakeable: no process holds it, for as long as it
+//! takes. `approve` resumes it, in whatever process Restate sends it to.
+//!
+//! ```no_run
+//! use restate_sdk::prelude::*;
+//! use yiem_core::{ScriptedModel, ScriptedTurn, ToolStore};
+//! use yiem_restate::DurableAgent;
+//!
+//! # async fn serve() {
+//! let agent = DurableAgent::builder()
+//!     .model(|_conversation| ScriptedModel::from_fn(|_| ScriptedTurn::text("hello")))
+//!     .tools(ToolStore::new("demo"))
+//!     .build();
+//! HttpServer::new(agent.endpoint())
+//!     .listen_and_serve("127.0.0.1:9080".parse().unwrap())
+//!     .await;
+//! # }
+//! ```
+
+mod agent;
+mod api;
+mod driver;
+mod inbox;
+mod log;
+mod object;
+mod step;
+
+pub use agent::{DurableAgent, DurableAgentBuilder};
+pub use api::{
+    ApproveRequest, CallDecision, ConversationView, MessageRequest, PromptRequest, RunReport,
+};
+pub use inbox::AgentInbox;
+pub use restate_sdk;
+pub use restate_sdk::context::RunRetryPolicy;
+pub use step::{StepDone, StepKind};

@@ -1,0 +1,150 @@
+//! The `Agent` virtual object: its handlers, as a client calls them through Restate's ingress at
+//! `/Agent/{conversation}/{handler}`. `start` is exclusive: one run per conversation at a time, later
+//! prompts queue behind it. The others are shared, so they answer while a run goes on or waits: they
+//! read the saved run, or post to the conversation's [mailbox](crate::inbox).
+
+use restate_sdk::prelude::*;
+use tracing::Instrument;
+use yiem_core::{AgentEvent, AgentMessage, AgentRun, UserMessage};
+
+use crate::agent::DurableAgent;
+use crate::api::{ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport};
+use crate::driver::{Driver, RUN};
+use crate::inbox::{AgentInboxClient, Mail};
+
+#[restate_sdk::object(name = "Agent")]
+impl DurableAgent {
+    /// Sends the prompt and runs until the run stops; answers what it added and why it stopped. A run
+    /// that waits for approval keeps this invocation open, suspended, until `approve` or `abort`.
+    #[handler]
+    async fn start(
+        &self,
+        ctx: ObjectContext<'_>,
+        Json(request): Json<PromptRequest>,
+    ) -> HandlerResult<Json<RunReport>> {
+        let key = ctx.key().to_owned();
+        let span = tracing::info_span!("agent_run", conversation = %key);
+        async {
+            let config = &self.config;
+            let mut run = match ctx.get::<Json<AgentRun>>(RUN).await? {
+                Some(Json(run)) => run,
+                None => AgentRun::new(config.system_prompt.clone(), Vec::new()),
+            };
+            run.set_limits(config.limits);
+            let driver = Driver {
+                ctx: &ctx,
+                config,
+                key: key.clone(),
+            };
+            driver.read_mail_before_start(&mut run).await?;
+            let events = &config.events;
+            events.emit(AgentEvent::AgentStart);
+            let from = run.messages().len();
+            // The prompt's timestamp is journaled, so a replay saves the same run.
+            let Json(prompt) = ctx
+                .run(|| async move { Ok(Json(UserMessage::text(request.prompt))) })
+                .name("prompt")
+                .await?;
+            run.start(vec![prompt]);
+            for message in &run.messages()[from..] {
+                let message = std::sync::Arc::new(message.clone());
+                events.emit(AgentEvent::MessageStart {
+                    message: message.clone(),
+                });
+                events.emit(AgentEvent::MessageEnd { message });
+            }
+            let stop = driver.drive(&mut run).await?;
+            let messages = run.messages().get(from..).unwrap_or_default().to_vec();
+            events.emit(AgentEvent::AgentEnd {
+                messages: messages.clone().into(),
+            });
+            Ok(Json(RunReport {
+                stop,
+                text: AgentMessage::last_assistant_text(&messages),
+                messages,
+            }))
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Adds a user message after the current turn (its tool calls still finish), before the next
+    /// model call; while no run is active, before the first model call of the next one.
+    #[handler]
+    async fn steer(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        Json(request): Json<MessageRequest>,
+    ) -> HandlerResult<()> {
+        let message = UserMessage::text(request.text);
+        post(&ctx, Mail::Steer { message }).await
+    }
+
+    /// Queues a user message for when the run would otherwise finish (the next run's end, if none is
+    /// active).
+    #[handler]
+    async fn follow_up(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        Json(request): Json<MessageRequest>,
+    ) -> HandlerResult<()> {
+        let message = UserMessage::text(request.text);
+        post(&ctx, Mail::FollowUp { message }).await
+    }
+
+    /// Answers the calls the run waits on, and resumes it. Answers the number of decisions taken; a
+    /// decision for a call that is not waiting, a waiting call without one, or a run that waits for
+    /// nothing is an error that says which.
+    #[handler]
+    async fn approve(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        Json(request): Json<ApproveRequest>,
+    ) -> HandlerResult<u32> {
+        let key = ctx.key().to_owned();
+        let taken = ctx
+            .object_client::<AgentInboxClient>(key)
+            .decide(Json(request.decisions))
+            .call()
+            .await?;
+        Ok(taken)
+    }
+
+    /// Stops the run at the next step boundary (a running tool call finishes first): calls not yet run
+    /// get an error result, so the conversation stays valid, and the run stops as `aborted`. A run
+    /// waiting for approval stops at once, its waiting calls denied.
+    #[handler]
+    async fn abort(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<()> {
+        post(&ctx, Mail::Abort).await
+    }
+
+    /// The conversation as of the last completed step, why the last run stopped (`null` while one is
+    /// under way) and the calls waiting for a decision.
+    #[handler]
+    async fn conversation(
+        &self,
+        ctx: SharedObjectContext<'_>,
+    ) -> HandlerResult<Json<ConversationView>> {
+        let view = match ctx.get::<Json<AgentRun>>(RUN).await? {
+            Some(Json(run)) => ConversationView {
+                messages: run.messages().to_vec(),
+                stop: run.stopped(),
+                pending_approvals: run.pending_approvals().to_vec(),
+            },
+            None => ConversationView {
+                messages: Vec::new(),
+                stop: None,
+                pending_approvals: Vec::new(),
+            },
+        };
+        Ok(Json(view))
+    }
+}
+
+async fn post(ctx: &SharedObjectContext<'_>, mail: Mail) -> HandlerResult<()> {
+    ctx.object_client::<AgentInboxClient>(ctx.key().to_owned())
+        .post(Json(mail))
+        .call()
+        .await?;
+    Ok(())
+}
