@@ -53,49 +53,43 @@ impl LeanSchema {
 
     /// Adds the problems of `args` (an object; anything else is refused before this) to `problems`.
     pub(super) fn problems(&self, args: &Value, problems: &mut Vec<ArgumentProblem>) {
-        let Some(object) = args.as_object() else {
-            return;
-        };
-        for name in self
-            .required
-            .iter()
-            .filter(|name| !object.contains_key(*name))
-        {
-            let message = match self.types_of(name) {
-                Some(types) => format!(
-                    "missing required property `{name}` (expected {})",
-                    expected(types)
-                ),
-                None => format!("missing required property `{name}`"),
-            };
-            problems.push(ArgumentProblem {
+        problems.extend(self.findings(args).map(|finding| match finding {
+            Finding::Missing(name) => ArgumentProblem {
                 path: String::new(),
-                message,
-            });
-        }
-        for (name, types) in &self.typed {
-            if let Some(value) = object.get(name)
-                && !types.iter().any(|kind| is_of(value, kind))
-            {
-                problems.push(ArgumentProblem {
-                    path: format!("/{}", escape(name)),
-                    message: format!("expected {}, got {}", expected(types), got(value)),
-                });
-            }
-        }
+                message: match self.types_of(name) {
+                    Some(types) => format!(
+                        "missing required property `{name}` (expected {})",
+                        expected(types)
+                    ),
+                    None => format!("missing required property `{name}`"),
+                },
+            },
+            Finding::Mistyped(name, types, value) => ArgumentProblem {
+                path: format!("/{}", escape(name)),
+                message: format!("expected {}, got {}", expected(types), got(value)),
+            },
+        }));
     }
 
-    /// Whether `args` has none of the problems this check finds.
+    /// Whether `args` has none of the problems this check finds (nothing is written when it has none).
     pub(super) fn accepts(&self, args: &Value) -> bool {
-        let Some(object) = args.as_object() else {
-            return true;
-        };
-        self.required.iter().all(|name| object.contains_key(name))
-            && self.typed.iter().all(|(name, types)| {
-                object
-                    .get(name)
-                    .is_none_or(|value| types.iter().any(|kind| is_of(value, kind)))
-            })
+        self.findings(args).next().is_none()
+    }
+
+    /// What is wrong with `args`, lazily: missing required names first, then mistyped properties.
+    fn findings<'a>(&'a self, args: &'a Value) -> impl Iterator<Item = Finding<'a>> {
+        let object = args.as_object();
+        let missing = self
+            .required
+            .iter()
+            .filter(move |name| object.is_some_and(|object| !object.contains_key(*name)))
+            .map(|name| Finding::Missing(name));
+        let mistyped = self.typed.iter().filter_map(move |(name, types)| {
+            let value = object?.get(name)?;
+            (!types.iter().any(|kind| is_of(value, kind)))
+                .then_some(Finding::Mistyped(name, types, value))
+        });
+        missing.chain(mistyped)
     }
 
     fn types_of(&self, name: &str) -> Option<&[String]> {
@@ -104,6 +98,14 @@ impl LeanSchema {
             .find(|(typed, _)| typed == name)
             .map(|(_, types)| types.as_slice())
     }
+}
+
+/// One problem of the arguments' top level.
+enum Finding<'a> {
+    /// A required property is not there.
+    Missing(&'a str),
+    /// A property holds a value of none of its types.
+    Mistyped(&'a str, &'a [String], &'a Value),
 }
 
 /// `node`, or what its `$ref` points to (a few hops at most).
