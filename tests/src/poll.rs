@@ -1,7 +1,22 @@
 //! Waiting on what another process does: [`wait_until`] polls a condition under a generous bound, for
-//! the few facts a test can only observe from outside (a marker file, a port that listens).
+//! the few facts a test can only observe from outside (a marker file, a port that [`listens`]), and
+//! [`free_port`] for the servers those processes start.
 
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
+
+/// A loopback port nobody listens on now.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
+
+/// Whether something accepts connections at `address` (waiting at most 200 ms for it).
+pub fn listens(address: SocketAddr) -> bool {
+    TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok()
+}
 
 /// Polls `ready` every 20 ms until it holds or `limit` passes (a generous bound for slow machines);
 /// whether it held.

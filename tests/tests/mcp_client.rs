@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
 use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
 use yiem_tests::installed::{npm_package, python};
-use yiem_tests::poll::wait_until;
+use yiem_tests::poll::{free_port, listens, wait_until};
 use yiem_tests::updates::recording_updates;
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
@@ -335,14 +335,6 @@ impl Drop for HttpServer {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 async fn python_http() -> HttpServer {
     python_http_on(free_port(), &[]).await
 }
@@ -357,7 +349,7 @@ async fn python_http_on(port: u16, env: &[(&str, String)]) -> HttpServer {
         .spawn()
         .unwrap();
     let up = wait_until(
-        || std::net::TcpStream::connect(("127.0.0.1", port)).is_ok(),
+        || listens(([127, 0, 0, 1], port).into()),
         Duration::from_secs(60),
     )
     .await;

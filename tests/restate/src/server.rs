@@ -3,7 +3,7 @@
 //! with its data in a fresh temporary folder, on loopback, on free ports; and the `restate-agent` service
 //! binary as a subprocess the tests can SIGKILL and start again.
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -12,7 +12,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use yiem_tests::installed::npm_package;
-use yiem_tests::poll::wait_until;
+pub use yiem_tests::poll::free_port;
+use yiem_tests::poll::{listens, wait_until};
 
 /// The pinned server release (also in `.ci/run`).
 pub const RESTATE_SERVER_VERSION: &str = "1.7.12";
@@ -36,14 +37,6 @@ pub fn server_binary() -> PathBuf {
         .join("node_modules/@restatedev")
         .join(format!("restate-server-{os}-{arch}"))
         .join("bin/restate-server")
-}
-
-/// A port nobody listens on now.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
 }
 
 /// A fresh, empty folder under the system's temporary folder, removed with [`TempDir`]'s drop.
@@ -73,10 +66,6 @@ impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-fn listens(address: SocketAddr) -> bool {
-    TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok()
 }
 
 /// A Restate server, killed on drop.
