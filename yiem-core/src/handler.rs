@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::args::{self, ArgumentCheck, ArgumentError, ArgumentProblem};
-use crate::context::ToolContext;
+use crate::context::{ContextSlot, ToolContext};
 use crate::guard;
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{MissingState, State, StateKey, ToolState};
@@ -151,8 +151,8 @@ impl<T: ToolState> FromToolContext for State<T> {
 
 /// A tuple of extractors, taken from the context in order.
 pub trait Extractors: Sized + Send + 'static {
-    /// Takes every extractor from `ctx`.
-    fn extract(ctx: &ToolContext, tool: &str) -> Result<Self, MissingState>;
+    /// Takes every extractor from the call's context (made only when there is an extractor).
+    fn extract(ctx: &mut ContextSlot<'_>, tool: &str) -> Result<Self, MissingState>;
     /// The state types the extractors need.
     fn state_keys() -> Vec<StateKey>;
 }
@@ -182,8 +182,8 @@ macro_rules! signatures {
     ($($e:ident $v:ident),*) => {
         impl<$($e: FromToolContext),*> Extractors for ($($e,)*) {
             #[allow(unused_variables)]
-            fn extract(ctx: &ToolContext, tool: &str) -> Result<Self, MissingState> {
-                Ok(($($e::from_context(ctx, tool)?,)*))
+            fn extract(ctx: &mut ContextSlot<'_>, tool: &str) -> Result<Self, MissingState> {
+                Ok(($($e::from_context(ctx.get(), tool)?,)*))
             }
             fn state_keys() -> Vec<StateKey> {
                 let keys: [Option<StateKey>; 0 $(+ signatures!(@one $e))*] = [$($e::state_key()),*];
@@ -333,7 +333,10 @@ fn parse_text_and_validate<A>(
 
 /// Takes a call's extractors (state, context) before its arguments are parsed: a store that lacks the
 /// state is a problem of setup, reported before anything the model sent.
-fn extract<E: Extractors>(check: &ArgumentCheck<'_>, ctx: &ToolContext) -> Result<E, Refusal> {
+fn extract<E: Extractors>(
+    check: &ArgumentCheck<'_>,
+    ctx: &mut ContextSlot<'_>,
+) -> Result<E, Refusal> {
     E::extract(ctx, check.tool()).map_err(Refusal::MissingState)
 }
 
@@ -402,9 +405,9 @@ where
         &self,
         check: &ArgumentCheck<'_>,
         args: &Value,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Result<ToolFuture, Refusal> {
-        let extracted = extract::<F::Extracted>(check, &ctx)?;
+        let extracted = extract::<F::Extracted>(check, ctx)?;
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
         self.start(check, parsed, extracted)
     }
@@ -413,9 +416,9 @@ where
         &self,
         check: &ArgumentCheck<'_>,
         text: &str,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Option<Result<ToolFuture, Refusal>> {
-        let extracted = match extract::<F::Extracted>(check, &ctx) {
+        let extracted = match extract::<F::Extracted>(check, ctx) {
             Ok(extracted) => extracted,
             Err(refusal) => return Some(Err(refusal)),
         };
@@ -464,9 +467,9 @@ where
         &self,
         check: &ArgumentCheck<'_>,
         args: &Value,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Result<ToolFuture, Refusal> {
-        let extracted = extract::<F::Extracted>(check, &ctx)?;
+        let extracted = extract::<F::Extracted>(check, ctx)?;
         let parsed = parse_and_validate(check, args, self.args, self.validate)?;
         Ok(self.start(parsed, extracted))
     }
@@ -475,9 +478,9 @@ where
         &self,
         check: &ArgumentCheck<'_>,
         text: &str,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Option<Result<ToolFuture, Refusal>> {
-        let extracted = match extract::<F::Extracted>(check, &ctx) {
+        let extracted = match extract::<F::Extracted>(check, ctx) {
             Ok(extracted) => extracted,
             Err(refusal) => return Some(Err(refusal)),
         };

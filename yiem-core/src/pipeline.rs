@@ -29,6 +29,7 @@
 //! On a current-thread runtime there is no other thread to run the timer on, so a call runs inline: its
 //! limit and an abort take effect at its next `.await`. Without any tokio runtime, time limits do not apply.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -39,7 +40,7 @@ use tracing::Instrument;
 
 use crate::args::ArgumentError;
 use crate::call::{ToolCall, ToolResultMessage};
-use crate::context::ToolContext;
+use crate::context::{ContextSlot, ToolContext};
 use crate::event::{AgentEvent, EventBus};
 use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
@@ -86,7 +87,8 @@ pub(crate) struct Ready {
     /// The prepared arguments, kept only when a hook will look at them.
     args: Option<Arc<Value>>,
     future: ToolFuture,
-    ctx: ToolContext,
+    /// The call's context, made only if the tool took one.
+    ctx: Option<ToolContext>,
     span: tracing::Span,
 }
 
@@ -167,9 +169,14 @@ impl Call {
         let Some(tool) = &self.tool else {
             return Prepared::Done(AgentToolResult::error(unknown_tool(store, &call.name)));
         };
-        let ctx = ToolContext::for_call(call, cancel, &env.events, &self.state);
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
-        let (future, args) = match bind(tool, &call.arguments, ctx.clone(), hooked) {
+        let (bound, ctx) = {
+            let mut make = || ToolContext::for_call(call, cancel, &env.events, &self.state);
+            let mut slot = ContextSlot::lazy(&mut make);
+            let bound = bind(tool, &call.arguments, &mut slot, hooked);
+            (bound, slot.into_made())
+        };
+        let (future, args) = match bound {
             Ok(bound) => bound,
             Err(refusal) => return Prepared::Done(AgentToolResult::error(refusal.to_string())),
         };
@@ -300,7 +307,7 @@ impl Ready {
             span: _,
         } = self;
         let limit = tool.timeout().or(env.default_timeout);
-        let result = run_bound(&tool, future, &ctx, Some(cancel), limit).await;
+        let result = run_bound(&tool, future, ctx.as_ref(), &call.id, Some(cancel), limit).await;
         let (Some(after), Some(args)) = (&env.hooks.after, args) else {
             return result;
         };
@@ -336,13 +343,27 @@ impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result.
     pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
-        self.execute_with(ToolContext::new(call_id), args).await
+        // The context (and the call id's copy) is made only if the tool takes one.
+        let (bound, ctx) = {
+            let mut call_id = Some(call_id);
+            let mut make =
+                || ToolContext::new(call_id.take().map_or_else(Box::default, Into::into));
+            let mut slot = ContextSlot::lazy(&mut make);
+            (bind(self, &args, &mut slot, false), slot.into_made())
+        };
+        match bound {
+            Ok((future, _)) => {
+                let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
+                run_bound(self, future, ctx.as_ref(), call_id, None, self.timeout()).await
+            }
+            Err(refusal) => AgentToolResult::error(refusal.to_string()),
+        }
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
     pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
-        match self.try_execute(ctx, args).await {
-            Ok(result) => result,
+        match start_in_hand(self, ContextSlot::ready(ctx), &args) {
+            Ok(run) => run.await,
             Err(error) => AgentToolResult::error(error.to_string()),
         }
     }
@@ -370,7 +391,7 @@ impl AgentTool {
         ctx: ToolContext,
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
-        execute_tool(self, ctx, &args).await
+        Ok(start_in_hand(self, ContextSlot::ready(ctx), &args)?.await)
     }
 }
 
@@ -405,8 +426,15 @@ impl ToolStore {
         let Some(tool) = tool else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        let ctx = ToolContext::new(call_id).with_state_map(state);
-        tool.execute_with(ctx, args).await
+        let mut call_id = Some(call_id);
+        let mut make = || {
+            ToolContext::new(call_id.take().map_or_else(Box::default, Into::into))
+                .with_state_map(Arc::clone(&state))
+        };
+        match start_in_hand(&tool, ContextSlot::lazy(&mut make), &args) {
+            Ok(run) => run.await,
+            Err(error) => AgentToolResult::error(error.to_string()),
+        }
     }
 
     /// A context for the call `call_id` of one of this store's tools in hand, with the store's
@@ -435,32 +463,44 @@ impl ToolStore {
     }
 }
 
-/// Executes `tool` on its own, as [`AgentTool::execute_with`] does: no hooks, no events. Bad arguments
-/// come back as `Err`, so a caller can tell them from a failed run.
-pub(crate) async fn execute_tool(
-    tool: &AgentTool,
-    ctx: ToolContext,
+/// Binds a call of `tool` in hand (no hooks, no events) and returns its run: bad arguments come back as
+/// `Err`, so a caller can tell them from a failed run. Binding happens here, before anything is awaited.
+fn start_in_hand<'a>(
+    tool: &'a AgentTool,
+    mut slot: ContextSlot<'_>,
     args: &Value,
-) -> Result<AgentToolResult, ArgumentError> {
-    match bind(tool, args, ctx.clone(), false) {
-        Ok((future, _)) => Ok(run_bound(tool, future, &ctx, None, tool.timeout()).await),
-        Err(Refusal::Arguments(error)) => Err(error),
-        Err(refusal) => Ok(AgentToolResult::error(refusal.to_string())),
-    }
+) -> Result<impl Future<Output = AgentToolResult> + Send + use<'a>, ArgumentError> {
+    let bound = bind(tool, args, &mut slot, false);
+    let ctx = slot.into_made();
+    let future = match bound {
+        Ok((future, _)) => Ok(future),
+        Err(Refusal::Arguments(error)) => return Err(error),
+        Err(refusal) => Err(AgentToolResult::error(refusal.to_string())),
+    };
+    Ok(async move {
+        match future {
+            Ok(future) => {
+                let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
+                run_bound(tool, future, ctx.as_ref(), call_id, None, tool.timeout()).await
+            }
+            Err(result) => result,
+        }
+    })
 }
 
 /// Normalizes, prepares and binds `raw` for `tool`, every step under a guard. Returns the call's future
-/// and, when `keep_args`, the prepared arguments for the hooks.
+/// and, when `keep_args`, the prepared arguments for the hooks. The call's context is made only if the
+/// tool takes one.
 fn bind(
     tool: &AgentTool,
     raw: &Value,
-    ctx: ToolContext,
+    ctx: &mut ContextSlot<'_>,
     keep_args: bool,
 ) -> Result<(ToolFuture, Option<Arc<Value>>), Refusal> {
     let name = tool.name();
     // JSON text goes straight into the argument type when nothing needs the arguments as a `Value`.
     if let (Value::String(text), false) = (raw, keep_args) {
-        let bound = guard::catch(|| tool.bind_text(text, ctx.clone())).map_err(|panic| {
+        let bound = guard::catch(|| tool.bind_text(text, ctx)).map_err(|panic| {
             Refusal::Panicked(format!(
                 "tool `{name}` panicked while its call was prepared: {panic}"
             ))
@@ -485,25 +525,37 @@ fn bind(
 }
 
 /// Runs a bound call to its end: a panic, the time limit, or cancellation (of `abort`, else of the
-/// context's own token) each become an error result. Updates stop at the end.
+/// context's own token) each become an error result. Updates stop at the end. `ctx` is the call's
+/// context if the tool took one (a tool that took none cannot see its token or send updates).
 async fn run_bound(
     tool: &AgentTool,
     future: ToolFuture,
-    ctx: &ToolContext,
+    ctx: Option<&ToolContext>,
+    call_id: &str,
     abort: Option<&CancellationToken>,
     limit: Option<Duration>,
 ) -> AgentToolResult {
     let name = tool.name();
     let aborted =
         || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
-    let cancelled = abort.map_or_else(|| ctx.is_cancelled(), CancellationToken::is_cancelled);
+    let close = || {
+        if let Some(ctx) = ctx {
+            ctx.close_updates();
+        }
+    };
+    let cancelled = match abort {
+        Some(token) => token.is_cancelled(),
+        None => ctx.is_some_and(ToolContext::is_cancelled),
+    };
     if cancelled {
-        ctx.close_updates();
+        close();
         guard::drop_quietly(future);
         return aborted();
     }
     let timed_out = |limit: Option<Duration>| {
-        ctx.cancellation_token().cancel();
+        if let Some(ctx) = ctx {
+            ctx.cancellation_token().cancel();
+        }
         let ms = limit.map_or(0, |d| d.as_millis());
         AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms"))
     };
@@ -511,7 +563,8 @@ async fn run_bound(
         |panic: String| AgentToolResult::error(format!("tool `{name}` panicked: {panic}"));
     // The runtime is asked only when there is a limit or a token to watch: a call in hand with neither
     // (the common `execute`) pays nothing for it.
-    let watched = limit.is_some() || abort.is_some() || ctx.can_be_cancelled();
+    let watched =
+        limit.is_some() || abort.is_some() || ctx.is_some_and(ToolContext::can_be_cancelled);
     let own_task = watched
         && !tool.runs_on_blocking_pool()
         && Handle::try_current()
@@ -521,7 +574,7 @@ async fn run_bound(
         // call's token, so no call outlives its batch.
         let mut task = AbortOnDrop {
             task: tokio::spawn(future),
-            token: ctx.cancellation_token().clone(),
+            token: ctx.map(|ctx| ctx.cancellation_token().clone()),
         };
         // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if the
         // tool noticed the token and returned on its own.
@@ -541,7 +594,7 @@ async fn run_bound(
                 drop(task);
                 tracing::warn!(
                     tool = name,
-                    call_id = ctx.call_id(),
+                    call_id,
                     "the call did not finish in time; its task was detached and its late result will be dropped"
                 );
                 result
@@ -569,29 +622,32 @@ async fn run_bound(
             }
         }
     };
-    ctx.close_updates();
+    close();
     result
 }
 
 /// A call's task, aborted (and its token cancelled) when dropped.
 struct AbortOnDrop {
     task: tokio::task::JoinHandle<AgentToolResult>,
-    token: CancellationToken,
+    token: Option<CancellationToken>,
 }
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         if !self.task.is_finished() {
-            self.token.cancel();
+            if let Some(token) = &self.token {
+                token.cancel();
+            }
             self.task.abort();
         }
     }
 }
 
-async fn wait_cancelled(abort: Option<&CancellationToken>, ctx: &ToolContext) {
-    match abort {
-        Some(token) => token.cancelled().await,
-        None => ctx.cancelled().await,
+async fn wait_cancelled(abort: Option<&CancellationToken>, ctx: Option<&ToolContext>) {
+    match (abort, ctx) {
+        (Some(token), _) => token.cancelled().await,
+        (None, Some(ctx)) => ctx.cancelled().await,
+        (None, None) => std::future::pending().await,
     }
 }
 

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentError};
-use crate::context::ToolContext;
+use crate::context::{ContextSlot, ToolContext};
 use crate::dialect::{Dialect, DialectCache, DialectError, ToolFacts, definition};
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{MissingState, StateKey};
@@ -135,7 +135,7 @@ pub trait ErasedHandler: Send + Sync + 'static {
         &self,
         check: &ArgumentCheck<'_>,
         args: &Value,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Result<ToolFuture, Refusal>;
 
     /// Parses JSON `text` in one pass and returns the call; `None` sends it down the `Value` path.
@@ -143,7 +143,7 @@ pub trait ErasedHandler: Send + Sync + 'static {
         &self,
         check: &ArgumentCheck<'_>,
         text: &str,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Option<Result<ToolFuture, Refusal>> {
         let _ = (check, text, ctx);
         None
@@ -443,7 +443,7 @@ impl AgentTool {
     pub(crate) fn bind_text(
         &self,
         text: &str,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Option<Result<ToolFuture, Refusal>> {
         if self.inner.prepare_arguments.is_some() {
             return None;
@@ -454,7 +454,11 @@ impl AgentTool {
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
-    pub(crate) fn bind(&self, args: &Value, ctx: ToolContext) -> Result<ToolFuture, Refusal> {
+    pub(crate) fn bind(
+        &self,
+        args: &Value,
+        ctx: &mut ContextSlot<'_>,
+    ) -> Result<ToolFuture, Refusal> {
         self.inner.handler.bind(&self.argument_check(), args, ctx)
     }
 }
@@ -731,12 +735,13 @@ impl ErasedHandler for SchemaHandler {
         &self,
         check: &ArgumentCheck<'_>,
         args: &Value,
-        ctx: ToolContext,
+        ctx: &mut ContextSlot<'_>,
     ) -> Result<ToolFuture, Refusal> {
         if !check.is_valid(args) {
             return Err(check.explain(args, None).into());
         }
         let args = args.clone();
+        let ctx = ctx.get().clone();
         crate::guard::catch(|| (self.handler)(ctx, args)).map_err(|panic| {
             Refusal::Panicked(format!(
                 "the handler of tool `{}` panicked before it returned its future: {panic}",
