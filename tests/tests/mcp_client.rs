@@ -182,7 +182,7 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
 
     let sum = run_one(&store, "py_add", json!({"a": 2, "b": 3})).await;
     assert!(!sum.is_error());
-    assert_eq!(sum.result.structured_content, Some(json!({"sum": 5})));
+    assert_eq!(sum.result.structured_content(), Some(&json!({"sum": 5})));
 
     let failed = run_one(&store, "py_fail", json!({"reason": "testing"})).await;
     assert!(failed.is_error());
@@ -229,7 +229,7 @@ async fn cancel_a_waiting_call(client: &McpClient, marker: &Path) {
         "the server's tool was cancelled"
     );
     let sum = run_one(&store, "add", json!({"a": 1, "b": 1})).await;
-    assert_eq!(sum.result.structured_content, Some(json!({"sum": 2})));
+    assert_eq!(sum.result.structured_content(), Some(&json!({"sum": 2})));
 }
 
 #[tokio::test]
@@ -372,7 +372,7 @@ async fn a_python_server_over_streamable_http_lists_and_answers() {
     let names = client.register(&mut store).await.unwrap();
     assert!(names.contains(&"add".to_owned()), "{names:?}");
     let sum = run_one(&store, "add", json!({"a": 20, "b": 22})).await;
-    assert_eq!(sum.result.structured_content, Some(json!({"sum": 42})));
+    assert_eq!(sum.result.structured_content(), Some(&json!({"sum": 42})));
     let failed = run_one(&store, "fail", json!({"reason": "over http"})).await;
     assert!(failed.is_error() && failed.text_content().contains("over http"));
 }

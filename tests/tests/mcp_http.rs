@@ -176,7 +176,7 @@ async fn yiem_own_client_lists_calls_and_streams_progress_with_the_token() {
         assert!(names.contains(&name.to_owned()), "{names:?}");
     }
     let sum = run_one(&store, "add", json!({"a": 20, "b": 22})).await;
-    assert_eq!(sum.result.structured_content, Some(json!({"sum": 42})));
+    assert_eq!(sum.result.structured_content(), Some(&json!({"sum": 42})));
 
     let (executor, updates) = recording_updates();
     let counted = executor

@@ -172,7 +172,10 @@ async fn a_hundred_mixed_calls_give_a_hundred_results_in_call_order() {
         assert_eq!(message.is_error(), *is_error, "{}", call.id);
         assert_eq!(message.text_content(), *text, "{}", call.id);
     }
-    assert_eq!(batch.messages[9].result.details, json!({"redacted": true}));
+    assert_eq!(
+        batch.messages[9].result.details(),
+        &json!({"redacted": true})
+    );
     assert!(!batch.terminate);
 
     let log = log.lock().unwrap();

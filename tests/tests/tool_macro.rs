@@ -469,7 +469,7 @@ async fn updates_stream_through_the_context() {
         .execute_with(ctx.clone(), json!({"n": 3}))
         .await;
     assert_eq!(result.text_content(), "finished");
-    assert_eq!(result.details, json!({"updates": 3}));
+    assert_eq!(result.details(), &json!({"updates": 3}));
     assert_eq!(*seen.lock().unwrap(), ["1/3", "2/3", "3/3"]);
     ctx.update("after the end");
     assert_eq!(
@@ -516,7 +516,7 @@ async fn json_output_gives_text_structured_content_and_an_output_schema() {
     let tool = add_json_tool();
     let result = tool.execute("c", json!({"a": 1, "b": 2})).await;
     assert_eq!(result.text_content(), r#"{"total":3}"#);
-    assert_eq!(result.structured_content, Some(json!({"total": 3})));
+    assert_eq!(result.structured_content(), Some(&json!({"total": 3})));
     assert_eq!(
         tool.output_schema(),
         Some(&schemars::schema_for!(Sum).to_value())

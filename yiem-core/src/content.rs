@@ -74,3 +74,194 @@ pub(crate) fn joined_text(blocks: &[Content]) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// The content blocks of a tool result: a list of [`Content`] that keeps a single block inline, so the
+/// common one-text result needs no allocation of its own. It reads as a slice (`len`, `iter`, indexing)
+/// and compares equal to a `Vec<Content>` or an array with the same blocks.
+///
+/// ```
+/// use yiem_core::{Content, Contents};
+///
+/// let mut blocks = Contents::from(Content::text("first"));
+/// assert_eq!(blocks.len(), 1);
+/// blocks.push(Content::text("second"));
+/// assert_eq!(blocks[1].as_text(), Some("second"));
+/// assert_eq!(blocks, vec![Content::text("first"), Content::text("second")]);
+/// let back: Vec<Content> = blocks.into_vec();
+/// assert_eq!(back.len(), 2);
+/// ```
+#[derive(Clone, Default)]
+pub struct Contents(Repr);
+
+#[derive(Clone)]
+enum Repr {
+    /// Exactly one block, inline.
+    One(Content),
+    /// Any other number of blocks (none: an empty `Vec`, which does not allocate).
+    Many(Vec<Content>),
+}
+
+impl Default for Repr {
+    fn default() -> Self {
+        Repr::Many(Vec::new())
+    }
+}
+
+impl Contents {
+    /// No blocks.
+    pub const fn new() -> Self {
+        Contents(Repr::Many(Vec::new()))
+    }
+
+    /// Adds a block at the end.
+    pub fn push(&mut self, block: Content) {
+        match &mut self.0 {
+            Repr::Many(blocks) if blocks.is_empty() => self.0 = Repr::One(block),
+            Repr::Many(blocks) => blocks.push(block),
+            Repr::One(_) => {
+                let Repr::One(first) = std::mem::take(&mut self.0) else {
+                    unreachable!("matched as one block above")
+                };
+                self.0 = Repr::Many(vec![first, block]);
+            }
+        }
+    }
+
+    /// Removes every block.
+    pub fn clear(&mut self) {
+        self.0 = Repr::Many(Vec::new());
+    }
+
+    /// The blocks as a `Vec`.
+    pub fn into_vec(self) -> Vec<Content> {
+        match self.0 {
+            Repr::One(block) => vec![block],
+            Repr::Many(blocks) => blocks,
+        }
+    }
+}
+
+impl std::ops::Deref for Contents {
+    type Target = [Content];
+
+    fn deref(&self) -> &[Content] {
+        match &self.0 {
+            Repr::One(block) => std::slice::from_ref(block),
+            Repr::Many(blocks) => blocks,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Contents {
+    fn deref_mut(&mut self) -> &mut [Content] {
+        match &mut self.0 {
+            Repr::One(block) => std::slice::from_mut(block),
+            Repr::Many(blocks) => blocks,
+        }
+    }
+}
+
+impl std::fmt::Debug for Contents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
+}
+
+impl PartialEq for Contents {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for Contents {}
+
+impl PartialEq<Vec<Content>> for Contents {
+    fn eq(&self, other: &Vec<Content>) -> bool {
+        **self == **other
+    }
+}
+
+impl PartialEq<[Content]> for Contents {
+    fn eq(&self, other: &[Content]) -> bool {
+        **self == *other
+    }
+}
+
+impl<const N: usize> PartialEq<[Content; N]> for Contents {
+    fn eq(&self, other: &[Content; N]) -> bool {
+        **self == other[..]
+    }
+}
+
+impl From<Content> for Contents {
+    fn from(block: Content) -> Self {
+        Contents(Repr::One(block))
+    }
+}
+
+impl From<Vec<Content>> for Contents {
+    fn from(mut blocks: Vec<Content>) -> Self {
+        match blocks.len() {
+            1 => Contents(Repr::One(blocks.pop().expect("one block"))),
+            _ => Contents(Repr::Many(blocks)),
+        }
+    }
+}
+
+impl<const N: usize> From<[Content; N]> for Contents {
+    fn from(blocks: [Content; N]) -> Self {
+        blocks.into_iter().collect()
+    }
+}
+
+impl From<Contents> for Vec<Content> {
+    fn from(blocks: Contents) -> Self {
+        blocks.into_vec()
+    }
+}
+
+impl FromIterator<Content> for Contents {
+    fn from_iter<I: IntoIterator<Item = Content>>(iter: I) -> Self {
+        let mut blocks = Contents::new();
+        blocks.extend(iter);
+        blocks
+    }
+}
+
+impl Extend<Content> for Contents {
+    fn extend<I: IntoIterator<Item = Content>>(&mut self, iter: I) {
+        for block in iter {
+            self.push(block);
+        }
+    }
+}
+
+impl IntoIterator for Contents {
+    type Item = Content;
+    type IntoIter = std::vec::IntoIter<Content>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.into_vec().into_iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a Contents {
+    type Item = &'a Content;
+    type IntoIter = std::slice::Iter<'a, Content>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+impl Serialize for Contents {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (**self).serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Contents {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Vec::<Content>::deserialize(deserializer).map(Contents::from)
+    }
+}

@@ -86,13 +86,13 @@ impl ToolResultPatch {
     /// Applies the patch.
     pub fn apply(self, mut result: AgentToolResult) -> AgentToolResult {
         if let Some(content) = self.content {
-            result.content = content;
+            result.content = content.into();
         }
         if let Some(details) = self.details {
-            result.details = details;
+            result.set_details(details);
         }
         if let Some(usage) = self.usage {
-            result.usage = Some(usage);
+            result = result.with_usage(usage);
         }
         if let Some(terminate) = self.terminate {
             result.terminate = terminate;

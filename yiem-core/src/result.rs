@@ -1,13 +1,13 @@
 //! What a tool returns: [`AgentToolResult`], the [`IntoToolResult`] conversion that lets a `#[tool]`
 //! function return ordinary Rust types, and [`Json`] for structured output.
 
-use std::fmt::Display;
+use std::fmt::{self, Display};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::content::Content;
+use crate::content::{Content, Contents};
 
 /// Token usage that a tool (or a model) reports.
 ///
@@ -40,47 +40,58 @@ impl Usage {
 /// The outcome of one tool execution.
 ///
 /// A tool that fails still produces a result (with `is_error` set), so every call the model makes gets an
-/// answer it can read.
+/// answer it can read. What the model sees ([`content`](Self::content)) and the two flags are fields; the
+/// parts most results do not have — [details](Self::details), [structured
+/// content](Self::structured_content), [usage](Self::usage) and [added tools](Self::added_tool_names) —
+/// are kept out of line and read with methods, so a plain text result is small and costs one allocation
+/// (its text).
 ///
 /// ```
-/// use yiem_core::AgentToolResult;
+/// use serde_json::json;
+/// use yiem_core::{AgentToolResult, Usage};
 ///
 /// let ok = AgentToolResult::text("done").with_terminate(true);
 /// assert_eq!(ok.text_content(), "done");
 /// assert!(ok.terminate && !ok.is_error);
+/// assert!(ok.details().is_null());
+///
+/// let measured = AgentToolResult::text("3 rows")
+///     .with_details(json!({"rows": 3}))
+///     .with_usage(Usage { input_tokens: 7, ..Usage::default() });
+/// assert_eq!(measured.details()["rows"], 3);
+/// assert_eq!(measured.usage().map(|usage| usage.input_tokens), Some(7));
 ///
 /// let err = AgentToolResult::error("file not found: a.txt");
 /// assert!(err.is_error);
 /// ```
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Default)]
 pub struct AgentToolResult {
     /// What the model sees.
-    pub content: Vec<Content>,
-    /// Tool-specific details for the application (not sent to the model); `null` when there are none.
-    #[serde(default)]
-    pub details: Value,
-    /// Structured output (from [`Json`]); sent to MCP clients as `structuredContent`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// Tokens the tool itself spent, if it called a model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
+    pub content: Contents,
     /// Ask the agent loop to stop after this batch (it stops only when every result in the batch asks).
-    #[serde(default)]
     pub terminate: bool,
-    /// Names of tools this call registered, so the agent can offer them from the next turn on.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub added_tool_names: Vec<String>,
     /// Whether this result reports a failure.
-    #[serde(default)]
     pub is_error: bool,
+    /// Details, structured content, usage and added tools; `None` when the result has none of them.
+    extras: Option<Box<Extras>>,
 }
+
+/// The parts of a result most results do not have.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Extras {
+    details: Value,
+    structured_content: Option<Value>,
+    usage: Option<Usage>,
+    added_tool_names: Vec<String>,
+}
+
+static NO_DETAILS: Value = Value::Null;
 
 impl AgentToolResult {
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
         AgentToolResult {
-            content: vec![Content::text(text)],
+            content: Contents::from(Content::text(text)),
             ..Self::default()
         }
     }
@@ -88,29 +99,74 @@ impl AgentToolResult {
     /// An error result with one text block, written for the model that must recover.
     pub fn error(text: impl Into<String>) -> Self {
         AgentToolResult {
-            content: vec![Content::text(text)],
+            content: Contents::from(Content::text(text)),
             is_error: true,
             ..Self::default()
         }
     }
 
     /// A successful result with the given content blocks.
-    pub fn with_content(content: Vec<Content>) -> Self {
+    pub fn with_content(content: impl Into<Contents>) -> Self {
         AgentToolResult {
-            content,
+            content: content.into(),
             ..Self::default()
         }
     }
 
+    fn extras_mut(&mut self) -> &mut Extras {
+        self.extras.get_or_insert_with(Box::default)
+    }
+
+    /// Tool-specific details for the application (not sent to the model); `null` when there are none.
+    pub fn details(&self) -> &Value {
+        self.extras
+            .as_ref()
+            .map_or(&NO_DETAILS, |extras| &extras.details)
+    }
+
     /// Sets [`details`](Self::details).
     pub fn with_details(mut self, details: Value) -> Self {
-        self.details = details;
+        self.set_details(details);
         self
+    }
+
+    /// The [`details`](Self::details), to change in place.
+    pub fn details_mut(&mut self) -> &mut Value {
+        &mut self.extras_mut().details
+    }
+
+    /// Replaces [`details`](Self::details).
+    pub fn set_details(&mut self, details: Value) {
+        if details.is_null() && self.extras.is_none() {
+            return;
+        }
+        self.extras_mut().details = details;
+    }
+
+    /// Structured output (from [`Json`]); sent to MCP clients as `structuredContent`.
+    pub fn structured_content(&self) -> Option<&Value> {
+        self.extras.as_ref()?.structured_content.as_ref()
+    }
+
+    /// Sets [`structured_content`](Self::structured_content).
+    pub fn with_structured_content(mut self, value: Value) -> Self {
+        self.extras_mut().structured_content = Some(value);
+        self
+    }
+
+    /// Takes [`structured_content`](Self::structured_content) out of the result.
+    pub fn take_structured_content(&mut self) -> Option<Value> {
+        self.extras.as_mut()?.structured_content.take()
+    }
+
+    /// Tokens the tool itself spent, if it called a model.
+    pub fn usage(&self) -> Option<Usage> {
+        self.extras.as_ref()?.usage
     }
 
     /// Sets [`usage`](Self::usage).
     pub fn with_usage(mut self, usage: Usage) -> Self {
-        self.usage = Some(usage);
+        self.extras_mut().usage = Some(usage);
         self
     }
 
@@ -120,15 +176,125 @@ impl AgentToolResult {
         self
     }
 
+    /// Names of tools this call registered, so the agent can offer them from the next turn on.
+    pub fn added_tool_names(&self) -> &[String] {
+        self.extras
+            .as_ref()
+            .map_or(&[], |extras| extras.added_tool_names.as_slice())
+    }
+
     /// Sets [`added_tool_names`](Self::added_tool_names).
     pub fn with_added_tools(mut self, names: Vec<String>) -> Self {
-        self.added_tool_names = names;
+        if names.is_empty() && self.extras.is_none() {
+            return self;
+        }
+        self.extras_mut().added_tool_names = names;
         self
     }
 
     /// All text blocks joined with newlines (images are left out).
     pub fn text_content(&self) -> String {
         crate::content::joined_text(&self.content)
+    }
+}
+
+impl PartialEq for AgentToolResult {
+    fn eq(&self, other: &Self) -> bool {
+        self.content == other.content
+            && self.terminate == other.terminate
+            && self.is_error == other.is_error
+            && self.details() == other.details()
+            && self.structured_content() == other.structured_content()
+            && self.usage() == other.usage()
+            && self.added_tool_names() == other.added_tool_names()
+    }
+}
+
+impl fmt::Debug for AgentToolResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut out = f.debug_struct("AgentToolResult");
+        out.field("content", &self.content);
+        if !self.details().is_null() {
+            out.field("details", self.details());
+        }
+        if let Some(structured) = self.structured_content() {
+            out.field("structured_content", structured);
+        }
+        if let Some(usage) = self.usage() {
+            out.field("usage", &usage);
+        }
+        if !self.added_tool_names().is_empty() {
+            out.field("added_tool_names", &self.added_tool_names());
+        }
+        out.field("terminate", &self.terminate)
+            .field("is_error", &self.is_error)
+            .finish()
+    }
+}
+
+/// A result as it is written: every part flat, in one object.
+#[derive(Serialize)]
+struct WireRef<'a> {
+    content: &'a [Content],
+    details: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Usage>,
+    terminate: bool,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    added_tool_names: &'a [String],
+    is_error: bool,
+}
+
+/// A result as it is read.
+#[derive(Deserialize)]
+struct Wire {
+    content: Contents,
+    #[serde(default)]
+    details: Value,
+    #[serde(default)]
+    structured_content: Option<Value>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    terminate: bool,
+    #[serde(default)]
+    added_tool_names: Vec<String>,
+    #[serde(default)]
+    is_error: bool,
+}
+
+impl Serialize for AgentToolResult {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        WireRef {
+            content: &self.content,
+            details: self.details(),
+            structured_content: self.structured_content(),
+            usage: self.usage(),
+            terminate: self.terminate,
+            added_tool_names: self.added_tool_names(),
+            is_error: self.is_error,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for AgentToolResult {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = Wire::deserialize(deserializer)?;
+        let extras = Extras {
+            details: wire.details,
+            structured_content: wire.structured_content,
+            usage: wire.usage,
+            added_tool_names: wire.added_tool_names,
+        };
+        Ok(AgentToolResult {
+            content: wire.content,
+            terminate: wire.terminate,
+            is_error: wire.is_error,
+            extras: (extras != Extras::default()).then(|| Box::new(extras)),
+        })
     }
 }
 
@@ -192,7 +358,7 @@ impl IntoToolResult for () {
 
 impl IntoToolResult for Content {
     fn into_tool_result(self) -> AgentToolResult {
-        AgentToolResult::with_content(vec![self])
+        AgentToolResult::with_content(self)
     }
 }
 
@@ -230,7 +396,7 @@ impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
 ///
 /// let result = Json(Sum { total: 3 }).into_tool_result();
 /// assert_eq!(result.text_content(), r#"{"total":3}"#);
-/// assert_eq!(result.structured_content, Some(serde_json::json!({"total": 3})));
+/// assert_eq!(result.structured_content(), Some(&serde_json::json!({"total": 3})));
 /// assert!(<Json<Sum> as IntoToolResult>::output_schema().is_some());
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -239,11 +405,7 @@ pub struct Json<T>(pub T);
 impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
     fn into_tool_result(self) -> AgentToolResult {
         match serde_json::to_value(&self.0) {
-            Ok(value) => AgentToolResult {
-                content: vec![Content::text(value.to_string())],
-                structured_content: Some(value),
-                ..AgentToolResult::default()
-            },
+            Ok(value) => AgentToolResult::text(value.to_string()).with_structured_content(value),
             Err(error) => AgentToolResult::error(format!(
                 "the tool's output could not be serialized to JSON: {error}"
             )),

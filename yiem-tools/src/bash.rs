@@ -71,7 +71,7 @@ pub async fn bash(
 /// let result = bash_in_with(&root, &ShellPolicy::current(), &ToolContext::new("c1"), args).await;
 /// # if result.is_error { return; } // no sandbox on this machine
 /// assert_eq!(result.text_content(), "hi\noops\n");
-/// assert_eq!(result.details["exit_code"], 0);
+/// assert_eq!(result.details()["exit_code"], 0);
 /// # });
 /// ```
 pub async fn bash_in_with(
@@ -122,13 +122,12 @@ async fn run(
 ) -> AgentToolResult {
     match start(root, policy, confinement, command) {
         Ok(started) => {
-            let result = supervise(ctx, started.child, started.chunks, limit).await;
+            let mut result = supervise(ctx, started.child, started.chunks, limit).await;
             drop(started.temp);
-            let mut details = result.details.clone();
-            if let Some(object) = details.as_object_mut() {
+            if let Some(object) = result.details_mut().as_object_mut() {
                 object.insert("sandbox".into(), json!(confinement.name()));
             }
-            result.with_details(details)
+            result
         }
         Err(error) => AgentToolResult::error(format!(
             "tool `bash`: cannot start `bash` (sandbox: {}): {error}",

@@ -52,8 +52,8 @@ async fn stdout_and_stderr_come_back_together_from_the_root_directory() {
         format!("{}\nerr\n", root.path().display())
     );
     assert_eq!(
-        result.details,
-        json!({"exit_code": 0, "timed_out": false, "aborted": false, "truncated": false, "output_bytes": root.path().display().to_string().len() + 5, "sandbox": "bubblewrap"})
+        result.details(),
+        &json!({"exit_code": 0, "timed_out": false, "aborted": false, "truncated": false, "output_bytes": root.path().display().to_string().len() + 5, "sandbox": "bubblewrap"})
     );
 }
 
@@ -68,7 +68,7 @@ async fn a_non_zero_exit_is_an_error_that_shows_output_and_code() {
     .await;
     assert!(result.is_error);
     assert_eq!(result.text_content(), "failing\n\n[exit code 3]");
-    assert_eq!(result.details["exit_code"], 3);
+    assert_eq!(result.details()["exit_code"], 3);
 }
 
 #[tokio::test]
@@ -97,7 +97,7 @@ async fn timeout_kills_the_command_and_its_children() {
         result.text_content(),
         "before\n\n[timed out after 1 s: the command and its child processes were killed]"
     );
-    assert_eq!(result.details["timed_out"], true);
+    assert_eq!(result.details()["timed_out"], true);
     assert!(
         elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(5),
         "{elapsed:?}"
@@ -130,7 +130,7 @@ async fn cancelling_the_context_kills_the_process_group() {
         result.text_content(),
         "[aborted: the command and its child processes were killed]"
     );
-    assert_eq!(result.details["aborted"], true);
+    assert_eq!(result.details()["aborted"], true);
     assert!(died(child).await);
 }
 
@@ -213,8 +213,8 @@ async fn huge_output_keeps_head_and_tail_with_a_note() {
     let result = bash_in(&root, &ToolContext::new("c"), args("seq 1 100000", None)).await;
     assert!(!result.is_error);
     let total: usize = (1..=100_000).map(|i: u32| i.to_string().len() + 1).sum();
-    assert_eq!(result.details["output_bytes"], total);
-    assert_eq!(result.details["truncated"], true);
+    assert_eq!(result.details()["output_bytes"], total);
+    assert_eq!(result.details()["truncated"], true);
 
     let text = result.text_content();
     let lines: Vec<&str> = text.lines().collect();

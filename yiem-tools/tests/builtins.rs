@@ -217,8 +217,8 @@ fn get_time_formats_an_instant_in_a_time_zone() {
         "2025-01-15 21:00:00 JST (UTC+09:00), Wednesday, in Asia/Tokyo"
     );
     assert_eq!(
-        tokyo.details,
-        json!({"timezone": "Asia/Tokyo", "iso8601": "2025-01-15T21:00:00+09:00[Asia/Tokyo]", "unix_seconds": 1736942400})
+        tokyo.details(),
+        &json!({"timezone": "Asia/Tokyo", "iso8601": "2025-01-15T21:00:00+09:00[Asia/Tokyo]", "unix_seconds": 1736942400})
     );
     let new_york = time_at(at, "America/New_York");
     assert_eq!(
@@ -249,9 +249,9 @@ async fn get_time_answers_now_in_utc_by_default() {
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs() as i64;
-    let seconds = result.details["unix_seconds"].as_i64().unwrap();
+    let seconds = result.details()["unix_seconds"].as_i64().unwrap();
     assert!((before..=after).contains(&seconds));
-    assert_eq!(result.details["timezone"], "UTC");
+    assert_eq!(result.details()["timezone"], "UTC");
     assert!(
         result.text_content().contains(" UTC (UTC+00:00), "),
         "{}",

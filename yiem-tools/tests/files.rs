@@ -195,7 +195,7 @@ async fn symlinks_that_stay_inside_are_followed() {
     std::os::unix::fs::symlink(sandbox.path().join("real"), sandbox.path().join("alias")).unwrap();
     let result = sandbox.ok("read", json!({"path": "alias/data.txt"})).await;
     assert_eq!(result.text_content(), "     1\tdata");
-    assert_eq!(result.details["path"], "real/data.txt");
+    assert_eq!(result.details()["path"], "real/data.txt");
 }
 
 // ---- read ----------------------------------------------------------------------------------------
@@ -210,8 +210,8 @@ async fn read_numbers_lines_and_reports_details() {
         "     1\tfn main() {\n     2\t    println!(\"hi\");\n     3\t}"
     );
     assert_eq!(
-        result.details,
-        json!({"path": "src/main.rs", "start_line": 1, "end_line": 3, "total_lines": 3, "truncated": false})
+        result.details(),
+        &json!({"path": "src/main.rs", "start_line": 1, "end_line": 3, "total_lines": 3, "truncated": false})
     );
 }
 
@@ -246,7 +246,7 @@ async fn read_stops_at_2000_lines_by_default() {
             "  2000\t2000\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]"
         )
     );
-    assert_eq!(result.details["truncated"], true);
+    assert_eq!(result.details()["truncated"], true);
 }
 
 #[tokio::test]
@@ -260,7 +260,7 @@ async fn read_stops_at_50_kb_and_cuts_very_long_lines() {
     assert!(result.text_content().ends_with(
         "\n\n[Showing lines 1-50 of 100 (the 50 KB limit of one read). Use offset=51 to continue.]"
     ));
-    assert_eq!(result.details["end_line"], 50);
+    assert_eq!(result.details()["end_line"], 50);
 
     sandbox.put("one-line.txt", &"y".repeat(2500));
     let cut = sandbox.ok("read", json!({"path": "one-line.txt"})).await;
@@ -343,8 +343,8 @@ async fn write_creates_parents_then_overwrites() {
         .await;
     assert_eq!(created.text_content(), "Created `a/b/c.txt` (5 bytes).");
     assert_eq!(
-        created.details,
-        json!({"path": "a/b/c.txt", "bytes": 5, "created": true})
+        created.details(),
+        &json!({"path": "a/b/c.txt", "bytes": 5, "created": true})
     );
     let replaced = sandbox
         .ok("write", json!({"path": "a/b/c.txt", "content": "second!"}))
@@ -435,10 +435,10 @@ async fn edit_replaces_one_occurrence_and_reports_a_unified_diff() {
         "Replaced 1 occurrence in `lib.rs`; first change at line 5."
     );
     assert_eq!(sandbox.get("lib.rs"), "a\nb\nc\nd\nE\nE2\nf\ng\nh\n");
-    assert_eq!(result.details["replacements"], 1);
-    assert_eq!(result.details["first_changed_line"], 5);
+    assert_eq!(result.details()["replacements"], 1);
+    assert_eq!(result.details()["first_changed_line"], 5);
     assert_eq!(
-        result.details["diff"],
+        result.details()["diff"],
         "--- a/lib.rs\n+++ b/lib.rs\n@@ -2,7 +2,8 @@\n b\n c\n d\n-e\n+E\n+E2\n f\n g\n h\n"
     );
 }
@@ -577,8 +577,8 @@ async fn grep_finds_matching_lines_in_name_order() {
         "src/a.rs:2: fn alpha() {}\nsrc/b.rs:1: fn beta() {}"
     );
     assert_eq!(
-        result.details,
-        json!({"matches": 2, "files_searched": 3, "truncated": false})
+        result.details(),
+        &json!({"matches": 2, "files_searched": 3, "truncated": false})
     );
 }
 

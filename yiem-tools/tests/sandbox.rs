@@ -318,8 +318,8 @@ async fn survivors_die(policy: ShellPolicy, end: End, label: &str) {
             };
             assert_eq!(result.text_content(), expected);
         }
-        (End::Timeout, Ok(result)) => assert_eq!(result.details["timed_out"], true),
-        (End::Abort, Ok(result)) => assert_eq!(result.details["aborted"], true),
+        (End::Timeout, Ok(result)) => assert_eq!(result.details()["timed_out"], true),
+        (End::Abort, Ok(result)) => assert_eq!(result.details()["aborted"], true),
         (_, Err(error)) => panic!("the call failed: {error}"),
     }
     for pid in pids {
@@ -391,18 +391,18 @@ async fn without_a_sandbox_bash_refuses_unless_the_user_opted_in() {
     };
     let result = run(&opted_in, &place.root, "echo hi").await;
     assert_eq!(result.text_content(), "hi\n");
-    assert_eq!(result.details["sandbox"], "none");
+    assert_eq!(result.details()["sandbox"], "none");
 }
 
 #[tokio::test]
 async fn the_sandbox_in_use_is_in_the_details() {
     let place = place();
     assert_eq!(
-        run(&bwrap(), &place.root, "true").await.details["sandbox"],
+        run(&bwrap(), &place.root, "true").await.details()["sandbox"],
         "bubblewrap"
     );
     assert_eq!(
-        run(&landlock(), &place.root, "true").await.details["sandbox"],
+        run(&landlock(), &place.root, "true").await.details()["sandbox"],
         "landlock"
     );
 }

@@ -67,7 +67,7 @@ async fn main() {
     assert!(unit_tool().execute("c", none.clone()).await.content.is_empty());
     assert!(unit_plain_tool().execute("c", none.clone()).await.content.is_empty());
     assert!(full_tool().execute("c", none.clone()).await.terminate);
-    assert_eq!(structured_tool().execute("c", none.clone()).await.structured_content, Some(json!({"x": 1})));
+    assert_eq!(structured_tool().execute("c", none.clone()).await.structured_content(), Some(&json!({"x": 1})));
     assert_eq!(blocks_tool().execute("c", none.clone()).await.content.len(), 2);
     let failed = fallible_tool().execute("c", none.clone()).await;
     assert!(failed.is_error);

@@ -659,10 +659,10 @@ fn from_mcp(result: CallToolResult) -> AgentToolResult {
     {
         content.push(Content::text(structured.to_string()));
     }
-    AgentToolResult {
-        content,
-        structured_content: result.structured_content,
-        is_error: result.is_error.unwrap_or(false),
-        ..AgentToolResult::default()
+    let mut answer = AgentToolResult::with_content(content);
+    answer.is_error = result.is_error.unwrap_or(false);
+    match result.structured_content {
+        Some(structured) => answer.with_structured_content(structured),
+        None => answer,
     }
 }

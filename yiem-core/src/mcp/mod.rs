@@ -522,7 +522,8 @@ fn mcp_tool(tool: &AgentTool) -> Option<Tool> {
 
 /// The MCP result of a finished call.
 fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
-    let result = message.result;
+    let mut result = message.result;
+    let structured = result.take_structured_content();
     let content = result
         .content
         .into_iter()
@@ -536,7 +537,7 @@ fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
     } else {
         CallToolResult::success(content)
     };
-    answer.structured_content = result.structured_content;
+    answer.structured_content = structured;
     answer
 }
 

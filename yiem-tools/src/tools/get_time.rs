@@ -34,7 +34,7 @@ pub fn get_time(args: GetTimeArgs) -> AgentToolResult {
 /// let at = "2025-03-30T00:30:00Z".parse().unwrap();
 /// let result = time_at(at, "Europe/Paris");
 /// assert_eq!(result.text_content(), "2025-03-30 01:30:00 CET (UTC+01:00), Sunday, in Europe/Paris");
-/// assert_eq!(result.details["iso8601"], "2025-03-30T01:30:00+01:00[Europe/Paris]");
+/// assert_eq!(result.details()["iso8601"], "2025-03-30T01:30:00+01:00[Europe/Paris]");
 /// ```
 pub fn time_at(at: Timestamp, timezone: &str) -> AgentToolResult {
     let zone = if timezone.eq_ignore_ascii_case("local") {
