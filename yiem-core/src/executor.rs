@@ -375,7 +375,7 @@ impl ToolExecutor {
                                 Some(limit) => limit.acquire().await.ok(),
                                 None => None,
                             };
-                            call.end(env, ready.execute(env, cancel).await)
+                            call.end(env, ready.execute(env, cancel, false).await)
                         }
                     }
                 });

@@ -69,7 +69,8 @@ pub(crate) struct Call {
     /// Set when the call is answered with this error instead of running (e.g. a denied approval).
     refusal: Option<String>,
     span: tracing::Span,
-    started: Instant,
+    /// When the call started (set by [`start`](Self::start)).
+    started: Option<Instant>,
 }
 
 /// What preparing a call gave.
@@ -110,7 +111,7 @@ impl Call {
             state,
             refusal: None,
             span,
-            started: Instant::now(),
+            started: None,
         }
     }
 
@@ -124,7 +125,10 @@ impl Call {
 
     /// Starts the call (step 1): emits `ToolExecutionStart` and starts its clock.
     pub(crate) fn start(&mut self, env: &CallEnv) {
-        self.started = Instant::now();
+        // The clock is read only for a span someone records.
+        if !self.span.is_disabled() {
+            self.started = Some(Instant::now());
+        }
         if env.events.is_observed() {
             env.events.emit(AgentEvent::ToolExecutionStart {
                 call: Arc::clone(&self.call),
@@ -207,10 +211,11 @@ impl Call {
                 guard::drop_quietly(future);
                 return Prepared::Done(AgentToolResult::error(reason));
             }
-        }
-        if cancel.is_cancelled() {
-            guard::drop_quietly(future);
-            return Prepared::Done(not_run(&call.name));
+            // The hook took its time: the batch may have been aborted meanwhile.
+            if cancel.is_cancelled() {
+                guard::drop_quietly(future);
+                return Prepared::Done(not_run(&call.name));
+            }
         }
         Prepared::Ready(Ready {
             call: Arc::clone(call),
@@ -227,8 +232,11 @@ impl Call {
         if !self.span.is_disabled() {
             self.span
                 .record("outcome", if result.is_error { "error" } else { "ok" });
-            self.span
-                .record("duration_ms", self.started.elapsed().as_secs_f64() * 1000.0);
+            self.span.record(
+                "duration_ms",
+                self.started
+                    .map_or(0.0, |started| started.elapsed().as_secs_f64() * 1000.0),
+            );
         }
         if !env.events.is_observed() {
             return result;
@@ -280,7 +288,8 @@ impl Call {
     ) -> AgentToolResult {
         let result = match self.prepare(store, env, cancel).await {
             Prepared::Done(result) => result,
-            Prepared::Ready(ready) => ready.execute(env, cancel).await,
+            // Nothing was awaited since the abort check at the end of preparing.
+            Prepared::Ready(ready) => ready.execute(env, cancel, true).await,
         };
         self.end(env, result)
     }
@@ -288,16 +297,26 @@ impl Call {
 
 impl Ready {
     /// Runs the call under its time limit and the batch's token, then `after_tool_call` (step 3).
+    /// `abort_checked`: the batch's token was looked at with nothing awaited since (preparing ends with
+    /// that check), so it need not be looked at again before the tool starts.
     pub(crate) async fn execute(
         self,
         env: &CallEnv,
         cancel: &CancellationToken,
+        abort_checked: bool,
     ) -> AgentToolResult {
         let span = self.span.clone();
-        self.execute_inner(env, cancel).instrument(span).await
+        self.execute_inner(env, cancel, abort_checked)
+            .instrument(span)
+            .await
     }
 
-    async fn execute_inner(self, env: &CallEnv, cancel: &CancellationToken) -> AgentToolResult {
+    async fn execute_inner(
+        self,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+        abort_checked: bool,
+    ) -> AgentToolResult {
         let Ready {
             call,
             tool,
@@ -307,7 +326,12 @@ impl Ready {
             span: _,
         } = self;
         let limit = tool.timeout().or(env.default_timeout);
-        let result = run_bound(&tool, future, ctx.as_ref(), &call.id, Some(cancel), limit).await;
+        let watch = Watch {
+            abort: Some(cancel),
+            abort_checked,
+            limit,
+        };
+        let result = run_bound(&tool, future, ctx.as_ref(), &call.id, watch).await;
         let (Some(after), Some(args)) = (&env.hooks.after, args) else {
             return result;
         };
@@ -354,7 +378,14 @@ impl AgentTool {
         match bound {
             Ok((future, _)) => {
                 let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
-                run_bound(self, future, ctx.as_ref(), call_id, None, self.timeout()).await
+                run_bound(
+                    self,
+                    future,
+                    ctx.as_ref(),
+                    call_id,
+                    Watch::limit(self.timeout()),
+                )
+                .await
             }
             Err(refusal) => AgentToolResult::error(refusal.to_string()),
         }
@@ -481,7 +512,14 @@ fn start_in_hand<'a>(
         match future {
             Ok(future) => {
                 let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
-                run_bound(tool, future, ctx.as_ref(), call_id, None, tool.timeout()).await
+                run_bound(
+                    tool,
+                    future,
+                    ctx.as_ref(),
+                    call_id,
+                    Watch::limit(tool.timeout()),
+                )
+                .await
             }
             Err(result) => result,
         }
@@ -524,6 +562,25 @@ fn bind(
     Ok((future, args))
 }
 
+/// What a running call is watched for: the batch's token (else the context's own), and the time limit.
+struct Watch<'a> {
+    abort: Option<&'a CancellationToken>,
+    /// `abort` was looked at just now, with nothing awaited since.
+    abort_checked: bool,
+    limit: Option<Duration>,
+}
+
+impl Watch<'_> {
+    /// A call in hand: its context's token, if it has one, and `limit`.
+    fn limit(limit: Option<Duration>) -> Self {
+        Watch {
+            abort: None,
+            abort_checked: false,
+            limit,
+        }
+    }
+}
+
 /// Runs a bound call to its end: a panic, the time limit, or cancellation (of `abort`, else of the
 /// context's own token) each become an error result. Updates stop at the end. `ctx` is the call's
 /// context if the tool took one (a tool that took none cannot see its token or send updates).
@@ -532,9 +589,13 @@ async fn run_bound(
     future: ToolFuture,
     ctx: Option<&ToolContext>,
     call_id: &str,
-    abort: Option<&CancellationToken>,
-    limit: Option<Duration>,
+    watch: Watch<'_>,
 ) -> AgentToolResult {
+    let Watch {
+        abort,
+        abort_checked,
+        limit,
+    } = watch;
     let name = tool.name();
     let aborted =
         || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
@@ -544,6 +605,7 @@ async fn run_bound(
         }
     };
     let cancelled = match abort {
+        Some(_) if abort_checked => false,
         Some(token) => token.is_cancelled(),
         None => ctx.is_some_and(ToolContext::is_cancelled),
     };
