@@ -265,3 +265,47 @@ impl<'de> Deserialize<'de> for Contents {
         Vec::<Content>::deserialize(deserializer).map(Contents::from)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_block_or_many_read_and_compare_the_same() {
+        let mut blocks = Contents::new();
+        assert!(blocks.is_empty());
+        blocks.push(Content::text("a"));
+        assert_eq!(blocks, [Content::text("a")]);
+        assert_eq!(blocks, Contents::from(vec![Content::text("a")]));
+        blocks.push(Content::image("iVBO", "image/png"));
+        blocks.push(Content::text("c"));
+        assert_eq!(blocks.len(), 3);
+        assert_eq!(blocks[2].as_text(), Some("c"));
+        blocks[0] = Content::text("z");
+        assert_eq!(blocks.first().and_then(Content::as_text), Some("z"));
+        let texts: Vec<_> = (&blocks).into_iter().filter_map(Content::as_text).collect();
+        assert_eq!(texts, ["z", "c"]);
+        assert_eq!(blocks.clone().into_iter().count(), 3);
+        blocks.clear();
+        assert_eq!(blocks, Vec::<Content>::new());
+        let collected: Contents = [Content::text("x"), Content::text("y")].into();
+        assert_eq!(
+            collected.into_vec(),
+            vec![Content::text("x"), Content::text("y")]
+        );
+    }
+
+    #[test]
+    fn blocks_are_written_and_read_as_a_json_array() {
+        for blocks in [
+            Contents::new(),
+            Contents::from(Content::text("one")),
+            Contents::from(vec![Content::text("one"), Content::text("two")]),
+        ] {
+            let json = serde_json::to_value(&blocks).unwrap();
+            assert_eq!(json, serde_json::to_value(blocks.to_vec()).unwrap());
+            assert_eq!(serde_json::from_value::<Contents>(json).unwrap(), blocks);
+        }
+        assert!(serde_json::from_str::<Contents>(r#"{"type": "text"}"#).is_err());
+    }
+}

@@ -1,5 +1,6 @@
 //! [`ToolContext`]: what a running tool knows about its call — the call id, the cancellation token, a way
-//! to stream partial results, and the state of the store the call runs in.
+//! to stream partial results, and the state of the store the call runs in — and `ContextSlot`, which makes
+//! a call's context only when its tool takes one.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -276,10 +276,35 @@ impl ToolExecutor {
     async fn run_batch(
         &self,
         store: &ToolStore,
-        calls: Vec<ToolCall>,
+        mut calls: Vec<ToolCall>,
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
+        if calls.len() == 1
+            && let Some(call) = calls.pop()
+        {
+            // The common batch of one call needs no list of calls; its message goes into a list collected
+            // from the emptied list of calls, so that the standard library can reuse that allocation (a
+            // tool call and its result message have the same size).
+            let call = Call::new(store, call);
+            let env = self.env(assistant);
+            let alone = self.mode == BatchMode::Sequential || call.is_sequential();
+            let message = if alone {
+                let _alone = self.order.write().await;
+                self.run_one(store, call, &env, cancel, true).await
+            } else {
+                let _alongside = self.order.read().await;
+                self.run_one(store, call, &env, cancel, false).await
+            };
+            let mut messages: Vec<ToolResultMessage> =
+                calls.into_iter().filter_map(|_| None).collect();
+            let terminate = message.result.terminate;
+            messages.push(message);
+            return ToolCallBatch {
+                messages,
+                terminate,
+            };
+        }
         let calls = calls
             .into_iter()
             .map(|call| Call::new(store, call))
@@ -324,27 +349,36 @@ impl ToolExecutor {
         alone: bool,
     ) -> Vec<ToolResultMessage> {
         let mut messages = Vec::with_capacity(calls.len());
-        for mut call in calls {
+        for call in calls {
             let _alone = if alone {
                 Some(self.order.write().await)
             } else {
                 None
             };
-            // A call that has the executor to itself needs no permit; one beside other batches does.
-            let _permit = match (&self.limit, alone) {
-                (Some(limit), false) => limit.acquire().await.ok(),
-                _ => None,
-            };
-            call.start(env);
-            let result = call.run(store, env, cancel).await;
-            messages.push(call.message(env, result));
+            messages.push(self.run_one(store, call, env, cancel, alone).await);
         }
         messages
     }
 
-    /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
-    /// a batch's events read: the starts (a call refused while preparing ends at once), the ends as calls
-    /// finish, then the result messages in call order.
+    /// Runs one call from its start to its message. A call that has the executor to itself (`alone`) needs
+    /// no permit; one beside other batches' calls does, when there is a limit.
+    async fn run_one(
+        &self,
+        store: &ToolStore,
+        mut call: Call,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+        alone: bool,
+    ) -> ToolResultMessage {
+        let _permit = match (&self.limit, alone) {
+            (Some(limit), false) => limit.acquire().await.ok(),
+            _ => None,
+        };
+        call.start(env);
+        let result = call.run(store, env, cancel).await;
+        call.message(env, result)
+    }
+
     async fn run_concurrent(
         &self,
         store: &ToolStore,

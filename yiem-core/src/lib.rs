@@ -119,10 +119,10 @@
 //! | `guard` | the unwind guards around user code, its futures and their drops |
 //! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
-//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates, the store's state |
+//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates, the store's state; made only for a tool that takes one |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
 //! | `check` | [`check_tools`], [`check_tools!`], [`ToolStore::check`]: what a provider would refuse, found in your tests |
-//! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`], [`AgentToolResult`], the conversation's messages |
+//! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`] and [`Contents`] (one block inline), [`AgentToolResult`], the conversation's messages |
 //! | `agent` | [`Agent`]: the loop over model and tools |
 //! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
 //! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |

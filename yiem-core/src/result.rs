@@ -416,3 +416,74 @@ impl<T: Serialize + JsonSchema> IntoToolResult for Json<T> {
         Some(schemars::schema_for!(T).to_value())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_result_is_written_flat_as_before_and_read_back_whole() {
+        let plain = AgentToolResult::text("done");
+        assert_eq!(
+            serde_json::to_value(&plain).unwrap(),
+            json!({"content": [{"type": "text", "text": "done"}], "details": null, "terminate": false, "is_error": false})
+        );
+        let full = AgentToolResult::text("{\"n\":1}")
+            .with_details(json!({"rows": 1}))
+            .with_structured_content(json!({"n": 1}))
+            .with_usage(Usage {
+                input_tokens: 2,
+                ..Usage::default()
+            })
+            .with_added_tools(vec!["late".into()])
+            .with_terminate(true);
+        let written = serde_json::to_value(&full).unwrap();
+        assert_eq!(
+            written,
+            json!({
+                "content": [{"type": "text", "text": "{\"n\":1}"}],
+                "details": {"rows": 1},
+                "structured_content": {"n": 1},
+                "usage": {"input_tokens": 2, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0},
+                "terminate": true,
+                "added_tool_names": ["late"],
+                "is_error": false
+            })
+        );
+        assert_eq!(
+            serde_json::from_value::<AgentToolResult>(written).unwrap(),
+            full
+        );
+        let read: AgentToolResult =
+            serde_json::from_value(json!({"content": [], "is_error": true})).unwrap();
+        let mut expected = AgentToolResult::with_content(Vec::<Content>::new());
+        expected.is_error = true;
+        assert_eq!(read, expected);
+        assert!(serde_json::from_value::<AgentToolResult>(json!({"details": 1})).is_err());
+    }
+
+    #[test]
+    fn parts_set_to_nothing_compare_equal_to_parts_never_set() {
+        let mut result = AgentToolResult::text("x").with_details(json!({"a": 1}));
+        assert_ne!(result, AgentToolResult::text("x"));
+        result.set_details(Value::Null);
+        assert_eq!(result, AgentToolResult::text("x"));
+        assert_eq!(result.take_structured_content(), None);
+        result.details_mut()["b"] = json!(2);
+        assert_eq!(result.details(), &json!({"b": 2}));
+        let debug = format!("{result:?}");
+        assert!(
+            debug.contains("details") && !debug.contains("usage"),
+            "{debug}"
+        );
+    }
+
+    #[test]
+    fn a_result_is_small() {
+        // One inline block, two flags and a pointer to the rarely used parts: a result moves cheaply
+        // through the futures that carry it.
+        assert!(std::mem::size_of::<AgentToolResult>() <= 64);
+    }
+}
