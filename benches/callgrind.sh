@@ -21,7 +21,7 @@ count() {
 for kind in value string; do
     floor=$(count "floor_$kind")
     printf '\n%-26s %12s %8s\n' "arguments as a JSON $kind" "instr/call" "x floor"
-    for variant in floor yiem_execute yiem_get_execute yiem_pipeline rmcp rig; do
+    for variant in floor yiem_execute yiem_get_execute yiem_pipeline yiem_pipeline_quiet rmcp rig; do
         if [ "$variant" = floor ]; then total=$floor; else total=$(count "${variant}_$kind"); fi
         awk -v v="$variant" -v t="$total" -v f="$floor" -v n="$N" \
             'BEGIN { printf "%-26s %12.0f %8.2f\n", v, t / n, t / f }'

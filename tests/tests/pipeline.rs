@@ -701,3 +701,136 @@ async fn a_blocked_call_never_runs_its_tool() {
     assert_eq!(batch.messages[0].text_content(), "no");
     assert_eq!(CALLS.load(Ordering::SeqCst), 0);
 }
+
+/// A tool whose prepare step cancels `token` (as an abort arriving while the call binds) and whose body
+/// notes that it ran.
+fn aborts_while_binding(token: CancellationToken, ran: Arc<AtomicUsize>) -> ToolStore {
+    let tool = yiem_core::AgentTool::builder("late")
+        .description("Note that the body ran.")
+        .prepare_arguments(move |args| {
+            token.cancel();
+            args
+        })
+        .handler(move |_, _| {
+            let ran = Arc::clone(&ran);
+            async move {
+                ran.fetch_add(1, Ordering::SeqCst);
+                "ran"
+            }
+        })
+        .build()
+        .unwrap();
+    let mut store = ToolStore::new("abort-while-binding");
+    store.register(tool).unwrap();
+    store
+}
+
+#[test]
+fn a_batch_aborted_while_its_call_binds_does_not_start_the_call() {
+    let current = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let threads = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    for runtime in [&current, &threads] {
+        let (token, ran) = (CancellationToken::new(), Arc::new(AtomicUsize::new(0)));
+        let store = aborts_while_binding(token.clone(), Arc::clone(&ran));
+        let batch = runtime.block_on(ToolExecutor::new().execute(
+            &store,
+            vec![ToolCall::new("c1", "late", json!({}))],
+            &token,
+        ));
+        assert_eq!(batch.messages.len(), 1);
+        assert!(batch.messages[0].result.is_error);
+        assert_eq!(
+            batch.messages[0].result.text_content(),
+            "tool `late` was not run: the batch was aborted"
+        );
+        assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran");
+    }
+}
+
+#[test]
+fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
+    // One permit for the whole executor. Batch A's call holds it until told to finish; batch B's call,
+    // polled meanwhile, must not start. On a current-thread runtime every call runs inline, so a call
+    // that could start would have started within the poll that returned `Pending`.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(Mutex::new(Some(released)));
+    let started = Arc::new(Mutex::new(Vec::<String>::new()));
+    let hold = {
+        let (started, released) = (Arc::clone(&started), Arc::clone(&released));
+        yiem_core::AgentTool::builder("hold")
+            .description("Hold the permit until released.")
+            .handler(move |ctx: ToolContext, _| {
+                let (started, released) = (Arc::clone(&started), Arc::clone(&released));
+                async move {
+                    started.lock().unwrap().push(ctx.call_id().to_owned());
+                    let wait = released.lock().unwrap().take();
+                    if let Some(wait) = wait {
+                        let _ = wait.await;
+                    }
+                    "done"
+                }
+            })
+            .build()
+            .unwrap()
+    };
+    let mut store = ToolStore::new("permits");
+    store.register(hold).unwrap();
+    let executor = ToolExecutor::new().with_max_concurrent_calls(1);
+    let cancel = CancellationToken::new();
+    runtime.block_on(async {
+        let mut a = std::pin::pin!(executor.execute(
+            &store,
+            vec![ToolCall::new("a", "hold", json!({}))],
+            &cancel
+        ));
+        let mut b = std::pin::pin!(executor.execute(
+            &store,
+            vec![ToolCall::new("b", "hold", json!({}))],
+            &cancel
+        ));
+        assert!(futures::poll!(&mut a).is_pending());
+        assert_eq!(*started.lock().unwrap(), ["a"]);
+        assert!(futures::poll!(&mut b).is_pending());
+        assert_eq!(*started.lock().unwrap(), ["a"], "b waits for the permit");
+        release.send(()).unwrap();
+        let (a, b) = tokio::join!(a, b);
+        assert_eq!(a.messages[0].result.text_content(), "done");
+        assert_eq!(b.messages[0].result.text_content(), "done");
+        assert_eq!(*started.lock().unwrap(), ["a", "b"]);
+    });
+}
+
+#[test]
+fn a_result_message_is_written_flat_and_read_back_with_every_part() {
+    let mut result = AgentToolResult::text("3 rows")
+        .with_usage(yiem_core::Usage {
+            output_tokens: 4,
+            ..Default::default()
+        })
+        .with_added_tools(vec!["late".into()]);
+    result.set_details(Value::Null);
+    let message =
+        yiem_core::ToolResultMessage::new(&ToolCall::new("c1", "rows", json!({})), result);
+    let written = serde_json::to_value(&message).unwrap();
+    assert_eq!(written["tool_call_id"], "c1");
+    assert_eq!(written["details"], Value::Null);
+    assert_eq!(written["usage"]["output_tokens"], 4);
+    assert_eq!(written["added_tool_names"], json!(["late"]));
+    assert_eq!(
+        written["content"],
+        json!([{"type": "text", "text": "3 rows"}])
+    );
+    let read: yiem_core::ToolResultMessage = serde_json::from_value(written).unwrap();
+    assert_eq!(read, message);
+}

@@ -9,6 +9,7 @@ pub use std::sync::Arc;
 pub use std::vec::Vec;
 
 pub use crate::args::ArgumentCheck;
+pub use crate::context::ContextSlot;
 pub use crate::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
     OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, no_args_spec, output_spec,

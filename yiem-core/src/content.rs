@@ -132,6 +132,28 @@ impl Contents {
         self.0 = Repr::Many(Vec::new());
     }
 
+    /// The blocks as a `Vec` to change in place (to `retain`, `insert`, `truncate`, ...).
+    ///
+    /// ```
+    /// use yiem_core::{Content, Contents};
+    ///
+    /// let mut blocks = Contents::from(vec![Content::text("keep"), Content::image("iVBO", "image/png")]);
+    /// blocks.as_mut_vec().retain(|block| block.as_text().is_some());
+    /// assert_eq!(blocks, [Content::text("keep")]);
+    /// ```
+    pub fn as_mut_vec(&mut self) -> &mut Vec<Content> {
+        if let Repr::One(_) = self.0 {
+            let Repr::One(first) = std::mem::take(&mut self.0) else {
+                unreachable!("matched as one block above")
+            };
+            self.0 = Repr::Many(vec![first]);
+        }
+        match &mut self.0 {
+            Repr::Many(blocks) => blocks,
+            Repr::One(_) => unreachable!("made a list above"),
+        }
+    }
+
     /// The blocks as a `Vec`.
     pub fn into_vec(self) -> Vec<Content> {
         match self.0 {
@@ -193,6 +215,12 @@ impl<const N: usize> PartialEq<[Content; N]> for Contents {
     }
 }
 
+impl PartialEq<Contents> for Vec<Content> {
+    fn eq(&self, other: &Contents) -> bool {
+        **self == **other
+    }
+}
+
 impl From<Content> for Contents {
     fn from(block: Content) -> Self {
         Contents(Repr::One(block))
@@ -238,12 +266,54 @@ impl Extend<Content> for Contents {
 
 impl IntoIterator for Contents {
     type Item = Content;
-    type IntoIter = std::vec::IntoIter<Content>;
+    type IntoIter = ContentsIntoIter;
 
-    fn into_iter(self) -> Self::IntoIter {
-        self.into_vec().into_iter()
+    fn into_iter(self) -> ContentsIntoIter {
+        ContentsIntoIter(match self.0 {
+            Repr::One(block) => IterRepr::One(Some(block).into_iter()),
+            Repr::Many(blocks) => IterRepr::Many(blocks.into_iter()),
+        })
     }
 }
+
+/// The blocks of a [`Contents`], by value (a single block is handed out without making a list).
+#[derive(Debug)]
+pub struct ContentsIntoIter(IterRepr);
+
+#[derive(Debug)]
+enum IterRepr {
+    One(std::option::IntoIter<Content>),
+    Many(std::vec::IntoIter<Content>),
+}
+
+impl Iterator for ContentsIntoIter {
+    type Item = Content;
+
+    fn next(&mut self) -> Option<Content> {
+        match &mut self.0 {
+            IterRepr::One(block) => block.next(),
+            IterRepr::Many(blocks) => blocks.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            IterRepr::One(block) => block.size_hint(),
+            IterRepr::Many(blocks) => blocks.size_hint(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for ContentsIntoIter {
+    fn next_back(&mut self) -> Option<Content> {
+        match &mut self.0 {
+            IterRepr::One(block) => block.next_back(),
+            IterRepr::Many(blocks) => blocks.next_back(),
+        }
+    }
+}
+
+impl ExactSizeIterator for ContentsIntoIter {}
 
 impl<'a> IntoIterator for &'a Contents {
     type Item = &'a Content;
@@ -251,6 +321,15 @@ impl<'a> IntoIterator for &'a Contents {
 
     fn into_iter(self) -> Self::IntoIter {
         self.iter()
+    }
+}
+
+impl<'a> IntoIterator for &'a mut Contents {
+    type Item = &'a mut Content;
+    type IntoIter = std::slice::IterMut<'a, Content>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter_mut()
     }
 }
 

@@ -123,7 +123,8 @@ impl Call {
         }
     }
 
-    /// Starts the call (step 1): emits `ToolExecutionStart` and starts its clock.
+    /// Starts the call (step 1): emits `ToolExecutionStart`, and starts its clock when its span is
+    /// recorded.
     pub(crate) fn start(&mut self, env: &CallEnv) {
         // The clock is read only for a span someone records.
         if !self.span.is_disabled() {
@@ -211,11 +212,12 @@ impl Call {
                 guard::drop_quietly(future);
                 return Prepared::Done(AgentToolResult::error(reason));
             }
-            // The hook took its time: the batch may have been aborted meanwhile.
-            if cancel.is_cancelled() {
-                guard::drop_quietly(future);
-                return Prepared::Done(not_run(&call.name));
-            }
+        }
+        // Binding ran user code (and the hook may have taken its time): the batch may have been aborted
+        // meanwhile, and a call of an aborted batch must not start.
+        if cancel.is_cancelled() {
+            guard::drop_quietly(future);
+            return Prepared::Done(not_run(&call.name));
         }
         Prepared::Ready(Ready {
             call: Arc::clone(call),
@@ -367,25 +369,14 @@ impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result.
     pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
-        // The context (and the call id's copy) is made only if the tool takes one.
-        let (bound, ctx) = {
-            let mut call_id = Some(call_id);
-            let mut make =
-                || ToolContext::new(call_id.take().map_or_else(Box::default, Into::into));
-            let mut slot = ContextSlot::lazy(&mut make);
-            (bind(self, &args, &mut slot, false), slot.into_made())
-        };
+        let (bound, ctx, kept_id) = bind_in_hand(self, call_id, None, &args);
         match bound {
-            Ok((future, _)) => {
-                let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
-                run_bound(
-                    self,
-                    future,
-                    ctx.as_ref(),
-                    call_id,
-                    Watch::limit(self.timeout()),
-                )
-                .await
+            Ok(future) => {
+                let call_id = ctx
+                    .as_ref()
+                    .map_or(kept_id.as_deref().unwrap_or_default(), ToolContext::call_id);
+                let watch = Watch::limit(self.timeout());
+                run_bound(self, future, ctx.as_ref(), call_id, watch).await
             }
             Err(refusal) => AgentToolResult::error(refusal.to_string()),
         }
@@ -457,14 +448,16 @@ impl ToolStore {
         let Some(tool) = tool else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        let mut call_id = Some(call_id);
-        let mut make = || {
-            ToolContext::new(call_id.take().map_or_else(Box::default, Into::into))
-                .with_state_map(Arc::clone(&state))
-        };
-        match start_in_hand(&tool, ContextSlot::lazy(&mut make), &args) {
-            Ok(run) => run.await,
-            Err(error) => AgentToolResult::error(error.to_string()),
+        let (bound, ctx, kept_id) = bind_in_hand(&tool, call_id, Some(&state), &args);
+        match bound {
+            Ok(future) => {
+                let call_id = ctx
+                    .as_ref()
+                    .map_or(kept_id.as_deref().unwrap_or_default(), ToolContext::call_id);
+                let watch = Watch::limit(tool.timeout());
+                run_bound(&tool, future, ctx.as_ref(), call_id, watch).await
+            }
+            Err(refusal) => AgentToolResult::error(refusal.to_string()),
         }
     }
 
@@ -492,6 +485,42 @@ impl ToolStore {
         let (_, state) = self.lookup("");
         ToolContext::new(call_id).with_state_map(state)
     }
+}
+
+/// Binds a call of `tool` in hand whose context is made only if the tool takes one (with `state`, the
+/// store's state, when there is a store). Without a context the call id is kept as text only when the
+/// tool has a time limit, the one case that logs it (a call that overruns its limit): otherwise a call of
+/// a tool that takes no context copies nothing of its id. Returns the bound call, the context if it was
+/// made, and the id if it was kept.
+fn bind_in_hand(
+    tool: &AgentTool,
+    call_id: impl Into<Box<str>>,
+    state: Option<&Arc<StateMap>>,
+    args: &Value,
+) -> (
+    Result<ToolFuture, Refusal>,
+    Option<ToolContext>,
+    Option<Box<str>>,
+) {
+    let mut pending = Some(call_id);
+    let mut kept: Option<Box<str>> = tool.timeout().and_then(|_| pending.take()).map(Into::into);
+    let (bound, ctx) = {
+        let mut make = || {
+            let id = kept
+                .take()
+                .or_else(|| pending.take().map(Into::into))
+                .unwrap_or_default();
+            let ctx = ToolContext::new(id);
+            match state {
+                Some(state) => ctx.with_state_map(Arc::clone(state)),
+                None => ctx,
+            }
+        };
+        let mut slot = ContextSlot::lazy(&mut make);
+        let bound = bind(tool, args, &mut slot, false);
+        (bound.map(|(future, _)| future), slot.into_made())
+    };
+    (bound, ctx, kept)
 }
 
 /// Binds a call of `tool` in hand (no hooks, no events) and returns its run: bad arguments come back as

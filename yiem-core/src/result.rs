@@ -234,6 +234,7 @@ impl fmt::Debug for AgentToolResult {
 
 /// A result as it is written: every part flat, in one object.
 #[derive(Serialize)]
+#[serde(rename = "AgentToolResult")]
 struct WireRef<'a> {
     content: &'a [Content],
     details: &'a Value,
@@ -249,6 +250,7 @@ struct WireRef<'a> {
 
 /// A result as it is read.
 #[derive(Deserialize)]
+#[serde(rename = "AgentToolResult")]
 struct Wire {
     content: Contents,
     #[serde(default)]

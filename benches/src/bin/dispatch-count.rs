@@ -25,12 +25,14 @@ const VARIANTS: &[&str] = &[
     "yiem_execute_value",
     "yiem_get_execute_value",
     "yiem_pipeline_value",
+    "yiem_pipeline_quiet_value",
     "rmcp_value",
     "rig_value",
     "floor_string",
     "yiem_execute_string",
     "yiem_get_execute_string",
     "yiem_pipeline_string",
+    "yiem_pipeline_quiet_string",
     "rmcp_string",
     "rig_string",
 ];
@@ -70,6 +72,8 @@ fn main() {
     executor.events().on_event(|event| {
         black_box(event);
     });
+    // The same executor without any observer: what the events cost is the difference.
+    let quiet = ToolExecutor::new();
     let cancel = CancellationToken::new();
     let rmcp = runtime.block_on(async { RmcpHarness::new(RmcpServer::new()) });
     let mut rig = ToolSet::default();
@@ -90,7 +94,8 @@ fn main() {
         let mut context = rig_core::tool::ToolContext::default();
         rig.execute("add", args, &mut context).await
     };
-    let (tool, store, executor, cancel, rmcp) = (&tool, &store, &executor, &cancel, &rmcp);
+    let (tool, store, executor, quiet, cancel, rmcp) =
+        (&tool, &store, &executor, &quiet, &cancel, &rmcp);
     match variant.as_str() {
         "floor_value" => run_all(&runtime, values(), |args| async {
             floor::dispatch_value(black_box("add"), args).await
@@ -120,6 +125,14 @@ fn main() {
             run_all(&runtime, inputs, |calls| {
                 executor.execute(store, calls, cancel)
             })
+        }
+        "yiem_pipeline_quiet_value" | "yiem_pipeline_quiet_string" => {
+            let inputs = if variant.ends_with("value") {
+                calls(arguments)
+            } else {
+                calls(|| Value::String(arguments_string()))
+            };
+            run_all(&runtime, inputs, |calls| quiet.execute(store, calls, cancel))
         }
         "rmcp_value" => run_all(
             &runtime,
