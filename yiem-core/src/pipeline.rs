@@ -369,16 +369,13 @@ impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result.
     pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
-        let (bound, ctx, kept_id) = bind_in_hand(self, call_id, None, &args);
-        match bound {
-            Ok(future) => {
-                let call_id = ctx
-                    .as_ref()
-                    .map_or(kept_id.as_deref().unwrap_or_default(), ToolContext::call_id);
+        // Bound here, before the one `.await`, so no inner future is moved into this one.
+        match bind_in_hand(self, call_id, None, &args) {
+            Ok((future, ctx, id)) => {
                 let watch = Watch::limit(self.timeout());
-                run_bound(self, future, ctx.as_ref(), call_id, watch).await
+                run_bound(self, future, ctx.as_ref(), in_hand_id(&ctx, &id), watch).await
             }
-            Err(refusal) => AgentToolResult::error(refusal.to_string()),
+            Err(result) => result,
         }
     }
 
@@ -448,16 +445,12 @@ impl ToolStore {
         let Some(tool) = tool else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        let (bound, ctx, kept_id) = bind_in_hand(&tool, call_id, Some(&state), &args);
-        match bound {
-            Ok(future) => {
-                let call_id = ctx
-                    .as_ref()
-                    .map_or(kept_id.as_deref().unwrap_or_default(), ToolContext::call_id);
+        match bind_in_hand(&tool, call_id, Some(&state), &args) {
+            Ok((future, ctx, id)) => {
                 let watch = Watch::limit(tool.timeout());
-                run_bound(&tool, future, ctx.as_ref(), call_id, watch).await
+                run_bound(&tool, future, ctx.as_ref(), in_hand_id(&ctx, &id), watch).await
             }
-            Err(refusal) => AgentToolResult::error(refusal.to_string()),
+            Err(result) => result,
         }
     }
 
@@ -487,21 +480,20 @@ impl ToolStore {
     }
 }
 
+/// A call in hand, bound: its future, its context if the tool took one, and its id if it was kept.
+type InHand = (ToolFuture, Option<ToolContext>, Option<Box<str>>);
+
 /// Binds a call of `tool` in hand whose context is made only if the tool takes one (with `state`, the
 /// store's state, when there is a store). Without a context the call id is kept as text only when the
 /// tool has a time limit, the one case that logs it (a call that overruns its limit): otherwise a call of
-/// a tool that takes no context copies nothing of its id. Returns the bound call, the context if it was
-/// made, and the id if it was kept.
+/// a tool that takes no context copies nothing of its id. Returns the bound call with the context if it
+/// was made and the id if it was kept, or the error result of a call that could not be bound.
 fn bind_in_hand(
     tool: &AgentTool,
     call_id: impl Into<Box<str>>,
     state: Option<&Arc<StateMap>>,
     args: &Value,
-) -> (
-    Result<ToolFuture, Refusal>,
-    Option<ToolContext>,
-    Option<Box<str>>,
-) {
+) -> Result<InHand, AgentToolResult> {
     let mut pending = Some(call_id);
     let mut kept: Option<Box<str>> = tool.timeout().and_then(|_| pending.take()).map(Into::into);
     let (bound, ctx) = {
@@ -518,9 +510,20 @@ fn bind_in_hand(
         };
         let mut slot = ContextSlot::lazy(&mut make);
         let bound = bind(tool, args, &mut slot, false);
-        (bound.map(|(future, _)| future), slot.into_made())
+        (bound, slot.into_made())
     };
-    (bound, ctx, kept)
+    match bound {
+        Ok((future, _)) => Ok((future, ctx, kept)),
+        Err(refusal) => Err(AgentToolResult::error(refusal.to_string())),
+    }
+}
+
+/// The id of a call in hand, for its log: its context's, else the id kept without one.
+fn in_hand_id<'a>(ctx: &'a Option<ToolContext>, kept: &'a Option<Box<str>>) -> &'a str {
+    match ctx {
+        Some(ctx) => ctx.call_id(),
+        None => kept.as_deref().unwrap_or_default(),
+    }
 }
 
 /// Binds a call of `tool` in hand (no hooks, no events) and returns its run: bad arguments come back as
