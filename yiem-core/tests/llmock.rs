@@ -66,6 +66,13 @@ impl Llmock {
     }
 
     fn start(args: &[&str]) -> Llmock {
+        // One server starts at a time, from choosing its port until it listens. Otherwise two tests could
+        // be handed the same free port: one llmock fails to bind and exits, and its test, whose probe
+        // reached the other test's server, later finds nothing listening once that test is done.
+        static STARTING: Mutex<()> = Mutex::new(());
+        let _one_at_a_time = STARTING
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         let program = Self::program();
         assert!(
             program.exists(),
@@ -98,6 +105,10 @@ impl Llmock {
                 "llmock did not listen within 60 s"
             );
             std::thread::sleep(Duration::from_millis(50));
+        }
+        // What answered must be this llmock, not another process that took the port meanwhile.
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!("llmock exited after its port answered (another process holds it?): {status}");
         }
         server
     }
