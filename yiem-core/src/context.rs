@@ -260,41 +260,31 @@ impl ToolContext {
 /// A call's context, made on first use: binding a tool that takes neither a [`ToolContext`] nor
 /// [`State`](crate::State) never makes one, so such a call pays for no allocation of its own.
 #[doc(hidden)]
-pub struct ContextSlot<'a> {
-    made: Option<ToolContext>,
-    make: Option<&'a mut dyn FnMut() -> ToolContext>,
+pub enum ContextSlot<'a> {
+    /// Not made yet; made by this when a tool asks for it.
+    Lazy(&'a mut dyn FnMut() -> ToolContext),
+    /// Made (or given by the caller).
+    Made(ToolContext),
 }
 
-impl<'a> ContextSlot<'a> {
-    /// A slot that makes its context with `make`, at most once, when a tool asks for it.
-    pub(crate) fn lazy(make: &'a mut dyn FnMut() -> ToolContext) -> Self {
-        ContextSlot {
-            made: None,
-            make: Some(make),
-        }
-    }
-
-    /// A slot holding a context the caller made.
-    pub(crate) fn ready(ctx: ToolContext) -> Self {
-        ContextSlot {
-            made: Some(ctx),
-            make: None,
-        }
-    }
-
+impl ContextSlot<'_> {
     /// The call's context, made now if it was not yet.
     pub fn get(&mut self) -> &ToolContext {
-        let make = &mut self.make;
-        self.made.get_or_insert_with(|| match make.as_mut() {
-            Some(make) => make(),
-            // Unreachable: a slot is made either with a context or with a way to make one.
-            None => ToolContext::new(""),
-        })
+        if let ContextSlot::Lazy(make) = self {
+            *self = ContextSlot::Made(make());
+        }
+        match self {
+            ContextSlot::Made(ctx) => ctx,
+            ContextSlot::Lazy(_) => unreachable!("made just above"),
+        }
     }
 
     /// The context, if it was made.
     pub(crate) fn into_made(self) -> Option<ToolContext> {
-        self.made
+        match self {
+            ContextSlot::Made(ctx) => Some(ctx),
+            ContextSlot::Lazy(_) => None,
+        }
     }
 }
 

@@ -29,7 +29,6 @@
 //! On a current-thread runtime there is no other thread to run the timer on, so a call runs inline: its
 //! limit and an abort take effect at its next `.await`. Without any tokio runtime, time limits do not apply.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -177,7 +176,7 @@ impl Call {
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
         let (bound, ctx) = {
             let mut make = || ToolContext::for_call(call, cancel, &env.events, &self.state);
-            let mut slot = ContextSlot::lazy(&mut make);
+            let mut slot = ContextSlot::Lazy(&mut make);
             let bound = bind(tool, &call.arguments, &mut slot, hooked);
             (bound, slot.into_made())
         };
@@ -369,20 +368,25 @@ impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result.
     pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
+        let mut id = LazyId::new(call_id, self);
         // Bound here, before the one `.await`, so no inner future is moved into this one.
-        match bind_in_hand(self, call_id, None, &args) {
-            Ok((future, ctx, id)) => {
+        match bind_in_hand(
+            self,
+            ContextSlot::Lazy(&mut || ToolContext::new(id.take())),
+            &args,
+        ) {
+            Ok((future, ctx)) => {
                 let watch = Watch::limit(self.timeout());
-                run_bound(self, future, ctx.as_ref(), in_hand_id(&ctx, &id), watch).await
+                run_bound(self, future, ctx.as_ref(), id.of(&ctx), watch).await
             }
-            Err(result) => result,
+            Err(refusal) => AgentToolResult::error(refusal.to_string()),
         }
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
     pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
-        match start_in_hand(self, ContextSlot::ready(ctx), &args) {
-            Ok(run) => run.await,
+        match self.try_execute(ctx, args).await {
+            Ok(result) => result,
             Err(error) => AgentToolResult::error(error.to_string()),
         }
     }
@@ -410,7 +414,15 @@ impl AgentTool {
         ctx: ToolContext,
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
-        Ok(start_in_hand(self, ContextSlot::ready(ctx), &args)?.await)
+        match bind_in_hand(self, ContextSlot::Made(ctx), &args) {
+            Ok((future, ctx)) => {
+                let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
+                let watch = Watch::limit(self.timeout());
+                Ok(run_bound(self, future, ctx.as_ref(), call_id, watch).await)
+            }
+            Err(Refusal::Arguments(error)) => Err(error),
+            Err(refusal) => Ok(AgentToolResult::error(refusal.to_string())),
+        }
     }
 }
 
@@ -445,12 +457,14 @@ impl ToolStore {
         let Some(tool) = tool else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        match bind_in_hand(&tool, call_id, Some(&state), &args) {
-            Ok((future, ctx, id)) => {
+        let mut id = LazyId::new(call_id, &tool);
+        let mut make = || ToolContext::new(id.take()).with_state_map(Arc::clone(&state));
+        match bind_in_hand(&tool, ContextSlot::Lazy(&mut make), &args) {
+            Ok((future, ctx)) => {
                 let watch = Watch::limit(tool.timeout());
-                run_bound(&tool, future, ctx.as_ref(), in_hand_id(&ctx, &id), watch).await
+                run_bound(&tool, future, ctx.as_ref(), id.of(&ctx), watch).await
             }
-            Err(result) => result,
+            Err(refusal) => AgentToolResult::error(refusal.to_string()),
         }
     }
 
@@ -480,82 +494,47 @@ impl ToolStore {
     }
 }
 
-/// A call in hand, bound: its future, its context if the tool took one, and its id if it was kept.
-type InHand = (ToolFuture, Option<ToolContext>, Option<Box<str>>);
-
-/// Binds a call of `tool` in hand whose context is made only if the tool takes one (with `state`, the
-/// store's state, when there is a store). Without a context the call id is kept as text only when the
-/// tool has a time limit, the one case that logs it (a call that overruns its limit): otherwise a call of
-/// a tool that takes no context copies nothing of its id. Returns the bound call with the context if it
-/// was made and the id if it was kept, or the error result of a call that could not be bound.
+/// Binds a call of `tool` in hand (no hooks, no events), before anything is awaited: its future and its
+/// context, if the tool took one or the caller gave one.
 fn bind_in_hand(
     tool: &AgentTool,
-    call_id: impl Into<Box<str>>,
-    state: Option<&Arc<StateMap>>,
-    args: &Value,
-) -> Result<InHand, AgentToolResult> {
-    let mut pending = Some(call_id);
-    let mut kept: Option<Box<str>> = tool.timeout().and_then(|_| pending.take()).map(Into::into);
-    let (bound, ctx) = {
-        let mut make = || {
-            let id = kept
-                .take()
-                .or_else(|| pending.take().map(Into::into))
-                .unwrap_or_default();
-            let ctx = ToolContext::new(id);
-            match state {
-                Some(state) => ctx.with_state_map(Arc::clone(state)),
-                None => ctx,
-            }
-        };
-        let mut slot = ContextSlot::lazy(&mut make);
-        let bound = bind(tool, args, &mut slot, false);
-        (bound, slot.into_made())
-    };
-    match bound {
-        Ok((future, _)) => Ok((future, ctx, kept)),
-        Err(refusal) => Err(AgentToolResult::error(refusal.to_string())),
-    }
-}
-
-/// The id of a call in hand, for its log: its context's, else the id kept without one.
-fn in_hand_id<'a>(ctx: &'a Option<ToolContext>, kept: &'a Option<Box<str>>) -> &'a str {
-    match ctx {
-        Some(ctx) => ctx.call_id(),
-        None => kept.as_deref().unwrap_or_default(),
-    }
-}
-
-/// Binds a call of `tool` in hand (no hooks, no events) and returns its run: bad arguments come back as
-/// `Err`, so a caller can tell them from a failed run. Binding happens here, before anything is awaited.
-fn start_in_hand<'a>(
-    tool: &'a AgentTool,
     mut slot: ContextSlot<'_>,
     args: &Value,
-) -> Result<impl Future<Output = AgentToolResult> + Send + use<'a>, ArgumentError> {
+) -> Result<(ToolFuture, Option<ToolContext>), Refusal> {
     let bound = bind(tool, args, &mut slot, false);
-    let ctx = slot.into_made();
-    let future = match bound {
-        Ok((future, _)) => Ok(future),
-        Err(Refusal::Arguments(error)) => return Err(error),
-        Err(refusal) => Err(AgentToolResult::error(refusal.to_string())),
-    };
-    Ok(async move {
-        match future {
-            Ok(future) => {
-                let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
-                run_bound(
-                    tool,
-                    future,
-                    ctx.as_ref(),
-                    call_id,
-                    Watch::limit(tool.timeout()),
-                )
-                .await
-            }
-            Err(result) => result,
+    bound.map(|(future, _)| (future, slot.into_made()))
+}
+
+/// The id of a call in hand whose context is made only if its tool takes one. Without a context the id
+/// is kept as text only when the tool has a time limit, the one case that logs it (a call that overruns
+/// its limit): otherwise a call of a tool that takes no context copies nothing of its id.
+struct LazyId<I> {
+    pending: Option<I>,
+    kept: Option<Box<str>>,
+}
+
+impl<I: Into<Box<str>>> LazyId<I> {
+    fn new(call_id: I, tool: &AgentTool) -> Self {
+        let mut pending = Some(call_id);
+        let kept = tool.timeout().and_then(|_| pending.take()).map(Into::into);
+        LazyId { pending, kept }
+    }
+
+    /// The id, for the context being made.
+    fn take(&mut self) -> Box<str> {
+        self.kept
+            .take()
+            .or_else(|| self.pending.take().map(Into::into))
+            .unwrap_or_default()
+    }
+
+    /// The id for the log: the context's, else the one kept without a context.
+    fn of<'a>(&'a self, ctx: &'a Option<ToolContext>) -> &'a str {
+        match ctx {
+            Some(ctx) => ctx.call_id(),
+            None => self.kept.as_deref().unwrap_or_default(),
         }
-    })
+    }
 }
 
 /// Normalizes, prepares and binds `raw` for `tool`, every step under a guard. Returns the call's future
