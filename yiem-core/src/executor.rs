@@ -286,24 +286,14 @@ impl ToolExecutor {
             // The common batch of one call needs no list of calls; its message goes into a list collected
             // from the emptied list of calls, so that the standard library can reuse that allocation (a
             // tool call and its result message have the same size).
-            let call = Call::new(store, call);
             let env = self.env(assistant);
-            let alone = self.mode == BatchMode::Sequential || call.is_sequential();
-            let message = if alone {
-                let _alone = self.order.write().await;
-                self.run_one(store, call, &env, cancel, true).await
-            } else {
-                let _alongside = self.order.read().await;
-                self.run_one(store, call, &env, cancel, false).await
-            };
+            let call = Call::new(store, call);
+            let alone = self.runs_alone(&call);
+            let message = self.run_one(store, call, &env, cancel, alone).await;
             let mut messages: Vec<ToolResultMessage> =
                 calls.into_iter().filter_map(|_| None).collect();
-            let terminate = message.result.terminate;
             messages.push(message);
-            return ToolCallBatch {
-                messages,
-                terminate,
-            };
+            return batch_of(messages);
         }
         let calls = calls
             .into_iter()
@@ -315,53 +305,50 @@ impl ToolExecutor {
     async fn run_calls(
         &self,
         store: &ToolStore,
-        calls: Vec<Call>,
+        mut calls: Vec<Call>,
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
         let env = self.env(assistant);
-        let sequential =
-            self.mode == BatchMode::Sequential || calls.iter().any(Call::is_sequential);
-        let messages = if sequential {
-            self.run_one_by_one(store, calls, &env, cancel, true).await
-        } else if calls.len() == 1 {
-            // One call needs no joining; it still runs beside other batches' parallel calls.
-            let _alongside = self.order.read().await;
-            self.run_one_by_one(store, calls, &env, cancel, false).await
+        let messages = if calls.len() == 1
+            && let Some(call) = calls.pop()
+        {
+            // One call needs no joining.
+            let alone = self.runs_alone(&call);
+            vec![self.run_one(store, call, &env, cancel, alone).await]
+        } else if calls.iter().any(|call| self.runs_alone(call)) {
+            self.run_one_by_one(store, calls, &env, cancel).await
         } else {
             self.run_concurrent(store, calls, &env, cancel).await
         };
-        let terminate = !messages.is_empty() && messages.iter().all(|m| m.result.terminate);
-        ToolCallBatch {
-            messages,
-            terminate,
-        }
+        batch_of(messages)
     }
 
-    /// One call after another; each call's events (start, end, its message) come before the next call
-    /// starts. With `alone`, each call holds the executor to itself while it runs.
+    /// Whether `call` must run alone, holding the executor to itself: the executor is sequential or its
+    /// tool is (such a call makes its whole batch run one call after another).
+    fn runs_alone(&self, call: &Call) -> bool {
+        self.mode == BatchMode::Sequential || call.is_sequential()
+    }
+
+    /// One call after another, each holding the executor to itself while it runs; each call's events
+    /// (start, end, its message) come before the next call starts.
     async fn run_one_by_one(
         &self,
         store: &ToolStore,
         calls: Vec<Call>,
         env: &CallEnv,
         cancel: &CancellationToken,
-        alone: bool,
     ) -> Vec<ToolResultMessage> {
         let mut messages = Vec::with_capacity(calls.len());
         for call in calls {
-            let _alone = if alone {
-                Some(self.order.write().await)
-            } else {
-                None
-            };
-            messages.push(self.run_one(store, call, env, cancel, alone).await);
+            messages.push(self.run_one(store, call, env, cancel, true).await);
         }
         messages
     }
 
-    /// Runs one call from its start to its message. A call that has the executor to itself (`alone`) needs
-    /// no permit; one beside other batches' calls does, when there is a limit.
+    /// Runs one call from its start to its message. A call `alone` holds the executor to itself and needs
+    /// no permit; any other runs beside other batches' parallel calls, with a permit when there is a
+    /// limit.
     async fn run_one(
         &self,
         store: &ToolStore,
@@ -370,6 +357,12 @@ impl ToolExecutor {
         cancel: &CancellationToken,
         alone: bool,
     ) -> ToolResultMessage {
+        // The executor's order, held until the call's message is made (see the module docs).
+        let _order = if alone {
+            (Some(self.order.write().await), None)
+        } else {
+            (None, Some(self.order.read().await))
+        };
         let _permit = match (&self.limit, alone) {
             (Some(limit), false) => limit.acquire().await.ok(),
             _ => None,
@@ -379,6 +372,9 @@ impl ToolExecutor {
         call.message(env, result)
     }
 
+    /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
+    /// a batch's events read: the starts (a call refused while preparing ends at once), the ends as calls
+    /// finish, then the result messages in call order.
     async fn run_concurrent(
         &self,
         store: &ToolStore,
@@ -420,6 +416,15 @@ impl ToolExecutor {
             .zip(results)
             .map(|(call, result)| call.message(env, result))
             .collect()
+    }
+}
+
+/// A batch's results: it asks the agent to stop only when it has results and every one of them asks.
+fn batch_of(messages: Vec<ToolResultMessage>) -> ToolCallBatch {
+    let terminate = !messages.is_empty() && messages.iter().all(|m| m.result.terminate);
+    ToolCallBatch {
+        messages,
+        terminate,
     }
 }
 
