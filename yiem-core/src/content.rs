@@ -117,13 +117,7 @@ impl Contents {
     pub fn push(&mut self, block: Content) {
         match &mut self.0 {
             Repr::Many(blocks) if blocks.is_empty() => self.0 = Repr::One(block),
-            Repr::Many(blocks) => blocks.push(block),
-            Repr::One(_) => {
-                let Repr::One(first) = std::mem::take(&mut self.0) else {
-                    unreachable!("matched as one block above")
-                };
-                self.0 = Repr::Many(vec![first, block]);
-            }
+            _ => self.as_mut_vec().push(block),
         }
     }
 
@@ -143,15 +137,12 @@ impl Contents {
     /// ```
     pub fn as_mut_vec(&mut self) -> &mut Vec<Content> {
         if let Repr::One(_) = self.0 {
-            let Repr::One(first) = std::mem::take(&mut self.0) else {
-                unreachable!("matched as one block above")
-            };
-            self.0 = Repr::Many(vec![first]);
+            self.0 = Repr::Many(std::mem::take(self).into_vec());
         }
-        match &mut self.0 {
-            Repr::Many(blocks) => blocks,
-            Repr::One(_) => unreachable!("made a list above"),
-        }
+        let Repr::Many(blocks) = &mut self.0 else {
+            unreachable!("made a list above")
+        };
+        blocks
     }
 
     /// The blocks as a `Vec`.
@@ -228,10 +219,10 @@ impl From<Content> for Contents {
 }
 
 impl From<Vec<Content>> for Contents {
-    fn from(mut blocks: Vec<Content>) -> Self {
-        match blocks.len() {
-            1 => Contents(Repr::One(blocks.pop().expect("one block"))),
-            _ => Contents(Repr::Many(blocks)),
+    fn from(blocks: Vec<Content>) -> Self {
+        match <[Content; 1]>::try_from(blocks) {
+            Ok([block]) => Contents(Repr::One(block)),
+            Err(blocks) => Contents(Repr::Many(blocks)),
         }
     }
 }
