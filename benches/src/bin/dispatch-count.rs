@@ -116,23 +116,23 @@ fn main() {
                 tool.execute("c", args).await
             })
         }
-        "yiem_pipeline_value" | "yiem_pipeline_string" => {
+        "yiem_pipeline_value"
+        | "yiem_pipeline_string"
+        | "yiem_pipeline_quiet_value"
+        | "yiem_pipeline_quiet_string" => {
             let inputs = if variant.ends_with("value") {
                 calls(arguments)
             } else {
                 calls(|| Value::String(arguments_string()))
+            };
+            let executor = if variant.contains("quiet") {
+                quiet
+            } else {
+                executor
             };
             run_all(&runtime, inputs, |calls| {
                 executor.execute(store, calls, cancel)
             })
-        }
-        "yiem_pipeline_quiet_value" | "yiem_pipeline_quiet_string" => {
-            let inputs = if variant.ends_with("value") {
-                calls(arguments)
-            } else {
-                calls(|| Value::String(arguments_string()))
-            };
-            run_all(&runtime, inputs, |calls| quiet.execute(store, calls, cancel))
         }
         "rmcp_value" => run_all(
             &runtime,
