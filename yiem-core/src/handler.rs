@@ -337,7 +337,7 @@ fn extract<E: Extractors>(
     check: &ArgumentCheck<'_>,
     ctx: &mut ContextSlot<'_>,
 ) -> Result<E, Refusal> {
-    E::extract(ctx, check.tool()).map_err(Refusal::MissingState)
+    E::extract(ctx, check.tool()).map_err(|missing| Refusal::MissingState(Box::new(missing)))
 }
 
 fn deserialize_panicked(check: &ArgumentCheck<'_>, panic: String) -> Refusal {

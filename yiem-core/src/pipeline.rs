@@ -29,6 +29,7 @@
 //! On a current-thread runtime there is no other thread to run the timer on, so a call runs inline: its
 //! limit and an abort take effect at its next `.await`. Without any tokio runtime, time limits do not apply.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -420,7 +421,7 @@ impl AgentTool {
                 let watch = Watch::limit(self.timeout());
                 Ok(run_bound(self, future, ctx.as_ref(), call_id, watch).await)
             }
-            Err(Refusal::Arguments(error)) => Err(error),
+            Err(Refusal::Arguments(error)) => Err(*error),
             Err(refusal) => Ok(AgentToolResult::error(refusal.to_string())),
         }
     }
@@ -558,12 +559,18 @@ fn bind(
             return bound.map(|future| (future, None));
         }
     }
-    let prepared = guard::catch(|| tool.prepare_arguments(raw)).map_err(|panic| {
-        Refusal::Panicked(format!(
-            "the prepare step of tool `{name}` panicked: {panic}"
-        ))
-    })?;
-    let args = prepared.map_err(Refusal::Arguments)?;
+    // An object needs no normalizing, and without a prepare step it is bound as it came.
+    let args = if raw.is_object() && !tool.has_prepare_step() {
+        Cow::Borrowed(raw)
+    } else {
+        guard::catch(|| tool.prepare_arguments(raw))
+            .map_err(|panic| {
+                Refusal::Panicked(format!(
+                    "the prepare step of tool `{name}` panicked: {panic}"
+                ))
+            })?
+            .map_err(Refusal::from)?
+    };
     let future = guard::catch(|| tool.bind(&args, ctx)).map_err(|panic| {
         Refusal::Panicked(format!(
             "tool `{name}` panicked while its call was prepared: {panic}"

@@ -429,6 +429,11 @@ impl AgentTool {
         })
     }
 
+    /// Whether the tool has a [prepare step](ToolBuilder::prepare_arguments).
+    pub(crate) fn has_prepare_step(&self) -> bool {
+        self.inner.prepare_arguments.is_some()
+    }
+
     /// What checking this tool's arguments needs: its name, canonical schema and caches.
     fn argument_check(&self) -> ArgumentCheck<'_> {
         ArgumentCheck {
@@ -445,7 +450,7 @@ impl AgentTool {
         text: &str,
         ctx: &mut ContextSlot<'_>,
     ) -> Option<Result<ToolFuture, Refusal>> {
-        if self.inner.prepare_arguments.is_some() {
+        if self.has_prepare_step() {
             return None;
         }
         self.inner
@@ -467,17 +472,18 @@ impl AgentTool {
 #[doc(hidden)]
 #[derive(Debug)]
 pub enum Refusal {
-    /// The arguments do not fit the tool.
-    Arguments(ArgumentError),
+    /// The arguments do not fit the tool. (Boxed, like the state below: a refusal is rare, and a small
+    /// one keeps the `Result` every call passes along small.)
+    Arguments(Box<ArgumentError>),
     /// User code panicked; the text names the tool and what panicked.
     Panicked(String),
     /// The tool needs state the call does not have.
-    MissingState(MissingState),
+    MissingState(Box<MissingState>),
 }
 
 impl From<ArgumentError> for Refusal {
     fn from(error: ArgumentError) -> Self {
-        Refusal::Arguments(error)
+        Refusal::Arguments(Box::new(error))
     }
 }
 

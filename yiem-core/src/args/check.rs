@@ -55,8 +55,20 @@ impl TopLevel {
     }
 
     pub(super) fn knows(&self, name: &str) -> bool {
-        self.names.iter().any(|known| known == name)
+        self.names.iter().any(|known| same_name(known, name))
     }
+}
+
+/// `a == b`, with short names (most property names) compared byte by byte in line rather than by a call
+/// to `memcmp`, which costs more than the comparison itself.
+fn same_name(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    a.len() == b.len()
+        && if a.len() <= 8 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            a == b
+        }
 }
 
 fn collect_top_level(
@@ -140,12 +152,27 @@ impl ArgumentCheck<'_> {
     }
 
     /// Whether the arguments object has a property the schema does not allow (cheap: no validator).
+    ///
+    /// Models mostly send the properties in the schema's order, so each key is first compared with the
+    /// name at its own position; only a key found elsewhere costs a scan of the names.
     pub(crate) fn has_unknown_properties(&self, args: &Value) -> bool {
         let top = self.top_level();
-        !top.open
-            && args
-                .as_object()
-                .is_some_and(|args| args.keys().any(|key| !top.knows(key)))
+        if top.open {
+            return false;
+        }
+        let Some(args) = args.as_object() else {
+            return false;
+        };
+        let mut at = top.names.iter();
+        for key in args.keys() {
+            if at.next().is_some_and(|name| same_name(name, key)) {
+                continue;
+            }
+            if !top.knows(key) {
+                return true;
+            }
+        }
+        false
     }
 
     /// Whether `key` may be a top-level property of the arguments.
@@ -169,5 +196,80 @@ impl ArgumentCheck<'_> {
         #[cfg(not(feature = "schema-validation"))]
         let valid = self.lean().accepts(args);
         !self.has_unknown_properties(args) && valid
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Map, json};
+
+    use super::*;
+
+    fn check_with(schema: &Value, args: Value) -> bool {
+        let cache = ArgumentCache::default();
+        let check = ArgumentCheck {
+            tool: "t",
+            schema,
+            cache: &cache,
+        };
+        check.has_unknown_properties(&args)
+    }
+
+    #[test]
+    fn every_key_is_checked_in_any_order_and_at_any_position() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "a": {}, "ab": {}, "location": {}, "locations": {}, "größe": {}
+            }
+        });
+        let known = ["a", "ab", "location", "locations", "größe"];
+        // In the schema's order, reversed, and every rotation: all known.
+        let mut keys = known.to_vec();
+        for _ in 0..known.len() {
+            let args: Map<String, Value> = keys.iter().map(|k| (k.to_string(), json!(1))).collect();
+            assert!(!check_with(&schema, Value::Object(args)), "{keys:?}");
+            keys.rotate_left(1);
+        }
+        let reversed: Map<String, Value> = known
+            .iter()
+            .rev()
+            .map(|k| (k.to_string(), json!(1)))
+            .collect();
+        assert!(!check_with(&schema, Value::Object(reversed)));
+        // An unknown key at each position, including one that shares a prefix or the length of a
+        // known name, or differs only in its last byte.
+        for unknown in ["b", "abc", "locatiom", "locationz", "größer", "A", ""] {
+            for at in 0..=known.len() {
+                let mut keys: Vec<&str> = known.to_vec();
+                keys.insert(at, unknown);
+                let args: Map<String, Value> =
+                    keys.iter().map(|k| (k.to_string(), json!(1))).collect();
+                assert!(
+                    check_with(&schema, Value::Object(args)),
+                    "`{unknown}` at {at} must be reported"
+                );
+            }
+        }
+        // More keys than names, all but one known.
+        let args = json!({"a": 1, "ab": 1, "location": 1, "locations": 1, "größe": 1, "x": 1});
+        assert!(check_with(&schema, args));
+    }
+
+    #[test]
+    fn names_compare_equal_only_when_every_byte_does() {
+        for (a, b, same) in [
+            ("", "", true),
+            ("note", "note", true),
+            ("note", "nots", false),
+            ("note", "notes", false),
+            ("12345678", "12345678", true),
+            ("12345678", "12345679", false),
+            ("123456789", "123456789", true),
+            ("123456789", "123456788", false),
+            ("größe", "größe", true),
+        ] {
+            assert_eq!(same_name(a, b), same, "{a:?} vs {b:?}");
+        }
     }
 }
