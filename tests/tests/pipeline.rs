@@ -834,3 +834,69 @@ fn a_result_message_is_written_flat_and_read_back_with_every_part() {
     let read: yiem_core::ToolResultMessage = serde_json::from_value(written).unwrap();
     assert_eq!(read, message);
 }
+
+#[test]
+fn a_waiting_sequential_call_is_not_overtaken_by_a_later_parallel_batch() {
+    // Batch A's parallel call runs until released. Batch S (a sequential call) must wait for it; batch C
+    // (a parallel call), polled after S began to wait, must wait behind S rather than slip in beside A.
+    // On a current-thread runtime every call runs inline, so a call that could start would have started
+    // within the poll that returned `Pending`.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let released = Arc::new(Mutex::new(Some(released)));
+    let started = Arc::new(Mutex::new(Vec::<String>::new()));
+    let tool = |name: &str, parallel: bool| {
+        let (started, released) = (Arc::clone(&started), Arc::clone(&released));
+        let builder = yiem_core::AgentTool::builder(name)
+            .description("Record the start; the first call also waits until released.")
+            .handler(move |ctx: ToolContext, _| {
+                let (started, released) = (Arc::clone(&started), Arc::clone(&released));
+                async move {
+                    started.lock().unwrap().push(ctx.call_id().to_owned());
+                    let wait = released.lock().unwrap().take();
+                    if let Some(wait) = wait {
+                        let _ = wait.await;
+                    }
+                    "done"
+                }
+            });
+        if parallel {
+            builder.parallel()
+        } else {
+            builder
+        }
+        .build()
+        .unwrap()
+    };
+    let mut store = ToolStore::new("order");
+    store.register(tool("hold", true)).unwrap();
+    store.register(tool("seq", false)).unwrap();
+    store.register(tool("par", true)).unwrap();
+    let executor = ToolExecutor::new();
+    let cancel = CancellationToken::new();
+    let batch = |id: &str, name: &str| {
+        executor.execute(&store, vec![ToolCall::new(id, name, json!({}))], &cancel)
+    };
+    runtime.block_on(async {
+        let mut a = std::pin::pin!(batch("a", "hold"));
+        let mut s = std::pin::pin!(batch("s", "seq"));
+        let mut c = std::pin::pin!(batch("c", "par"));
+        assert!(futures::poll!(&mut a).is_pending());
+        assert!(futures::poll!(&mut s).is_pending());
+        assert!(futures::poll!(&mut c).is_pending());
+        assert_eq!(
+            *started.lock().unwrap(),
+            ["a"],
+            "s waits for a, c waits behind s"
+        );
+        release.send(()).unwrap();
+        let (a, s, c) = tokio::join!(a, s, c);
+        for batch in [a, s, c] {
+            assert_eq!(batch.messages[0].result.text_content(), "done");
+        }
+        assert_eq!(*started.lock().unwrap(), ["a", "s", "c"]);
+    });
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{RwLock, Semaphore};
+use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
@@ -359,9 +359,9 @@ impl ToolExecutor {
     ) -> ToolResultMessage {
         // The executor's order, held until the call's message is made (see the module docs).
         let _order = if alone {
-            (Some(self.order.write().await), None)
+            (Some(self.alone().await), None)
         } else {
-            (None, Some(self.order.read().await))
+            (None, Some(self.alongside().await))
         };
         let _permit = match (&self.limit, alone) {
             (Some(limit), false) => limit.acquire().await.ok(),
@@ -370,6 +370,24 @@ impl ToolExecutor {
         call.start(env);
         let result = call.run(store, env, cancel).await;
         call.message(env, result)
+    }
+
+    /// The executor to itself, for a call that must run alone. Uncontended (the common case), it is taken
+    /// without making a waiter; otherwise it waits its turn, as `RwLock::write` does.
+    async fn alone(&self) -> RwLockWriteGuard<'_, ()> {
+        match self.order.try_write() {
+            Ok(guard) => guard,
+            Err(_) => self.order.write().await,
+        }
+    }
+
+    /// A share of the executor, beside other parallel calls. Uncontended, it is taken without making a
+    /// waiter; a waiting sequential call makes it wait (tokio's lock is fair, and `try_read` respects that).
+    async fn alongside(&self) -> RwLockReadGuard<'_, ()> {
+        match self.order.try_read() {
+            Ok(guard) => guard,
+            Err(_) => self.order.read().await,
+        }
     }
 
     /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
@@ -391,7 +409,7 @@ impl ToolExecutor {
             });
         }
         let results = {
-            let _alongside = self.order.read().await;
+            let _alongside = self.alongside().await;
             let running = calls
                 .iter()
                 .zip(prepared)
