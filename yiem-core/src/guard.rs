@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 /// Runs `f`; a panic comes back as its message.
+#[inline]
 pub(crate) fn catch<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     catch_unwind(AssertUnwindSafe(f)).map_err(message_of)
 }

@@ -302,6 +302,7 @@ impl<F, A, R, K> BlockingTool<F, A, R, K> {
 
 /// Unknown properties first (cheap), then serde; only a failure runs the schema validator, to list every
 /// problem at once. `Deserialize` and `validate` are user code: each runs under a guard.
+#[inline(always)]
 fn parse_and_validate<A>(
     check: &ArgumentCheck<'_>,
     args: &Value,
@@ -348,6 +349,7 @@ fn deserialize_panicked(check: &ArgumentCheck<'_>, panic: String) -> Refusal {
 }
 
 /// Runs `validate` (under a guard) on parsed arguments.
+#[inline(always)]
 fn validated<A>(
     check: &ArgumentCheck<'_>,
     parsed: A,

@@ -371,11 +371,17 @@ impl AgentTool {
     pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
         let mut id = LazyId::new(call_id, self);
         // Bound here, before the one `.await`, so no inner future is moved into this one.
-        match bind_in_hand(
+        let bound = bind_in_hand(
             self,
             ContextSlot::Lazy(&mut || ToolContext::new(id.take())),
             &args,
-        ) {
+        );
+        drop(args);
+        match bound {
+            // Nothing to watch: no time limit, and no context whose token could be cancelled.
+            Ok((future, None)) if self.timeout().is_none() => Guarded::new(future)
+                .await
+                .unwrap_or_else(|panic| panicked(self.name(), panic)),
             Ok((future, ctx)) => {
                 let watch = Watch::limit(self.timeout());
                 run_bound(self, future, ctx.as_ref(), id.of(&ctx), watch).await
@@ -460,7 +466,13 @@ impl ToolStore {
         };
         let mut id = LazyId::new(call_id, &tool);
         let mut make = || ToolContext::new(id.take()).with_state_map(Arc::clone(&state));
-        match bind_in_hand(&tool, ContextSlot::Lazy(&mut make), &args) {
+        let bound = bind_in_hand(&tool, ContextSlot::Lazy(&mut make), &args);
+        drop(args);
+        match bound {
+            // As in `AgentTool::execute`: nothing to watch.
+            Ok((future, None)) if tool.timeout().is_none() => Guarded::new(future)
+                .await
+                .unwrap_or_else(|panic| panicked(tool.name(), panic)),
             Ok((future, ctx)) => {
                 let watch = Watch::limit(tool.timeout());
                 run_bound(&tool, future, ctx.as_ref(), id.of(&ctx), watch).await
@@ -497,6 +509,7 @@ impl ToolStore {
 
 /// Binds a call of `tool` in hand (no hooks, no events), before anything is awaited: its future and its
 /// context, if the tool took one or the caller gave one.
+#[inline]
 fn bind_in_hand(
     tool: &AgentTool,
     mut slot: ContextSlot<'_>,
@@ -541,6 +554,7 @@ impl<I: Into<Box<str>>> LazyId<I> {
 /// Normalizes, prepares and binds `raw` for `tool`, every step under a guard. Returns the call's future
 /// and, when `keep_args`, the prepared arguments for the hooks. The call's context is made only if the
 /// tool takes one.
+#[inline]
 fn bind(
     tool: &AgentTool,
     raw: &Value,
@@ -549,7 +563,9 @@ fn bind(
 ) -> Result<(ToolFuture, Option<Arc<Value>>), Refusal> {
     let name = tool.name();
     // JSON text goes straight into the argument type when nothing needs the arguments as a `Value`.
-    if let (Value::String(text), false) = (raw, keep_args) {
+    if let Value::String(text) = raw
+        && !keep_args
+    {
         let bound = guard::catch(|| tool.bind_text(text, ctx)).map_err(|panic| {
             Refusal::Panicked(format!(
                 "tool `{name}` panicked while its call was prepared: {panic}"
@@ -639,8 +655,7 @@ async fn run_bound(
         let ms = limit.map_or(0, |d| d.as_millis());
         AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms"))
     };
-    let panicked =
-        |panic: String| AgentToolResult::error(format!("tool `{name}` panicked: {panic}"));
+    let panicked = |panic: String| panicked(name, panic);
     // The runtime is asked only when there is a limit or a token to watch: a call in hand with neither
     // (the common `execute`) pays nothing for it.
     let watched =
@@ -704,6 +719,11 @@ async fn run_bound(
     };
     close();
     result
+}
+
+/// The result of a call whose tool panicked while it ran.
+fn panicked(name: &str, panic: String) -> AgentToolResult {
+    AgentToolResult::error(format!("tool `{name}` panicked: {panic}"))
 }
 
 /// A call's task, aborted (and its token cancelled) when dropped.

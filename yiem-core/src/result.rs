@@ -90,9 +90,12 @@ static NO_DETAILS: Value = Value::Null;
 impl AgentToolResult {
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
+        // Every field written out: `..Self::default()` would build (and drop) a default content first.
         AgentToolResult {
             content: Contents::from(Content::text(text)),
-            ..Self::default()
+            terminate: false,
+            is_error: false,
+            extras: None,
         }
     }
 
@@ -100,8 +103,9 @@ impl AgentToolResult {
     pub fn error(text: impl Into<String>) -> Self {
         AgentToolResult {
             content: Contents::from(Content::text(text)),
+            terminate: false,
             is_error: true,
-            ..Self::default()
+            extras: None,
         }
     }
 

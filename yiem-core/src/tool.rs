@@ -434,13 +434,15 @@ impl AgentTool {
         self.inner.prepare_arguments.is_some()
     }
 
-    /// What checking this tool's arguments needs: its name, canonical schema and caches.
-    fn argument_check(&self) -> ArgumentCheck<'_> {
-        ArgumentCheck {
+    /// Runs `f` with what checking this tool's arguments needs: its name, canonical schema (looked up
+    /// only if needed) and caches.
+    fn with_argument_check<R>(&self, f: impl FnOnce(&ArgumentCheck<'_>) -> R) -> R {
+        let schema = || self.input_schema();
+        f(&ArgumentCheck {
             tool: &self.inner.name,
-            schema: self.input_schema(),
+            schema: &schema,
             cache: &self.inner.arguments,
-        }
+        })
     }
 
     /// The one-pass path for arguments sent as JSON text, for a tool without a prepare step: `None` when
@@ -453,9 +455,7 @@ impl AgentTool {
         if self.has_prepare_step() {
             return None;
         }
-        self.inner
-            .handler
-            .bind_text(&self.argument_check(), text, ctx)
+        self.with_argument_check(|check| self.inner.handler.bind_text(check, text, ctx))
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
@@ -464,7 +464,7 @@ impl AgentTool {
         args: &Value,
         ctx: &mut ContextSlot<'_>,
     ) -> Result<ToolFuture, Refusal> {
-        self.inner.handler.bind(&self.argument_check(), args, ctx)
+        self.with_argument_check(|check| self.inner.handler.bind(check, args, ctx))
     }
 }
 

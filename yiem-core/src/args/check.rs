@@ -127,27 +127,34 @@ fn collect_top_level(
 #[doc(hidden)]
 pub struct ArgumentCheck<'a> {
     pub(crate) tool: &'a str,
-    pub(crate) schema: &'a Value,
+    /// The schema, looked up only when a check needs it (a call whose arguments fit never does, once the
+    /// caches are filled).
+    pub(crate) schema: &'a (dyn Fn() -> &'a Value + 'a),
     pub(crate) cache: &'a ArgumentCache,
 }
 
-impl ArgumentCheck<'_> {
+impl<'a> ArgumentCheck<'a> {
     /// The tool's name.
     pub fn tool(&self) -> &str {
         self.tool
     }
 
+    /// The tool's canonical input schema.
+    pub(super) fn schema(&self) -> &'a Value {
+        (self.schema)()
+    }
+
     pub(super) fn top_level(&self) -> &TopLevel {
         self.cache
             .top_level
-            .get_or_init(|| TopLevel::of(self.schema))
+            .get_or_init(|| TopLevel::of(self.schema()))
     }
 
     #[cfg(feature = "schema-validation")]
     pub(super) fn validator(&self) -> Option<&Validator> {
         self.cache
             .validator
-            .get_or_init(|| jsonschema::validator_for(self.schema).ok())
+            .get_or_init(|| jsonschema::validator_for(self.schema()).ok())
             .as_ref()
     }
 
@@ -185,7 +192,7 @@ impl ArgumentCheck<'_> {
     pub(super) fn lean(&self) -> &super::lean::LeanSchema {
         self.cache
             .lean
-            .get_or_init(|| super::lean::LeanSchema::of(self.schema))
+            .get_or_init(|| super::lean::LeanSchema::of(self.schema()))
     }
 
     /// Whether the arguments satisfy the schema and have no unknown property. Without the
@@ -209,7 +216,7 @@ mod tests {
         let cache = ArgumentCache::default();
         let check = ArgumentCheck {
             tool: "t",
-            schema,
+            schema: &|| schema,
             cache: &cache,
         };
         check.has_unknown_properties(&args)

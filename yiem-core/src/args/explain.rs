@@ -69,7 +69,7 @@ impl ArgumentCheck<'_> {
     fn node_of(&self, error: &ValidationError<'_>) -> Option<&Value> {
         let path = error.schema_path().as_str();
         let parent = &path[..path.rfind('/')?];
-        self.schema.pointer(parent)
+        self.schema().pointer(parent)
     }
 
     /// Adds the problems `error` stands for; `when` (` when `action` is `close``, or empty) names the
@@ -202,7 +202,7 @@ impl ArgumentCheck<'_> {
         let branches: Vec<&Value> = (0..context.len())
             .filter_map(|index| self.schema_at(&format!("{union}/{index}")))
             .collect();
-        if let Some((tag, values)) = root_tag(self.schema, &branches) {
+        if let Some((tag, values)) = root_tag(self.schema(), &branches) {
             let listed: Vec<String> = values.iter().map(|value| value.to_string()).collect();
             let expected = match listed.as_slice() {
                 [one] => one.clone(),
@@ -232,11 +232,11 @@ impl ArgumentCheck<'_> {
     /// The schema at a validator's schema path (a JSON Pointer whose `$ref` segments go through the
     /// reference).
     fn schema_at(&self, path: &str) -> Option<&Value> {
-        let mut node = self.schema;
+        let mut node = self.schema();
         for segment in path.split('/').skip(1) {
             let segment = segment.replace("~1", "/").replace("~0", "~");
             node = if segment == "$ref" {
-                resolve_ref(self.schema, node.get("$ref")?.as_str()?)?
+                resolve_ref(self.schema(), node.get("$ref")?.as_str()?)?
             } else {
                 match node {
                     Value::Object(object) => object.get(&segment)?,
@@ -250,7 +250,7 @@ impl ArgumentCheck<'_> {
 
     /// What a schema accepts, in words: `an integer from 0 to 255`, `one of "metric", "imperial" or null`.
     fn expected(&self, schema: &Value) -> String {
-        describe_schema(self.schema, schema, 0)
+        describe_schema(self.schema(), schema, 0)
     }
 }
 
