@@ -482,3 +482,43 @@ fn dropping_a_batch_stops_its_running_calls() {
             .expect("the call's future was dropped with its batch");
     });
 }
+
+/// A tool that waits once, then panics with a payload whose `Drop` panics.
+#[tool(parallel)]
+async fn late_bad_payload() -> String {
+    tokio::task::yield_now().await;
+    std::panic::panic_any(PanicsOnDrop)
+}
+
+#[test]
+fn a_tool_in_hand_with_nothing_to_watch_is_guarded_like_any_call() {
+    // No time limit and no context: `execute` awaits such a call directly. Its panics, before or after
+    // its first `.await`, and a payload whose drop panics, still give the call its error result.
+    for flavor in ["current", "multi"] {
+        let runtime = match flavor {
+            "current" => tokio::runtime::Builder::new_current_thread(),
+            _ => tokio::runtime::Builder::new_multi_thread(),
+        }
+        .enable_all()
+        .build()
+        .unwrap();
+        let mut store = ToolStore::new("in-hand");
+        store.register(bad_payload_tool()).unwrap();
+        store.register(late_bad_payload_tool()).unwrap();
+        store.register(echo_tool()).unwrap();
+        runtime.block_on(async {
+            for name in ["bad_payload", "late_bad_payload"] {
+                let expected = format!("tool `{name}` panicked: a panic with a non-text payload");
+                let tool = store.get(name).unwrap();
+                let direct = tool.execute("c", json!({})).await;
+                assert!(direct.is_error, "{flavor}: {name}");
+                assert_eq!(direct.text_content(), expected, "{flavor}");
+                let through_store = store.execute("c", name, json!({})).await;
+                assert!(through_store.is_error, "{flavor}: {name}");
+                assert_eq!(through_store.text_content(), expected, "{flavor}");
+            }
+            let fine = store.execute("c", "echo", text()).await;
+            assert!(!fine.is_error, "{flavor}");
+        });
+    }
+}
