@@ -754,22 +754,27 @@ fn a_batch_aborted_while_its_call_binds_does_not_start_the_call() {
     }
 }
 
-#[test]
-fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
-    // One permit for the whole executor. Batch A's call holds it until told to finish; batch B's call,
-    // polled meanwhile, must not start. On a current-thread runtime every call runs inline, so a call
-    // that could start would have started within the poll that returned `Pending`.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let released = Arc::new(Mutex::new(Some(released)));
-    let started = Arc::new(Mutex::new(Vec::<String>::new()));
-    let hold = {
-        let (started, released) = (Arc::clone(&started), Arc::clone(&released));
-        yiem_core::AgentTool::builder("hold")
-            .description("Hold the permit until released.")
+/// Tools that record the id of each call as it starts; the first call to start also waits until the
+/// gate's sender is used (or dropped).
+struct Gate {
+    started: Arc<Mutex<Vec<String>>>,
+    released: Arc<Mutex<Option<tokio::sync::oneshot::Receiver<()>>>>,
+}
+
+impl Gate {
+    fn new() -> (tokio::sync::oneshot::Sender<()>, Gate) {
+        let (release, released) = tokio::sync::oneshot::channel();
+        let gate = Gate {
+            started: Arc::default(),
+            released: Arc::new(Mutex::new(Some(released))),
+        };
+        (release, gate)
+    }
+
+    fn tool(&self, name: &str, parallel: bool) -> yiem_core::AgentTool {
+        let (started, released) = (Arc::clone(&self.started), Arc::clone(&self.released));
+        let builder = yiem_core::AgentTool::builder(name)
+            .description("Record the start; the first call also waits until released.")
             .handler(move |ctx: ToolContext, _| {
                 let (started, released) = (Arc::clone(&started), Arc::clone(&released));
                 async move {
@@ -780,12 +785,29 @@ fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
                     }
                     "done"
                 }
-            })
-            .build()
-            .unwrap()
-    };
+            });
+        let builder = if parallel {
+            builder.parallel()
+        } else {
+            builder
+        };
+        builder.build().unwrap()
+    }
+}
+
+#[test]
+fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
+    // One permit for the whole executor. Batch A's call holds it until told to finish; batch B's call,
+    // polled meanwhile, must not start. On a current-thread runtime every call runs inline, so a call
+    // that could start would have started within the poll that returned `Pending`.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (release, gate) = Gate::new();
     let mut store = ToolStore::new("permits");
-    store.register(hold).unwrap();
+    store.register(gate.tool("hold", true)).unwrap();
+    let started = gate.started;
     let executor = ToolExecutor::new().with_max_concurrent_calls(1);
     let cancel = CancellationToken::new();
     runtime.block_on(async {
@@ -845,36 +867,12 @@ fn a_waiting_sequential_call_is_not_overtaken_by_a_later_parallel_batch() {
         .enable_all()
         .build()
         .unwrap();
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let released = Arc::new(Mutex::new(Some(released)));
-    let started = Arc::new(Mutex::new(Vec::<String>::new()));
-    let tool = |name: &str, parallel: bool| {
-        let (started, released) = (Arc::clone(&started), Arc::clone(&released));
-        let builder = yiem_core::AgentTool::builder(name)
-            .description("Record the start; the first call also waits until released.")
-            .handler(move |ctx: ToolContext, _| {
-                let (started, released) = (Arc::clone(&started), Arc::clone(&released));
-                async move {
-                    started.lock().unwrap().push(ctx.call_id().to_owned());
-                    let wait = released.lock().unwrap().take();
-                    if let Some(wait) = wait {
-                        let _ = wait.await;
-                    }
-                    "done"
-                }
-            });
-        if parallel {
-            builder.parallel()
-        } else {
-            builder
-        }
-        .build()
-        .unwrap()
-    };
+    let (release, gate) = Gate::new();
     let mut store = ToolStore::new("order");
-    store.register(tool("hold", true)).unwrap();
-    store.register(tool("seq", false)).unwrap();
-    store.register(tool("par", true)).unwrap();
+    store.register(gate.tool("hold", true)).unwrap();
+    store.register(gate.tool("seq", false)).unwrap();
+    store.register(gate.tool("par", true)).unwrap();
+    let started = gate.started;
     let executor = ToolExecutor::new();
     let cancel = CancellationToken::new();
     let batch = |id: &str, name: &str| {
