@@ -14,13 +14,14 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
-use tokio::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard, Semaphore};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::event::EventBus;
 use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
+use crate::order::Order;
 use crate::pipeline::{Call, CallEnv, Prepared};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
@@ -132,7 +133,7 @@ pub struct ToolExecutor {
     hooks: ToolHooks,
     events: EventBus,
     /// Sequential calls hold it for writing, parallel ones for reading (see the module docs).
-    order: Arc<RwLock<()>>,
+    order: Arc<Order>,
     /// At most this many calls of this executor run at once (permits are handed out in call order).
     limit: Option<Arc<Semaphore>>,
     max_calls: Option<usize>,
@@ -359,9 +360,9 @@ impl ToolExecutor {
     ) -> ToolResultMessage {
         // The executor's order, held until the call's message is made (see the module docs).
         let _order = if alone {
-            (Some(self.alone().await), None)
+            (Some(self.order.alone().await), None)
         } else {
-            (None, Some(self.alongside().await))
+            (None, Some(self.order.shared().await))
         };
         let _permit = match (&self.limit, alone) {
             (Some(limit), false) => limit.acquire().await.ok(),
@@ -370,24 +371,6 @@ impl ToolExecutor {
         call.start(env);
         let result = call.run(store, env, cancel).await;
         call.message(env, result)
-    }
-
-    /// The executor to itself, for a call that must run alone. Uncontended (the common case), it is taken
-    /// without making a waiter; otherwise it waits its turn, as `RwLock::write` does.
-    async fn alone(&self) -> RwLockWriteGuard<'_, ()> {
-        match self.order.try_write() {
-            Ok(guard) => guard,
-            Err(_) => self.order.write().await,
-        }
-    }
-
-    /// A share of the executor, beside other parallel calls. Uncontended, it is taken without making a
-    /// waiter; a waiting sequential call makes it wait (tokio's lock is fair, and `try_read` respects that).
-    async fn alongside(&self) -> RwLockReadGuard<'_, ()> {
-        match self.order.try_read() {
-            Ok(guard) => guard,
-            Err(_) => self.order.read().await,
-        }
     }
 
     /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
@@ -409,7 +392,7 @@ impl ToolExecutor {
             });
         }
         let results = {
-            let _alongside = self.alongside().await;
+            let _alongside = self.order.shared().await;
             let running = calls
                 .iter()
                 .zip(prepared)

@@ -116,6 +116,7 @@
 //! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
 //! | `pipeline` | one call from lookup to result message, every step under an unwind guard; running a tool in hand ([`AgentTool::execute`]) |
 //! | `executor` | [`ToolExecutor`]: when each call of a batch runs, results in call order, abort |
+//! | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
 //! | `guard` | the unwind guards around user code, its futures and their drops |
 //! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
@@ -147,6 +148,7 @@ pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 mod message;
+mod order;
 mod pipeline;
 mod registry;
 mod result;

@@ -153,9 +153,14 @@ impl Call {
         env: &CallEnv,
         cancel: &CancellationToken,
     ) -> Prepared {
-        self.prepare_inner(store, env, cancel)
-            .instrument(self.span.clone())
-            .await
+        // A span nobody records is not entered: `Instrumented` would cost a clone and two checks per poll.
+        if self.span.is_disabled() {
+            self.prepare_inner(store, env, cancel).await
+        } else {
+            self.prepare_inner(store, env, cancel)
+                .instrument(self.span.clone())
+                .await
+        }
     }
 
     async fn prepare_inner(
@@ -307,6 +312,9 @@ impl Ready {
         cancel: &CancellationToken,
         abort_checked: bool,
     ) -> AgentToolResult {
+        if self.span.is_disabled() {
+            return self.execute_inner(env, cancel, abort_checked).await;
+        }
         let span = self.span.clone();
         self.execute_inner(env, cancel, abort_checked)
             .instrument(span)
