@@ -9,9 +9,11 @@
 //! fast lane have left.
 //!
 //! Why a reader in the fast lane never overlaps a writer: the reader increments `fast` and then reads
-//! `writers`; the writer increments `writers` and then reads `fast`, all four `SeqCst`. Of two such
-//! sequences one comes first in the single order of `SeqCst` operations, so either the reader sees the
-//! writer (and steps back into the slow lane) or the writer sees the reader (and waits for it to leave).
+//! `writers`; the writer increments `writers` and then reads `fast`, all four `SeqCst`. In the single order
+//! of `SeqCst` operations, either the reader's read of `writers` comes after the writer's increment (the
+//! reader sees the writer and steps back into the slow lane), or it comes before it — and then so does the
+//! reader's increment of `fast`, which the writer's later read of `fast` sees (the writer waits for the
+//! reader to leave). A writer's own increment stays until its hold is dropped.
 
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 
@@ -160,6 +162,35 @@ mod tests {
     }
 
     #[test]
+    fn a_writer_cancelled_while_queued_behind_another_leaves_the_counts_right() {
+        let order = Order::default();
+        let first = order.alone().now_or_never().expect("uncontended");
+        // A reader steps back into the slow lane and queues; a second writer queues too, then gives up.
+        let mut reader = std::pin::pin!(order.shared());
+        assert!((&mut reader).now_or_never().is_none());
+        {
+            let mut second = std::pin::pin!(order.alone());
+            assert!((&mut second).now_or_never().is_none());
+            assert_eq!(order.writers.load(SeqCst), 2);
+        }
+        assert_eq!(order.writers.load(SeqCst), 1, "the second writer withdrew");
+        drop(first);
+        assert_eq!(order.writers.load(SeqCst), 0);
+        let reader = (&mut reader).now_or_never().expect("the writer is done");
+        assert!(matches!(reader, Shared::Slow(_)));
+        drop(reader);
+        assert_eq!(order.fast.load(SeqCst), 0);
+        assert!(matches!(
+            order.shared().now_or_never(),
+            Some(Shared::Fast(_))
+        ));
+        assert!(
+            order.alone().now_or_never().is_some(),
+            "nothing is left holding it"
+        );
+    }
+
+    #[test]
     fn readers_and_writers_on_many_threads_never_overlap() {
         // Each writer checks that nobody else is inside; each reader that no writer is.
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -174,7 +205,15 @@ mod tests {
                 let (order, inside) = (Arc::clone(&order), Arc::clone(&inside));
                 tasks.push(tokio::spawn(async move {
                     for round in 0..500 {
-                        if (task + round) % 7 == 0 {
+                        if (task + round) % 11 == 0 {
+                            // A writer or a reader that gives up after one try: its future is dropped,
+                            // queued or not.
+                            if round % 2 == 0 {
+                                drop(order.alone().now_or_never());
+                            } else {
+                                drop(order.shared().now_or_never());
+                            }
+                        } else if (task + round) % 7 == 0 {
                             let _alone = order.alone().await;
                             assert_eq!(inside.1.fetch_add(1, SeqCst), 0, "two writers");
                             assert_eq!(inside.0.load(SeqCst), 0, "a reader beside a writer");

@@ -436,6 +436,7 @@ impl AgentTool {
 
     /// Runs `f` with what checking this tool's arguments needs: its name, canonical schema (looked up
     /// only if needed) and caches.
+    #[inline]
     fn with_argument_check<R>(&self, f: impl FnOnce(&ArgumentCheck<'_>) -> R) -> R {
         let schema = || self.input_schema();
         f(&ArgumentCheck {
@@ -459,6 +460,7 @@ impl AgentTool {
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
+    #[inline]
     pub(crate) fn bind(
         &self,
         args: &Value,
