@@ -39,9 +39,10 @@ pub(crate) enum Shared<'a> {
     Slow(RwLockReadGuard<'a, ()>),
 }
 
-/// A sequential call's hold on the whole order; given back when dropped.
+/// A sequential call's hold on the whole order; given back when dropped (its announcement first, then the
+/// lock: fields drop in order).
 pub(crate) struct Alone<'a> {
-    order: &'a Order,
+    _announced: Announced<'a>,
     _lock: RwLockWriteGuard<'a, ()>,
 }
 
@@ -58,7 +59,7 @@ impl Order {
 
     /// The whole order for a sequential call: after every call that holds a share or waits before it.
     pub(crate) async fn alone(&self) -> Alone<'_> {
-        // Announced first, so that the announcement is undone however this future ends.
+        // Announced first; the announcement is withdrawn however this future or its hold ends.
         self.writers.fetch_add(1, SeqCst);
         let announced = Announced(self);
         let lock = self.lock.write().await;
@@ -72,9 +73,8 @@ impl Order {
             }
             drained.await;
         }
-        std::mem::forget(announced);
         Alone {
-            order: self,
+            _announced: announced,
             _lock: lock,
         }
     }
@@ -94,13 +94,8 @@ impl Drop for Shared<'_> {
     }
 }
 
-impl Drop for Alone<'_> {
-    fn drop(&mut self) {
-        self.order.writers.fetch_sub(1, SeqCst);
-    }
-}
-
-/// A writer's announcement, withdrawn if the writer stops waiting (its future dropped).
+/// A writer's announcement, withdrawn when dropped: when the writer stops waiting (its future dropped) or
+/// when its hold ends.
 struct Announced<'a>(&'a Order);
 
 impl Drop for Announced<'_> {
