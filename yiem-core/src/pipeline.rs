@@ -30,13 +30,16 @@
 //! limit and an abort take effect at its next `.await`. Without any tokio runtime, time limits do not apply.
 
 use std::borrow::Cow;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::future::Either;
 use serde_json::Value;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+use tracing::instrument::Instrumented;
 
 use crate::args::ArgumentError;
 use crate::call::{ToolCall, ToolResultMessage};
@@ -153,14 +156,7 @@ impl Call {
         env: &CallEnv,
         cancel: &CancellationToken,
     ) -> Prepared {
-        // A span nobody records is not entered: `Instrumented` would cost a clone and two checks per poll.
-        if self.span.is_disabled() {
-            self.prepare_inner(store, env, cancel).await
-        } else {
-            self.prepare_inner(store, env, cancel)
-                .instrument(self.span.clone())
-                .await
-        }
+        in_span(&self.span, self.prepare_inner(store, env, cancel)).await
     }
 
     async fn prepare_inner(
@@ -312,13 +308,8 @@ impl Ready {
         cancel: &CancellationToken,
         abort_checked: bool,
     ) -> AgentToolResult {
-        if self.span.is_disabled() {
-            return self.execute_inner(env, cancel, abort_checked).await;
-        }
         let span = self.span.clone();
-        self.execute_inner(env, cancel, abort_checked)
-            .instrument(span)
-            .await
+        in_span(&span, self.execute_inner(env, cancel, abort_checked)).await
     }
 
     async fn execute_inner(
@@ -377,25 +368,7 @@ impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result.
     pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
-        let mut id = LazyId::new(call_id, self);
-        // Bound here, before the one `.await`, so no inner future is moved into this one.
-        let bound = bind_in_hand(
-            self,
-            ContextSlot::Lazy(&mut || ToolContext::new(id.take())),
-            &args,
-        );
-        drop(args);
-        match bound {
-            // Nothing to watch: no time limit, and no context whose token could be cancelled.
-            Ok((future, None)) if self.timeout().is_none() => Guarded::new(future)
-                .await
-                .unwrap_or_else(|panic| panicked(self.name(), panic)),
-            Ok((future, ctx)) => {
-                let watch = Watch::limit(self.timeout());
-                run_bound(self, future, ctx.as_ref(), id.of(&ctx), watch).await
-            }
-            Err(refusal) => AgentToolResult::error(refusal.to_string()),
-        }
+        execute_in_hand(self, call_id, args, None).await
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
@@ -472,21 +445,7 @@ impl ToolStore {
         let Some(tool) = tool else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        let mut id = LazyId::new(call_id, &tool);
-        let mut make = || ToolContext::new(id.take()).with_state_map(Arc::clone(&state));
-        let bound = bind_in_hand(&tool, ContextSlot::Lazy(&mut make), &args);
-        drop(args);
-        match bound {
-            // As in `AgentTool::execute`: nothing to watch.
-            Ok((future, None)) if tool.timeout().is_none() => Guarded::new(future)
-                .await
-                .unwrap_or_else(|panic| panicked(tool.name(), panic)),
-            Ok((future, ctx)) => {
-                let watch = Watch::limit(tool.timeout());
-                run_bound(&tool, future, ctx.as_ref(), id.of(&ctx), watch).await
-            }
-            Err(refusal) => AgentToolResult::error(refusal.to_string()),
-        }
+        execute_in_hand(&tool, call_id, args, Some(&state)).await
     }
 
     /// A context for the call `call_id` of one of this store's tools in hand, with the store's
@@ -512,6 +471,39 @@ impl ToolStore {
     pub fn context(&self, call_id: impl Into<Box<str>>) -> ToolContext {
         let (_, state) = self.lookup("");
         ToolContext::new(call_id).with_state_map(state)
+    }
+}
+
+/// Runs a call of `tool` in hand (no hooks, no events), for [`AgentTool::execute`] and
+/// [`ToolStore::execute`]: its context is made only if the tool takes one, with `state` when the call goes
+/// through a store.
+async fn execute_in_hand(
+    tool: &AgentTool,
+    call_id: impl Into<Box<str>>,
+    args: Value,
+    state: Option<&Arc<StateMap>>,
+) -> AgentToolResult {
+    let mut id = LazyId::new(call_id, tool);
+    let mut make = || {
+        let ctx = ToolContext::new(id.take());
+        match state {
+            Some(state) => ctx.with_state_map(Arc::clone(state)),
+            None => ctx,
+        }
+    };
+    // Bound here, before the one `.await`, so no inner future is moved into this one.
+    let bound = bind_in_hand(tool, ContextSlot::Lazy(&mut make), &args);
+    drop(args);
+    match bound {
+        // Nothing to watch: no time limit, and no context whose token could be cancelled.
+        Ok((future, None)) if tool.timeout().is_none() => Guarded::new(future)
+            .await
+            .unwrap_or_else(|panic| panicked(tool.name(), panic)),
+        Ok((future, ctx)) => {
+            let watch = Watch::limit(tool.timeout());
+            run_bound(tool, future, ctx.as_ref(), id.of(&ctx), watch).await
+        }
+        Err(refusal) => AgentToolResult::error(refusal.to_string()),
     }
 }
 
@@ -727,6 +719,16 @@ async fn run_bound(
     };
     close();
     result
+}
+
+/// `future`, entered in `span` at every poll — unless nobody records the span: then it runs as it is,
+/// without `Instrumented`'s clone of the span and its checks at every poll.
+fn in_span<F: Future>(span: &tracing::Span, future: F) -> Either<F, Instrumented<F>> {
+    if span.is_disabled() {
+        Either::Left(future)
+    } else {
+        Either::Right(future.instrument(span.clone()))
+    }
 }
 
 /// The result of a call whose tool panicked while it ran.
