@@ -232,11 +232,12 @@ impl ArgumentCheck<'_> {
     /// The schema at a validator's schema path (a JSON Pointer whose `$ref` segments go through the
     /// reference).
     fn schema_at(&self, path: &str) -> Option<&Value> {
-        let mut node = self.schema();
+        let root = self.schema();
+        let mut node = root;
         for segment in path.split('/').skip(1) {
             let segment = segment.replace("~1", "/").replace("~0", "~");
             node = if segment == "$ref" {
-                resolve_ref(self.schema(), node.get("$ref")?.as_str()?)?
+                resolve_ref(root, node.get("$ref")?.as_str()?)?
             } else {
                 match node {
                     Value::Object(object) => object.get(&segment)?,
