@@ -727,10 +727,7 @@ fn aborts_while_binding(token: CancellationToken, ran: Arc<AtomicUsize>) -> Tool
 
 #[test]
 fn a_batch_aborted_while_its_call_binds_does_not_start_the_call() {
-    let current = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let current = current_thread();
     let threads = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -752,6 +749,15 @@ fn a_batch_aborted_while_its_call_binds_does_not_start_the_call() {
         );
         assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran");
     }
+}
+
+/// A current-thread runtime: every call runs inline, so a test can poll a batch by hand and know that a
+/// call which could start has started by the time the poll returns.
+fn current_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 /// Tools that record the id of each call as it starts; the first call to start also waits until the
@@ -800,10 +806,7 @@ fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
     // One permit for the whole executor. Batch A's call holds it until told to finish; batch B's call,
     // polled meanwhile, must not start. On a current-thread runtime every call runs inline, so a call
     // that could start would have started within the poll that returned `Pending`.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = current_thread();
     let (release, gate) = Gate::new();
     let mut store = ToolStore::new("permits");
     store.register(gate.tool("hold", true)).unwrap();
@@ -863,10 +866,7 @@ fn a_waiting_sequential_call_is_not_overtaken_by_a_later_parallel_batch() {
     // (a parallel call), polled after S began to wait, must wait behind S rather than slip in beside A.
     // On a current-thread runtime every call runs inline, so a call that could start would have started
     // within the poll that returned `Pending`.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime = current_thread();
     let (release, gate) = Gate::new();
     let mut store = ToolStore::new("order");
     store.register(gate.tool("hold", true)).unwrap();
