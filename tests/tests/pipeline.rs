@@ -659,6 +659,45 @@ async fn a_panicking_event_sink_costs_no_result() {
     assert_eq!(log.lock().unwrap().len(), 4);
 }
 
+/// A batch reads its sinks once, when it starts; a sink registered while the batch runs must still see
+/// every later event of that batch, and a sink registered in the middle of a call its remaining events.
+#[tokio::test]
+async fn a_sink_registered_while_a_batch_runs_sees_the_rest_of_its_events() {
+    let executor = ToolExecutor::new();
+    let bus = executor.events().clone();
+    let late = Arc::new(std::sync::OnceLock::new());
+    let slot = Arc::clone(&late);
+    executor.events().on_event(move |event| {
+        // At the first call's start, from inside a sink: the bus is being emitted to right now.
+        if let AgentEvent::ToolExecutionStart { call } = event
+            && call.id == "r1"
+        {
+            slot.get_or_init(|| recorder(&bus));
+        }
+    });
+    let calls = vec![
+        ToolCall::new("r1", "echo", json!({"text": "one"})),
+        ToolCall::new("r2", "one_at_a_time", json!({"text": "two"})),
+    ];
+    let batch = executor
+        .execute(&store(), calls, &CancellationToken::new())
+        .await;
+    assert_eq!(batch.messages.len(), 2);
+    let log = late.get().expect("registered at r1's start");
+    assert_eq!(
+        *log.lock().unwrap(),
+        [
+            "end r1 ok",
+            "message_start r1",
+            "message_end r1",
+            "start r2",
+            "end r2 ok",
+            "message_start r2",
+            "message_end r2",
+        ]
+    );
+}
+
 #[tokio::test]
 async fn the_default_timeout_applies_to_tools_without_their_own() {
     let mut store = ToolStore::new("timeouts");

@@ -92,6 +92,9 @@ struct Bus {
     sinks: RwLock<Arc<[Sink]>>,
     /// Whether any sink is registered.
     has_sinks: AtomicBool,
+    /// How many times a sink was registered: an [`Emitter`] whose snapshot is of another generation
+    /// reads the sinks again.
+    generation: AtomicU64,
     /// How many streams are alive (so an unobserved bus costs two atomic loads, and no lock).
     streams: Arc<AtomicUsize>,
     sender: broadcast::Sender<AgentEvent>,
@@ -137,6 +140,7 @@ impl EventBus {
             bus: Arc::new(Bus {
                 sinks: RwLock::new(Arc::new([])),
                 has_sinks: AtomicBool::new(false),
+                generation: AtomicU64::new(0),
                 streams: Arc::default(),
                 sender,
             }),
@@ -153,17 +157,37 @@ impl EventBus {
         let mut list = sinks.to_vec();
         list.push(Arc::new(sink));
         *sinks = list.into();
+        // Still under the lock, so a snapshot pairs a list with its own generation.
+        self.bus.generation.fetch_add(1, Ordering::Release);
         self.bus.has_sinks.store(true, Ordering::Release);
     }
 
-    fn sinks(&self) -> Arc<[Sink]> {
-        Arc::clone(
-            &self
-                .bus
-                .sinks
-                .read()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+    /// The sinks registered so far, with their generation.
+    fn sinks(&self) -> (Arc<[Sink]>, u64) {
+        let sinks = self
+            .bus
+            .sinks
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (
+            Arc::clone(&sinks),
+            self.bus.generation.load(Ordering::Acquire),
         )
+    }
+
+    /// An emitter for a batch: the sinks as they are now, re-read only if one is registered later.
+    pub(crate) fn emitter(&self) -> Emitter {
+        let (sinks, generation) = if self.bus.has_sinks.load(Ordering::Acquire) {
+            let (sinks, generation) = self.sinks();
+            (Some(sinks), generation)
+        } else {
+            (None, 0)
+        };
+        Emitter {
+            bus: self.clone(),
+            sinks,
+            generation,
+        }
     }
 
     /// A stream of the events emitted from now on (see the module docs for what happens when it lags).
@@ -183,12 +207,16 @@ impl EventBus {
             return;
         }
         // A snapshot, so a sink may register another sink without deadlocking.
-        let sinks = if self.bus.has_sinks.load(Ordering::Acquire) {
-            self.sinks()
+        if self.bus.has_sinks.load(Ordering::Acquire) {
+            self.deliver(&self.sinks().0, event);
         } else {
-            Arc::new([])
-        };
-        for sink in sinks.iter() {
+            self.deliver(&[], event);
+        }
+    }
+
+    /// Delivers `event` to `sinks`, then to every stream.
+    fn deliver(&self, sinks: &[Sink], event: AgentEvent) {
+        for sink in sinks {
             // A panicking sink must not cost a call its end event, nor the batch its results.
             if let Err(panic) =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&event)))
@@ -200,6 +228,39 @@ impl EventBus {
             // An error only means every receiver went away meanwhile.
             let _ = self.bus.sender.send(event);
         }
+    }
+}
+
+/// A batch's handle to its bus, holding a snapshot of the sinks: emitting through it takes no lock and
+/// copies no list while no sink is registered meanwhile, and delivers exactly as [`EventBus::emit`] would.
+#[derive(Clone)]
+pub(crate) struct Emitter {
+    bus: EventBus,
+    /// `None` while no sink was registered (an empty `Arc` would cost an allocation per batch).
+    sinks: Option<Arc<[Sink]>>,
+    /// The bus's generation when `sinks` was read.
+    generation: u64,
+}
+
+impl Emitter {
+    /// The bus (for the contexts of the batch's calls, whose updates go to it).
+    pub(crate) fn bus(&self) -> &EventBus {
+        &self.bus
+    }
+
+    /// Whether anyone listens; see [`EventBus::is_observed`].
+    pub(crate) fn is_observed(&self) -> bool {
+        self.bus.is_observed()
+    }
+
+    /// Delivers `event` as [`EventBus::emit`] does.
+    pub(crate) fn emit(&self, event: AgentEvent) {
+        // A sink registered since the snapshot bumped the generation: the bus reads the list again.
+        if self.bus.bus.generation.load(Ordering::Acquire) != self.generation {
+            return self.bus.emit(event);
+        }
+        self.bus
+            .deliver(self.sinks.as_deref().unwrap_or_default(), event);
     }
 }
 

@@ -268,7 +268,7 @@ impl ToolExecutor {
     fn env(&self, assistant: Option<Arc<AssistantMessage>>) -> CallEnv {
         CallEnv {
             hooks: self.hooks.clone(),
-            events: self.events.clone(),
+            events: self.events.emitter(),
             default_timeout: self.default_timeout,
             assistant,
         }
@@ -361,6 +361,8 @@ impl ToolExecutor {
         // The executor's order, held until the call's message is made (see the module docs).
         let _order = if alone {
             (Some(self.order.alone().await), None)
+        } else if let Some(fast) = self.order.try_fast() {
+            (None, Some(fast))
         } else {
             (None, Some(self.order.shared().await))
         };

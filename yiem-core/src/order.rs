@@ -49,12 +49,21 @@ pub(crate) struct Alone<'a> {
 impl Order {
     /// A share for a parallel call: at once unless a sequential call waits or runs, else after it.
     pub(crate) async fn shared(&self) -> Shared<'_> {
+        match self.try_fast() {
+            Some(fast) => fast,
+            None => Shared::Slow(self.lock.read().await),
+        }
+    }
+
+    /// A share in the fast lane, if no sequential call waits or runs: what [`shared`](Self::shared) gives
+    /// at once, without a future to await.
+    pub(crate) fn try_fast(&self) -> Option<Shared<'_>> {
         self.fast.fetch_add(1, SeqCst);
         if self.writers.load(SeqCst) == 0 {
-            return Shared::Fast(self);
+            return Some(Shared::Fast(self));
         }
         self.leave_fast();
-        Shared::Slow(self.lock.read().await)
+        None
     }
 
     /// The whole order for a sequential call: after every call that holds a share or waits before it.

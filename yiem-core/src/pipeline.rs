@@ -6,7 +6,7 @@
 //! 2. **prepare** ([`Call::prepare`]): an unknown tool gives an error result listing the tools; normalize
 //!    the raw arguments (a JSON string is parsed, `null` is `{}`); the tool's `prepare` step; bind — parse
 //!    into the argument type, the unknown-property check, `validate`, the handler's synchronous part; the
-//!    `before_tool_call` hook, which may block the call; the abort check;
+//!    abort check; the `before_tool_call` hook, which may block the call, and the abort check again;
 //! 3. **execute** ([`Ready::execute`]): run the tool under its time limit (its own, else the executor's
 //!    default) and the batch's token, on a task of its own, so that the limit and an abort hold even when
 //!    the tool blocks its thread; then the `after_tool_call` hook, which may patch the result;
@@ -44,7 +44,7 @@ use tracing::instrument::Instrumented;
 use crate::args::ArgumentError;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::context::{ContextSlot, ToolContext};
-use crate::event::{AgentEvent, EventBus};
+use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
 use crate::message::{AgentMessage, AssistantMessage};
@@ -58,7 +58,7 @@ use crate::tool::{AgentTool, Refusal, ToolFuture};
 #[derive(Clone)]
 pub(crate) struct CallEnv {
     pub hooks: ToolHooks,
-    pub events: EventBus,
+    pub events: Emitter,
     pub default_timeout: Option<Duration>,
     pub assistant: Option<Arc<AssistantMessage>>,
 }
@@ -82,6 +82,15 @@ pub(crate) enum Prepared {
     Done(AgentToolResult),
     /// The call may run.
     Ready(Ready),
+}
+
+impl From<Result<Ready, AgentToolResult>> for Prepared {
+    fn from(bound: Result<Ready, AgentToolResult>) -> Self {
+        match bound {
+            Ok(ready) => Prepared::Ready(ready),
+            Err(result) => Prepared::Done(result),
+        }
+    }
 }
 
 /// A call whose arguments bound and whose hooks let it through, ready to run.
@@ -165,62 +174,48 @@ impl Call {
         env: &CallEnv,
         cancel: &CancellationToken,
     ) -> Prepared {
+        match self.bind_call(store, env, cancel) {
+            Ok(ready) if env.hooks.before.is_some() => ready.before(env, cancel).await,
+            bound => bound.into(),
+        }
+    }
+
+    /// The synchronous part of preparing: everything up to the `before_tool_call` hook, then the abort
+    /// check. An error is the call's result.
+    fn bind_call(
+        &self,
+        store: &ToolStore,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> Result<Ready, AgentToolResult> {
         let call = &self.call;
         if let Some(reason) = &self.refusal {
-            return Prepared::Done(AgentToolResult::error(reason.clone()));
+            return Err(AgentToolResult::error(reason.clone()));
         }
         if cancel.is_cancelled() {
-            return Prepared::Done(not_run(&call.name));
+            return Err(not_run(&call.name));
         }
         let Some(tool) = &self.tool else {
-            return Prepared::Done(AgentToolResult::error(unknown_tool(store, &call.name)));
+            return Err(AgentToolResult::error(unknown_tool(store, &call.name)));
         };
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
         let (bound, ctx) = {
-            let mut make = || ToolContext::for_call(call, cancel, &env.events, &self.state);
+            let mut make = || ToolContext::for_call(call, cancel, env.events.bus(), &self.state);
             let mut slot = ContextSlot::Lazy(&mut make);
             let bound = bind(tool, &call.arguments, &mut slot, hooked);
             (bound, slot.into_made())
         };
         let (future, args) = match bound {
             Ok(bound) => bound,
-            Err(refusal) => return Prepared::Done(AgentToolResult::error(refusal.to_string())),
+            Err(refusal) => return Err(AgentToolResult::error(refusal.to_string())),
         };
-        if let (Some(before), Some(args)) = (&env.hooks.before, &args) {
-            let hook_ctx = BeforeToolCallContext {
-                call: Arc::clone(call),
-                args: Arc::clone(args),
-                tool: tool.clone(),
-                assistant: env.assistant.clone(),
-            };
-            let outcome = match guard::catch(|| before(hook_ctx)) {
-                Ok(hook) => Guarded::new(hook).await,
-                Err(panic) => Err(panic),
-            };
-            let refusal = match outcome {
-                Ok(Ok(None)) => None,
-                Ok(Ok(Some(block))) => Some(block.reason),
-                Ok(Err(error)) => Some(format!(
-                    "the before_tool_call hook failed for tool `{}`: {error}",
-                    call.name
-                )),
-                Err(panic) => Some(format!(
-                    "the before_tool_call hook panicked for tool `{}`: {panic}",
-                    call.name
-                )),
-            };
-            if let Some(reason) = refusal {
-                guard::drop_quietly(future);
-                return Prepared::Done(AgentToolResult::error(reason));
-            }
-        }
-        // Binding ran user code (and the hook may have taken its time): the batch may have been aborted
-        // meanwhile, and a call of an aborted batch must not start.
+        // Binding ran user code: the batch may have been aborted meanwhile, and a call of an aborted
+        // batch must not start.
         if cancel.is_cancelled() {
             guard::drop_quietly(future);
-            return Prepared::Done(not_run(&call.name));
+            return Err(not_run(&call.name));
         }
-        Prepared::Ready(Ready {
+        Ok(Ready {
             call: Arc::clone(call),
             tool: tool.clone(),
             args,
@@ -289,16 +284,64 @@ impl Call {
         env: &CallEnv,
         cancel: &CancellationToken,
     ) -> AgentToolResult {
-        let result = match self.prepare(store, env, cancel).await {
-            Prepared::Done(result) => result,
-            // Nothing was awaited since the abort check at the end of preparing.
-            Prepared::Ready(ready) => ready.execute(env, cancel, true).await,
+        // One span entry around both steps, each awaited in place.
+        let steps = async {
+            // `prepare_inner`, in place rather than as a future of its own.
+            let prepared = match self.bind_call(store, env, cancel) {
+                Ok(ready) if env.hooks.before.is_some() => ready.before(env, cancel).await,
+                bound => bound.into(),
+            };
+            match prepared {
+                Prepared::Done(result) => result,
+                // Nothing was awaited since the abort check at the end of preparing.
+                Prepared::Ready(ready) => ready.execute_inner(env, cancel, true).await,
+            }
         };
+        let result = in_span(&self.span, steps).await;
         self.end(env, result)
     }
 }
 
 impl Ready {
+    /// The `before_tool_call` hook, which may block the call; then the abort check again, since the hook
+    /// may have taken its time.
+    async fn before(self, env: &CallEnv, cancel: &CancellationToken) -> Prepared {
+        let (Some(before), Some(args)) = (&env.hooks.before, &self.args) else {
+            return Prepared::Ready(self);
+        };
+        let call = &self.call;
+        let hook_ctx = BeforeToolCallContext {
+            call: Arc::clone(call),
+            args: Arc::clone(args),
+            tool: self.tool.clone(),
+            assistant: env.assistant.clone(),
+        };
+        let outcome = match guard::catch(|| before(hook_ctx)) {
+            Ok(hook) => Guarded::new(hook).await,
+            Err(panic) => Err(panic),
+        };
+        let refusal = match outcome {
+            Ok(Ok(None)) if cancel.is_cancelled() => Some(not_run(&call.name)),
+            Ok(Ok(None)) => None,
+            Ok(Ok(Some(block))) => Some(AgentToolResult::error(block.reason)),
+            Ok(Err(error)) => Some(AgentToolResult::error(format!(
+                "the before_tool_call hook failed for tool `{}`: {error}",
+                call.name
+            ))),
+            Err(panic) => Some(AgentToolResult::error(format!(
+                "the before_tool_call hook panicked for tool `{}`: {panic}",
+                call.name
+            ))),
+        };
+        match refusal {
+            Some(result) => {
+                guard::drop_quietly(self.future);
+                Prepared::Done(result)
+            }
+            None => Prepared::Ready(self),
+        }
+    }
+
     /// Runs the call under its time limit and the batch's token, then `after_tool_call` (step 3).
     /// `abort_checked`: the batch's token was looked at with nothing awaited since (preparing ends with
     /// that check), so it need not be looked at again before the tool starts.
@@ -326,40 +369,49 @@ impl Ready {
             ctx,
             span: _,
         } = self;
-        let limit = tool.timeout().or(env.default_timeout);
-        let watch = Watch {
-            abort: Some(cancel),
-            abort_checked,
-            limit,
-        };
+        let watch = Watch::batch(&tool, env, cancel, abort_checked);
         let result = run_bound(&tool, future, ctx.as_ref(), &call.id, watch).await;
-        let (Some(after), Some(args)) = (&env.hooks.after, args) else {
-            return result;
-        };
-        let hook_ctx = AfterToolCallContext {
-            call: Arc::clone(&call),
-            args,
-            tool,
-            is_error: result.is_error,
-            result: result.clone(),
-            assistant: env.assistant.clone(),
-        };
-        let outcome = match guard::catch(|| after(hook_ctx)) {
-            Ok(hook) => Guarded::new(hook).await,
-            Err(panic) => Err(panic),
-        };
-        match outcome {
-            Ok(Ok(None)) => result,
-            Ok(Ok(Some(patch))) => patch.apply(result),
-            Ok(Err(error)) => AgentToolResult::error(format!(
-                "the after_tool_call hook failed for tool `{}`: {error}",
-                call.name
-            )),
-            Err(panic) => AgentToolResult::error(format!(
-                "the after_tool_call hook panicked for tool `{}`: {panic}",
-                call.name
-            )),
+        match (&env.hooks.after, args) {
+            (Some(_), Some(args)) => after(env, call, tool, args, result).await,
+            _ => result,
         }
+    }
+}
+
+/// The `after_tool_call` hook, which may patch the result.
+async fn after(
+    env: &CallEnv,
+    call: Arc<ToolCall>,
+    tool: AgentTool,
+    args: Arc<Value>,
+    result: AgentToolResult,
+) -> AgentToolResult {
+    let Some(after) = &env.hooks.after else {
+        return result;
+    };
+    let hook_ctx = AfterToolCallContext {
+        call: Arc::clone(&call),
+        args,
+        tool,
+        is_error: result.is_error,
+        result: result.clone(),
+        assistant: env.assistant.clone(),
+    };
+    let outcome = match guard::catch(|| after(hook_ctx)) {
+        Ok(hook) => Guarded::new(hook).await,
+        Err(panic) => Err(panic),
+    };
+    match outcome {
+        Ok(Ok(None)) => result,
+        Ok(Ok(Some(patch))) => patch.apply(result),
+        Ok(Err(error)) => AgentToolResult::error(format!(
+            "the after_tool_call hook failed for tool `{}`: {error}",
+            call.name
+        )),
+        Err(panic) => AgentToolResult::error(format!(
+            "the after_tool_call hook panicked for tool `{}`: {panic}",
+            call.name
+        )),
     }
 }
 
@@ -604,7 +656,21 @@ struct Watch<'a> {
     limit: Option<Duration>,
 }
 
-impl Watch<'_> {
+impl<'a> Watch<'a> {
+    /// A call of a batch: the batch's token, and the tool's time limit, else the executor's default.
+    fn batch(
+        tool: &AgentTool,
+        env: &CallEnv,
+        cancel: &'a CancellationToken,
+        abort_checked: bool,
+    ) -> Self {
+        Watch {
+            abort: Some(cancel),
+            abort_checked,
+            limit: tool.timeout().or(env.default_timeout),
+        }
+    }
+
     /// A call in hand: its context's token, if it has one, and `limit`.
     fn limit(limit: Option<Duration>) -> Self {
         Watch {
