@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Instructions per dispatch of `add`, for every variant of `src/bin/dispatch-count.rs`, counted by
 # callgrind inside `run_all` only (the inputs are built before it). Independent of the machine's load: a
-# cross-check of the timed ratios of `benches/dispatch.rs`.
+# cross-check of the timed ratios of `benches/dispatch.rs`. "x floor" is against the hand-written dispatch
+# of one call (`floor`); "x batch" against the hand-written equivalent of the pipeline's observable work
+# (`floor_batch`: the same calls in, messages and four events per call out, nothing else).
 #
 # Usage: benches/callgrind.sh [N]   (default 10000 calls per variant; needs valgrind)
 set -euo pipefail
@@ -20,10 +22,15 @@ count() {
 
 for kind in value string; do
     floor=$(count "floor_$kind")
-    printf '\n%-26s %12s %8s\n' "arguments as a JSON $kind" "instr/call" "x floor"
-    for variant in floor yiem_execute yiem_get_execute yiem_pipeline yiem_pipeline_quiet rmcp rig; do
-        if [ "$variant" = floor ]; then total=$floor; else total=$(count "${variant}_$kind"); fi
-        awk -v v="$variant" -v t="$total" -v f="$floor" -v n="$N" \
-            'BEGIN { printf "%-26s %12.0f %8.2f\n", v, t / n, t / f }'
+    batch=$(count "floor_batch_$kind")
+    printf '\n%-26s %12s %8s %8s\n' "arguments as a JSON $kind" "instr/call" "x floor" "x batch"
+    for variant in floor floor_batch yiem_execute yiem_get_execute yiem_pipeline yiem_pipeline_quiet rmcp rig; do
+        case "$variant" in
+            floor) total=$floor ;;
+            floor_batch) total=$batch ;;
+            *) total=$(count "${variant}_$kind") ;;
+        esac
+        awk -v v="$variant" -v t="$total" -v f="$floor" -v b="$batch" -v n="$N" \
+            'BEGIN { printf "%-26s %12.0f %8.2f %8.2f\n", v, t / n, t / f, t / b }'
     done
 done

@@ -13,7 +13,7 @@ use rig_agent::tool::ToolSet;
 use serde_json::Value;
 use yiem_benches::{
     ANSWER, RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object,
-    arguments_string, floor, yiem_filler,
+    arguments_string, floor, floor_batch, yiem_filler,
 };
 use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 
@@ -52,6 +52,11 @@ fn dispatch(c: &mut Criterion) {
     let store = store_with(1);
     let tool = store.get("add").unwrap();
     let (executor, seen) = executor_with_sink();
+    // The hand-written batch's sink does what the executor's does.
+    let batch_seen = AtomicUsize::new(0);
+    let sink = |_: &yiem_core::AgentEvent| {
+        batch_seen.fetch_add(1, Ordering::Relaxed);
+    };
     let cancel = CancellationToken::new();
     let rmcp = runtime.block_on(async { RmcpHarness::new(RmcpServer::new()) });
     let mut rig = ToolSet::default();
@@ -69,6 +74,11 @@ fn dispatch(c: &mut Criterion) {
                 .unwrap(),
             ANSWER
         );
+        for args in [arguments(), Value::String(arguments_string())] {
+            let messages = floor_batch::dispatch(vec![ToolCall::new("c", "add", args)], &sink).await;
+            assert_eq!(messages[0].text_content(), ANSWER);
+        }
+        assert_eq!(batch_seen.load(Ordering::Relaxed), 8, "four events per call");
         assert_eq!(tool.execute("c", arguments()).await.text_content(), ANSWER);
         let as_string = Value::String(arguments_string());
         assert_eq!(tool.execute("c", as_string).await.text_content(), ANSWER);
@@ -95,6 +105,13 @@ fn dispatch(c: &mut Criterion) {
         b.to_async(&runtime).iter_batched(
             arguments,
             |args| async { black_box(floor::dispatch_value(black_box("add"), args).await) },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("floor_batch", |b| {
+        b.to_async(&runtime).iter_batched(
+            || vec![ToolCall::new("c", "add", arguments())],
+            |calls| async move { black_box(floor_batch::dispatch(calls, &sink).await) },
             BatchSize::SmallInput,
         )
     });
@@ -147,6 +164,13 @@ fn dispatch(c: &mut Criterion) {
         b.to_async(&runtime).iter_batched(
             arguments_string,
             |args| async move { black_box(floor::dispatch_str(black_box("add"), &args).await) },
+            BatchSize::SmallInput,
+        )
+    });
+    group.bench_function("floor_batch", |b| {
+        b.to_async(&runtime).iter_batched(
+            || vec![ToolCall::new("c", "add", Value::String(arguments_string()))],
+            |calls| async move { black_box(floor_batch::dispatch(calls, &sink).await) },
             BatchSize::SmallInput,
         )
     });

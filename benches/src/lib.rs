@@ -2,6 +2,8 @@
 //! the way each toolkit's users write it, and the floor they are measured against.
 //!
 //! - [`floor`]: a hand-written `match` on the name, `serde_json::from_value` (or `from_str`) and a call;
+//! - [`floor_batch`]: the same by hand for the pipeline's input and output — a list of calls in, one
+//!   stamped result message per call out, the four events of each call to a sink — and nothing else;
 //! - yiem: [`add_tool`], from `#[tool]`;
 //! - rmcp 3.11: [`RmcpServer`], a `#[tool_router]` with one `#[tool]` method, called through its
 //!   `ToolRouter`;
@@ -89,6 +91,80 @@ pub mod floor {
                 Err(error) => Err(error.to_string()),
             },
             other => Err(format!("unknown tool {other}")),
+        }
+    }
+}
+
+/// The pipeline's floor: what [`ToolExecutor::execute`](yiem_core::ToolExecutor::execute) does for a call
+/// that every promise lets through, written by hand for the one tool. The same input (the caller's
+/// `Vec<ToolCall>`), the same output (one result message per call, the call's id and name moved in, stamped
+/// now; the list reuses the calls' allocation) and the same four events with shared payloads to a sink —
+/// and nothing else: no unwind guards, spans, order, abort check, time limit, hooks, unknown-property check
+/// or boxed future. What the pipeline costs above this is what those promises cost.
+pub mod floor_batch {
+    use std::sync::Arc;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    use serde::Deserialize;
+    use serde_json::Value;
+    use yiem_core::{AgentEvent, AgentMessage, AgentToolResult, ToolCall, ToolResultMessage};
+
+    use super::{AddArgs, add_impl};
+
+    /// Runs `calls` one after another, each call's events to `sink`.
+    pub async fn dispatch(
+        calls: Vec<ToolCall>,
+        sink: &(dyn Fn(&AgentEvent) + Sync),
+    ) -> Vec<ToolResultMessage> {
+        calls.into_iter().map(|call| one(call, sink)).collect()
+    }
+
+    fn one(call: ToolCall, sink: &(dyn Fn(&AgentEvent) + Sync)) -> ToolResultMessage {
+        let call = Arc::new(call);
+        sink(&AgentEvent::ToolExecutionStart {
+            call: Arc::clone(&call),
+        });
+        let result = match call.name.as_str() {
+            "add" => {
+                // The event holds the call, so its arguments are read where they are.
+                let parsed = match &call.arguments {
+                    Value::String(text) => serde_json::from_str::<AddArgs>(text),
+                    args => AddArgs::deserialize(args),
+                };
+                match parsed {
+                    Ok(args) => AgentToolResult::text(add_impl(args)),
+                    Err(error) => AgentToolResult::error(error.to_string()),
+                }
+            }
+            other => AgentToolResult::error(format!("unknown tool {other}")),
+        };
+        let is_error = result.is_error;
+        let result = Arc::new(result);
+        sink(&AgentEvent::ToolExecutionEnd {
+            call: Arc::clone(&call),
+            result: Arc::clone(&result),
+            is_error,
+        });
+        let result = Arc::try_unwrap(result).unwrap_or_else(|kept| (*kept).clone());
+        let call = Arc::try_unwrap(call).unwrap_or_else(|kept| (*kept).clone());
+        let timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        let message = Arc::new(AgentMessage::ToolResult(ToolResultMessage {
+            tool_call_id: call.id,
+            tool_name: call.name,
+            result,
+            timestamp,
+        }));
+        sink(&AgentEvent::MessageStart {
+            message: Arc::clone(&message),
+        });
+        sink(&AgentEvent::MessageEnd {
+            message: Arc::clone(&message),
+        });
+        match Arc::try_unwrap(message).unwrap_or_else(|kept| (*kept).clone()) {
+            AgentMessage::ToolResult(message) => message,
+            _ => unreachable!("built as a tool result above"),
         }
     }
 }

@@ -17,11 +17,13 @@ use rig_agent::tool::ToolSet;
 use serde_json::Value;
 use yiem_benches::{
     RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object, arguments_string, floor,
+    floor_batch,
 };
 use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 
 const VARIANTS: &[&str] = &[
     "floor_value",
+    "floor_batch_value",
     "yiem_execute_value",
     "yiem_get_execute_value",
     "yiem_pipeline_value",
@@ -29,6 +31,7 @@ const VARIANTS: &[&str] = &[
     "rmcp_value",
     "rig_value",
     "floor_string",
+    "floor_batch_string",
     "yiem_execute_string",
     "yiem_get_execute_string",
     "yiem_pipeline_string",
@@ -103,6 +106,17 @@ fn main() {
         "floor_string" => run_all(&runtime, strings(), |args| async move {
             floor::dispatch_str(black_box("add"), &args).await
         }),
+        "floor_batch_value" | "floor_batch_string" => {
+            let inputs = if variant.ends_with("value") {
+                calls(arguments)
+            } else {
+                calls(|| Value::String(arguments_string()))
+            };
+            let sink = |event: &yiem_core::AgentEvent| {
+                black_box(event);
+            };
+            run_all(&runtime, inputs, |calls| floor_batch::dispatch(calls, &sink))
+        }
         "yiem_execute_value" => run_all(&runtime, values(), |args| tool.execute("c", args)),
         "yiem_execute_string" => run_all(&runtime, string_values(), |args| tool.execute("c", args)),
         "yiem_get_execute_value" | "yiem_get_execute_string" => {
