@@ -418,9 +418,31 @@ async fn after(
 /// Running a tool in hand, outside any batch: the same path, without hooks and events.
 impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
-    /// arguments, an error, a panic or a timeout each become an error result.
-    pub async fn execute(&self, call_id: impl Into<Box<str>>, args: Value) -> AgentToolResult {
-        execute_in_hand(self, call_id, args, None).await
+    /// arguments, an error, a panic or a timeout each become an error result. The future is `Send` when
+    /// `call_id` is.
+    ///
+    /// ```
+    /// use yiem_core::tool;
+    ///
+    /// /// Say hi.
+    /// #[tool]
+    /// async fn hi() -> &'static str {
+    ///     "hi"
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let tool = hi_tool();
+    /// let result = tokio::spawn(async move { tool.execute("c1", serde_json::json!({})).await });
+    /// assert_eq!(result.await.unwrap().text_content(), "hi");
+    /// # });
+    /// ```
+    pub fn execute(
+        &self,
+        call_id: impl Into<Box<str>>,
+        args: Value,
+    ) -> impl Future<Output = AgentToolResult> {
+        // The call's own future, not one wrapped around it.
+        execute_in_hand(self, call_id, args, None)
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
