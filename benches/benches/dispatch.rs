@@ -75,10 +75,15 @@ fn dispatch(c: &mut Criterion) {
             ANSWER
         );
         for args in [arguments(), Value::String(arguments_string())] {
-            let messages = floor_batch::dispatch(vec![ToolCall::new("c", "add", args)], &sink).await;
+            let messages =
+                floor_batch::dispatch(vec![ToolCall::new("c", "add", args)], &sink).await;
             assert_eq!(messages[0].text_content(), ANSWER);
         }
-        assert_eq!(batch_seen.load(Ordering::Relaxed), 8, "four events per call");
+        assert_eq!(
+            batch_seen.load(Ordering::Relaxed),
+            8,
+            "four events per call"
+        );
         assert_eq!(tool.execute("c", arguments()).await.text_content(), ANSWER);
         let as_string = Value::String(arguments_string());
         assert_eq!(tool.execute("c", as_string).await.text_content(), ANSWER);

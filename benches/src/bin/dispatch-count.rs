@@ -16,8 +16,8 @@ use std::hint::black_box;
 use rig_agent::tool::ToolSet;
 use serde_json::Value;
 use yiem_benches::{
-    RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object, arguments_string, floor,
-    floor_batch,
+    RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object, arguments_string,
+    floor, floor_batch,
 };
 use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 
@@ -115,7 +115,9 @@ fn main() {
             let sink = |event: &yiem_core::AgentEvent| {
                 black_box(event);
             };
-            run_all(&runtime, inputs, |calls| floor_batch::dispatch(calls, &sink))
+            run_all(&runtime, inputs, |calls| {
+                floor_batch::dispatch(calls, &sink)
+            })
         }
         "yiem_execute_value" => run_all(&runtime, values(), |args| tool.execute("c", args)),
         "yiem_execute_string" => run_all(&runtime, string_values(), |args| tool.execute("c", args)),
