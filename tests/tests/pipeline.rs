@@ -661,8 +661,35 @@ async fn a_panicking_event_sink_costs_no_result() {
 
 /// A batch reads its sinks once, when it starts; a sink registered while the batch runs must still see
 /// every later event of that batch, and a sink registered in the middle of a call its remaining events.
+/// Both schedules: one call after another (the second tool is sequential), and all at once.
 #[tokio::test]
 async fn a_sink_registered_while_a_batch_runs_sees_the_rest_of_its_events() {
+    let one_by_one = [
+        "end r1 ok",
+        "message_start r1",
+        "message_end r1",
+        "start r2",
+        "end r2 ok",
+        "message_start r2",
+        "message_end r2",
+    ];
+    assert_eq!(late_sink_sees("one_at_a_time").await, one_by_one);
+    // All starts first, then the ends as the calls finish (inline, in call order, on this runtime), then
+    // the messages in call order.
+    let at_once = [
+        "start r2",
+        "end r1 ok",
+        "end r2 ok",
+        "message_start r1",
+        "message_end r1",
+        "message_start r2",
+        "message_end r2",
+    ];
+    assert_eq!(late_sink_sees("echo").await, at_once);
+}
+
+/// What a sink registered at the start of call `r1` sees of a batch of `r1` (echo) and `r2` (`second`).
+async fn late_sink_sees(second: &str) -> Vec<String> {
     let executor = ToolExecutor::new();
     let bus = executor.events().clone();
     let late = Arc::new(std::sync::OnceLock::new());
@@ -677,25 +704,14 @@ async fn a_sink_registered_while_a_batch_runs_sees_the_rest_of_its_events() {
     });
     let calls = vec![
         ToolCall::new("r1", "echo", json!({"text": "one"})),
-        ToolCall::new("r2", "one_at_a_time", json!({"text": "two"})),
+        ToolCall::new("r2", second, json!({"text": "two"})),
     ];
     let batch = executor
         .execute(&store(), calls, &CancellationToken::new())
         .await;
     assert_eq!(batch.messages.len(), 2);
     let log = late.get().expect("registered at r1's start");
-    assert_eq!(
-        *log.lock().unwrap(),
-        [
-            "end r1 ok",
-            "message_start r1",
-            "message_end r1",
-            "start r2",
-            "end r2 ok",
-            "message_start r2",
-            "message_end r2",
-        ]
-    );
+    log.lock().unwrap().clone()
 }
 
 #[tokio::test]
@@ -788,6 +804,32 @@ fn a_batch_aborted_while_its_call_binds_does_not_start_the_call() {
         );
         assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran");
     }
+}
+
+/// The `before_tool_call` hook (an approval prompt, say) is not asked about a call whose batch was aborted
+/// while it bound: the call will not run, whatever the hook says.
+#[test]
+fn the_before_hook_is_not_asked_about_a_call_aborted_while_it_binds() {
+    let runtime = current_thread();
+    let (token, ran) = (CancellationToken::new(), Arc::new(AtomicUsize::new(0)));
+    let store = aborts_while_binding(token.clone(), Arc::clone(&ran));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = Arc::clone(&asked);
+    let executor = ToolExecutor::new().with_hooks(ToolHooks::new().before_tool_call(move |_| {
+        count.fetch_add(1, Ordering::SeqCst);
+        async { None }
+    }));
+    let batch = runtime.block_on(executor.execute(
+        &store,
+        vec![ToolCall::new("c1", "late", json!({}))],
+        &token,
+    ));
+    assert_eq!(
+        batch.messages[0].result.text_content(),
+        "tool `late` was not run: the batch was aborted"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 0, "the hook was not asked");
+    assert_eq!(ran.load(Ordering::SeqCst), 0, "the body never ran");
 }
 
 /// A current-thread runtime: every call runs inline, so a test can poll a batch by hand and know that a

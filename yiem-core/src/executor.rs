@@ -364,7 +364,7 @@ impl ToolExecutor {
         } else if let Some(fast) = self.order.try_fast() {
             (None, Some(fast))
         } else {
-            (None, Some(self.order.shared().await))
+            (None, Some(self.order.slow().await))
         };
         let _permit = match (&self.limit, alone) {
             (Some(limit), false) => limit.acquire().await.ok(),

@@ -51,8 +51,14 @@ impl Order {
     pub(crate) async fn shared(&self) -> Shared<'_> {
         match self.try_fast() {
             Some(fast) => fast,
-            None => Shared::Slow(self.lock.read().await),
+            None => self.slow().await,
         }
+    }
+
+    /// A share in the slow lane, behind every sequential call that waits or runs: for a caller whose
+    /// [`try_fast`](Self::try_fast) just failed.
+    pub(crate) async fn slow(&self) -> Shared<'_> {
+        Shared::Slow(self.lock.read().await)
     }
 
     /// A share in the fast lane, if no sequential call waits or runs: what [`shared`](Self::shared) gives

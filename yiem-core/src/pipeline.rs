@@ -46,7 +46,7 @@ use crate::call::{ToolCall, ToolResultMessage};
 use crate::context::{ContextSlot, ToolContext};
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
-use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
+use crate::hooks::{AfterHook, AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
 use crate::message::{AgentMessage, AssistantMessage};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
@@ -84,16 +84,7 @@ pub(crate) enum Prepared {
     Ready(Ready),
 }
 
-impl From<Result<Ready, AgentToolResult>> for Prepared {
-    fn from(bound: Result<Ready, AgentToolResult>) -> Self {
-        match bound {
-            Ok(ready) => Prepared::Ready(ready),
-            Err(result) => Prepared::Done(result),
-        }
-    }
-}
-
-/// A call whose arguments bound and whose hooks let it through, ready to run.
+/// A call whose arguments bound, ready to run once the `before_tool_call` hook, if any, lets it through.
 pub(crate) struct Ready {
     call: Arc<ToolCall>,
     tool: AgentTool,
@@ -174,9 +165,26 @@ impl Call {
         env: &CallEnv,
         cancel: &CancellationToken,
     ) -> Prepared {
+        match self.prepare_now(store, env, cancel) {
+            Either::Left(prepared) => prepared,
+            Either::Right(hook) => hook.await,
+        }
+    }
+
+    /// Preparing as far as it goes without awaiting anything: the prepared call, or — when there is a
+    /// `before_tool_call` hook — the hook's step, still to be awaited.
+    fn prepare_now<'a>(
+        &'a self,
+        store: &ToolStore,
+        env: &'a CallEnv,
+        cancel: &'a CancellationToken,
+    ) -> Either<Prepared, impl Future<Output = Prepared> + 'a> {
         match self.bind_call(store, env, cancel) {
-            Ok(ready) if env.hooks.before.is_some() => ready.before(env, cancel).await,
-            bound => bound.into(),
+            Ok(ready) => match &env.hooks.before {
+                Some(hook) => Either::Right(ready.before(hook, env, cancel)),
+                None => Either::Left(Prepared::Ready(ready)),
+            },
+            Err(result) => Either::Left(Prepared::Done(result)),
         }
     }
 
@@ -287,9 +295,9 @@ impl Call {
         // One span entry around both steps, each awaited in place.
         let steps = async {
             // `prepare_inner`, in place rather than as a future of its own.
-            let prepared = match self.bind_call(store, env, cancel) {
-                Ok(ready) if env.hooks.before.is_some() => ready.before(env, cancel).await,
-                bound => bound.into(),
+            let prepared = match self.prepare_now(store, env, cancel) {
+                Either::Left(prepared) => prepared,
+                Either::Right(hook) => hook.await,
             };
             match prepared {
                 Prepared::Done(result) => result,
@@ -305,8 +313,14 @@ impl Call {
 impl Ready {
     /// The `before_tool_call` hook, which may block the call; then the abort check again, since the hook
     /// may have taken its time.
-    async fn before(self, env: &CallEnv, cancel: &CancellationToken) -> Prepared {
-        let (Some(before), Some(args)) = (&env.hooks.before, &self.args) else {
+    async fn before(
+        self,
+        before: &BeforeHook,
+        env: &CallEnv,
+        cancel: &CancellationToken,
+    ) -> Prepared {
+        // The arguments are kept whenever there is a hook.
+        let Some(args) = &self.args else {
             return Prepared::Ready(self);
         };
         let call = &self.call;
@@ -372,7 +386,7 @@ impl Ready {
         let watch = Watch::batch(&tool, env, cancel, abort_checked);
         let result = run_bound(&tool, future, ctx.as_ref(), &call.id, watch).await;
         match (&env.hooks.after, args) {
-            (Some(_), Some(args)) => after(env, call, tool, args, result).await,
+            (Some(hook), Some(args)) => after(hook, env, call, tool, args, result).await,
             _ => result,
         }
     }
@@ -380,15 +394,13 @@ impl Ready {
 
 /// The `after_tool_call` hook, which may patch the result.
 async fn after(
+    after: &AfterHook,
     env: &CallEnv,
     call: Arc<ToolCall>,
     tool: AgentTool,
     args: Arc<Value>,
     result: AgentToolResult,
 ) -> AgentToolResult {
-    let Some(after) = &env.hooks.after else {
-        return result;
-    };
     let hook_ctx = AfterToolCallContext {
         call: Arc::clone(&call),
         args,
