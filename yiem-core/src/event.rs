@@ -11,7 +11,7 @@
 //! says so too). Memory is bounded; delivery to a stream is best-effort.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 
@@ -90,9 +90,7 @@ type Sink = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
 
 struct Bus {
     sinks: RwLock<Arc<[Sink]>>,
-    /// Whether any sink is registered.
-    has_sinks: AtomicBool,
-    /// How many times a sink was registered: an [`Emitter`] whose snapshot is of another generation
+    /// How many sinks were registered (0: none): an [`Emitter`] whose snapshot is of another generation
     /// reads the sinks again.
     generation: AtomicU64,
     /// How many streams are alive (so an unobserved bus costs two atomic loads, and no lock).
@@ -139,7 +137,6 @@ impl EventBus {
         EventBus {
             bus: Arc::new(Bus {
                 sinks: RwLock::new(Arc::new([])),
-                has_sinks: AtomicBool::new(false),
                 generation: AtomicU64::new(0),
                 streams: Arc::default(),
                 sender,
@@ -159,7 +156,11 @@ impl EventBus {
         *sinks = list.into();
         // Still under the lock, so a snapshot pairs a list with its own generation.
         self.bus.generation.fetch_add(1, Ordering::Release);
-        self.bus.has_sinks.store(true, Ordering::Release);
+    }
+
+    /// Whether any sink is registered.
+    fn has_sinks(&self) -> bool {
+        self.bus.generation.load(Ordering::Acquire) > 0
     }
 
     /// The sinks registered so far, with their generation.
@@ -177,7 +178,7 @@ impl EventBus {
 
     /// An emitter for a batch: the sinks as they are now, re-read only if one is registered later.
     pub(crate) fn emitter(&self) -> Emitter {
-        let (sinks, generation) = if self.bus.has_sinks.load(Ordering::Acquire) {
+        let (sinks, generation) = if self.has_sinks() {
             let (sinks, generation) = self.sinks();
             (Some(sinks), generation)
         } else {
@@ -198,7 +199,7 @@ impl EventBus {
 
     /// Whether anyone listens; emitters skip building events nobody would see.
     pub fn is_observed(&self) -> bool {
-        self.bus.has_sinks.load(Ordering::Acquire) || self.bus.streams.load(Ordering::Acquire) > 0
+        self.has_sinks() || self.bus.streams.load(Ordering::Acquire) > 0
     }
 
     /// Delivers `event` to every sink, then to every stream.
@@ -207,7 +208,7 @@ impl EventBus {
             return;
         }
         // A snapshot, so a sink may register another sink without deadlocking.
-        if self.bus.has_sinks.load(Ordering::Acquire) {
+        if self.has_sinks() {
             self.deliver(&self.sinks().0, event);
         } else {
             self.deliver(&[], event);
