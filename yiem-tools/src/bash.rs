@@ -126,6 +126,9 @@ async fn run(
             drop(started.temp);
             if let Some(object) = result.details_mut().as_object_mut() {
                 object.insert("sandbox".into(), json!(confinement.name()));
+                if let Some(gaps) = confinement.unprotected() {
+                    object.insert("unprotected".into(), json!(gaps));
+                }
             }
             result
         }
@@ -172,11 +175,14 @@ fn start(
                     .map_err(io)?;
                 let mut jail = sandbox::LandlockJail::new(root.path(), dir.path(), policy.network)?;
                 let mut cmd = Command::new("bash");
-                cmd.env("TMPDIR", dir.path());
                 // SAFETY: the closure runs in the child between fork and exec; it only makes the
-                // landlock_restrict_self, prctl and seccomp system calls on data prepared in the parent.
+                // setsid, close_range, landlock_restrict_self, prctl and seccomp system calls on data
+                // prepared in the parent.
                 unsafe {
-                    cmd.pre_exec(move || jail.enter());
+                    cmd.pre_exec(move || {
+                        sandbox::detach()?;
+                        jail.enter()
+                    });
                 }
                 temp = Some(dir);
                 cmd
@@ -188,13 +194,26 @@ fn start(
         }
         Confinement::Unconfined => Command::new("bash"),
     };
+    if !matches!(confinement, Confinement::Landlock) {
+        // SAFETY: the closure runs in the child between fork and exec; it only makes the setsid and
+        // close_range (or fcntl) system calls.
+        unsafe {
+            cmd.pre_exec(sandbox::detach);
+        }
+    }
+    // No secret of the host's reaches the command: an empty environment plus the allow-list.
+    cmd.env_clear().envs(policy.environment());
+    if let Some(dir) = &temp {
+        cmd.env("TMPDIR", dir.path());
+    }
+    // The new session (`sandbox::detach`) makes the command lead its own process group, whose id is
+    // its pid: the group killed when the call ends.
     cmd.arg("-c")
         .arg(command)
         .current_dir(root.path())
         .stdin(Stdio::null())
         .stdout(writer.try_clone().map_err(io)?)
         .stderr(writer)
-        .process_group(0)
         .kill_on_drop(true);
     let child = cmd.spawn().map_err(|error| match error.kind() {
         std::io::ErrorKind::NotFound => {
@@ -373,7 +392,7 @@ fn kill_group(pgid: u32) {
         return;
     };
     // SAFETY: killpg only sends a signal; it reads no memory of ours. The group id is the one our child
-    // was placed in (process_group(0)), and the guard is disarmed before the group can be reused.
+    // was made to lead (its own session, `sandbox::detach`), and the guard is disarmed before the group can be reused.
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
     }

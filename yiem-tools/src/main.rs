@@ -11,8 +11,9 @@
 //! ```
 //!
 //! Shell flags (how `bash` is confined): `--sandbox auto|bubblewrap|landlock`, `--shell-network`,
-//! `--shell-hide-host`, `--shell-writable-git`, and `--unsafe-shell` (run unconfined when no sandbox is
-//! available, instead of refusing).
+//! `--shell-hide-host`, `--shell-writable-git`, `--shell-env NAME` (pass one more environment variable
+//! to commands, which otherwise get only `PATH`, `HOME`, `LANG` and `TERM`), and `--unsafe-shell` (run
+//! unconfined when no sandbox is available, instead of refusing).
 //!
 //! Exit codes: 0 on success; 1 when the tool returned an error result (its text on stderr, as the tool wrote
 //! it); 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
@@ -166,6 +167,10 @@ struct ShellFlags {
     /// Let `bash` commands write to `.git` inside the root (bubblewrap only).
     #[arg(long)]
     shell_writable_git: bool,
+    /// Pass this environment variable of yiem's to `bash` commands (repeatable); they get only PATH,
+    /// HOME, LANG and TERM otherwise, never an API key or token.
+    #[arg(long = "shell-env", value_name = "NAME")]
+    shell_env: Vec<String>,
     /// Run `bash` commands unconfined when no sandbox is available, instead of refusing them.
     #[arg(long)]
     unsafe_shell: bool,
@@ -198,6 +203,7 @@ impl ShellFlags {
             },
             writable_git: self.shell_writable_git,
             allow_unconfined: self.unsafe_shell,
+            env: self.shell_env.clone(),
             ..yiem_tools::ShellPolicy::default()
         });
     }

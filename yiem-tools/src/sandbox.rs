@@ -10,10 +10,19 @@
 //!   read-only but for the root directory and a per-call temporary directory (`TMPDIR`); a seccomp filter
 //!   denies sockets other than Unix ones (unless the network is allowed) and `setsid`/`setpgid`, so no
 //!   process can leave the command's process group, which is killed with the call. Landlock cannot hide
-//!   files, make `.git` read-only inside a writable root, or give a private `/tmp` or `/proc`.
+//!   files, make `.git` read-only inside a writable root, or give a private `/tmp` or `/proc`, and it does
+//!   not cover a file's metadata: under Landlock a command can still change the mode, owner, timestamps
+//!   and extended attributes of a file outside the root that it may read (`chmod`, `touch -d`,
+//!   `setfattr`), though never its content. Each result under Landlock says so in its `unprotected` detail.
 //! - **unconfined**: only when the user opted in ([`ShellPolicy::allow_unconfined`], `yiem
 //!   --unsafe-shell`) and no sandbox is available (macOS has none of the above: there `bash` refuses
 //!   unless opted in).
+//!
+//! Under every one of them the command starts from an empty environment plus an allow-list
+//! ([`SHELL_ENV`], and the names in [`ShellPolicy::env`]), so no API key or token of the host's reaches it;
+//! with no descriptor open but its standard input, output and error (whatever yiem inherited is closed at
+//! `exec`); and in a session of its own, with no controlling terminal, so it cannot push input into the
+//! user's terminal (`TIOCSTI`, which the seccomp filter also denies under Landlock).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -63,6 +72,41 @@ pub struct ShellPolicy {
     pub allow_unconfined: bool,
     /// The bubblewrap program (default `bwrap` on `PATH`).
     pub bwrap: PathBuf,
+    /// Environment variables passed to commands besides [`SHELL_ENV`] (`yiem --shell-env NAME`), with the
+    /// values yiem has. Every other variable of yiem's environment (API keys, tokens) is withheld.
+    pub env: Vec<String>,
+}
+
+/// The environment variables a command gets from yiem's environment, whatever the policy: everything
+/// else is withheld unless named in [`ShellPolicy::env`]. `TMPDIR` is set to the sandbox's own.
+pub const SHELL_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM"];
+
+impl ShellPolicy {
+    /// The environment a command starts from: [`SHELL_ENV`] and [`ShellPolicy::env`], with the values
+    /// of this process's environment (a name it does not have is left out).
+    ///
+    /// ```
+    /// let policy = yiem_tools::ShellPolicy { env: vec!["RUST_LOG".into()], ..Default::default() };
+    /// // SAFETY: a doctest is its own single-threaded process.
+    /// unsafe {
+    ///     std::env::set_var("RUST_LOG", "debug");
+    ///     std::env::set_var("OPENAI_API_KEY", "sk-secret");
+    /// }
+    /// let env = policy.environment();
+    /// assert!(env.iter().any(|(name, value)| name == "RUST_LOG" && value == "debug"));
+    /// assert!(env.iter().all(|(name, _)| name != "OPENAI_API_KEY"));
+    /// ```
+    pub fn environment(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let names = SHELL_ENV
+            .iter()
+            .copied()
+            .chain(self.env.iter().map(String::as_str));
+        let mut seen = std::collections::BTreeSet::new();
+        names
+            .filter(|name| seen.insert(*name))
+            .filter_map(|name| Some((name.into(), std::env::var_os(name)?)))
+            .collect()
+    }
 }
 
 impl Default for ShellPolicy {
@@ -74,6 +118,7 @@ impl Default for ShellPolicy {
             writable_git: false,
             allow_unconfined: false,
             bwrap: PathBuf::from("bwrap"),
+            env: Vec::new(),
         }
     }
 }
@@ -113,6 +158,20 @@ impl Confinement {
             Confinement::Bubblewrap => "bubblewrap",
             Confinement::Landlock => "landlock",
             Confinement::Unconfined => "none",
+        }
+    }
+
+    /// What this sandbox does not protect, said in each result (`unprotected`), or `None` when it
+    /// protects what the tool's description promises.
+    pub(crate) fn unprotected(&self) -> Option<&'static str> {
+        match self {
+            Confinement::Bubblewrap => None,
+            Confinement::Landlock => Some(
+                "file metadata outside the root: Landlock does not stop changes of mode, owner, timestamps or extended attributes (chmod, touch -d, setfattr) of a file the command can read; contents stay read-only",
+            ),
+            Confinement::Unconfined => Some(
+                "everything: the command runs with yiem's own rights, outside any sandbox (the user opted in)",
+            ),
         }
     }
 }
@@ -263,6 +322,72 @@ pub(crate) fn bwrap_args(root: &Path, policy: &ShellPolicy) -> Vec<std::ffi::OsS
     args
 }
 
+/// Prepares a command's process between fork and exec, under every sandbox: a new session (so it has no
+/// controlling terminal to push input into, and its process group, whose id is its pid, is the one
+/// killed with the call), and every descriptor above 2 marked close-on-exec, so none that yiem inherited
+/// or opened reaches the command.
+///
+/// Runs in the child between fork and exec: system calls only, no allocation.
+pub(crate) fn detach() -> std::io::Result<()> {
+    // SAFETY: setsid takes no arguments; it fails only if the process already leads a group, which a
+    // freshly forked child does not (no `process_group` is set on the command).
+    if unsafe { libc::setsid() } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    close_inherited_descriptors()
+}
+
+#[cfg(target_os = "linux")]
+fn close_inherited_descriptors() -> std::io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors; it reads no memory.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            libc::CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    if marked == 0 {
+        return Ok(());
+    }
+    // Kernels before 5.11: mark each descriptor below the limit (close-on-exec, so the one std uses to
+    // report a failed exec still works).
+    let limit = open_limit();
+    for fd in 3..limit {
+        // SAFETY: F_SETFD on a descriptor that is not open fails with EBADF and changes nothing.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn close_inherited_descriptors() -> std::io::Result<()> {
+    for fd in 3..open_limit() {
+        // SAFETY: F_SETFD on a descriptor that is not open fails with EBADF and changes nothing.
+        unsafe {
+            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
+}
+
+/// One past the highest descriptor number this process may have (capped, for a fallback loop).
+fn open_limit() -> libc::c_int {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we pass.
+    let got = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) };
+    if got != 0 {
+        return 1024;
+    }
+    libc::c_int::try_from(limit.rlim_cur.min(1 << 20)).unwrap_or(1024)
+}
+
 /// What the child process applies to itself before it runs `bash` under Landlock: prepared in the
 /// parent, so the child only makes system calls.
 #[cfg(target_os = "linux")]
@@ -333,6 +458,19 @@ fn seccomp_filter(network: bool) -> Result<seccompiler::BpfProgram, String> {
     // Leaving the process group would let a process outlive the call.
     rules.insert(libc::SYS_setsid, Vec::new());
     rules.insert(libc::SYS_setpgid, Vec::new());
+    // Pushing input into a terminal (the command has none of its own, but could open one by path).
+    let ioctl = |request: u64| -> Result<SeccompRule, String> {
+        let condition =
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, request)
+                .map_err(failed)?;
+        SeccompRule::new(vec![condition]).map_err(failed)
+    };
+    // The request constants are `c_ulong` on glibc and `c_int` on musl.
+    #[allow(clippy::unnecessary_cast)]
+    rules.insert(
+        libc::SYS_ioctl,
+        vec![ioctl(libc::TIOCSTI as u64)?, ioctl(libc::TIOCLINUX as u64)?],
+    );
     if !network {
         let not_unix = SeccompCondition::new(
             0,

@@ -30,8 +30,10 @@ fn landlock() -> ShellPolicy {
     }
 }
 
-/// A root directory and, beside it, a directory outside it with a secret — both on the host's disk
-/// (`CARGO_TARGET_TMPDIR`), not under `/tmp`, which bubblewrap replaces anyway.
+/// A root directory and, beside it, a directory outside it with a secret — both on the host's disk under
+/// `/var/tmp`, never under `/tmp`: bubblewrap gives each command a private `/tmp`, so a host file there is
+/// not "outside the root, read-only" but absent. Not in the target directory either, which may itself be
+/// under `/tmp` (a checkout cloned there).
 struct Place {
     _base: tempfile::TempDir,
     root: ToolRoot,
@@ -39,7 +41,7 @@ struct Place {
 }
 
 fn place() -> Place {
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let base = tempfile::tempdir_in("/var/tmp").unwrap();
     let outside = base.path().join("outside");
     std::fs::create_dir_all(base.path().join("root")).unwrap();
     std::fs::create_dir_all(&outside).unwrap();
@@ -182,6 +184,36 @@ async fn read_only_host_files_are_readable_but_not_writable() {
         .await;
     }
     assert_eq!(std::fs::read_to_string(secret).unwrap(), "secret\n");
+}
+
+#[tokio::test]
+async fn metadata_outside_the_root_is_protected_by_bubblewrap_and_the_gap_is_said_under_landlock() {
+    let place = place();
+    let secret = place.outside.join("secret.txt");
+    let before = std::fs::metadata(&secret).unwrap();
+    for change in ["chmod 777", "touch -d 2001-01-01"] {
+        refused(
+            &bwrap(),
+            &place.root,
+            &format!("{change} {}", secret.display()),
+        )
+        .await;
+    }
+    let after = std::fs::metadata(&secret).unwrap();
+    assert_eq!(
+        (before.permissions(), before.modified().unwrap()),
+        (after.permissions(), after.modified().unwrap())
+    );
+    // Landlock cannot forbid it: every result under it says so, and bubblewrap's say nothing.
+    let landlocked = run(&landlock(), &place.root, "true").await;
+    assert_eq!(landlocked.details()["sandbox"], "landlock");
+    let gap = landlocked.details()["unprotected"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(gap.starts_with("file metadata outside the root"), "{gap}");
+    let wrapped = run(&bwrap(), &place.root, "true").await;
+    assert_eq!(wrapped.details().get("unprotected"), None);
 }
 
 #[tokio::test]
