@@ -91,9 +91,13 @@ pub async fn bash_in_with(
             "tool `bash`: `command` is empty; give a command line to run",
         );
     }
-    let confinement = match sandbox::choose(policy).await {
+    let confinement = match sandbox::choose(policy) {
         Ok(confinement) => confinement,
-        Err(refusal) => return AgentToolResult::error(refusal),
+        Err(why) => {
+            return AgentToolResult::error(format!(
+                "tool `bash`: refused: commands run only in a sandbox, and {why}"
+            ));
+        }
     };
     run(
         root,
@@ -157,60 +161,12 @@ fn start(
 ) -> Result<Started, String> {
     let io = |error: std::io::Error| error.to_string();
     let (reader, writer) = std::io::pipe().map_err(io)?;
-    let mut temp = None;
-    let mut cmd = match confinement {
-        Confinement::Bubblewrap => {
-            let mut cmd = Command::new(&policy.bwrap);
-            cmd.args(sandbox::bwrap_args(root.path(), policy))
-                .arg("--")
-                .arg("bash");
-            cmd
-        }
-        Confinement::Landlock => {
-            #[cfg(target_os = "linux")]
-            {
-                let dir = tempfile::Builder::new()
-                    .prefix("yiem-bash-")
-                    .tempdir()
-                    .map_err(io)?;
-                let mut jail = sandbox::LandlockJail::new(root.path(), dir.path(), policy.network)?;
-                let mut cmd = Command::new("bash");
-                // SAFETY: the closure runs in the child between fork and exec; it only makes the
-                // setsid, close_range, landlock_restrict_self, prctl and seccomp system calls on data
-                // prepared in the parent.
-                unsafe {
-                    cmd.pre_exec(move || {
-                        sandbox::detach()?;
-                        jail.enter()
-                    });
-                }
-                temp = Some(dir);
-                cmd
-            }
-            #[cfg(not(target_os = "linux"))]
-            {
-                return Err("Landlock exists on Linux only".into());
-            }
-        }
-        Confinement::Unconfined => Command::new("bash"),
-    };
-    if !matches!(confinement, Confinement::Landlock) {
-        // SAFETY: the closure runs in the child between fork and exec; it only makes the setsid and
-        // close_range (or fcntl) system calls.
-        unsafe {
-            cmd.pre_exec(sandbox::detach);
-        }
-    }
-    // No secret of the host's reaches the command: an empty environment plus the allow-list.
-    cmd.env_clear().envs(policy.environment());
-    if let Some(dir) = &temp {
-        cmd.env("TMPDIR", dir.path());
-    }
-    // The new session (`sandbox::detach`) makes the command lead its own process group, whose id is
-    // its pid: the group killed when the call ends.
+    let (cmd, temp) = sandbox::confine(confinement, policy, "bash".as_ref(), root.path(), &[])?;
+    let mut cmd = Command::from(cmd);
+    // The new session (see `sandbox::confine`) makes the command lead its own process group, whose id
+    // is its pid: the group killed when the call ends.
     cmd.arg("-c")
         .arg(command)
-        .current_dir(root.path())
         .stdin(Stdio::null())
         .stdout(writer.try_clone().map_err(io)?)
         .stderr(writer)

@@ -178,8 +178,9 @@ impl Confinement {
 
 static BWRAP_WORKS: Mutex<Option<HashMap<PathBuf, bool>>> = Mutex::new(None);
 
-/// Whether `program` can set up the sandbox here (checked once per program).
-async fn bwrap_works(program: &Path) -> bool {
+/// Whether `program` can set up the sandbox here (checked once per program: a few milliseconds, the
+/// first time only).
+fn bwrap_works(program: &Path) -> bool {
     if let Some(known) = BWRAP_WORKS
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -188,14 +189,13 @@ async fn bwrap_works(program: &Path) -> bool {
     {
         return *known;
     }
-    let works = tokio::process::Command::new(program)
+    let works = std::process::Command::new(program)
         .args(["--unshare-all", "--die-with-parent", "--ro-bind", "/", "/"])
         .args(["--proc", "/proc", "--dev", "/dev", "true"])
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
-        .await
         .is_ok_and(|status| status.success());
     BWRAP_WORKS
         .lock()
@@ -227,13 +227,14 @@ fn landlock_works() -> bool {
     }
 }
 
-/// The sandbox `policy` gives here, or the refusal for the model.
-pub(crate) async fn choose(policy: &ShellPolicy) -> Result<Confinement, String> {
-    let bwrap = || async { cfg!(target_os = "linux") && bwrap_works(&policy.bwrap).await };
+/// The sandbox `policy` gives here, or why there is none and what to do (to follow "commands run only
+/// in a sandbox, and ").
+pub(crate) fn choose(policy: &ShellPolicy) -> Result<Confinement, String> {
+    let bwrap = || cfg!(target_os = "linux") && bwrap_works(&policy.bwrap);
     let found = match policy.sandbox {
-        SandboxKind::Auto if bwrap().await => Some(Confinement::Bubblewrap),
+        SandboxKind::Auto if bwrap() => Some(Confinement::Bubblewrap),
         SandboxKind::Auto if landlock_works() => Some(Confinement::Landlock),
-        SandboxKind::Bubblewrap if bwrap().await => Some(Confinement::Bubblewrap),
+        SandboxKind::Bubblewrap if bwrap() => Some(Confinement::Bubblewrap),
         SandboxKind::Landlock if landlock_works() => Some(Confinement::Landlock),
         _ => None,
     };
@@ -252,14 +253,88 @@ pub(crate) async fn choose(policy: &ShellPolicy) -> Result<Confinement, String> 
                 SandboxKind::Landlock => "Landlock is not enforced by this kernel".to_owned(),
             };
             Err(format!(
-                "tool `bash`: refused: commands run only in a sandbox, and {wanted}; install bubblewrap (Debian: `apt-get install bubblewrap`), or let the user opt into an unconfined shell (`yiem --unsafe-shell`, or `ShellPolicy::allow_unconfined`)"
+                "{wanted}; install bubblewrap (Debian: `apt-get install bubblewrap`), or let the user opt into an unconfined shell (`yiem --unsafe-shell`, or `ShellPolicy::allow_unconfined`)"
             ))
         }
     }
 }
 
-/// The `bwrap` arguments (before `--`) that confine a command to `root` under `policy`.
-pub(crate) fn bwrap_args(root: &Path, policy: &ShellPolicy) -> Vec<std::ffi::OsString> {
+/// A command that runs `program` confined by `confinement` under `policy`, in `root`: writable there,
+/// in `also_writable` and in a private temporary directory (`TMPDIR`), started from the policy's
+/// environment ([`ShellPolicy::environment`]) in a session of its own with no inherited descriptor
+/// ([`detach`]). The temporary directory, under Landlock, lives as long as the returned guard.
+///
+/// The one place that confines a process: `bash` and `write_tool`'s compile check both start theirs here.
+pub(crate) fn confine(
+    confinement: &Confinement,
+    policy: &ShellPolicy,
+    program: &std::ffi::OsStr,
+    root: &Path,
+    also_writable: &[&Path],
+) -> Result<(std::process::Command, Option<tempfile::TempDir>), String> {
+    let mut temp = None;
+    let mut cmd = match confinement {
+        Confinement::Bubblewrap => {
+            let mut cmd = std::process::Command::new(&policy.bwrap);
+            cmd.args(bwrap_args(root, also_writable, policy))
+                .arg("--")
+                .arg(program);
+            cmd
+        }
+        Confinement::Landlock => {
+            #[cfg(target_os = "linux")]
+            {
+                let dir = tempfile::Builder::new()
+                    .prefix("yiem-sandbox-")
+                    .tempdir()
+                    .map_err(|error| error.to_string())?;
+                let writable: Vec<&Path> = [root, dir.path()]
+                    .into_iter()
+                    .chain(also_writable.iter().copied())
+                    .collect();
+                let mut jail = LandlockJail::new(&writable, policy.network)?;
+                let mut cmd = std::process::Command::new(program);
+                cmd.env_clear().env("TMPDIR", dir.path());
+                // SAFETY: the closure runs in the child between fork and exec; it only makes the
+                // setsid, close_range, landlock_restrict_self, prctl and seccomp system calls on data
+                // prepared in the parent.
+                unsafe {
+                    std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                        detach()?;
+                        jail.enter()
+                    });
+                }
+                temp = Some(dir);
+                cmd
+            }
+            #[cfg(not(target_os = "linux"))]
+            {
+                return Err("Landlock exists on Linux only".into());
+            }
+        }
+        Confinement::Unconfined => std::process::Command::new(program),
+    };
+    if !matches!(confinement, Confinement::Landlock) {
+        // SAFETY: the closure runs in the child between fork and exec; it only makes the setsid and
+        // close_range (or fcntl) system calls.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, detach);
+        }
+        cmd.env_clear();
+    }
+    // No secret of the host's reaches the command: an empty environment plus the allow-list (TMPDIR,
+    // set above or by bubblewrap, stays).
+    cmd.envs(policy.environment()).current_dir(root);
+    Ok((cmd, temp))
+}
+
+/// The `bwrap` arguments (before `--`) that confine a command to `root` (and `also_writable`) under
+/// `policy`.
+fn bwrap_args(
+    root: &Path,
+    also_writable: &[&Path],
+    policy: &ShellPolicy,
+) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = Vec::new();
     let mut push = |items: &[&std::ffi::OsStr]| args.extend(items.iter().map(|s| s.to_os_string()));
     let os = |s: &'static str| std::ffi::OsStr::new(s);
@@ -308,6 +383,9 @@ pub(crate) fn bwrap_args(root: &Path, policy: &ShellPolicy) -> Vec<std::ffi::OsS
         root.as_os_str(),
         root.as_os_str(),
     ]);
+    for dir in also_writable {
+        push(&[os("--bind"), dir.as_os_str(), dir.as_os_str()]);
+    }
     let git = root.join(".git");
     if !policy.writable_git && std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
         push(&[os("--ro-bind"), git.as_os_str(), git.as_os_str()]);
@@ -328,7 +406,7 @@ pub(crate) fn bwrap_args(root: &Path, policy: &ShellPolicy) -> Vec<std::ffi::OsS
 /// or opened reaches the command.
 ///
 /// Runs in the child between fork and exec: system calls only, no allocation.
-pub(crate) fn detach() -> std::io::Result<()> {
+fn detach() -> std::io::Result<()> {
     // SAFETY: setsid takes no arguments; it fails only if the process already leads a group, which a
     // freshly forked child does not (no `process_group` is set on the command).
     if unsafe { libc::setsid() } < 0 {
@@ -391,16 +469,16 @@ fn open_limit() -> libc::c_int {
 /// What the child process applies to itself before it runs `bash` under Landlock: prepared in the
 /// parent, so the child only makes system calls.
 #[cfg(target_os = "linux")]
-pub(crate) struct LandlockJail {
+struct LandlockJail {
     ruleset: Option<landlock::RulesetCreated>,
     filter: seccompiler::BpfProgram,
 }
 
 #[cfg(target_os = "linux")]
 impl LandlockJail {
-    /// Read-only everywhere, writable beneath `root` and `temp` (and `/dev/null`-like devices); sockets
-    /// other than Unix ones denied unless `network`; `setsid` and `setpgid` denied.
-    pub(crate) fn new(root: &Path, temp: &Path, network: bool) -> Result<Self, String> {
+    /// Read-only everywhere, writable beneath each of `writable` (and `/dev/null`-like devices); sockets
+    /// other than Unix ones denied unless `network`; `setsid`, `setpgid` and pushing terminal input denied.
+    fn new(writable: &[&Path], network: bool) -> Result<Self, String> {
         use landlock::{
             ABI, Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr,
             path_beneath_rules,
@@ -420,7 +498,7 @@ impl LandlockJail {
             .map_err(failed)?
             .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))
             .map_err(failed)?
-            .add_rules(path_beneath_rules([root, temp], AccessFs::from_all(abi)))
+            .add_rules(path_beneath_rules(writable, AccessFs::from_all(abi)))
             .map_err(failed)?
             .add_rules(path_beneath_rules(
                 ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"],
@@ -434,7 +512,7 @@ impl LandlockJail {
     }
 
     /// Applies the jail to the calling process. Runs in the child between fork and exec.
-    pub(crate) fn enter(&mut self) -> std::io::Result<()> {
+    fn enter(&mut self) -> std::io::Result<()> {
         let Some(ruleset) = self.ruleset.take() else {
             return Err(std::io::Error::other("the Landlock jail was entered twice"));
         };

@@ -17,6 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use yiem_core::{AgentTool, AgentToolResult, LIST_TOOLS, State, ToolStore, static_tools, tool};
 
+use crate::sandbox::{self, HostFiles, ShellPolicy};
+
 /// The tools directory this crate was built from (`src/tools`, or `YIEM_TOOLS_DIR` at build time):
 /// the directory `build.rs` scanned, and where `write_tool` writes by default.
 pub const BUILT_TOOLS_DIR: &str = env!("YIEM_TOOLS_DIR_BUILT");
@@ -579,7 +581,15 @@ const TOOLS_CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
 /// edition. Its target directory is kept (`$CARGO_TARGET_DIR/write-tool-check`, else in the system's
 /// temporary directory), so only the first check compiles the dependencies. The refusal is the compiler's
 /// first error: file, line, column and message.
+///
+/// The check runs in `bash`'s sandbox ([`ShellPolicy::current`], without network and with the host's
+/// files read-only), from the same environment as a `bash` command (plus the toolchain's `CARGO_HOME`,
+/// `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN` and `RUSTC`), so no key reaches it. A source that would read this
+/// machine at compile time (`include_str!`, `include_bytes!`, `include!`, `env!`, `option_env!`, a
+/// `#[path]` or file module) is refused before it is compiled, and only the compiler's diagnostics located
+/// in the new file are returned: never the text of another file.
 fn compile_check(name: &str, source: &str) -> Result<(), String> {
+    refuse_compile_time_reads(source)?;
     let tools_crate = Path::new(TOOLS_CRATE_DIR);
     let workspace = tools_crate.parent().unwrap_or(tools_crate);
     let core = workspace.join("yiem-core");
@@ -632,10 +642,25 @@ debug = 0
         .unwrap_or_else(std::env::temp_dir)
         .join("write-tool-check");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut command = std::process::Command::new(cargo);
+    let policy = ShellPolicy {
+        network: false,
+        host_files: HostFiles::ReadOnly,
+        ..ShellPolicy::current()
+    };
+    let confinement = sandbox::choose(&policy).map_err(|why| {
+        format!("cannot check that the tool compiles: the check runs only in a sandbox, and {why}")
+    })?;
+    std::fs::create_dir_all(&target)
+        .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    let (mut command, _temp) =
+        sandbox::confine(&confinement, &policy, &cargo, scratch.path(), &[&target])
+            .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    let toolchain = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "RUSTC"]
+        .into_iter()
+        .filter_map(|name| Some((name, std::env::var_os(name)?)));
     command
         .args(["check", "--quiet", "--message-format=short"])
-        .current_dir(scratch.path())
+        .envs(toolchain)
         .env("CARGO_TARGET_DIR", &target)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -675,15 +700,84 @@ debug = 0
         return Ok(());
     }
     let prefix = format!("src/{name}.rs:");
-    let first = output
+    let Some(first) = output
         .lines()
         .find(|line| line.starts_with(&prefix) && line.contains(": error"))
-        .or_else(|| output.lines().find(|line| line.contains("error")))
-        .unwrap_or("cargo check failed without a message");
+    else {
+        return Err(
+            "the tool does not compile, and the compiler's errors are not in the new file (they are not shown); check `body` and the arguments; nothing was written"
+                .into(),
+        );
+    };
     let first = first.strip_prefix("src/").unwrap_or(first);
+    let first = match first.char_indices().nth(MAX_DIAGNOSTIC_CHARS) {
+        Some((cut, _)) => format!("{} [...]", &first[..cut]),
+        None => first.to_owned(),
+    };
     Err(format!(
         "the tool does not compile: {first}; fix `body` (or the arguments) and try again; nothing was written"
     ))
+}
+
+/// The longest compiler diagnostic returned, in characters.
+const MAX_DIAGNOSTIC_CHARS: usize = 2000;
+
+/// The macros that read a file of this machine when the tool is compiled, refused wherever their name
+/// appears (so a `macro_rules!` cannot assemble the call), and `macro_rules` itself.
+const COMPILE_TIME_READS: [&str; 5] = [
+    "include",
+    "include_str",
+    "include_bytes",
+    "option_env",
+    "macro_rules",
+];
+
+/// Refuses a source that would read this machine at compile time: a name of [`COMPILE_TIME_READS`]
+/// anywhere (inside other macros' arguments too), `env!`, a `#[path]` attribute or a file module
+/// (`mod x;`). The sandbox's environment holds no secret anyway; this keeps files out of diagnostics.
+fn refuse_compile_time_reads(source: &str) -> Result<(), String> {
+    use proc_macro2::{Delimiter, TokenStream, TokenTree};
+    fn find(tokens: TokenStream) -> Option<String> {
+        let trees: Vec<TokenTree> = tokens.into_iter().collect();
+        for (at, tree) in trees.iter().enumerate() {
+            let punct = |offset: usize, c: char| matches!(trees.get(at + offset), Some(TokenTree::Punct(p)) if p.as_char() == c);
+            match tree {
+                TokenTree::Ident(ident) => {
+                    let name = ident.to_string();
+                    if COMPILE_TIME_READS.contains(&name.as_str())
+                        || (name == "env" && punct(1, '!'))
+                    {
+                        return Some(format!("`{name}!`"));
+                    }
+                    if name == "mod" && punct(2, ';') {
+                        return Some("a file module (`mod name;`)".into());
+                    }
+                }
+                TokenTree::Group(group) => {
+                    let first = group.stream().into_iter().next();
+                    let path = group.delimiter() == Delimiter::Bracket
+                        && matches!(&first, Some(TokenTree::Ident(ident)) if ident == "path");
+                    if path {
+                        return Some("a `#[path]` attribute".into());
+                    }
+                    if let Some(found) = find(group.stream()) {
+                        return Some(found);
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+    let tokens: TokenStream = source
+        .parse()
+        .map_err(|error| format!("the generated file does not parse ({error}); check `body`"))?;
+    match find(tokens) {
+        None => Ok(()),
+        Some(what) => Err(format!(
+            "`body` uses {what}: a tool written by `write_tool` may not read a file or an environment variable of this machine when it is compiled (`include_str!`, `include_bytes!`, `include!`, `env!`, `option_env!`, `#[path]`, file modules) nor define macros (`macro_rules!`); it reads what it needs at run time, from its arguments. Remove it; nothing was written"
+        )),
+    }
 }
 
 /// Creates `path` with `content` atomically (temp file, then a link that fails if the name is taken).

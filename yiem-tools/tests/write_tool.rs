@@ -323,6 +323,62 @@ fn body_tool(name: &str, body: &str) -> WriteToolArgs {
 }
 
 #[test]
+fn a_body_cannot_read_this_machine_at_compile_time() {
+    // Each would put a file outside the root or a key into the compiler's error, which is returned.
+    let secret = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let attempts = [
+        (
+            format!("compile_error!(include_str!({secret:?}))"),
+            "`include_str!`",
+        ),
+        (
+            "compile_error!(env!(\"OPENAI_API_KEY\"))".to_owned(),
+            "`env!`",
+        ),
+        (
+            format!("Ok(format!(\"{{}}\", include_bytes!({secret:?}).len()))"),
+            "`include_bytes!`",
+        ),
+        (
+            format!(
+                "macro_rules! read {{ ($m:ident) => {{ compile_error!($m!({secret:?})) }} }}\nread!(include_str)"
+            ),
+            "`macro_rules!`",
+        ),
+        (
+            "#[path = \"/etc/passwd\"]\nmod passwd;\nOk(String::new())".to_owned(),
+            "a `#[path]` attribute",
+        ),
+        (
+            "Ok(option_env!(\"HOME\").unwrap_or(\"\").to_owned())".to_owned(),
+            "`option_env!`",
+        ),
+    ];
+    for (body, named) in attempts {
+        let result = write_tool_in(dir.path(), &[], body_tool("reader", &body));
+        assert_eq!(
+            result.text_content(),
+            format!(
+                "tool `write_tool`: `body` uses {named}: a tool written by `write_tool` may not read a file or an environment variable of this machine when it is compiled (`include_str!`, `include_bytes!`, `include!`, `env!`, `option_env!`, `#[path]`, file modules) nor define macros (`macro_rules!`); it reads what it needs at run time, from its arguments. Remove it; nothing was written"
+            ),
+            "{body}"
+        );
+        assert!(!result.text_content().contains("[package]"));
+    }
+    // A run-time read of the environment is the tool's own business, and compiles.
+    let runtime = write_tool_in(
+        dir.path(),
+        &[],
+        body_tool(
+            "runtime_env",
+            "Ok(std::env::var(\"HOME\").unwrap_or_default())",
+        ),
+    );
+    assert!(!runtime.is_error, "{}", runtime.text_content());
+}
+
+#[test]
 fn a_body_that_does_not_type_check_is_refused_with_the_compilers_first_error() {
     let dir = tempfile::tempdir().unwrap();
     let result = write_tool_in(
