@@ -1036,3 +1036,57 @@ fn chat_approve_or_allow_of_a_tool_that_does_not_exist_is_bad_input() {
         );
     }
 }
+
+#[test]
+fn chat_shows_escape_sequences_from_the_model_and_tools_escaped_never_obeyed() {
+    let root = tempfile::tempdir().unwrap();
+    // The person must see the whole command: a carriage return and "clear line" once hid `rm -rf`.
+    let spoof = "rm -rf ~/precious # \r\u{1b}[2K ls -la";
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "bash", json!({ "command": spoof })),
+        model_server::says(
+            "Title\u{1b}]0;owned\u{7} clipboard\u{1b}]52;c;ZWNobw==\u{7} \u{9b}2J done.",
+        ),
+    ]);
+    let root_arg = root.path().to_str().unwrap();
+    let output = chat_against(&model, &["--root", root_arg], b"tidy up\nn\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        !said.contains(['\u{1b}', '\r', '\u{7}', '\u{9b}']),
+        "a control character reached the terminal: {said:?}"
+    );
+    assert_eq!(
+        said,
+        "→ bash {\"command\":\"rm -rf ~/precious # \\r\\u001b[2K ls -la\"}\n\
+         allow bash(rm -rf ~/precious # ␍␛[2K ls -la)? [y]es / [n]o / [a]lways / [e]dit: \n\
+         [bash denied]\n\
+         ✗ bash\n\
+         Title␛]0;owned␇ clipboard␛]52;c;ZWNobw==␇ ⟨U+009B⟩2J done.\n"
+    );
+}
+
+#[test]
+fn an_approval_question_shows_every_line_of_the_arguments() {
+    let root = tempfile::tempdir().unwrap();
+    // Past the short form's 80 characters and on a second line: both once hidden from the person.
+    let command = format!("ls{}\nrm -rf ~/precious", " ".repeat(100));
+    let model = ModelServer::start(vec![
+        model_server::calls("call_1", "bash", json!({ "command": command })),
+        model_server::says("ok"),
+    ]);
+    let root_arg = root.path().to_str().unwrap();
+    let output = chat_against(&model, &["--root", root_arg], b"list\nn\n");
+    let said = stdout(&output);
+    let question = said
+        .lines()
+        .find(|line| line.starts_with("allow "))
+        .unwrap();
+    assert_eq!(
+        question,
+        format!(
+            "allow bash(ls{}␊rm -rf ~/precious)? [y]es / [n]o / [a]lways / [e]dit: ",
+            " ".repeat(100)
+        )
+    );
+}

@@ -14,7 +14,8 @@ use serde_json::Value;
 use yiem_core::{ApprovalPolicy, Decision, PendingApproval};
 
 use super::input::{Input, Line};
-use super::render::{Renderer, short_arguments};
+use super::render::{Renderer, approval_arguments};
+use super::safe;
 
 /// The built-in tools whose calls wait for approval unless `--allow`ed.
 pub const ASKING_BUILT_INS: &[&str] = &["bash", "edit", "write", "write_tool"];
@@ -110,10 +111,11 @@ impl Approvals {
         out: &mut Renderer,
         waiting: &PendingApproval,
     ) -> Result<Decision, String> {
+        // Everything the call would run with, escaped: what the person approves is what runs.
         let question = format!(
             "allow {}({})? [y]es / [n]o / [a]lways / [e]dit: ",
-            waiting.tool_name,
-            short_arguments(&waiting.arguments)
+            safe::line(&waiting.tool_name),
+            approval_arguments(&waiting.arguments)
         );
         loop {
             let answer = match input.ask(&question, "") {
@@ -152,7 +154,7 @@ fn edited(
     out: &mut Renderer,
     arguments: &Value,
 ) -> Result<Option<Value>, String> {
-    let mut text = arguments.to_string();
+    let mut text = safe::json(arguments);
     loop {
         text = match input.ask("arguments (JSON): ", &text) {
             Line::Text(text) => text,

@@ -14,6 +14,7 @@ mod command;
 mod input;
 mod mcp;
 mod render;
+mod safe;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -60,7 +61,11 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         // A tool the provider cannot take would fail every request: it is left out, and said so.
         for tool in store.tools() {
             if let Err(error) = tool.definition(selected.dialect) {
-                eprintln!("[{} left out: {error}]", tool.name());
+                eprintln!(
+                    "[{} left out: {}]",
+                    safe::line(tool.name()),
+                    safe::line(&error.to_string())
+                );
                 store.remove(tool.name());
             }
         }
@@ -87,7 +92,7 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
     let approvals = Approvals::new(options.approve, options.allow, mcp_asking);
     let (model, description): (Arc<dyn Model>, String) = match configured {
         Some(selected) => {
-            eprintln!("[{}]", selected.description);
+            eprintln!("[{}]", safe::line(&selected.description));
             (selected.model, selected.description)
         }
         None => {

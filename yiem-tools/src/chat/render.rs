@@ -16,6 +16,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
 use yiem_core::{AgentEvent, AgentMessage, AgentToolResult, ToolCall, Usage};
 
+use super::safe;
+
 /// How many lines of a tool's result a terminal shows before folding the rest.
 pub const PREVIEW_LINES: usize = 4;
 
@@ -77,7 +79,7 @@ impl Renderer {
                     }
                     self.end_line();
                     if let Some(error) = &reply.error {
-                        self.write_line(&format!("[error: {error}]"), Tone::Error);
+                        self.write_line(&format!("[error: {}]", safe::block(error)), Tone::Error);
                     }
                     self.usage.input_tokens += reply.usage.input_tokens;
                     self.usage.output_tokens += reply.usage.output_tokens;
@@ -88,14 +90,18 @@ impl Renderer {
             }
             AgentEvent::ToolExecutionStart { call } => {
                 self.show_call(call);
-                self.working(&format!("running {}", call.name));
+                self.working(&format!("running {}", safe::line(&call.name)));
             }
             AgentEvent::ToolExecutionUpdate { call, partial } => {
                 let text = partial.text_content();
                 let last = text.lines().rev().find(|line| !line.trim().is_empty());
                 let activity = match last {
-                    Some(line) => format!("{}: {}", call.name, cut(line.trim(), 60)),
-                    None => format!("running {}", call.name),
+                    Some(line) => format!(
+                        "{}: {}",
+                        safe::line(&call.name),
+                        cut(&safe::line(line.trim()), 60)
+                    ),
+                    None => format!("running {}", safe::line(&call.name)),
                 };
                 self.working(&activity);
             }
@@ -121,6 +127,7 @@ impl Renderer {
                     return;
                 }
                 self.hide_status();
+                let text = safe::block(text);
                 let mut out = std::io::stdout().lock();
                 let _ = write!(out, "{text}");
                 let _ = out.flush();
@@ -147,18 +154,20 @@ impl Renderer {
     }
 
     /// A line of the chat's own (a command's answer, a notice), dimmed in a terminal.
+    /// Anything in `text` that came from a model, a tool or a server is shown escaped ([`safe::block`]),
+    /// as in every other method here.
     pub fn note(&mut self, text: &str) {
-        self.write_line(text, Tone::Note);
+        self.write_line(&safe::block(text), Tone::Note);
     }
 
     /// An error of the chat's own, in red in a terminal.
     pub fn error(&mut self, text: &str) {
-        self.write_line(text, Tone::Error);
+        self.write_line(&safe::block(text), Tone::Error);
     }
 
-    /// Text as it is (a table, say).
+    /// Text as it is (a table, say), but for what [`safe::block`] escapes.
     pub fn plain(&mut self, text: &str) {
-        self.write_line(text.trim_end_matches('\n'), Tone::Plain);
+        self.write_line(&safe::block(text.trim_end_matches('\n')), Tone::Plain);
     }
 
     /// A tool call, once: `→ name {arguments}` (a short form of the arguments in a terminal).
@@ -170,11 +179,15 @@ impl Renderer {
             format!(
                 "{} {}({})",
                 style("→").cyan(),
-                style(&call.name).bold(),
+                style(safe::line(&call.name)).bold(),
                 short_arguments(&call.arguments)
             )
         } else {
-            format!("→ {} {}", call.name, call.arguments)
+            format!(
+                "→ {} {}",
+                safe::line(&call.name),
+                safe::json(&call.arguments)
+            )
         };
         self.write_line(&line, Tone::Plain);
     }
@@ -182,8 +195,9 @@ impl Renderer {
     fn show_result(&mut self, call: &ToolCall, result: &AgentToolResult, is_error: bool) {
         self.show_call(call);
         let mark = if is_error { "✗" } else { "✓" };
+        let name = safe::line(&call.name);
         if !self.terminal {
-            self.write_line(&format!("{mark} {}", call.name), Tone::Plain);
+            self.write_line(&format!("{mark} {name}"), Tone::Plain);
             return;
         }
         let mark = if is_error {
@@ -191,12 +205,13 @@ impl Renderer {
         } else {
             style(mark).green().bold()
         };
-        self.write_line(&format!("{mark} {}", call.name), Tone::Plain);
+        self.write_line(&format!("{mark} {name}"), Tone::Plain);
         let text = result.text_content();
         let (shown, folded) = fold(&text, PREVIEW_LINES);
         let width = usize::from(console::Term::stdout().size().1).max(20) - 4;
         for line in shown {
-            let line = console::truncate_str(line, width, "…");
+            let line = safe::block(line);
+            let line = console::truncate_str(&line, width, "…");
             let line = if is_error {
                 style(format!("  │ {line}")).red().to_string()
             } else {
@@ -293,24 +308,47 @@ pub fn fold(text: &str, keep: usize) -> (Vec<&str>, usize) {
 }
 
 /// A call's arguments in a line: a lone string argument as it is, else `key: value, …`, cut at
-/// [`SHORT_ARGUMENTS`] characters.
+/// [`SHORT_ARGUMENTS`] characters, with what [`safe::line`] escapes escaped.
 pub fn short_arguments(arguments: &Value) -> String {
+    cut(&arguments_line(arguments, first_line), SHORT_ARGUMENTS)
+}
+
+/// The longest form of a call's arguments shown when a person is asked to approve it, in characters.
+pub const APPROVAL_ARGUMENTS: usize = 4000;
+
+/// A call's arguments as a person deciding on it sees them: as [`short_arguments`], but every line of
+/// every string (a line break shown as `␊`), up to [`APPROVAL_ARGUMENTS`] characters, and past that a
+/// note of how much is not shown. Nothing is hidden without saying so.
+pub fn approval_arguments(arguments: &Value) -> String {
+    let full = arguments_line(arguments, str::to_owned);
+    match full.char_indices().nth(APPROVAL_ARGUMENTS) {
+        None => full,
+        Some((at, _)) => {
+            let rest = full[at..].chars().count();
+            format!(
+                "{} [… {rest} more characters not shown: answer n, or e to see and edit them all]",
+                &full[..at]
+            )
+        }
+    }
+}
+
+fn arguments_line(arguments: &Value, text: fn(&str) -> String) -> String {
     let value = |value: &Value| match value {
-        Value::String(text) => first_line(text),
-        other => other.to_string(),
+        Value::String(string) => safe::line(&text(string)),
+        other => safe::line(&other.to_string()),
     };
-    let short = match arguments {
+    match arguments {
         Value::Object(fields) if fields.len() == 1 => {
             fields.values().next().map(value).unwrap_or_default()
         }
         Value::Object(fields) => fields
             .iter()
-            .map(|(key, field)| format!("{key}: {}", value(field)))
+            .map(|(key, field)| format!("{}: {}", safe::line(key), value(field)))
             .collect::<Vec<_>>()
             .join(", "),
         other => value(other),
-    };
-    cut(&short, SHORT_ARGUMENTS)
+    }
 }
 
 /// The first line of `text`, with `…` when there were more.
