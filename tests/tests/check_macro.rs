@@ -5,14 +5,13 @@
 use std::path::Path;
 use std::process::Command;
 
-#[test]
-fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
+/// `cargo test -p checked-tools --features FEATURE --test TEST`, in the same target directory as this test
+/// binary (target/debug/deps/<binary>): the crates it shares are built already.
+fn fixture_test(feature: &str, test: &str) -> std::process::Output {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
-    // The same target directory as this test binary (target/debug/deps/<binary>): the crates it shares
-    // are built already.
     let exe = std::env::current_exe().unwrap();
     let target = exe.ancestors().nth(3).unwrap();
-    let output = Command::new(env!("CARGO"))
+    Command::new(env!("CARGO"))
         .current_dir(workspace)
         .args([
             "test",
@@ -21,15 +20,17 @@ fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
             "-p",
             "checked-tools",
             "--features",
-            "gemini-cannot-express",
-            "--test",
-            "check",
-            "--target-dir",
         ])
+        .args([feature, "--test", test, "--target-dir"])
         .arg(target)
         .env_remove("RUSTFLAGS")
         .output()
-        .expect("cargo runs");
+        .expect("cargo runs")
+}
+
+#[test]
+fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
+    let output = fixture_test("gemini-cannot-express", "check");
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
@@ -50,5 +51,41 @@ fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
     assert!(
         stdout.contains("test result: FAILED. 0 passed; 1 failed"),
         "{stdout}"
+    );
+}
+
+#[test]
+fn a_test_file_of_nothing_but_the_check_links_the_crates_tools_itself() {
+    // tests/only_check.rs never names its library: the check must link it, and so fail on the tool.
+    let output = fixture_test("gemini-cannot-express", "only_check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "the check passed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains(
+            "tool `count_headings` cannot be described for Gemini: type `Outline` is recursive"
+        ),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn the_check_fails_when_it_finds_no_tool_and_says_what_to_write() {
+    let output = fixture_test("no-tools", "only_check");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success(),
+        "the check passed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains(
+            "yiem_core::check_tools! found no tool to check in package `checked-tools`: this test binary links no `#[tool]`. \
+             If the tools live in a library of another name, name it: `yiem_core::check_tools!(crate = my_tools);`."
+        ),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
 }

@@ -182,31 +182,3 @@ impl ToolStore {
         }
     }
 }
-
-/// A test that checks every tool linked into the test binary with [`check_tools`] (plus any tools you
-/// list, such as the tools of a `#[tools]` instance), and fails with every problem listed. Put it in a
-/// test file of the crate that defines the tools:
-///
-/// ```text
-/// // tests/tools.rs
-/// yiem_core::check_tools!();
-/// // or, with method tools too:
-/// yiem_core::check_tools!(std::sync::Arc::new(my_crate::Notes::default()).tools());
-/// ```
-///
-/// `cargo test` then fails on a tool Gemini or OpenAI strict mode would reject, naming the tool and
-/// the type, before it ships.
-#[macro_export]
-macro_rules! check_tools {
-    ($($extra:expr),* $(,)?) => {
-        #[test]
-        fn yiem_check_tools() {
-            #[allow(unused_mut)]
-            let mut tools = $crate::static_tools();
-            $(tools.extend($extra);)*
-            if let ::core::result::Result::Err(report) = $crate::check_tools(&tools) {
-                ::core::panic!("{report}");
-            }
-        }
-    };
-}

@@ -8,6 +8,7 @@
 
 mod ast;
 mod attr;
+mod check;
 mod ctxt;
 mod expand;
 mod fallback;
@@ -27,4 +28,11 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tools(args.into(), input.into()).into()
+}
+
+/// The test a tool crate runs to check its tools for every provider. See `yiem_core::check_tools!` for the
+/// full documentation.
+#[proc_macro]
+pub fn check_tools(input: TokenStream) -> TokenStream {
+    check::check_tools(input.into()).into()
 }
