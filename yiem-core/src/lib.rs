@@ -122,7 +122,7 @@
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
 //! | `context` | [`ToolContext`]: call id, cancellation, streamed updates, the store's state; made only for a tool that takes one |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
-//! | `check` | [`check_tools`], [`check_tools!`], [`ToolStore::check`]: what a provider would refuse, found in your tests |
+//! | `check` | [`check_tools`](fn@check_tools), [`check_tools!`](macro@check_tools), [`ToolStore::check`]: what a provider would refuse, found in your tests |
 //! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`] and [`Contents`] (one block inline), [`AgentToolResult`], the conversation's messages |
 //! | `agent` | [`Agent`]: the loop over model and tools |
 //! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
@@ -391,7 +391,7 @@ pub use yiem_macros::tool;
 /// ```
 pub use yiem_macros::tools;
 
-/// A test that checks every tool of the crate with [`check_tools`] (plus any tools you list, such as the
+/// A test that checks every tool of the crate with [`check_tools`](fn@check_tools) (plus any tools you list, such as the
 /// tools of a `#[tools]` instance), and fails with every problem listed. Put it in a test file of the crate
 /// that defines the tools:
 ///

@@ -1,9 +1,9 @@
 //! The `#[tool]` and `#[tools]` attributes of yiem. Use them through `yiem_core`; the documentation lives
 //! there.
 //!
-//! The work is split by phase, like serde_derive and thiserror: [`attr`] parses the attribute keys, [`ast`]
-//! gives a typed view of the function, [`valid`] checks both (collecting every error) into one complete
-//! description of the tool, [`expand`] generates the code from that description alone, and [`fallback`] is
+//! The work is split by phase, like serde_derive and thiserror: `attr` parses the attribute keys, `ast`
+//! gives a typed view of the function, `valid` checks both (collecting every error) into one complete
+//! description of the tool, `expand` generates the code from that description alone, and `fallback` is
 //! what is emitted when there are errors: the user's code unchanged plus the errors, so nothing else breaks.
 
 mod ast;

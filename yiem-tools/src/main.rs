@@ -19,6 +19,10 @@
 //! it); 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
 //! one line on stderr, never a panic.
 
+// clap turns the doc comments below into `--help` text, written for a terminal: `[y]es` and bare URLs there
+// are not rustdoc links.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::bare_urls)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;

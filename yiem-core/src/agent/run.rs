@@ -146,7 +146,7 @@ enum Phase {
 }
 
 /// One agent run as a value: serialize it, hand it to another process, and resume it there with the same
-/// tools and model. See the [module docs](self) for the step machine and the saved shape.
+/// tools and model. The step machine and the saved shape are described in the source's module docs (`agent/run.rs`).
 ///
 /// ```
 /// use serde_json::json;
@@ -609,7 +609,7 @@ impl AgentRun {
         }
     }
 
-    /// The run as JSON (see the [module docs](self) for its shape).
+    /// The run as JSON (its shape: the module docs of `agent/run.rs`).
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("a run holds only JSON-representable values")
     }

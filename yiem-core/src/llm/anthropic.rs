@@ -40,12 +40,12 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// ```
 #[derive(Clone, PartialEq)]
 pub struct AnthropicConfig {
-    /// The base URL (default [`ANTHROPIC_BASE_URL`]); requests go to `<base_url>/v1/messages` (a URL that
+    /// The base URL (default `https://api.anthropic.com`); requests go to `<base_url>/v1/messages` (a URL that
     /// already ends in `/messages` is used as it is).
     pub base_url: String,
     /// The API key, sent as `x-api-key`.
     pub api_key: String,
-    /// The `anthropic-version` header (default [`ANTHROPIC_VERSION`]).
+    /// The `anthropic-version` header (default `ANTHROPIC_VERSION`, the version this client speaks).
     pub version: String,
     /// The model name.
     pub model: String,

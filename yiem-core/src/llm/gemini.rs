@@ -36,7 +36,7 @@ pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1b
 /// ```
 #[derive(Clone, PartialEq)]
 pub struct GeminiConfig {
-    /// The base URL (default [`GEMINI_BASE_URL`]); requests go to
+    /// The base URL (default `https://generativelanguage.googleapis.com/v1beta`); requests go to
     /// `<base_url>/models/<model>:streamGenerateContent?alt=sse`.
     pub base_url: String,
     /// The API key, sent as `x-goog-api-key` (never in the URL, so error texts do not show it).

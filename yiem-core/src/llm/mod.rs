@@ -135,7 +135,7 @@ pub enum ModelEvent {
         arguments: String,
     },
     /// What the arguments of a streaming tool call hold so far, parsed leniently (see
-    /// [`partial_arguments`](crate::llm::partial_arguments), features `openai`, `anthropic`, `gemini`):
+    /// [`partial_arguments`], features `openai`, `anthropic`, `gemini`):
     /// every complete member and the string being written. Every provider sends one after each
     /// `ToolCallDelta` that makes the text parse, so a UI can show a path or a command before the call
     /// runs. Informational: the call's arguments are the text of its deltas, parsed at `ToolCallEnd`.

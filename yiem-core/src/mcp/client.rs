@@ -180,7 +180,7 @@ impl McpClientBuilder {
 }
 
 /// A connection to one MCP server whose tools can be registered into stores. Cloning gives another
-/// handle to the same connection. See the [module docs](self).
+/// handle to the same connection. See the docs of the `mcp::client` module in the source.
 #[derive(Clone)]
 pub struct McpClient {
     inner: Arc<Inner>,

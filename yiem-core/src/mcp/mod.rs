@@ -27,7 +27,7 @@
 //!   client that pages through a changing store sees every remaining tool once, in order.
 //! - `notifications/tools/list_changed`: over stdio ([`McpServer::serve`]) the server declares
 //!   `tools.listChanged` and sends the notification whenever the store's tools change
-//!   ([`ToolStore::changes`]), so a client re-lists. The stateless HTTP server ([`http`]) has no standing
+//!   ([`ToolStore::changes`]), so a client re-lists. The stateless HTTP server (`McpHttpServer`) has no standing
 //!   stream to send it on and does not declare it: its clients re-list when they need to.
 //! - `tools/call`: runs through a [`ToolExecutor`] (the pipeline an agent uses, hooks included), so an MCP
 //!   call and an agent call behave the same. Bad arguments, a blocking hook, an `Err`, a panic or a timeout

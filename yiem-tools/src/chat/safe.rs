@@ -11,12 +11,12 @@ pub fn line(text: &str) -> String {
     escape(text, false)
 }
 
-/// `text` for a block of lines: line breaks and tabs kept, everything else as [`line`].
+/// `text` for a block of lines: line breaks and tabs kept, everything else as [`line`](fn@line).
 pub fn block(text: &str) -> String {
     escape(text, true)
 }
 
-/// `value` as JSON, with every character [`line`] would escape written as a `\uXXXX` escape: the same
+/// `value` as JSON, with every character [`line`](fn@line) would escape written as a `\uXXXX` escape: the same
 /// value, safe to show (and to edit) in a terminal.
 pub fn json(value: &serde_json::Value) -> String {
     let text = value.to_string();
