@@ -237,7 +237,7 @@ async fn method_tools_run_in_an_agent_on_their_instance() {
         [
             "1 notes",
             "- buy milk",
-            "no note contains `bread` (call call_2)",
+            "no note contains `bread` (call call_3)",
             "tool `break_notes` panicked: the notes are broken",
             "invalid arguments for tool `add_note` (2 problems):\n\
              - at `/txt`: unknown property `txt`; did you mean `text`?\n\

@@ -523,7 +523,16 @@ pub fn is_valid_tool_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// `get_weather` → `Get Weather`, `readFile` → `Read File`: the default label.
+/// Words written in capitals in a default label: `export_csv` → `Export CSV`.
+const ACRONYMS: &[&str] = &[
+    "api", "aws", "cpu", "csv", "db", "dns", "gpu", "html", "http", "https", "id", "io", "ip",
+    "json", "jwt", "llm", "mcp", "pdf", "sql", "ssh", "tcp", "toml", "udp", "ui", "uri", "url",
+    "utc", "uuid", "xml", "yaml",
+];
+
+/// `get_weather` → `Get Weather`, `readFile` → `Read File`, `export_csv` → `Export CSV`: the default
+/// label. Words split at `_`, `-`, spaces and lower-to-upper case changes; each is capitalised, and a
+/// well-known acronym ([`ACRONYMS`]: CSV, JSON, URL, ID, ...) is written in capitals.
 pub(crate) fn title_case(name: &str) -> String {
     let mut words: Vec<String> = Vec::new();
     let mut previous_lower = false;
@@ -545,6 +554,11 @@ pub(crate) fn title_case(name: &str) -> String {
         previous_lower = ch.is_lowercase() || ch.is_ascii_digit();
     }
     words.retain(|w| !w.is_empty());
+    for word in &mut words {
+        if ACRONYMS.contains(&word.to_lowercase().as_str()) {
+            *word = word.to_uppercase();
+        }
+    }
     words.join(" ")
 }
 
@@ -771,6 +785,10 @@ mod tests {
         assert_eq!(title_case("list_tools"), "List Tools");
         assert_eq!(title_case("x"), "X");
         assert_eq!(title_case("get_utc2_time"), "Get Utc2 Time");
+        assert_eq!(title_case("export_csv"), "Export CSV");
+        assert_eq!(title_case("fetchUrl"), "Fetch URL");
+        assert_eq!(title_case("get_user_id"), "Get User ID");
+        assert_eq!(title_case("identify"), "Identify");
     }
 
     #[test]

@@ -33,10 +33,10 @@ fn three_turn_effects() -> Vec<String> {
     let mut lines = vec![
         r#"call_1 get_weather {"city":"Oslo"}"#.to_owned(),
         r#"call_2 add_note {"text":"note 1"}"#.to_owned(),
-        r#"call_1 get_weather {"city":"Bergen"}"#.to_owned(),
-        r#"call_2 add_note {"text":"note 2"}"#.to_owned(),
-        r#"call_1 get_weather {"city":"Paris"}"#.to_owned(),
-        r#"call_2 add_note {"text":"note 3"}"#.to_owned(),
+        r#"call_3 get_weather {"city":"Bergen"}"#.to_owned(),
+        r#"call_4 add_note {"text":"note 2"}"#.to_owned(),
+        r#"call_5 get_weather {"city":"Paris"}"#.to_owned(),
+        r#"call_6 add_note {"text":"note 3"}"#.to_owned(),
     ];
     lines.sort();
     lines
@@ -216,7 +216,7 @@ async fn a_run_killed_at_every_step_boundary_completes_with_each_effect_once() {
         // After a batch: both calls durable, the next model call not made.
         "turn 1 tool add_note call_2",
         // In the middle of the last batch, and after the last model call.
-        "turn 3 tool get_weather call_1",
+        "turn 3 tool get_weather call_5",
         "model 4",
     ] {
         let conversation = format!("crash-{}", boundary.replace(' ', "-"));

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
-use crate::message::StopReason;
+use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
 
 /// One scripted reply: text and/or tool calls.
@@ -179,7 +179,7 @@ impl ScriptedModel {
         }
     }
 
-    fn events(&self, turn: ScriptedTurn) -> Vec<ModelEvent> {
+    fn events(&self, turn: ScriptedTurn, earlier_calls: usize) -> Vec<ModelEvent> {
         let mut events = vec![ModelEvent::Start {
             model: "scripted".into(),
         }];
@@ -196,7 +196,7 @@ impl ScriptedModel {
         for (index, (name, arguments)) in turn.tool_calls.iter().enumerate() {
             events.push(ModelEvent::ToolCallStart {
                 index,
-                id: format!("call_{}", index + 1),
+                id: format!("call_{}", earlier_calls + index + 1),
                 name: name.clone(),
             });
             let text = match arguments {
@@ -249,11 +249,20 @@ impl Model for ScriptedModel {
 
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let turn = self.next_turn(&request);
+        // Ids go on from the calls already in the conversation: unique in it, as providers' are.
+        let earlier = request
+            .messages
+            .iter()
+            .filter_map(|message| match message {
+                AgentMessage::Assistant(reply) => Some(reply.tool_calls().count()),
+                _ => None,
+            })
+            .sum::<usize>();
         self.calls
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .push(request);
-        let events = self.events(turn);
+        let events = self.events(turn, earlier);
         let pause = self.pause;
         Box::pin(stream::unfold(
             (events.into_iter(), cancel, true),
