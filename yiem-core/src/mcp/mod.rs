@@ -53,7 +53,10 @@ mod http;
 mod lines;
 
 #[cfg(feature = "mcp-client")]
-pub use client::{DEFAULT_CALL_TIMEOUT, McpClient, McpClientBuilder, McpClientError};
+pub use client::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
+    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, McpClient, McpClientBuilder, McpClientError,
+};
 #[cfg(feature = "mcp-http")]
 pub use http::{DEFAULT_MAX_BODY_BYTES, McpHttpServer};
 
