@@ -688,6 +688,27 @@ async fn requests_rmcp_cannot_read_get_a_json_rpc_error_instead_of_silence() {
 }
 
 #[tokio::test]
+async fn a_tools_call_without_params_or_with_arguments_not_an_object_is_invalid_params() {
+    let mut server = RawServer::initialized().await;
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 11, "method": "tools/call"}))
+        .await;
+    let answer = server.receive().await;
+    assert_eq!(
+        answer,
+        json!({"jsonrpc": "2.0", "id": 11, "error": {"code": -32602, "message":
+            "invalid params for `tools/call`: `params` with the tool's `name` are required"}})
+    );
+    server
+        .send(json!({"jsonrpc": "2.0", "id": 12, "method": "tools/call",
+                     "params": {"name": "echo", "arguments": [1, 2]}}))
+        .await;
+    let answer = server.receive().await;
+    assert_eq!(answer["id"], 12);
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+}
+
+#[tokio::test]
 async fn a_request_over_the_size_limit_gets_an_error_and_the_server_keeps_serving() {
     let mut server = RawServer::initialized().await;
     // 17 MiB of arguments: over the 16 MiB limit of one line.

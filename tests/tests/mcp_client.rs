@@ -476,3 +476,144 @@ fn tempfile_path(name: &str) -> PathBuf {
     let _ = std::fs::remove_file(&dir);
     dir
 }
+
+/// `mcp-bad-server MODE…` (see that binary): a server that misbehaves on purpose, named `bad`.
+fn bad_server(mode: &[&str]) -> yiem_core::mcp::McpClientBuilder {
+    McpClient::command(env!("CARGO_BIN_EXE_mcp-bad-server"), mode.iter().copied()).name("bad")
+}
+
+/// The outcome of `future`, which must come: on code without the limits it never does, and this turns
+/// the hang into a failure (the limits under test are far below it, so the outcome never depends on it).
+async fn returns<T>(future: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(60), future)
+        .await
+        .expect("the client returned")
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_initialize_is_cut_off_by_the_connect_limit() {
+    let error = returns(
+        bad_server(&["silent"])
+            .connect_timeout(Duration::from_millis(200))
+            .connect(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `bad` went past the `connect_timeout` limit: it did not complete the `initialize` \
+         handshake within 200ms; if it is only slow to start, raise the limit with \
+         `McpClientBuilder::connect_timeout`"
+    );
+}
+
+#[tokio::test]
+async fn a_server_that_never_answers_tools_list_is_cut_off_by_the_list_limit() {
+    let client = bad_server(&["no-list"])
+        .list_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    let error = returns(client.register(&mut store)).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `bad` went past the `list_timeout` limit: it did not answer page 1 of `tools/list` \
+         within 200ms (an answer that is not JSON or nests deeper than 128 levels counts as none); raise \
+         the limit with `McpClientBuilder::list_timeout` if it is only slow"
+    );
+    assert!(store.is_empty());
+}
+
+#[tokio::test]
+async fn a_tools_list_nested_5000_deep_is_dropped_unread_and_ends_in_the_list_limit() {
+    let client = bad_server(&["deep", "5000"])
+        .list_timeout(Duration::from_millis(200))
+        .connect()
+        .await
+        .unwrap();
+    let error = returns(client.tools()).await.err().unwrap();
+    assert!(
+        matches!(
+            error,
+            yiem_core::mcp::McpClientError::Limit {
+                limit: "list_timeout",
+                ..
+            }
+        ),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn a_schema_nested_past_the_depth_limit_is_refused_with_the_tool_named() {
+    // 40 properties deep, 79 levels of objects: within serde_json's recursion limit (128), so rmcp
+    // reads it, and past the client's 64.
+    let client = bad_server(&["deep", "40"]).connect().await.unwrap();
+    let mut store = ToolStore::new("agent");
+    let error = returns(client.register(&mut store)).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `bad` went past the `max_schema_depth` limit: the schema of its tool `deep` nests \
+         deeper than 64 levels; raise the limit with `McpClientBuilder::max_schema_depth` if the schema \
+         is meant to"
+    );
+    assert!(store.is_empty());
+    // Within a raised limit, the same schema is taken.
+    let client = bad_server(&["deep", "40"])
+        .max_schema_depth(79)
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(client.register(&mut store).await.unwrap(), ["deep"]);
+}
+
+#[tokio::test]
+async fn a_server_whose_every_page_has_a_next_cursor_is_cut_off_by_the_page_limit() {
+    let client = bad_server(&["endless"])
+        .max_pages(5)
+        .connect()
+        .await
+        .unwrap();
+    let mut store = ToolStore::new("agent");
+    let error = returns(client.register(&mut store)).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `bad` went past the `max_pages` limit: its `tools/list` still had a `nextCursor` \
+         after 5 pages; raise the limit with `McpClientBuilder::max_pages` if it really lists that many"
+    );
+    assert!(
+        store.is_empty(),
+        "no tool of an unfinished listing is added"
+    );
+}
+
+#[tokio::test]
+async fn a_server_listing_more_tools_than_the_limit_is_refused() {
+    let client = bad_server(&["endless"])
+        .max_pages(1000)
+        .max_tools(3)
+        .connect()
+        .await
+        .unwrap();
+    let error = returns(client.tools()).await.err().unwrap();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `bad` went past the `max_tools` limit: it lists more than 3 tools; raise the limit \
+         with `McpClientBuilder::max_tools` if an agent should see them all"
+    );
+}
+
+#[tokio::test]
+async fn a_server_listing_one_name_twice_registers_none_of_its_tools() {
+    let client = bad_server(&["duplicate"]).connect().await.unwrap();
+    let mut store = ToolStore::new("agent");
+    let error = client.register(&mut store).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "MCP server `bad` lists a tool yiem cannot offer: it lists two tools named `echo`; none of its \
+         tools were taken"
+    );
+    assert!(store.is_empty(), "{:?}", store.names());
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
-use yiem_core::mcp::McpClient;
+use yiem_core::mcp::{McpClient, McpHttpServer, McpServer};
 use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
 use yiem_tests::installed::{npm_package, python};
 use yiem_tests::poll::wait_until;
@@ -386,7 +386,13 @@ async fn shutdown_cancels_running_calls_answers_them_and_exits() {
         .await
         .expect("the client's call ends")
         .unwrap();
-    assert_ne!(answered.text_content(), "finished", "{answered:?}");
+    // The call's own cancelled result, not an HTTP failure.
+    assert!(answered.is_error(), "{answered:?}");
+    assert_eq!(
+        answered.text_content(),
+        "the MCP server is shutting down: tool `slow_job` was aborted before it finished; call it \
+         again when the server is back"
+    );
 }
 
 /// A store of `count` tools `t0000`, `t0001`, ... served in this process on loopback; its address and
@@ -485,4 +491,147 @@ async fn pages_resume_after_the_last_tool_sent_when_the_store_changes_and_a_stal
     );
     let garbage = list_page(&address, Some("not a cursor")).await;
     assert_eq!(garbage["error"]["code"], -32602, "{garbage}");
+}
+
+/// `server`'s tools (the test server's, with `echo`) served in this process on loopback with the
+/// settings `configure` makes; its address.
+async fn served(configure: impl FnOnce(McpHttpServer) -> McpHttpServer) -> String {
+    let mut store = ToolStore::new("limits");
+    store
+        .register(
+            yiem_core::AgentTool::builder("echo")
+                .description("Answer the text.")
+                .parallel()
+                .handler(|_, args: Value| async move { args["text"].to_string() })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let server = configure(McpHttpServer::new(McpServer::new(store)));
+    tokio::spawn(server.serve(listener, std::future::pending()));
+    address
+}
+
+/// Everything the server sends on `stream` until it closes the connection; on a server without the
+/// limit it never does, and this turns that into a failure (the limits under test are far below it).
+async fn until_closed(stream: &mut tokio::net::TcpStream) -> String {
+    let mut answer = Vec::new();
+    let read = stream.read_to_end(&mut answer);
+    let _ = tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the server closed the connection");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[tokio::test]
+async fn a_client_that_sends_nothing_or_trickles_its_head_or_idles_is_closed_by_the_header_limit() {
+    let address = served(|http| http.with_header_read_timeout(Duration::from_millis(200))).await;
+    // Nothing at all.
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    until_closed(&mut silent).await;
+    // A head that never ends (a byte, and no more).
+    let mut trickle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    trickle.write_all(b"P").await.unwrap();
+    until_closed(&mut trickle).await;
+    // Kept alive after an answer, and then idle.
+    let mut idle = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let head = post_head(&address, "", LIST.len()).replace("Connection: close\r\n", "");
+    idle.write_all(head.as_bytes()).await.unwrap();
+    idle.write_all(LIST.as_bytes()).await.unwrap();
+    let answered = until_closed(&mut idle).await;
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+}
+
+#[tokio::test]
+async fn a_body_that_does_not_arrive_gets_408_and_a_json_rpc_error() {
+    let address = served(|http| http.with_body_read_timeout(Duration::from_millis(200))).await;
+    let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+    stream
+        .write_all(post_head(&address, "", 100).as_bytes())
+        .await
+        .unwrap();
+    stream.write_all(&LIST.as_bytes()[..10]).await.unwrap();
+    let answer = until_closed(&mut stream).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let body: Value = serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+}
+
+#[tokio::test]
+async fn past_the_connection_limit_a_new_connection_gets_503_with_a_json_rpc_error() {
+    let address = served(|http| http.with_max_connections(1)).await;
+    // Connected first, so accepted first: it holds the one place while it stays open.
+    let _holder = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (status, headers, body) = raw(
+        &address,
+        &post_head(&address, "", LIST.len()),
+        LIST.as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 503, "{body}");
+    assert!(
+        headers.to_lowercase().contains("retry-after: 1"),
+        "{headers}"
+    );
+    let error: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        error["error"],
+        json!({"code": -32000, "message": "the server is serving 1 connections, its limit; try again shortly"})
+    );
+}
+
+/// One JSON-RPC request over raw HTTP to `address`: the status and the answer.
+async fn post(address: &str, request: Value) -> (u16, Value) {
+    let request = request.to_string();
+    let (status, _, body) = raw(
+        address,
+        &post_head(address, "", request.len()),
+        request.as_bytes(),
+    )
+    .await;
+    (status, serde_json::from_str(&body).unwrap())
+}
+
+#[tokio::test]
+async fn a_tools_call_without_params_or_with_arguments_not_an_object_is_invalid_params() {
+    let address = served(|http| http).await;
+    let (_, answer) = post(
+        &address,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call"}),
+    )
+    .await;
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "invalid params for `tools/call`: `params` with the tool's `name` are required"
+    );
+    let (_, answer) = post(
+        &address,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "echo", "arguments": [1, 2]}}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(
+        answer["error"]["message"],
+        "invalid params for `tools/call`: invalid type: sequence, expected a map"
+    );
+    // Params that are not an object at all: the same error as over stdio.
+    let (status, answer) = post(
+        &address,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": [1, 2]}),
+    )
+    .await;
+    assert_eq!((status, answer["id"].clone()), (400, json!(3)), "{answer}");
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // A method the server does not have is still not found.
+    let (_, answer) = post(
+        &address,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/frobnicate", "params": {}}),
+    )
+    .await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
 }

@@ -32,6 +32,26 @@
 //!   starts it again (or reconnects), waiting a bounded, growing delay after repeated failures.
 //! - `notifications/tools/list_changed` from the server re-lists its tools into every store they were
 //!   registered in; [`McpClient::refresh`] does the same on demand.
+//!
+//! # Every wait is bounded
+//!
+//! A server is a peer yiem does not control: each wait on it has a limit, set on the
+//! [`McpClientBuilder`], and going past one is an [`McpClientError::Limit`] that names the server, the
+//! limit and the setting that raises it.
+//!
+//! | What | Setting | Default |
+//! |---|---|---|
+//! | starting or reaching the server and the `initialize` handshake | [`connect_timeout`](McpClientBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (30 s) |
+//! | the answer to each `tools/list` page | [`list_timeout`](McpClientBuilder::list_timeout) | [`DEFAULT_LIST_TIMEOUT`] (30 s) |
+//! | `tools/list` pages in one listing | [`max_pages`](McpClientBuilder::max_pages) | [`DEFAULT_MAX_PAGES`] (100) |
+//! | tools in one listing | [`max_tools`](McpClientBuilder::max_tools) | [`DEFAULT_MAX_TOOLS`] (10 000) |
+//! | nesting of a tool's input or output schema | [`max_schema_depth`](McpClientBuilder::max_schema_depth) | [`DEFAULT_MAX_SCHEMA_DEPTH`] (64) |
+//! | one call | [`call_timeout`](McpClientBuilder::call_timeout) | [`DEFAULT_CALL_TIMEOUT`] (300 s) |
+//!
+//! A message from the server that is not JSON, or nests deeper than serde_json's recursion limit (128
+//! levels), is dropped by rmcp's transport unread, so an answer like that counts as no answer and ends in
+//! the time limit. A listing is all or nothing: a server that lists two tools under one name, or
+//! exceeds a limit on any page, registers none.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -41,9 +61,12 @@ use std::time::Duration;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
-    Implementation, ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    Implementation, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerResult, Tool,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RoleClient, RunningService};
+use rmcp::service::{
+    NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, Peer, ServiceExt};
@@ -58,6 +81,22 @@ use crate::tool::{AgentTool, ToolAnnotations};
 
 /// The time limit of one call to a server unless set otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// How long starting (or reaching) a server and its `initialize` handshake may take unless set otherwise.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long the server may take to answer one `tools/list` page unless set otherwise.
+pub const DEFAULT_LIST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most `tools/list` pages one listing follows unless set otherwise.
+pub const DEFAULT_MAX_PAGES: usize = 100;
+
+/// The most tools one listing takes unless set otherwise.
+pub const DEFAULT_MAX_TOOLS: usize = 10_000;
+
+/// The deepest nesting of a tool's input or output schema taken unless set otherwise (objects and
+/// arrays, the schema itself counting as 1).
+pub const DEFAULT_MAX_SCHEMA_DEPTH: usize = 64;
 
 /// What went wrong talking to an MCP server.
 #[derive(Debug, thiserror::Error)]
@@ -97,6 +136,17 @@ pub enum McpClientError {
         /// The registration error.
         detail: String,
     },
+    /// The server went past one of the client's limits (see the [module docs](self)).
+    #[error("MCP server `{server}` went past the `{limit}` limit: {detail}")]
+    Limit {
+        /// The server's name.
+        server: String,
+        /// The setting of [`McpClientBuilder`] that raises the limit (`connect_timeout`, `list_timeout`,
+        /// `max_pages`, `max_tools` or `max_schema_depth`).
+        limit: &'static str,
+        /// What happened, and how to raise the limit.
+        detail: String,
+    },
 }
 
 #[derive(Clone, Debug)]
@@ -119,6 +169,29 @@ pub struct McpClientBuilder {
     prefix: String,
     target: Target,
     call_timeout: Duration,
+    limits: Limits,
+}
+
+/// The bounds on waiting for a server and on what it lists (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    connect_timeout: Duration,
+    list_timeout: Duration,
+    max_pages: usize,
+    max_tools: usize,
+    max_schema_depth: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            list_timeout: DEFAULT_LIST_TIMEOUT,
+            max_pages: DEFAULT_MAX_PAGES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_schema_depth: DEFAULT_MAX_SCHEMA_DEPTH,
+        }
+    }
 }
 
 impl McpClientBuilder {
@@ -157,6 +230,38 @@ impl McpClientBuilder {
         self
     }
 
+    /// How long starting (or reaching) the server and the `initialize` handshake may take, at the first
+    /// connection and at each reconnection (default: [`DEFAULT_CONNECT_TIMEOUT`]).
+    pub fn connect_timeout(mut self, limit: Duration) -> Self {
+        self.limits.connect_timeout = limit;
+        self
+    }
+
+    /// How long the server may take to answer one `tools/list` page (default: [`DEFAULT_LIST_TIMEOUT`]).
+    pub fn list_timeout(mut self, limit: Duration) -> Self {
+        self.limits.list_timeout = limit;
+        self
+    }
+
+    /// The most `tools/list` pages one listing follows (default: [`DEFAULT_MAX_PAGES`]).
+    pub fn max_pages(mut self, pages: usize) -> Self {
+        self.limits.max_pages = pages;
+        self
+    }
+
+    /// The most tools one listing takes (default: [`DEFAULT_MAX_TOOLS`]).
+    pub fn max_tools(mut self, tools: usize) -> Self {
+        self.limits.max_tools = tools;
+        self
+    }
+
+    /// The deepest nesting of objects and arrays taken in a tool's input or output schema, the schema
+    /// itself counting as 1 (default: [`DEFAULT_MAX_SCHEMA_DEPTH`]).
+    pub fn max_schema_depth(mut self, levels: usize) -> Self {
+        self.limits.max_schema_depth = levels;
+        self
+    }
+
     /// Starts (or reaches) the server and completes the MCP handshake.
     pub async fn connect(self) -> Result<McpClient, McpClientError> {
         let name = self.name.unwrap_or_else(|| match &self.target {
@@ -168,6 +273,7 @@ impl McpClientBuilder {
             prefix: self.prefix,
             target: self.target,
             call_timeout: self.call_timeout,
+            limits: self.limits,
             connection: tokio::sync::Mutex::new(None),
             failures: Mutex::new(0),
             routes: Arc::default(),
@@ -193,6 +299,7 @@ struct Inner {
     prefix: String,
     target: Target,
     call_timeout: Duration,
+    limits: Limits,
     connection: tokio::sync::Mutex<Option<Connection>>,
     /// Connection failures in a row, for the backoff.
     failures: Mutex<u32>,
@@ -259,6 +366,7 @@ impl McpClient {
                 env: Vec::new(),
             },
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            limits: Limits::default(),
         }
     }
 
@@ -272,6 +380,7 @@ impl McpClient {
                 bearer: None,
             },
             call_timeout: DEFAULT_CALL_TIMEOUT,
+            limits: Limits::default(),
         }
     }
 
@@ -280,39 +389,51 @@ impl McpClient {
         &self.inner.name
     }
 
-    /// Every tool the server lists (all pages), as tools that call it.
+    /// Every tool the server lists (all pages), as tools that call it; an error if the server goes past a
+    /// limit or lists two tools under one name.
     pub async fn tools(&self) -> Result<Vec<AgentTool>, McpClientError> {
         let peer = self.inner.peer().await?;
-        let listed = peer
-            .list_all_tools()
-            .await
-            .map_err(|error| self.inner.request_error("tools/list", error))?;
-        listed
+        let listed = self.inner.list_all(&peer).await?;
+        let tools = listed
             .iter()
             .map(|tool| self.inner.agent_tool(tool))
-            .collect()
-    }
-
-    /// Registers every tool of the server into `store` (all or nothing) and keeps them up to date there
-    /// when the server's list changes; returns their names.
-    pub async fn register(&self, store: &mut ToolStore) -> Result<Vec<String>, McpClientError> {
-        let tools = self.tools().await?;
-        let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
-        if let Some(taken) = names.iter().find(|name| store.get(name).is_some()) {
-            return Err(McpClientError::Register {
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut seen = std::collections::HashSet::new();
+        if let Some(twice) = tools.iter().find(|tool| !seen.insert(tool.name())) {
+            return Err(McpClientError::Tool {
                 server: self.inner.name.clone(),
                 detail: format!(
-                    "the store already has a tool named `{taken}`; give the server a prefix"
+                    "it lists two tools named `{}`; none of its tools were taken",
+                    twice.name()
                 ),
             });
         }
-        for tool in tools {
-            store
-                .register(tool)
-                .map_err(|error| McpClientError::Register {
-                    server: self.inner.name.clone(),
-                    detail: error.to_string(),
-                })?;
+        Ok(tools)
+    }
+
+    /// Registers every tool of the server into `store` (all or nothing: on any error, no tool of the
+    /// server is added) and keeps them up to date there when the server's list changes; returns their
+    /// names.
+    pub async fn register(&self, store: &mut ToolStore) -> Result<Vec<String>, McpClientError> {
+        let tools = self.tools().await?;
+        let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
+        let refused = |detail: String| McpClientError::Register {
+            server: self.inner.name.clone(),
+            detail,
+        };
+        if let Some(taken) = names.iter().find(|name| store.contains(name)) {
+            return Err(refused(format!(
+                "the store already has a tool named `{taken}`; give the server a prefix"
+            )));
+        }
+        for (added, tool) in tools.into_iter().enumerate() {
+            if let Err(error) = store.register(tool) {
+                // Another handle of the store took a name meanwhile: take back what was added.
+                for name in &names[..added] {
+                    store.remove(name);
+                }
+                return Err(refused(format!("{error}; none of its tools were added")));
+            }
         }
         self.inner
             .lock_stores()
@@ -356,36 +477,52 @@ impl Inner {
             routes: Arc::clone(&self.routes),
             client: Arc::downgrade(self),
         };
-        let service = match &self.target {
-            Target::Command { program, args, env } => {
-                let mut command = tokio::process::Command::new(program);
-                command.args(args).kill_on_drop(true);
-                for (key, value) in env {
-                    command.env(key, value);
+        let handshake = async {
+            match &self.target {
+                Target::Command { program, args, env } => {
+                    let mut command = tokio::process::Command::new(program);
+                    command.args(args).kill_on_drop(true);
+                    for (key, value) in env {
+                        command.env(key, value);
+                    }
+                    let (transport, _stderr) = TokioChildProcess::builder(command)
+                        .stderr(std::process::Stdio::inherit())
+                        .spawn()
+                        .map_err(|error| {
+                            connect_error(format!("cannot start `{program}`: {error}"))
+                        })?;
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|error| connect_error(error.to_string()))
                 }
-                let (transport, _stderr) = TokioChildProcess::builder(command)
-                    .stderr(std::process::Stdio::inherit())
-                    .spawn()
-                    .map_err(|error| connect_error(format!("cannot start `{program}`: {error}")))?;
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|error| connect_error(error.to_string()))?
-            }
-            Target::Http { url, bearer } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                config.allow_stateless = true;
-                config.reinit_on_expired_session = true;
-                if let Some(token) = bearer {
-                    config = config.auth_header(token.clone());
+                Target::Http { url, bearer } => {
+                    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                    config.allow_stateless = true;
+                    config.reinit_on_expired_session = true;
+                    if let Some(token) = bearer {
+                        config = config.auth_header(token.clone());
+                    }
+                    let transport = StreamableHttpClientTransport::from_config(config);
+                    handler
+                        .serve(transport)
+                        .await
+                        .map_err(|error| connect_error(error.to_string()))
                 }
-                let transport = StreamableHttpClientTransport::from_config(config);
-                handler
-                    .serve(transport)
-                    .await
-                    .map_err(|error| connect_error(error.to_string()))?
             }
         };
+        let limit = self.limits.connect_timeout;
+        // Out of time, the handshake's future is dropped, and with it the transport and its process.
+        let service = tokio::time::timeout(limit, handshake)
+            .await
+            .map_err(|_| McpClientError::Limit {
+                server: self.name.clone(),
+                limit: "connect_timeout",
+                detail: format!(
+                    "it did not complete the `initialize` handshake within {limit:?}; if it is only slow \
+                     to start, raise the limit with `McpClientBuilder::connect_timeout`"
+                ),
+            })??;
         Ok(Connection {
             service,
             alive: Arc::new(AtomicBool::new(true)),
@@ -432,6 +569,99 @@ impl Inner {
                 Err(error)
             }
         }
+    }
+
+    /// Every page of the server's `tools/list`, within the limits: each page answered in time, at most
+    /// so many pages and tools, no schema nested too deep.
+    async fn list_all(&self, peer: &Peer<RoleClient>) -> Result<Vec<Tool>, McpClientError> {
+        let Limits {
+            list_timeout,
+            max_pages,
+            max_tools,
+            max_schema_depth,
+            ..
+        } = self.limits;
+        let limit = |limit: &'static str, detail: String| McpClientError::Limit {
+            server: self.name.clone(),
+            limit,
+            detail,
+        };
+        let mut tools = Vec::new();
+        let mut cursor = None;
+        for page in 1.. {
+            if page > max_pages {
+                return Err(limit(
+                    "max_pages",
+                    format!(
+                        "its `tools/list` still had a `nextCursor` after {max_pages} pages; raise the \
+                         limit with `McpClientBuilder::max_pages` if it really lists that many"
+                    ),
+                ));
+            }
+            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                PaginatedRequestParams::default().with_cursor(cursor.take()),
+            ));
+            // rmcp's own time limit, which also tells the server the request was cancelled.
+            let answer = match peer
+                .send_request_with_option(request, PeerRequestOptions::with_timeout(list_timeout))
+                .await
+            {
+                Ok(handle) => handle.await_response().await,
+                Err(error) => Err(error),
+            };
+            let listed = match answer {
+                Ok(ServerResult::ListToolsResult(listed)) => listed,
+                Ok(other) => {
+                    return Err(self.request_error(
+                        "tools/list",
+                        format!(
+                            "the answer is not a tool list: {}",
+                            serde_json::to_string(&other).unwrap_or_default()
+                        ),
+                    ));
+                }
+                Err(ServiceError::Timeout { .. }) => {
+                    return Err(limit(
+                        "list_timeout",
+                        format!(
+                            "it did not answer page {page} of `tools/list` within {list_timeout:?} (an \
+                             answer that is not JSON or nests deeper than 128 levels counts as none); \
+                             raise the limit with `McpClientBuilder::list_timeout` if it is only slow"
+                        ),
+                    ));
+                }
+                Err(error) => return Err(self.request_error("tools/list", error)),
+            };
+            if tools.len() + listed.tools.len() > max_tools {
+                return Err(limit(
+                    "max_tools",
+                    format!(
+                        "it lists more than {max_tools} tools; raise the limit with \
+                         `McpClientBuilder::max_tools` if an agent should see them all"
+                    ),
+                ));
+            }
+            for tool in &listed.tools {
+                let mut schemas = std::iter::once(&tool.input_schema).chain(&tool.output_schema);
+                if schemas.any(|schema| nests_deeper(schema, max_schema_depth)) {
+                    return Err(limit(
+                        "max_schema_depth",
+                        format!(
+                            "the schema of its tool `{}` nests deeper than {max_schema_depth} levels; \
+                             raise the limit with `McpClientBuilder::max_schema_depth` if the schema \
+                             is meant to",
+                            tool.name
+                        ),
+                    ));
+                }
+            }
+            tools.extend(listed.tools);
+            match listed.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => break,
+            }
+        }
+        Ok(tools)
     }
 
     fn request_error(&self, request: &str, error: impl std::fmt::Display) -> McpClientError {
@@ -621,6 +851,27 @@ impl Drop for Abandoned {
             });
         }
     }
+}
+
+/// Whether `schema` nests objects and arrays deeper than `levels` (the schema itself is level 1), found
+/// without recursion.
+fn nests_deeper(schema: &serde_json::Map<String, Value>, levels: usize) -> bool {
+    if levels == 0 {
+        return true;
+    }
+    let mut stack: Vec<(&Value, usize)> = schema.values().map(|value| (value, 2)).collect();
+    while let Some((value, depth)) = stack.pop() {
+        let is_container = matches!(value, Value::Object(_) | Value::Array(_));
+        if is_container && depth > levels {
+            return true;
+        }
+        match value {
+            Value::Object(map) => stack.extend(map.values().map(|child| (child, depth + 1))),
+            Value::Array(items) => stack.extend(items.iter().map(|child| (child, depth + 1))),
+            _ => {}
+        }
+    }
+    false
 }
 
 fn progress_text(update: &ProgressNotificationParam) -> String {

@@ -1,6 +1,7 @@
 //! Serving an [`McpServer`] over MCP's streamable HTTP transport: rmcp's [`StreamableHttpService`] in
 //! stateless mode on a hyper HTTP/1.1 server, behind the checks a deployed server needs (a bearer token,
-//! `Origin` and `Host`, a body size limit) and a graceful shutdown that cancels running calls.
+//! `Origin` and `Host`, a body size limit, time limits on reading a request, a bound on connections) and
+//! a graceful shutdown that answers running calls with their cancelled results.
 //!
 //! This module owns [`McpHttpServer`]; what a call does once it passes the checks is [`McpServer`]'s.
 
@@ -15,18 +16,29 @@ use http::{Method, Request, Response, StatusCode, header};
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
 use subtle::ConstantTimeEq;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use super::McpServer;
+use super::{McpServer, lines};
 
 /// The largest request body accepted by default: 4 MiB.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// How long a client has by default to send a request's head (its request line and headers), counted
+/// from when the connection opens or the previous response ends.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a client has by default to send a request's body once its head has arrived.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most connections served at once by default.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
 /// How long connections may take to finish once shutdown has begun (running calls are cancelled at its
 /// start, so this only bounds writing their last responses).
@@ -51,11 +63,25 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 ///   (non-browser clients) pass.
 /// - **Body limit** ([`with_max_body_bytes`](Self::with_max_body_bytes), default
 ///   [`DEFAULT_MAX_BODY_BYTES`]): a larger body gets `413` with a JSON-RPC error (`-32600`) naming the
-///   limit, whether it announced its length or not; a body that is not JSON gets `400` with a parse
-///   error (`-32700`).
+///   limit, whether it announced its length or not; a body rmcp cannot read gets `400` with the
+///   JSON-RPC error stdio gives it (`-32700` for a body that is not JSON, `-32602` or `-32600` for a
+///   request that does not decode).
+/// - **Time limits on the client** ([`with_header_read_timeout`](Self::with_header_read_timeout),
+///   default [`DEFAULT_HEADER_READ_TIMEOUT`]; [`with_body_read_timeout`](Self::with_body_read_timeout),
+///   default [`DEFAULT_BODY_READ_TIMEOUT`]): a connection whose client does not send a request's whole
+///   head in time is closed — whether it sends nothing, trickles bytes, or stays idle after a response
+///   (hyper counts the wait for the next head from the end of the last response, so this is also the
+///   idle limit of a kept-alive connection); a body that does not arrive in time gets `408` with a
+///   JSON-RPC error (`-32600`). The time a call takes is the call's (the executor's time limit), not
+///   these.
+/// - **Connections** ([`with_max_connections`](Self::with_max_connections), default
+///   [`DEFAULT_MAX_CONNECTIONS`]): past the limit, a new connection is answered `503` with a JSON-RPC
+///   error (`-32000`) and `Retry-After: 1`, then closed; while as many connections again are being
+///   refused, further ones are closed unanswered.
 /// - **Shutdown**: when the `shutdown` future given to [`serve`](Self::serve) completes, the server
-///   stops accepting connections, cancels running calls (each answers with its cancelled result), ends
-///   event streams, and returns once open connections have finished (at most 5 s later).
+///   stops accepting connections and cancels running calls: each answers with its cancelled result, an
+///   error that says the server is shutting down. It returns once open connections have finished (at
+///   most 5 s later; event streams still open then are ended).
 /// - A client that disconnects cancels its running call.
 ///
 /// ```no_run
@@ -81,6 +107,9 @@ pub struct McpHttpServer {
     max_body_bytes: usize,
     allowed_origins: Vec<String>,
     allowed_hosts: Vec<String>,
+    header_read_timeout: Duration,
+    body_read_timeout: Duration,
+    max_connections: usize,
 }
 
 impl McpHttpServer {
@@ -92,6 +121,9 @@ impl McpHttpServer {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 
@@ -118,6 +150,52 @@ impl McpHttpServer {
     /// ```
     pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
+        self
+    }
+
+    /// How long a client has to send a request's head, from when its connection opens or its previous
+    /// response ends (default [`DEFAULT_HEADER_READ_TIMEOUT`]); then the connection is closed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    ///
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
+    ///     .with_header_read_timeout(Duration::from_secs(5));
+    /// # let _ = http;
+    /// ```
+    pub fn with_header_read_timeout(mut self, limit: Duration) -> Self {
+        self.header_read_timeout = limit;
+        self
+    }
+
+    /// How long a client has to send a request's body once its head has arrived (default
+    /// [`DEFAULT_BODY_READ_TIMEOUT`]); then it gets `408`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    ///
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
+    ///     .with_body_read_timeout(Duration::from_secs(10));
+    /// # let _ = http;
+    /// ```
+    pub fn with_body_read_timeout(mut self, limit: Duration) -> Self {
+        self.body_read_timeout = limit;
+        self
+    }
+
+    /// The most connections served at once (default [`DEFAULT_MAX_CONNECTIONS`], at least 1); past it,
+    /// new connections are refused with `503`.
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    ///
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_max_connections(64);
+    /// # let _ = http;
+    /// ```
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
         self
     }
 
@@ -172,6 +250,9 @@ impl McpHttpServer {
             max_body_bytes,
             allowed_origins,
             allowed_hosts,
+            header_read_timeout,
+            body_read_timeout,
+            max_connections,
         } = self;
         // This serve's own token: a server handler reused after an earlier shutdown starts afresh.
         let cancel_calls = CancellationToken::new();
@@ -187,7 +268,15 @@ impl McpHttpServer {
         let checks = Arc::new(Checks {
             token,
             max_body_bytes,
+            body_read_timeout,
+            max_connections,
         });
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        http1
+            .timer(TokioTimer::new())
+            .header_read_timeout(header_read_timeout);
+        let served = Arc::new(Semaphore::new(max_connections));
+        let refusing = Arc::new(Semaphore::new(max_connections));
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
@@ -203,6 +292,19 @@ impl McpHttpServer {
                 },
                 () = &mut shutdown => break,
             };
+            let Ok(permit) = Arc::clone(&served).try_acquire_owned() else {
+                match Arc::clone(&refusing).try_acquire_owned() {
+                    Ok(permit) => {
+                        let refusal = refuse(&http1, stream, Arc::clone(&checks));
+                        tokio::spawn(async move {
+                            let _ = refusal.await;
+                            drop(permit);
+                        });
+                    }
+                    Err(_) => drop(stream),
+                }
+                continue;
+            };
             let service = service.clone();
             let checks = Arc::clone(&checks);
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
@@ -210,26 +312,61 @@ impl McpHttpServer {
                 let checks = Arc::clone(&checks);
                 async move { Ok::<_, Infallible>(checks.handle(request, service).await) }
             });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler);
+            let connection = http1.serve_connection(TokioIo::new(stream), handler);
             let connection = graceful.watch(connection);
             tokio::spawn(async move {
                 if let Err(error) = connection.await {
                     tracing::debug!(%error, "an MCP HTTP connection ended with an error");
                 }
+                drop(permit);
             });
         }
         drop(listener);
+        // Calls first: each answers with its cancelled result on its own connection, which then ends.
+        // Ending rmcp's streams at once would drop those answers (a `500` instead).
         cancel_calls.cancel();
-        end_streams.cancel();
         if tokio::time::timeout(SHUTDOWN_GRACE, graceful.shutdown())
             .await
             .is_err()
         {
             tracing::warn!("MCP HTTP connections still open after the shutdown grace period");
         }
+        end_streams.cancel();
         Ok(())
     }
+}
+
+/// Answers the one request of a connection past the limit with `503` and closes it.
+fn refuse(
+    http1: &hyper::server::conn::http1::Builder,
+    stream: TcpStream,
+    checks: Arc<Checks>,
+) -> impl Future<Output = hyper::Result<()>> + Send + 'static {
+    let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+        let checks = Arc::clone(&checks);
+        async move {
+            // Read (and drop) the body first: closing on unread bytes resets the connection, and
+            // the client would lose the answer.
+            let body = Limited::new(request.into_body(), checks.max_body_bytes).collect();
+            let _ = tokio::time::timeout(checks.body_read_timeout, body).await;
+            let mut response = json_rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                &format!(
+                    "the server is serving {} connections, its limit; try again shortly",
+                    checks.max_connections
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            Ok::<_, Infallible>(response)
+        }
+    });
+    let mut http1 = http1.clone();
+    http1
+        .keep_alive(false)
+        .serve_connection(TokioIo::new(stream), handler)
 }
 
 /// rmcp's configuration: stateless, JSON answers where no notification comes first, and the `Origin`
@@ -261,6 +398,8 @@ fn http_config(
 struct Checks {
     token: Option<String>,
     max_body_bytes: usize,
+    body_read_timeout: Duration,
+    max_connections: usize,
 }
 
 impl Checks {
@@ -304,7 +443,18 @@ impl Checks {
             return too_large();
         }
         let (parts, body) = request.into_parts();
-        let body = match Limited::new(body, self.max_body_bytes).collect().await {
+        let body = Limited::new(body, self.max_body_bytes).collect();
+        let Ok(body) = tokio::time::timeout(self.body_read_timeout, body).await else {
+            return json_rpc_error(
+                StatusCode::REQUEST_TIMEOUT,
+                -32600,
+                &format!(
+                    "the request body did not arrive within {:?}, this server's limit",
+                    self.body_read_timeout
+                ),
+            );
+        };
+        let body = match body {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.is::<LengthLimitError>() => return too_large(),
             Err(error) => {
@@ -315,14 +465,11 @@ impl Checks {
                 );
             }
         };
+        // What rmcp would refuse without a JSON-RPC answer is answered as over stdio (see `lines`).
         if parts.method == Method::POST
-            && let Err(error) = serde_json::from_slice::<serde_json::Value>(&body)
+            && let lines::Check::Answer(error) = lines::check(&body)
         {
-            return json_rpc_error(
-                StatusCode::BAD_REQUEST,
-                -32700,
-                &format!("the request body is not JSON: {error}"),
-            );
+            return json_response(StatusCode::BAD_REQUEST, error);
         }
         match service
             .call(Request::from_parts(parts, Full::new(body)))
@@ -353,9 +500,13 @@ fn bearer_matches(request: &Request<Incoming>, expected: &str) -> bool {
 /// A response carrying a JSON-RPC error with id `null` (the request was not read).
 fn json_rpc_error(status: StatusCode, code: i64, message: &str) -> HttpResponse {
     let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    json_response(status, body.to_string())
+}
+
+fn json_response(status: StatusCode, body: String) -> HttpResponse {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "application/json")
-        .body(Full::new(Bytes::from(body.to_string())).boxed())
+        .body(Full::new(Bytes::from(body)).boxed())
         .expect("a status, a known header and a body make a valid response")
 }

@@ -2,7 +2,8 @@
 //! reads it, so that what rmcp would drop in silence gets a JSON-RPC error instead — text that is not
 //! JSON (`-32700`, id `null`), a request rmcp cannot decode (`-32602` for a method with bad params,
 //! `-32600` otherwise, with the request's id), and a line over the size limit (`-32600`, id `null`).
-//! Notifications that cannot be read get no answer, as JSON-RPC says.
+//! Notifications that cannot be read get no answer, as JSON-RPC says. The HTTP server checks each request
+//! body with the same [`check`].
 
 use rmcp::model::ClientJsonRpcMessage;
 use serde_json::{Value, json};
@@ -159,7 +160,7 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
 }
 
-enum Check {
+pub(super) enum Check {
     /// rmcp can read it.
     Pass,
     /// The guard answers it with this response.
@@ -168,7 +169,7 @@ enum Check {
     Skip,
 }
 
-fn check(line: &[u8]) -> Check {
+pub(super) fn check(line: &[u8]) -> Check {
     if line.iter().all(u8::is_ascii_whitespace) {
         return Check::Skip;
     }

@@ -53,16 +53,23 @@ mod http;
 mod lines;
 
 #[cfg(feature = "mcp-client")]
-pub use client::{DEFAULT_CALL_TIMEOUT, McpClient, McpClientBuilder, McpClientError};
+pub use client::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
+    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, McpClient, McpClientBuilder, McpClientError,
+};
 #[cfg(feature = "mcp-http")]
-pub use http::{DEFAULT_MAX_BODY_BYTES, McpHttpServer};
+pub use http::{
+    DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
+    DEFAULT_MAX_CONNECTIONS, McpHttpServer,
+};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult, ConstString,
+    ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation, ListToolsRequestMethod,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig, Tool,
 };
@@ -360,21 +367,29 @@ impl McpServer {
         let cancel = context.ct.child_token();
         let running = self.executor.execute(&self.store, vec![call], &cancel);
         tokio::pin!(running);
-        let batch = tokio::select! {
-            batch = &mut running => batch,
+        let (batch, shut_down) = tokio::select! {
+            batch = &mut running => (batch, false),
             () = self.shutdown.cancelled() => {
                 cancel.cancel();
-                running.await
+                (running.await, true)
             }
         };
         if let Some(progress) = progress {
             progress.finish().await;
         }
-        batch
+        let mut message = batch
             .messages
             .into_iter()
             .next()
-            .expect("the executor answers every call")
+            .expect("the executor answers every call");
+        if shut_down && message.result.is_error {
+            // The cancelled result says why it was cancelled, for the client to know to retry elsewhere.
+            let reason = message.result.text_content();
+            message.result = AgentToolResult::error(format!(
+                "the MCP server is shutting down: {reason}; call it again when the server is back"
+            ));
+        }
+        message
     }
 }
 
@@ -447,6 +462,45 @@ impl ServerHandler for McpServer {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let message = self.call(&tool, arguments, &context).await;
         Ok(call_tool_result(message).into())
+    }
+
+    /// A request rmcp could not read as any request it knows. For a method the server serves, that is
+    /// bad params (`-32602`, with what is wrong); only other methods are not found (`-32601`).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        let problem = match method {
+            CallToolRequestMethod::VALUE => match &request.params {
+                None => "`params` with the tool's `name` are required".to_owned(),
+                Some(params) => params_problem::<CallToolRequestParams>(params),
+            },
+            ListToolsRequestMethod::VALUE => match &request.params {
+                None => "`params` must be an object".to_owned(),
+                Some(params) => params_problem::<PaginatedRequestParams>(params),
+            },
+            _ => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    method.to_owned(),
+                    None,
+                ));
+            }
+        };
+        Err(ErrorData::invalid_params(
+            format!("invalid params for `{method}`: {problem}"),
+            None,
+        ))
+    }
+}
+
+/// What is wrong with `params` as a `P` (`arguments: [1, 2]`: "invalid type: sequence, expected a map").
+fn params_problem<P: serde::de::DeserializeOwned>(params: &Value) -> String {
+    match serde_json::from_value::<P>(params.clone()) {
+        Err(error) => error.to_string(),
+        Ok(_) => "they do not match the method".to_owned(),
     }
 }
 
