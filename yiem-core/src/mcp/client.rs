@@ -33,25 +33,7 @@
 //! - `notifications/tools/list_changed` from the server re-lists its tools into every store they were
 //!   registered in; [`McpClient::refresh`] does the same on demand.
 //!
-//! # Every wait is bounded
-//!
-//! A server is a peer yiem does not control: each wait on it has a limit, set on the
-//! [`McpClientBuilder`], and going past one is an [`McpClientError::Limit`] that names the server, the
-//! limit and the setting that raises it.
-//!
-//! | What | Setting | Default |
-//! |---|---|---|
-//! | starting or reaching the server and the `initialize` handshake | [`connect_timeout`](McpClientBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (30 s) |
-//! | the answer to each `tools/list` page | [`list_timeout`](McpClientBuilder::list_timeout) | [`DEFAULT_LIST_TIMEOUT`] (30 s) |
-//! | `tools/list` pages in one listing | [`max_pages`](McpClientBuilder::max_pages) | [`DEFAULT_MAX_PAGES`] (100) |
-//! | tools in one listing | [`max_tools`](McpClientBuilder::max_tools) | [`DEFAULT_MAX_TOOLS`] (10 000) |
-//! | nesting of a tool's input or output schema | [`max_schema_depth`](McpClientBuilder::max_schema_depth) | [`DEFAULT_MAX_SCHEMA_DEPTH`] (64) |
-//! | one call | [`call_timeout`](McpClientBuilder::call_timeout) | [`DEFAULT_CALL_TIMEOUT`] (300 s) |
-//!
-//! A message from the server that is not JSON, or nests deeper than serde_json's recursion limit (128
-//! levels), is dropped by rmcp's transport unread, so an answer like that counts as no answer and ends in
-//! the time limit. A listing is all or nothing: a server that lists two tools under one name, or
-//! exceeds a limit on any page, registers none.
+//! Every wait on a server is bounded, and so is what it may list: see [`McpClientBuilder`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -136,7 +118,7 @@ pub enum McpClientError {
         /// The registration error.
         detail: String,
     },
-    /// The server went past one of the client's limits (see the [module docs](self)).
+    /// The server went past one of the client's limits (see [`McpClientBuilder`]).
     #[error("MCP server `{server}` went past the `{limit}` limit: {detail}")]
     Limit {
         /// The server's name.
@@ -163,6 +145,26 @@ enum Target {
 }
 
 /// Configures an [`McpClient`]. Start with [`McpClient::command`] or [`McpClient::http`].
+///
+/// # Every wait is bounded
+///
+/// A server is a peer yiem does not control: each wait on it has a limit, set on the
+/// [`McpClientBuilder`], and going past one is an [`McpClientError::Limit`] that names the server, the
+/// limit and the setting that raises it.
+///
+/// | What | Setting | Default |
+/// |---|---|---|
+/// | starting or reaching the server and the `initialize` handshake | [`connect_timeout`](McpClientBuilder::connect_timeout) | [`DEFAULT_CONNECT_TIMEOUT`] (30 s) |
+/// | the answer to each `tools/list` page | [`list_timeout`](McpClientBuilder::list_timeout) | [`DEFAULT_LIST_TIMEOUT`] (30 s) |
+/// | `tools/list` pages in one listing | [`max_pages`](McpClientBuilder::max_pages) | [`DEFAULT_MAX_PAGES`] (100) |
+/// | tools in one listing | [`max_tools`](McpClientBuilder::max_tools) | [`DEFAULT_MAX_TOOLS`] (10 000) |
+/// | nesting of a tool's input or output schema | [`max_schema_depth`](McpClientBuilder::max_schema_depth) | [`DEFAULT_MAX_SCHEMA_DEPTH`] (64) |
+/// | one call | [`call_timeout`](McpClientBuilder::call_timeout) | [`DEFAULT_CALL_TIMEOUT`] (300 s) |
+///
+/// A message from the server that is not JSON, or nests deeper than serde_json's recursion limit (128
+/// levels), is dropped by rmcp's transport unread, so an answer like that counts as no answer and ends in
+/// the time limit. A listing is all or nothing: a server that lists two tools under one name, or
+/// exceeds a limit on any page, registers none.
 #[must_use]
 pub struct McpClientBuilder {
     name: Option<String>,
