@@ -380,6 +380,57 @@ async fn every_argument_delta_is_followed_by_the_arguments_parsed_so_far() {
 }
 
 #[tokio::test]
+async fn a_long_call_in_small_deltas_is_reparsed_a_logarithmic_number_of_times() {
+    // 64 KB of content in 4-byte deltas: 16 000 deltas. Re-parsing the whole text after each one made a
+    // 256 KB call quadratic (73 s in `yiem chat`); now the text is parsed after every delta up to 4 KB,
+    // then each time it has doubled.
+    let piece = |arguments: &str| {
+        chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": arguments}}]}),
+            Value::Null,
+        )
+    };
+    let content = "abcd".repeat(16 * 1024);
+    let text = format!("{{\"path\": \"big.txt\", \"content\": \"{content}\"}}");
+    let mut sse = vec![chunk(
+        json!({"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "write", "arguments": ""}}]}),
+        Value::Null,
+    )];
+    let bytes = text.as_bytes();
+    sse.extend(
+        bytes
+            .chunks(4)
+            .map(|four| piece(std::str::from_utf8(four).unwrap())),
+    );
+    sse.push(chunk(json!({}), json!("tool_calls")));
+    sse.push(DONE.into());
+    let server = Server::start(vec![Reply::Sse(sse)]).await;
+    let events = all_events(&server.model(), request("write it")).await;
+    let deltas = events
+        .iter()
+        .filter(|event| matches!(event, ModelEvent::ToolCallDelta { .. }))
+        .count();
+    let partials: Vec<&Value> = events
+        .iter()
+        .filter_map(|event| match event {
+            ModelEvent::ToolCallArguments { arguments, .. } => Some(arguments),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, bytes.len().div_ceil(4));
+    // Every delta of the first 4 KB, then at 8, 16, 32 and 64 KB, and the whole text before the end.
+    assert!(
+        partials.len() <= 4096 / 4 + 6,
+        "{} parses for {deltas} deltas",
+        partials.len()
+    );
+    assert_eq!(
+        partials.last().unwrap()["content"].as_str().unwrap().len(),
+        content.len()
+    );
+}
+
+#[tokio::test]
 async fn two_tool_calls_interleaved_by_index_are_kept_apart() {
     let call = |index: u64, id: &str, name: &str| {
         chunk(

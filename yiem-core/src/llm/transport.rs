@@ -3,9 +3,12 @@
 //! server that does not stream) with an idle limit, and each event handed to the provider's
 //! [`StreamParser`], which alone knows the wire format. Every failure becomes one [`ModelEvent::Error`]
 //! whose text starts with `POST <url> failed: `; cancelling ends the stream at once. While a tool call's
-//! arguments stream in, the transport follows each [`ModelEvent::ToolCallDelta`] with a
+//! arguments stream in, the transport follows a [`ModelEvent::ToolCallDelta`] with a
 //! [`ModelEvent::ToolCallArguments`] holding what is complete so far (see [`partial_arguments`]), so
-//! every provider gets them the same way.
+//! every provider gets them the same way: after every delta while the text is short (up to
+//! [`REPARSE_ALWAYS_BELOW`] bytes), then each time it has doubled since the last parse, and once more
+//! before the call's end if its last deltas were not parsed, so a call of any size costs amortised linear
+//! time to follow (a 256 KB `write` in 4-byte deltas once re-parsed its whole text 65 536 times).
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -186,9 +189,13 @@ struct Run {
     attempt: u32,
     /// Whether `Start` went out.
     started: bool,
-    /// The argument text so far of each call, by index, for [`ModelEvent::ToolCallArguments`].
-    arguments: HashMap<usize, String>,
+    /// The argument text so far of each call, by index, and its length when last parsed, for
+    /// [`ModelEvent::ToolCallArguments`].
+    arguments: HashMap<usize, (String, usize)>,
 }
+
+/// Argument text up to this many bytes is parsed after every delta; past it, each time it has doubled.
+const REPARSE_ALWAYS_BELOW: usize = 4096;
 
 enum Phase {
     Connect,
@@ -285,15 +292,33 @@ impl Run {
                     return;
                 }
                 ModelEvent::ToolCallDelta { index, arguments } => {
-                    let text = self.arguments.entry(index).or_default();
+                    let (text, parsed_at) = self.arguments.entry(index).or_default();
                     text.push_str(&arguments);
-                    let partial = partial_arguments(text);
+                    let due = text.len() <= REPARSE_ALWAYS_BELOW || text.len() >= 2 * *parsed_at;
+                    let partial = due.then(|| partial_arguments(text)).flatten();
+                    if due {
+                        *parsed_at = text.len();
+                    }
                     self.queue
                         .push_back(ModelEvent::ToolCallDelta { index, arguments });
                     if let Some(arguments) = partial {
                         self.queue
                             .push_back(ModelEvent::ToolCallArguments { index, arguments });
                     }
+                }
+                ModelEvent::ToolCallEnd { index } => {
+                    // The whole text, if its last deltas were not parsed: what a consumer saw last is
+                    // the call's arguments.
+                    if let Some((text, parsed_at)) = self.arguments.get_mut(&index)
+                        && *parsed_at < text.len()
+                    {
+                        *parsed_at = text.len();
+                        if let Some(arguments) = partial_arguments(text) {
+                            self.queue
+                                .push_back(ModelEvent::ToolCallArguments { index, arguments });
+                        }
+                    }
+                    self.queue.push_back(ModelEvent::ToolCallEnd { index });
                 }
                 other => self.queue.push_back(other),
             }
