@@ -204,6 +204,20 @@ pub trait Model: Send + Sync {
 /// assert_eq!(message.text_content(), "Hello");
 /// assert_eq!(message.tool_calls().next().unwrap().arguments, serde_json::json!({"path": "a.txt"}));
 /// ```
+///
+/// Two calls a model gave one id get two ids: the second is `ID_2` (then `ID_3`, ...).
+///
+/// ```
+/// use yiem_core::{MessageAssembler, ModelEvent};
+///
+/// let mut assembler = MessageAssembler::new();
+/// for index in 0..3 {
+///     assembler.apply(ModelEvent::ToolCallStart { index, id: "x".into(), name: "shell".into() });
+///     assembler.apply(ModelEvent::ToolCallEnd { index });
+/// }
+/// let ids: Vec<String> = assembler.message().tool_calls().map(|call| call.id.clone()).collect();
+/// assert_eq!(ids, ["x", "x_2", "x_3"]);
+/// ```
 #[derive(Debug, Default)]
 pub struct MessageAssembler {
     message: AssistantMessage,
@@ -307,7 +321,7 @@ impl MessageAssembler {
                 let id = if id.is_empty() {
                     crate::id::fresh_uuid()
                 } else {
-                    id
+                    self.unused_id(id)
                 };
                 let delta = serde_json::json!({"type": "tool_call_start", "index": index, "id": id, "name": name});
                 self.pending.push(PendingCall {
@@ -363,6 +377,19 @@ impl MessageAssembler {
 
     /// Parses the finished arguments of call `index`: a JSON value when they parse, else the raw text (the
     /// call then fails with a clear error when it runs).
+    /// `id`, or, when a call of this reply already has it (a model that sent one id twice), `id_2`,
+    /// `id_3`, ...: every call of a reply gets its own id, so each gets its own result and its own decision.
+    fn unused_id(&self, id: String) -> String {
+        let taken = |candidate: &str| self.message.tool_calls().any(|call| call.id == candidate);
+        if !taken(&id) {
+            return id;
+        }
+        (2..)
+            .map(|n| format!("{id}_{n}"))
+            .find(|candidate| !taken(candidate))
+            .expect("an unused id exists")
+    }
+
     fn close(&mut self, index: usize) {
         let Some(call) = self
             .pending
