@@ -107,6 +107,37 @@ async fn an_endless_model_is_stopped_by_the_default_turn_limit_and_resumes_with_
 }
 
 #[tokio::test]
+async fn a_saved_run_at_the_largest_turn_count_resumes_without_overflowing() {
+    // A saved run edited to `turns = u32::MAX` once panicked with "attempt to add with overflow".
+    let agent = Agent::builder()
+        .model(endless())
+        .tools(work_tools())
+        .max_turns(Some(1))
+        .build();
+    agent.prompt("go").await;
+    let mut saved: Value = serde_json::from_str(&agent.run_state().to_json()).unwrap();
+    saved["turns"] = json!(u32::MAX);
+    let resumed = Agent::builder()
+        .model(ScriptedModel::new([ScriptedTurn::text("done")]))
+        .tools(work_tools())
+        .run(AgentRun::from_json(&saved.to_string()).unwrap())
+        .build();
+    resumed.set_limits(RunLimits {
+        max_turns: None,
+        ..RunLimits::default()
+    });
+    let outcome = resumed
+        .resume(Vec::<(String, Decision)>::new())
+        .await
+        .unwrap();
+    // One more reply; the count stays at the largest number.
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(outcome.text(), "done");
+    assert_eq!(resumed.run_state().turns(), u32::MAX);
+    assert_valid(&resumed.messages());
+}
+
+#[tokio::test]
 async fn the_turn_limit_can_be_set_or_lifted() {
     let agent = Agent::builder()
         .model(endless())
@@ -973,4 +1004,69 @@ async fn prepare_context_runs_once_per_model_call() {
         2,
         "two model calls, one hook call each"
     );
+}
+
+/// A model that gives two `shell` calls one id (`x`) in its first reply, then says it is done.
+struct SameIds(AtomicUsize);
+
+impl Model for SameIds {
+    fn name(&self) -> &str {
+        "same-ids"
+    }
+
+    fn stream(&self, _request: ModelRequest, _cancel: CancellationToken) -> ModelStream {
+        let mut events = vec![ModelEvent::Start {
+            model: "same-ids".into(),
+        }];
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            for (index, command) in ["echo A", "rm -rf B"].into_iter().enumerate() {
+                events.push(ModelEvent::ToolCallStart {
+                    index,
+                    id: "x".into(),
+                    name: "shell".into(),
+                });
+                events.push(ModelEvent::ToolCallDelta {
+                    index,
+                    arguments: json!({ "command": command }).to_string(),
+                });
+                events.push(ModelEvent::ToolCallEnd { index });
+            }
+            events.push(ModelEvent::Done {
+                stop_reason: StopReason::ToolUse,
+                usage: Usage::default(),
+            });
+        } else {
+            events.push(ModelEvent::TextDelta("done".into()));
+            events.push(ModelEvent::Done {
+                stop_reason: StopReason::Stop,
+                usage: Usage::default(),
+            });
+        }
+        Box::pin(futures::stream::iter(events))
+    }
+}
+
+#[tokio::test]
+async fn two_calls_a_model_gave_one_id_are_decided_one_by_one_and_each_gets_its_result() {
+    let _one = SCENARIO.lock().await;
+    resumable::SHELL_RAN.lock().unwrap().clear();
+    let agent = Agent::builder()
+        .model(SameIds(AtomicUsize::new(0)))
+        .tools(resumable::tools())
+        .build();
+    let ids = pending_ids(&agent.prompt("go").await.stop);
+    assert_eq!(ids, ["x", "x_2"]);
+    let outcome = agent
+        .resume([
+            ("x".to_owned(), Decision::Approve),
+            ("x_2".to_owned(), Decision::deny("not that one")),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(*resumable::SHELL_RAN.lock().unwrap(), ["echo A"]);
+    let results = results(&agent.messages());
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(!results[0].1 && results[1].1, "{results:?}");
+    assert_valid(&agent.messages());
 }

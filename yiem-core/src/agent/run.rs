@@ -280,7 +280,7 @@ impl AgentRun {
         reply: AssistantMessage,
         needs_approval: impl Fn(&ToolCall) -> Option<String>,
     ) {
-        self.turns += 1;
+        self.turns = self.turns.saturating_add(1);
         add_usage(&mut self.usage, &reply.usage);
         let assistant = self.messages.len();
         let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
