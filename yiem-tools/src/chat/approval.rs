@@ -2,7 +2,8 @@
 //! `[y]es / [n]o / [a]lways / [e]dit`.
 //!
 //! By default the calls of `bash`, `edit`, `write` and `write_tool` (they run commands or change files)
-//! wait, and so do the calls of every MCP tool not marked read-only, and of every tool that asks for it
+//! wait, and so do the calls of every tool that is not the program's own and not marked read-only (an MCP
+//! server's, one it adds during the session with `list_changed` too), and of every tool that asks for it
 //! itself (`#[tool(needs_approval)]`). `--approve TOOL` adds a tool, `--allow TOOL` lets one run unasked,
 //! and `--allow all` lets every call run unasked. `a` (always) lets the tool run unasked for the rest
 //! of the session.
@@ -30,6 +31,9 @@ pub struct Approvals {
 struct Rules {
     /// Tools whose calls wait.
     asking: HashSet<String>,
+    /// The program's own tools, known at the start: every other tool (an MCP server's, whenever it
+    /// arrived) waits unless it is marked read-only.
+    own: HashSet<String>,
     /// Tools whose calls never wait.
     allowed: HashSet<String>,
     /// `--allow all`.
@@ -37,19 +41,19 @@ struct Rules {
 }
 
 impl Approvals {
-    /// The rules from `--approve` (`approve`), `--allow` (`allow`) and the MCP tools that are not
-    /// read-only (`mcp_asking`).
-    pub fn new(approve: Vec<String>, allow: Vec<String>, mcp_asking: Vec<String>) -> Self {
+    /// The rules from `--approve` (`approve`), `--allow` (`allow`) and the program's own tools
+    /// (`own`: every other tool is an MCP server's).
+    pub fn new(approve: Vec<String>, allow: Vec<String>, own: Vec<String>) -> Self {
         let allow_all = allow.iter().any(|name| name == "all");
         let asking = ASKING_BUILT_INS
             .iter()
             .map(|name| (*name).to_owned())
-            .chain(mcp_asking)
             .chain(approve)
             .collect();
         Approvals {
             rules: Arc::new(Rules {
                 asking,
+                own: own.into_iter().collect(),
                 allowed: allow.into_iter().collect(),
                 allow_all,
             }),
@@ -70,6 +74,12 @@ impl Approvals {
             }
             if rules.asking.contains(&call.name) {
                 return Some(format!("`{}` runs only when you approve it", call.name));
+            }
+            if !rules.own.contains(&call.name) && tool.annotations().read_only != Some(true) {
+                return Some(format!(
+                    "`{}` is an MCP server's tool not marked read-only: it runs only when you approve it",
+                    call.name
+                ));
             }
             ApprovalPolicy::tool_default(call, tool)
         })
@@ -166,5 +176,56 @@ fn edited(
             Ok(_) => out.error("the arguments must be a JSON object, e.g. {\"command\": \"ls\"}"),
             Err(error) => out.error(&format!("not valid JSON ({error}); edit them again")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use yiem_core::{AgentTool, ToolAnnotations, ToolCall};
+
+    use super::*;
+
+    fn tool(name: &str, read_only: Option<bool>) -> AgentTool {
+        AgentTool::builder(name)
+            .description("A tool.")
+            .annotations(ToolAnnotations {
+                read_only,
+                ..ToolAnnotations::default()
+            })
+            .handler(|_ctx, _args| async { yiem_core::AgentToolResult::text("ok") })
+            .build()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_tool_that_is_not_the_programs_own_asks_unless_read_only_whenever_it_arrived() {
+        let approvals = Approvals::new(Vec::new(), Vec::new(), vec!["read".into(), "note".into()]);
+        let policy = approvals.policy();
+        let asks = |name: &str, read_only: Option<bool>| {
+            policy.check(&ToolCall::new("c", name, json!({})), &tool(name, read_only))
+        };
+        // Own tools: as their rules say.
+        assert_eq!(asks("read", Some(true)), None);
+        assert_eq!(asks("note", None), None);
+        assert!(asks("bash", None).is_some());
+        // A tool an MCP server added after the start (with `list_changed`): asks, unless read-only.
+        assert_eq!(
+            asks("deploy", None).as_deref(),
+            Some(
+                "`deploy` is an MCP server's tool not marked read-only: it runs only when you approve it"
+            )
+        );
+        assert!(asks("deploy", Some(false)).is_some());
+        assert_eq!(asks("lookup", Some(true)), None);
+        // `--allow` still lets one run unasked.
+        let allowed = Approvals::new(Vec::new(), vec!["deploy".into()], Vec::new()).policy();
+        assert_eq!(
+            allowed.check(
+                &ToolCall::new("c", "deploy", json!({})),
+                &tool("deploy", None)
+            ),
+            None
+        );
     }
 }

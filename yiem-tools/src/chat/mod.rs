@@ -70,13 +70,12 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
             }
         }
     }
-    let mcp_asking = mcp_tools
+    // Every tool that is not the program's own (an MCP server's, including one a server adds later with
+    // `list_changed`) asks unless it says it only reads: the policy knows the program's own tools.
+    let own_tools = store
+        .names()
         .into_iter()
-        .filter(|name| {
-            store
-                .get(name)
-                .is_some_and(|tool| tool.annotations().read_only != Some(true))
-        })
+        .filter(|name| !mcp_tools.contains(name))
         .collect();
     for (flag, names) in [("--approve", &options.approve), ("--allow", &options.allow)] {
         if let Some(unknown) = names
@@ -89,7 +88,7 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
             )));
         }
     }
-    let approvals = Approvals::new(options.approve, options.allow, mcp_asking);
+    let approvals = Approvals::new(options.approve, options.allow, own_tools);
     let (model, description): (Arc<dyn Model>, String) = match configured {
         Some(selected) => {
             eprintln!("[{}]", safe::line(&selected.description));
