@@ -64,11 +64,16 @@
 //! |---|---|---|
 //! | `schema-validation` | no | full JSON Schema validation (`jsonschema`): the report of a failing call lists every problem at any depth, and tools built with [`AgentTool::builder`] get their arguments checked against their whole schema. Off, `#[tool]` arguments are checked by serde and for unknown properties, and every tool's top level against the schema's `required` and `type`s |
 //! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
+//! | `anthropic` | no | `AnthropicModel`, `AnthropicConfig`: Anthropic's Messages API, over the same transport |
+//! | `gemini` | no | `GeminiModel`, `GeminiConfig`: Gemini's `streamGenerateContent`, over the same transport |
 //! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
+//! | `mcp-client` | no | `mcp::McpClient`: MCP servers' tools in a store, over stdio or streamable HTTP |
+//! | `mcp-http` | no | `mcp::McpHttpServer`: a stateless streamable HTTP MCP server (rmcp on hyper, no TLS) |
+//!
+//! The default build is already the lean one (no feature is on by default):
 //!
 //! ```toml
 //! yiem-core = { version = "0.1", features = ["openai"] }   # to talk to a model
-//! yiem-core = { version = "0.1", default-features = false } # the leanest build of plain tools
 //! ```
 //!
 //! ## Serving tools over MCP
@@ -130,6 +135,46 @@
 //! | `suggest` | "did you mean" for tool and property names |
 
 #![warn(missing_docs)]
+
+#[cfg(test)]
+mod feature_table {
+    /// The features of the manifest, default first.
+    fn features() -> Vec<String> {
+        let manifest = include_str!("../Cargo.toml");
+        let table = manifest
+            .split("\n[features]\n")
+            .nth(1)
+            .and_then(|rest| rest.split("\n[").next())
+            .expect("a [features] table");
+        table
+            .lines()
+            .filter_map(|line| {
+                line.split_once(" = ")
+                    .map(|(name, _)| name.trim().to_owned())
+            })
+            .filter(|name| !name.starts_with('#') && !name.starts_with('"'))
+            .collect()
+    }
+
+    #[test]
+    fn the_crate_docs_and_the_readme_list_every_feature_of_the_manifest() {
+        let features = features();
+        assert!(features.len() >= 8, "{features:?}");
+        let docs = include_str!("lib.rs");
+        let readme = include_str!("../../README.md");
+        for feature in features.iter().filter(|name| *name != "default") {
+            let row = format!("| `{feature}` | no |");
+            assert!(
+                docs.contains(&format!("//! {row}")),
+                "the crate docs' feature table lacks `{feature}`"
+            );
+            assert!(
+                readme.contains(&row),
+                "README's feature table lacks `{feature}`"
+            );
+        }
+    }
+}
 
 mod agent;
 mod args;
