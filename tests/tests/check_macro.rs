@@ -28,15 +28,20 @@ fn fixture_test(feature: &str, test: &str) -> std::process::Output {
         .expect("cargo runs")
 }
 
-#[test]
-fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
-    let output = fixture_test("gemini-cannot-express", "check");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+/// The stdout and stderr of a `cargo test` that must have failed.
+fn failing(output: std::process::Output) -> (String, String) {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert!(
         !output.status.success(),
         "the check passed:\n{stdout}\n{stderr}"
     );
+    (stdout, stderr)
+}
+
+#[test]
+fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
+    let (stdout, stderr) = failing(fixture_test("gemini-cannot-express", "check"));
     assert!(
         stdout.contains("test yiem_check_tools ... FAILED"),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
@@ -57,13 +62,7 @@ fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
 #[test]
 fn a_test_file_of_nothing_but_the_check_links_the_crates_tools_itself() {
     // tests/only_check.rs never names its library: the check must link it, and so fail on the tool.
-    let output = fixture_test("gemini-cannot-express", "only_check");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !output.status.success(),
-        "the check passed:\n{stdout}\n{stderr}"
-    );
+    let (stdout, stderr) = failing(fixture_test("gemini-cannot-express", "only_check"));
     assert!(
         stdout.contains(
             "tool `count_headings` cannot be described for Gemini: type `Outline` is recursive"
@@ -74,13 +73,7 @@ fn a_test_file_of_nothing_but_the_check_links_the_crates_tools_itself() {
 
 #[test]
 fn the_check_fails_when_it_finds_no_tool_and_says_what_to_write() {
-    let output = fixture_test("no-tools", "only_check");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        !output.status.success(),
-        "the check passed:\n{stdout}\n{stderr}"
-    );
+    let (stdout, stderr) = failing(fixture_test("no-tools", "only_check"));
     assert!(
         stdout.contains(
             "yiem_core::check_tools! found no tool to check in package `checked-tools`: this test binary links no `#[tool]`. \
