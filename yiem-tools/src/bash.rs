@@ -128,6 +128,7 @@ async fn run(
         Ok(started) => {
             let mut result = supervise(ctx, started.child, started.chunks, limit).await;
             drop(started.temp);
+            drop(started.lifeline);
             if let Some(object) = result.details_mut().as_object_mut() {
                 object.insert("sandbox".into(), json!(confinement.name()));
                 if let Some(gaps) = confinement.unprotected() {
@@ -149,6 +150,8 @@ struct Started {
     child: Child,
     chunks: mpsc::Receiver<Vec<u8>>,
     temp: Option<tempfile::TempDir>,
+    /// yiem's end of the command's lifeline: held until the call is over.
+    lifeline: Option<sandbox::Lifeline>,
 }
 
 /// Starts `bash -c command` in its own process group and in the sandbox, stdout and stderr on one pipe
@@ -161,8 +164,8 @@ fn start(
 ) -> Result<Started, String> {
     let io = |error: std::io::Error| error.to_string();
     let (reader, writer) = std::io::pipe().map_err(io)?;
-    let (cmd, temp) = sandbox::confine(confinement, policy, "bash".as_ref(), root.path(), &[])?;
-    let mut cmd = Command::from(cmd);
+    let confined = sandbox::confine(confinement, policy, "bash".as_ref(), root.path(), &[])?;
+    let mut cmd = Command::from(confined.command);
     // The new session (see `sandbox::confine`) makes the command lead its own process group, whose id
     // is its pid: the group killed when the call ends.
     cmd.arg("-c")
@@ -185,7 +188,8 @@ fn start(
     Ok(Started {
         child,
         chunks,
-        temp,
+        temp: confined.temp,
+        lifeline: confined.lifeline,
     })
 }
 

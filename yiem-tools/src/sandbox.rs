@@ -262,7 +262,7 @@ pub(crate) fn choose(policy: &ShellPolicy) -> Result<Confinement, String> {
 /// A command that runs `program` confined by `confinement` under `policy`, in `root`: writable there,
 /// in `also_writable` and in a private temporary directory (`TMPDIR`), started from the policy's
 /// environment ([`ShellPolicy::environment`]) in a session of its own with no inherited descriptor
-/// ([`detach`]). The temporary directory, under Landlock, lives as long as the returned guard.
+/// ([`detach`]), and killed with its process group if yiem dies ([`watch_yiem`]).
 ///
 /// The one place that confines a process: `bash` and `write_tool`'s compile check both start theirs here.
 pub(crate) fn confine(
@@ -271,8 +271,17 @@ pub(crate) fn confine(
     program: &std::ffi::OsStr,
     root: &Path,
     also_writable: &[&Path],
-) -> Result<(std::process::Command, Option<tempfile::TempDir>), String> {
+) -> Result<Confined, String> {
     let mut temp = None;
+    let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
+    let lifeline = match confinement {
+        Confinement::Bubblewrap => None,
+        _ => Some(Lifeline::new().map_err(|error| error.to_string())?),
+    };
+    let ends = lifeline.as_ref().map(|line| {
+        use std::os::fd::AsRawFd;
+        (line.read.as_raw_fd(), line.write.as_raw_fd())
+    });
     let mut cmd = match confinement {
         Confinement::Bubblewrap => {
             let mut cmd = std::process::Command::new(&policy.bwrap);
@@ -300,7 +309,10 @@ pub(crate) fn confine(
                 // prepared in the parent.
                 unsafe {
                     std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                        detach()?;
+                        detach(parent)?;
+                        if let Some((read, write)) = ends {
+                            watch_yiem(read, write)?;
+                        }
                         jail.enter()
                     });
                 }
@@ -318,14 +330,32 @@ pub(crate) fn confine(
         // SAFETY: the closure runs in the child between fork and exec; it only makes the setsid and
         // close_range (or fcntl) system calls.
         unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, detach);
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                detach(parent)?;
+                if let Some((read, write)) = ends {
+                    watch_yiem(read, write)?;
+                }
+                Ok(())
+            });
         }
         cmd.env_clear();
     }
     // No secret of the host's reaches the command: an empty environment plus the allow-list (TMPDIR,
     // set above or by bubblewrap, stays).
     cmd.envs(policy.environment()).current_dir(root);
-    Ok((cmd, temp))
+    Ok(Confined {
+        command: cmd,
+        temp,
+        lifeline,
+    })
+}
+
+/// A confined command ready to spawn, and what must live as long as it runs: its temporary directory
+/// (Landlock) and yiem's end of its [`Lifeline`] (Landlock and unconfined).
+pub(crate) struct Confined {
+    pub(crate) command: std::process::Command,
+    pub(crate) temp: Option<tempfile::TempDir>,
+    pub(crate) lifeline: Option<Lifeline>,
 }
 
 /// The `bwrap` arguments (before `--`) that confine a command to `root` (and `also_writable`) under
@@ -402,17 +432,86 @@ fn bwrap_args(
 
 /// Prepares a command's process between fork and exec, under every sandbox: a new session (so it has no
 /// controlling terminal to push input into, and its process group, whose id is its pid, is the one
-/// killed with the call), and every descriptor above 2 marked close-on-exec, so none that yiem inherited
-/// or opened reaches the command.
+/// killed with the call), every descriptor above 2 marked close-on-exec, so none that yiem inherited
+/// or opened reaches the command, and (Linux) killed when yiem dies, however it dies (`parent` is
+/// yiem's pid, read before the fork).
 ///
 /// Runs in the child between fork and exec: system calls only, no allocation.
-fn detach() -> std::io::Result<()> {
+fn detach(parent: libc::pid_t) -> std::io::Result<()> {
     // SAFETY: setsid takes no arguments; it fails only if the process already leads a group, which a
     // freshly forked child does not (no `process_group` is set on the command).
     if unsafe { libc::setsid() } < 0 {
         return Err(std::io::Error::last_os_error());
     }
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: prctl with PR_SET_PDEATHSIG takes a signal number; getppid takes nothing.
+        unsafe {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // yiem died between the fork and the prctl: the signal was never sent.
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other(
+                    "yiem exited while the command started",
+                ));
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = parent;
     close_inherited_descriptors()
+}
+
+/// A pipe whose write end only yiem holds, for [`watch_yiem`]: when yiem dies, however it dies, the
+/// pipe reports its end to the watcher. Dropped (closing yiem's end) when the command's call is over.
+pub(crate) struct Lifeline {
+    read: std::os::fd::OwnedFd,
+    write: std::os::fd::OwnedFd,
+}
+
+impl Lifeline {
+    fn new() -> std::io::Result<Self> {
+        let (read, write) = std::io::pipe()?;
+        Ok(Lifeline {
+            read: read.into(),
+            write: write.into(),
+        })
+    }
+}
+
+/// Forks a watcher beside the command (between fork and exec, before the jail): it waits until yiem's
+/// end of the lifeline closes and then kills the command's whole process group, itself included, so no
+/// process of a call outlives a yiem that was killed. Bubblewrap's PID namespace does this by itself;
+/// under Landlock or unconfined the command's children share only its process group. When the call
+/// ends, the watcher dies with the group.
+///
+/// Runs in the child between fork and exec: system calls only, no allocation.
+fn watch_yiem(read: std::os::fd::RawFd, write: std::os::fd::RawFd) -> std::io::Result<()> {
+    // SAFETY: fork in the single-threaded child; the forked watcher makes only the async-signal-safe
+    // close, read, kill and _exit calls on descriptors it owns, and never returns.
+    unsafe {
+        match libc::fork() {
+            -1 => Err(std::io::Error::last_os_error()),
+            0 => {
+                // Only the lifeline stays open: not yiem's end of it, not the call's output pipe, and
+                // not another call's lifeline inherited by this fork.
+                let _ = write;
+                close_all_but(read);
+                let mut byte = 0u8;
+                loop {
+                    let got = libc::read(read, (&raw mut byte).cast(), 1);
+                    if got == 0 || (got < 0 && *libc::__errno_location() != libc::EINTR) {
+                        break;
+                    }
+                }
+                // The command's group: this watcher's own (the command leads it).
+                libc::kill(0, libc::SIGKILL);
+                libc::_exit(0)
+            }
+            _ => Ok(()),
+        }
+    }
 }
 
 #[cfg(target_os = "linux")]
@@ -450,6 +549,29 @@ fn close_inherited_descriptors() -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Closes every descriptor but `keep`. Async-signal-safe.
+fn close_all_but(keep: std::os::fd::RawFd) {
+    let Ok(keep) = u32::try_from(keep) else {
+        return;
+    };
+    #[cfg(target_os = "linux")]
+    // SAFETY: close_range only closes descriptors of this process.
+    let closed = unsafe {
+        (keep == 0 || libc::syscall(libc::SYS_close_range, 0u32, keep - 1, 0u32) == 0)
+            && libc::syscall(libc::SYS_close_range, keep + 1, u32::MAX, 0u32) == 0
+    };
+    #[cfg(not(target_os = "linux"))]
+    let closed = false;
+    if !closed {
+        for fd in (0..open_limit()).filter(|&fd| u32::try_from(fd) != Ok(keep)) {
+            // SAFETY: closing a descriptor that is not open fails with EBADF and changes nothing.
+            unsafe {
+                libc::close(fd);
+            }
+        }
+    }
 }
 
 /// One past the highest descriptor number this process may have (capped, for a fallback loop).

@@ -652,9 +652,10 @@ debug = 0
     })?;
     std::fs::create_dir_all(&target)
         .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
-    let (mut command, _temp) =
-        sandbox::confine(&confinement, &policy, &cargo, scratch.path(), &[&target])
-            .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    // Its temporary directory and lifeline live until the check is over.
+    let confined = sandbox::confine(&confinement, &policy, &cargo, scratch.path(), &[&target])
+        .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    let mut command = confined.command;
     let toolchain = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "RUSTC"]
         .into_iter()
         .filter_map(|name| Some((name, std::env::var_os(name)?)));

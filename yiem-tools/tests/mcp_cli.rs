@@ -25,9 +25,15 @@ struct Client {
 impl Client {
     /// Starts `yiem mcp --root <root>` and completes the handshake.
     async fn start(root: &Path) -> (Self, Value) {
+        Self::start_with(root, &[]).await
+    }
+
+    /// Starts `yiem mcp --root <root> <flags>` and completes the handshake.
+    async fn start_with(root: &Path, flags: &[&str]) -> (Self, Value) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
             .args(["mcp", "--root"])
             .arg(root)
+            .args(flags)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -330,4 +336,39 @@ async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
         is_dead(blocked),
         "the blocked call's process {blocked} outlived the server"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_server_leaves_no_command_running() {
+    // SIGKILL gives yiem no chance to cancel anything: the command dies with it all the same, under
+    // bubblewrap (which dies with its parent) and under Landlock (where the shell is yiem's own child).
+    for sandbox in ["bubblewrap", "landlock"] {
+        let root = tempfile::tempdir().unwrap();
+        let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let (mut client, _) = Client::start_with(root.path(), &["--sandbox", sandbox]).await;
+        let name = format!("yiem-mcp-killed-{sandbox}-{}", std::process::id());
+        client
+            .send(json!({
+                "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "bash", "arguments": {
+                    "command": format!("(exec -a {name} cat pipe) & wait")
+                }}
+            }))
+            .await;
+        let blocked = host_pid(&name).await;
+        client.child.start_kill().unwrap();
+        client.child.wait().await.unwrap();
+        for _ in 0..400 {
+            if is_dead(blocked) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert!(
+            is_dead(blocked),
+            "{sandbox}: the call's process {blocked} outlived the killed server"
+        );
+    }
 }
