@@ -164,7 +164,7 @@ fn start(
 ) -> Result<Started, String> {
     let io = |error: std::io::Error| error.to_string();
     let (reader, writer) = std::io::pipe().map_err(io)?;
-    let confined = sandbox::confine(confinement, policy, "bash".as_ref(), root.path(), &[])?;
+    let confined = sandbox::confine(confinement, policy, "bash".as_ref(), root.path(), &[], &[])?;
     let mut cmd = Command::from(confined.command);
     // The new session (see `sandbox::confine`) makes the command lead its own process group, whose id
     // is its pid: the group killed when the call ends.

@@ -260,7 +260,8 @@ pub(crate) fn choose(policy: &ShellPolicy) -> Result<Confinement, String> {
 }
 
 /// A command that runs `program` confined by `confinement` under `policy`, in `root`: writable there,
-/// in `also_writable` and in a private temporary directory (`TMPDIR`), started from the policy's
+/// in `also_writable` and in a private temporary directory (`TMPDIR`), with `also_readable` visible even
+/// where the sandbox would hide it (bubblewrap's private `/tmp` hides a checkout under `/tmp`), started from the policy's
 /// environment ([`ShellPolicy::environment`]) in a session of its own with no inherited descriptor
 /// ([`detach`]), and killed with its process group if yiem dies ([`watch_yiem`]).
 ///
@@ -271,6 +272,7 @@ pub(crate) fn confine(
     program: &std::ffi::OsStr,
     root: &Path,
     also_writable: &[&Path],
+    also_readable: &[&Path],
 ) -> Result<Confined, String> {
     let mut temp = None;
     let parent = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
@@ -285,7 +287,7 @@ pub(crate) fn confine(
     let mut cmd = match confinement {
         Confinement::Bubblewrap => {
             let mut cmd = std::process::Command::new(&policy.bwrap);
-            cmd.args(bwrap_args(root, also_writable, policy))
+            cmd.args(bwrap_args(root, also_writable, also_readable, policy))
                 .arg("--")
                 .arg(program);
             cmd
@@ -359,10 +361,12 @@ pub(crate) struct Confined {
 }
 
 /// The `bwrap` arguments (before `--`) that confine a command to `root` (and `also_writable`) under
-/// `policy`.
+/// `policy`, with `also_readable` shown read-only (mounted before the writable places, so a writable
+/// place inside one stays writable).
 fn bwrap_args(
     root: &Path,
     also_writable: &[&Path],
+    also_readable: &[&Path],
     policy: &ShellPolicy,
 ) -> Vec<std::ffi::OsString> {
     let mut args: Vec<std::ffi::OsString> = Vec::new();
@@ -409,10 +413,11 @@ fn bwrap_args(
         os("/proc"),
         os("--tmpfs"),
         os("/tmp"),
-        os("--bind"),
-        root.as_os_str(),
-        root.as_os_str(),
     ]);
+    for dir in also_readable {
+        push(&[os("--ro-bind-try"), dir.as_os_str(), dir.as_os_str()]);
+    }
+    push(&[os("--bind"), root.as_os_str(), root.as_os_str()]);
     for dir in also_writable {
         push(&[os("--bind"), dir.as_os_str(), dir.as_os_str()]);
     }

@@ -652,9 +652,30 @@ debug = 0
     })?;
     std::fs::create_dir_all(&target)
         .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    // What cargo reads: the yiem source tree and the toolchain, shown even where the sandbox would hide
+    // them (a checkout under /tmp, which bubblewrap replaces with a private one).
+    let home = |name: &str| std::env::var_os(name).map(PathBuf::from);
+    let toolchain_dir = Path::new(&cargo)
+        .parent()
+        .and_then(Path::parent)
+        .map(Path::to_path_buf);
+    let readable: Vec<PathBuf> = [Some(workspace.to_path_buf()), toolchain_dir]
+        .into_iter()
+        .chain([home("CARGO_HOME"), home("RUSTUP_HOME")])
+        .flatten()
+        .filter(|dir| dir.is_absolute())
+        .collect();
+    let readable: Vec<&Path> = readable.iter().map(PathBuf::as_path).collect();
     // Its temporary directory and lifeline live until the check is over.
-    let confined = sandbox::confine(&confinement, &policy, &cargo, scratch.path(), &[&target])
-        .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
+    let confined = sandbox::confine(
+        &confinement,
+        &policy,
+        &cargo,
+        scratch.path(),
+        &[&target],
+        &readable,
+    )
+    .map_err(|error| format!("cannot check that the tool compiles: {error}"))?;
     let mut command = confined.command;
     let toolchain = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "RUSTC"]
         .into_iter()
