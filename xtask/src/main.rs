@@ -4,8 +4,8 @@
 //! bubblewrap, and `yiem chat`'s terminal tests need tmux. On a fresh machine (a Rust toolchain and nothing
 //! else) this installs them when they are missing and it can (as root, with `apt-get`), or says in one line
 //! what to install; then it runs `cargo test -p yiem-core` (a tool author's build: default features, which
-//! the workspace's feature unification would hide) and `cargo test --workspace`, each with `ARGS`
-//! appended. The Python, npm and Restate components that some tests use are installed by those tests
+//! the workspace's feature unification would hide) and `cargo test --workspace`, each with
+//! `--no-fail-fast` (one red test binary does not hide the others) and `ARGS` appended. The Python, npm and Restate components that some tests use are installed by those tests
 //! themselves (from PyPI and npm) when missing.
 
 use std::process::{Command, ExitCode, Stdio};
@@ -58,11 +58,14 @@ fn test(args: Vec<String>) -> ExitCode {
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     for selection in [&["-p", "yiem-core"][..], &["--workspace"][..]] {
-        eprintln!("xtask: cargo test {} --locked", selection.join(" "));
+        eprintln!(
+            "xtask: cargo test {} --locked --no-fail-fast",
+            selection.join(" ")
+        );
         let status = Command::new(&cargo)
             .arg("test")
             .args(selection)
-            .arg("--locked")
+            .args(["--locked", "--no-fail-fast"])
             .args(&args)
             .status();
         match status {
