@@ -35,6 +35,7 @@ mod transport;
 pub(crate) mod truncated;
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::Stream;
 use serde_json::Value;
@@ -218,37 +219,65 @@ pub trait Model: Send + Sync {
 /// let ids: Vec<String> = assembler.message().tool_calls().map(|call| call.id.clone()).collect();
 /// assert_eq!(ids, ["x", "x_2", "x_3"]);
 /// ```
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct MessageAssembler {
-    message: AssistantMessage,
+    /// The reply so far, always an [`AgentMessage::Assistant`], shared with the last snapshot handed out
+    /// ([`snapshot`](Self::snapshot)) and changed in place once no one else holds it: an observer that
+    /// drops each event costs no copy of the message per delta.
+    message: Arc<AgentMessage>,
     /// Argument text per open tool call, keyed by the model's index, with the call's block position.
     pending: Vec<PendingCall>,
     done: bool,
 }
 
 #[derive(Debug)]
+/// A call whose arguments are streaming: they grow in place, as the text so far, in the message's own
+/// `ToolCall` (a `Value::String`) at `block`, parsed once when the call closes.
 struct PendingCall {
     index: usize,
     block: usize,
-    arguments: String,
     closed: bool,
+}
+
+impl Default for MessageAssembler {
+    fn default() -> Self {
+        MessageAssembler {
+            message: Arc::new(AgentMessage::Assistant(AssistantMessage::default())),
+            pending: Vec::new(),
+            done: false,
+        }
+    }
 }
 
 impl MessageAssembler {
     /// An empty reply.
     pub fn new() -> Self {
         MessageAssembler {
-            message: AssistantMessage {
+            message: Arc::new(AgentMessage::Assistant(AssistantMessage {
                 timestamp: crate::call::now_millis(),
                 ..AssistantMessage::default()
-            },
+            })),
             ..Self::default()
         }
     }
 
     /// The reply so far.
     pub fn message(&self) -> &AssistantMessage {
-        &self.message
+        assistant(&self.message)
+    }
+
+    /// The reply so far as a shared message, for an event: cheap (a reference count), and the next
+    /// event changes the reply in place if every holder of this one has dropped it by then.
+    pub fn snapshot(&self) -> Arc<AgentMessage> {
+        Arc::clone(&self.message)
+    }
+
+    /// The reply, to change: in place unless a snapshot of it is still held elsewhere.
+    fn reply(&mut self) -> &mut AssistantMessage {
+        match Arc::make_mut(&mut self.message) {
+            AgentMessage::Assistant(reply) => reply,
+            _ => unreachable!("the assembler holds an assistant message only"),
+        }
     }
 
     /// Whether a `Done` or `Error` event arrived.
@@ -261,26 +290,26 @@ impl MessageAssembler {
     pub fn apply(&mut self, event: ModelEvent) -> Option<Value> {
         match event {
             ModelEvent::Start { model } => {
-                self.message.model = model;
+                self.reply().model = model;
                 None
             }
             ModelEvent::TextDelta(text) => {
                 let delta = serde_json::json!({"type": "text_delta", "text": text});
-                match self.message.content.last_mut() {
+                match self.reply().content.last_mut() {
                     Some(AssistantContent::Text { text: existing }) => existing.push_str(&text),
-                    _ => self.message.content.push(AssistantContent::Text { text }),
+                    _ => self.reply().content.push(AssistantContent::Text { text }),
                 }
                 Some(delta)
             }
             ModelEvent::ThinkingDelta(thinking) => {
                 let delta = serde_json::json!({"type": "thinking_delta", "thinking": thinking});
-                match self.message.content.last_mut() {
+                match self.reply().content.last_mut() {
                     // A signed block is finished: more thinking is a new block.
                     Some(AssistantContent::Thinking {
                         thinking: existing,
                         signature: None,
                     }) => existing.push_str(&thinking),
-                    _ => self.message.content.push(AssistantContent::Thinking {
+                    _ => self.reply().content.push(AssistantContent::Thinking {
                         thinking,
                         signature: None,
                     }),
@@ -289,12 +318,12 @@ impl MessageAssembler {
             }
             ModelEvent::ThinkingSignature(text) => {
                 let delta = serde_json::json!({"type": "thinking_signature", "signature": text});
-                match self.message.content.last_mut() {
+                match self.reply().content.last_mut() {
                     Some(AssistantContent::Thinking {
                         signature: signature @ None,
                         ..
                     }) => *signature = Some(text),
-                    _ => self.message.content.push(AssistantContent::Thinking {
+                    _ => self.reply().content.push(AssistantContent::Thinking {
                         thinking: String::new(),
                         signature: Some(text),
                     }),
@@ -302,14 +331,14 @@ impl MessageAssembler {
                 Some(delta)
             }
             ModelEvent::RedactedThinking(data) => {
-                self.message
+                self.reply()
                     .content
                     .push(AssistantContent::RedactedThinking { data });
                 Some(serde_json::json!({"type": "redacted_thinking"}))
             }
             ModelEvent::ProviderBlock { provider, block } => {
                 let delta = serde_json::json!({"type": "provider_block", "block": block});
-                self.message
+                self.reply()
                     .content
                     .push(AssistantContent::ProviderBlock { provider, block });
                 Some(delta)
@@ -324,13 +353,13 @@ impl MessageAssembler {
                     self.unused_id(id)
                 };
                 let delta = serde_json::json!({"type": "tool_call_start", "index": index, "id": id, "name": name});
+                let block = self.message().content.len();
                 self.pending.push(PendingCall {
                     index,
-                    block: self.message.content.len(),
-                    arguments: String::new(),
+                    block,
                     closed: false,
                 });
-                self.message
+                self.reply()
                     .content
                     .push(AssistantContent::ToolCall(ToolCall::new(
                         id,
@@ -341,18 +370,19 @@ impl MessageAssembler {
             }
             ModelEvent::ToolCallDelta { index, arguments } => {
                 let delta = serde_json::json!({"type": "tool_call_delta", "index": index, "arguments": arguments});
-                if let Some(call) = self
+                let block = self
                     .pending
-                    .iter_mut()
+                    .iter()
                     .rev()
                     .find(|c| c.index == index && !c.closed)
+                    .map(|c| c.block);
+                if let Some(block) = block
+                    && let Some(AssistantContent::ToolCall(tool_call)) =
+                        self.reply().content.get_mut(block)
+                    && let Value::String(text) = &mut tool_call.arguments
                 {
-                    call.arguments.push_str(&arguments);
-                    if let Some(AssistantContent::ToolCall(tool_call)) =
-                        self.message.content.get_mut(call.block)
-                    {
-                        tool_call.arguments = Value::String(call.arguments.clone());
-                    }
+                    // Appended where it lives: no copy of the text so far per delta.
+                    text.push_str(&arguments);
                 }
                 Some(delta)
             }
@@ -361,14 +391,16 @@ impl MessageAssembler {
                 Some(serde_json::json!({"type": "tool_call_end", "index": index}))
             }
             ModelEvent::Done { stop_reason, usage } => {
-                self.message.stop_reason = stop_reason;
-                self.message.usage = usage;
+                let reply = self.reply();
+                reply.stop_reason = stop_reason;
+                reply.usage = usage;
                 self.done = true;
                 None
             }
             ModelEvent::Error(text) => {
-                self.message.stop_reason = StopReason::Error;
-                self.message.error = Some(text);
+                let reply = self.reply();
+                reply.stop_reason = StopReason::Error;
+                reply.error = Some(text);
                 self.done = true;
                 None
             }
@@ -380,7 +412,7 @@ impl MessageAssembler {
     /// `id`, or, when a call of this reply already has it (a model that sent one id twice), `id_2`,
     /// `id_3`, ...: every call of a reply gets its own id, so each gets its own result and its own decision.
     fn unused_id(&self, id: String) -> String {
-        let taken = |candidate: &str| self.message.tool_calls().any(|call| call.id == candidate);
+        let taken = |candidate: &str| self.message().tool_calls().any(|call| call.id == candidate);
         if !taken(&id) {
             return id;
         }
@@ -400,10 +432,11 @@ impl MessageAssembler {
             return;
         };
         call.closed = true;
-        if let Some(AssistantContent::ToolCall(tool_call)) =
-            self.message.content.get_mut(call.block)
+        let block = call.block;
+        if let Some(AssistantContent::ToolCall(tool_call)) = self.reply().content.get_mut(block)
+            && let Value::String(text) = &tool_call.arguments
         {
-            tool_call.arguments = parse_arguments(&call.arguments);
+            tool_call.arguments = parse_arguments(text);
         }
     }
 
@@ -419,17 +452,27 @@ impl MessageAssembler {
         for index in open {
             self.close(index);
         }
-        if !self.done {
-            self.message.stop_reason = StopReason::Error;
-            self.message.error =
-                Some("the model's stream ended before the reply was complete".into());
+        let done = self.done;
+        let reply = self.reply();
+        if !done {
+            reply.stop_reason = StopReason::Error;
+            reply.error = Some("the model's stream ended before the reply was complete".into());
         }
-        if self.message.stop_reason == StopReason::Stop
-            && self.message.tool_calls().next().is_some()
-        {
-            self.message.stop_reason = StopReason::ToolUse;
+        if reply.stop_reason == StopReason::Stop && reply.tool_calls().next().is_some() {
+            reply.stop_reason = StopReason::ToolUse;
         }
-        self.message
+        match Arc::unwrap_or_clone(self.message) {
+            AgentMessage::Assistant(reply) => reply,
+            _ => unreachable!("the assembler holds an assistant message only"),
+        }
+    }
+}
+
+/// The assistant message an assembler holds.
+fn assistant(message: &AgentMessage) -> &AssistantMessage {
+    match message {
+        AgentMessage::Assistant(reply) => reply,
+        _ => unreachable!("the assembler holds an assistant message only"),
     }
 }
 

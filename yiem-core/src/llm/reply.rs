@@ -49,12 +49,12 @@ pub async fn stream_reply(
         if observed && !started {
             started = true;
             events.emit(AgentEvent::MessageStart {
-                message: Arc::new(AgentMessage::Assistant(assembler.message().clone())),
+                message: assembler.snapshot(),
             });
         }
         if let (true, Some(delta)) = (observed, delta) {
             events.emit(AgentEvent::MessageUpdate {
-                message: Arc::new(AgentMessage::Assistant(assembler.message().clone())),
+                message: assembler.snapshot(),
                 delta,
             });
         }
