@@ -261,9 +261,9 @@ pub(crate) fn choose(policy: &ShellPolicy) -> Result<Confinement, String> {
 
 /// A command that runs `program` confined by `confinement` under `policy`, in `root`: writable there,
 /// in `also_writable` and in a private temporary directory (`TMPDIR`), with `also_readable` visible even
-/// where the sandbox would hide it (bubblewrap's private `/tmp` hides a checkout under `/tmp`), started from the policy's
-/// environment ([`ShellPolicy::environment`]) in a session of its own with no inherited descriptor
-/// ([`detach`]), and killed with its process group if yiem dies ([`watch_yiem`]).
+/// where the sandbox would hide it (bubblewrap's private `/tmp` hides a checkout under `/tmp`), started
+/// from the policy's environment ([`ShellPolicy::environment`]) in a session of its own with no
+/// inherited descriptor ([`detach`]), and killed with its process group if yiem dies ([`watch_yiem`]).
 ///
 /// The one place that confines a process: `bash` and `write_tool`'s compile check both start theirs here.
 pub(crate) fn confine(
@@ -280,10 +280,12 @@ pub(crate) fn confine(
         Confinement::Bubblewrap => None,
         _ => Some(Lifeline::new().map_err(|error| error.to_string())?),
     };
-    let ends = lifeline.as_ref().map(|line| {
+    let lifeline_read = lifeline.as_ref().map(|line| {
         use std::os::fd::AsRawFd;
-        (line.read.as_raw_fd(), line.write.as_raw_fd())
+        line.read.as_raw_fd()
     });
+    #[cfg(target_os = "linux")]
+    let mut jail = None;
     let mut cmd = match confinement {
         Confinement::Bubblewrap => {
             let mut cmd = std::process::Command::new(&policy.bwrap);
@@ -303,23 +305,9 @@ pub(crate) fn confine(
                     .into_iter()
                     .chain(also_writable.iter().copied())
                     .collect();
-                let mut jail = LandlockJail::new(&writable, policy.network)?;
-                let mut cmd = std::process::Command::new(program);
-                cmd.env_clear().env("TMPDIR", dir.path());
-                // SAFETY: the closure runs in the child between fork and exec; it only makes the
-                // setsid, close_range, landlock_restrict_self, prctl and seccomp system calls on data
-                // prepared in the parent.
-                unsafe {
-                    std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                        detach(parent)?;
-                        if let Some((read, write)) = ends {
-                            watch_yiem(read, write)?;
-                        }
-                        jail.enter()
-                    });
-                }
+                jail = Some(LandlockJail::new(&writable, policy.network)?);
                 temp = Some(dir);
-                cmd
+                std::process::Command::new(program)
             }
             #[cfg(not(target_os = "linux"))]
             {
@@ -328,23 +316,29 @@ pub(crate) fn confine(
         }
         Confinement::Unconfined => std::process::Command::new(program),
     };
-    if !matches!(confinement, Confinement::Landlock) {
-        // SAFETY: the closure runs in the child between fork and exec; it only makes the setsid and
-        // close_range (or fcntl) system calls.
-        unsafe {
-            std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
-                detach(parent)?;
-                if let Some((read, write)) = ends {
-                    watch_yiem(read, write)?;
-                }
-                Ok(())
-            });
-        }
-        cmd.env_clear();
+    // SAFETY: the closure runs in the child between fork and exec; it only makes the setsid, prctl,
+    // close_range (or fcntl), fork and, under Landlock, landlock_restrict_self and seccomp system calls on
+    // data prepared in the parent.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            detach(parent)?;
+            if let Some(read) = lifeline_read {
+                watch_yiem(read)?;
+            }
+            #[cfg(target_os = "linux")]
+            if let Some(jail) = jail.as_mut() {
+                jail.enter()?;
+            }
+            Ok(())
+        });
     }
-    // No secret of the host's reaches the command: an empty environment plus the allow-list (TMPDIR,
-    // set above or by bubblewrap, stays).
-    cmd.envs(policy.environment()).current_dir(root);
+    // No secret of the host's reaches the command: an empty environment plus the allow-list, and the
+    // sandbox's own TMPDIR (bubblewrap sets it inside).
+    let tmpdir = temp.as_ref().map(|dir| ("TMPDIR", dir.path().as_os_str()));
+    cmd.env_clear()
+        .envs(policy.environment())
+        .envs(tmpdir)
+        .current_dir(root);
     Ok(Confined {
         command: cmd,
         temp,
@@ -472,7 +466,8 @@ fn detach(parent: libc::pid_t) -> std::io::Result<()> {
 /// pipe reports its end to the watcher. Dropped (closing yiem's end) when the command's call is over.
 pub(crate) struct Lifeline {
     read: std::os::fd::OwnedFd,
-    write: std::os::fd::OwnedFd,
+    /// Never read: held, so that it closes when the lifeline is dropped (or yiem dies).
+    _write: std::os::fd::OwnedFd,
 }
 
 impl Lifeline {
@@ -480,7 +475,7 @@ impl Lifeline {
         let (read, write) = std::io::pipe()?;
         Ok(Lifeline {
             read: read.into(),
-            write: write.into(),
+            _write: write.into(),
         })
     }
 }
@@ -492,7 +487,7 @@ impl Lifeline {
 /// ends, the watcher dies with the group.
 ///
 /// Runs in the child between fork and exec: system calls only, no allocation.
-fn watch_yiem(read: std::os::fd::RawFd, write: std::os::fd::RawFd) -> std::io::Result<()> {
+fn watch_yiem(read: std::os::fd::RawFd) -> std::io::Result<()> {
     // SAFETY: fork in the single-threaded child; the forked watcher makes only the async-signal-safe
     // close, read, kill and _exit calls on descriptors it owns, and never returns.
     unsafe {
@@ -501,7 +496,6 @@ fn watch_yiem(read: std::os::fd::RawFd, write: std::os::fd::RawFd) -> std::io::R
             0 => {
                 // Only the lifeline stays open: not yiem's end of it, not the call's output pipe, and
                 // not another call's lifeline inherited by this fork.
-                let _ = write;
                 close_all_but(read);
                 let mut byte = 0u8;
                 loop {
@@ -519,34 +513,25 @@ fn watch_yiem(read: std::os::fd::RawFd, write: std::os::fd::RawFd) -> std::io::R
     }
 }
 
-#[cfg(target_os = "linux")]
+/// Marks every descriptor above 2 close-on-exec (not closed: the one std uses to report a failed exec
+/// must stay open until then). Async-signal-safe.
 fn close_inherited_descriptors() -> std::io::Result<()> {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors; it reads no memory.
-    let marked = unsafe {
-        libc::syscall(
-            libc::SYS_close_range,
-            3u32,
-            u32::MAX,
-            libc::CLOSE_RANGE_CLOEXEC,
-        )
-    };
-    if marked == 0 {
-        return Ok(());
-    }
-    // Kernels before 5.11: mark each descriptor below the limit (close-on-exec, so the one std uses to
-    // report a failed exec still works).
-    let limit = open_limit();
-    for fd in 3..limit {
-        // SAFETY: F_SETFD on a descriptor that is not open fails with EBADF and changes nothing.
-        unsafe {
-            libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets a flag on descriptors.
+        let marked = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3u32,
+                u32::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if marked == 0 {
+            return Ok(());
         }
     }
-    Ok(())
-}
-
-#[cfg(not(target_os = "linux"))]
-fn close_inherited_descriptors() -> std::io::Result<()> {
+    // Kernels before 5.11, and other systems: each descriptor below the limit.
     for fd in 3..open_limit() {
         // SAFETY: F_SETFD on a descriptor that is not open fails with EBADF and changes nothing.
         unsafe {
