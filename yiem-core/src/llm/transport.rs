@@ -197,6 +197,15 @@ struct Run {
 /// Argument text up to this many bytes is parsed after every delta; past it, each time it has doubled.
 const REPARSE_ALWAYS_BELOW: usize = 4096;
 
+/// Queues the arguments parsed from call `index`'s `text` so far (when it parses), and notes how long the
+/// parsed text was.
+fn queue_parsed(queue: &mut VecDeque<ModelEvent>, index: usize, text: &str, parsed_at: &mut usize) {
+    *parsed_at = text.len();
+    if let Some(arguments) = partial_arguments(text) {
+        queue.push_back(ModelEvent::ToolCallArguments { index, arguments });
+    }
+}
+
 enum Phase {
     Connect,
     Streaming(SseStream),
@@ -294,16 +303,10 @@ impl Run {
                 ModelEvent::ToolCallDelta { index, arguments } => {
                     let (text, parsed_at) = self.arguments.entry(index).or_default();
                     text.push_str(&arguments);
-                    let due = text.len() <= REPARSE_ALWAYS_BELOW || text.len() >= 2 * *parsed_at;
-                    let partial = due.then(|| partial_arguments(text)).flatten();
-                    if due {
-                        *parsed_at = text.len();
-                    }
                     self.queue
                         .push_back(ModelEvent::ToolCallDelta { index, arguments });
-                    if let Some(arguments) = partial {
-                        self.queue
-                            .push_back(ModelEvent::ToolCallArguments { index, arguments });
+                    if text.len() <= REPARSE_ALWAYS_BELOW || text.len() >= 2 * *parsed_at {
+                        queue_parsed(&mut self.queue, index, text, parsed_at);
                     }
                 }
                 ModelEvent::ToolCallEnd { index } => {
@@ -312,11 +315,7 @@ impl Run {
                     if let Some((text, parsed_at)) = self.arguments.get_mut(&index)
                         && *parsed_at < text.len()
                     {
-                        *parsed_at = text.len();
-                        if let Some(arguments) = partial_arguments(text) {
-                            self.queue
-                                .push_back(ModelEvent::ToolCallArguments { index, arguments });
-                        }
+                        queue_parsed(&mut self.queue, index, text, parsed_at);
                     }
                     self.queue.push_back(ModelEvent::ToolCallEnd { index });
                 }
