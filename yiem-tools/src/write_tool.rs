@@ -586,7 +586,7 @@ const TOOLS_CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
 /// files read-only), from the same environment as a `bash` command (plus the toolchain's `CARGO_HOME`,
 /// `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN` and `RUSTC`), so no key reaches it. A source that would read this
 /// machine at compile time (`include_str!`, `include_bytes!`, `include!`, `env!`, `option_env!`, a
-/// `#[path]` or file module) is refused before it is compiled, and only the compiler's diagnostics located
+/// `#[path]` or file module, or a `macro_rules!` that could assemble one) is refused before it is compiled, and only the compiler's diagnostics located
 /// in the new file are returned: never the text of another file.
 fn compile_check(name: &str, source: &str) -> Result<(), String> {
     refuse_compile_time_reads(source)?;

@@ -225,14 +225,14 @@ pub struct MessageAssembler {
     /// ([`snapshot`](Self::snapshot)) and changed in place once no one else holds it: an observer that
     /// drops each event costs no copy of the message per delta.
     message: Arc<AgentMessage>,
-    /// Argument text per open tool call, keyed by the model's index, with the call's block position.
+    /// The tool calls of the reply, keyed by the model's index, with their block positions.
     pending: Vec<PendingCall>,
     done: bool,
 }
 
-#[derive(Debug)]
 /// A call whose arguments are streaming: they grow in place, as the text so far, in the message's own
 /// `ToolCall` (a `Value::String`) at `block`, parsed once when the call closes.
+#[derive(Debug)]
 struct PendingCall {
     index: usize,
     block: usize,
@@ -407,8 +407,6 @@ impl MessageAssembler {
         }
     }
 
-    /// Parses the finished arguments of call `index`: a JSON value when they parse, else the raw text (the
-    /// call then fails with a clear error when it runs).
     /// `id`, or, when a call of this reply already has it (a model that sent one id twice), `id_2`,
     /// `id_3`, ...: every call of a reply gets its own id, so each gets its own result and its own decision.
     fn unused_id(&self, id: String) -> String {
@@ -422,6 +420,8 @@ impl MessageAssembler {
             .expect("an unused id exists")
     }
 
+    /// Parses the finished arguments of call `index`: a JSON value when they parse, else the raw text (the
+    /// call then fails with a clear error when it runs).
     fn close(&mut self, index: usize) {
         let Some(call) = self
             .pending
