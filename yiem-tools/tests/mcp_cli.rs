@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{host_pid, is_dead};
+use common::{died, host_pid};
 
 use std::path::Path;
 use std::process::Stdio;
@@ -293,15 +293,14 @@ async fn a_cancelled_call_is_stopped_and_the_server_stays_responsive() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
+/// Starts `yiem mcp --root <a new root> <flags>` with a `bash` call blocked for good (on a FIFO nobody
+/// writes to), in a process named `name`; returns the root, the client and that process's host pid.
+async fn with_a_blocked_call(flags: &[&str], name: &str) -> (tempfile::TempDir, Client, u32) {
     let root = tempfile::tempdir().unwrap();
-    // A FIFO nobody writes to: the command blocks on it for good.
     let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-    let (mut client, _) = Client::start(root.path()).await;
-    let name = format!("yiem-mcp-blocked-{}", std::process::id());
+    let (mut client, _) = Client::start_with(root.path(), flags).await;
     client
         .send(json!({
             "jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -310,7 +309,14 @@ async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
             }}
         }))
         .await;
-    let blocked = host_pid(&name).await;
+    let blocked = host_pid(name).await;
+    (root, client, blocked)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
+    let name = format!("yiem-mcp-blocked-{}", std::process::id());
+    let (_root, client, blocked) = with_a_blocked_call(&[], &name).await;
     let Client {
         mut child, stdin, ..
     } = client;
@@ -326,14 +332,8 @@ async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
         took < Duration::from_secs(1),
         "the server took {took:?} to exit"
     );
-    for _ in 0..400 {
-        if is_dead(blocked) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
     assert!(
-        is_dead(blocked),
+        died(blocked).await,
         "the blocked call's process {blocked} outlived the server"
     );
 }
@@ -343,31 +343,13 @@ async fn a_killed_server_leaves_no_command_running() {
     // SIGKILL gives yiem no chance to cancel anything: the command dies with it all the same, under
     // bubblewrap (which dies with its parent) and under Landlock (where the shell is yiem's own child).
     for sandbox in ["bubblewrap", "landlock"] {
-        let root = tempfile::tempdir().unwrap();
-        let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
-        // SAFETY: a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-        let (mut client, _) = Client::start_with(root.path(), &["--sandbox", sandbox]).await;
         let name = format!("yiem-mcp-killed-{sandbox}-{}", std::process::id());
-        client
-            .send(json!({
-                "jsonrpc": "2.0", "id": 7, "method": "tools/call",
-                "params": {"name": "bash", "arguments": {
-                    "command": format!("(exec -a {name} cat pipe) & wait")
-                }}
-            }))
-            .await;
-        let blocked = host_pid(&name).await;
+        let (_root, mut client, blocked) =
+            with_a_blocked_call(&["--sandbox", sandbox], &name).await;
         client.child.start_kill().unwrap();
         client.child.wait().await.unwrap();
-        for _ in 0..400 {
-            if is_dead(blocked) {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
         assert!(
-            is_dead(blocked),
+            died(blocked).await,
             "{sandbox}: the call's process {blocked} outlived the killed server"
         );
     }
