@@ -98,3 +98,9 @@ pub mod fuzz {
     #[cfg(feature = "gemini")]
     pub use crate::llm::parse_gemini_responses_for_fuzzing as gemini_responses;
 }
+
+impl std::fmt::Debug for ToolSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolSpec").finish_non_exhaustive()
+    }
+}

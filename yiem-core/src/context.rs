@@ -280,3 +280,9 @@ impl fmt::Debug for ToolContext {
             .finish()
     }
 }
+
+impl std::fmt::Debug for ContextSlot<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ContextSlot").finish_non_exhaustive()
+    }
+}

@@ -498,3 +498,45 @@ where
         true
     }
 }
+
+impl<A> std::fmt::Debug for ArgsSpec<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgsSpec").finish_non_exhaustive()
+    }
+}
+
+impl<R> std::fmt::Debug for OutputSpec<R> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OutputSpec").finish_non_exhaustive()
+    }
+}
+
+impl<E> std::fmt::Debug for WithArgs<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithArgs").finish_non_exhaustive()
+    }
+}
+
+impl<E> std::fmt::Debug for Bare<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bare").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for NoArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NoArgs").finish_non_exhaustive()
+    }
+}
+
+impl<F, A, R, K> std::fmt::Debug for AsyncTool<F, A, R, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AsyncTool").finish_non_exhaustive()
+    }
+}
+
+impl<F, A, R, K> std::fmt::Debug for BlockingTool<F, A, R, K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlockingTool").finish_non_exhaustive()
+    }
+}

@@ -134,7 +134,7 @@
 //! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
 //! | `suggest` | "did you mean" for tool and property names |
 
-#![warn(missing_docs)]
+#![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 #[cfg(test)]
 mod feature_table {

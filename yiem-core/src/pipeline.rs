@@ -566,7 +566,7 @@ fn updates(env: &CallEnv, call: &Arc<ToolCall>) -> Option<Box<UpdateFn>> {
     }))
 }
 
-/// Running a tool in hand, outside any batch: the same [`Call`], in an empty environment.
+/// Running a tool in hand, outside any batch: the same `Call` as a batch's, in an empty environment.
 impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result. The future is `Send` when

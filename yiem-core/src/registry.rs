@@ -700,3 +700,9 @@ macro_rules! link_tools {
         )+
     };
 }
+
+impl std::fmt::Debug for ToolRegistration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolRegistration").finish_non_exhaustive()
+    }
+}

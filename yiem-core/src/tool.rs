@@ -773,6 +773,18 @@ impl ErasedHandler for SchemaHandler {
     }
 }
 
+impl std::fmt::Debug for SchemaCell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SchemaCell").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for ToolBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolBuilder").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

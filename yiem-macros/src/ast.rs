@@ -7,7 +7,7 @@ use syn::{
 };
 
 /// One parameter of the tool function, as written.
-pub enum Param<'a> {
+pub(crate) enum Param<'a> {
     /// `self`, `&self`, `&mut self`, `self: Arc<Self>`, ...
     Receiver(&'a Receiver),
     /// `ctx: ToolContext`.
@@ -18,7 +18,7 @@ pub enum Param<'a> {
     Args(&'a PatType),
 }
 
-pub struct ToolFn<'a> {
+pub(crate) struct ToolFn<'a> {
     pub sig: &'a Signature,
     pub params: Vec<Param<'a>>,
     /// The doc comment, one leading space stripped per line, outer blank lines removed.
@@ -26,7 +26,7 @@ pub struct ToolFn<'a> {
 }
 
 impl<'a> ToolFn<'a> {
-    pub fn new(sig: &'a Signature, attrs: &'a [Attribute]) -> Self {
+    pub(crate) fn new(sig: &'a Signature, attrs: &'a [Attribute]) -> Self {
         let params = sig
             .inputs
             .iter()

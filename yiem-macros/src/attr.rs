@@ -11,7 +11,7 @@ use syn::{Expr, ExprLit, Lit, LitStr, Token};
 use crate::ctxt::Ctxt;
 
 /// A value together with the span of the key it was written with.
-pub struct Keyed<T> {
+pub(crate) struct Keyed<T> {
     pub key: Span,
     pub value: T,
 }
@@ -19,7 +19,7 @@ pub struct Keyed<T> {
 /// What the attribute said, each value parsed once; `None` for a key that was not written (or whose value
 /// was refused, with the error recorded).
 #[derive(Default)]
-pub struct Attrs {
+pub(crate) struct Attrs {
     pub name: Option<Keyed<LitStr>>,
     pub label: Option<Keyed<LitStr>>,
     pub description: Option<Keyed<LitStr>>,
@@ -51,7 +51,7 @@ macro_rules! key {
 }
 
 /// Every key `#[tool]` accepts, in the order errors list them.
-pub const KEYS: &[(&str, ParseKey)] = &[
+pub(crate) const KEYS: &[(&str, ParseKey)] = &[
     key!("name", name, string),
     key!("label", label, string),
     key!("description", description, string),
@@ -69,7 +69,7 @@ pub const KEYS: &[(&str, ParseKey)] = &[
 ];
 
 /// Parses the attribute's arguments, recording every problem in `cx` (all of them, not only the first).
-pub fn parse(cx: &mut Ctxt, args: TokenStream) -> Attrs {
+pub(crate) fn parse(cx: &mut Ctxt, args: TokenStream) -> Attrs {
     let mut attrs = Attrs::default();
     let parser = syn::meta::parser(|meta| {
         let text = path_text(&meta.path);

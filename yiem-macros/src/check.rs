@@ -32,7 +32,7 @@ impl Parse for Input {
     }
 }
 
-pub fn check_tools(input: TokenStream) -> TokenStream {
+pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
     let input = match syn::parse2::<Input>(input) {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),

@@ -5,18 +5,18 @@ use std::fmt::Display;
 use quote::ToTokens;
 
 #[derive(Default)]
-pub struct Ctxt {
+pub(crate) struct Ctxt {
     errors: Option<syn::Error>,
 }
 
 impl Ctxt {
     /// Records an error spanned on `tokens`.
-    pub fn error_spanned_by<T: ToTokens, M: Display>(&mut self, tokens: T, message: M) {
+    pub(crate) fn error_spanned_by<T: ToTokens, M: Display>(&mut self, tokens: T, message: M) {
         self.push(syn::Error::new_spanned(tokens.into_token_stream(), message));
     }
 
     /// Records an error.
-    pub fn push(&mut self, error: syn::Error) {
+    pub(crate) fn push(&mut self, error: syn::Error) {
         match &mut self.errors {
             Some(errors) => errors.combine(error),
             None => self.errors = Some(error),
@@ -24,7 +24,7 @@ impl Ctxt {
     }
 
     /// `Ok` if nothing was recorded.
-    pub fn check(self) -> Result<(), syn::Error> {
+    pub(crate) fn check(self) -> Result<(), syn::Error> {
         match self.errors {
             Some(errors) => Err(errors),
             None => Ok(()),

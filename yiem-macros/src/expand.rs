@@ -19,7 +19,7 @@ fn default_crate() -> syn::Path {
 }
 
 /// `#[tool]` on a free function.
-pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
+pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     let item: ItemFn = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {
@@ -70,7 +70,7 @@ pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 }
 
 /// `#[tools]` on an `impl` block: its `#[tool]` methods become the tools of one instance.
-pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
+pub(crate) fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     let mut item: ItemImpl = match syn::parse2(input.clone()) {
         Ok(item) => item,
         Err(_) => {

@@ -7,7 +7,7 @@ use quote::{format_ident, quote};
 use syn::{ItemFn, ItemImpl};
 
 /// For `#[tool]`: the function, the errors, and a placeholder constructor.
-pub fn emit(errors: syn::Error, item: &ItemFn, krate: &syn::Path) -> TokenStream {
+pub(crate) fn emit(errors: syn::Error, item: &ItemFn, krate: &syn::Path) -> TokenStream {
     let errors = errors.to_compile_error();
     let vis = &item.vis;
     let constructor = format_ident!(
@@ -27,7 +27,7 @@ pub fn emit(errors: syn::Error, item: &ItemFn, krate: &syn::Path) -> TokenStream
 
 /// For `#[tools]`: the impl block (without its `#[tool]` attributes), the errors, and, when the block is
 /// an inherent impl of a concrete type, a placeholder `ToolMethods` impl.
-pub fn emit_impl(
+pub(crate) fn emit_impl(
     errors: syn::Error,
     item: &ItemImpl,
     placeholder: bool,

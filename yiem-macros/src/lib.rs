@@ -6,6 +6,8 @@
 //! description of the tool, `expand` generates the code from that description alone, and `fallback` is
 //! what is emitted when there are errors: the user's code unchanged plus the errors, so nothing else breaks.
 
+#![warn(unreachable_pub, missing_debug_implementations)]
+
 mod ast;
 mod attr;
 mod check;

@@ -10,25 +10,25 @@ use crate::ctxt::Ctxt;
 
 /// Where the function is: a free fn, or a method of a `#[tools]` impl (which takes `&self`).
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Form {
+pub(crate) enum Form {
     Free,
     Method,
 }
 
 /// Whether the tool may run beside others of its batch.
-pub enum Mode {
+pub(crate) enum Mode {
     Sequential,
     Parallel,
 }
 
 /// How the function runs: an `async fn`, or a plain `fn` on the blocking pool.
-pub enum Runs {
+pub(crate) enum Runs {
     Async,
     Blocking,
 }
 
 /// A parameter taken from the call's context, in the order written.
-pub enum Extractor<'a> {
+pub(crate) enum Extractor<'a> {
     /// `ctx: ToolContext`, with its type as written.
     Context(&'a Type),
     /// `State(x): State<T>`: the whole type, and `T`.
@@ -36,7 +36,7 @@ pub enum Extractor<'a> {
 }
 
 impl Extractor<'_> {
-    pub fn ty(&self) -> &Type {
+    pub(crate) fn ty(&self) -> &Type {
         match self {
             Extractor::Context(ty) | Extractor::State { ty, .. } => ty,
         }
@@ -44,7 +44,7 @@ impl Extractor<'_> {
 }
 
 /// The accepted signature: the extractors, then an argument struct or none.
-pub enum Signature<'a> {
+pub(crate) enum Signature<'a> {
     Bare {
         extractors: Vec<Extractor<'a>>,
     },
@@ -55,7 +55,7 @@ pub enum Signature<'a> {
 }
 
 impl<'a> Signature<'a> {
-    pub fn extractors(&self) -> &[Extractor<'a>] {
+    pub(crate) fn extractors(&self) -> &[Extractor<'a>] {
         match self {
             Signature::Bare { extractors } | Signature::WithArgs { extractors, .. } => extractors,
         }
@@ -63,7 +63,7 @@ impl<'a> Signature<'a> {
 }
 
 /// The MCP hints, each unsaid (`None`) or said.
-pub struct Hints {
+pub(crate) struct Hints {
     pub read_only: Option<bool>,
     pub destructive: Option<bool>,
     pub idempotent: Option<bool>,
@@ -71,7 +71,7 @@ pub struct Hints {
 }
 
 /// Everything about one tool, checked: what `expand` generates from.
-pub struct Tool<'a> {
+pub(crate) struct Tool<'a> {
     pub ident: &'a Ident,
     /// The name the model calls, spanned on where it came from (the `name` value or the fn name).
     pub name: LitStr,
@@ -92,7 +92,7 @@ pub struct Tool<'a> {
 /// The most extractors a tool takes (the runtime's adapters go this far).
 const MAX_EXTRACTORS: usize = 5;
 
-pub fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: Form) -> Tool<'a> {
+pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: Form) -> Tool<'a> {
     check_signature(cx, tool);
     let signature = check_params(cx, tool, form);
     check_attrs(cx, attrs, &signature);

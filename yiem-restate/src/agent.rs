@@ -34,7 +34,7 @@ pub(crate) struct Config {
 /// ingress. See the [crate docs](crate) for the handlers.
 ///
 /// ```
-/// use yiem_core::{ScriptedModel, ScriptedTurn, ToolStore};
+/// use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn, ToolStore};
 /// use yiem_restate::DurableAgent;
 ///
 /// let agent = DurableAgent::builder()

@@ -56,6 +56,7 @@
 //! every file there a module of [`tools`], so the next `cargo build` compiles it in with no edit to any other
 //! file, and `register_all_tools` finds it.
 
+#![warn(unreachable_pub, missing_debug_implementations)]
 #![warn(missing_docs)]
 
 pub mod bash;

@@ -638,3 +638,21 @@ impl Driving<'_> {
         update.stop
     }
 }
+
+impl std::fmt::Debug for TurnUpdate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnUpdate").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for AgentBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentBuilder").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent").finish_non_exhaustive()
+    }
+}

@@ -206,6 +206,12 @@ impl<'a> ArgumentCheck<'a> {
     }
 }
 
+impl std::fmt::Debug for ArgumentCheck<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArgumentCheck").finish_non_exhaustive()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::{Map, json};

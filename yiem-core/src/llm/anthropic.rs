@@ -22,9 +22,9 @@ use crate::message::StopReason;
 use crate::result::Usage;
 
 /// Anthropic's API base URL.
-pub const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent by default.
-pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// Where and how an [`AnthropicModel`] sends its requests.
 ///

@@ -21,7 +21,7 @@ use crate::message::StopReason;
 use crate::result::Usage;
 
 /// Gemini's API base URL.
-pub const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
+pub(crate) const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta";
 
 /// Where and how a [`GeminiModel`] sends its requests.
 ///

@@ -282,3 +282,9 @@ impl Model for ScriptedModel {
         ))
     }
 }
+
+impl std::fmt::Debug for ScriptedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ScriptedModel").finish_non_exhaustive()
+    }
+}

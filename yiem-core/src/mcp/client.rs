@@ -919,3 +919,15 @@ fn from_mcp(result: CallToolResult) -> AgentToolResult {
         None => answer,
     }
 }
+
+impl std::fmt::Debug for McpClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClientBuilder").finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for McpClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpClient").finish_non_exhaustive()
+    }
+}
