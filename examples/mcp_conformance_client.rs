@@ -84,7 +84,17 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
                 (name, call.get("arguments").cloned().unwrap_or(json!({})))
             })
             .collect(),
-        None if scenario == "initialize" => Vec::new(),
+        None if scenario == "initialize" || scenario == "json-schema-ref-no-deref" => Vec::new(),
+        // The tool's schema as yiem keeps it, echoed back: 2020-12 keywords must survive.
+        None if scenario == "json-schema-2020-12-preservation" => {
+            let focal = store
+                .get("json_schema_2020_12_tool")
+                .ok_or("the server does not list `json_schema_2020_12_tool`")?;
+            vec![(
+                "json_schema_echo".to_owned(),
+                json!({ "schema": focal.input_schema() }),
+            )]
+        }
         None => store
             .tools()
             .iter()

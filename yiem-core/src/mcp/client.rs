@@ -46,7 +46,7 @@ use rmcp::model::{
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
     FormElicitationCapability, Implementation, ListToolsRequest, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerResult, Tool,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult, Tool,
 };
 #[allow(deprecated)]
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
@@ -56,7 +56,7 @@ use rmcp::service::{
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -608,6 +608,16 @@ impl McpClient {
     }
 }
 
+/// Over HTTP the client speaks the 2026-07-28 revision (`server/discover`, no session) to servers
+/// that offer it and falls back to `initialize` at 2025-11-25 for those that answer it as unknown
+/// (or not within 10 s).
+fn both_revisions() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
 /// Why a handshake did not complete.
 enum Handshake {
     Failed(McpClientError),
@@ -689,19 +699,35 @@ impl Inner {
                     if let Some(token) = bearer {
                         config = config.auth_header(token.clone());
                     }
-                    let served = match &self.authorizer {
-                        #[cfg(feature = "mcp-oauth")]
-                        Some(authorizer) => {
-                            let transport = StreamableHttpClientTransport::with_client(
-                                authorizer.http_client(),
-                                config,
-                            );
-                            handler().serve(transport).await
+                    let serve = |lifecycle: ClientLifecycleMode| {
+                        let config = config.clone();
+                        async move {
+                            match &self.authorizer {
+                                #[cfg(feature = "mcp-oauth")]
+                                Some(authorizer) => {
+                                    let transport = StreamableHttpClientTransport::with_client(
+                                        authorizer.http_client(),
+                                        config,
+                                    );
+                                    handler().serve_with_lifecycle(transport, lifecycle).await
+                                }
+                                _ => {
+                                    let transport =
+                                        StreamableHttpClientTransport::from_config(config);
+                                    handler().serve_with_lifecycle(transport, lifecycle).await
+                                }
+                            }
                         }
-                        _ => {
-                            let transport = StreamableHttpClientTransport::from_config(config);
-                            handler().serve(transport).await
+                    };
+                    let served = match serve(both_revisions()).await {
+                        // A server that answers `server/discover` with something else than a
+                        // discovery result or an error (some answer every request with `{}`) gets
+                        // the `initialize` handshake of the earlier revisions.
+                        Err(error) if error.auth_challenge().is_none() => {
+                            tracing::debug!(server = %self.name, %error, "discovery failed; trying `initialize`");
+                            serve(ClientLifecycleMode::Initialize).await
                         }
+                        served => served,
                     };
                     served.map_err(|error| match error.auth_challenge() {
                         Some(challenge) => Handshake::Refused(challenge.to_owned()),

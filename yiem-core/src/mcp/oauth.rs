@@ -568,12 +568,18 @@ impl Authorizer {
         let manager = self.client.auth_manager.lock().await;
         match &self.config.grant {
             Grant::AuthorizationCode { handler, .. } => {
-                let url = manager
-                    .request_scope_upgrade(scope)
-                    .await
-                    .map_err(|error| {
-                        self.failed(format!("step-up to `{scope}` failed: {error}"))
-                    })?;
+                let url = if scope.is_empty() {
+                    // A challenge that names no scope (some servers only describe it): ask for every
+                    // scope held, asked for, or listed by the protected resource.
+                    let scopes = manager.select_scopes(None, &[]);
+                    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+                    manager.get_authorization_url(&scopes).await
+                } else {
+                    manager.request_scope_upgrade(scope).await
+                };
+                let url = url.map_err(|error| {
+                    self.failed(format!("step-up to `{scope}` failed: {error}"))
+                })?;
                 let redirected = handler.authorize(url).await.map_err(|reason| {
                     self.failed(format!(
                         "the step-up to `{scope}` did not complete: {reason}"
