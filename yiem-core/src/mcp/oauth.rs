@@ -674,3 +674,28 @@ async fn new_manager(
     manager.set_credential_store(StoreAdapter(Arc::clone(&config.store)));
     Ok(manager)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_store_keeps_the_document_readable_by_its_owner_only() {
+        let folder = std::env::temp_dir().join(format!("yiem-token-store-{}", std::process::id()));
+        let store = FileTokenStore::new(folder.join("servers").join("example.json"));
+        assert_eq!(store.load().unwrap(), None);
+        store.save(r#"{"client_id":"a"}"#).unwrap();
+        store.save(r#"{"client_id":"b"}"#).unwrap();
+        assert_eq!(store.load().unwrap().as_deref(), Some(r#"{"client_id":"b"}"#));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode();
+            assert_eq!(mode(store.path()) & 0o777, 0o600);
+            assert_eq!(mode(store.path().parent().unwrap()) & 0o777, 0o700);
+        }
+        store.clear().unwrap();
+        assert_eq!(store.load().unwrap(), None);
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+}
