@@ -686,11 +686,15 @@ mod tests {
         assert_eq!(store.load().unwrap(), None);
         store.save(r#"{"client_id":"a"}"#).unwrap();
         store.save(r#"{"client_id":"b"}"#).unwrap();
-        assert_eq!(store.load().unwrap().as_deref(), Some(r#"{"client_id":"b"}"#));
+        assert_eq!(
+            store.load().unwrap().as_deref(),
+            Some(r#"{"client_id":"b"}"#)
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode();
+            let mode =
+                |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode();
             assert_eq!(mode(store.path()) & 0o777, 0o600);
             assert_eq!(mode(store.path().parent().unwrap()) & 0o777, 0o700);
         }
