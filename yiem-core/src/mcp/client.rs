@@ -380,7 +380,7 @@ enum Authorizer {}
 
 #[cfg(not(feature = "mcp-oauth"))]
 #[derive(Default)]
-struct Tries;
+struct Tries(());
 
 #[cfg(not(feature = "mcp-oauth"))]
 impl Authorizer {
