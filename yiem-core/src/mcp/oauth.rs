@@ -457,7 +457,7 @@ impl Authorizer {
                     format!(
                         "it still refuses with `insufficient_scope` (asking for `{}`) after one \
                          step-up; the account may not be allowed that scope",
-                        params.scope.as_deref().unwrap_or("")
+                        params.scope.as_deref().unwrap_or("").escape_debug()
                     )
                 } else {
                     "it still answers 401 after a new authorization; check that the authorization \
