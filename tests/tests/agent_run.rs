@@ -1070,3 +1070,78 @@ async fn two_calls_a_model_gave_one_id_are_decided_one_by_one_and_each_gets_its_
     assert!(!results[0].1 && results[1].1, "{results:?}");
     assert_valid(&agent.messages());
 }
+
+/// What a driver that saves after every step by appending (the durable runner) writes for one step: the
+/// run's header and the messages the step added (`AgentRun::appended_since`). It does not grow with the
+/// conversation: at turn 200 it is no more than twice what it is at turn 10.
+#[tokio::test]
+async fn what_a_step_appends_does_not_grow_with_the_conversation() {
+    let model = ScriptedModel::from_fn(|request: &ModelRequest| {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|message| matches!(message, AgentMessage::Assistant(_)))
+            .count();
+        ScriptedTurn::tool_call("work", json!({"step": turn}))
+    });
+    let tools = work_tools();
+    let executor = ToolExecutor::new();
+    let mut run = AgentRun::new("system", Vec::new());
+    run.set_limits(RunLimits {
+        max_turns: Some(200),
+        ..RunLimits::default()
+    });
+    run.start(vec!["go".into()]);
+    let mut saved = 0;
+    let mut written = Vec::new();
+    loop {
+        match run.next_step() {
+            Step::CallModel => {
+                use futures::StreamExt;
+                let request = ModelRequest {
+                    system_prompt: run.system_prompt().to_owned(),
+                    messages: run.messages().to_vec(),
+                    tools: tools.tool_list(),
+                };
+                let mut assembler = yiem_core::MessageAssembler::new();
+                let mut stream = model.stream(request, CancellationToken::new());
+                while let Some(event) = stream.next().await {
+                    assembler.apply(event);
+                }
+                run.model_replied(assembler.finish(), |_| None);
+            }
+            Step::RunTools { plan, .. } => {
+                let batch = executor
+                    .execute_plan(&tools, plan, None, &CancellationToken::new())
+                    .await;
+                run.tools_ran(batch.messages, batch.terminate);
+            }
+            Step::Stopped(stop) => {
+                assert_eq!(stop, RunStop::TurnLimit { turns: 200 });
+                break;
+            }
+            _ => unreachable!(),
+        }
+        let (header, new) = run.appended_since(saved);
+        let bytes = header.to_string().len() + serde_json::to_vec(new).unwrap().len();
+        saved = run.messages().len();
+        written.push((run.turns(), bytes));
+    }
+    // The step that ran turn N's tools.
+    let at = |turn: u32| {
+        written
+            .iter()
+            .filter(|(turns, _)| *turns == turn)
+            .map(|(_, bytes)| *bytes)
+            .next_back()
+            .unwrap()
+    };
+    let (ten, two_hundred) = (at(10), at(200));
+    println!("bytes written per step: turn 10 {ten}, turn 200 {two_hundred}");
+    assert!(
+        two_hundred <= 2 * ten,
+        "turn 10: {ten}, turn 200: {two_hundred}"
+    );
+    // The whole run, as a step that saved it whole would write, grew with it.
+    assert!(run.to_json().len() > 20 * two_hundred);
+}
