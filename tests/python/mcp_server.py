@@ -3,7 +3,8 @@ FastMCP), for yiem's MCP client tests. Tools: `add` (structured output), `count`
 error result), `wait` (never returns until cancelled; records the cancellation), `crash` (the process dies
 mid-call), `pid` (the process's id, to tell restarts apart), `grow` (adds the tool `late` and sends
 `notifications/tools/list_changed`), `note` (a warning-level log message with control characters in it),
-`ask` (an elicitation whose schema has defaults; returns the content the client sent, as JSON).
+`ask` (an elicitation whose schema has defaults; returns the content the client sent, as JSON),
+`summarize` (asks the client's model, by sampling, to summarize a text).
 
     python tests/python/mcp_server.py stdio
     python tests/python/mcp_server.py http PORT
@@ -17,6 +18,7 @@ import warnings
 import anyio
 from pydantic import BaseModel
 
+from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -114,6 +116,18 @@ async def ask(ctx: Context) -> str:
         related_request_id=ctx.request_id,
     )
     return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Asks the client's model to summarize `text`; returns the model's name and answer."""
+    result = await ctx.request_context.session.create_message(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
+        max_tokens=50,
+        system_prompt="Summarize in five words.",
+        related_request_id=ctx.request_id,
+    )
+    return f"{result.model}: {result.content.text}"
 
 
 if __name__ == "__main__":

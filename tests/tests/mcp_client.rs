@@ -168,8 +168,16 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
     assert_eq!(
         names,
         [
-            "py_add", "py_count", "py_fail", "py_wait", "py_crash", "py_pid", "py_grow", "py_note",
-            "py_ask"
+            "py_add",
+            "py_count",
+            "py_fail",
+            "py_wait",
+            "py_crash",
+            "py_pid",
+            "py_grow",
+            "py_note",
+            "py_ask",
+            "py_summarize"
         ]
     );
     let add = store.get("py_add").unwrap();
@@ -318,7 +326,7 @@ async fn two_servers_without_prefixes_that_clash_are_refused_with_the_name() {
     );
     assert_eq!(
         store.len(),
-        9,
+        10,
         "nothing of the second server was registered"
     );
 }
@@ -716,4 +724,51 @@ async fn without_an_elicitation_handler_a_servers_question_is_declined() {
         result.text_content(),
         r#"{"action": "decline", "content": null}"#
     );
+}
+
+#[tokio::test]
+async fn a_sampling_request_is_answered_by_the_handler_with_the_conversation_it_sent() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&asked);
+    let client = McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .sampling(move |request: yiem_core::mcp::Sampling| {
+        record.lock().unwrap().push(request);
+        async { yiem_core::mcp::SamplingAnswer::text("rain, then sun", "test-model") }
+    })
+    .connect()
+    .await
+    .unwrap();
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
+    assert_eq!(result.text_content(), "test-model: rain, then sun");
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].server, "python-tools");
+    assert_eq!(asked[0].max_tokens, 50);
+    assert_eq!(
+        asked[0].system_prompt.as_deref(),
+        Some("Summarize in five words.")
+    );
+    assert_eq!(asked[0].messages.len(), 1);
+    assert_eq!(
+        (
+            asked[0].messages[0].role.as_str(),
+            asked[0].messages[0].text.as_str()
+        ),
+        ("user", "the forecast")
+    );
+}
+
+#[tokio::test]
+async fn without_a_sampling_handler_a_servers_request_is_refused() {
+    let client = python_stdio("").await;
+    let mut store = ToolStore::new("agent");
+    client.register(&mut store).await.unwrap();
+    let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
+    assert!(result.is_error(), "{}", result.text_content());
 }

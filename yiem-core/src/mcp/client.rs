@@ -48,8 +48,14 @@ use rmcp::model::{
     FormElicitationCapability, Implementation, ListToolsRequest, PaginatedRequestParams,
     ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult, Tool,
 };
+// Logging and sampling are deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the
+// earlier revisions use them.
 #[allow(deprecated)]
-use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ErrorCode, LoggingLevel,
+    LoggingMessageNotificationParam, Role, SamplingCapability, SamplingContent, SamplingMessage,
+    SamplingMessageContentBlock,
+};
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
     ServiceError,
@@ -63,6 +69,7 @@ use tokio::sync::mpsc;
 use super::elicitation::{Elicitation, ElicitationAnswer, ElicitationHandler, with_defaults};
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{Authorizer, Tries};
+use super::sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 use crate::content::Content;
 use crate::context::ToolContext;
 use crate::registry::ToolStore;
@@ -194,6 +201,7 @@ pub struct McpClientBuilder {
     call_timeout: Duration,
     limits: Limits,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
 /// The bounds on waiting for a server and on what it lists (see the module docs).
@@ -265,6 +273,14 @@ impl McpClientBuilder {
         self
     }
 
+    /// Answer the server's sampling requests (a completion from the client's model) with `handler`,
+    /// and declare the capability; see [`Sampling`]. Without a handler the client does not declare
+    /// sampling and refuses such requests.
+    pub fn sampling(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
     /// How long one call may take before it is cancelled with an error result (default:
     /// [`DEFAULT_CALL_TIMEOUT`]).
     pub fn call_timeout(mut self, limit: Duration) -> Self {
@@ -326,6 +342,7 @@ impl McpClientBuilder {
         let inner = Arc::new(Inner {
             authorizer,
             elicitation: self.elicitation,
+            sampling: self.sampling,
             name,
             prefix: self.prefix,
             target: self.target,
@@ -355,6 +372,7 @@ struct Inner {
     /// The server's OAuth, when configured.
     authorizer: Option<Arc<Authorizer>>,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
     name: String,
     prefix: String,
     target: Target,
@@ -400,6 +418,7 @@ struct Handler {
     client: Weak<Inner>,
     server: String,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
 impl ClientHandler for Handler {
@@ -408,6 +427,11 @@ impl ClientHandler for Handler {
         if self.elicitation.is_some() {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        }
+        if self.sampling.is_some() {
+            #[allow(deprecated)]
+            let sampling = SamplingCapability::default();
+            capabilities.sampling = Some(sampling);
         }
         ClientConfig::new(
             capabilities,
@@ -446,6 +470,62 @@ impl ClientHandler for Handler {
             ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
             ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
         })
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(handler) = &self.sampling else {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "this client does not offer sampling",
+                None,
+            ));
+        };
+        let messages = params
+            .messages
+            .iter()
+            .map(|message| {
+                let blocks = match &message.content {
+                    SamplingContent::Single(block) => std::slice::from_ref(block),
+                    SamplingContent::Multiple(blocks) => blocks.as_slice(),
+                };
+                let text = blocks
+                    .iter()
+                    .map(|block| match block {
+                        SamplingMessageContentBlock::Text(text) => text.text.clone(),
+                        other => serde_json::to_string(other).unwrap_or_default(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let role = match message.role {
+                    Role::Assistant => "assistant",
+                    _ => "user",
+                };
+                SampledMessage {
+                    role: role.to_owned(),
+                    text,
+                }
+            })
+            .collect();
+        let request = Sampling {
+            server: self.server.clone(),
+            messages,
+            system_prompt: params.system_prompt,
+            max_tokens: params.max_tokens,
+        };
+        match handler.sample(request).await {
+            SamplingAnswer::Text { text, model } => Ok(CreateMessageResult::new(
+                SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
+                model,
+            )
+            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN)),
+            // -1: the user rejected the request, as the spec's example has it.
+            SamplingAnswer::Refuse(reason) => Err(ErrorData::new(ErrorCode(-1), reason, None)),
+        }
     }
 
     // Logging is deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the earlier
@@ -510,6 +590,7 @@ impl McpClient {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             limits: Limits::default(),
             elicitation: None,
+            sampling: None,
         }
     }
 
@@ -527,6 +608,7 @@ impl McpClient {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             limits: Limits::default(),
             elicitation: None,
+            sampling: None,
         }
     }
 
@@ -670,6 +752,7 @@ impl Inner {
             client: Arc::downgrade(self),
             server: self.name.clone(),
             elicitation: self.elicitation.clone(),
+            sampling: self.sampling.clone(),
         };
         let handshake = || async {
             match &self.target {

@@ -55,6 +55,8 @@ mod http;
 mod lines;
 #[cfg(feature = "mcp-oauth")]
 pub mod oauth;
+#[cfg(feature = "mcp-client")]
+mod sampling;
 
 #[cfg(feature = "mcp-client")]
 pub use client::{
@@ -68,6 +70,8 @@ pub use http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS, McpHttpServer,
 };
+#[cfg(feature = "mcp-client")]
+pub use sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
