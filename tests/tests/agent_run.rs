@@ -30,7 +30,7 @@ fn work_tools() -> ToolStore {
         .handler(|_ctx: ToolContext, _args: Value| async move { "worked" })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("work");
+    let store = ToolStore::new("work");
     store.register(work).unwrap();
     store
 }
@@ -247,7 +247,7 @@ async fn dropping_prompt_while_a_tool_runs_cancels_it_and_leaves_a_valid_convers
         })
         .build()
         .unwrap();
-    let mut tools = work_tools();
+    let tools = work_tools();
     tools.register(hang).unwrap();
     let model = ScriptedModel::new([
         ScriptedTurn::tool_calls([("work", json!({})), ("hang", json!({}))]),
@@ -725,7 +725,7 @@ async fn stop_at_tools_ends_the_run_with_that_result_as_output() {
         })
         .build()
         .unwrap();
-    let mut tools = work_tools();
+    let tools = work_tools();
     tools.register(answer).unwrap();
     let model = ScriptedModel::new([
         ScriptedTurn::tool_call("work", json!({})),
@@ -768,7 +768,7 @@ fn counted_tools(
         })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("slow");
+    let store = ToolStore::new("slow");
     store.register(slow).unwrap();
     store
 }
@@ -905,7 +905,7 @@ async fn restoring_a_run_while_one_is_active_is_refused() {
         })
         .build()
         .unwrap();
-    let mut tools = ToolStore::new("wait");
+    let tools = ToolStore::new("wait");
     tools.register(wait).unwrap();
     let agent = Agent::builder()
         .model(ScriptedModel::new([
@@ -935,7 +935,7 @@ async fn wipe() -> &'static str {
 #[tokio::test]
 async fn a_macro_tool_with_needs_approval_pauses_the_run() {
     assert!(wipe_tool().needs_approval());
-    let mut tools = ToolStore::new("macro");
+    let tools = ToolStore::new("macro");
     tools.register(wipe_tool()).unwrap();
     let agent = Agent::builder()
         .model(ScriptedModel::new([
@@ -968,7 +968,7 @@ async fn greet(yiem_core::State(greeting): yiem_core::State<Greeting>) -> &'stat
 
 #[tokio::test]
 async fn a_tool_with_state_still_runs_when_prepare_context_filters_the_tools() {
-    let mut tools = ToolStore::new("greeter").with_state(Greeting("bonjour"));
+    let tools = ToolStore::new("greeter").with_state(Greeting("bonjour"));
     tools.register(greet_tool()).unwrap();
     tools.register(wipe_tool()).unwrap();
     let agent = Agent::builder()

@@ -112,7 +112,7 @@ impl PlannedCall {
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let mut store = ToolStore::new("demo");
+/// let store = ToolStore::new("demo");
 /// store.register(hello_tool()).unwrap();
 /// let calls = vec![
 ///     ToolCall::new("1", "hello", json!({})),

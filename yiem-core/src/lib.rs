@@ -40,8 +40,8 @@
 //! let result = add_tool().execute("call-1", serde_json::json!({"a": 2, "b": 3})).await;
 //! assert_eq!(result.text_content(), "5");
 //!
-//! let mut store = ToolStore::new("calculator");
-//! register_all_tools(&mut store).unwrap();
+//! let store = ToolStore::new("calculator");
+//! register_all_tools(&store).unwrap();
 //! assert!(store.get("add").is_some());
 //! # });
 //! ```

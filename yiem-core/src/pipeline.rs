@@ -641,7 +641,7 @@ impl ToolStore {
     /// use yiem_core::{AgentTool, ToolStore};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let mut store = ToolStore::new("agent");
+    /// let store = ToolStore::new("agent");
     /// store
     ///     .register(AgentTool::builder("ping").description("Pong.").handler(|_, _| async { "pong" }).build().unwrap())
     ///     .unwrap();

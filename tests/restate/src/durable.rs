@@ -150,7 +150,7 @@ fn tool(
 
 /// The scenario's tools.
 pub fn tools() -> ToolStore {
-    let mut store = ToolStore::new("durable");
+    let store = ToolStore::new("durable");
     store
         .register(tool("get_weather", "city", false, |args| {
             format!("sunny in {}", args["city"].as_str().unwrap_or_default())
