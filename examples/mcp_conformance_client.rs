@@ -70,9 +70,9 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
             client.elicitation(|_: Elicitation| async { ElicitationAnswer::Accept(Map::new()) });
     }
     let client = client.connect().await.map_err(|error| error.to_string())?;
-    let mut store = ToolStore::new("conformance");
+    let store = ToolStore::new("conformance");
     client
-        .register(&mut store)
+        .register(&store)
         .await
         .map_err(|error| error.to_string())?;
 

@@ -656,8 +656,8 @@ impl std::io::Write for Sink {
 async fn a_servers_log_message_goes_to_tracing_with_the_server_named_and_escaped() {
     let logs = captured_logs();
     let client = python_stdio("").await;
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let result = run_one(&store, "note", json!({})).await;
     assert_eq!(result.text_content(), "noted");
     let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
@@ -696,8 +696,8 @@ async fn an_elicitation_is_answered_by_the_handler_with_the_schemas_defaults_fil
     .connect()
     .await
     .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let result = run_one(&store, "ask", json!({})).await;
     assert_eq!(
         result.text_content(),
@@ -713,8 +713,8 @@ async fn an_elicitation_is_answered_by_the_handler_with_the_schemas_defaults_fil
 #[tokio::test]
 async fn without_an_elicitation_handler_a_servers_question_is_declined() {
     let client = python_stdio("").await;
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let result = run_one(&store, "ask", json!({})).await;
     assert_eq!(
         result.text_content(),
@@ -738,8 +738,8 @@ async fn a_sampling_request_is_answered_by_the_handler_with_the_conversation_it_
     .connect()
     .await
     .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
     assert_eq!(result.text_content(), "test-model: rain, then sun");
     let asked = asked.lock().unwrap();
@@ -763,8 +763,8 @@ async fn a_sampling_request_is_answered_by_the_handler_with_the_conversation_it_
 #[tokio::test]
 async fn without_a_sampling_handler_a_servers_request_is_refused() {
     let client = python_stdio("").await;
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
     assert!(result.is_error(), "{}", result.text_content());
 }

@@ -172,11 +172,8 @@ async fn authorized(
         .connect()
         .await
         .expect("the client authorizes and connects");
-    let mut tools = ToolStore::new("agent");
-    client
-        .register(&mut tools)
-        .await
-        .expect("the tools are listed");
+    let tools = ToolStore::new("agent");
+    client.register(&tools).await.expect("the tools are listed");
     (client, tools)
 }
 

@@ -468,5 +468,8 @@ async fn each_store_runs_bash_under_its_own_policy() {
         "bubblewrap"
     );
     // The default picks the best sandbox there is: bubblewrap, which the tests need.
-    assert_eq!(sandbox(plain.execute("c3", "bash", args).await), "bubblewrap");
+    assert_eq!(
+        sandbox(plain.execute("c3", "bash", args).await),
+        "bubblewrap"
+    );
 }
