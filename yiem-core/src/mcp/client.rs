@@ -34,6 +34,24 @@
 //!   registered in; [`McpClient::refresh`] does the same on demand.
 //!
 //! Every wait on a server is bounded, and so is what it may list: see [`McpClientBuilder`].
+//!
+//! # Connecting over HTTP
+//!
+//! - The client speaks the 2026-07-28 revision (`server/discover`, no session) to servers that offer it,
+//!   and the `initialize` handshake at 2025-11-25 to those that do not, decided at each connection.
+//! - A server that answers `401` or `403` is authorized with OAuth 2.1 when the client has an
+//!   `OAuth` configuration (`McpClientBuilder::oauth`, feature `mcp-oauth`, module `mcp::oauth`);
+//!   each request is retried at most once after an authorization and once after a step-up. Without one,
+//!   the refusal is an [`McpClientError::Authorization`] that says what to configure.
+//!
+//! # Requests from the server
+//!
+//! - Elicitation goes to the [`ElicitationHandler`] given to [`McpClientBuilder::elicitation`], with the
+//!   schema's defaults filled into the answer; sampling to the [`SamplingHandler`] given to
+//!   [`McpClientBuilder::sampling`]. Without a handler the capability is not declared and such
+//!   requests are declined or refused.
+//! - Log messages become `tracing` events (target `yiem_core::mcp::client`, the server named, the data
+//!   escaped).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
