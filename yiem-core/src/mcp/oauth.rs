@@ -449,7 +449,10 @@ impl Authorizer {
         }
         let base = reqwest::Url::parse(&self.url).map_err(|error| self.failed(error))?;
         let params = WWWAuthenticateParams::parse(challenge, &base);
-        let step_up = params.is_insufficient_scope();
+        // A step-up needs an authorization to step up from: a 403 before any token is authorized
+        // afresh.
+        let holds_token = matches!(self.config.store.load(), Ok(Some(_)));
+        let step_up = params.is_insufficient_scope() && holds_token;
         if step_up && tries.stepped_up || !step_up && tries.authorized {
             return Err(McpClientError::Authorization {
                 server: self.server.clone(),
