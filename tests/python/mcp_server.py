@@ -2,20 +2,29 @@
 FastMCP), for yiem's MCP client tests. Tools: `add` (structured output), `count` (progress), `fail` (an
 error result), `wait` (never returns until cancelled; records the cancellation), `crash` (the process dies
 mid-call), `pid` (the process's id, to tell restarts apart), `grow` (adds the tool `late` and sends
-`notifications/tools/list_changed`).
+`notifications/tools/list_changed`), `note` (a warning-level log message with control characters in it),
+`ask` (an elicitation whose schema has defaults; returns the content the client sent, as JSON),
+`summarize` (asks the client's model, by sampling, to summarize a text).
 
     python tests/python/mcp_server.py stdio
     python tests/python/mcp_server.py http PORT
 """
 
+import json
 import os
 import sys
+import warnings
 
 import anyio
 from pydantic import BaseModel
 
+from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+
+# `note` and `ask` use logging and elicitation, which the 2026-07-28 revision deprecates (SEP-2577):
+# servers of the earlier revisions still send them.
+warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28.*")
 
 server = MCPServer("python-tools")
 CANCELLED = os.environ.get("YIEM_TEST_CANCELLED_FILE")
@@ -82,6 +91,43 @@ async def grow(ctx: Context) -> str:
     server.add_tool(late, name="late")
     await ctx.session.send_tool_list_changed()
     return "added late"
+
+
+@server.tool()
+async def note(ctx: Context) -> str:
+    """Sends a warning-level log message to the client."""
+    await ctx.warning("disk almost full\x1b[31m (92%)", logger_name="python-tools.disk")
+    return "noted"
+
+
+@server.tool()
+async def ask(ctx: Context) -> str:
+    """Asks the user for a name and an age (30 unless given); returns what the client sent."""
+    result = await ctx.request_context.session.elicit_form(
+        "Who are you?",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "age": {"type": "integer", "default": 30},
+            },
+            "required": ["name"],
+        },
+        related_request_id=ctx.request_id,
+    )
+    return json.dumps({"action": result.action, "content": result.content}, sort_keys=True)
+
+
+@server.tool()
+async def summarize(text: str, ctx: Context) -> str:
+    """Asks the client's model to summarize `text`; returns the model's name and answer."""
+    result = await ctx.request_context.session.create_message(
+        messages=[types.SamplingMessage(role="user", content=types.TextContent(type="text", text=text))],
+        max_tokens=50,
+        system_prompt="Summarize in five words.",
+        related_request_id=ctx.request_id,
+    )
+    return f"{result.model}: {result.content.text}"
 
 
 if __name__ == "__main__":

@@ -168,7 +168,16 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
     assert_eq!(
         names,
         [
-            "py_add", "py_count", "py_fail", "py_wait", "py_crash", "py_pid", "py_grow"
+            "py_add",
+            "py_count",
+            "py_fail",
+            "py_wait",
+            "py_crash",
+            "py_pid",
+            "py_grow",
+            "py_note",
+            "py_ask",
+            "py_summarize"
         ]
     );
     let add = store.get("py_add").unwrap();
@@ -313,7 +322,7 @@ async fn two_servers_without_prefixes_that_clash_are_refused_with_the_name() {
     );
     assert_eq!(
         store.len(),
-        7,
+        10,
         "nothing of the second server was registered"
     );
 }
@@ -612,4 +621,150 @@ async fn a_server_listing_one_name_twice_registers_none_of_its_tools() {
          tools were taken"
     );
     assert!(store.is_empty(), "{:?}", store.names());
+}
+
+/// Everything logged at `DEBUG` and above in this test binary, captured once.
+fn captured_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
+    static LOGS: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = Arc::clone(&logs);
+        tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .init();
+        logs
+    })
+    .clone()
+}
+
+struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Sink {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_servers_log_message_goes_to_tracing_with_the_server_named_and_escaped() {
+    let logs = captured_logs();
+    let client = python_stdio("").await;
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let result = run_one(&store, "note", json!({})).await;
+    assert_eq!(result.text_content(), "noted");
+    let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+    let line = logs
+        .lines()
+        .find(|line| line.contains("MCP server log"))
+        .unwrap_or_else(|| panic!("the log message reached tracing: {logs}"));
+    assert!(line.contains(" WARN "), "{line}");
+    assert!(line.contains("server=\"python-tools\""), "{line}");
+    assert!(line.contains("python-tools.disk"), "{line}");
+    assert!(
+        !line.contains('\x1b') && line.contains("\\u{1b}"),
+        "escaped: {line}"
+    );
+}
+
+#[tokio::test]
+async fn an_elicitation_is_answered_by_the_handler_with_the_schemas_defaults_filled_in() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&asked);
+    let client = McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .elicitation(move |question: yiem_core::mcp::Elicitation| {
+        record
+            .lock()
+            .unwrap()
+            .push((question.server, question.message, question.schema));
+        async {
+            let answer = json!({"name": "Ada"}).as_object().cloned().unwrap();
+            yiem_core::mcp::ElicitationAnswer::Accept(answer)
+        }
+    })
+    .connect()
+    .await
+    .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let result = run_one(&store, "ask", json!({})).await;
+    assert_eq!(
+        result.text_content(),
+        r#"{"action": "accept", "content": {"age": 30, "name": "Ada"}}"#
+    );
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].0, "python-tools");
+    assert_eq!(asked[0].1, "Who are you?");
+    assert_eq!(asked[0].2["properties"]["age"]["default"], 30);
+}
+
+#[tokio::test]
+async fn without_an_elicitation_handler_a_servers_question_is_declined() {
+    let client = python_stdio("").await;
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let result = run_one(&store, "ask", json!({})).await;
+    assert_eq!(
+        result.text_content(),
+        r#"{"action": "decline", "content": null}"#
+    );
+}
+
+#[tokio::test]
+async fn a_sampling_request_is_answered_by_the_handler_with_the_conversation_it_sent() {
+    let asked = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = Arc::clone(&asked);
+    let client = McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .sampling(move |request: yiem_core::mcp::Sampling| {
+        record.lock().unwrap().push(request);
+        async { yiem_core::mcp::SamplingAnswer::text("rain, then sun", "test-model") }
+    })
+    .connect()
+    .await
+    .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
+    assert_eq!(result.text_content(), "test-model: rain, then sun");
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].server, "python-tools");
+    assert_eq!(asked[0].max_tokens, 50);
+    assert_eq!(
+        asked[0].system_prompt.as_deref(),
+        Some("Summarize in five words.")
+    );
+    assert_eq!(asked[0].messages.len(), 1);
+    assert_eq!(
+        (
+            asked[0].messages[0].role.as_str(),
+            asked[0].messages[0].text.as_str()
+        ),
+        ("user", "the forecast")
+    );
+}
+
+#[tokio::test]
+async fn without_a_sampling_handler_a_servers_request_is_refused() {
+    let client = python_stdio("").await;
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
+    assert!(result.is_error(), "{}", result.text_content());
 }

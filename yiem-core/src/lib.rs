@@ -68,6 +68,7 @@
 //! | `gemini` | no | `GeminiModel`, `GeminiConfig`: Gemini's `streamGenerateContent`, over the same transport |
 //! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
 //! | `mcp-client` | no | `mcp::McpClient`: MCP servers' tools in a store, over stdio or streamable HTTP |
+//! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a stateless streamable HTTP MCP server (rmcp on hyper, no TLS) |
 //!
 //! The default build is already the lean one (no feature is on by default):

@@ -97,7 +97,9 @@ enum Command {
         /// `--mcp 'npx -y @modelcontextprotocol/server-everything'`. Repeatable.
         #[arg(long, value_name = "COMMAND ARGS")]
         mcp: Vec<String>,
-        /// Add the tools of an MCP server at this streamable-HTTP URL. Repeatable.
+        /// Add the tools of an MCP server at this streamable-HTTP URL. Repeatable. A server that asks
+        /// for OAuth is signed in to in the browser (the URL is printed; `$BROWSER` opens it), and its
+        /// tokens are kept in `yiem/mcp-oauth/` under your data directory, readable by you only.
         #[arg(long, value_name = "URL")]
         mcp_url: Vec<String>,
         /// Put this before the names of every MCP server's tools (so they cannot clash with the built-in

@@ -34,27 +34,60 @@
 //!   registered in; [`McpClient::refresh`] does the same on demand.
 //!
 //! Every wait on a server is bounded, and so is what it may list: see [`McpClientBuilder`].
+//!
+//! # Connecting over HTTP
+//!
+//! - The client speaks the 2026-07-28 revision (`server/discover`, no session) to servers that offer it,
+//!   and the `initialize` handshake at 2025-11-25 to those that do not, decided at each connection.
+//! - A server that answers `401` or `403` is authorized with OAuth 2.1 when the client has an
+//!   `OAuth` configuration (`McpClientBuilder::oauth`, feature `mcp-oauth`, module `mcp::oauth`);
+//!   each request is retried at most once after an authorization and once after a step-up. Without one,
+//!   the refusal is an [`McpClientError::Authorization`] that says what to configure.
+//!
+//! # Requests from the server
+//!
+//! - Elicitation goes to the [`ElicitationHandler`] given to [`McpClientBuilder::elicitation`], with the
+//!   schema's defaults filled into the answer; sampling to the [`SamplingHandler`] given to
+//!   [`McpClientBuilder::sampling`]. Without a handler the capability is not declared and such
+//!   requests are declined or refused.
+//! - Log messages become `tracing` events (target `yiem_core::mcp::client`, the server named, the data
+//!   escaped).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
-    Implementation, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerResult, Tool,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
+    FormElicitationCapability, Implementation, ListToolsRequest, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult, Tool,
+};
+// Logging and sampling are deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the
+// earlier revisions use them.
+#[allow(deprecated)]
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ErrorCode, LoggingLevel,
+    LoggingMessageNotificationParam, Role, SamplingCapability, SamplingContent, SamplingMessage,
+    SamplingMessageContentBlock,
 };
 use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RoleClient, RunningService, ServiceError,
+    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
+    ServiceError,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientHandler, Peer, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::elicitation::{Elicitation, ElicitationAnswer, ElicitationHandler, with_defaults};
+#[cfg(feature = "mcp-oauth")]
+use super::oauth::{Authorizer, Tries};
+use super::sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 use crate::content::Content;
 use crate::context::ToolContext;
 use crate::registry::ToolStore;
@@ -118,13 +151,24 @@ pub enum McpClientError {
         /// The registration error.
         detail: String,
     },
+    /// The server asked for authorization and it could not be obtained: no OAuth configured, the
+    /// authorization server refused or failed, or the server still refused after the one try each
+    /// request gets.
+    #[error("MCP server `{server}` refused access: {detail}")]
+    Authorization {
+        /// The server's name.
+        server: String,
+        /// What failed, and what to do.
+        detail: String,
+    },
     /// The server went past one of the client's limits (see [`McpClientBuilder`]).
     #[error("MCP server `{server}` went past the `{limit}` limit: {detail}")]
     Limit {
         /// The server's name.
         server: String,
         /// The setting of [`McpClientBuilder`] that raises the limit (`connect_timeout`, `list_timeout`,
-        /// `max_pages`, `max_tools` or `max_schema_depth`).
+        /// `max_pages`, `max_tools` or `max_schema_depth`), or `authorization_timeout` of the OAuth
+        /// configuration.
         limit: &'static str,
         /// What happened, and how to raise the limit.
         detail: String,
@@ -141,6 +185,8 @@ enum Target {
     Http {
         url: String,
         bearer: Option<String>,
+        #[cfg(feature = "mcp-oauth")]
+        oauth: Option<super::oauth::OAuth>,
     },
 }
 
@@ -172,6 +218,8 @@ pub struct McpClientBuilder {
     target: Target,
     call_timeout: Duration,
     limits: Limits,
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
 /// The bounds on waiting for a server and on what it lists (see the module docs).
@@ -225,6 +273,32 @@ impl McpClientBuilder {
         self
     }
 
+    /// Authorize with OAuth 2.1 when the server asks (URLs only; see [`oauth`](super::oauth)).
+    #[cfg(feature = "mcp-oauth")]
+    pub fn oauth(mut self, config: super::oauth::OAuth) -> Self {
+        if let Target::Http { oauth, .. } = &mut self.target {
+            *oauth = Some(config);
+        }
+        self
+    }
+
+    /// Answer the server's elicitation requests (questions for the user, in a form the server
+    /// describes with a schema) with `handler`, and declare the capability. The fields the answer
+    /// leaves out that the schema gives a `default` are filled with it (SEP-1034). Without a handler
+    /// the client does not declare elicitation, and servers do not ask.
+    pub fn elicitation(mut self, handler: impl ElicitationHandler) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answer the server's sampling requests (a completion from the client's model) with `handler`,
+    /// and declare the capability; see [`Sampling`]. Without a handler the client does not declare
+    /// sampling and refuses such requests.
+    pub fn sampling(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
     /// How long one call may take before it is cancelled with an error result (default:
     /// [`DEFAULT_CALL_TIMEOUT`]).
     pub fn call_timeout(mut self, limit: Duration) -> Self {
@@ -270,7 +344,23 @@ impl McpClientBuilder {
             Target::Command { program, .. } => program.clone(),
             Target::Http { url, .. } => url.clone(),
         });
+        #[cfg(feature = "mcp-oauth")]
+        let authorizer = match &self.target {
+            Target::Http {
+                url,
+                oauth: Some(config),
+                ..
+            } => Some(Arc::new(
+                super::oauth::Authorizer::new(&name, url, config.clone()).await?,
+            )),
+            _ => None,
+        };
+        #[cfg(not(feature = "mcp-oauth"))]
+        let authorizer = None;
         let inner = Arc::new(Inner {
+            authorizer,
+            elicitation: self.elicitation,
+            sampling: self.sampling,
             name,
             prefix: self.prefix,
             target: self.target,
@@ -297,6 +387,10 @@ pub struct McpClient {
 type Routes = Arc<Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<ProgressNotificationParam>>>>;
 
 struct Inner {
+    /// The server's OAuth, when configured.
+    authorizer: Option<Arc<Authorizer>>,
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
     name: String,
     prefix: String,
     target: Target,
@@ -316,18 +410,162 @@ struct Connection {
     alive: Arc<AtomicBool>,
 }
 
-/// The client side of one connection: routes progress to calls and reacts to list changes.
+/// Without the `mcp-oauth` feature there is never an authorizer: the type has no values.
+#[cfg(not(feature = "mcp-oauth"))]
+enum Authorizer {}
+
+#[cfg(not(feature = "mcp-oauth"))]
+#[derive(Default)]
+struct Tries(());
+
+#[cfg(not(feature = "mcp-oauth"))]
+impl Authorizer {
+    fn generation(&self) -> u64 {
+        match *self {}
+    }
+
+    async fn recover(&self, _: &str, _: u64, _: &mut Tries) -> Result<(), McpClientError> {
+        match *self {}
+    }
+}
+
+/// The client side of one connection: routes progress to calls, reacts to list changes, answers
+/// elicitations, and logs the server's log messages.
 struct Handler {
     routes: Routes,
     client: Weak<Inner>,
+    server: String,
+    elicitation: Option<Arc<dyn ElicitationHandler>>,
+    sampling: Option<Arc<dyn SamplingHandler>>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation.is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
+        }
+        if self.sampling.is_some() {
+            #[allow(deprecated)]
+            let sampling = SamplingCapability::default();
+            capabilities.sampling = Some(sampling);
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("yiem", env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let Some(handler) = &self.elicitation else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            return Err(ErrorData::invalid_params(
+                "this client answers form elicitations only",
+                None,
+            ));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+        let question = Elicitation {
+            server: self.server.clone(),
+            message,
+            schema: schema.clone(),
+        };
+        Ok(match handler.elicit(question).await {
+            ElicitationAnswer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(Value::Object(with_defaults(content, &schema))),
+            ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
+    }
+
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let Some(handler) = &self.sampling else {
+            return Err(ErrorData::new(
+                ErrorCode::METHOD_NOT_FOUND,
+                "this client does not offer sampling",
+                None,
+            ));
+        };
+        let messages = params
+            .messages
+            .iter()
+            .map(|message| {
+                let blocks = match &message.content {
+                    SamplingContent::Single(block) => std::slice::from_ref(block),
+                    SamplingContent::Multiple(blocks) => blocks.as_slice(),
+                };
+                let text = blocks
+                    .iter()
+                    .map(|block| match block {
+                        SamplingMessageContentBlock::Text(text) => text.text.clone(),
+                        other => serde_json::to_string(other).unwrap_or_default(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                let role = match message.role {
+                    Role::Assistant => "assistant",
+                    _ => "user",
+                };
+                SampledMessage {
+                    role: role.to_owned(),
+                    text,
+                }
+            })
+            .collect();
+        let request = Sampling {
+            server: self.server.clone(),
+            messages,
+            system_prompt: params.system_prompt,
+            max_tokens: params.max_tokens,
+        };
+        match handler.sample(request).await {
+            SamplingAnswer::Text { text, model } => Ok(CreateMessageResult::new(
+                SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
+                model,
+            )
+            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN)),
+            // -1: the user rejected the request, as the spec's example has it.
+            SamplingAnswer::Refuse(reason) => Err(ErrorData::new(ErrorCode(-1), reason, None)),
+        }
+    }
+
+    // Logging is deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the earlier
+    // revisions send it.
+    #[allow(deprecated)]
+    async fn on_logging_message(
+        &self,
+        params: LoggingMessageNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        // What the server wrote goes out escaped (`?`), never raw into a terminal.
+        let server = self.server.as_str();
+        let logger = params.logger.as_deref().unwrap_or("");
+        let data = &params.data;
+        match params.level {
+            LoggingLevel::Debug => tracing::debug!(server, logger, ?data, "MCP server log"),
+            LoggingLevel::Info | LoggingLevel::Notice => {
+                tracing::info!(server, logger, ?data, "MCP server log")
+            }
+            LoggingLevel::Warning => tracing::warn!(server, logger, ?data, "MCP server log"),
+            _ => tracing::error!(server, logger, ?data, "MCP server log"),
+        }
     }
 
     async fn on_progress(
@@ -369,6 +607,8 @@ impl McpClient {
             },
             call_timeout: DEFAULT_CALL_TIMEOUT,
             limits: Limits::default(),
+            elicitation: None,
+            sampling: None,
         }
     }
 
@@ -380,9 +620,13 @@ impl McpClient {
             target: Target::Http {
                 url: url.into(),
                 bearer: None,
+                #[cfg(feature = "mcp-oauth")]
+                oauth: None,
             },
             call_timeout: DEFAULT_CALL_TIMEOUT,
             limits: Limits::default(),
+            elicitation: None,
+            sampling: None,
         }
     }
 
@@ -464,7 +708,53 @@ impl McpClient {
     }
 }
 
+/// Over HTTP the client speaks the 2026-07-28 revision (`server/discover`, no session) to servers
+/// that offer it and falls back to `initialize` at 2025-11-25 for those that answer it as unknown
+/// (or not within 10 s).
+fn both_revisions() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::V_2025_11_25),
+    }
+}
+
+/// Why a handshake did not complete.
+enum Handshake {
+    Failed(McpClientError),
+    /// The server answered 401 or 403 with this `WWW-Authenticate` challenge.
+    Refused(String),
+}
+
 impl Inner {
+    /// The count of authorizations completed so far, read before a request goes out.
+    fn generation(&self) -> u64 {
+        self.authorizer
+            .as_ref()
+            .map_or(0, |authorizer| authorizer.generation())
+    }
+
+    /// Gets a request refused with `challenge` (sent at `generation`) through: authorizes or steps up
+    /// once per request, after which the caller retries it; an error when that is not possible.
+    async fn get_through(
+        &self,
+        challenge: &str,
+        generation: u64,
+        tries: &mut Tries,
+    ) -> Result<(), McpClientError> {
+        match &self.authorizer {
+            Some(authorizer) => authorizer.recover(challenge, generation, tries).await,
+            None => Err(McpClientError::Authorization {
+                server: self.name.clone(),
+                detail: format!(
+                    "it asks for authorization (`WWW-Authenticate: {}`); configure OAuth with \
+                     `McpClientBuilder::oauth` (feature `mcp-oauth`) or give a token with \
+                     `McpClientBuilder::bearer_token`",
+                    challenge.escape_debug()
+                ),
+            }),
+        }
+    }
+
     fn lock_stores(&self) -> std::sync::MutexGuard<'_, Vec<(ToolStore, Vec<String>)>> {
         self.stores.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -475,11 +765,14 @@ impl Inner {
             server: self.name.clone(),
             detail,
         };
-        let handler = Handler {
+        let handler = || Handler {
             routes: Arc::clone(&self.routes),
             client: Arc::downgrade(self),
+            server: self.name.clone(),
+            elicitation: self.elicitation.clone(),
+            sampling: self.sampling.clone(),
         };
-        let handshake = async {
+        let handshake = || async {
             match &self.target {
                 Target::Command { program, args, env } => {
                     let mut command = tokio::process::Command::new(program);
@@ -491,40 +784,84 @@ impl Inner {
                         .stderr(std::process::Stdio::inherit())
                         .spawn()
                         .map_err(|error| {
-                            connect_error(format!("cannot start `{program}`: {error}"))
+                            Handshake::Failed(connect_error(format!(
+                                "cannot start `{program}`: {error}"
+                            )))
                         })?;
-                    handler
+                    handler()
                         .serve(transport)
                         .await
-                        .map_err(|error| connect_error(error.to_string()))
+                        .map_err(|error| Handshake::Failed(connect_error(error.to_string())))
                 }
-                Target::Http { url, bearer } => {
+                Target::Http { url, bearer, .. } => {
                     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
                     config.allow_stateless = true;
                     config.reinit_on_expired_session = true;
                     if let Some(token) = bearer {
                         config = config.auth_header(token.clone());
                     }
-                    let transport = StreamableHttpClientTransport::from_config(config);
-                    handler
-                        .serve(transport)
-                        .await
-                        .map_err(|error| connect_error(error.to_string()))
+                    let serve = |lifecycle: ClientLifecycleMode| {
+                        let config = config.clone();
+                        async move {
+                            match &self.authorizer {
+                                #[cfg(feature = "mcp-oauth")]
+                                Some(authorizer) => {
+                                    let transport = StreamableHttpClientTransport::with_client(
+                                        authorizer.http_client(),
+                                        config,
+                                    );
+                                    handler().serve_with_lifecycle(transport, lifecycle).await
+                                }
+                                _ => {
+                                    let transport =
+                                        StreamableHttpClientTransport::from_config(config);
+                                    handler().serve_with_lifecycle(transport, lifecycle).await
+                                }
+                            }
+                        }
+                    };
+                    let served = match serve(both_revisions()).await {
+                        // A server that answers `server/discover` with something else than a
+                        // discovery result or an error (some answer every request with `{}`) gets
+                        // the `initialize` handshake of the earlier revisions.
+                        Err(error) if error.auth_challenge().is_none() => {
+                            tracing::debug!(server = %self.name, %error, "discovery failed; trying `initialize`");
+                            serve(ClientLifecycleMode::Initialize).await
+                        }
+                        served => served,
+                    };
+                    served.map_err(|error| match error.auth_challenge() {
+                        Some(challenge) => Handshake::Refused(challenge.to_owned()),
+                        None => Handshake::Failed(connect_error(error.to_string())),
+                    })
                 }
             }
         };
         let limit = self.limits.connect_timeout;
-        // Out of time, the handshake's future is dropped, and with it the transport and its process.
-        let service = tokio::time::timeout(limit, handshake)
-            .await
-            .map_err(|_| McpClientError::Limit {
-                server: self.name.clone(),
-                limit: "connect_timeout",
-                detail: format!(
-                    "it did not complete the `initialize` handshake within {limit:?}; if it is only slow \
-                     to start, raise the limit with `McpClientBuilder::connect_timeout`"
-                ),
-            })??;
+        let mut tries = Tries::default();
+        let service = loop {
+            let generation = self.generation();
+            // Out of time, the handshake's future is dropped, and with it the transport and its
+            // process.
+            let outcome =
+                tokio::time::timeout(limit, handshake())
+                    .await
+                    .map_err(|_| McpClientError::Limit {
+                        server: self.name.clone(),
+                        limit: "connect_timeout",
+                        detail: format!(
+                            "it did not complete the `initialize` handshake within {limit:?}; if it is \
+                             only slow to start, raise the limit with `McpClientBuilder::connect_timeout`"
+                        ),
+                    })?;
+            match outcome {
+                Ok(service) => break service,
+                Err(Handshake::Failed(error)) => return Err(error),
+                Err(Handshake::Refused(challenge)) => {
+                    self.get_through(&challenge, generation, &mut tries).await?;
+                }
+            }
+        };
         Ok(Connection {
             service,
             alive: Arc::new(AtomicBool::new(true)),
@@ -600,16 +937,29 @@ impl Inner {
                     ),
                 ));
             }
-            let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
-                PaginatedRequestParams::default().with_cursor(cursor.take()),
-            ));
-            // rmcp's own time limit, which also tells the server the request was cancelled.
-            let answer = match peer
-                .send_request_with_option(request, PeerRequestOptions::with_timeout(list_timeout))
-                .await
-            {
-                Ok(handle) => handle.await_response().await,
-                Err(error) => Err(error),
+            let mut tries = Tries::default();
+            let answer = loop {
+                let generation = self.generation();
+                let request = ClientRequest::ListToolsRequest(ListToolsRequest::with_param(
+                    PaginatedRequestParams::default().with_cursor(cursor.clone()),
+                ));
+                // rmcp's own time limit, which also tells the server the request was cancelled.
+                let answer = match peer
+                    .send_request_with_option(
+                        request,
+                        PeerRequestOptions::with_timeout(list_timeout),
+                    )
+                    .await
+                {
+                    Ok(handle) => handle.await_response().await,
+                    Err(error) => Err(error),
+                };
+                match answer.as_ref().err().and_then(ServiceError::auth_challenge) {
+                    Some(challenge) => {
+                        self.get_through(challenge, generation, &mut tries).await?;
+                    }
+                    None => break answer,
+                }
             };
             let listed = match answer {
                 Ok(ServerResult::ListToolsResult(listed)) => listed,
@@ -718,13 +1068,6 @@ impl Inner {
     /// One call of `remote` on the server: progress, cancellation, time limit and failures as the module
     /// docs say.
     async fn call(self: Arc<Self>, remote: &str, ctx: ToolContext, args: Value) -> AgentToolResult {
-        let server = &self.name;
-        let (peer, alive) = match self.peer_and_flag().await {
-            Ok(connected) => connected,
-            Err(error) => {
-                return AgentToolResult::error(format!("{error}; `{remote}` was not run"));
-            }
-        };
         let arguments = match args {
             Value::Object(map) => Some(map),
             Value::Null => None,
@@ -732,6 +1075,36 @@ impl Inner {
                 return AgentToolResult::error(format!(
                     "tool `{remote}` takes a JSON object of arguments, not {other}"
                 ));
+            }
+        };
+        // A call refused for authorization is retried once it has been obtained (once per call).
+        let mut tries = Tries::default();
+        loop {
+            let generation = self.generation();
+            let challenge = match self.call_once(remote, &ctx, arguments.clone()).await {
+                Ok(result) => return result,
+                Err(challenge) => challenge,
+            };
+            if let Err(error) = self.get_through(&challenge, generation, &mut tries).await {
+                return AgentToolResult::error(format!("{error}; `{remote}` was not run"));
+            }
+        }
+    }
+
+    /// One try of a call: its result, or the challenge of a server that refused it (401, 403).
+    async fn call_once(
+        self: &Arc<Self>,
+        remote: &str,
+        ctx: &ToolContext,
+        arguments: Option<serde_json::Map<String, Value>>,
+    ) -> Result<AgentToolResult, String> {
+        let server = &self.name;
+        let (peer, alive) = match self.peer_and_flag().await {
+            Ok(connected) => connected,
+            Err(error) => {
+                return Ok(AgentToolResult::error(format!(
+                    "{error}; `{remote}` was not run"
+                )));
             }
         };
         let mut params = CallToolRequestParams::new(remote.to_owned());
@@ -743,11 +1116,14 @@ impl Inner {
         {
             Ok(handle) => handle,
             Err(error) => {
+                if let Some(challenge) = error.auth_challenge() {
+                    return Err(challenge.to_owned());
+                }
                 alive.store(false, Ordering::SeqCst);
-                return AgentToolResult::error(format!(
+                return Ok(AgentToolResult::error(format!(
                     "MCP server `{server}` is not reachable ({error}); `{remote}` was not run, and the \
                      server is started again on the next call"
-                ));
+                )));
             }
         };
         let (progress, mut updates) = mpsc::unbounded_channel();
@@ -773,7 +1149,7 @@ impl Inner {
             }
         };
         drop(route);
-        match outcome {
+        Ok(match outcome {
             // The server answered: nothing to cancel.
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 abandoned.id = None;
@@ -788,6 +1164,11 @@ impl Inner {
             }
             Ok(Err(error)) => {
                 abandoned.id = None;
+                // Refused for authorization: the connection is fine, the caller gets through and
+                // retries.
+                if let Some(challenge) = error.auth_challenge() {
+                    return Err(challenge.to_owned());
+                }
                 alive.store(false, Ordering::SeqCst);
                 AgentToolResult::error(format!(
                     "MCP server `{server}` failed during `{remote}` ({error}); the server is started \
@@ -796,7 +1177,7 @@ impl Inner {
             }
             // Cancelled or out of time: `abandoned` tells the server on drop.
             Err(reason) => AgentToolResult::error(reason),
-        }
+        })
     }
 }
 

@@ -48,20 +48,30 @@
 
 #[cfg(feature = "mcp-client")]
 mod client;
+#[cfg(feature = "mcp-client")]
+mod elicitation;
 #[cfg(feature = "mcp-http")]
 mod http;
 mod lines;
+#[cfg(feature = "mcp-oauth")]
+pub mod oauth;
+#[cfg(feature = "mcp-client")]
+mod sampling;
 
 #[cfg(feature = "mcp-client")]
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, McpClient, McpClientBuilder, McpClientError,
 };
+#[cfg(feature = "mcp-client")]
+pub use elicitation::{Elicitation, ElicitationAnswer, ElicitationHandler};
 #[cfg(feature = "mcp-http")]
 pub use http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS, McpHttpServer,
 };
+#[cfg(feature = "mcp-client")]
+pub use sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

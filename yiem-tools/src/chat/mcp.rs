@@ -1,4 +1,5 @@
-//! `chat --mcp`, `--mcp-url` and `--mcp-prefix`: the MCP servers whose tools join the agent's.
+//! `chat --mcp`, `--mcp-url` and `--mcp-prefix`: the MCP servers whose tools join the agent's. A server at
+//! a URL that asks for OAuth is authorized in the browser ([`super::oauth`]).
 
 use yiem_core::ToolStore;
 use yiem_core::mcp::McpClient;
@@ -36,7 +37,15 @@ impl McpServers {
                 words.map(str::to_owned).collect::<Vec<_>>(),
             ));
         }
-        builders.extend(self.urls.iter().map(McpClient::http));
+        for url in &self.urls {
+            let oauth = super::oauth::for_server(url).map_err(|error| {
+                bad_input(format!(
+                    "--mcp-url {}: cannot listen on a loopback port for the OAuth redirect: {error}",
+                    super::safe::line(url)
+                ))
+            })?;
+            builders.push(McpClient::http(url).oauth(oauth));
+        }
         let mut clients = Vec::new();
         let mut added = Vec::new();
         for builder in builders {

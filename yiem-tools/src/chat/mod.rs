@@ -13,6 +13,7 @@ mod approval;
 mod command;
 mod input;
 mod mcp;
+mod oauth;
 mod render;
 mod safe;
 

@@ -1,0 +1,708 @@
+//! OAuth 2.1 for MCP servers reached over HTTP, as the MCP authorization spec describes it, on rmcp's
+//! `auth` support (no OAuth of yiem's own). Needs the `mcp-oauth` feature.
+//!
+//! Give [`McpClientBuilder::oauth`](super::McpClientBuilder::oauth) an [`OAuth`] and the client
+//! authorizes when the server asks:
+//!
+//! ```no_run
+//! use yiem_core::mcp::McpClient;
+//! use yiem_core::mcp::oauth::OAuth;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let oauth = OAuth::authorization_code("http://127.0.0.1:8976/callback", |url: String| async move {
+//!     println!("open {url} and paste the address you are sent back to");
+//!     let mut redirected = String::new();
+//!     std::io::stdin().read_line(&mut redirected).map_err(|error| error.to_string())?;
+//!     Ok(redirected.trim().to_owned())
+//! });
+//! let client = McpClient::http("https://mcp.example.com/mcp").oauth(oauth).connect().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # What happens
+//!
+//! - **Discovery**: a request answered `401` starts it. The `WWW-Authenticate` challenge's
+//!   `resource_metadata` (RFC 9728 protected-resource metadata, else its well-known locations) names the
+//!   authorization server, whose RFC 8414 or OpenID Connect metadata gives the endpoints; servers of the
+//!   2025-03-26 revision without metadata get the default `/authorize`, `/token` and `/register`.
+//! - **Client identity**, in the spec's order: a pre-registered [`client_id`](OAuth::client_id); a client
+//!   ID metadata document ([`client_metadata_url`](OAuth::client_metadata_url)) when the authorization
+//!   server supports them; dynamic client registration otherwise.
+//! - **Authorization code with PKCE (S256)**, the `resource` parameter (RFC 8707) on every token request,
+//!   scopes from the challenge, else the protected resource's `scopes_supported` (or
+//!   [`scopes`](OAuth::scopes) when set). The [`AuthorizationHandler`] shows the URL to the user and
+//!   returns the address the browser was sent back to; its `state` must be the one sent (else the code
+//!   is refused) and its `iss`, when present, the authorization server's.
+//! - **Machine clients**: [`OAuth::client_credentials`] takes a token with the `client_credentials`
+//!   grant, with no person involved.
+//! - **Tokens** live in the [`TokenStore`] (in memory unless set): refreshed shortly before they
+//!   expire and once when the server answers `401`; a refresh that fails for good means authorizing
+//!   again, once per request.
+//! - **Step-up**: a `403` with `error="insufficient_scope"` authorizes once more for the union of the
+//!   scopes held and the scopes asked for, then retries the request once; a second refusal is an
+//!   error, not a loop.
+//!
+//! Every authorization (discovery, registration, the person at the browser, the token exchange) is
+//! bounded by [`authorization_timeout`](OAuth::authorization_timeout), and each request to the
+//! authorization server by rmcp's 30 s. Tokens are never logged: the store's `Debug` shows no
+//! content, and yiem's errors name the server and the step, never a token.
+
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::transport::auth::{
+    AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
+    AuthorizationSession, ClientCredentialsConfig, CredentialStore, StoredCredentials,
+    WWWAuthenticateParams,
+};
+
+use super::client::McpClientError;
+
+/// How long one authorization may take unless set otherwise: discovery, registration, the person at
+/// the browser and the token exchange together.
+pub const DEFAULT_AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// A boxed future, as [`AuthorizationHandler`] returns.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The "open this URL, give me the code" step of the authorization code flow: show `url` to the
+/// person (open a browser, print it) and return the full address the authorization server redirected
+/// the browser to (the redirect URI with `code`, `state` and perhaps `iss`), or why not.
+///
+/// A closure `Fn(String) -> impl Future<Output = Result<String, String>>` is one.
+pub trait AuthorizationHandler: Send + Sync + 'static {
+    /// Shows `url` and returns the address the browser came back to.
+    fn authorize(&self, url: String) -> BoxFuture<Result<String, String>>;
+}
+
+impl<F, Fut> AuthorizationHandler for F
+where
+    F: Fn(String) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<String, String>> + Send + 'static,
+{
+    fn authorize(&self, url: String) -> BoxFuture<Result<String, String>> {
+        Box::pin(self(url))
+    }
+}
+
+/// Where one server's OAuth credentials are kept between requests and runs: the client ID, the access
+/// and refresh tokens, the granted scopes and the issuer, as one JSON document yiem reads and writes
+/// whole. Implement it over a keychain or a secrets service; [`MemoryTokenStore`] and
+/// [`FileTokenStore`] come with yiem.
+///
+/// The methods are called from async code and should return quickly.
+pub trait TokenStore: Send + Sync + 'static {
+    /// The document last saved, if any.
+    fn load(&self) -> std::io::Result<Option<String>>;
+    /// Replaces the document.
+    fn save(&self, credentials: &str) -> std::io::Result<()>;
+    /// Forgets the document.
+    fn clear(&self) -> std::io::Result<()>;
+}
+
+/// Credentials kept in memory, lost when the process ends (the default). Clones share the document.
+#[derive(Clone, Default)]
+pub struct MemoryTokenStore {
+    document: Arc<Mutex<Option<String>>>,
+}
+
+impl MemoryTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl fmt::Debug for MemoryTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryTokenStore").finish_non_exhaustive()
+    }
+}
+
+impl TokenStore for MemoryTokenStore {
+    fn load(&self) -> std::io::Result<Option<String>> {
+        Ok(self
+            .document
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone())
+    }
+
+    fn save(&self, credentials: &str) -> std::io::Result<()> {
+        *self.document.lock().unwrap_or_else(|p| p.into_inner()) = Some(credentials.to_owned());
+        Ok(())
+    }
+
+    fn clear(&self) -> std::io::Result<()> {
+        *self.document.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
+    }
+}
+
+/// Credentials in one file, readable and writable by its owner only (mode 0600 on Unix), written
+/// whole to a temporary file beside it and renamed over it, so a crash never leaves half a document.
+#[derive(Clone)]
+pub struct FileTokenStore {
+    path: PathBuf,
+}
+
+impl FileTokenStore {
+    /// A store at `path` (its folder is created, owner-only, when the first document is saved).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        FileTokenStore { path: path.into() }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl fmt::Debug for FileTokenStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileTokenStore")
+            .field("path", &self.path)
+            .finish()
+    }
+}
+
+impl TokenStore for FileTokenStore {
+    fn load(&self) -> std::io::Result<Option<String>> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(document) => Ok(Some(document)),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(error) => Err(error),
+        }
+    }
+
+    fn save(&self, credentials: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        if let Some(folder) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(folder)?;
+        }
+        let mut name = self.path.file_name().unwrap_or_default().to_owned();
+        name.push(format!(".{}.tmp", std::process::id()));
+        let temporary = self.path.with_file_name(name);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&temporary)?;
+        file.write_all(credentials.as_bytes())?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&temporary, &self.path)
+    }
+
+    fn clear(&self) -> std::io::Result<()> {
+        match std::fs::remove_file(&self.path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
+            _ => Ok(()),
+        }
+    }
+}
+
+#[derive(Clone)]
+enum Grant {
+    AuthorizationCode {
+        redirect_uri: String,
+        handler: Arc<dyn AuthorizationHandler>,
+    },
+    ClientCredentials {
+        client_id: String,
+        client_secret: String,
+    },
+}
+
+/// How an [`McpClient`](super::McpClient) authorizes with an HTTP server that asks for OAuth. Start with
+/// [`OAuth::authorization_code`] (a person authorizes in a browser) or [`OAuth::client_credentials`]
+/// (a machine client); see the [module docs](self).
+#[derive(Clone)]
+#[must_use]
+pub struct OAuth {
+    grant: Grant,
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_metadata_url: Option<String>,
+    client_name: String,
+    scopes: Vec<String>,
+    store: Arc<dyn TokenStore>,
+    authorization_timeout: Duration,
+}
+
+impl fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let grant = match &self.grant {
+            Grant::AuthorizationCode { .. } => "authorization_code",
+            Grant::ClientCredentials { .. } => "client_credentials",
+        };
+        f.debug_struct("OAuth")
+            .field("grant", &grant)
+            .field("client_id", &self.client_id)
+            .field("client_metadata_url", &self.client_metadata_url)
+            .field("scopes", &self.scopes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuth {
+    fn with_grant(grant: Grant) -> Self {
+        OAuth {
+            grant,
+            client_id: None,
+            client_secret: None,
+            client_metadata_url: None,
+            client_name: "yiem".to_owned(),
+            scopes: Vec::new(),
+            store: Arc::new(MemoryTokenStore::new()),
+            authorization_timeout: DEFAULT_AUTHORIZATION_TIMEOUT,
+        }
+    }
+
+    /// The authorization code flow with PKCE: `handler` shows the authorization URL to a person and
+    /// returns the address the browser is sent back to, which starts with `redirect_uri` (a loopback
+    /// address such as `http://127.0.0.1:8976/callback` for a program on the user's machine).
+    pub fn authorization_code(
+        redirect_uri: impl Into<String>,
+        handler: impl AuthorizationHandler,
+    ) -> Self {
+        Self::with_grant(Grant::AuthorizationCode {
+            redirect_uri: redirect_uri.into(),
+            handler: Arc::new(handler),
+        })
+    }
+
+    /// The `client_credentials` grant, for a client acting on its own behalf with a secret issued by
+    /// the authorization server (`client_secret_post`).
+    pub fn client_credentials(
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        Self::with_grant(Grant::ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+        })
+    }
+
+    /// A client ID registered with the authorization server beforehand (no registration is made).
+    pub fn client_id(mut self, client_id: impl Into<String>) -> Self {
+        self.client_id = Some(client_id.into());
+        self
+    }
+
+    /// The secret of a pre-registered [`client_id`](Self::client_id), for a confidential client.
+    pub fn client_secret(mut self, secret: impl Into<String>) -> Self {
+        self.client_secret = Some(secret.into());
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document (a client ID metadata document), used as the
+    /// client ID by authorization servers that support them.
+    pub fn client_metadata_url(mut self, url: impl Into<String>) -> Self {
+        self.client_metadata_url = Some(url.into());
+        self
+    }
+
+    /// The name given at dynamic client registration (default: `yiem`).
+    pub fn client_name(mut self, name: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self
+    }
+
+    /// The scopes to ask for at the first authorization, instead of those the server's challenge or
+    /// metadata name.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Where the credentials are kept (default: a [`MemoryTokenStore`]).
+    pub fn token_store(mut self, store: impl TokenStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// How long one authorization may take (default: [`DEFAULT_AUTHORIZATION_TIMEOUT`]).
+    pub fn authorization_timeout(mut self, limit: Duration) -> Self {
+        self.authorization_timeout = limit;
+        self
+    }
+}
+
+/// rmcp's credential store over a [`TokenStore`].
+struct StoreAdapter(Arc<dyn TokenStore>);
+
+fn store_error(error: std::io::Error) -> AuthError {
+    AuthError::CredentialStoreError(error.to_string())
+}
+
+#[async_trait::async_trait]
+impl CredentialStore for StoreAdapter {
+    async fn load(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        let Some(document) = self.0.load().map_err(store_error)? else {
+            return Ok(None);
+        };
+        // A document yiem cannot read (another version's, damaged) means authorizing again.
+        Ok(serde_json::from_str(&document).ok())
+    }
+
+    async fn save(&self, credentials: StoredCredentials) -> Result<(), AuthError> {
+        let document = serde_json::to_string(&credentials)
+            .map_err(|error| AuthError::CredentialStoreError(error.to_string()))?;
+        self.0.save(&document).map_err(store_error)
+    }
+
+    async fn clear(&self) -> Result<(), AuthError> {
+        self.0.clear().map_err(store_error)
+    }
+}
+
+/// What one request has already done to get through: authorized, stepped up.
+#[derive(Default)]
+pub(super) struct Tries {
+    authorized: bool,
+    stepped_up: bool,
+}
+
+/// One server's OAuth state: the HTTP client that puts the token on each request (and refreshes it),
+/// and the authorizations made when the server refuses.
+pub(super) struct Authorizer {
+    server: String,
+    url: String,
+    config: OAuth,
+    client: AuthClient<reqwest::Client>,
+    /// One authorization at a time; requests refused meanwhile retry with its outcome.
+    authorizing: tokio::sync::Mutex<()>,
+    /// Counts completed authorizations, so a request refused before one completed retries instead of
+    /// authorizing again.
+    generation: AtomicU64,
+}
+
+impl Authorizer {
+    pub(super) async fn new(
+        server: &str,
+        url: &str,
+        config: OAuth,
+    ) -> Result<Authorizer, McpClientError> {
+        let mut manager = new_manager(server, url, &config).await?;
+        // Credentials from an earlier run: configure the client they belong to, so they can be used
+        // and refreshed. Failing to, the server's 401 starts a new authorization.
+        let stored = tokio::time::timeout(
+            config.authorization_timeout,
+            manager.initialize_from_store(),
+        )
+        .await;
+        match stored {
+            Ok(Ok(_)) => {}
+            Ok(Err(error)) => {
+                tracing::warn!(server, %error, "stored OAuth credentials cannot be used; authorizing again when asked");
+            }
+            Err(_) => {
+                tracing::warn!(
+                    server,
+                    "the authorization server did not answer in time; authorizing again when asked"
+                );
+            }
+        }
+        Ok(Authorizer {
+            server: server.to_owned(),
+            url: url.to_owned(),
+            config,
+            client: AuthClient::new(reqwest::Client::default(), manager),
+            authorizing: tokio::sync::Mutex::new(()),
+            generation: AtomicU64::new(0),
+        })
+    }
+
+    /// The HTTP client for the transport: it carries the token and refreshes it.
+    pub(super) fn http_client(&self) -> AuthClient<reqwest::Client> {
+        self.client.clone()
+    }
+
+    /// The count of completed authorizations, read before a request is sent.
+    pub(super) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+
+    /// Reacts to a `401` or `403` challenge on a request sent at `generation`: authorizes (or steps
+    /// up) once per request, so that the caller retries it; an error when the request already had
+    /// its try or authorizing fails.
+    pub(super) async fn recover(
+        &self,
+        challenge: &str,
+        generation: u64,
+        tries: &mut Tries,
+    ) -> Result<(), McpClientError> {
+        let _one_at_a_time = self.authorizing.lock().await;
+        if self.generation() != generation {
+            // Another request authorized meanwhile: retry with its token.
+            return Ok(());
+        }
+        let base = reqwest::Url::parse(&self.url).map_err(|error| self.failed(error))?;
+        let params = WWWAuthenticateParams::parse(challenge, &base);
+        // A step-up needs an authorization to step up from: a 403 before any token is authorized
+        // afresh.
+        let holds_token = matches!(self.config.store.load(), Ok(Some(_)));
+        let step_up = params.is_insufficient_scope() && holds_token;
+        if step_up && tries.stepped_up || !step_up && tries.authorized {
+            return Err(McpClientError::Authorization {
+                server: self.server.clone(),
+                detail: if step_up {
+                    format!(
+                        "it still refuses with `insufficient_scope` (asking for `{}`) after one \
+                         step-up; the account may not be allowed that scope",
+                        params.scope.as_deref().unwrap_or("").escape_debug()
+                    )
+                } else {
+                    "it still answers 401 after a new authorization; check that the authorization \
+                     server issues tokens for this server (its `resource`)"
+                        .to_owned()
+                },
+            });
+        }
+        if step_up {
+            tries.stepped_up = true;
+        } else {
+            tries.authorized = true;
+        }
+        let limit = self.config.authorization_timeout;
+        let attempt = async {
+            if step_up {
+                self.step_up(params.scope.as_deref().unwrap_or_default())
+                    .await
+            } else {
+                self.authorize(challenge).await
+            }
+        };
+        match tokio::time::timeout(limit, attempt).await {
+            Ok(Ok(())) => {
+                self.generation.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(McpClientError::Limit {
+                server: self.server.clone(),
+                limit: "authorization_timeout",
+                detail: format!(
+                    "authorizing did not complete within {limit:?} (discovery, registration, the \
+                     browser step and the token exchange together); raise the limit with \
+                     `OAuth::authorization_timeout` if the person needs longer"
+                ),
+            }),
+        }
+    }
+
+    fn failed(&self, error: impl fmt::Display) -> McpClientError {
+        McpClientError::Authorization {
+            server: self.server.clone(),
+            detail: error.to_string(),
+        }
+    }
+
+    /// A new authorization from the challenge: discovery, client identity, the grant.
+    async fn authorize(&self, challenge: &str) -> Result<(), McpClientError> {
+        let mut manager = new_manager(&self.server, &self.url, &self.config).await?;
+        let resolution = manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
+        manager.set_metadata(resolution.metadata);
+        let manager = match &self.config.grant {
+            Grant::AuthorizationCode {
+                redirect_uri,
+                handler,
+            } => {
+                let mut request = AuthorizationRequest::new(redirect_uri.clone())
+                    .with_client_name(self.config.client_name.clone())
+                    .with_challenge(challenge);
+                if !self.config.scopes.is_empty() {
+                    request = request.with_scopes(self.config.scopes.iter().cloned());
+                } else {
+                    request = request.with_initial_scope_selection();
+                }
+                if let Some(id) = &self.config.client_id {
+                    request = request.with_preregistered_client(id.clone());
+                }
+                if let Some(secret) = &self.config.client_secret {
+                    request = request.with_client_secret(secret.clone());
+                }
+                if let Some(url) = &self.config.client_metadata_url {
+                    request = request.with_client_metadata_url(url.clone());
+                }
+                let session = AuthorizationSession::new(manager, request)
+                    .await
+                    .map_err(|(_, error)| self.failed(format!("registration failed: {error}")))?;
+                let url = session.get_authorization_url().to_owned();
+                let redirected = handler.authorize(url).await.map_err(|reason| {
+                    self.failed(format!("the authorization step did not complete: {reason}"))
+                })?;
+                self.exchange(&session.auth_manager, &redirected).await?;
+                session.auth_manager
+            }
+            Grant::ClientCredentials {
+                client_id,
+                client_secret,
+            } => {
+                self.client_credentials(
+                    manager,
+                    client_id,
+                    client_secret,
+                    &self.config.scopes,
+                    Some(challenge),
+                )
+                .await?
+            }
+        };
+        *self.client.auth_manager.lock().await = manager;
+        Ok(())
+    }
+
+    /// One step-up for `scope` on the current authorization.
+    async fn step_up(&self, scope: &str) -> Result<(), McpClientError> {
+        let manager = self.client.auth_manager.lock().await;
+        match &self.config.grant {
+            Grant::AuthorizationCode { handler, .. } => {
+                let url = if scope.is_empty() {
+                    // A challenge that names no scope (some servers only describe it): ask for every
+                    // scope held, asked for, or listed by the protected resource.
+                    let scopes = manager.select_scopes(None, &[]);
+                    let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+                    manager.get_authorization_url(&scopes).await
+                } else {
+                    manager.request_scope_upgrade(scope).await
+                };
+                let url = url.map_err(|error| {
+                    self.failed(format!("step-up to `{scope}` failed: {error}"))
+                })?;
+                let redirected = handler.authorize(url).await.map_err(|reason| {
+                    self.failed(format!(
+                        "the step-up to `{scope}` did not complete: {reason}"
+                    ))
+                })?;
+                self.exchange(&manager, &redirected).await
+            }
+            Grant::ClientCredentials {
+                client_id,
+                client_secret,
+            } => {
+                let mut scopes = manager.get_current_scopes().await;
+                scopes.extend(scope.split_whitespace().map(str::to_owned));
+                scopes.dedup();
+                drop(manager);
+                let manager = new_manager(&self.server, &self.url, &self.config).await?;
+                let manager = self
+                    .client_credentials(manager, client_id, client_secret, &scopes, None)
+                    .await?;
+                *self.client.auth_manager.lock().await = manager;
+                Ok(())
+            }
+        }
+    }
+
+    /// The token exchange for the address the browser came back to.
+    async fn exchange(
+        &self,
+        manager: &AuthorizationManager,
+        redirected: &str,
+    ) -> Result<(), McpClientError> {
+        let callback = AuthorizationCallback::from_redirect_url(redirected).map_err(|error| {
+            self.failed(format!(
+                "the address the browser came back to is not an authorization response ({error})"
+            ))
+        })?;
+        manager
+            .exchange_code_for_token_with_issuer(
+                &callback.code,
+                &callback.csrf_token,
+                callback.issuer.as_deref(),
+            )
+            .await
+            .map_err(|error| self.failed(format!("the token exchange failed: {error}")))?;
+        Ok(())
+    }
+
+    async fn client_credentials(
+        &self,
+        mut manager: AuthorizationManager,
+        client_id: &str,
+        client_secret: &str,
+        scopes: &[String],
+        challenge: Option<&str>,
+    ) -> Result<AuthorizationManager, McpClientError> {
+        let resolution = manager
+            .resolve_metadata_from_challenge(challenge)
+            .await
+            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
+        manager.set_metadata(resolution.metadata);
+        let config = ClientCredentialsConfig::ClientSecret {
+            client_id: client_id.to_owned(),
+            client_secret: client_secret.to_owned(),
+            scopes: scopes.to_vec(),
+            resource: Some(self.url.clone()),
+        };
+        manager
+            .validate_client_credentials_metadata(&config)
+            .and_then(|()| manager.configure_client_credentials(&config))
+            .map_err(|error| self.failed(format!("client credentials refused: {error}")))?;
+        manager
+            .exchange_client_credentials(&config)
+            .await
+            .map_err(|error| self.failed(format!("the token exchange failed: {error}")))?;
+        Ok(manager)
+    }
+}
+
+/// A manager for `url` over the configured store.
+async fn new_manager(
+    server: &str,
+    url: &str,
+    config: &OAuth,
+) -> Result<AuthorizationManager, McpClientError> {
+    let mut manager =
+        AuthorizationManager::new(url)
+            .await
+            .map_err(|error| McpClientError::Authorization {
+                server: server.to_owned(),
+                detail: format!("`{url}` cannot be used for OAuth: {error}"),
+            })?;
+    manager.set_credential_store(StoreAdapter(Arc::clone(&config.store)));
+    Ok(manager)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_store_keeps_the_document_readable_by_its_owner_only() {
+        let folder = std::env::temp_dir().join(format!("yiem-token-store-{}", std::process::id()));
+        let store = FileTokenStore::new(folder.join("servers").join("example.json"));
+        assert_eq!(store.load().unwrap(), None);
+        store.save(r#"{"client_id":"a"}"#).unwrap();
+        store.save(r#"{"client_id":"b"}"#).unwrap();
+        assert_eq!(
+            store.load().unwrap().as_deref(),
+            Some(r#"{"client_id":"b"}"#)
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode =
+                |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode();
+            assert_eq!(mode(store.path()) & 0o777, 0o600);
+            assert_eq!(mode(store.path().parent().unwrap()) & 0o777, 0o700);
+        }
+        store.clear().unwrap();
+        assert_eq!(store.load().unwrap(), None);
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+}
