@@ -902,3 +902,40 @@ fn the_sdk_check_refuses_a_request_the_sdk_does_not_accept() {
     });
     assert!(refused.is_err());
 }
+
+#[test]
+fn yiem_provider_openai_responses_selects_this_client() {
+    let selected = yiem_core::llm::model_from_lookup(|name| match name {
+        "YIEM_PROVIDER" => Some("openai-responses".into()),
+        "OPENAI_API_KEY" => Some("sk-test".into()),
+        _ => None,
+    })
+    .unwrap()
+    .unwrap();
+    assert_eq!(selected.model.name(), "gpt-5-mini");
+    assert_eq!(
+        selected.description,
+        "gpt-5-mini at https://api.openai.com/v1/responses (Responses API)"
+    );
+    let local = yiem_core::llm::model_from_lookup(|name| match name {
+        "YIEM_PROVIDER" => Some("openai-responses".into()),
+        "YIEM_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
+        "YIEM_MODEL" => Some("gpt-oss-20b".into()),
+        _ => None,
+    })
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        local.description,
+        "gpt-oss-20b at http://127.0.0.1:8000/v1/responses (Responses API)"
+    );
+    let error = yiem_core::llm::model_from_lookup(|name| {
+        (name == "YIEM_PROVIDER").then(|| "openai-responses".into())
+    })
+    .err()
+    .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "`OPENAI_API_KEY` is not set: set it to your API key"
+    );
+}
