@@ -840,6 +840,37 @@ async fn with_previous_response_id_only_the_new_messages_go() {
 }
 
 #[tokio::test]
+async fn a_server_that_answers_with_one_json_response_is_read_whole() {
+    let output = json!([
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Hi.", "annotations": []}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_weather",
+         "arguments": "{\"city\":\"Oslo\"}", "status": "completed"}
+    ]);
+    let server = Server::start(vec![Reply::Status {
+        status: "200 OK",
+        headers: vec![],
+        content_type: "application/json",
+        body: response("resp_1", "completed", output, usage_json(9, 0, 4, 0)).to_string(),
+    }])
+    .await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    assert_eq!(
+        events,
+        vec![
+            start(),
+            block(json!({"type": "message", "id": "msg_1"})),
+            text("Hi."),
+            block(json!({"type": "function_call", "id": "fc_1", "call_id": "call_a"})),
+            call_start(0, "call_a", "get_weather"),
+            call_delta(0, "{\"city\":\"Oslo\"}"),
+            ModelEvent::ToolCallEnd { index: 0 },
+            done(StopReason::ToolUse, usage(9, 4, 0)),
+        ]
+    );
+}
+
+#[tokio::test]
 async fn strict_tools_go_with_strict_true() {
     let server = Server::start(vec![Reply::Sse(stream(vec![completed(
         "resp_1",
