@@ -55,7 +55,7 @@ use crate::result::Usage;
 #[cfg(feature = "anthropic")]
 pub use anthropic::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
 #[cfg(feature = "anthropic")]
-pub use anthropic::{AnthropicConfig, AnthropicModel};
+pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCache};
 #[cfg(feature = "anthropic")]
 pub use anthropic_format::to_anthropic_messages;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
