@@ -3,18 +3,12 @@
 //! JSON with `type` and `sequence_number`). Each test asserts the exact events the client streamed, and
 //! every request it sent is checked against the official `openai` Python SDK's request type for a
 //! streamed `responses.create` (`ResponseCreateParamsStreaming`, with unknown keys refused at any depth:
-//! `tests/python/responses_request.py`).
+//! `tests/python/openai_request.py`).
 //!
-//! The SDK's Python is `$YIEM_OPENAI_SDK_PYTHON`, else `<target dir>/python-openai/bin/python` (where
-//! `.ci/run` installs `openai==3.51.0`); when it is not there, the first check installs it (a virtualenv
-//! and `pip install openai==3.51.0`), so `cargo test` on a fresh machine needs only Python 3 and the
-//! network.
+//! (The SDK's Python: see `common/openai_sdk.rs`.)
 
 mod common;
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -23,77 +17,12 @@ use yiem_core::{
     OpenAiResponsesModel, RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
 
+use common::openai_sdk::{Request, assert_sdk_accepts_bodies};
 use common::{Reply, Server, all_events, assemble, done, events, last_error, weather_tool};
-
-// ---------------------------------------------------------------------------------------------------
-// The official SDK's request type
-// ---------------------------------------------------------------------------------------------------
-
-const SDK: &str = "openai==3.51.0";
-
-fn sdk_python() -> PathBuf {
-    if let Some(path) = std::env::var_os("YIEM_OPENAI_SDK_PYTHON") {
-        return PathBuf::from(path);
-    }
-    static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            // <target>/debug/deps/openai_responses-<hash>
-            let exe = std::env::current_exe().unwrap();
-            let venv = exe.ancestors().nth(3).unwrap().join("python-openai");
-            let python = venv.join("bin").join("python");
-            if !python.exists() {
-                let made = Command::new("python3")
-                    .arg("-m")
-                    .arg("venv")
-                    .arg(&venv)
-                    .status();
-                assert!(
-                    made.is_ok_and(|s| s.success()),
-                    "python3 -m venv {}",
-                    venv.display()
-                );
-                let installed = Command::new(venv.join("bin").join("pip"))
-                    .args(["install", "--quiet", SDK])
-                    .status();
-                assert!(installed.is_ok_and(|s| s.success()), "pip install {SDK}");
-            }
-            python
-        })
-        .clone()
-}
 
 /// Asserts that every request the server got fits the SDK's `ResponseCreateParamsStreaming`.
 fn assert_sdk_accepts(server: &Server) {
-    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
-    assert!(!bodies.is_empty(), "no request was sent");
-    assert_sdk_accepts_bodies(&bodies);
-}
-
-fn assert_sdk_accepts_bodies(bodies: &[Value]) {
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/responses_request.py");
-    let mut child = Command::new(sdk_python())
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the SDK's Python starts");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(serde_json::to_string(bodies).unwrap().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "the openai SDK refuses a request:\n{}{}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr),
-        serde_json::to_string_pretty(bodies).unwrap()
-    );
+    common::openai_sdk::assert_sdk_accepts(Request::Responses, server);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -922,14 +851,18 @@ fn the_sdk_check_refuses_a_request_the_sdk_does_not_accept() {
     // The check itself can fail: a function tool without `strict` (which the SDK's type requires), and a
     // key the SDK does not know.
     let refused = std::panic::catch_unwind(|| {
-        assert_sdk_accepts_bodies(&[json!({"model": "m", "stream": true, "input": [],
-            "tools": [{"type": "function", "name": "f", "parameters": {}}]})])
+        assert_sdk_accepts_bodies(
+            Request::Responses,
+            &[json!({"model": "m", "stream": true, "input": [],
+            "tools": [{"type": "function", "name": "f", "parameters": {}}]})],
+        )
     });
     assert!(refused.is_err());
     let refused = std::panic::catch_unwind(|| {
-        assert_sdk_accepts_bodies(&[
-            json!({"model": "m", "stream": true, "input": [], "stream_options": {"x": 1}}),
-        ])
+        assert_sdk_accepts_bodies(
+            Request::Responses,
+            &[json!({"model": "m", "stream": true, "input": [], "stream_options": {"x": 1}})],
+        )
     });
     assert!(refused.is_err());
 }

@@ -54,6 +54,9 @@ pub struct AnthropicConfig {
     /// More request fields (`thinking`, `temperature`, `tool_choice`, `metadata`, ...), merged into every
     /// body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
+    /// Which tools the model may or must call, in requests that carry tools (default
+    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
+    pub tool_choice: super::ToolChoice,
     /// Prompt caching breakpoints (`cache_control`) on the tool list and the system prompt (default
     /// [`PromptCache::Off`]): see [`with_prompt_cache`](Self::with_prompt_cache).
     pub prompt_cache: PromptCache,
@@ -76,6 +79,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("extra_body", &self.extra_body)
+            .field("tool_choice", &self.tool_choice)
             .field("prompt_cache", &self.prompt_cache)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
@@ -121,6 +125,7 @@ impl AnthropicConfig {
             model: model.into(),
             max_tokens: 4096,
             extra_body: Map::new(),
+            tool_choice: super::ToolChoice::Auto,
             prompt_cache: PromptCache::Off,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
@@ -267,8 +272,18 @@ impl AnthropicModel {
             "messages".into(),
             Value::Array(to_anthropic_messages(&request.messages)),
         );
-        if !request.tools.is_empty() {
-            let mut tools = request.tools.definitions(Dialect::Anthropic)?;
+        let (choice, allowed) = self.config.tool_choice.anthropic();
+        let tools = match allowed {
+            Some(allowed) => request
+                .tools
+                .iter()
+                .filter(|tool| allowed.iter().any(|name| name == tool.name()))
+                .cloned()
+                .collect(),
+            None => request.tools.clone(),
+        };
+        if !tools.is_empty() {
+            let mut tools = tools.definitions(Dialect::Anthropic)?;
             if let (Some(cache_control), Some(Value::Object(last))) = (
                 cache_control,
                 tools.as_array_mut().and_then(|tools| tools.last_mut()),
@@ -276,6 +291,9 @@ impl AnthropicModel {
                 last.insert("cache_control".into(), cache_control);
             }
             body.insert("tools".into(), tools);
+            if let Some(choice) = choice {
+                body.insert("tool_choice".into(), choice);
+            }
         }
         body.insert("stream".into(), json!(true));
         for (key, value) in &self.config.extra_body {

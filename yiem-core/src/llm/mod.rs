@@ -36,6 +36,8 @@ mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod select;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod tool_choice;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod transport;
 pub(crate) mod truncated;
 
@@ -92,6 +94,8 @@ pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use tool_choice::ToolChoice;
 pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.

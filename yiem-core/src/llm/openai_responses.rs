@@ -69,6 +69,9 @@ pub struct OpenAiResponsesConfig {
     /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
     /// into every body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
+    /// Which tools the model may or must call, in requests that carry tools (default
+    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
+    pub tool_choice: super::ToolChoice,
     /// Retries on 429, 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -90,6 +93,7 @@ impl fmt::Debug for OpenAiResponsesConfig {
             .field("encrypted_reasoning", &self.encrypted_reasoning)
             .field("strict_tools", &self.strict_tools)
             .field("extra_body", &self.extra_body)
+            .field("tool_choice", &self.tool_choice)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -110,6 +114,7 @@ impl OpenAiResponsesConfig {
             encrypted_reasoning: true,
             strict_tools: false,
             extra_body: Map::new(),
+            tool_choice: super::ToolChoice::Auto,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -327,6 +332,9 @@ impl OpenAiResponsesModel {
         }
         if !request.tools.is_empty() {
             body.insert("tools".into(), self.tools(request)?);
+            if let Some(choice) = config.tool_choice.openai_responses() {
+                body.insert("tool_choice".into(), choice);
+            }
         }
         body.insert("stream".into(), json!(true));
         body.insert("store".into(), json!(config.store));

@@ -1,6 +1,7 @@
-"""Checks request bodies against the official `openai` Python SDK's request type for a streamed
-`responses.create` (`ResponseCreateParamsStreaming`), with pydantic, refusing keys the SDK does not
-know at any depth.
+"""Checks request bodies against the official `openai` Python SDK's request type for a streamed call:
+`responses.create` (`ResponseCreateParamsStreaming`, the first argument `responses`, the default) or
+`chat.completions.create` (`CompletionCreateParamsStreaming`, the first argument `chat`), with pydantic,
+refusing keys the SDK does not know at any depth.
 
 Reads a JSON array of request bodies on standard input; prints `ok N` when every body fits, else each
 problem (the body's index, the path, pydantic's message) and exits 1.
@@ -11,7 +12,10 @@ import sys
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator
+from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+REQUEST_TYPES = {"responses": ResponseCreateParamsStreaming, "chat": CompletionCreateParamsStreaming}
 
 
 def tightened(node):
@@ -29,7 +33,8 @@ def tightened(node):
     return node
 
 
-adapter = SchemaValidator(tightened(TypeAdapter(ResponseCreateParamsStreaming).core_schema))
+kind = sys.argv[1] if len(sys.argv) > 1 else "responses"
+adapter = SchemaValidator(tightened(TypeAdapter(REQUEST_TYPES[kind]).core_schema))
 
 bodies = json.load(sys.stdin)
 failed = 0
