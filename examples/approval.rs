@@ -14,8 +14,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, Decision, ModelRequest, RunStop, ScriptedModel, ScriptedTurn,
-    ToolStore, tool,
+    Agent, AgentMessage, AgentRun, AgentSettings, Decision, ModelRequest, RunStop, ScriptedModel,
+    ScriptedTurn, ToolStore, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -30,8 +30,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, ModelRequest, ScriptedModel, ScriptedTurn, StopReason,
-    ToolStore, tool,
+    Agent, AgentEvent, AgentMessage, AgentSettings, ModelRequest, ScriptedModel, ScriptedTurn,
+    StopReason, ToolStore, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]

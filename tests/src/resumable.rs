@@ -9,8 +9,8 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentTool, ModelRequest, ScriptedModel, ScriptedTurn,
-    ToolContext, ToolStore,
+    Agent, AgentMessage, AgentRun, AgentSettings, AgentTool, ModelRequest, ScriptedModel,
+    ScriptedTurn, ToolContext, ToolStore,
 };
 
 /// Every command `shell` was asked to run in this process, in order.

@@ -11,8 +11,8 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Notify;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentToolResult, BatchMode, ModelRequest, ScriptedModel,
-    ScriptedTurn, StopReason, ToolContext, ToolStore, TurnUpdate, UserMessage, tool,
+    Agent, AgentEvent, AgentMessage, AgentSettings, AgentToolResult, BatchMode, ModelRequest,
+    ScriptedModel, ScriptedTurn, StopReason, ToolContext, ToolStore, TurnUpdate, UserMessage, tool,
 };
 
 /// The files the scenario tools read and write.

@@ -13,10 +13,10 @@ use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, mpsc};
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentRun, AgentTool, ApprovalPolicy, CancellationToken,
-    Decision, Model, ModelEvent, ModelRequest, ModelStream, PlannedCall, ResumeError, RunLimits,
-    RunStop, ScriptedModel, ScriptedTurn, Step, StopReason, ToolCall, ToolContext, ToolExecutor,
-    ToolStore, Usage,
+    Agent, AgentEvent, AgentMessage, AgentRun, AgentSettings, AgentTool, ApprovalPolicy,
+    CancellationToken, Decision, Model, ModelEvent, ModelRequest, ModelStream, PlannedCall,
+    ResumeError, RunLimits, RunStop, ScriptedModel, ScriptedTurn, Step, StopReason, ToolCall,
+    ToolContext, ToolExecutor, ToolStore, Usage,
 };
 use yiem_tests::resumable;
 

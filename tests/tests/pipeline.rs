@@ -1043,3 +1043,109 @@ fn a_recorded_span_encloses_the_call_and_records_its_outcome() {
         "{closed}"
     );
 }
+
+/// A panic payload whose own `Drop` panics: dropping it after catching the first panic panics again.
+struct PanicsWhenDropped;
+
+impl Drop for PanicsWhenDropped {
+    fn drop(&mut self) {
+        panic!("the payload's drop panicked too");
+    }
+}
+
+/// Every place user code runs on a call's path panics with a payload whose `Drop` panics: the call still
+/// gets its one result, and so does every other call of the batch.
+#[tokio::test]
+async fn a_panic_whose_payload_panics_when_dropped_costs_no_result_anywhere() {
+    // An event sink.
+    let executor = ToolExecutor::new();
+    executor
+        .events()
+        .on_event(|_| std::panic::panic_any(PanicsWhenDropped));
+    let batch = executor
+        .execute(
+            &store(),
+            vec![
+                ToolCall::new("s1", "echo", json!({"text": "one"})),
+                ToolCall::new("s2", "echo", json!({"text": "two"})),
+            ],
+            &CancellationToken::new(),
+        )
+        .await;
+    let texts: Vec<String> = batch.messages.iter().map(|m| m.text_content()).collect();
+    assert_eq!(texts, ["one", "two"]);
+
+    // The hooks.
+    let hooks = ToolHooks::new()
+        .before_tool_call(|ctx: yiem_core::BeforeToolCallContext| async move {
+            if ctx.call.id == "b1" {
+                std::panic::panic_any(PanicsWhenDropped);
+            }
+            None
+        })
+        .after_tool_call(|ctx: yiem_core::AfterToolCallContext| async move {
+            if ctx.call.id == "a1" {
+                std::panic::panic_any(PanicsWhenDropped);
+            }
+            None
+        });
+    let executor = ToolExecutor::new().with_hooks(hooks);
+    let batch = executor
+        .execute(
+            &store(),
+            vec![
+                ToolCall::new("b1", "echo", json!({"text": "x"})),
+                ToolCall::new("a1", "echo", json!({"text": "y"})),
+                ToolCall::new("ok", "echo", json!({"text": "z"})),
+            ],
+            &CancellationToken::new(),
+        )
+        .await;
+    let texts: Vec<String> = batch.messages.iter().map(|m| m.text_content()).collect();
+    assert_eq!(
+        texts,
+        [
+            "the before_tool_call hook panicked for tool `echo`: a panic with a non-text payload",
+            "the after_tool_call hook panicked for tool `echo`: a panic with a non-text payload",
+            "z"
+        ]
+    );
+
+    // The tool itself, and an update it streams to a panicking sink.
+    let tool = yiem_core::AgentTool::builder("payload")
+        .description("Panics with a payload that panics when dropped.")
+        .parallel()
+        .handler(|ctx: ToolContext, _| async move {
+            ctx.update("halfway");
+            if ctx.call_id() == "t1" {
+                std::panic::panic_any(PanicsWhenDropped);
+            }
+            "fine"
+        })
+        .build()
+        .unwrap();
+    let mut tools = ToolStore::new("payload");
+    tools.register(tool).unwrap();
+    let executor = ToolExecutor::new();
+    executor
+        .events()
+        .on_event(|_| std::panic::panic_any(PanicsWhenDropped));
+    let batch = executor
+        .execute(
+            &tools,
+            vec![
+                ToolCall::new("t1", "payload", json!({})),
+                ToolCall::new("t2", "payload", json!({})),
+            ],
+            &CancellationToken::new(),
+        )
+        .await;
+    let texts: Vec<String> = batch.messages.iter().map(|m| m.text_content()).collect();
+    assert_eq!(
+        texts,
+        [
+            "tool `payload` panicked: a panic with a non-text payload",
+            "fine"
+        ]
+    );
+}

@@ -15,8 +15,9 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 use tokio::sync::Barrier;
 use yiem_core::{
-    Agent, AgentMessage, CancellationToken, RegistrationError, ScriptedModel, ScriptedTurn, State,
-    ToolCall, ToolContext, ToolExecutor, ToolStore, check_tools, register_all_tools, tool,
+    Agent, AgentMessage, AgentSettings, CancellationToken, RegistrationError, ScriptedModel,
+    ScriptedTurn, State, ToolCall, ToolContext, ToolExecutor, ToolStore, check_tools,
+    register_all_tools, tool,
 };
 use yiem_tests::{Bullet, Notes};
 

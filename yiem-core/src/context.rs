@@ -1,6 +1,7 @@
 //! [`ToolContext`]: what a running tool knows about its call — the call id, the cancellation token, a way
-//! to stream partial results, and the state of the store the call runs in — and `ContextSlot`, which makes
-//! a call's context only when its tool takes one.
+//! to stream partial results (a plain callback: this layer knows nothing of agent events), and the state of
+//! the store the call runs in — and `ContextSlot`, which makes a call's context only when its tool takes
+//! one.
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,25 +10,17 @@ use std::sync::{Arc, OnceLock};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
-use crate::event::{AgentEvent, EventBus};
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{StateMap, ToolState};
 
-type UpdateFn = dyn Fn(AgentToolResult) + Send + Sync;
-
-/// Where partial results go.
-enum Deliver {
-    /// A callback given by the caller.
-    Callback(Box<UpdateFn>),
-    /// `ToolExecutionUpdate` events of this call on a bus (what the executor gives every call).
-    Events { bus: EventBus, call: Arc<ToolCall> },
-}
+/// Where a call's partial results go: a plain callback.
+pub(crate) type UpdateFn = dyn Fn(AgentToolResult) + Send + Sync;
 
 /// Receives partial results and stops accepting them once the call has ended, so an update can never
 /// arrive after the call's end.
 struct UpdateSink {
     open: AtomicBool,
-    deliver: Deliver,
+    deliver: Box<UpdateFn>,
 }
 
 /// The id of the call: owned, or shared with the call itself (no copy for calls of a batch).
@@ -92,30 +85,26 @@ impl ToolContext {
         }
     }
 
-    /// The context the executor gives a call of a batch: a child of the batch's `cancel`, and updates that
-    /// become `ToolExecutionUpdate` events on `bus` while the call runs (none when nobody listens).
+    /// The context of a call on the pipeline: a child of `cancel` when the call has one, partial results
+    /// to `updates` while the call runs, and the state of the call's store.
     pub(crate) fn for_call(
         call: &Arc<ToolCall>,
-        cancel: &CancellationToken,
-        bus: &EventBus,
-        state: &Arc<StateMap>,
+        cancel: Option<&CancellationToken>,
+        updates: Option<Box<UpdateFn>>,
+        state: Option<&Arc<StateMap>>,
     ) -> Self {
-        let updates = bus.is_observed().then(|| {
-            Arc::new(UpdateSink {
-                open: AtomicBool::new(true),
-                deliver: Deliver::Events {
-                    bus: bus.clone(),
-                    call: Arc::clone(call),
-                },
-            })
-        });
         ToolContext {
             inner: Arc::new(Inner {
                 call_id: CallId::Shared(Arc::clone(call)),
-                parent: Some(cancel.clone()),
+                parent: cancel.cloned(),
                 token: OnceLock::new(),
-                updates,
-                state: Some(Arc::clone(state)),
+                updates: updates.map(|deliver| {
+                    Arc::new(UpdateSink {
+                        open: AtomicBool::new(true),
+                        deliver,
+                    })
+                }),
+                state: state.map(Arc::clone),
             }),
         }
     }
@@ -148,7 +137,7 @@ impl ToolContext {
     ) -> Self {
         self.inner_mut().updates = Some(Arc::new(UpdateSink {
             open: AtomicBool::new(true),
-            deliver: Deliver::Callback(Box::new(deliver)),
+            deliver: Box::new(deliver),
         }));
         self
     }
@@ -233,19 +222,13 @@ impl ToolContext {
         self.cancellation_token().cancelled().await
     }
 
-    /// Streams a partial result (each becomes a `ToolExecutionUpdate` event). Updates sent after the call
-    /// has ended are dropped.
+    /// Streams a partial result (in an agent or an executor, each becomes a `ToolExecutionUpdate` event;
+    /// over MCP, a progress notification). Updates sent after the call has ended are dropped.
     pub fn update(&self, partial: impl IntoToolResult) {
         if let Some(sink) = &self.inner.updates
             && sink.open.load(Ordering::Acquire)
         {
-            match &sink.deliver {
-                Deliver::Callback(deliver) => deliver(partial.into_tool_result()),
-                Deliver::Events { bus, call } => bus.emit(AgentEvent::ToolExecutionUpdate {
-                    call: Arc::clone(call),
-                    partial: Arc::new(partial.into_tool_result()),
-                }),
-            }
+            (sink.deliver)(partial.into_tool_result());
         }
     }
 

@@ -219,10 +219,10 @@ impl EventBus {
     fn deliver(&self, sinks: &[Sink], event: AgentEvent) {
         for sink in sinks {
             // A panicking sink must not cost a call its end event, nor the batch its results.
-            if let Err(panic) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sink(&event)))
-            {
-                tracing::error!(panic = %crate::guard::message_of(panic), "an event sink panicked");
+            // The payload is read and dropped under a guard before the log line, whose fields are not
+            // evaluated when nobody records it (a payload dropped there could panic again).
+            if let Err(panic) = crate::guard::catch(|| sink(&event)) {
+                tracing::error!(panic = %panic, "an event sink panicked");
             }
         }
         if self.bus.streams.load(Ordering::Acquire) > 0 {
@@ -244,11 +244,6 @@ pub(crate) struct Emitter {
 }
 
 impl Emitter {
-    /// The bus (for the contexts of the batch's calls, whose updates go to it).
-    pub(crate) fn bus(&self) -> &EventBus {
-        &self.bus
-    }
-
     /// Whether anyone listens; see [`EventBus::is_observed`].
     pub(crate) fn is_observed(&self) -> bool {
         self.bus.is_observed()

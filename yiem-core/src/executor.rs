@@ -1,6 +1,7 @@
 //! Batches of tool calls: [`ToolExecutor`] decides when each call of a batch runs — one after another, or
 //! several at once — and returns exactly one [`ToolResultMessage`] per call, in call order, also on abort.
-//! What happens to each call is the pipeline's (`pipeline.rs`); this module only schedules.
+//! What happens to each call is its [`Call`](crate::pipeline)'s; this module only schedules the steps of
+//! calls (permits, the order across batches, results in call order).
 //!
 //! # Order across batches
 //!
@@ -22,9 +23,8 @@ use crate::event::EventBus;
 use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
 use crate::order::Order;
-use crate::pipeline::{Call, CallEnv, Prepared};
+use crate::pipeline::{Call, CallEnv};
 use crate::registry::ToolStore;
-use crate::result::AgentToolResult;
 
 /// How an executor runs the calls of a batch.
 ///
@@ -238,89 +238,51 @@ impl ToolExecutor {
                 PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
             })
             .collect();
-        self.run_calls(store, calls, assistant, cancel).await
+        self.run_calls(calls, assistant, cancel).await
     }
 
-    /// Answers every call with an error result built by `reason`, without running any (used when a reply's
-    /// tool calls cannot be trusted, e.g. cut off by the output limit). Events are emitted as for a run.
-    pub fn refuse(
-        &self,
-        calls: &[ToolCall],
-        reason: impl Fn(&ToolCall) -> String,
-    ) -> ToolCallBatch {
-        let env = self.env(None);
-        let nothing = ToolStore::new("refused");
-        let messages = calls
-            .iter()
-            .map(|call| {
-                let mut refused = Call::new(&nothing, call.clone());
-                refused.start(&env);
-                let result = refused.end(&env, AgentToolResult::error(reason(call)));
-                refused.message(&env, result)
-            })
-            .collect();
-        ToolCallBatch {
-            messages,
-            terminate: false,
-        }
-    }
-
-    fn env(&self, assistant: Option<Arc<AssistantMessage>>) -> CallEnv {
+    fn env(&self, assistant: Option<Arc<AssistantMessage>>, cancel: &CancellationToken) -> CallEnv {
         CallEnv {
             hooks: self.hooks.clone(),
-            events: self.events.emitter(),
+            events: Some(self.events.emitter()),
             default_timeout: self.default_timeout,
             assistant,
+            cancel: Some(cancel.clone()),
         }
     }
 
     async fn run_batch(
         &self,
         store: &ToolStore,
-        mut calls: Vec<ToolCall>,
+        calls: Vec<ToolCall>,
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        if calls.len() == 1
-            && let Some(call) = calls.pop()
-        {
-            // The common batch of one call needs no list of calls; its message goes into a list collected
-            // from the emptied list of calls, so that the standard library can reuse that allocation (a
-            // tool call and its result message have the same size).
-            let env = self.env(assistant);
-            let call = Call::new(store, call);
-            let alone = self.runs_alone(&call);
-            let message = self.run_one(store, call, &env, cancel, alone).await;
-            let mut messages: Vec<ToolResultMessage> =
-                calls.into_iter().filter_map(|_| None).collect();
-            messages.push(message);
-            return batch_of(messages);
-        }
         let calls = calls
             .into_iter()
             .map(|call| Call::new(store, call))
             .collect();
-        self.run_calls(store, calls, assistant, cancel).await
+        self.run_calls(calls, assistant, cancel).await
     }
 
+    /// Schedules the calls of one batch: all at once when every tool of the batch allows it and there is
+    /// more than one, else one after another.
     async fn run_calls(
         &self,
-        store: &ToolStore,
-        mut calls: Vec<Call>,
+        calls: Vec<Call>,
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        let env = self.env(assistant);
-        let messages = if calls.len() == 1
-            && let Some(call) = calls.pop()
-        {
-            // One call needs no joining.
-            let alone = self.runs_alone(&call);
-            vec![self.run_one(store, call, &env, cancel, alone).await]
-        } else if calls.iter().any(|call| self.runs_alone(call)) {
-            self.run_one_by_one(store, calls, &env, cancel).await
+        let env = self.env(assistant, cancel);
+        let alone = calls.iter().any(|call| self.runs_alone(call));
+        let messages = if calls.len() > 1 && !alone {
+            self.run_concurrent(calls, &env).await
         } else {
-            self.run_concurrent(store, calls, &env, cancel).await
+            let mut messages = Vec::with_capacity(calls.len());
+            for call in calls {
+                messages.push(self.run_one(call, &env, alone).await);
+            }
+            messages
         };
         batch_of(messages)
     }
@@ -331,94 +293,48 @@ impl ToolExecutor {
         self.mode == BatchMode::Sequential || call.is_sequential()
     }
 
-    /// One call after another, each holding the executor to itself while it runs; each call's events
-    /// (start, end, its message) come before the next call starts.
-    async fn run_one_by_one(
-        &self,
-        store: &ToolStore,
-        calls: Vec<Call>,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> Vec<ToolResultMessage> {
-        let mut messages = Vec::with_capacity(calls.len());
-        for call in calls {
-            messages.push(self.run_one(store, call, env, cancel, true).await);
+    /// A permit to run, when the executor has a cap. The semaphore is fair and never closed, so permits go
+    /// out in the order they are asked for, and acquiring cannot fail.
+    async fn permit(&self) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        match &self.limit {
+            Some(limit) => limit.acquire().await.ok(),
+            None => None,
         }
-        messages
     }
 
-    /// Runs one call from its start to its message. A call `alone` holds the executor to itself and needs
-    /// no permit; any other runs beside other batches' parallel calls, with a permit when there is a
-    /// limit.
-    async fn run_one(
-        &self,
-        store: &ToolStore,
-        mut call: Call,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-        alone: bool,
-    ) -> ToolResultMessage {
+    /// Runs one call from its start to its message; each call's events (start, end, its message) come
+    /// before the next call starts. A call `alone` holds the executor to itself and needs no permit; any
+    /// other runs beside other batches' parallel calls, with a permit when there is a cap.
+    async fn run_one(&self, call: Call, env: &CallEnv, alone: bool) -> ToolResultMessage {
         // The executor's order, held until the call's message is made (see the module docs).
-        let _order = if alone {
-            (Some(self.order.alone().await), None)
-        } else if let Some(fast) = self.order.try_fast() {
-            (None, Some(fast))
+        let (_alone, _shared, _permit) = if alone {
+            (Some(self.order.alone().await), None, None)
         } else {
-            (None, Some(self.order.slow().await))
+            (None, Some(self.order.shared().await), self.permit().await)
         };
-        let _permit = match (&self.limit, alone) {
-            (Some(limit), false) => limit.acquire().await.ok(),
-            _ => None,
-        };
-        call.start(env);
-        let result = call.run(store, env, cancel).await;
-        call.message(env, result)
+        call.run(env).await
     }
 
     /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
     /// a batch's events read: the starts (a call refused while preparing ends at once), the ends as calls
     /// finish, then the result messages in call order.
-    async fn run_concurrent(
-        &self,
-        store: &ToolStore,
-        mut calls: Vec<Call>,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> Vec<ToolResultMessage> {
-        let mut prepared = Vec::with_capacity(calls.len());
+    async fn run_concurrent(&self, mut calls: Vec<Call>, env: &CallEnv) -> Vec<ToolResultMessage> {
         for call in calls.iter_mut() {
-            call.start(env);
-            prepared.push(match call.prepare(store, env, cancel).await {
-                Prepared::Done(result) => Prepared::Done(call.end(env, result)),
-                ready => ready,
-            });
+            call.prepare(env).await;
         }
-        let results = {
+        {
             let _alongside = self.order.shared().await;
-            let running = calls
-                .iter()
-                .zip(prepared)
-                .map(|(call, prepared)| async move {
-                    match prepared {
-                        Prepared::Done(result) => result,
-                        Prepared::Ready(ready) => {
-                            // The semaphore is fair and `join_all` polls in call order, so permits go
-                            // out in call order; it is never closed, so acquiring cannot fail.
-                            let _permit = match &self.limit {
-                                Some(limit) => limit.acquire().await.ok(),
-                                None => None,
-                            };
-                            call.end(env, ready.execute(env, cancel, false).await)
-                        }
-                    }
-                });
-            join_all(running).await
-        };
-        calls
-            .into_iter()
-            .zip(results)
-            .map(|(call, result)| call.message(env, result))
-            .collect()
+            // `join_all` polls in call order, so permits go out in call order.
+            join_all(calls.iter_mut().map(|call| async move {
+                let _permit = match call.is_ready() {
+                    true => self.permit().await,
+                    false => None,
+                };
+                call.execute(env).await;
+            }))
+            .await;
+        }
+        calls.into_iter().map(|call| call.finish(env)).collect()
     }
 }
 

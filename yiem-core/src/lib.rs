@@ -206,9 +206,9 @@ mod tool;
 pub mod __private;
 
 pub use agent::{
-    Agent, AgentBuilder, AgentContext, AgentRun, ApprovalPolicy, DEFAULT_MAX_TURNS, Decision,
-    NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError, RunLimits, RunOutcome,
-    RunStop, Step, TurnUpdate,
+    Agent, AgentBuilder, AgentConfig, AgentContext, AgentRun, AgentSettings, ApprovalPolicy,
+    DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError,
+    RunLimits, RunOutcome, RunStop, Step, TurnUpdate,
 };
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};

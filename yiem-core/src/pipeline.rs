@@ -1,21 +1,25 @@
-//! One tool call's whole path, in the order it happens. The executor only decides *when* each step runs
-//! (one call after another, or several at once); *what* happens to a call is all here:
+//! One tool call's whole life, as one value: [`Call`]. Every call runs the same steps in the same order,
+//! whoever runs it — a batch of an executor (one call after another, or several at once), an agent, an MCP
+//! request, or a caller with a tool in hand ([`AgentTool::execute`], [`ToolStore::execute`]), which is the
+//! same path in an empty environment (no hooks, no events, no batch token). The executor only decides
+//! *when* each step runs; *what* happens to a call is all here:
 //!
-//! 1. **start** ([`Call::new`], [`Call::start`]): look the tool up, open the call's span, emit
-//!    `ToolExecutionStart`;
-//! 2. **prepare** ([`Call::prepare`]): an unknown tool gives an error result listing the tools; normalize
-//!    the raw arguments (a JSON string is parsed, `null` is `{}`); the tool's `prepare` step; bind — parse
-//!    into the argument type, the unknown-property check, `validate`, the handler's synchronous part; the
-//!    abort check; the `before_tool_call` hook, which may block the call, and the abort check again;
-//! 3. **execute** ([`Ready::execute`]): run the tool under its time limit (its own, else the executor's
+//! 1. **new** ([`Call::new`]): look the tool up, open the call's span;
+//! 2. **prepare** ([`Call::prepare`]): emit `ToolExecutionStart`; a refused call (a denied approval) or an
+//!    unknown tool ends here with its error result; the abort check; normalize the raw arguments (a JSON
+//!    string is parsed, `null` is `{}`); the tool's `prepare` step; bind — parse into the argument type, the
+//!    unknown-property check, `validate`, the handler's synchronous part; the abort check again; the
+//!    `before_tool_call` hook, which may block the call, and the abort check once more. A call that ends
+//!    while preparing ends at once (step 4);
+//! 3. **execute** ([`Call::execute`]): run the tool under its time limit (its own, else the executor's
 //!    default) and the batch's token, on a task of its own, so that the limit and an abort hold even when
 //!    the tool blocks its thread; then the `after_tool_call` hook, which may patch the result;
-//! 4. **end** ([`Call::end`]): record the span's outcome, emit `ToolExecutionEnd`;
-//! 5. **message** ([`Call::message`]): the [`ToolResultMessage`], with its `MessageStart`/`MessageEnd`.
+//! 4. **end**: record the span's outcome, emit `ToolExecutionEnd`;
+//! 5. **finish** ([`Call::finish`]): the [`ToolResultMessage`], with its `MessageStart`/`MessageEnd`.
 //!
 //! No step fails: every problem, including a panic anywhere user code runs (the prepare step, `Deserialize`,
-//! `validate`, a handler, a hook, the drop of a future or of a panic payload), becomes the call's error
-//! result, naming the tool and what went wrong.
+//! `validate`, a handler, a hook, an event sink, the drop of a future or of a panic payload), becomes the
+//! call's error result, naming the tool and what went wrong.
 //!
 //! # Time limits and blocking tools
 //!
@@ -43,64 +47,155 @@ use tracing::instrument::Instrumented;
 
 use crate::args::ArgumentError;
 use crate::call::{ToolCall, ToolResultMessage};
-use crate::context::{ContextSlot, ToolContext};
+use crate::context::{ContextSlot, ToolContext, UpdateFn};
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
-use crate::hooks::{AfterHook, AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
+use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
 use crate::message::{AgentMessage, AssistantMessage};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
 use crate::state::StateMap;
 use crate::suggest;
-use crate::tool::{AgentTool, Refusal, ToolFuture};
+use crate::tool::{AgentTool, ExecutionMode, Refusal, ToolFuture};
 
-/// What every call of a batch shares.
-#[derive(Clone)]
+/// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::in_hand`]).
+#[derive(Clone, Default)]
 pub(crate) struct CallEnv {
-    pub hooks: ToolHooks,
-    pub events: Emitter,
-    pub default_timeout: Option<Duration>,
-    pub assistant: Option<Arc<AssistantMessage>>,
+    pub(crate) hooks: ToolHooks,
+    /// Where the call's events go; `None` for a call in hand.
+    pub(crate) events: Option<Emitter>,
+    /// The time limit of a call whose tool sets none.
+    pub(crate) default_timeout: Option<Duration>,
+    /// The message whose calls these are, for the hooks.
+    pub(crate) assistant: Option<Arc<AssistantMessage>>,
+    /// The batch's token: cancelling it aborts every call of the batch. `None` for a call in hand, which
+    /// watches its context's own token.
+    pub(crate) cancel: Option<CancellationToken>,
 }
 
-/// A call that has started: its tool looked up, its span open, its start event out.
+impl CallEnv {
+    /// The environment of a call in hand: no hooks, no events, no default limit, no batch.
+    pub(crate) fn in_hand() -> CallEnv {
+        CallEnv::default()
+    }
+
+    /// The emitter, when someone listens.
+    fn observed(&self) -> Option<&Emitter> {
+        self.events.as_ref().filter(|events| events.is_observed())
+    }
+
+    fn is_aborted(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(CancellationToken::is_cancelled)
+    }
+}
+
+/// One tool call, from its lookup to its result message (see the module docs).
 pub(crate) struct Call {
+    facts: Facts,
+    span: tracing::Span,
+    /// When the call started, read only for a span someone records.
+    started: Option<Instant>,
+    stage: Stage,
+    /// The arguments' problem, when they did not fit the tool (for [`AgentTool::try_execute`]).
+    invalid: Option<Box<ArgumentError>>,
+}
+
+/// What a call is, fixed from its start: the call, its tool, its store's state.
+struct Facts {
     call: Arc<ToolCall>,
     tool: Option<AgentTool>,
-    /// The store's state, for the call's context.
-    state: Arc<StateMap>,
-    /// Set when the call is answered with this error instead of running (e.g. a denied approval).
-    refusal: Option<String>,
-    span: tracing::Span,
-    /// When the call started (set by [`start`](Self::start)).
-    started: Option<Instant>,
+    /// The state of the call's store, for its context.
+    state: Option<Arc<StateMap>>,
 }
 
-/// What preparing a call gave.
-pub(crate) enum Prepared {
-    /// The call ends here with this (error) result.
-    Done(AgentToolResult),
-    /// The call may run.
-    Ready(Ready),
+/// Where a call is in its life.
+enum Stage {
+    /// Not prepared yet.
+    New {
+        /// Answer the call with this error instead of running it (a denied approval); no hook sees it.
+        refused: Option<String>,
+        /// The tool is not in the store: the error result, listing the tools.
+        unknown: Option<String>,
+        /// A context the caller made (a call in hand), else made by binding if the tool takes one.
+        ctx: Option<ToolContext>,
+    },
+    /// Bound and let through by the hooks: ready to run.
+    Ready {
+        future: ToolFuture,
+        /// The call's context, made only if the tool took one.
+        ctx: Option<ToolContext>,
+        /// The prepared arguments, kept only when a hook will look at them.
+        args: Option<Arc<Value>>,
+    },
+    /// Ended with its result; its end is recorded and announced.
+    Ended(AgentToolResult),
+    /// Between two stages (only while a step runs).
+    Moving,
 }
 
-/// A call whose arguments bound, ready to run once the `before_tool_call` hook, if any, lets it through.
-pub(crate) struct Ready {
-    call: Arc<ToolCall>,
-    tool: AgentTool,
-    /// The prepared arguments, kept only when a hook will look at them.
-    args: Option<Arc<Value>>,
-    future: ToolFuture,
-    /// The call's context, made only if the tool took one.
-    ctx: Option<ToolContext>,
-    span: tracing::Span,
+/// How a call ends.
+enum Ending {
+    /// With this result (of the tool, or of a hook that patched or failed).
+    Result(AgentToolResult),
+    /// Without running, with this error text.
+    Refused(String),
+    /// Without running: the arguments do not fit the tool.
+    Invalid(Box<ArgumentError>),
+}
+
+impl From<Refusal> for Ending {
+    fn from(refusal: Refusal) -> Self {
+        match refusal {
+            Refusal::Arguments(error) => Ending::Invalid(error),
+            other => Ending::Refused(other.to_string()),
+        }
+    }
 }
 
 impl Call {
-    /// Looks the tool up and opens the call's span; nothing is emitted yet.
+    /// A call of a store's tool: looks the tool up and opens the call's span; nothing is emitted yet.
     pub(crate) fn new(store: &ToolStore, call: ToolCall) -> Call {
         let (tool, state) = store.lookup(&call.name);
-        let call = Arc::new(call);
+        let unknown = match &tool {
+            None => Some(unknown_tool(store, &call.name)),
+            Some(_) => None,
+        };
+        Call::with(Arc::new(call), tool, Some(state), None, unknown, None)
+    }
+
+    /// A call that will not run: preparing it gives an error result with `reason`, and no hook sees it.
+    pub(crate) fn refused(store: &ToolStore, call: ToolCall, reason: String) -> Call {
+        let (tool, state) = store.lookup(&call.name);
+        Call::with(Arc::new(call), tool, Some(state), Some(reason), None, None)
+    }
+
+    /// A call of `tool` in hand, with the state of its store if it has one, or with a context the caller
+    /// made.
+    pub(crate) fn in_hand(
+        tool: &AgentTool,
+        call_id: Box<str>,
+        args: Value,
+        state: Option<Arc<StateMap>>,
+        ctx: Option<ToolContext>,
+    ) -> Call {
+        let call = ToolCall {
+            id: call_id.into(),
+            name: tool.name().to_owned(),
+            arguments: args,
+        };
+        Call::with(Arc::new(call), Some(tool.clone()), state, None, None, ctx)
+    }
+
+    fn with(
+        call: Arc<ToolCall>,
+        tool: Option<AgentTool>,
+        state: Option<Arc<StateMap>>,
+        refused: Option<String>,
+        unknown: Option<String>,
+        ctx: Option<ToolContext>,
+    ) -> Call {
         let span = tracing::info_span!(
             "tool_call",
             tool = %call.name,
@@ -109,132 +204,86 @@ impl Call {
             duration_ms = tracing::field::Empty,
         );
         Call {
-            call,
-            tool,
-            state,
-            refusal: None,
+            facts: Facts { call, tool, state },
             span,
             started: None,
+            stage: Stage::New {
+                refused,
+                unknown,
+                ctx,
+            },
+            invalid: None,
         }
     }
 
-    /// A call that will not run: preparing it gives an error result with `reason`, and no hook sees it.
-    pub(crate) fn refused(store: &ToolStore, call: ToolCall, reason: String) -> Call {
-        Call {
-            refusal: Some(reason),
-            ..Call::new(store, call)
-        }
+    /// Whether the call's tool must run alone (a call that will not run never forces order).
+    pub(crate) fn is_sequential(&self) -> bool {
+        matches!(self.stage, Stage::New { refused: None, .. })
+            && self
+                .facts
+                .tool
+                .as_ref()
+                .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
     }
 
-    /// Starts the call (step 1): emits `ToolExecutionStart`, and starts its clock when its span is
-    /// recorded.
-    pub(crate) fn start(&mut self, env: &CallEnv) {
-        // The clock is read only for a span someone records.
+    /// Whether the call is ready to run (prepared, and not ended while preparing).
+    pub(crate) fn is_ready(&self) -> bool {
+        matches!(self.stage, Stage::Ready { .. })
+    }
+
+    /// Runs every step, one after another, to the call's result message.
+    pub(crate) async fn run(mut self, env: &CallEnv) -> ToolResultMessage {
+        self.prepare(env).await;
+        self.execute(env).await;
+        self.finish(env)
+    }
+
+    /// Starts and prepares the call (steps 2 and, for a call that ends here, 4). Never fails.
+    pub(crate) async fn prepare(&mut self, env: &CallEnv) {
         if !self.span.is_disabled() {
             self.started = Some(Instant::now());
         }
-        if env.events.is_observed() {
-            env.events.emit(AgentEvent::ToolExecutionStart {
-                call: Arc::clone(&self.call),
+        if let Some(events) = env.observed() {
+            events.emit(AgentEvent::ToolExecutionStart {
+                call: Arc::clone(&self.facts.call),
             });
         }
-    }
-
-    /// Whether the call's tool must run alone (an unknown tool runs nothing, so it never forces order).
-    pub(crate) fn is_sequential(&self) -> bool {
-        self.refusal.is_none()
-            && self
-                .tool
-                .as_ref()
-                .is_some_and(|tool| tool.execution_mode() == crate::tool::ExecutionMode::Sequential)
-    }
-
-    /// Prepares the call (step 2 of the module docs). Never fails.
-    pub(crate) async fn prepare(
-        &self,
-        store: &ToolStore,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> Prepared {
-        in_span(&self.span, self.prepare_inner(store, env, cancel)).await
-    }
-
-    async fn prepare_inner(
-        &self,
-        store: &ToolStore,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> Prepared {
-        match self.prepare_now(store, env, cancel) {
-            Either::Left(prepared) => prepared,
-            Either::Right(hook) => hook.await,
+        let span = self.span.clone();
+        let stage = std::mem::replace(&mut self.stage, Stage::Moving);
+        let prepared = in_span(&span, self.facts.prepared(stage, env)).await;
+        match prepared {
+            Ok(ready) => self.stage = ready,
+            Err(ending) => self.end(env, ending),
         }
     }
 
-    /// Preparing as far as it goes without awaiting anything: the prepared call, or — when there is a
-    /// `before_tool_call` hook — the hook's step, still to be awaited.
-    fn prepare_now<'a>(
-        &'a self,
-        store: &ToolStore,
-        env: &'a CallEnv,
-        cancel: &'a CancellationToken,
-    ) -> Either<Prepared, impl Future<Output = Prepared> + 'a> {
-        match self.bind_call(store, env, cancel) {
-            Ok(ready) => match &env.hooks.before {
-                Some(hook) => Either::Right(ready.before(hook, env, cancel)),
-                None => Either::Left(Prepared::Ready(ready)),
-            },
-            Err(result) => Either::Left(Prepared::Done(result)),
-        }
-    }
-
-    /// The synchronous part of preparing: everything up to the `before_tool_call` hook, then the abort
-    /// check. An error is the call's result.
-    fn bind_call(
-        &self,
-        store: &ToolStore,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> Result<Ready, AgentToolResult> {
-        let call = &self.call;
-        if let Some(reason) = &self.refusal {
-            return Err(AgentToolResult::error(reason.clone()));
-        }
-        if cancel.is_cancelled() {
-            return Err(not_run(&call.name));
-        }
-        let Some(tool) = &self.tool else {
-            return Err(AgentToolResult::error(unknown_tool(store, &call.name)));
+    /// Runs a ready call under its time limit and the batch's token, then `after_tool_call`, and ends it
+    /// (steps 3 and 4). A call that ended while preparing is left as it is.
+    pub(crate) async fn execute(&mut self, env: &CallEnv) {
+        let Stage::Ready { .. } = self.stage else {
+            return;
         };
-        let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
-        let (bound, ctx) = {
-            let mut make = || ToolContext::for_call(call, cancel, env.events.bus(), &self.state);
-            let mut slot = ContextSlot::Lazy(&mut make);
-            let bound = bind(tool, &call.arguments, &mut slot, hooked);
-            (bound, slot.into_made())
+        let Stage::Ready { future, ctx, args } = std::mem::replace(&mut self.stage, Stage::Moving)
+        else {
+            unreachable!("matched just above")
         };
-        let (future, args) = match bound {
-            Ok(bound) => bound,
-            Err(refusal) => return Err(AgentToolResult::error(refusal.to_string())),
-        };
-        // Binding ran user code: the batch may have been aborted meanwhile, and a call of an aborted
-        // batch must not start.
-        if cancel.is_cancelled() {
-            guard::drop_quietly(future);
-            return Err(not_run(&call.name));
-        }
-        Ok(Ready {
-            call: Arc::clone(call),
-            tool: tool.clone(),
-            args,
-            future,
-            ctx,
-            span: self.span.clone(),
-        })
+        let span = self.span.clone();
+        let result = in_span(&span, self.facts.executed(future, ctx, args, env)).await;
+        self.end(env, Ending::Result(result));
     }
 
-    /// Ends the call (step 4): records the span's outcome and emits `ToolExecutionEnd`.
-    pub(crate) fn end(&self, env: &CallEnv, result: AgentToolResult) -> AgentToolResult {
+    /// Ends the call (step 4): keeps its result (and, for arguments that did not fit, their problem),
+    /// records the span's outcome and emits `ToolExecutionEnd`.
+    fn end(&mut self, env: &CallEnv, ending: Ending) {
+        let result = match ending {
+            Ending::Result(result) => result,
+            Ending::Refused(reason) => AgentToolResult::error(reason),
+            Ending::Invalid(error) => {
+                let result = AgentToolResult::error(error.to_string());
+                self.invalid = Some(error);
+                result
+            }
+        };
         if !self.span.is_disabled() {
             self.span
                 .record("outcome", if result.is_error { "error" } else { "ok" });
@@ -244,23 +293,38 @@ impl Call {
                     .map_or(0.0, |started| started.elapsed().as_secs_f64() * 1000.0),
             );
         }
-        if !env.events.is_observed() {
-            return result;
-        }
-        let is_error = result.is_error;
-        let shared = Arc::new(result);
-        env.events.emit(AgentEvent::ToolExecutionEnd {
-            call: Arc::clone(&self.call),
-            result: Arc::clone(&shared),
-            is_error,
-        });
-        Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone())
+        let result = match env.observed() {
+            Some(events) => {
+                let is_error = result.is_error;
+                let shared = Arc::new(result);
+                events.emit(AgentEvent::ToolExecutionEnd {
+                    call: Arc::clone(&self.facts.call),
+                    result: Arc::clone(&shared),
+                    is_error,
+                });
+                Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone())
+            }
+            None => result,
+        };
+        self.stage = Stage::Ended(result);
     }
 
-    /// The call's result message (step 5), with its `MessageStart` and `MessageEnd`. The call's id and name
-    /// move into the message when nothing else holds the call any more.
-    pub(crate) fn message(self, env: &CallEnv, result: AgentToolResult) -> ToolResultMessage {
-        let message = match Arc::try_unwrap(self.call) {
+    /// The call's result, after [`execute`](Self::execute).
+    fn take_result(&mut self) -> AgentToolResult {
+        match std::mem::replace(&mut self.stage, Stage::Moving) {
+            Stage::Ended(result) => result,
+            _ => AgentToolResult::error(format!(
+                "tool call `{}` was finished before it ran",
+                self.facts.call.name
+            )),
+        }
+    }
+
+    /// The call's result message (step 5), with its `MessageStart` and `MessageEnd`. The call's id and
+    /// name move into the message when nothing else holds the call any more.
+    pub(crate) fn finish(mut self, env: &CallEnv) -> ToolResultMessage {
+        let result = self.take_result();
+        let message = match Arc::try_unwrap(self.facts.call) {
             Ok(call) => ToolResultMessage {
                 tool_call_id: call.id,
                 tool_name: call.name,
@@ -269,14 +333,14 @@ impl Call {
             },
             Err(shared) => ToolResultMessage::new(&shared, result),
         };
-        if !env.events.is_observed() {
+        let Some(events) = env.observed() else {
             return message;
-        }
+        };
         let shared = Arc::new(AgentMessage::ToolResult(message));
-        env.events.emit(AgentEvent::MessageStart {
+        events.emit(AgentEvent::MessageStart {
             message: Arc::clone(&shared),
         });
-        env.events.emit(AgentEvent::MessageEnd {
+        events.emit(AgentEvent::MessageEnd {
             message: Arc::clone(&shared),
         });
         match Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone()) {
@@ -285,149 +349,152 @@ impl Call {
         }
     }
 
-    /// Runs the call from preparation to its ended result (steps 2 to 4), for one call at a time.
-    pub(crate) async fn run(
-        &self,
-        store: &ToolStore,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> AgentToolResult {
-        // One span entry around both steps, each awaited in place.
-        let steps = async {
-            // `prepare_inner`, in place rather than as a future of its own.
-            let prepared = match self.prepare_now(store, env, cancel) {
-                Either::Left(prepared) => prepared,
-                Either::Right(hook) => hook.await,
-            };
-            match prepared {
-                Prepared::Done(result) => result,
-                // Nothing was awaited since the abort check at the end of preparing.
-                Prepared::Ready(ready) => ready.execute_inner(env, cancel, true).await,
-            }
-        };
-        let result = in_span(&self.span, steps).await;
-        self.end(env, result)
+    /// A call in hand, run to its result: arguments that did not fit come back as their problem.
+    pub(crate) async fn run_in_hand(mut self) -> Result<AgentToolResult, ArgumentError> {
+        let env = CallEnv::in_hand();
+        self.prepare(&env).await;
+        self.execute(&env).await;
+        match self.invalid.take() {
+            Some(error) => Err(*error),
+            None => Ok(self.take_result()),
+        }
     }
 }
 
-impl Ready {
-    /// The `before_tool_call` hook, which may block the call; then the abort check again, since the hook
-    /// may have taken its time.
-    async fn before(
-        self,
-        before: &BeforeHook,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-    ) -> Prepared {
-        // The arguments are kept whenever there is a hook.
-        let Some(args) = &self.args else {
-            return Prepared::Ready(self);
+impl Facts {
+    /// Binds the call and lets the `before_tool_call` hook see it: the ready stage, or why the call ends.
+    async fn prepared(&self, stage: Stage, env: &CallEnv) -> Result<Stage, Ending> {
+        let Stage::New {
+            refused,
+            unknown,
+            ctx,
+        } = stage
+        else {
+            return Err(Ending::Refused(format!(
+                "tool call `{}` was prepared twice",
+                self.call.name
+            )));
         };
-        let call = &self.call;
+        if let Some(reason) = refused {
+            return Err(Ending::Refused(reason));
+        }
+        if env.is_aborted() {
+            return Err(Ending::Refused(not_run(&self.call.name)));
+        }
+        let (Some(tool), None) = (&self.tool, unknown.as_ref()) else {
+            return Err(Ending::Refused(unknown.unwrap_or_default()));
+        };
+        let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
+        let (bound, ctx) = {
+            let call = &self.call;
+            let state = self.state.as_ref();
+            let mut make =
+                || ToolContext::for_call(call, env.cancel.as_ref(), updates(env, call), state);
+            let mut slot = match ctx {
+                Some(ctx) => ContextSlot::Made(ctx),
+                None => ContextSlot::Lazy(&mut make),
+            };
+            let bound = bind(tool, &self.call.arguments, &mut slot, hooked);
+            (bound, slot.into_made())
+        };
+        let (future, args) = bound.map_err(Ending::from)?;
+        // Binding ran user code: the batch may have been aborted meanwhile, and a call of an aborted
+        // batch must not start.
+        if env.is_aborted() {
+            guard::drop_quietly(future);
+            return Err(Ending::Refused(not_run(&self.call.name)));
+        }
+        let (Some(before), Some(args)) = (&env.hooks.before, &args) else {
+            return Ok(Stage::Ready { future, ctx, args });
+        };
         let hook_ctx = BeforeToolCallContext {
-            call: Arc::clone(call),
+            call: Arc::clone(&self.call),
             args: Arc::clone(args),
-            tool: self.tool.clone(),
+            tool: tool.clone(),
             assistant: env.assistant.clone(),
         };
+        let name = &self.call.name;
         let outcome = match guard::catch(|| before(hook_ctx)) {
             Ok(hook) => Guarded::new(hook).await,
             Err(panic) => Err(panic),
         };
         let refusal = match outcome {
-            Ok(Ok(None)) if cancel.is_cancelled() => Some(not_run(&call.name)),
-            Ok(Ok(None)) => None,
-            Ok(Ok(Some(block))) => Some(AgentToolResult::error(block.reason)),
-            Ok(Err(error)) => Some(AgentToolResult::error(format!(
-                "the before_tool_call hook failed for tool `{}`: {error}",
-                call.name
-            ))),
-            Err(panic) => Some(AgentToolResult::error(format!(
-                "the before_tool_call hook panicked for tool `{}`: {panic}",
-                call.name
-            ))),
-        };
-        match refusal {
-            Some(result) => {
-                guard::drop_quietly(self.future);
-                Prepared::Done(result)
+            // The hook may have taken its time: the abort check again.
+            Ok(Ok(None)) if env.is_aborted() => not_run(name),
+            Ok(Ok(None)) => {
+                return Ok(Stage::Ready {
+                    future,
+                    ctx,
+                    args: Some(Arc::clone(args)),
+                });
             }
-            None => Prepared::Ready(self),
-        }
+            Ok(Ok(Some(block))) => block.reason,
+            Ok(Err(error)) => {
+                format!("the before_tool_call hook failed for tool `{name}`: {error}")
+            }
+            Err(panic) => format!("the before_tool_call hook panicked for tool `{name}`: {panic}"),
+        };
+        guard::drop_quietly(future);
+        Err(Ending::Refused(refusal))
     }
 
-    /// Runs the call under its time limit and the batch's token, then `after_tool_call` (step 3).
-    /// `abort_checked`: the batch's token was looked at with nothing awaited since (preparing ends with
-    /// that check), so it need not be looked at again before the tool starts.
-    pub(crate) async fn execute(
-        self,
+    async fn executed(
+        &self,
+        future: ToolFuture,
+        ctx: Option<ToolContext>,
+        args: Option<Arc<Value>>,
         env: &CallEnv,
-        cancel: &CancellationToken,
-        abort_checked: bool,
     ) -> AgentToolResult {
-        let span = self.span.clone();
-        in_span(&span, self.execute_inner(env, cancel, abort_checked)).await
-    }
-
-    async fn execute_inner(
-        self,
-        env: &CallEnv,
-        cancel: &CancellationToken,
-        abort_checked: bool,
-    ) -> AgentToolResult {
-        let Ready {
-            call,
-            tool,
+        let Some(tool) = &self.tool else {
+            return AgentToolResult::error(format!("tool `{}` not found", self.call.name));
+        };
+        let watch = Watch {
+            abort: env.cancel.as_ref(),
+            limit: tool.timeout().or(env.default_timeout),
+        };
+        let result = run_bound(tool, future, ctx.as_ref(), &self.call.id, watch).await;
+        let (Some(after), Some(args)) = (&env.hooks.after, args) else {
+            return result;
+        };
+        let hook_ctx = AfterToolCallContext {
+            call: Arc::clone(&self.call),
             args,
-            future,
-            ctx,
-            span: _,
-        } = self;
-        let watch = Watch::batch(&tool, env, cancel, abort_checked);
-        let result = run_bound(&tool, future, ctx.as_ref(), &call.id, watch).await;
-        match (&env.hooks.after, args) {
-            (Some(hook), Some(args)) => after(hook, env, call, tool, args, result).await,
-            _ => result,
+            tool: tool.clone(),
+            is_error: result.is_error,
+            result: result.clone(),
+            assistant: env.assistant.clone(),
+        };
+        let outcome = match guard::catch(|| after(hook_ctx)) {
+            Ok(hook) => Guarded::new(hook).await,
+            Err(panic) => Err(panic),
+        };
+        let name = &self.call.name;
+        match outcome {
+            Ok(Ok(None)) => result,
+            Ok(Ok(Some(patch))) => patch.apply(result),
+            Ok(Err(error)) => AgentToolResult::error(format!(
+                "the after_tool_call hook failed for tool `{name}`: {error}"
+            )),
+            Err(panic) => AgentToolResult::error(format!(
+                "the after_tool_call hook panicked for tool `{name}`: {panic}"
+            )),
         }
     }
 }
 
-/// The `after_tool_call` hook, which may patch the result.
-async fn after(
-    after: &AfterHook,
-    env: &CallEnv,
-    call: Arc<ToolCall>,
-    tool: AgentTool,
-    args: Arc<Value>,
-    result: AgentToolResult,
-) -> AgentToolResult {
-    let hook_ctx = AfterToolCallContext {
-        call: Arc::clone(&call),
-        args,
-        tool,
-        is_error: result.is_error,
-        result: result.clone(),
-        assistant: env.assistant.clone(),
-    };
-    let outcome = match guard::catch(|| after(hook_ctx)) {
-        Ok(hook) => Guarded::new(hook).await,
-        Err(panic) => Err(panic),
-    };
-    match outcome {
-        Ok(Ok(None)) => result,
-        Ok(Ok(Some(patch))) => patch.apply(result),
-        Ok(Err(error)) => AgentToolResult::error(format!(
-            "the after_tool_call hook failed for tool `{}`: {error}",
-            call.name
-        )),
-        Err(panic) => AgentToolResult::error(format!(
-            "the after_tool_call hook panicked for tool `{}`: {panic}",
-            call.name
-        )),
-    }
+/// Where a call's partial results go: `ToolExecutionUpdate` events, when someone listens.
+fn updates(env: &CallEnv, call: &Arc<ToolCall>) -> Option<Box<UpdateFn>> {
+    let events = env.observed()?.clone();
+    let call = Arc::clone(call);
+    Some(Box::new(move |partial| {
+        events.emit(AgentEvent::ToolExecutionUpdate {
+            call: Arc::clone(&call),
+            partial: Arc::new(partial),
+        })
+    }))
 }
 
-/// Running a tool in hand, outside any batch: the same path, without hooks and events.
+/// Running a tool in hand, outside any batch: the same [`Call`], in an empty environment.
 impl AgentTool {
     /// Executes the tool directly (no hooks, no events): useful in tests and scripts. Never fails: bad
     /// arguments, an error, a panic or a timeout each become an error result. The future is `Send` when
@@ -452,17 +519,14 @@ impl AgentTool {
         &self,
         call_id: impl Into<Box<str>>,
         args: Value,
-    ) -> impl Future<Output = AgentToolResult> {
-        // The call's own future, not one wrapped around it.
-        execute_in_hand(self, call_id, args, None)
+    ) -> impl Future<Output = AgentToolResult> + Send + 'static {
+        let call = Call::in_hand(self, call_id.into(), args, None, None);
+        async move { call.run_in_hand().await.unwrap_or_else(invalid) }
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
     pub async fn execute_with(&self, ctx: ToolContext, args: Value) -> AgentToolResult {
-        match self.try_execute(ctx, args).await {
-            Ok(result) => result,
-            Err(error) => AgentToolResult::error(error.to_string()),
-        }
+        self.try_execute(ctx, args).await.unwrap_or_else(invalid)
     }
 
     /// Like [`execute_with`](Self::execute_with), but arguments that do not fit come back as the
@@ -488,15 +552,10 @@ impl AgentTool {
         ctx: ToolContext,
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
-        match bind_in_hand(self, ContextSlot::Made(ctx), &args) {
-            Ok((future, ctx)) => {
-                let call_id = ctx.as_ref().map_or("", ToolContext::call_id);
-                let watch = Watch::limit(self.timeout());
-                Ok(run_bound(self, future, ctx.as_ref(), call_id, watch).await)
-            }
-            Err(Refusal::Arguments(error)) => Err(*error),
-            Err(refusal) => Ok(AgentToolResult::error(refusal.to_string())),
-        }
+        let call_id: Box<str> = ctx.call_id().into();
+        Call::in_hand(self, call_id, args, None, Some(ctx))
+            .run_in_hand()
+            .await
     }
 }
 
@@ -531,7 +590,10 @@ impl ToolStore {
         let Some(tool) = tool else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        execute_in_hand(&tool, call_id, args, Some(&state)).await
+        Call::in_hand(&tool, call_id.into(), args, Some(state), None)
+            .run_in_hand()
+            .await
+            .unwrap_or_else(invalid)
     }
 
     /// A context for the call `call_id` of one of this store's tools in hand, with the store's
@@ -557,83 +619,6 @@ impl ToolStore {
     pub fn context(&self, call_id: impl Into<Box<str>>) -> ToolContext {
         let (_, state) = self.lookup("");
         ToolContext::new(call_id).with_state_map(state)
-    }
-}
-
-/// Runs a call of `tool` in hand (no hooks, no events), for [`AgentTool::execute`] and
-/// [`ToolStore::execute`]: its context is made only if the tool takes one, with `state` when the call goes
-/// through a store.
-async fn execute_in_hand(
-    tool: &AgentTool,
-    call_id: impl Into<Box<str>>,
-    args: Value,
-    state: Option<&Arc<StateMap>>,
-) -> AgentToolResult {
-    let mut id = LazyId::new(call_id, tool);
-    let mut make = || {
-        let ctx = ToolContext::new(id.take());
-        match state {
-            Some(state) => ctx.with_state_map(Arc::clone(state)),
-            None => ctx,
-        }
-    };
-    // Bound here, before the one `.await`, so no inner future is moved into this one.
-    let bound = bind_in_hand(tool, ContextSlot::Lazy(&mut make), &args);
-    drop(args);
-    match bound {
-        // Nothing to watch: no time limit, and no context whose token could be cancelled.
-        Ok((future, None)) if tool.timeout().is_none() => Guarded::new(future)
-            .await
-            .unwrap_or_else(|panic| panicked(tool.name(), panic)),
-        Ok((future, ctx)) => {
-            let watch = Watch::limit(tool.timeout());
-            run_bound(tool, future, ctx.as_ref(), id.of(&ctx), watch).await
-        }
-        Err(refusal) => AgentToolResult::error(refusal.to_string()),
-    }
-}
-
-/// Binds a call of `tool` in hand (no hooks, no events), before anything is awaited: its future and its
-/// context, if the tool took one or the caller gave one.
-#[inline]
-fn bind_in_hand(
-    tool: &AgentTool,
-    mut slot: ContextSlot<'_>,
-    args: &Value,
-) -> Result<(ToolFuture, Option<ToolContext>), Refusal> {
-    let bound = bind(tool, args, &mut slot, false);
-    bound.map(|(future, _)| (future, slot.into_made()))
-}
-
-/// The id of a call in hand whose context is made only if its tool takes one. Without a context the id
-/// is kept as text only when the tool has a time limit, the one case that logs it (a call that overruns
-/// its limit): otherwise a call of a tool that takes no context copies nothing of its id.
-struct LazyId<I> {
-    pending: Option<I>,
-    kept: Option<Box<str>>,
-}
-
-impl<I: Into<Box<str>>> LazyId<I> {
-    fn new(call_id: I, tool: &AgentTool) -> Self {
-        let mut pending = Some(call_id);
-        let kept = tool.timeout().and_then(|_| pending.take()).map(Into::into);
-        LazyId { pending, kept }
-    }
-
-    /// The id, for the context being made.
-    fn take(&mut self) -> Box<str> {
-        self.kept
-            .take()
-            .or_else(|| self.pending.take().map(Into::into))
-            .unwrap_or_default()
-    }
-
-    /// The id for the log: the context's, else the one kept without a context.
-    fn of<'a>(&'a self, ctx: &'a Option<ToolContext>) -> &'a str {
-        match ctx {
-            Some(ctx) => ctx.call_id(),
-            None => self.kept.as_deref().unwrap_or_default(),
-        }
     }
 }
 
@@ -685,34 +670,7 @@ fn bind(
 /// What a running call is watched for: the batch's token (else the context's own), and the time limit.
 struct Watch<'a> {
     abort: Option<&'a CancellationToken>,
-    /// `abort` was looked at just now, with nothing awaited since.
-    abort_checked: bool,
     limit: Option<Duration>,
-}
-
-impl<'a> Watch<'a> {
-    /// A call of a batch: the batch's token, and the tool's time limit, else the executor's default.
-    fn batch(
-        tool: &AgentTool,
-        env: &CallEnv,
-        cancel: &'a CancellationToken,
-        abort_checked: bool,
-    ) -> Self {
-        Watch {
-            abort: Some(cancel),
-            abort_checked,
-            limit: tool.timeout().or(env.default_timeout),
-        }
-    }
-
-    /// A call in hand: its context's token, if it has one, and `limit`.
-    fn limit(limit: Option<Duration>) -> Self {
-        Watch {
-            abort: None,
-            abort_checked: false,
-            limit,
-        }
-    }
 }
 
 /// Runs a bound call to its end: a panic, the time limit, or cancellation (of `abort`, else of the
@@ -725,11 +683,7 @@ async fn run_bound(
     call_id: &str,
     watch: Watch<'_>,
 ) -> AgentToolResult {
-    let Watch {
-        abort,
-        abort_checked,
-        limit,
-    } = watch;
+    let Watch { abort, limit } = watch;
     let name = tool.name();
     let aborted =
         || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
@@ -739,7 +693,6 @@ async fn run_bound(
         }
     };
     let cancelled = match abort {
-        Some(_) if abort_checked => false,
         Some(token) => token.is_cancelled(),
         None => ctx.is_some_and(ToolContext::is_cancelled),
     };
@@ -757,11 +710,15 @@ async fn run_bound(
     };
     let panicked = |panic: String| panicked(name, panic);
     // The runtime is asked only when there is a limit or a token to watch: a call in hand with neither
-    // (the common `execute`) pays nothing for it.
+    // (the common `execute`) is simply awaited.
     let watched =
         limit.is_some() || abort.is_some() || ctx.is_some_and(ToolContext::can_be_cancelled);
-    let own_task = watched
-        && !tool.runs_on_blocking_pool()
+    if !watched {
+        let result = Guarded::new(future).await.unwrap_or_else(panicked);
+        close();
+        return result;
+    }
+    let own_task = !tool.runs_on_blocking_pool()
         && Handle::try_current()
             .is_ok_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread);
     let result = if own_task {
@@ -831,6 +788,11 @@ fn in_span<F: Future>(span: &tracing::Span, future: F) -> Either<F, Instrumented
     }
 }
 
+/// The result of a call in hand whose arguments did not fit.
+fn invalid(error: ArgumentError) -> AgentToolResult {
+    AgentToolResult::error(error.to_string())
+}
+
 /// The result of a call whose tool panicked while it ran.
 fn panicked(name: &str, panic: String) -> AgentToolResult {
     AgentToolResult::error(format!("tool `{name}` panicked: {panic}"))
@@ -869,8 +831,8 @@ async fn sleep_or_never(limit: Option<Duration>) {
 }
 
 /// The result of a call that never ran because the batch was aborted.
-pub(crate) fn not_run(name: &str) -> AgentToolResult {
-    AgentToolResult::error(format!("tool `{name}` was not run: the batch was aborted"))
+fn not_run(name: &str) -> String {
+    format!("tool `{name}` was not run: the batch was aborted")
 }
 
 /// The text for a call of a tool the store does not have: the name, the closest match, every name.

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use common::weather_tool;
 use futures::StreamExt;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AnthropicConfig, AnthropicModel, CancellationToken,
-    GeminiConfig, GeminiModel, MessageAssembler, Model, ModelEvent, ModelRequest, OpenAiConfig,
-    OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel, RetryPolicy, StopReason, ToolStore,
-    UserMessage,
+    Agent, AgentEvent, AgentMessage, AgentSettings, AnthropicConfig, AnthropicModel,
+    CancellationToken, GeminiConfig, GeminiModel, MessageAssembler, Model, ModelEvent,
+    ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel,
+    RetryPolicy, StopReason, ToolStore, UserMessage,
 };
 
 /// A running llmock, stopped on drop.

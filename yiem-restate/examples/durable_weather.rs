@@ -15,7 +15,9 @@ use restate_sdk::prelude::*;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentMessage, ModelRequest, ScriptedModel, ScriptedTurn, ToolStore, tool};
+use yiem_core::{
+    AgentMessage, AgentSettings, ModelRequest, ScriptedModel, ScriptedTurn, ToolStore, tool,
+};
 use yiem_restate::DurableAgent;
 
 #[derive(Deserialize, JsonSchema)]

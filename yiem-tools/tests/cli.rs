@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 mod model_server;
 
 use model_server::{ModelServer, Part, sse};
+use yiem_core::AgentSettings;
 
 fn yiem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_yiem"))

@@ -33,6 +33,7 @@
 //! approval ends when its batch has run, after the resume.
 
 mod approval;
+mod config;
 mod limits;
 mod run;
 
@@ -42,16 +43,16 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
+pub use config::{AgentConfig, AgentSettings};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
 
 use crate::call::ToolResultMessage;
 use crate::event::{AgentEvent, EventBus, EventStream};
-use crate::executor::{BatchMode, PlannedCall, ToolExecutor};
-use crate::hooks::ToolHooks;
+use crate::executor::PlannedCall;
 use crate::llm::{Model, ModelRequest, stream_reply};
-use crate::message::{AgentMessage, AssistantMessage, StopReason, UserMessage};
-use crate::registry::{ToolList, ToolStore};
+use crate::message::{AgentMessage, AssistantMessage, UserMessage};
+use crate::registry::ToolStore;
 use crate::tool::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
@@ -127,32 +128,23 @@ impl RunOutcome {
     }
 }
 
-type PrepareContext = Arc<dyn Fn(&mut AgentContext) + Send + Sync>;
-type PrepareNextTurn = Arc<dyn Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync>;
-
-/// Builds an [`Agent`]. Start with [`Agent::builder`].
+/// Builds an [`Agent`]: the model, where its conversation starts, and the [`AgentConfig`] (whose setters,
+/// shared with the durable runner's builder, come from [`AgentSettings`]).
 #[must_use]
 pub struct AgentBuilder {
-    system_prompt: String,
+    config: AgentConfig,
     model: Option<Arc<dyn Model>>,
-    tools: ToolStore,
-    executor: ToolExecutor,
-    prepare_context: Option<PrepareContext>,
-    prepare_next_turn: Option<PrepareNextTurn>,
     messages: Vec<AgentMessage>,
-    approval: ApprovalPolicy,
-    limits: RunLimits,
-    stop_at_tools: Vec<String>,
     run: Option<AgentRun>,
 }
 
-impl AgentBuilder {
-    /// The system prompt (default: "You are a helpful assistant.").
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = prompt.into();
-        self
+impl AgentSettings for AgentBuilder {
+    fn settings(&mut self) -> &mut AgentConfig {
+        &mut self.config
     }
+}
 
+impl AgentBuilder {
     /// The model. Required.
     pub fn model(mut self, model: impl Model + 'static) -> Self {
         self.model = Some(Arc::new(model));
@@ -165,95 +157,9 @@ impl AgentBuilder {
         self
     }
 
-    /// The tools (a handle to `store`: tools registered there later are offered from the next turn on).
-    pub fn tools(mut self, store: ToolStore) -> Self {
-        self.tools = store;
-        self
-    }
-
-    /// Runs every batch sequentially, or lets tools decide (the default).
-    pub fn tool_execution(mut self, mode: BatchMode) -> Self {
-        self.executor = self.executor.with_mode(mode);
-        self
-    }
-
-    /// The time limit of tool calls whose tool sets none.
-    pub fn default_tool_timeout(mut self, limit: std::time::Duration) -> Self {
-        self.executor = self.executor.with_default_timeout(limit);
-        self
-    }
-
-    /// At most `calls` tool calls run at once; results still come back in call order.
-    pub fn max_concurrent_tool_calls(mut self, calls: usize) -> Self {
-        self.executor = self.executor.with_max_concurrent_calls(calls);
-        self
-    }
-
-    /// `before_tool_call` and `after_tool_call`.
-    pub fn tool_hooks(mut self, hooks: ToolHooks) -> Self {
-        self.executor = self.executor.with_hooks(hooks);
-        self
-    }
-
-    /// Runs before each model call: filter tools, edit the prompt or the messages.
-    pub fn prepare_context(
-        mut self,
-        hook: impl Fn(&mut AgentContext) + Send + Sync + 'static,
-    ) -> Self {
-        self.prepare_context = Some(Arc::new(hook));
-        self
-    }
-
-    /// Runs after each turn: may change the prompt, the conversation or the model, or stop the run.
-    pub fn prepare_next_turn(
-        mut self,
-        hook: impl Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync + 'static,
-    ) -> Self {
-        self.prepare_next_turn = Some(Arc::new(hook));
-        self
-    }
-
     /// Starts from an existing conversation.
     pub fn messages(mut self, messages: Vec<AgentMessage>) -> Self {
         self.messages = messages;
-        self
-    }
-
-    /// Decides which calls wait for approval (default: those whose tool says it needs approval).
-    pub fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
-        self.approval = policy;
-        self
-    }
-
-    /// Calls of these tools wait for approval, beside those whose tool asks for it.
-    ///
-    /// ```
-    /// use yiem_core::{Agent, ScriptedModel};
-    ///
-    /// let agent = Agent::builder().model(ScriptedModel::new([])).require_approval(["bash", "write"]).build();
-    /// # let _ = agent;
-    /// ```
-    pub fn require_approval(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.approval = ApprovalPolicy::for_tools(tools);
-        self
-    }
-
-    /// The limits of each run (default: [`RunLimits::default`], 50 model calls).
-    pub fn limits(mut self, limits: RunLimits) -> Self {
-        self.limits = limits;
-        self
-    }
-
-    /// At most `turns` model calls per run (`None` lifts the limit).
-    pub fn max_turns(mut self, turns: Option<u32>) -> Self {
-        self.limits.max_turns = turns;
-        self
-    }
-
-    /// Ends a run after a result of any of these tools, with that result as the run's output
-    /// ([`RunStop::StoppedAtTool`]).
-    pub fn stop_at_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.stop_at_tools = tools.into_iter().map(Into::into).collect();
         self
     }
 
@@ -273,24 +179,21 @@ impl AgentBuilder {
         let model = self
             .model
             .expect("Agent::builder() needs .model(...) before .build()");
+        let config = self.config;
         let run = self.run.unwrap_or_else(|| {
-            let mut run = AgentRun::new(self.system_prompt, self.messages);
-            run.set_limits(self.limits);
-            run.set_stop_at_tools(self.stop_at_tools.clone());
+            let mut run = AgentRun::new(config.system_prompt.clone(), self.messages);
+            run.set_limits(config.limits);
+            run.set_stop_at_tools(config.stop_at_tools.clone());
             run
         });
         Agent {
             shared: Arc::new(Shared {
                 state: Mutex::new(State { model, run }),
-                tools: self.tools,
-                executor: self.executor,
-                prepare_context: self.prepare_context,
-                prepare_next_turn: self.prepare_next_turn,
-                approval: self.approval,
                 settings: Mutex::new(Settings {
-                    limits: self.limits,
-                    stop_at_tools: self.stop_at_tools,
+                    limits: config.limits,
+                    stop_at_tools: config.stop_at_tools.clone(),
                 }),
+                config,
                 run_lock: tokio::sync::Mutex::new(()),
                 steering: Mutex::default(),
                 follow_ups: Mutex::default(),
@@ -313,11 +216,7 @@ struct Settings {
 
 struct Shared {
     state: Mutex<State>,
-    tools: ToolStore,
-    executor: ToolExecutor,
-    prepare_context: Option<PrepareContext>,
-    prepare_next_turn: Option<PrepareNextTurn>,
-    approval: ApprovalPolicy,
+    config: AgentConfig,
     settings: Mutex<Settings>,
     run_lock: tokio::sync::Mutex<()>,
     steering: Mutex<VecDeque<UserMessage>>,
@@ -336,7 +235,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{Agent, AgentMessage, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
+/// use yiem_core::{Agent, AgentMessage, AgentSettings, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
 ///
 /// /// Read a file.
 /// #[tool]
@@ -366,7 +265,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{Agent, AgentRun, Decision, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
+/// use yiem_core::{Agent, AgentRun, AgentSettings, Decision, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
 ///
 /// /// Delete a file.
 /// #[tool]
@@ -409,16 +308,9 @@ impl Agent {
     /// Starts building an agent.
     pub fn builder() -> AgentBuilder {
         AgentBuilder {
-            system_prompt: "You are a helpful assistant.".into(),
+            config: AgentConfig::default(),
             model: None,
-            tools: ToolStore::new("agent"),
-            executor: ToolExecutor::new(),
-            prepare_context: None,
-            prepare_next_turn: None,
             messages: Vec::new(),
-            approval: ApprovalPolicy::default(),
-            limits: RunLimits::default(),
-            stop_at_tools: Vec::new(),
             run: None,
         }
     }
@@ -526,12 +418,12 @@ impl Agent {
 
     /// A stream of the agent's events from now on.
     pub fn subscribe(&self) -> EventStream {
-        self.shared.executor.events().subscribe()
+        self.shared.config.events().subscribe()
     }
 
     /// Calls `sink` with every event, inline and in order.
     pub fn on_event(&self, sink: impl Fn(&AgentEvent) + Send + Sync + 'static) {
-        self.shared.executor.events().on_event(sink);
+        self.shared.config.events().on_event(sink);
     }
 
     /// The conversation so far.
@@ -541,7 +433,7 @@ impl Agent {
 
     /// A handle to the agent's tools: register more at any time; they are offered from the next turn on.
     pub fn tools(&self) -> ToolStore {
-        self.shared.tools.clone()
+        self.shared.config.tools.clone()
     }
 
     /// Runs the step machine until the run stops, starting it with `prompts` if given.
@@ -551,18 +443,13 @@ impl Agent {
         let mut driving = Driving {
             shared: &self.shared,
             cancel,
-            events: self.shared.executor.events().clone(),
-            added: Vec::new(),
-            turn_open: false,
+            events: self.shared.config.events().clone(),
             offered: None,
             done: false,
         };
         let stop = driving.run(prompts).await;
         driving.done = true;
-        let messages = std::mem::take(&mut driving.added);
-        driving.events.emit(AgentEvent::AgentEnd {
-            messages: messages.clone().into(),
-        });
+        let messages = driving.with_run(AgentRun::end);
         RunOutcome { messages, stop }
     }
 }
@@ -599,14 +486,13 @@ fn give_up_waiting(run: &mut AgentRun) {
 
 /// One drive of the step machine. If its future is dropped mid-step, `Drop` cancels what runs and leaves
 /// the run valid and stopped.
+/// One drive of the run: performs what the step machine asks (calls the model, runs a batch, applies the
+/// turn hook) and emits the events its transitions cause.
 struct Driving<'a> {
     shared: &'a Shared,
     cancel: CancellationToken,
     events: EventBus,
-    added: Vec<AgentMessage>,
-    /// Whether `TurnStart` of the turn under way is out (the first turn's comes before the prompts).
-    turn_open: bool,
-    /// The tools the last model call was offered: the only ones its batch may run.
+    /// The tools offered with the last reply (what its calls may run).
     offered: Option<ToolStore>,
     done: bool,
 }
@@ -614,10 +500,14 @@ struct Driving<'a> {
 impl Drop for Driving<'_> {
     fn drop(&mut self) {
         if !self.done {
+            // Dropped mid-run (a caller's timeout): every call still gets a result, and the run stays
+            // valid for the next request.
             self.cancel.cancel();
-            lock(&self.shared.state)
+            let mut state = lock(&self.shared.state);
+            state
                 .run
                 .interrupt("the run was dropped before the call returned");
+            state.run.take_events();
         }
         *lock(&self.shared.current) = None;
     }
@@ -625,22 +515,17 @@ impl Drop for Driving<'_> {
 
 impl Driving<'_> {
     async fn run(&mut self, prompts: Option<Vec<UserMessage>>) -> RunStop {
-        self.events.emit(AgentEvent::AgentStart);
-        if let Some(prompts) = prompts {
-            self.events.emit(AgentEvent::TurnStart);
-            self.turn_open = true;
-            let from = self.len();
-            lock(&self.shared.state).run.start(prompts);
-            self.announce_from(from);
-        }
+        self.with_run(|run| {
+            run.begin();
+            if let Some(prompts) = prompts {
+                run.start(prompts);
+            }
+        });
         loop {
             // Between steps the loop lets the runtime run other tasks (a caller's timeout among them).
             tokio::task::yield_now().await;
             self.take_queues();
-            let from = self.len();
-            let step = lock(&self.shared.state).run.next_step();
-            self.announce_from(from);
-            match step {
+            match self.with_run(AgentRun::next_step) {
                 Step::CallModel => self.call_model().await,
                 Step::RunTools { assistant, plan } => self.run_tools(assistant, plan).await,
                 Step::Stopped(stop) => return stop,
@@ -648,32 +533,17 @@ impl Driving<'_> {
         }
     }
 
-    fn len(&self) -> usize {
-        lock(&self.shared.state).run.messages().len()
-    }
-
-    /// Messages the step machine added on its own (prompts, steering, a terminated reply): into the
-    /// outcome, with their start and end events.
-    fn announce_from(&mut self, from: usize) {
-        let added: Vec<AgentMessage> = {
-            let state = lock(&self.shared.state);
-            state
-                .run
-                .messages()
-                .get(from..)
-                .unwrap_or_default()
-                .to_vec()
+    /// Applies a transition to the run, then emits the events it caused (outside the lock).
+    fn with_run<R>(&self, transition: impl FnOnce(&mut AgentRun) -> R) -> R {
+        let (result, events) = {
+            let mut state = lock(&self.shared.state);
+            let result = transition(&mut state.run);
+            (result, state.run.take_events())
         };
-        for message in added {
-            if self.events.is_observed() {
-                let shared = Arc::new(message.clone());
-                self.events.emit(AgentEvent::MessageStart {
-                    message: Arc::clone(&shared),
-                });
-                self.events.emit(AgentEvent::MessageEnd { message: shared });
-            }
-            self.added.push(message);
+        for event in events {
+            self.events.emit(event);
         }
+        result
     }
 
     fn take_queues(&self) {
@@ -687,65 +557,42 @@ impl Driving<'_> {
         state.run.follow_up(follow_ups);
     }
 
-    /// The context for the next model call, after `prepare_context`.
-    fn context(&self) -> (AgentContext, Arc<dyn Model>) {
-        let (mut context, model) = {
+    /// What the model sees next, the tools it is offered, and the model.
+    fn context(&self) -> (AgentContext, ToolStore, Arc<dyn Model>) {
+        let (system_prompt, messages, model) = {
             let state = lock(&self.shared.state);
-            let context = AgentContext {
-                system_prompt: state.run.system_prompt().to_owned(),
-                messages: state.run.messages().to_vec(),
-                tools: self.shared.tools.tools(),
-            };
-            (context, Arc::clone(&state.model))
+            (
+                state.run.system_prompt().to_owned(),
+                state.run.messages().to_vec(),
+                Arc::clone(&state.model),
+            )
         };
-        if let Some(prepare) = &self.shared.prepare_context {
-            prepare(&mut context);
-        }
-        (context, model)
-    }
-
-    /// The tools that may run this turn: the store's, or those `prepare_context` offered.
-    fn offered(&self, context: &AgentContext) -> ToolStore {
-        if self.shared.prepare_context.is_none() {
-            return self.shared.tools.clone();
-        }
-        self.shared.tools.offering(&context.tools)
+        let (context, offered) = self.shared.config.context(&system_prompt, &messages);
+        (context, offered, model)
     }
 
     async fn call_model(&mut self) {
-        if !self.turn_open {
-            self.events.emit(AgentEvent::TurnStart);
-            self.turn_open = true;
-        }
-        let (context, model) = self.context();
-        let reply = self.stream_reply(&model, &context).await;
-        let offered = self.offered(&context);
-        self.offered = Some(offered.clone());
-        let ended = matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted)
-            || reply.tool_calls().next().is_none();
-        self.added.push(AgentMessage::Assistant(reply.clone()));
-        {
-            let approval = &self.shared.approval;
-            let mut state = lock(&self.shared.state);
-            state.run.model_replied(reply.clone(), |call| {
-                offered
-                    .get(&call.name)
-                    .and_then(|tool| approval.check(call, &tool))
-            });
-        }
-        if ended {
-            self.end_turn(reply, Vec::new());
-        }
+        let (context, offered, model) = self.context();
+        let request = ModelRequest {
+            tools: self.shared.config.tool_list(&context),
+            system_prompt: context.system_prompt,
+            messages: context.messages,
+        };
+        let reply = stream_reply(model.as_ref(), request, &self.cancel, &self.events).await;
+        let config = &self.shared.config;
+        self.with_run(|run| run.model_replied(reply, |call| config.needs_approval(&offered, call)));
+        self.offered = Some(offered);
     }
 
     async fn run_tools(&mut self, assistant: AssistantMessage, plan: Vec<PlannedCall>) {
         // The tools offered with the reply; a run resumed in a new drive works them out once here.
         let offered = match self.offered.take() {
             Some(offered) => offered,
-            None => self.offered(&self.context().0),
+            None => self.context().1,
         };
         let batch = self
             .shared
+            .config
             .executor
             .execute_plan(
                 &offered,
@@ -754,61 +601,28 @@ impl Driving<'_> {
                 &self.cancel,
             )
             .await;
-        self.added
-            .extend(batch.messages.iter().cloned().map(AgentMessage::ToolResult));
-        let from = self.len() + batch.messages.len();
-        lock(&self.shared.state)
-            .run
-            .tools_ran(batch.messages.clone(), batch.terminate);
-        self.end_turn(assistant.clone(), batch.messages.clone());
-        self.announce_from(from);
+        let results = batch.messages.clone();
+        self.with_run(|run| run.tools_ran(batch.messages, batch.terminate));
         let goes_on = lock(&self.shared.state).run.stopped().is_none();
         if goes_on && self.cancel.is_cancelled() {
             lock(&self.shared.state).run.stop(RunStop::Aborted);
-        } else if goes_on && self.next_turn(assistant, batch.messages) {
+        } else if goes_on && self.next_turn(assistant, results) {
             lock(&self.shared.state).run.stop(RunStop::StoppedByHook);
         }
     }
 
-    fn end_turn(&mut self, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
-        self.turn_open = false;
-        self.events.emit(AgentEvent::TurnEnd {
-            message: Arc::new(message),
-            tool_results: tool_results.into(),
-        });
-    }
-
-    /// Calls the model and streams its reply into message events.
-    async fn stream_reply(
-        &self,
-        model: &Arc<dyn Model>,
-        context: &AgentContext,
-    ) -> AssistantMessage {
-        let request = ModelRequest {
-            system_prompt: context.system_prompt.clone(),
-            messages: context.messages.clone(),
-            // Without prepare_context the store's own list goes out, its serialized text shared by
-            // every request until the store changes.
-            tools: if self.shared.prepare_context.is_some() {
-                ToolList::from(context.tools.clone())
-            } else {
-                self.shared.tools.tool_list()
-            },
-        };
-        stream_reply(model.as_ref(), request, &self.cancel, &self.events).await
-    }
-
-    /// Runs `prepare_next_turn`; returns whether the run should stop.
+    /// The `prepare_next_turn` hook, applied: whether it stops the run.
     fn next_turn(&self, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) -> bool {
-        let Some(prepare) = &self.shared.prepare_next_turn else {
+        let config = &self.shared.config;
+        if !config.has_next_turn_hook() {
             return false;
-        };
+        }
         let context = NextTurnContext {
             message,
             tool_results,
-            messages: self.shared_messages(),
+            messages: lock(&self.shared.state).run.messages().to_vec(),
         };
-        let Some(update) = prepare(&context) else {
+        let Some(update) = config.next_turn(&context) else {
             return false;
         };
         let mut state = lock(&self.shared.state);
@@ -822,9 +636,5 @@ impl Driving<'_> {
             state.model = model;
         }
         update.stop
-    }
-
-    fn shared_messages(&self) -> Vec<AgentMessage> {
-        lock(&self.shared.state).run.messages().to_vec()
     }
 }

@@ -2,10 +2,18 @@
 //! the turn count and usage, the queued messages and why the run waits — and the step machine that
 //! advances it.
 //!
-//! The step machine does no I/O. A driver asks [`AgentRun::next_step`] what to do, does it (calls the
-//! model, runs a batch) and reports back with [`AgentRun::model_replied`] or [`AgentRun::tools_ran`];
-//! a person answers pending approvals with [`AgentRun::decide`]. [`Agent`](crate::Agent) is one such
-//! driver; a test, or an engine that persists every step, can be another.
+//! The step machine does no I/O. It is the agent protocol: a driver asks [`AgentRun::next_step`] what to
+//! do, does it (calls the model, runs a batch) and reports back with [`AgentRun::model_replied`] or
+//! [`AgentRun::tools_ran`]; a person answers pending approvals with [`AgentRun::decide`]. Every
+//! transition queues the [`AgentEvent`]s it causes (a turn's start and end, the messages the run adds
+//! itself, a drive's start and end), and a driver emits [`AgentRun::take_events`] after each one; the
+//! events of the work it performs (the model's streamed reply, the tools' calls) come from that work.
+//! [`Agent`](crate::Agent) and the durable runner of `yiem-restate` are two such drivers, performing the
+//! same protocol; a test can be a third.
+//!
+//! A drive reads: [`begin`](AgentRun::begin), [`start`](AgentRun::start) with the prompts (or a resume),
+//! then steps until one stops the run, then [`end`](AgentRun::end), which gives the messages the drive
+//! added.
 //!
 //! # The saved shape
 //!
@@ -24,6 +32,7 @@ use serde_json::Value;
 use super::approval::{Decision, PendingApproval, ResumeError};
 use super::limits::RunLimits;
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
+use crate::event::AgentEvent;
 use crate::executor::PlannedCall;
 use crate::llm::truncated::truncated_reason;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
@@ -182,6 +191,26 @@ pub struct AgentRun {
     follow_ups: Vec<UserMessage>,
     always_approved: Vec<String>,
     phase: Phase,
+    #[serde(skip)]
+    progress: Progress,
+}
+
+/// What the current drive of a run has done that belongs to no saved run: the events its transitions
+/// caused and the driver has not taken yet, whether a turn is open, the messages added since the drive
+/// began, and the time the run stamps its own messages with (a durable driver journals it). None of it is
+/// saved, and two runs that differ only here are equal.
+#[derive(Clone, Debug, Default)]
+struct Progress {
+    events: Vec<AgentEvent>,
+    turn_open: bool,
+    added: Vec<AgentMessage>,
+    clock: Option<u64>,
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, _: &Progress) -> bool {
+        true
+    }
 }
 
 /// The fields of a saved run, read once its version is known.
@@ -227,14 +256,82 @@ impl AgentRun {
             phase: Phase::Stopped {
                 stop: RunStop::Finished,
             },
+            progress: Progress::default(),
         }
+    }
+
+    /// Begins a drive: queues `AgentStart`. Events queued outside a drive (by a decision that ended a
+    /// wait, say) are dropped, and the drive's list of added messages starts empty.
+    pub fn begin(&mut self) {
+        self.progress.events.clear();
+        self.progress.added.clear();
+        self.progress.turn_open = false;
+        self.progress.events.push(AgentEvent::AgentStart);
+    }
+
+    /// Ends a drive: queues `AgentEnd` with the messages the drive added, and gives them.
+    pub fn end(&mut self) -> Vec<AgentMessage> {
+        let added = std::mem::take(&mut self.progress.added);
+        self.progress.events.push(AgentEvent::AgentEnd {
+            messages: added.clone().into(),
+        });
+        added
+    }
+
+    /// The events the transitions since the last call caused, in order: a driver emits them after each
+    /// transition.
+    pub fn take_events(&mut self) -> Vec<AgentEvent> {
+        std::mem::take(&mut self.progress.events)
+    }
+
+    /// Stamps the messages the run makes itself (a terminated run's reply, the results of calls an abort
+    /// cut) with `millis` instead of the clock, until set back to `None`: a durable driver journals the
+    /// time, so that a replay makes the very same messages.
+    pub fn set_clock(&mut self, millis: Option<u64>) {
+        self.progress.clock = millis;
+    }
+
+    fn now(&self) -> u64 {
+        self.progress.clock.unwrap_or_else(now_millis)
+    }
+
+    /// Adds a message the run makes itself to the conversation, with its `MessageStart` and `MessageEnd`.
+    fn announce(&mut self, message: AgentMessage) {
+        let shared = std::sync::Arc::new(message.clone());
+        self.progress.events.push(AgentEvent::MessageStart {
+            message: std::sync::Arc::clone(&shared),
+        });
+        self.progress
+            .events
+            .push(AgentEvent::MessageEnd { message: shared });
+        self.progress.added.push(message.clone());
+        self.messages.push(message);
+    }
+
+    /// Opens a turn, unless one is open.
+    fn open_turn(&mut self) {
+        if !self.progress.turn_open {
+            self.progress.turn_open = true;
+            self.progress.events.push(AgentEvent::TurnStart);
+        }
+    }
+
+    /// Closes the turn of `message`, with the results of its calls.
+    fn close_turn(&mut self, message: AssistantMessage, results: Vec<ToolResultMessage>) {
+        self.progress.turn_open = false;
+        self.progress.events.push(AgentEvent::TurnEnd {
+            message: std::sync::Arc::new(message),
+            tool_results: results.into(),
+        });
     }
 
     /// Starts a new run on the same conversation: appends `prompts`, resets the turn count, usage and
     /// always-approved tools, and asks for the model next. Queued messages stay queued.
     pub fn start(&mut self, prompts: Vec<UserMessage>) {
-        self.messages
-            .extend(prompts.into_iter().map(AgentMessage::User));
+        self.open_turn();
+        for prompt in prompts {
+            self.announce(AgentMessage::User(prompt));
+        }
         self.turns = 0;
         self.usage = Usage::default();
         self.always_approved.clear();
@@ -255,9 +352,10 @@ impl AgentRun {
                         detail,
                     });
                 }
-                let steering = std::mem::take(&mut self.steering);
-                self.messages
-                    .extend(steering.into_iter().map(AgentMessage::User));
+                for message in std::mem::take(&mut self.steering) {
+                    self.announce(AgentMessage::User(message));
+                }
+                self.open_turn();
                 Step::CallModel
             }
             Phase::RunTools { assistant, plan } => Step::RunTools {
@@ -286,6 +384,13 @@ impl AgentRun {
         let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
         let stop_reason = reply.stop_reason;
         let error = reply.error.clone();
+        // The reply ends its turn when it asks for no tools, or failed.
+        if calls.is_empty() || matches!(stop_reason, StopReason::Error | StopReason::Aborted) {
+            self.close_turn(reply.clone(), Vec::new());
+        }
+        self.progress
+            .added
+            .push(AgentMessage::Assistant(reply.clone()));
         self.messages.push(AgentMessage::Assistant(reply));
         self.phase = match stop_reason {
             StopReason::Error => Phase::Stopped {
@@ -346,17 +451,23 @@ impl AgentRun {
     /// results; a result of a tool in the stop policy ends it with that result as its output.
     pub fn tools_ran(&mut self, results: Vec<ToolResultMessage>, terminate: bool) {
         let Phase::RunTools { assistant, plan } = &self.phase else {
-            self.messages
-                .extend(results.into_iter().map(AgentMessage::ToolResult));
+            for result in results {
+                self.progress
+                    .added
+                    .push(AgentMessage::ToolResult(result.clone()));
+                self.messages.push(AgentMessage::ToolResult(result));
+            }
             return;
         };
+        let now = self.now();
         let assistant = *assistant;
         let missing: Vec<ToolResultMessage> = plan
             .iter()
             .map(PlannedCall::call)
             .filter(|call| !results.iter().any(|result| result.tool_call_id == call.id))
-            .map(|call| {
-                ToolResultMessage::new(
+            .map(|call| ToolResultMessage {
+                timestamp: now,
+                ..ToolResultMessage::new(
                     call,
                     AgentToolResult::error(format!(
                         "tool call `{}` got no result from the driver that ran it",
@@ -366,11 +477,15 @@ impl AgentRun {
             })
             .collect();
         let results: Vec<ToolResultMessage> = results.into_iter().chain(missing).collect();
-        self.messages
-            .extend(results.iter().cloned().map(AgentMessage::ToolResult));
+        for result in &results {
+            let message = AgentMessage::ToolResult(result.clone());
+            self.progress.added.push(message.clone());
+            self.messages.push(message);
+        }
+        self.close_turn(self.assistant(assistant).clone(), results.clone());
         self.phase = if terminate {
-            let reply = terminated_reply(self.assistant(assistant), &results);
-            self.messages.push(AgentMessage::Assistant(reply));
+            let reply = terminated_reply(self.assistant(assistant), &results, now);
+            self.announce(AgentMessage::Assistant(reply));
             Phase::Stopped {
                 stop: RunStop::Terminated,
             }
@@ -500,17 +615,21 @@ impl AgentRun {
     pub fn interrupt(&mut self, reason: &str) {
         match &self.phase {
             Phase::RunTools { plan, .. } => {
+                let now = self.now();
                 let results = plan
                     .iter()
                     .map(|planned| {
                         let call = planned.call();
-                        ToolResultMessage::new(
-                            call,
-                            AgentToolResult::error(format!(
-                                "tool call `{}` was cancelled: {reason}",
-                                call.name
-                            )),
-                        )
+                        ToolResultMessage {
+                            timestamp: now,
+                            ..ToolResultMessage::new(
+                                call,
+                                AgentToolResult::error(format!(
+                                    "tool call `{}` was cancelled: {reason}",
+                                    call.name
+                                )),
+                            )
+                        }
                     })
                     .collect();
                 self.tools_ran(results, false);
@@ -653,6 +772,7 @@ impl AgentRun {
             follow_ups: saved.follow_ups,
             always_approved: saved.always_approved,
             phase: saved.phase,
+            progress: Progress::default(),
         };
         run.check()?;
         Ok(run)
@@ -715,7 +835,11 @@ fn add_usage(total: &mut Usage, more: &Usage) {
 }
 
 /// The reply that ends a run whose last batch asked to terminate: the tool results' text, as in the seeds.
-fn terminated_reply(message: &AssistantMessage, results: &[ToolResultMessage]) -> AssistantMessage {
+fn terminated_reply(
+    message: &AssistantMessage,
+    results: &[ToolResultMessage],
+    now: u64,
+) -> AssistantMessage {
     let mut content = vec![AssistantContent::Text {
         text: "Tool execution completed.".into(),
     }];
@@ -735,6 +859,6 @@ fn terminated_reply(message: &AssistantMessage, results: &[ToolResultMessage]) -
             .iter()
             .any(|result| result.is_error())
             .then(|| "One or more tool calls failed".to_owned()),
-        timestamp: now_millis(),
+        timestamp: now,
     }
 }

@@ -365,8 +365,9 @@ impl McpServer {
             .map(|token| self.routes.open(&call.id, token, context.peer.clone()));
         // The call stops when the client cancels it (or goes away) and when the server shuts down.
         let cancel = context.ct.child_token();
-        let running = self.executor.execute(&self.store, vec![call], &cancel);
-        tokio::pin!(running);
+        // Boxed once here, so the request's future that rmcp and tokio move around stays small instead of
+        // embedding the whole call's.
+        let mut running = Box::pin(self.executor.execute(&self.store, vec![call], &cancel));
         let (batch, shut_down) = tokio::select! {
             batch = &mut running => (batch, false),
             () = self.shutdown.cancelled() => {

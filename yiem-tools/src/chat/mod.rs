@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, Model, RunOutcome, RunStop, ScriptedModel, ScriptedTurn,
-    ToolStore,
+    Agent, AgentMessage, AgentRun, AgentSettings, Model, RunOutcome, RunStop, ScriptedModel,
+    ScriptedTurn, ToolStore,
 };
 
 pub use mcp::McpServers;

@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 
+use yiem_core::AgentSettings;
 use yiem_restate::DurableAgent;
 use yiem_restate::restate_sdk::prelude::*;
 use yiem_restate_tests::durable;

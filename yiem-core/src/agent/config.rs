@@ -1,0 +1,286 @@
+//! [`AgentConfig`]: what an agent is made of, whichever driver performs its runs — the system prompt, the
+//! tools and how they run (an executor: hooks, default time limit, concurrency cap, batch mode, events),
+//! the approval policy, the limits, the stop rules and the hooks around each turn — and [`AgentSettings`],
+//! the one set of setters that the in-process [`AgentBuilder`](super::AgentBuilder), the durable runner's
+//! builder and `AgentConfig` itself share.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::approval::ApprovalPolicy;
+use super::limits::RunLimits;
+use super::{AgentContext, NextTurnContext, TurnUpdate};
+use crate::call::ToolCall;
+use crate::event::EventBus;
+use crate::executor::{BatchMode, ToolExecutor};
+use crate::hooks::ToolHooks;
+use crate::registry::{ToolList, ToolStore};
+
+pub(crate) type PrepareContext = Arc<dyn Fn(&mut AgentContext) + Send + Sync>;
+pub(crate) type PrepareNextTurn = Arc<dyn Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync>;
+
+/// What an agent is made of, whichever driver performs its runs. One value feeds both the in-process
+/// [`Agent`](crate::Agent) and the durable runner of `yiem-restate`; the setters are those of
+/// [`AgentSettings`].
+///
+/// ```
+/// use yiem_core::{AgentConfig, AgentSettings, ToolStore};
+///
+/// let config = AgentConfig::new()
+///     .system_prompt("You are terse.")
+///     .tools(ToolStore::new("demo"))
+///     .require_approval(["bash"])
+///     .max_turns(Some(10));
+/// assert_eq!(config.system_prompt_text(), "You are terse.");
+/// assert_eq!(config.run_limits().max_turns, Some(10));
+/// ```
+#[derive(Clone)]
+pub struct AgentConfig {
+    pub(crate) system_prompt: String,
+    pub(crate) tools: ToolStore,
+    pub(crate) executor: ToolExecutor,
+    pub(crate) approval: ApprovalPolicy,
+    pub(crate) limits: RunLimits,
+    pub(crate) stop_at_tools: Vec<String>,
+    pub(crate) prepare_context: Option<PrepareContext>,
+    pub(crate) prepare_next_turn: Option<PrepareNextTurn>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            system_prompt: "You are a helpful assistant.".into(),
+            tools: ToolStore::new("agent"),
+            executor: ToolExecutor::new(),
+            approval: ApprovalPolicy::default(),
+            limits: RunLimits::default(),
+            stop_at_tools: Vec::new(),
+            prepare_context: None,
+            prepare_next_turn: None,
+        }
+    }
+}
+
+impl AgentConfig {
+    /// The defaults: "You are a helpful assistant.", no tools, tools decide how their batch runs, the
+    /// tools' own approvals, [`RunLimits::default`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The system prompt.
+    pub fn system_prompt_text(&self) -> &str {
+        &self.system_prompt
+    }
+
+    /// The tools.
+    pub fn tool_store(&self) -> &ToolStore {
+        &self.tools
+    }
+
+    /// The executor every batch of the agent runs on: one for all its runs, so its concurrency cap and
+    /// its order hold across them.
+    pub fn executor(&self) -> &ToolExecutor {
+        &self.executor
+    }
+
+    /// The bus the agent's events go to.
+    pub fn events(&self) -> &EventBus {
+        self.executor.events()
+    }
+
+    /// The limits of each run.
+    pub fn run_limits(&self) -> RunLimits {
+        self.limits
+    }
+
+    /// The tools whose result ends a run.
+    pub fn stop_tools(&self) -> &[String] {
+        &self.stop_at_tools
+    }
+
+    /// Why `call` waits for a person, if it does: its tool among `offered` asks for approval, or the
+    /// policy says so. A call of a tool that is not offered waits for nothing (it gets an error result).
+    pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
+        offered
+            .get(&call.name)
+            .and_then(|tool| self.approval.check(call, &tool))
+    }
+
+    /// What the model sees next — the system prompt, the conversation and the tools — after
+    /// `prepare_context`, and the store of the tools it offers (the only ones that can run this turn).
+    pub fn context(
+        &self,
+        system_prompt: &str,
+        messages: &[crate::message::AgentMessage],
+    ) -> (AgentContext, ToolStore) {
+        let mut context = AgentContext {
+            system_prompt: system_prompt.to_owned(),
+            messages: messages.to_vec(),
+            tools: self.tools.tools(),
+        };
+        match &self.prepare_context {
+            Some(prepare) => {
+                prepare(&mut context);
+                let offered = self.tools.offering(&context.tools);
+                (context, offered)
+            }
+            None => (context, self.tools.clone()),
+        }
+    }
+
+    /// The tool list of a request made from `context`: without `prepare_context` the store's own list,
+    /// its serialized text shared by every request until the store changes.
+    pub fn tool_list(&self, context: &AgentContext) -> ToolList {
+        if self.prepare_context.is_some() {
+            ToolList::from(context.tools.clone())
+        } else {
+            self.tools.tool_list()
+        }
+    }
+
+    /// What `prepare_next_turn` makes of a finished turn, if there is such a hook and it has something to
+    /// say.
+    pub fn next_turn(&self, context: &NextTurnContext) -> Option<TurnUpdate> {
+        self.prepare_next_turn
+            .as_ref()
+            .and_then(|hook| hook(context))
+    }
+
+    /// Whether a `prepare_next_turn` hook is set.
+    pub fn has_next_turn_hook(&self) -> bool {
+        self.prepare_next_turn.is_some()
+    }
+}
+
+impl fmt::Debug for AgentConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AgentConfig")
+            .field("system_prompt", &self.system_prompt)
+            .field("tools", &self.tools.names())
+            .field("executor", &self.executor)
+            .field("limits", &self.limits)
+            .field("stop_at_tools", &self.stop_at_tools)
+            .field("prepare_context", &self.prepare_context.is_some())
+            .field("prepare_next_turn", &self.prepare_next_turn.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The setters of an [`AgentConfig`], written once and shared by every builder of an agent: `AgentConfig`
+/// itself, [`Agent::builder`](crate::Agent::builder) and the durable runner's builder. In scope through
+/// `use yiem_core::AgentSettings` (or the [`prelude`](crate::prelude)).
+///
+/// ```
+/// use yiem_core::{Agent, AgentSettings, ScriptedModel};
+///
+/// let agent = Agent::builder()
+///     .model(ScriptedModel::new([]))
+///     .require_approval(["bash", "write"])
+///     .build();
+/// # let _ = agent;
+/// ```
+pub trait AgentSettings: Sized {
+    /// The settings being built: what a builder implements to get the setters.
+    fn settings(&mut self) -> &mut AgentConfig;
+
+    /// Every setting at once, replacing those set so far.
+    fn config(mut self, config: AgentConfig) -> Self {
+        *self.settings() = config;
+        self
+    }
+
+    /// The system prompt (default: "You are a helpful assistant.").
+    fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.settings().system_prompt = prompt.into();
+        self
+    }
+
+    /// The tools (a handle to `store`: tools registered there later are offered from the next turn on).
+    fn tools(mut self, store: ToolStore) -> Self {
+        self.settings().tools = store;
+        self
+    }
+
+    /// Runs every batch sequentially, or lets tools decide (the default).
+    fn tool_execution(mut self, mode: BatchMode) -> Self {
+        let settings = self.settings();
+        settings.executor = settings.executor.clone().with_mode(mode);
+        self
+    }
+
+    /// The time limit of tool calls whose tool sets none.
+    fn default_tool_timeout(mut self, limit: Duration) -> Self {
+        let settings = self.settings();
+        settings.executor = settings.executor.clone().with_default_timeout(limit);
+        self
+    }
+
+    /// At most `calls` tool calls run at once, across the agent's runs; results still come back in call
+    /// order.
+    fn max_concurrent_tool_calls(mut self, calls: usize) -> Self {
+        let settings = self.settings();
+        settings.executor = settings.executor.clone().with_max_concurrent_calls(calls);
+        self
+    }
+
+    /// `before_tool_call` and `after_tool_call`.
+    fn tool_hooks(mut self, hooks: ToolHooks) -> Self {
+        let settings = self.settings();
+        settings.executor = settings.executor.clone().with_hooks(hooks);
+        self
+    }
+
+    /// Runs before each model call: filter tools, edit the prompt or the messages.
+    fn prepare_context(mut self, hook: impl Fn(&mut AgentContext) + Send + Sync + 'static) -> Self {
+        self.settings().prepare_context = Some(Arc::new(hook));
+        self
+    }
+
+    /// Runs after each turn: may change the prompt, the conversation or the model, or stop the run.
+    fn prepare_next_turn(
+        mut self,
+        hook: impl Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync + 'static,
+    ) -> Self {
+        self.settings().prepare_next_turn = Some(Arc::new(hook));
+        self
+    }
+
+    /// Decides which calls wait for approval (default: those whose tool says it needs approval).
+    fn approval_policy(mut self, policy: ApprovalPolicy) -> Self {
+        self.settings().approval = policy;
+        self
+    }
+
+    /// Calls of these tools wait for approval, beside those whose tool asks for it.
+    fn require_approval(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.settings().approval = ApprovalPolicy::for_tools(tools);
+        self
+    }
+
+    /// The limits of each run (default: [`RunLimits::default`], 50 model calls).
+    fn limits(mut self, limits: RunLimits) -> Self {
+        self.settings().limits = limits;
+        self
+    }
+
+    /// At most `turns` model calls per run (`None` lifts the limit).
+    fn max_turns(mut self, turns: Option<u32>) -> Self {
+        self.settings().limits.max_turns = turns;
+        self
+    }
+
+    /// Ends a run after a result of any of these tools, with that result as the run's output
+    /// ([`RunStop::StoppedAtTool`](crate::RunStop::StoppedAtTool)).
+    fn stop_at_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.settings().stop_at_tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+impl AgentSettings for AgentConfig {
+    fn settings(&mut self) -> &mut AgentConfig {
+        self
+    }
+}
