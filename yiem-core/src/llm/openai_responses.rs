@@ -123,8 +123,13 @@ impl OpenAiResponsesConfig {
     }
 
     /// Reads `YIEM_BASE_URL` (default OpenAI's API), `OPENAI_API_KEY` (required at OpenAI's API,
-    /// optional elsewhere) and `YIEM_MODEL` (default [`DEFAULT_RESPONSES_MODEL`]); an empty variable
-    /// counts as unset.
+    /// optional elsewhere) and `YIEM_MODEL` (default [`DEFAULT_RESPONSES_MODEL`]) from the environment;
+    /// an empty variable counts as unset.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading the variables through `lookup`.
     ///
     /// ```
     /// use yiem_core::{ConfigError, OpenAiResponsesConfig};
@@ -281,11 +286,9 @@ impl OpenAiResponsesModel {
         })
     }
 
-    /// A client configured from the environment: see [`OpenAiResponsesConfig::from_lookup`].
+    /// A client configured from the environment: see [`OpenAiResponsesConfig::from_env`].
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::new(OpenAiResponsesConfig::from_lookup(|name| {
-            std::env::var(name).ok()
-        })?)
+        Self::new(OpenAiResponsesConfig::from_env()?)
     }
 
     /// The configuration.
