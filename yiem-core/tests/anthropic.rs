@@ -296,6 +296,9 @@ async fn thinking_and_two_tool_calls_split_across_chunks_then_the_round_trip_sen
         events(&model, second).await.last(),
         Some(&done(StopReason::Stop, usage(25, 15)))
     );
+    // Both requests (the thinking block with its signature, the calls, their results) fit the
+    // official SDK's request type.
+    common::sdk::assert_sdk_accepts(common::sdk::Request::Anthropic, &server);
     let sent = &server.requests()[1].body;
     assert_eq!(
         sent["messages"],
@@ -723,6 +726,7 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
         ))
     );
     let body = &server.requests()[0].body;
+    common::sdk::assert_sdk_accepts(common::sdk::Request::Anthropic, &server);
     assert_eq!(
         body["system"],
         json!([{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}])

@@ -3,9 +3,9 @@
 //! JSON with `type` and `sequence_number`). Each test asserts the exact events the client streamed, and
 //! every request it sent is checked against the official `openai` Python SDK's request type for a
 //! streamed `responses.create` (`ResponseCreateParamsStreaming`, with unknown keys refused at any depth:
-//! `tests/python/openai_request.py`).
+//! `tests/python/sdk_request.py`).
 //!
-//! (The SDK's Python: see `common/openai_sdk.rs`.)
+//! (The SDK's Python: see `common/sdk.rs`.)
 
 mod common;
 
@@ -17,12 +17,12 @@ use yiem_core::{
     OpenAiResponsesModel, RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
 };
 
-use common::openai_sdk::{Request, assert_sdk_accepts_bodies};
+use common::sdk::{Request, assert_sdk_accepts_bodies};
 use common::{Reply, Server, all_events, assemble, done, events, last_error, weather_tool};
 
 /// Asserts that every request the server got fits the SDK's `ResponseCreateParamsStreaming`.
 fn assert_sdk_accepts(server: &Server) {
-    common::openai_sdk::assert_sdk_accepts(Request::Responses, server);
+    common::sdk::assert_sdk_accepts(Request::Responses, server);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,13 +1,14 @@
 //! `ToolChoice` in each provider's shape: the request fields every choice becomes, pinned in
 //! `golden/tool_choice.json` (rewrite it after a deliberate change with `YIEM_BLESS=1 cargo test -p
-//! yiem-core --all-features --test tool_choice`), and the OpenAI bodies checked against the official SDK's
-//! request types (`CompletionCreateParamsStreaming`, `ResponseCreateParamsStreaming`).
+//! yiem-core --all-features --test tool_choice`), and the OpenAI and Anthropic bodies checked against the
+//! official SDKs' request types (`CompletionCreateParamsStreaming`, `ResponseCreateParamsStreaming`,
+//! `MessageCreateParamsStreaming`).
 
 mod common;
 
 use std::path::PathBuf;
 
-use common::openai_sdk::{Request, assert_sdk_accepts_bodies};
+use common::sdk::{Request, assert_sdk_accepts_bodies};
 use common::weather_tool;
 use serde_json::{Map, Value, json};
 use yiem_core::llm::ToolChoice;
@@ -122,15 +123,17 @@ fn every_tool_choice_matches_its_golden_shape_in_every_provider() {
 }
 
 #[test]
-fn the_openai_sdk_accepts_every_tool_choice() {
-    let (mut chat, mut responses) = (Vec::new(), Vec::new());
+fn the_sdks_accept_every_tool_choice() {
+    let (mut chat, mut responses, mut anthropic) = (Vec::new(), Vec::new(), Vec::new());
     for (_, choice) in choices() {
-        let [(_, c), (_, r), _, _] = bodies(&choice);
+        let [(_, c), (_, r), (_, a), _] = bodies(&choice);
         chat.push(c);
         responses.push(r);
+        anthropic.push(a);
     }
     assert_sdk_accepts_bodies(Request::Chat, &chat);
     assert_sdk_accepts_bodies(Request::Responses, &responses);
+    assert_sdk_accepts_bodies(Request::Anthropic, &anthropic);
 }
 
 #[test]

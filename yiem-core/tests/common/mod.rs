@@ -3,7 +3,7 @@
 //! recorded with its headers and JSON body.
 #![allow(dead_code)]
 
-pub mod openai_sdk;
+pub mod sdk;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -1,9 +1,9 @@
-//! Requests checked against the official `openai` Python SDK's request types for streamed calls
-//! (`tests/python/openai_request.py`), with unknown keys refused at any depth.
+//! Requests checked against the official Python SDKs' request types for streamed calls (`openai`'s and
+//! `anthropic`'s, in `tests/python/sdk_request.py`), with unknown keys refused at any depth.
 //!
-//! The SDK's Python is `$YIEM_OPENAI_SDK_PYTHON`, else `<target dir>/python-openai/bin/python` (where
-//! `.ci/run` installs `openai==3.51.0`); when it is not there, the first check installs it (a virtualenv
-//! and `pip install openai==3.51.0`), so `cargo test` on a fresh machine needs only Python 3 and the
+//! The SDKs' Python is `$YIEM_SDK_PYTHON`, else `<target dir>/python-sdks/bin/python` (where `.ci/run`
+//! installs `openai==3.51.0` and `anthropic==2.10.0`); when it is not there, the first check installs
+//! them (a virtualenv and `pip install`), so `cargo test` on a fresh machine needs only Python 3 and the
 //! network.
 
 use std::io::Write;
@@ -21,12 +21,14 @@ pub enum Request {
     Responses,
     /// `CompletionCreateParamsStreaming`.
     Chat,
+    /// `anthropic`'s `MessageCreateParamsStreaming`.
+    Anthropic,
 }
 
-const SDK: &str = "openai==3.51.0";
+const SDKS: [&str; 2] = ["openai==3.51.0", "anthropic==2.10.0"];
 
 fn sdk_python() -> PathBuf {
-    if let Some(path) = std::env::var_os("YIEM_OPENAI_SDK_PYTHON") {
+    if let Some(path) = std::env::var_os("YIEM_SDK_PYTHON") {
         return PathBuf::from(path);
     }
     static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
@@ -34,7 +36,7 @@ fn sdk_python() -> PathBuf {
         .get_or_init(|| {
             // <target>/debug/deps/<test>-<hash>
             let exe = std::env::current_exe().unwrap();
-            let venv = exe.ancestors().nth(3).unwrap().join("python-openai");
+            let venv = exe.ancestors().nth(3).unwrap().join("python-sdks");
             let python = venv.join("bin").join("python");
             if !python.exists() {
                 let made = Command::new("python3")
@@ -48,9 +50,14 @@ fn sdk_python() -> PathBuf {
                     venv.display()
                 );
                 let installed = Command::new(venv.join("bin").join("pip"))
-                    .args(["install", "--quiet", SDK])
+                    .args(["install", "--quiet"])
+                    .args(SDKS)
                     .status();
-                assert!(installed.is_ok_and(|s| s.success()), "pip install {SDK}");
+                assert!(
+                    installed.is_ok_and(|s| s.success()),
+                    "pip install {}",
+                    SDKS.join(" ")
+                );
             }
             python
         })
@@ -66,10 +73,11 @@ pub fn assert_sdk_accepts(kind: Request, server: &Server) {
 
 /// Asserts that every body fits the SDK's type `kind`.
 pub fn assert_sdk_accepts_bodies(kind: Request, bodies: &[Value]) {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/openai_request.py");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_request.py");
     let kind = match kind {
         Request::Responses => "responses",
         Request::Chat => "chat",
+        Request::Anthropic => "anthropic",
     };
     let mut child = Command::new(sdk_python())
         .arg(&script)
@@ -88,7 +96,7 @@ pub fn assert_sdk_accepts_bodies(kind: Request, bodies: &[Value]) {
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
-        "the openai SDK refuses a {kind} request:\n{}{}\n{}",
+        "the SDK refuses a {kind} request:\n{}{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
         serde_json::to_string_pretty(bodies).unwrap()

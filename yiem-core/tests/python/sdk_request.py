@@ -1,7 +1,7 @@
-"""Checks request bodies against the official `openai` Python SDK's request type for a streamed call:
-`responses.create` (`ResponseCreateParamsStreaming`, the first argument `responses`, the default) or
-`chat.completions.create` (`CompletionCreateParamsStreaming`, the first argument `chat`), with pydantic,
-refusing keys the SDK does not know at any depth.
+"""Checks request bodies against the official Python SDKs' request types for a streamed call, named by
+the first argument: `responses` (the default; `openai`'s `ResponseCreateParamsStreaming`), `chat`
+(`openai`'s `CompletionCreateParamsStreaming`) or `anthropic` (`anthropic`'s
+`MessageCreateParamsStreaming`), with pydantic, refusing keys the SDK does not know at any depth.
 
 Reads a JSON array of request bodies on standard input; prints `ok N` when every body fits, else each
 problem (the body's index, the path, pydantic's message) and exits 1.
@@ -12,10 +12,15 @@ import sys
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator
+from anthropic.types.message_create_params import MessageCreateParamsStreaming
 from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
 from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
-REQUEST_TYPES = {"responses": ResponseCreateParamsStreaming, "chat": CompletionCreateParamsStreaming}
+REQUEST_TYPES = {
+    "responses": ResponseCreateParamsStreaming,
+    "chat": CompletionCreateParamsStreaming,
+    "anthropic": MessageCreateParamsStreaming,
+}
 
 
 def tightened(node):
