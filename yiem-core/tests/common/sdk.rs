@@ -96,7 +96,7 @@ pub fn assert_sdk_accepts_bodies(kind: Request, bodies: &[Value]) {
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
-        "the SDK refuses a {kind} request:\n{}{}\n{}",
+        "the SDK refuses a `{kind}` request:\n{}{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr),
         serde_json::to_string_pretty(bodies).unwrap()
