@@ -12,15 +12,21 @@ import sys
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator
-from anthropic.types.message_create_params import MessageCreateParamsStreaming
-from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
-from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 
-REQUEST_TYPES = {
-    "responses": ResponseCreateParamsStreaming,
-    "chat": CompletionCreateParamsStreaming,
-    "anthropic": MessageCreateParamsStreaming,
-}
+
+def request_type(kind):
+    """The SDK's type for `kind`, importing only that SDK (each import takes a while)."""
+    if kind == "chat":
+        from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+        return CompletionCreateParamsStreaming
+    if kind == "anthropic":
+        from anthropic.types.message_create_params import MessageCreateParamsStreaming
+
+        return MessageCreateParamsStreaming
+    from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
+
+    return ResponseCreateParamsStreaming
 
 
 def tightened(node):
@@ -39,7 +45,7 @@ def tightened(node):
 
 
 kind = sys.argv[1] if len(sys.argv) > 1 else "responses"
-adapter = SchemaValidator(tightened(TypeAdapter(REQUEST_TYPES[kind]).core_schema))
+adapter = SchemaValidator(tightened(TypeAdapter(request_type(kind)).core_schema))
 
 bodies = json.load(sys.stdin)
 failed = 0
