@@ -37,7 +37,7 @@ async fn bash(args: BashArgs) -> Result<String, String> {
 }
 
 fn agent(run: Option<AgentRun>) -> Agent {
-    let mut tools = ToolStore::new("approval");
+    let tools = ToolStore::new("approval");
     tools.register(bash_tool()).expect("one tool");
     // A function of the conversation, as a real model is, so the resumed agent answers where the
     // paused one stopped.

@@ -62,8 +62,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .init();
-    let mut store = ToolStore::new("http-example");
-    register_all_tools(&mut store)?;
+    let store = ToolStore::new("http-example");
+    register_all_tools(&store)?;
 
     let address = std::env::args()
         .nth(1)

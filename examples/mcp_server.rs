@@ -110,8 +110,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
         .init();
 
-    let mut store = ToolStore::new("yiem-example");
-    register_all_tools(&mut store)?;
+    let store = ToolStore::new("yiem-example");
+    register_all_tools(&store)?;
     yiem_core::mcp::serve_stdio(store).await?;
     Ok(())
 }

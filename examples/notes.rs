@@ -84,7 +84,7 @@ impl Archive {
 
 /// A store (one agent's tools) with its own notebook and archive.
 fn agent_store(name: &str, label: &'static str) -> Result<ToolStore, Box<dyn std::error::Error>> {
-    let mut store = ToolStore::new(name).with_state(Notebook::default());
+    let store = ToolStore::new(name).with_state(Notebook::default());
     for tool in [add_note_tool(), list_notes_tool(), search_notes_tool()] {
         store.register(tool)?;
     }

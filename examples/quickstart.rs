@@ -62,8 +62,8 @@ fn stats(ctx: ToolContext, args: StatsArgs) -> Json<Stats> {
 
 #[tokio::main]
 async fn main() {
-    let mut store = ToolStore::new("quickstart");
-    let names = register_all_tools(&mut store).expect("tool names are unique");
+    let store = ToolStore::new("quickstart");
+    let names = register_all_tools(&store).expect("tool names are unique");
     println!("registered: {}", names.join(", "));
     println!(
         "schema of get_weather:\n{}\n",

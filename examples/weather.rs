@@ -122,7 +122,7 @@ async fn main() {
     let question = std::env::args()
         .nth(1)
         .unwrap_or_else(|| "What's the weather and the local time in Tokyo?".to_owned());
-    let mut tools = ToolStore::new("weather");
+    let tools = ToolStore::new("weather");
     tools.register(get_weather_tool()).unwrap();
     tools.register(get_local_time_tool()).unwrap();
 

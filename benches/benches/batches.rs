@@ -56,7 +56,7 @@ fn batches(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let mut store = ToolStore::new("bench");
+    let store = ToolStore::new("bench");
     store.register(nap_tool()).unwrap();
     store.register(spin_tool()).unwrap();
     let parallel = ToolExecutor::new();

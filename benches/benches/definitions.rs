@@ -26,7 +26,7 @@ fn definitions(c: &mut Criterion) {
     for tools in [1usize, 100, 1000] {
         group.throughput(Throughput::Elements(tools as u64));
 
-        let mut store = ToolStore::new("bench");
+        let store = ToolStore::new("bench");
         for i in 0..tools {
             store.register(yiem_filler(&name(i))).unwrap();
         }
@@ -102,7 +102,7 @@ fn definitions(c: &mut Criterion) {
     group.bench_function("yiem_openai-strict/100", |b| {
         b.iter_batched(
             || {
-                let mut store = ToolStore::new("bench");
+                let store = ToolStore::new("bench");
                 for i in 0..100 {
                     store.register(yiem_filler(&name(i))).unwrap();
                 }

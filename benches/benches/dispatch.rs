@@ -26,7 +26,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// A store with `add` and `fillers - 1` other tools (so `fillers` tools in all).
 fn store_with(tools: usize) -> ToolStore {
-    let mut store = ToolStore::new("bench");
+    let store = ToolStore::new("bench");
     for i in 1..tools {
         store
             .register(yiem_filler(&format!("tool_{i:05}")))

@@ -81,8 +81,8 @@ fn measure<T>(f: impl FnOnce() -> T) -> (T, usize, usize, usize) {
 }
 
 fn memory() {
-    let mut store = ToolStore::new("bench");
-    let (names, allocated, kept, count) = measure(|| register_all_tools(&mut store).unwrap());
+    let store = ToolStore::new("bench");
+    let (names, allocated, kept, count) = measure(|| register_all_tools(&store).unwrap());
     let tools = names.len();
     assert_eq!(tools, 1001, "1000 generated tools and list_tools");
     let names_bytes: usize = names.iter().map(String::capacity).sum::<usize>()
@@ -115,7 +115,7 @@ fn register(c: &mut Criterion) {
         b.iter_batched(
             || ToolStore::new("bench"),
             |mut store| {
-                let names = register_all_tools(&mut store).unwrap();
+                let names = register_all_tools(&store).unwrap();
                 black_box((store, names))
             },
             BatchSize::LargeInput,

@@ -53,8 +53,8 @@ async fn it_serves_its_tools_over_http_to_a_client_with_the_token() {
         .connect()
         .await
         .expect("a client with the token is served");
-    let mut store = ToolStore::new("agent");
-    let mut names = client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    let mut names = client.register(&store).await.unwrap();
     names.sort();
     assert_eq!(names, ["collatz_steps", "list_tools", "slugify"]);
 

@@ -48,7 +48,7 @@ pub fn tools() -> ToolStore {
         })
         .build()
         .expect("a valid definition");
-    let mut store = ToolStore::new("resumable");
+    let store = ToolStore::new("resumable");
     store.register(shell).unwrap();
     store.register(note).unwrap();
     store

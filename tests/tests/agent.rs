@@ -65,7 +65,7 @@ fn file_tools() -> ToolStore {
         .lock()
         .unwrap()
         .insert("text.txt".into(), "hello from text.txt".into());
-    let mut store = ToolStore::new("files");
+    let store = ToolStore::new("files");
     store.register(read_tool()).unwrap();
     store.register(write_tool()).unwrap();
     store
@@ -301,7 +301,7 @@ async fn work(ctx: ToolContext) -> String {
 }
 
 fn work_tools() -> ToolStore {
-    let mut store = ToolStore::new("work");
+    let store = ToolStore::new("work");
     store.register(work_tool()).unwrap();
     store
 }
@@ -516,7 +516,7 @@ async fn finish_job() -> AgentToolResult {
 #[tokio::test]
 async fn a_terminating_batch_ends_the_run_with_a_reply_built_from_the_results() {
     let _serial = SERIAL.lock().await;
-    let mut store = ToolStore::new("finish");
+    let store = ToolStore::new("finish");
     store.register(finish_job_tool()).unwrap();
     let model = ScriptedModel::new([ScriptedTurn::tool_call("finish_job", json!({}))]);
     let agent = Agent::builder().model(model.clone()).tools(store).build();

@@ -30,7 +30,7 @@ fn work_tools() -> ToolStore {
         .handler(|_ctx: ToolContext, _args: Value| async move { "worked" })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("work");
+    let store = ToolStore::new("work");
     store.register(work).unwrap();
     store
 }
@@ -247,7 +247,7 @@ async fn dropping_prompt_while_a_tool_runs_cancels_it_and_leaves_a_valid_convers
         })
         .build()
         .unwrap();
-    let mut tools = work_tools();
+    let tools = work_tools();
     tools.register(hang).unwrap();
     let model = ScriptedModel::new([
         ScriptedTurn::tool_calls([("work", json!({})), ("hang", json!({}))]),
@@ -725,7 +725,7 @@ async fn stop_at_tools_ends_the_run_with_that_result_as_output() {
         })
         .build()
         .unwrap();
-    let mut tools = work_tools();
+    let tools = work_tools();
     tools.register(answer).unwrap();
     let model = ScriptedModel::new([
         ScriptedTurn::tool_call("work", json!({})),
@@ -768,7 +768,7 @@ fn counted_tools(
         })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("slow");
+    let store = ToolStore::new("slow");
     store.register(slow).unwrap();
     store
 }
@@ -905,7 +905,7 @@ async fn restoring_a_run_while_one_is_active_is_refused() {
         })
         .build()
         .unwrap();
-    let mut tools = ToolStore::new("wait");
+    let tools = ToolStore::new("wait");
     tools.register(wait).unwrap();
     let agent = Agent::builder()
         .model(ScriptedModel::new([
@@ -935,7 +935,7 @@ async fn wipe() -> &'static str {
 #[tokio::test]
 async fn a_macro_tool_with_needs_approval_pauses_the_run() {
     assert!(wipe_tool().needs_approval());
-    let mut tools = ToolStore::new("macro");
+    let tools = ToolStore::new("macro");
     tools.register(wipe_tool()).unwrap();
     let agent = Agent::builder()
         .model(ScriptedModel::new([
@@ -968,7 +968,7 @@ async fn greet(yiem_core::State(greeting): yiem_core::State<Greeting>) -> &'stat
 
 #[tokio::test]
 async fn a_tool_with_state_still_runs_when_prepare_context_filters_the_tools() {
-    let mut tools = ToolStore::new("greeter").with_state(Greeting("bonjour"));
+    let tools = ToolStore::new("greeter").with_state(Greeting("bonjour"));
     tools.register(greet_tool()).unwrap();
     tools.register(wipe_tool()).unwrap();
     let agent = Agent::builder()
@@ -1069,4 +1069,79 @@ async fn two_calls_a_model_gave_one_id_are_decided_one_by_one_and_each_gets_its_
     assert_eq!(results.len(), 2, "{results:?}");
     assert!(!results[0].1 && results[1].1, "{results:?}");
     assert_valid(&agent.messages());
+}
+
+/// What a driver that saves after every step by appending (the durable runner) writes for one step: the
+/// run's header and the messages the step added (`AgentRun::appended_since`). It does not grow with the
+/// conversation: at turn 200 it is no more than twice what it is at turn 10.
+#[tokio::test]
+async fn what_a_step_appends_does_not_grow_with_the_conversation() {
+    let model = ScriptedModel::from_fn(|request: &ModelRequest| {
+        let turn = request
+            .messages
+            .iter()
+            .filter(|message| matches!(message, AgentMessage::Assistant(_)))
+            .count();
+        ScriptedTurn::tool_call("work", json!({"step": turn}))
+    });
+    let tools = work_tools();
+    let executor = ToolExecutor::new();
+    let mut run = AgentRun::new("system", Vec::new());
+    run.set_limits(RunLimits {
+        max_turns: Some(200),
+        ..RunLimits::default()
+    });
+    run.start(vec!["go".into()]);
+    let mut saved = 0;
+    let mut written = Vec::new();
+    loop {
+        match run.next_step() {
+            Step::CallModel => {
+                use futures::StreamExt;
+                let request = ModelRequest {
+                    system_prompt: run.system_prompt().to_owned(),
+                    messages: run.messages().to_vec(),
+                    tools: tools.tool_list(),
+                };
+                let mut assembler = yiem_core::MessageAssembler::new();
+                let mut stream = model.stream(request, CancellationToken::new());
+                while let Some(event) = stream.next().await {
+                    assembler.apply(event);
+                }
+                run.model_replied(assembler.finish(), |_| None);
+            }
+            Step::RunTools { plan, .. } => {
+                let batch = executor
+                    .execute_plan(&tools, plan, None, &CancellationToken::new())
+                    .await;
+                run.tools_ran(batch.messages, batch.terminate);
+            }
+            Step::Stopped(stop) => {
+                assert_eq!(stop, RunStop::TurnLimit { turns: 200 });
+                break;
+            }
+            _ => unreachable!(),
+        }
+        let (header, new) = run.appended_since(saved);
+        let bytes = header.to_string().len() + serde_json::to_vec(new).unwrap().len();
+        saved = run.messages().len();
+        written.push((run.turns(), bytes));
+    }
+    // The step that ran turn N's tools.
+    let at = |turn: u32| {
+        written
+            .iter()
+            .filter(|(turns, _)| *turns == turn)
+            .map(|(_, bytes)| *bytes)
+            .next_back()
+            .unwrap()
+    };
+    let (ten, two_hundred) = (at(10), at(200));
+    println!("bytes written per step: turn 10 {ten}, turn 200 {two_hundred}");
+    assert!(
+        two_hundred <= 2 * ten,
+        "turn 10: {ten}, turn 200: {two_hundred}"
+    );
+    // The whole run, as a step that saved it whole would write, grew with it.
+    assert!(run.to_json().len() > 20 * two_hundred);
 }

@@ -132,7 +132,7 @@ fn exploding_hooks() -> ToolHooks {
 }
 
 fn store() -> ToolStore {
-    let mut store = ToolStore::new("attack");
+    let store = ToolStore::new("attack");
     for tool in [
         echo_tool(),
         validated_tool(),
@@ -318,7 +318,7 @@ fn an_aborted_batch_returns_promptly_while_a_tool_blocks_its_thread() {
         })
         .build()
         .unwrap();
-    let mut store = store();
+    let store = store();
     store.register(blocker).unwrap();
     let cancel = CancellationToken::new();
     let executor = ToolExecutor::new();
@@ -459,7 +459,7 @@ fn dropping_a_batch_stops_its_running_calls() {
         })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("drop");
+    let store = ToolStore::new("drop");
     store.register(waits).unwrap();
     with_runtime(async {
         let executor = ToolExecutor::new();
@@ -502,7 +502,7 @@ fn a_tool_in_hand_with_nothing_to_watch_is_guarded_like_any_call() {
         .enable_all()
         .build()
         .unwrap();
-        let mut store = ToolStore::new("in-hand");
+        let store = ToolStore::new("in-hand");
         store.register(bad_payload_tool()).unwrap();
         store.register(late_bad_payload_tool()).unwrap();
         store.register(echo_tool()).unwrap();

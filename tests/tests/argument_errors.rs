@@ -334,7 +334,7 @@ fn definitions_are_computed_once_per_tool_and_dialect() {
 
 #[test]
 fn a_store_lists_its_tools_in_each_providers_shape() {
-    let mut store = ToolStore::new("agent");
+    let store = ToolStore::new("agent");
     store.register(clock_tool()).unwrap();
     store.register(forecast_tool()).unwrap();
     let openai = store.definitions(Dialect::OpenAi).unwrap();

@@ -213,7 +213,7 @@ fn fuzz_none() -> &'static str {
 }
 
 fn fuzz_store() -> ToolStore {
-    let mut store = ToolStore::new("fuzz");
+    let store = ToolStore::new("fuzz");
     store.register(fuzz_echo_tool()).unwrap();
     store.register(fuzz_rich_tool()).unwrap();
     store.register(fuzz_none_tool()).unwrap();

@@ -767,7 +767,7 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
         })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("in-process");
+    let store = ToolStore::new("in-process");
     store.register(waits).unwrap();
     let (client, server) = tokio::io::duplex(1 << 16);
     let (server_read, server_write) = tokio::io::split(server);

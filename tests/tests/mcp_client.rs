@@ -70,8 +70,8 @@ async fn the_reference_server_lists_its_tools_with_their_schemas_and_answers_cal
         .connect()
         .await
         .expect("server-everything starts");
-    let mut store = ToolStore::new("agent");
-    let names = client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    let names = client.register(&store).await.unwrap();
     for expected in [
         "ev_echo",
         "ev_get-sum",
@@ -121,8 +121,8 @@ async fn progress_from_the_reference_server_becomes_tool_updates() {
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let (executor, updates) = recording_updates();
     let batch = executor
         .execute(
@@ -163,8 +163,8 @@ async fn count_to_three_with_progress(store: &ToolStore, name: &str) {
 #[tokio::test]
 async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
     let client = python_stdio("py_").await;
-    let mut store = ToolStore::new("agent");
-    let names = client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    let names = client.register(&store).await.unwrap();
     assert_eq!(
         names,
         [
@@ -198,8 +198,8 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
 /// the call ends with one error result, that the server's tool saw the cancellation (it writes `marker`),
 /// and that the connection still serves calls.
 async fn cancel_a_waiting_call(client: &McpClient, marker: &Path) {
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let cancel = CancellationToken::new();
     let executor = ToolExecutor::new();
     // The tool reports progress once it runs on the server: then the cancellation has a call to cancel.
@@ -250,8 +250,8 @@ async fn a_cancelled_call_tells_the_server_and_ends_with_one_result() {
 #[tokio::test]
 async fn a_server_killed_mid_call_gives_an_error_naming_it_and_the_next_call_restarts_it() {
     let client = python_stdio("").await;
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let first_pid = run_one(&store, "pid", json!({})).await.text_content();
 
     let crashed = run_one(&store, "crash", json!({})).await;
@@ -276,8 +276,8 @@ async fn a_server_that_hangs_is_cut_off_by_the_call_time_limit() {
     .connect()
     .await
     .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let hung = run_one(&store, "wait", json!({})).await;
     assert!(hung.is_error());
     assert_eq!(
@@ -304,13 +304,9 @@ async fn a_command_that_does_not_exist_is_a_clear_connect_error() {
 
 #[tokio::test]
 async fn two_servers_without_prefixes_that_clash_are_refused_with_the_name() {
-    let mut store = ToolStore::new("agent");
-    python_stdio("").await.register(&mut store).await.unwrap();
-    let error = python_stdio("")
-        .await
-        .register(&mut store)
-        .await
-        .unwrap_err();
+    let store = ToolStore::new("agent");
+    python_stdio("").await.register(&store).await.unwrap();
+    let error = python_stdio("").await.register(&store).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "MCP server `python-tools`: the store already has a tool named `add`; give the server a prefix"
@@ -368,8 +364,8 @@ async fn a_python_server_over_streamable_http_lists_and_answers() {
         .connect()
         .await
         .expect("the HTTP handshake completes");
-    let mut store = ToolStore::new("agent");
-    let names = client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    let names = client.register(&store).await.unwrap();
     assert!(names.contains(&"add".to_owned()), "{names:?}");
     let sum = run_one(&store, "add", json!({"a": 20, "b": 22})).await;
     assert_eq!(sum.result.structured_content(), Some(&json!({"sum": 42})));
@@ -386,8 +382,8 @@ async fn an_http_server_that_goes_away_gives_an_error_and_a_new_one_is_reached_a
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let first_pid = run_one(&store, "pid", json!({})).await.text_content();
     let _ = server.child.kill();
     let _ = server.child.wait();
@@ -412,8 +408,8 @@ async fn progress_over_http_becomes_tool_updates() {
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     count_to_three_with_progress(&store, "count").await;
 }
 
@@ -436,8 +432,8 @@ async fn a_cancelled_call_over_http_ends_with_one_result_and_the_server_stops_it
 #[tokio::test]
 async fn a_servers_list_changed_re_lists_its_tools_into_the_store() {
     let client = python_stdio("py_").await;
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     assert!(store.get("py_late").is_none());
     let grown = run_one(&store, "py_grow", json!({})).await;
     assert_eq!(grown.text_content(), "added late");
@@ -457,8 +453,8 @@ async fn yiems_own_server_announces_a_tool_it_learns_and_the_client_re_lists() {
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     assert!(store.get("greet").is_none());
     let learned = run_one(&store, "learn", json!({})).await;
     assert_eq!(learned.text_content(), "learned `greet`");
@@ -515,8 +511,8 @@ async fn a_server_that_never_answers_tools_list_is_cut_off_by_the_list_limit() {
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    let error = returns(client.register(&mut store)).await.unwrap_err();
+    let store = ToolStore::new("agent");
+    let error = returns(client.register(&store)).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "MCP server `bad` went past the `list_timeout` limit: it did not answer page 1 of `tools/list` \
@@ -551,8 +547,8 @@ async fn a_schema_nested_past_the_depth_limit_is_refused_with_the_tool_named() {
     // 40 properties deep, 79 levels of objects: within serde_json's recursion limit (128), so rmcp
     // reads it, and past the client's 64.
     let client = bad_server(&["deep", "40"]).connect().await.unwrap();
-    let mut store = ToolStore::new("agent");
-    let error = returns(client.register(&mut store)).await.unwrap_err();
+    let store = ToolStore::new("agent");
+    let error = returns(client.register(&store)).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "MCP server `bad` went past the `max_schema_depth` limit: the schema of its tool `deep` nests \
@@ -566,7 +562,7 @@ async fn a_schema_nested_past_the_depth_limit_is_refused_with_the_tool_named() {
         .connect()
         .await
         .unwrap();
-    assert_eq!(client.register(&mut store).await.unwrap(), ["deep"]);
+    assert_eq!(client.register(&store).await.unwrap(), ["deep"]);
 }
 
 #[tokio::test]
@@ -576,8 +572,8 @@ async fn a_server_whose_every_page_has_a_next_cursor_is_cut_off_by_the_page_limi
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    let error = returns(client.register(&mut store)).await.unwrap_err();
+    let store = ToolStore::new("agent");
+    let error = returns(client.register(&store)).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "MCP server `bad` went past the `max_pages` limit: its `tools/list` still had a `nextCursor` \
@@ -608,8 +604,8 @@ async fn a_server_listing_more_tools_than_the_limit_is_refused() {
 #[tokio::test]
 async fn a_server_listing_one_name_twice_registers_none_of_its_tools() {
     let client = bad_server(&["duplicate"]).connect().await.unwrap();
-    let mut store = ToolStore::new("agent");
-    let error = client.register(&mut store).await.unwrap_err();
+    let store = ToolStore::new("agent");
+    let error = client.register(&store).await.unwrap_err();
     assert_eq!(
         error.to_string(),
         "MCP server `bad` lists a tool yiem cannot offer: it lists two tools named `echo`; none of its \

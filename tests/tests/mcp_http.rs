@@ -170,8 +170,8 @@ async fn yiem_own_client_lists_calls_and_streams_progress_with_the_token() {
         .connect()
         .await
         .expect("the handshake completes with the token");
-    let mut store = ToolStore::new("agent");
-    let names = client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    let names = client.register(&store).await.unwrap();
     for name in ["add", "count_up", "echo", "slow_job"] {
         assert!(names.contains(&name.to_owned()), "{names:?}");
     }
@@ -358,8 +358,8 @@ async fn shutdown_cancels_running_calls_answers_them_and_exits() {
         .connect()
         .await
         .unwrap();
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     let markers = markers();
     let running = {
         let store = store.clone();
@@ -398,7 +398,7 @@ async fn shutdown_cancels_running_calls_answers_them_and_exits() {
 /// A store of `count` tools `t0000`, `t0001`, ... served in this process on loopback; its address and
 /// the store (a handle: tools removed from it leave the served list).
 async fn large_store_served(count: usize) -> (String, ToolStore) {
-    let mut store = ToolStore::new("large");
+    let store = ToolStore::new("large");
     for i in 0..count {
         let tool = yiem_core::AgentTool::builder(format!("t{i:04}"))
             .description("Answer its own name.")
@@ -448,8 +448,8 @@ async fn a_large_store_is_listed_in_pages_that_a_client_follows_to_every_tool_in
         .connect()
         .await
         .unwrap();
-    let mut agent = ToolStore::new("agent");
-    let names = client.register(&mut agent).await.unwrap();
+    let agent = ToolStore::new("agent");
+    let names = client.register(&agent).await.unwrap();
     let expected: Vec<String> = (0..1203).map(|i| format!("t{i:04}")).collect();
     assert_eq!(names, expected);
 
@@ -466,7 +466,7 @@ async fn a_large_store_is_listed_in_pages_that_a_client_follows_to_every_tool_in
 #[tokio::test]
 async fn pages_resume_after_the_last_tool_sent_when_the_store_changes_and_a_stale_cursor_is_refused()
  {
-    let (address, mut store) = large_store_served(1000).await;
+    let (address, store) = large_store_served(1000).await;
     let first = list_page(&address, None).await;
     let cursor = first["result"]["nextCursor"].as_str().unwrap().to_owned();
     // Tools before the cursor go away: the next page still starts right after the last tool sent.
@@ -496,7 +496,7 @@ async fn pages_resume_after_the_last_tool_sent_when_the_store_changes_and_a_stal
 /// `server`'s tools (the test server's, with `echo`) served in this process on loopback with the
 /// settings `configure` makes; its address.
 async fn served(configure: impl FnOnce(McpHttpServer) -> McpHttpServer) -> String {
-    let mut store = ToolStore::new("limits");
+    let store = ToolStore::new("limits");
     store
         .register(
             yiem_core::AgentTool::builder("echo")

@@ -70,7 +70,7 @@ async fn one_at_a_time(args: EchoArgs) -> String {
 }
 
 fn store() -> ToolStore {
-    let mut store = ToolStore::new("pipeline");
+    let store = ToolStore::new("pipeline");
     for tool in [
         echo_tool(),
         fail_tool(),
@@ -226,7 +226,7 @@ async fn rendezvous(args: EchoArgs) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parallel_calls_run_at_the_same_time() {
-    let mut store = ToolStore::new("parallel");
+    let store = ToolStore::new("parallel");
     store.register(rendezvous_tool()).unwrap();
     let executor = ToolExecutor::new();
     let log = recorder(executor.events());
@@ -351,7 +351,7 @@ async fn chatty(ctx: ToolContext) -> String {
 
 #[tokio::test]
 async fn events_per_call_are_start_updates_end_and_no_update_after_the_end() {
-    let mut store = ToolStore::new("events");
+    let store = ToolStore::new("events");
     store.register(chatty_tool()).unwrap();
     let executor = ToolExecutor::new();
     let log = recorder(executor.events());
@@ -435,7 +435,7 @@ static ABORT: std::sync::OnceLock<CancellationToken> = std::sync::OnceLock::new(
 
 #[tokio::test]
 async fn aborting_a_sequential_batch_keeps_finished_results_and_answers_every_other_call() {
-    let mut store = store();
+    let store = store();
     store.register(pull_the_plug_tool()).unwrap();
     let cancel = ABORT.get_or_init(CancellationToken::new).clone();
     let executor = ToolExecutor::new();
@@ -474,7 +474,7 @@ async fn aborting_a_sequential_batch_keeps_finished_results_and_answers_every_ot
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn aborting_a_parallel_batch_cancels_running_calls() {
-    let mut store = store();
+    let store = store();
     store.register(wait_for_abort_tool()).unwrap();
     store.register(chatty_tool()).unwrap();
     let cancel = CancellationToken::new();
@@ -547,7 +547,7 @@ struct TerminateArgs {
 }
 
 async fn terminates(flags: &[bool]) -> bool {
-    let mut store = ToolStore::new("terminate");
+    let store = ToolStore::new("terminate");
     store.register(finish_tool()).unwrap();
     let calls = flags
         .iter()
@@ -716,7 +716,7 @@ async fn late_sink_sees(second: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn the_default_timeout_applies_to_tools_without_their_own() {
-    let mut store = ToolStore::new("timeouts");
+    let store = ToolStore::new("timeouts");
     store.register(wait_for_abort_tool()).unwrap();
     let batch = ToolExecutor::new()
         .with_default_timeout(Duration::from_millis(20))
@@ -742,7 +742,7 @@ async fn counted() -> String {
 
 #[tokio::test]
 async fn a_blocked_call_never_runs_its_tool() {
-    let mut store = ToolStore::new("blocked");
+    let store = ToolStore::new("blocked");
     store.register(counted_tool()).unwrap();
     let hooks = ToolHooks::new().before_tool_call(|_| async { Some(Block::new("no")) });
     let batch = ToolExecutor::new()
@@ -775,7 +775,7 @@ fn aborts_while_binding(token: CancellationToken, ran: Arc<AtomicUsize>) -> Tool
         })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("abort-while-binding");
+    let store = ToolStore::new("abort-while-binding");
     store.register(tool).unwrap();
     store
 }
@@ -889,7 +889,7 @@ fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
     // that could start would have started within the poll that returned `Pending`.
     let runtime = current_thread();
     let (release, gate) = Gate::new();
-    let mut store = ToolStore::new("permits");
+    let store = ToolStore::new("permits");
     store.register(gate.tool("hold", true)).unwrap();
     let started = gate.started;
     let executor = ToolExecutor::new().with_max_concurrent_calls(1);
@@ -949,7 +949,7 @@ fn a_waiting_sequential_call_is_not_overtaken_by_a_later_parallel_batch() {
     // within the poll that returned `Pending`.
     let runtime = current_thread();
     let (release, gate) = Gate::new();
-    let mut store = ToolStore::new("order");
+    let store = ToolStore::new("order");
     store.register(gate.tool("hold", true)).unwrap();
     store.register(gate.tool("seq", false)).unwrap();
     store.register(gate.tool("par", true)).unwrap();
@@ -1015,7 +1015,7 @@ fn a_recorded_span_encloses_the_call_and_records_its_outcome() {
         })
         .build()
         .unwrap();
-    let mut store = ToolStore::new("spans");
+    let store = ToolStore::new("spans");
     store.register(logs).unwrap();
     let batch = tracing::subscriber::with_default(subscriber, || {
         current_thread().block_on(ToolExecutor::new().execute(
@@ -1124,7 +1124,7 @@ async fn a_panic_whose_payload_panics_when_dropped_costs_no_result_anywhere() {
         })
         .build()
         .unwrap();
-    let mut tools = ToolStore::new("payload");
+    let tools = ToolStore::new("payload");
     tools.register(tool).unwrap();
     let executor = ToolExecutor::new();
     executor

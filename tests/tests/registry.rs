@@ -45,8 +45,8 @@ fn echo_tool(name: &str) -> AgentTool {
 
 #[test]
 fn register_all_tools_returns_every_tool_sorted_by_name_with_list_tools() {
-    let mut store = ToolStore::new("zoo");
-    let names = register_all_tools(&mut store).unwrap();
+    let store = ToolStore::new("zoo");
+    let names = register_all_tools(&store).unwrap();
     assert_eq!(names, ["aardvark", "list_tools", "mongoose", "zebra"]);
     assert_eq!(store.names(), names);
     assert_eq!(store.get("mongoose").unwrap().label(), "Mongoose Facts");
@@ -54,9 +54,9 @@ fn register_all_tools_returns_every_tool_sorted_by_name_with_list_tools() {
 
 #[test]
 fn two_stores_are_isolated_and_clear_leaves_the_other_alone() {
-    let mut a = ToolStore::new("a");
-    let mut b = ToolStore::new("b");
-    register_all_tools(&mut a).unwrap();
+    let a = ToolStore::new("a");
+    let b = ToolStore::new("b");
+    register_all_tools(&a).unwrap();
     b.register(echo_tool("echo")).unwrap();
     assert!(a.get("echo").is_none());
     assert!(b.get("zebra").is_none());
@@ -67,7 +67,7 @@ fn two_stores_are_isolated_and_clear_leaves_the_other_alone() {
 
 #[test]
 fn registration_order_is_kept_and_remove_keeps_the_rest_in_order() {
-    let mut store = ToolStore::new("ordered");
+    let store = ToolStore::new("ordered");
     for name in ["c", "a", "b"] {
         store.register(echo_tool(name)).unwrap();
     }
@@ -90,7 +90,7 @@ fn line_of(needle: &str) -> u32 {
 
 #[test]
 fn a_duplicate_name_is_refused_naming_both_definitions() {
-    let mut store = ToolStore::new("dup");
+    let store = ToolStore::new("dup");
     store.register(zebra_tool()).unwrap();
     let error = store.register(echo_tool("zebra")).unwrap_err();
     let RegistrationError::Duplicate {
@@ -120,9 +120,9 @@ fn a_duplicate_name_is_refused_naming_both_definitions() {
 
 #[test]
 fn register_all_tools_is_all_or_nothing() {
-    let mut store = ToolStore::new("taken");
+    let store = ToolStore::new("taken");
     store.register(echo_tool("mongoose")).unwrap();
-    let error = register_all_tools(&mut store).unwrap_err();
+    let error = register_all_tools(&store).unwrap_err();
     assert!(
         error
             .to_string()
@@ -133,7 +133,7 @@ fn register_all_tools_is_all_or_nothing() {
 
 #[tokio::test]
 async fn list_tools_lists_what_is_in_its_store_when_called() {
-    let mut store = ToolStore::new("live");
+    let store = ToolStore::new("live");
     store.register(store.list_tools_tool()).unwrap();
     store.register(zebra_tool()).unwrap();
     let list = store.get("list_tools").unwrap();

@@ -53,7 +53,7 @@ async fn two_stores_give_the_same_tool_their_own_state_while_both_calls_run() {
     // state, or calls run one after the other, would not both finish.
     let meet = Arc::new(Barrier::new(2));
     let store = |name: &'static str| {
-        let mut store = ToolStore::new(name).with_state(Db {
+        let store = ToolStore::new(name).with_state(Db {
             name,
             meet: Arc::clone(&meet),
         });
@@ -80,7 +80,7 @@ async fn two_stores_give_the_same_tool_their_own_state_while_both_calls_run() {
 
 #[test]
 fn registering_a_tool_whose_state_the_store_lacks_is_refused_naming_the_tool_and_the_type() {
-    let mut store = ToolStore::new("bare");
+    let store = ToolStore::new("bare");
     let refused = store.register(query_tool()).unwrap_err();
     assert!(matches!(refused, RegistrationError::MissingState(_)));
     assert_eq!(
@@ -98,7 +98,7 @@ fn state_of_another_type_does_not_stand_in_for_the_one_a_tool_takes() {
         name: "wrapped",
         meet: Arc::new(Barrier::new(1)),
     };
-    let mut store = ToolStore::new("wrapped").with_state(Arc::new(db));
+    let store = ToolStore::new("wrapped").with_state(Arc::new(db));
     let refused = store.register(query_tool()).unwrap_err();
     assert!(
         refused
@@ -110,15 +110,15 @@ fn state_of_another_type_does_not_stand_in_for_the_one_a_tool_takes() {
         name: "shared",
         meet: Arc::new(Barrier::new(1)),
     });
-    let mut store = ToolStore::new("shared").with_shared_state(Arc::clone(&shared));
+    let store = ToolStore::new("shared").with_shared_state(Arc::clone(&shared));
     store.register(query_tool()).unwrap();
     assert!(Arc::ptr_eq(&store.state::<Db>().unwrap(), &shared));
 }
 
 #[test]
 fn register_all_tools_refuses_every_tool_when_one_needs_state_the_store_lacks() {
-    let mut store = ToolStore::new("everything");
-    let refused = register_all_tools(&mut store).unwrap_err();
+    let store = ToolStore::new("everything");
+    let refused = register_all_tools(&store).unwrap_err();
     assert!(refused.to_string().starts_with("tool `"), "{refused}");
     assert!(
         refused
@@ -180,7 +180,7 @@ fn fragile_blocking(State(state): State<Fragile>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_panic_while_using_state_is_that_calls_error_result() {
-    let mut store = ToolStore::new("fragile").with_state(Fragile);
+    let store = ToolStore::new("fragile").with_state(Fragile);
     store.register(fragile_tool()).unwrap();
     store.register(fragile_blocking_tool()).unwrap();
     store.register(query_tool()).unwrap_err();
@@ -201,7 +201,7 @@ async fn a_panic_while_using_state_is_that_calls_error_result() {
 
 fn notes_store() -> (ToolStore, Arc<Notes>) {
     let notes = Arc::new(Notes::default());
-    let mut store = ToolStore::new("notes").with_state(Bullet("- "));
+    let store = ToolStore::new("notes").with_state(Bullet("- "));
     let names = store.register_methods(Arc::clone(&notes)).unwrap();
     assert_eq!(
         names,
@@ -251,7 +251,7 @@ async fn method_tools_run_in_an_agent_on_their_instance() {
 
 #[test]
 fn registering_methods_is_all_or_nothing() {
-    let mut store = ToolStore::new("no-bullet");
+    let store = ToolStore::new("no-bullet");
     let refused = store
         .register_methods(Arc::new(Notes::default()))
         .unwrap_err();

@@ -59,7 +59,7 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
-    let mut store = ToolStore::new("bench");
+    let store = ToolStore::new("bench");
     store.register(add_tool()).unwrap();
     let executor = ToolExecutor::new();
     let seen = Arc::new(AtomicUsize::new(0));

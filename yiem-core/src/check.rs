@@ -160,7 +160,7 @@ impl ToolStore {
     ///     "0".into()
     /// }
     ///
-    /// let mut store = ToolStore::new("agent").with_state(Db);
+    /// let store = ToolStore::new("agent").with_state(Db);
     /// store.register(rows_tool()).unwrap();
     /// store.check().unwrap();
     /// ```

@@ -23,7 +23,7 @@ use crate::event::EventBus;
 use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
 use crate::order::Order;
-use crate::pipeline::{Call, CallEnv};
+use crate::pipeline::{Call, CallEnv, CallJournal};
 use crate::registry::ToolStore;
 
 /// How an executor runs the calls of a batch.
@@ -112,7 +112,7 @@ impl PlannedCall {
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let mut store = ToolStore::new("demo");
+/// let store = ToolStore::new("demo");
 /// store.register(hello_tool()).unwrap();
 /// let calls = vec![
 ///     ToolCall::new("1", "hello", json!({})),
@@ -185,6 +185,30 @@ impl ToolExecutor {
         self
     }
 
+    /// An executor with this one's settings — mode, default time limit, hooks, events and cap — whose
+    /// order and cap are its own: its batches do not wait for this executor's, nor these for its. The
+    /// durable runner gives each run one, so that conversations never wait for each other while the
+    /// calls of one run share its cap and order.
+    ///
+    /// ```
+    /// use yiem_core::ToolExecutor;
+    ///
+    /// let shared = ToolExecutor::new().with_max_concurrent_calls(2);
+    /// assert_eq!(shared.fresh().max_concurrent_calls(), Some(2));
+    /// ```
+    pub fn fresh(&self) -> ToolExecutor {
+        let executor = ToolExecutor {
+            order: Arc::default(),
+            limit: None,
+            max_calls: None,
+            ..self.clone()
+        };
+        match self.max_calls {
+            Some(calls) => executor.with_max_concurrent_calls(calls),
+            None => executor,
+        }
+    }
+
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.
     pub fn max_concurrent_calls(&self) -> Option<usize> {
         self.max_calls
@@ -238,7 +262,30 @@ impl ToolExecutor {
                 PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
             })
             .collect();
-        self.run_calls(calls, assistant, cancel).await
+        self.run_calls(calls, assistant, cancel, None).await
+    }
+
+    /// Like [`execute_plan`](Self::execute_plan), with each call's run recorded in `journal`: the calls
+    /// run as they would without it (concurrently where the batch allows, under this executor's cap and
+    /// order), and a driver that replays gets each recorded result back instead of running the call
+    /// again.
+    pub async fn execute_plan_journaled(
+        &self,
+        store: &ToolStore,
+        plan: Vec<PlannedCall>,
+        assistant: Option<Arc<AssistantMessage>>,
+        cancel: &CancellationToken,
+        journal: &dyn CallJournal,
+    ) -> ToolCallBatch {
+        let calls = plan
+            .into_iter()
+            .map(|planned| match planned {
+                PlannedCall::Run { call } => Call::new(store, call),
+                PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
+            })
+            .collect();
+        self.run_calls(calls, assistant, cancel, Some(journal))
+            .await
     }
 
     fn env(&self, assistant: Option<Arc<AssistantMessage>>, cancel: &CancellationToken) -> CallEnv {
@@ -262,7 +309,7 @@ impl ToolExecutor {
             .into_iter()
             .map(|call| Call::new(store, call))
             .collect();
-        self.run_calls(calls, assistant, cancel).await
+        self.run_calls(calls, assistant, cancel, None).await
     }
 
     /// Schedules the calls of one batch: all at once when every tool of the batch allows it and there is
@@ -272,15 +319,16 @@ impl ToolExecutor {
         calls: Vec<Call>,
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
+        journal: Option<&dyn CallJournal>,
     ) -> ToolCallBatch {
         let env = self.env(assistant, cancel);
         let alone = calls.iter().any(|call| self.runs_alone(call));
         let messages = if calls.len() > 1 && !alone {
-            self.run_concurrent(calls, &env).await
+            self.run_concurrent(calls, &env, journal).await
         } else {
             let mut messages = Vec::with_capacity(calls.len());
             for call in calls {
-                messages.push(self.run_one(call, &env, alone).await);
+                messages.push(self.run_one(call, &env, alone, journal).await);
             }
             messages
         };
@@ -305,20 +353,31 @@ impl ToolExecutor {
     /// Runs one call from its start to its message; each call's events (start, end, its message) come
     /// before the next call starts. A call `alone` holds the executor to itself and needs no permit; any
     /// other runs beside other batches' parallel calls, with a permit when there is a cap.
-    async fn run_one(&self, call: Call, env: &CallEnv, alone: bool) -> ToolResultMessage {
+    async fn run_one(
+        &self,
+        call: Call,
+        env: &CallEnv,
+        alone: bool,
+        journal: Option<&dyn CallJournal>,
+    ) -> ToolResultMessage {
         // The executor's order, held until the call's message is made (see the module docs).
         let (_alone, _shared, _permit) = if alone {
             (Some(self.order.alone().await), None, None)
         } else {
             (None, Some(self.order.shared().await), self.permit().await)
         };
-        call.run(env).await
+        call.run(env, journal).await
     }
 
     /// Every call started and prepared in call order before any runs, then the ready ones all at once; so
     /// a batch's events read: the starts (a call refused while preparing ends at once), the ends as calls
     /// finish, then the result messages in call order.
-    async fn run_concurrent(&self, mut calls: Vec<Call>, env: &CallEnv) -> Vec<ToolResultMessage> {
+    async fn run_concurrent(
+        &self,
+        mut calls: Vec<Call>,
+        env: &CallEnv,
+        journal: Option<&dyn CallJournal>,
+    ) -> Vec<ToolResultMessage> {
         for call in calls.iter_mut() {
             call.prepare(env).await;
         }
@@ -330,7 +389,7 @@ impl ToolExecutor {
                     true => self.permit().await,
                     false => None,
                 };
-                call.execute(env).await;
+                call.execute(env, journal).await;
             }))
             .await;
         }

@@ -40,8 +40,8 @@
 //! let result = add_tool().execute("call-1", serde_json::json!({"a": 2, "b": 3})).await;
 //! assert_eq!(result.text_content(), "5");
 //!
-//! let mut store = ToolStore::new("calculator");
-//! register_all_tools(&mut store).unwrap();
+//! let store = ToolStore::new("calculator");
+//! register_all_tools(&store).unwrap();
 //! assert!(store.get("add").is_some());
 //! # });
 //! ```
@@ -120,17 +120,17 @@
 //! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `check` (unknown properties and the per-tool caches), `explain` (the report a model reads), `lean` (without `schema-validation`: the top level against `required` and `type`s) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
 //! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
-//! | `pipeline` | one call from lookup to result message, every step under an unwind guard; running a tool in hand ([`AgentTool::execute`]) |
-//! | `executor` | [`ToolExecutor`]: when each call of a batch runs, results in call order, abort |
+//! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); [`CallJournal`] for drivers that replay |
+//! | `executor` | [`ToolExecutor`]: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
 //! | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
 //! | `guard` | the unwind guards around user code, its futures and their drops |
 //! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
-//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates, the store's state; made only for a tool that takes one |
+//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state; made only for a tool that takes one |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
 //! | `check` | [`check_tools`](fn@check_tools), [`check_tools!`](macro@check_tools), [`ToolStore::check`]: what a provider would refuse, found in your tests |
 //! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`] and [`Contents`] (one block inline), [`AgentToolResult`], the conversation's messages |
-//! | `agent` | [`Agent`]: the loop over model and tools |
+//! | `agent` | the agent protocol ([`AgentRun`]: the step machine, whose transitions queue their events), [`AgentConfig`] and [`AgentSettings`] (what an agent is made of, for every driver), and [`Agent`], the in-process driver |
 //! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
 //! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
 //! | `suggest` | "did you mean" for tool and property names |
@@ -205,6 +205,27 @@ mod tool;
 #[doc(hidden)]
 pub mod __private;
 
+/// What most programs import: `use yiem_core::prelude::*;` brings the tool macros, the store, the agent and
+/// its setters ([`AgentSettings`]), the executor and the types a tool or a hook names.
+///
+/// ```
+/// use yiem_core::prelude::*;
+///
+/// let agent = Agent::builder()
+///     .model(yiem_core::ScriptedModel::new([]))
+///     .tools(ToolStore::new("demo"))
+///     .max_turns(Some(5))
+///     .build();
+/// # let _ = agent;
+/// ```
+pub mod prelude {
+    pub use crate::{
+        Agent, AgentConfig, AgentSettings, AgentTool, AgentToolResult, CancellationToken, Decision,
+        RunStop, State, ToolCall, ToolContext, ToolExecutor, ToolHooks, ToolMethods, ToolStore,
+        register_all_tools, tool, tools,
+    };
+}
+
 pub use agent::{
     Agent, AgentBuilder, AgentConfig, AgentContext, AgentRun, AgentSettings, ApprovalPolicy,
     DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError,
@@ -236,6 +257,7 @@ pub use llm::{OpenAiConfig, OpenAiModel};
 #[cfg(feature = "openai-responses")]
 pub use llm::{OpenAiResponsesConfig, OpenAiResponsesModel};
 pub use message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
+pub use pipeline::{CallJournal, CallRecord};
 pub use registry::{
     LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
     static_tools,

@@ -38,7 +38,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::future::Either;
+use futures::future::{BoxFuture, Either};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio_util::sync::CancellationToken;
@@ -46,7 +47,7 @@ use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
 use crate::args::ArgumentError;
-use crate::call::{ToolCall, ToolResultMessage};
+use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
@@ -57,6 +58,42 @@ use crate::result::AgentToolResult;
 use crate::state::StateMap;
 use crate::suggest;
 use crate::tool::{AgentTool, ExecutionMode, Refusal, ToolFuture};
+
+/// Where the run of each call of a batch is recorded, for a driver that replays what it recorded (a
+/// durable one): [`record`](Self::record) gets a call's run — the tool under its limit, then the
+/// `after_tool_call` hook — as a future, and gives back its result: the recorded one on a replay,
+/// without awaiting the future, so the call does not run again. Everything else of the call (its lookup,
+/// its binding, the `before_tool_call` hook, its events) happens as without a journal, on a replay too.
+/// See [`ToolExecutor::execute_plan_journaled`](crate::ToolExecutor::execute_plan_journaled).
+pub trait CallJournal: Send + Sync {
+    /// Records `call`'s `run`, or gives the record made for it before.
+    fn record<'a>(
+        &'a self,
+        call: &ToolCall,
+        run: BoxFuture<'static, CallRecord>,
+    ) -> BoxFuture<'a, CallRecord>;
+}
+
+/// What a [`CallJournal`] records of a call: its result, and when the call finished (the time its result
+/// message is stamped with, so that a replay makes the very same message).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct CallRecord {
+    /// The call's result.
+    pub result: AgentToolResult,
+    /// When the call finished, in milliseconds since the Unix epoch.
+    pub finished_at: u64,
+}
+
+impl CallRecord {
+    /// The record of a call that finished with `result` at `finished_at`.
+    pub fn new(result: AgentToolResult, finished_at: u64) -> Self {
+        CallRecord {
+            result,
+            finished_at,
+        }
+    }
+}
 
 /// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::in_hand`]).
 #[derive(Clone, Default)]
@@ -100,9 +137,12 @@ pub(crate) struct Call {
     stage: Stage,
     /// The arguments' problem, when they did not fit the tool (for [`AgentTool::try_execute`]).
     invalid: Option<Box<ArgumentError>>,
+    /// When the call finished, as a journal recorded it (else the message is stamped when it is made).
+    finished_at: Option<u64>,
 }
 
 /// What a call is, fixed from its start: the call, its tool, its store's state.
+#[derive(Clone)]
 struct Facts {
     call: Arc<ToolCall>,
     tool: Option<AgentTool>,
@@ -213,6 +253,7 @@ impl Call {
                 ctx,
             },
             invalid: None,
+            finished_at: None,
         }
     }
 
@@ -232,9 +273,13 @@ impl Call {
     }
 
     /// Runs every step, one after another, to the call's result message.
-    pub(crate) async fn run(mut self, env: &CallEnv) -> ToolResultMessage {
+    pub(crate) async fn run(
+        mut self,
+        env: &CallEnv,
+        journal: Option<&dyn CallJournal>,
+    ) -> ToolResultMessage {
         self.prepare(env).await;
-        self.execute(env).await;
+        self.execute(env, journal).await;
         self.finish(env)
     }
 
@@ -258,18 +303,42 @@ impl Call {
     }
 
     /// Runs a ready call under its time limit and the batch's token, then `after_tool_call`, and ends it
-    /// (steps 3 and 4). A call that ended while preparing is left as it is.
-    pub(crate) async fn execute(&mut self, env: &CallEnv) {
-        let Stage::Ready { .. } = self.stage else {
-            return;
-        };
-        let Stage::Ready { future, ctx, args } = std::mem::replace(&mut self.stage, Stage::Moving)
-        else {
-            unreachable!("matched just above")
-        };
+    /// (steps 3 and 4). A call that ended while preparing is left as it is. With a `journal`, the run and
+    /// the hook go through it (on a replay it gives the recorded result and the call does not run).
+    pub(crate) async fn execute(&mut self, env: &CallEnv, journal: Option<&dyn CallJournal>) {
         let span = self.span.clone();
-        let result = in_span(&span, self.facts.executed(future, ctx, args, env)).await;
-        self.end(env, Ending::Result(result));
+        match (std::mem::replace(&mut self.stage, Stage::Moving), journal) {
+            (Stage::Ready { future, ctx, args }, None) => {
+                let result = in_span(&span, self.facts.executed(future, ctx, args, env)).await;
+                self.end(env, Ending::Result(result));
+            }
+            (Stage::Ready { future, ctx, args }, Some(journal)) => {
+                let (facts, owned) = (self.facts.clone(), env.clone());
+                let run = Box::pin(async move {
+                    let result = facts.executed(future, ctx, args, &owned).await;
+                    CallRecord {
+                        result,
+                        finished_at: now_millis(),
+                    }
+                });
+                let record = in_span(&span, journal.record(&self.facts.call, run)).await;
+                self.finished_at = Some(record.finished_at);
+                self.end(env, Ending::Result(record.result));
+            }
+            // A call that ended while preparing is recorded too, so that every call of a journaled
+            // batch has its entry and its message the same stamp on a replay.
+            (Stage::Ended(result), Some(journal)) => {
+                let record = CallRecord {
+                    result,
+                    finished_at: now_millis(),
+                };
+                let run = Box::pin(std::future::ready(record));
+                let record = journal.record(&self.facts.call, run).await;
+                self.finished_at = Some(record.finished_at);
+                self.stage = Stage::Ended(record.result);
+            }
+            (stage, _) => self.stage = stage,
+        }
     }
 
     /// Ends the call (step 4): keeps its result (and, for arguments that did not fit, their problem),
@@ -329,9 +398,12 @@ impl Call {
                 tool_call_id: call.id,
                 tool_name: call.name,
                 result,
-                timestamp: crate::call::now_millis(),
+                timestamp: self.finished_at.unwrap_or_else(now_millis),
             },
-            Err(shared) => ToolResultMessage::new(&shared, result),
+            Err(shared) => ToolResultMessage {
+                timestamp: self.finished_at.unwrap_or_else(now_millis),
+                ..ToolResultMessage::new(&shared, result)
+            },
         };
         let Some(events) = env.observed() else {
             return message;
@@ -353,7 +425,7 @@ impl Call {
     pub(crate) async fn run_in_hand(mut self) -> Result<AgentToolResult, ArgumentError> {
         let env = CallEnv::in_hand();
         self.prepare(&env).await;
-        self.execute(&env).await;
+        self.execute(&env, None).await;
         match self.invalid.take() {
             Some(error) => Err(*error),
             None => Ok(self.take_result()),
@@ -569,7 +641,7 @@ impl ToolStore {
     /// use yiem_core::{AgentTool, ToolStore};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let mut store = ToolStore::new("agent");
+    /// let store = ToolStore::new("agent");
     /// store
     ///     .register(AgentTool::builder("ping").description("Pong.").handler(|_, _| async { "pong" }).build().unwrap())
     ///     .unwrap();

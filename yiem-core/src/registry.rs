@@ -100,8 +100,11 @@ impl Tools {
 }
 
 /// A per-agent set of tools: an ordered map from name to [`AgentTool`], with O(1) lookup and registration
-/// order kept. Stores are isolated from each other; a clone is another handle to the same store (an agent
-/// and its owner share one that way), so tools registered through either are seen by both.
+/// order kept. Stores are isolated from each other.
+///
+/// A `ToolStore` is a shared handle: a clone is another handle to the same store (an agent and its owner
+/// share one that way), tools registered or removed through any handle are seen through all of them, and
+/// so every method takes `&self`. The store's [state](ToolStore::with_state) is set while it is built.
 ///
 /// ```
 /// use yiem_core::{AgentTool, ToolStore};
@@ -112,7 +115,7 @@ impl Tools {
 ///     .build()
 ///     .unwrap();
 ///
-/// let mut store = ToolStore::new("agent-a");
+/// let store = ToolStore::new("agent-a");
 /// store.register(tool.clone()).unwrap();
 /// assert!(store.get("ping").is_some());
 ///
@@ -183,7 +186,7 @@ impl ToolStore {
     /// A new store holding only `tools` (those of this store an agent offers in one turn), with this
     /// store's name and state, so a tool that takes state still finds it.
     pub(crate) fn offering(&self, tools: &[AgentTool]) -> ToolStore {
-        let mut offered = ToolStore::new(self.name());
+        let offered = ToolStore::new(self.name());
         offered.write().state = Arc::clone(&self.read().state);
         for tool in tools {
             // The tools came from this store: no duplicates, and their state is there.
@@ -262,7 +265,7 @@ impl ToolStore {
     /// ```
     /// use yiem_core::{AgentTool, ToolStore};
     ///
-    /// let mut store = ToolStore::new("demo");
+    /// let store = ToolStore::new("demo");
     /// let mut changes = store.changes();
     /// assert!(!changes.has_changed().unwrap());
     /// let echo = AgentTool::builder("echo")
@@ -282,7 +285,7 @@ impl ToolStore {
 
     /// Adds `tool`; refuses a name that is already taken, naming both definitions, and a tool whose
     /// [`State`](crate::State) the store does not hold, naming the tool and the type.
-    pub fn register(&mut self, tool: AgentTool) -> Result<(), RegistrationError> {
+    pub fn register(&self, tool: AgentTool) -> Result<(), RegistrationError> {
         self.register_all(vec![tool]).map(drop)
     }
 
@@ -352,7 +355,7 @@ impl ToolStore {
     /// }
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-    /// let mut store = ToolStore::new("notes");
+    /// let store = ToolStore::new("notes");
     /// let names = store.register_methods(Arc::new(Notes::default())).unwrap();
     /// assert_eq!(names, ["add_note", "count_notes"]);
     /// store.execute("c1", "add_note", serde_json::json!({"text": "milk"})).await;
@@ -360,7 +363,7 @@ impl ToolStore {
     /// # });
     /// ```
     pub fn register_methods<T: ToolMethods>(
-        &mut self,
+        &self,
         instance: Arc<T>,
     ) -> Result<Vec<String>, RegistrationError> {
         self.register_all(instance.tools())
@@ -401,7 +404,7 @@ impl ToolStore {
     ///     .handler(|_, _| async { "pong" })
     ///     .build()
     ///     .unwrap();
-    /// let mut store = ToolStore::new("agent");
+    /// let store = ToolStore::new("agent");
     /// store.register(ping).unwrap();
     /// let list = store.tool_list();
     /// assert_eq!(list.len(), 1);
@@ -427,7 +430,7 @@ impl ToolStore {
     ///     .handler(|_, _| async { "pong" })
     ///     .build()
     ///     .unwrap();
-    /// let mut store = ToolStore::new("agent");
+    /// let store = ToolStore::new("agent");
     /// store.register(ping).unwrap();
     ///
     /// assert_eq!(
@@ -459,7 +462,7 @@ impl ToolStore {
     }
 
     /// Removes the tool called `name`, keeping the order of the others.
-    pub fn remove(&mut self, name: &str) -> Option<AgentTool> {
+    pub fn remove(&self, name: &str) -> Option<AgentTool> {
         self.change(|map| {
             let removed = map.shift_remove(name);
             (removed.is_some(), removed)
@@ -467,7 +470,7 @@ impl ToolStore {
     }
 
     /// Removes every tool.
-    pub fn clear(&mut self) {
+    pub fn clear(&self) {
         self.change(|map| {
             let had_tools = !map.is_empty();
             map.clear();
@@ -561,11 +564,11 @@ impl fmt::Debug for ToolStore {
 ///     "hello"
 /// }
 ///
-/// let mut store = ToolStore::new("agent");
-/// let names = register_all_tools(&mut store).unwrap();
+/// let store = ToolStore::new("agent");
+/// let names = register_all_tools(&store).unwrap();
 /// assert_eq!(names, ["hello", "list_tools"]);
 /// ```
-pub fn register_all_tools(store: &mut ToolStore) -> Result<Vec<String>, RegistrationError> {
+pub fn register_all_tools(store: &ToolStore) -> Result<Vec<String>, RegistrationError> {
     let mut tools = static_tools();
     if !tools.iter().any(|tool| tool.name() == LIST_TOOLS) {
         tools.push(store.list_tools_tool());

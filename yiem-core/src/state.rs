@@ -44,7 +44,7 @@ use indexmap::IndexMap;
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let mut store = ToolStore::new("agent").with_state(Counter::default());
+/// let store = ToolStore::new("agent").with_state(Counter::default());
 /// store.register(bump_tool()).unwrap();
 /// let result = store.execute("c1", "bump", serde_json::json!({"by": 2})).await;
 /// assert_eq!(result.text_content(), "2");
@@ -163,7 +163,7 @@ impl StateMap {
 ///     "0".into()
 /// }
 ///
-/// let mut store = ToolStore::new("agent");
+/// let store = ToolStore::new("agent");
 /// let refused = store.register(rows_tool()).unwrap_err().to_string();
 /// // The type is named in full, as `std::any::type_name` spells it: `my_crate::Db`.
 /// assert!(refused.starts_with("tool `rows` needs state of type `"));

@@ -223,7 +223,7 @@ async fn each_client_runs_a_tool_call_round_trip_with_llmock() {
     let server = Llmock::start(&["--tool-mode", "auto"]);
     for model in server.models() {
         let name = model.name().to_owned();
-        let mut tools = ToolStore::new("weather");
+        let tools = ToolStore::new("weather");
         tools.register(weather_tool()).unwrap();
         let agent = Agent::builder()
             .system_prompt("Use the tools.")

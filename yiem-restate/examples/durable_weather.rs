@@ -81,7 +81,7 @@ fn model() -> ScriptedModel {
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt().init();
-    let mut tools = ToolStore::new("weather-and-notes");
+    let tools = ToolStore::new("weather-and-notes");
     tools.register(get_weather_tool()).expect("a valid tool");
     tools.register(publish_note_tool()).expect("a valid tool");
     let agent = DurableAgent::builder()

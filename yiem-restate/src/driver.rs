@@ -1,32 +1,28 @@
-//! The durable driver: runs the step machine of [`AgentRun`] inside a Restate handler. Each model call and
-//! each tool call is a journaled step (`ctx.run`), the mailbox is read with a journaled call between steps,
-//! and a run that needs approval waits on an awakeable. Everything else the driver does is a pure
-//! function of what the journal returns, so a replay after a crash walks the same path without calling
-//! the model or a tool again, and the run's state is saved to the object after every step.
+//! The durable driver: performs the agent protocol of [`AgentRun`] — the same step machine, transitions
+//! and events as the in-process [`Agent`](yiem_core::Agent) — inside a Restate handler. Each model call is
+//! a journaled step (`ctx.run`), and so is each tool call: a batch runs on the agent's one executor exactly
+//! as in process (its parallel calls at once, under the executor's cap and order), each call's run recorded
+//! through a [`CallJournal`] as a step of its own. The mailbox is read with a journaled call between
+//! steps, and a run that needs approval waits on an awakeable. Everything else is a pure function of what
+//! the journal returns, so a replay after a crash walks the same path without calling the model or a tool
+//! again; the few messages the run stamps itself take a journaled time. After every step the run is saved
+//! by appending (see [`store`](crate::store)).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use restate_sdk::prelude::*;
-use serde::{Deserialize, Serialize};
 use yiem_core::llm::stream_reply;
 use yiem_core::{
-    AgentEvent, AgentRun, AssistantMessage, CancellationToken, Decision, ModelRequest, PlannedCall,
-    RunStop, Step, StopReason, ToolResultMessage,
+    AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken, Decision,
+    ModelRequest, NextTurnContext, PlannedCall, RunStop, Step, StopReason, ToolCall, ToolExecutor,
 };
 
 use crate::agent::Config;
 use crate::inbox::{AgentInboxClient, Answer, Mail, Waiting};
 use crate::step::{StepDone, StepKind, model_step_name, tool_step_name};
-
-/// The object's state key that holds the run.
-pub(crate) const RUN: &str = "run";
-
-/// What a tool step journals: its result, and whether it asked the loop to stop.
-#[derive(Serialize, Deserialize)]
-struct ToolStep {
-    result: ToolResultMessage,
-    terminate: bool,
-}
+use crate::store::{self, Saved};
 
 /// A model reply that failed: the step is retried by its policy.
 #[derive(Debug, thiserror::Error)]
@@ -37,23 +33,43 @@ pub(crate) struct Driver<'a, 'ctx> {
     pub(crate) ctx: &'a ObjectContext<'ctx>,
     pub(crate) config: &'a Arc<Config>,
     pub(crate) key: String,
+    /// The run's executor: the agent's settings, with an order and a cap of the run's own, so the run's
+    /// batches share its cap and conversations never wait for each other.
+    pub(crate) executor: ToolExecutor,
 }
 
 impl Driver<'_, '_> {
-    /// Runs `run` until it stops, saving it after every step.
-    pub(crate) async fn drive(&self, run: &mut AgentRun) -> Result<RunStop, HandlerError> {
+    /// Runs `run` until it stops, saving it after every step. A wait for approval ends the drive as it
+    /// does in process (`AgentEnd`), and the decisions begin the next (`AgentStart`), the invocation going
+    /// on: `added` collects the messages of every drive.
+    pub(crate) async fn drive(
+        &self,
+        run: &mut AgentRun,
+        saved: &mut Saved,
+        added: &mut Vec<AgentMessage>,
+    ) -> Result<RunStop, HandlerError> {
         loop {
             self.read_mail(run).await?;
             let step = run.next_step();
-            match step {
-                Step::CallModel => self.call_model(run).await?,
+            self.emit(run);
+            let rewritten = match step {
+                Step::CallModel => {
+                    self.call_model(run).await?;
+                    false
+                }
                 Step::RunTools { assistant, plan } => self.run_tools(run, assistant, plan).await?,
                 Step::Stopped(RunStop::AwaitingApproval { pending }) => {
-                    self.save(run);
-                    self.await_decisions(run, pending).await?;
+                    added.extend(run.end());
+                    self.emit(run);
+                    self.save(run, saved, false);
+                    let answer = self.await_decisions(&pending).await?;
+                    run.begin();
+                    self.emit(run);
+                    self.take_answer(run, &pending, answer).await?;
+                    false
                 }
                 Step::Stopped(stop) => {
-                    self.save(run);
+                    self.save(run, saved, false);
                     return Ok(stop);
                 }
                 _ => {
@@ -61,20 +77,58 @@ impl Driver<'_, '_> {
                         message: "the durable driver met a step it does not know".into(),
                     };
                     run.stop(stop.clone());
-                    self.save(run);
+                    self.save(run, saved, false);
                     return Ok(stop);
                 }
-            }
-            self.save(run);
+            };
+            self.save(run, saved, rewritten);
         }
     }
 
-    fn save(&self, run: &AgentRun) {
-        self.ctx.set(RUN, Json(run.clone()));
+    /// Emits the events the run's last transitions caused.
+    pub(crate) fn emit(&self, run: &mut AgentRun) {
+        let events = self.config.agent.events();
+        for event in run.take_events() {
+            events.emit(event);
+        }
+    }
+
+    fn save(&self, run: &AgentRun, saved: &mut Saved, rewritten: bool) {
+        let bytes = store::save(self.ctx, run, saved, rewritten);
+        tracing::debug!(conversation = %self.key, bytes, "the run was saved");
     }
 
     fn inbox(&self) -> AgentInboxClient<'_> {
         self.ctx.object_client::<AgentInboxClient>(self.key.clone())
+    }
+
+    /// The time, journaled: for the transitions that stamp a message themselves (an abort's error results,
+    /// a terminated run's reply), so that a replay saves the very same run.
+    async fn now(&self, name: &str) -> Result<u64, HandlerError> {
+        let now = self
+            .ctx
+            .run(|| async {
+                Ok(std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |since| since.as_millis() as u64))
+            })
+            .name(name.to_owned())
+            .await?;
+        Ok(now)
+    }
+
+    /// Applies `change` to the run with the clock set to a journaled time.
+    async fn stamped(
+        &self,
+        run: &mut AgentRun,
+        name: &str,
+        change: impl FnOnce(&mut AgentRun),
+    ) -> Result<(), HandlerError> {
+        let now = self.now(name).await?;
+        run.set_clock(Some(now));
+        change(run);
+        run.set_clock(None);
+        Ok(())
     }
 
     /// Moves what came in since the last step into the run: steering, follow-ups, an abort.
@@ -85,35 +139,12 @@ impl Driver<'_, '_> {
                 Mail::Steer { message } => run.steer([message]),
                 Mail::FollowUp { message } => run.follow_up([message]),
                 Mail::Abort => {
-                    self.transition(run, "abort", |run| run.interrupt("the run was aborted"))
+                    self.stamped(run, "abort", |run| run.interrupt("the run was aborted"))
                         .await?;
+                    self.emit(run);
                 }
             }
         }
-        Ok(())
-    }
-
-    /// Applies `change` to the run inside a journaled step: for the few transitions that stamp a message
-    /// with the clock (an abort's error results, a terminated run's reply), so that a replay saves the
-    /// very same run instead of one with other timestamps (Restate checks that a replay writes the state
-    /// it wrote before).
-    async fn transition(
-        &self,
-        run: &mut AgentRun,
-        name: &str,
-        change: impl FnOnce(&mut AgentRun) + Send,
-    ) -> Result<(), HandlerError> {
-        let before = run.clone();
-        let Json(after) = self
-            .ctx
-            .run(|| async move {
-                let mut run = before;
-                change(&mut run);
-                Ok(Json(run))
-            })
-            .name(name.to_owned())
-            .await?;
-        *run = after;
         Ok(())
     }
 
@@ -149,16 +180,17 @@ impl Driver<'_, '_> {
 
     async fn call_model(&self, run: &mut AgentRun) -> Result<(), HandlerError> {
         let config = self.config;
-        let turn = run.turns() + 1;
-        let events = &config.events;
-        events.emit(AgentEvent::TurnStart);
+        let turn = run.turns().saturating_add(1);
+        let agent = &config.agent;
+        let (context, offered) = agent.context(run.system_prompt(), run.messages());
         let request = ModelRequest {
-            system_prompt: run.system_prompt().to_owned(),
-            messages: run.messages().to_vec(),
-            tools: config.tools.tool_list(),
+            tools: agent.tool_list(&context),
+            system_prompt: context.system_prompt,
+            messages: context.messages,
         };
         let model = (config.model)(&self.key);
         let name = model_step_name(turn);
+        let events = agent.events();
         let step = self
             .ctx
             .run(|| async move {
@@ -183,93 +215,82 @@ impl Driver<'_, '_> {
             },
         };
         self.observe(name, StepKind::Model { turn });
-        let ended = reply.tool_calls().next().is_none()
-            || matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted);
-        let tools = &config.tools;
-        let approval = &config.approval;
-        run.model_replied(reply.clone(), |call| {
-            tools
-                .get(&call.name)
-                .and_then(|tool| approval.check(call, &tool))
-        });
-        if ended {
-            events.emit(AgentEvent::TurnEnd {
-                message: Arc::new(reply),
-                tool_results: Vec::new().into(),
-            });
-        }
+        run.model_replied(reply, |call| agent.needs_approval(&offered, call));
+        self.emit(run);
         Ok(())
     }
 
-    /// Runs the batch one call after another, each call its own step.
+    /// Runs the batch on the agent's executor, each call's run a journaled step; then the turn hook.
+    /// Whether the hook rewrote the conversation.
     async fn run_tools(
         &self,
         run: &mut AgentRun,
         assistant: AssistantMessage,
         plan: Vec<PlannedCall>,
-    ) -> Result<(), HandlerError> {
-        let config = self.config;
-        let turn = run.turns();
-        let shared = Arc::new(assistant.clone());
-        let of = plan.len();
-        let mut results = Vec::with_capacity(of);
-        let mut terminate = of > 0;
-        for (index, planned) in plan.into_iter().enumerate() {
-            let call = planned.call().clone();
-            let name = tool_step_name(turn, &call);
-            let assistant = Arc::clone(&shared);
-            let Json(step) = self
-                .ctx
-                .run(|| async move {
-                    let mut batch = config
-                        .executor()
-                        .execute_plan(
-                            &config.tools,
-                            vec![planned],
-                            Some(assistant),
-                            &CancellationToken::new(),
-                        )
-                        .await;
-                    let terminate = batch.terminate;
-                    let result = batch.messages.pop().ok_or_else(|| {
-                        TerminalError::new("the executor returned no result for a call")
-                    })?;
-                    Ok(Json(ToolStep { result, terminate }))
-                })
-                .name(name.clone())
-                .await?;
-            self.observe(
-                name,
-                StepKind::Tool {
-                    call_id: call.id,
-                    tool: call.name,
-                    index,
-                    of,
-                },
-            );
-            terminate &= step.terminate;
-            results.push(step.result);
-        }
-        if terminate {
-            let results = results.clone();
-            self.transition(run, "terminate", move |run| run.tools_ran(results, true))
+    ) -> Result<bool, HandlerError> {
+        let agent = &self.config.agent;
+        let (_, offered) = agent.context(run.system_prompt(), run.messages());
+        let journal = ToolJournal {
+            driver: self,
+            turn: run.turns(),
+            calls: plan
+                .iter()
+                .map(|planned| planned.call().id.clone())
+                .collect(),
+        };
+        let batch = self
+            .executor
+            .execute_plan_journaled(
+                &offered,
+                plan,
+                Some(Arc::new(assistant.clone())),
+                &CancellationToken::new(),
+                &journal,
+            )
+            .await;
+        let results = batch.messages.clone();
+        if batch.terminate {
+            self.stamped(run, "terminate", |run| run.tools_ran(batch.messages, true))
                 .await?;
         } else {
-            run.tools_ran(results.clone(), false);
+            run.tools_ran(batch.messages, false);
         }
-        config.events.emit(AgentEvent::TurnEnd {
-            message: shared,
-            tool_results: results.into(),
-        });
-        Ok(())
+        self.emit(run);
+        if run.stopped().is_some() || !agent.has_next_turn_hook() {
+            return Ok(false);
+        }
+        let context = NextTurnContext {
+            message: assistant,
+            tool_results: results,
+            messages: run.messages().to_vec(),
+        };
+        let Some(update) = agent.next_turn(&context) else {
+            return Ok(false);
+        };
+        if let Some(prompt) = update.system_prompt {
+            run.set_system_prompt(prompt);
+        }
+        let rewritten = match update.messages {
+            Some(messages) => run.set_messages(messages),
+            None => false,
+        };
+        if update.model.is_some() {
+            tracing::warn!(
+                conversation = %self.key,
+                "prepare_next_turn gave a model; a durable agent makes its model with its factory, so it is ignored"
+            );
+        }
+        if update.stop {
+            run.stop(RunStop::StoppedByHook);
+        }
+        Ok(rewritten)
     }
 
-    /// Waits, suspended, for the decisions on `pending` (or an abort), and gives them to the run.
+    /// Waits, suspended, for the decisions on `pending` (or an abort).
     async fn await_decisions(
         &self,
-        run: &mut AgentRun,
-        pending: Vec<yiem_core::PendingApproval>,
-    ) -> Result<(), HandlerError> {
+        pending: &[yiem_core::PendingApproval],
+    ) -> Result<Answer, HandlerError> {
         let (awakeable, answer) = self.ctx.awakeable::<Json<Answer>>();
         tracing::info!(
             conversation = %self.key,
@@ -279,11 +300,21 @@ impl Driver<'_, '_> {
         self.inbox()
             .wait(Json(Waiting {
                 awakeable,
-                pending: pending.clone(),
+                pending: pending.to_vec(),
             }))
             .call()
             .await?;
         let Json(answer) = answer.await?;
+        Ok(answer)
+    }
+
+    /// Gives the run the answer to its wait: the decisions, or an abort.
+    async fn take_answer(
+        &self,
+        run: &mut AgentRun,
+        pending: &[yiem_core::PendingApproval],
+        answer: Answer,
+    ) -> Result<(), HandlerError> {
         match answer {
             Answer::Decided { decisions } => {
                 if let Err(error) = run.decide(decisions) {
@@ -297,14 +328,62 @@ impl Driver<'_, '_> {
                     .iter()
                     .map(|call| (call.call_id.clone(), Decision::deny("the run was aborted")))
                     .collect();
-                self.transition(run, "abort", move |run| {
+                self.stamped(run, "abort", move |run| {
                     if run.decide(denied).is_ok() {
                         run.interrupt("the run was aborted");
                     }
                 })
                 .await?;
+                self.emit(run);
             }
         }
         Ok(())
+    }
+}
+
+/// Records each call of a batch as a journaled step of its own (`turn 3 tool get_weather call_1`): the
+/// call runs inside `ctx.run`, and a replay gets the recorded result without running it.
+struct ToolJournal<'d, 'a, 'ctx> {
+    driver: &'d Driver<'a, 'ctx>,
+    turn: u32,
+    /// The ids of the batch's calls, in order.
+    calls: Vec<String>,
+}
+
+impl CallJournal for ToolJournal<'_, '_, '_> {
+    fn record<'s>(
+        &'s self,
+        call: &ToolCall,
+        run: Pin<Box<dyn Future<Output = CallRecord> + Send + 'static>>,
+    ) -> Pin<Box<dyn Future<Output = CallRecord> + Send + 's>> {
+        let name = tool_step_name(self.turn, call);
+        let kind = StepKind::Tool {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            index: self.calls.iter().position(|id| *id == call.id).unwrap_or(0),
+            of: self.calls.len(),
+        };
+        let tool = call.name.clone();
+        let step = self
+            .driver
+            .ctx
+            .run(move || async move { Ok(Json(run.await)) })
+            .name(name.clone());
+        Box::pin(async move {
+            let record = match step.await {
+                Ok(Json(record)) => record,
+                // A run with no retry policy is retried until it succeeds; a terminal failure is the
+                // invocation's (it was cancelled), and the call gets it as its result.
+                Err(error) => CallRecord::new(
+                    yiem_core::AgentToolResult::error(format!(
+                        "the durable step of tool `{tool}` failed: {}",
+                        error.message()
+                    )),
+                    0,
+                ),
+            };
+            self.driver.observe(name, kind);
+            record
+        })
     }
 }

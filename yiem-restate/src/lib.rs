@@ -1,12 +1,14 @@
 //! Durable yiem agents on [Restate](https://restate.dev): an agent run that survives crashes, retries and
 //! approvals that wait for days.
 //!
-//! [`DurableAgent`] is a Restate virtual object, `Agent`, keyed by conversation id. It runs the same step
-//! machine as the in-process [`Agent`](yiem_core::Agent) ([`AgentRun`](yiem_core::AgentRun)), with the
-//! same tools, tool hooks, approval policy, limits and events, but every model call and every tool call
-//! is a journaled step: once Restate has acknowledged its result, a replay after a crash returns that
-//! result instead of calling the model or the tool again. The run is saved to the object after every
-//! step.
+//! [`DurableAgent`] is a Restate virtual object, `Agent`, keyed by conversation id. It performs the same
+//! agent protocol as the in-process [`Agent`](yiem_core::Agent) — the step machine of
+//! [`AgentRun`](yiem_core::AgentRun), its transitions and its events, in the same order — from the same
+//! [`AgentConfig`](yiem_core::AgentConfig) (tools, hooks, approval policy, limits, stop rules; the setters
+//! are [`AgentSettings`](yiem_core::AgentSettings)'s), but every model call and every tool call is a
+//! journaled step: once Restate has acknowledged its result, a replay after a crash returns that result
+//! instead of calling the model or the tool again. After every step the run is saved by appending: the
+//! run's header and the step's new messages, so what a step writes does not grow with the conversation.
 //!
 //! # Handlers
 //!
@@ -26,8 +28,11 @@
 //!
 //! # Steps and crashes
 //!
-//! A step is one model call (`model 3`) or one tool call (`turn 3 tool get_weather call_1`); the calls of
-//! a batch run one after another, each its own step. When the service dies, Restate retries the
+//! A step is one model call (`model 3`) or one tool call (`turn 3 tool get_weather call_1`). A batch runs
+//! as in process: its parallel calls at once (each call's run a journaled step of its own, made
+//! concurrently), a batch with a sequential tool one call after another, under the agent's concurrency
+//! cap, which holds across the run; conversations never wait for each other. When the service dies,
+//! Restate retries the
 //! invocation on a healthy process: journaled steps are replayed from the journal, and the run goes on
 //! from the first step without a result. A step is at-least-once: a process killed after a tool's side
 //! effect but before Restate acknowledged the step's result runs that call again, so tools with effects
@@ -42,7 +47,7 @@
 //!
 //! ```no_run
 //! use restate_sdk::prelude::*;
-//! use yiem_core::{ScriptedModel, ScriptedTurn, ToolStore};
+//! use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn, ToolStore};
 //! use yiem_restate::DurableAgent;
 //!
 //! # async fn serve() {
@@ -63,6 +68,7 @@ mod inbox;
 mod log;
 mod object;
 mod step;
+mod store;
 
 pub use agent::{DurableAgent, DurableAgentBuilder};
 pub use api::{

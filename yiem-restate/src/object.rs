@@ -5,12 +5,13 @@
 
 use restate_sdk::prelude::*;
 use tracing::Instrument;
-use yiem_core::{AgentEvent, AgentMessage, AgentRun, UserMessage};
+use yiem_core::{AgentMessage, AgentRun, UserMessage};
 
 use crate::agent::DurableAgent;
 use crate::api::{ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport};
-use crate::driver::{Driver, RUN};
+use crate::driver::Driver;
 use crate::inbox::{AgentInboxClient, Mail};
+use crate::store::{self, Saved};
 
 #[restate_sdk::object(name = "Agent")]
 impl DurableAgent {
@@ -26,38 +27,34 @@ impl DurableAgent {
         let span = tracing::info_span!("agent_run", conversation = %key);
         async {
             let config = &self.config;
-            let mut run = match ctx.get::<Json<AgentRun>>(RUN).await? {
-                Some(Json(run)) => run,
-                None => AgentRun::new(config.system_prompt.clone(), Vec::new()),
+            let (mut run, mut saved) = match store::load(&ctx).await? {
+                Some(loaded) => loaded,
+                None => (
+                    AgentRun::new(config.agent.system_prompt_text(), Vec::new()),
+                    Saved::nothing(),
+                ),
             };
-            run.set_limits(config.limits);
+            run.set_limits(config.agent.run_limits());
+            run.set_stop_at_tools(config.agent.stop_tools().to_vec());
             let driver = Driver {
                 ctx: &ctx,
                 config,
                 key: key.clone(),
+                executor: config.agent.executor().fresh(),
             };
             driver.read_mail_before_start(&mut run).await?;
-            let events = &config.events;
-            events.emit(AgentEvent::AgentStart);
-            let from = run.messages().len();
             // The prompt's timestamp is journaled, so a replay saves the same run.
             let Json(prompt) = ctx
                 .run(|| async move { Ok(Json(UserMessage::text(request.prompt))) })
                 .name("prompt")
                 .await?;
+            run.begin();
             run.start(vec![prompt]);
-            for message in &run.messages()[from..] {
-                let message = std::sync::Arc::new(message.clone());
-                events.emit(AgentEvent::MessageStart {
-                    message: message.clone(),
-                });
-                events.emit(AgentEvent::MessageEnd { message });
-            }
-            let stop = driver.drive(&mut run).await?;
-            let messages = run.messages().get(from..).unwrap_or_default().to_vec();
-            events.emit(AgentEvent::AgentEnd {
-                messages: messages.clone().into(),
-            });
+            driver.emit(&mut run);
+            let mut messages = Vec::new();
+            let stop = driver.drive(&mut run, &mut saved, &mut messages).await?;
+            messages.extend(run.end());
+            driver.emit(&mut run);
             Ok(Json(RunReport {
                 stop,
                 text: AgentMessage::last_assistant_text(&messages),
@@ -125,8 +122,8 @@ impl DurableAgent {
         &self,
         ctx: SharedObjectContext<'_>,
     ) -> HandlerResult<Json<ConversationView>> {
-        let view = match ctx.get::<Json<AgentRun>>(RUN).await? {
-            Some(Json(run)) => ConversationView {
+        let view = match store::load_shared(&ctx).await? {
+            Some((run, _)) => ConversationView {
                 messages: run.messages().to_vec(),
                 stop: run.stopped(),
                 pending_approvals: run.pending_approvals().to_vec(),

@@ -53,10 +53,10 @@ pub async fn bash(
     State(root): State<ToolRoot>,
     args: BashArgs,
 ) -> AgentToolResult {
-    bash_in_with(&root, &ShellPolicy::current(), &ctx, args).await
+    bash_in_with(&root, &ShellPolicy::of(&ctx), &ctx, args).await
 }
 
-/// `bash` in `root` under `policy` instead of the process's [`ShellPolicy::current`]. While the command
+/// `bash` in `root` under `policy` instead of its store's ([`ShellPolicy::of`]). While the command
 /// runs, each update through `ctx` carries the output so far (at most one every 50 ms, head and tail kept
 /// as in the result).
 ///
@@ -68,7 +68,7 @@ pub async fn bash(
 /// let dir = tempfile::tempdir().unwrap();
 /// let root = ToolRoot::new(dir.path()).unwrap();
 /// let args = BashArgs { command: "echo hi; echo oops >&2".into(), timeout: None };
-/// let result = bash_in_with(&root, &ShellPolicy::current(), &ToolContext::new("c1"), args).await;
+/// let result = bash_in_with(&root, &ShellPolicy::default(), &ToolContext::new("c1"), args).await;
 /// # if result.is_error { return; } // no sandbox on this machine
 /// assert_eq!(result.text_content(), "hi\noops\n");
 /// assert_eq!(result.details()["exit_code"], 0);

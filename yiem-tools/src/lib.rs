@@ -33,10 +33,10 @@
 //! yiem_core::link_tools!(yiem_tools);
 //!
 //! let dir = tempfile::tempdir().unwrap();
-//! let mut store = ToolStore::new("agent")
+//! let store = ToolStore::new("agent")
 //!     .with_state(ToolRoot::new(dir.path()).unwrap())
 //!     .with_state(ToolsDir::new(dir.path()));
-//! let names = register_all_tools(&mut store).unwrap();
+//! let names = register_all_tools(&store).unwrap();
 //! for builtin in ["bash", "edit", "get_time", "grep", "list_tools", "ls", "read", "write", "write_tool"] {
 //!     assert!(names.iter().any(|name| name == builtin), "{builtin}");
 //! }
@@ -58,7 +58,6 @@
 
 #![warn(missing_docs)]
 
-mod atomic;
 pub mod bash;
 mod confined;
 pub mod edit;
@@ -71,9 +70,8 @@ pub mod truncate;
 pub mod write;
 pub mod write_tool;
 
-pub use atomic::write_atomically;
 pub use root::ToolRoot;
-pub use sandbox::{HostFiles, SandboxKind, ShellPolicy, set_default_shell_policy};
+pub use sandbox::{HostFiles, SandboxKind, ShellPolicy};
 pub use write_tool::ToolsDir;
 
 use yiem_core::AgentTool;
@@ -89,7 +87,7 @@ use yiem_core::AgentTool;
 /// let dir = tempfile::tempdir().unwrap();
 /// std::fs::write(dir.path().join("hello.txt"), "hi").unwrap();
 ///
-/// let mut store = ToolStore::new("agent-in-dir").with_state(ToolRoot::new(dir.path()).unwrap());
+/// let store = ToolStore::new("agent-in-dir").with_state(ToolRoot::new(dir.path()).unwrap());
 /// for tool in file_tools() {
 ///     store.register(tool).unwrap();
 /// }

@@ -192,9 +192,9 @@ enum SandboxFlag {
 }
 
 impl ShellFlags {
-    /// Makes these flags the process's shell policy.
-    fn apply(&self) {
-        yiem_tools::set_default_shell_policy(yiem_tools::ShellPolicy {
+    /// The shell policy these flags ask for: the store's state, for `bash` and `write_tool`.
+    fn policy(&self) -> yiem_tools::ShellPolicy {
+        yiem_tools::ShellPolicy {
             sandbox: match self.sandbox {
                 SandboxFlag::Auto => yiem_tools::SandboxKind::Auto,
                 SandboxFlag::Bubblewrap => yiem_tools::SandboxKind::Bubblewrap,
@@ -210,7 +210,7 @@ impl ShellFlags {
             allow_unconfined: self.unsafe_shell,
             env: self.shell_env.clone(),
             ..yiem_tools::ShellPolicy::default()
-        });
+        }
     }
 }
 
@@ -282,10 +282,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             tools_dir,
             shell,
         } => {
-            shell.apply();
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
-            return serve_mcp(store(root, tools_dir)?, http);
+            return serve_mcp(store(root, tools_dir, shell.policy())?, http);
         }
         Command::Chat {
             root,
@@ -299,11 +298,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             allow,
             resume,
         } => {
-            shell.apply();
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
             return chat::chat(chat::ChatOptions {
-                store: store(root, tools_dir)?,
+                store: store(root, tools_dir, shell.policy())?,
                 system,
                 servers: chat::McpServers {
                     commands: mcp,
@@ -324,19 +322,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
         shell,
     } = command
     {
-        shell.apply();
         let root = use_root(root)?;
         let tools_dir = match tools_dir {
             Some(dir) => use_tools_dir(dir)?,
             None => PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR),
         };
-        let store = store(root, tools_dir)?;
+        let store = store(root, tools_dir, shell.policy())?;
         let tool = find(&store, &name)?;
         return call(&store, &tool, &args);
     }
     let store = store(
         use_root(None)?,
         PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR),
+        yiem_tools::ShellPolicy::default(),
     )?;
     match command {
         ToolsCommand::List {
@@ -376,14 +374,18 @@ fn run(cli: Cli) -> Result<(), Failure> {
     }
 }
 
-/// Every linked tool, with the root of the file tools and `bash` and the directory of `write_tool` as the
-/// store's state.
-fn store(root: yiem_tools::ToolRoot, tools_dir: PathBuf) -> Result<ToolStore, Failure> {
-    let store = ToolStore::new("yiem").with_state(root);
-    let mut store = store
+/// Every linked tool, with the root of the file tools and `bash`, the shell's policy and the directory of
+/// `write_tool` as the store's state.
+fn store(
+    root: yiem_tools::ToolRoot,
+    tools_dir: PathBuf,
+    policy: yiem_tools::ShellPolicy,
+) -> Result<ToolStore, Failure> {
+    let store = ToolStore::new("yiem").with_state(root).with_state(policy);
+    let store = store
         .clone()
         .with_state(yiem_tools::write_tool::ToolsDir::new(tools_dir).refusing_names_of(&store));
-    register_all_tools(&mut store).map_err(|error| Failure::Internal(error.to_string()))?;
+    register_all_tools(&store).map_err(|error| Failure::Internal(error.to_string()))?;
     Ok(store)
 }
 

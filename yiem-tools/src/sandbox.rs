@@ -26,7 +26,9 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, RwLock};
+use std::sync::Mutex;
+
+use yiem_core::ToolContext;
 
 /// Which sandbox `bash` uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,9 +55,18 @@ pub enum HostFiles {
 /// How `bash` confines its commands. The default: the best sandbox available, no network, the host's
 /// files read-only, `.git` read-only, and a refusal when no sandbox is available.
 ///
+/// A policy is state of the store that holds `bash` (and `write_tool`, whose compile check runs in the
+/// same sandbox): give it with [`ToolStore::with_state`](yiem_core::ToolStore::with_state); a store
+/// without one uses the default. Two stores in one process can so have two policies.
+///
 /// ```
-/// let policy = yiem_tools::ShellPolicy::default();
+/// use yiem_core::ToolStore;
+/// use yiem_tools::ShellPolicy;
+///
+/// let policy = ShellPolicy::default();
 /// assert!(!policy.network && !policy.allow_unconfined && !policy.writable_git);
+/// let with_network = ToolStore::new("online").with_state(ShellPolicy { network: true, ..ShellPolicy::default() });
+/// assert!(with_network.state::<ShellPolicy>().unwrap().network);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ShellPolicy {
@@ -123,23 +134,12 @@ impl Default for ShellPolicy {
     }
 }
 
-static DEFAULT_POLICY: RwLock<Option<ShellPolicy>> = RwLock::new(None);
-
-/// Sets the policy of the registered `bash` and of the `bash` in [`file_tools`](crate::file_tools) in this
-/// process (the `yiem` program's `--unsafe-shell`, `--shell-network`, ... flags).
-pub fn set_default_shell_policy(policy: ShellPolicy) {
-    *DEFAULT_POLICY
-        .write()
-        .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(policy);
-}
-
 impl ShellPolicy {
-    /// The process's policy: the one given to [`set_default_shell_policy`], else the default.
-    pub fn current() -> ShellPolicy {
-        DEFAULT_POLICY
-            .read()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .clone()
+    /// The policy of the store a call runs in (its [state](yiem_core::ToolStore::with_state)), else the
+    /// default: each store that holds `bash` decides for its own calls.
+    pub fn of(ctx: &ToolContext) -> ShellPolicy {
+        ctx.state::<ShellPolicy>()
+            .map(|policy| (*policy).clone())
             .unwrap_or_default()
     }
 }

@@ -15,7 +15,9 @@ use std::path::{Path, PathBuf};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, AgentToolResult, LIST_TOOLS, State, ToolStore, static_tools, tool};
+use yiem_core::{
+    AgentTool, AgentToolResult, LIST_TOOLS, State, ToolContext, ToolStore, static_tools, tool,
+};
 
 use crate::sandbox::{self, HostFiles, ShellPolicy};
 
@@ -180,14 +182,20 @@ impl FieldType {
     open_world = false,
     timeout_ms = 660000
 )]
-pub async fn write_tool(State(dir): State<ToolsDir>, args: WriteToolArgs) -> AgentToolResult {
+pub async fn write_tool(
+    ctx: ToolContext,
+    State(dir): State<ToolsDir>,
+    args: WriteToolArgs,
+) -> AgentToolResult {
+    let policy = ShellPolicy::of(&ctx);
     let taken = match dir.taken().await {
         Ok(taken) => taken,
         Err(message) => return AgentToolResult::error(message),
     };
     let path = dir.path.clone();
     let name = args.name.clone();
-    let written = tokio::task::spawn_blocking(move || write_source(&path, &taken, &args)).await;
+    let written =
+        tokio::task::spawn_blocking(move || write_source(&path, &taken, &args, &policy)).await;
     match written {
         Ok(Ok(path)) => AgentToolResult::text(format!(
             "Wrote tool `{name}` to `{path}`. The next `cargo build` compiles it in (every file in the tools directory is included); restart the program to call `{name}`.",
@@ -229,11 +237,16 @@ fn listed_names(listing: &str) -> Vec<String> {
 ///     body: "Ok(args.text.to_uppercase())".into(),
 ///     parallel: true,
 /// };
-/// let path = write_source(dir.path(), &[], &args).unwrap();
+/// let path = write_source(dir.path(), &[], &args, &yiem_tools::ShellPolicy::default()).unwrap();
 /// let source = std::fs::read_to_string(path).unwrap();
 /// assert!(source.contains("pub async fn shout(args: ShoutArgs) -> Result<String, String> {"));
 /// ```
-pub fn write_source(dir: &Path, taken: &[String], args: &WriteToolArgs) -> Result<PathBuf, String> {
+pub fn write_source(
+    dir: &Path,
+    taken: &[String],
+    args: &WriteToolArgs,
+    policy: &ShellPolicy,
+) -> Result<PathBuf, String> {
     check_name(&args.name)?;
     if args.label.trim().is_empty() {
         return Err("`label` is empty; give a human-readable name such as `Wine Search`".into());
@@ -276,7 +289,7 @@ pub fn write_source(dir: &Path, taken: &[String], args: &WriteToolArgs) -> Resul
         (None, None) => Vec::new(),
     };
     let source = generate(args, &fields)?;
-    compile_check(&args.name, &source)?;
+    compile_check(&args.name, &source, policy)?;
     create_new_atomically(&path, source.as_bytes())
         .map_err(|error| format!("cannot write `{}`: {error}", path.display()))?;
     Ok(path)
@@ -582,13 +595,13 @@ const TOOLS_CRATE_DIR: &str = env!("CARGO_MANIFEST_DIR");
 /// temporary directory), so only the first check compiles the dependencies. The refusal is the compiler's
 /// first error: file, line, column and message.
 ///
-/// The check runs in `bash`'s sandbox ([`ShellPolicy::current`], without network and with the host's
+/// The check runs in `bash`'s sandbox (the store's [`ShellPolicy`], without network and with the host's
 /// files read-only), from the same environment as a `bash` command (plus the toolchain's `CARGO_HOME`,
 /// `RUSTUP_HOME`, `RUSTUP_TOOLCHAIN` and `RUSTC`), so no key reaches it. A source that would read this
 /// machine at compile time (`include_str!`, `include_bytes!`, `include!`, `env!`, `option_env!`, a
 /// `#[path]` or file module, or a `macro_rules!` that could assemble one) is refused before it is compiled, and only the compiler's diagnostics located
 /// in the new file are returned: never the text of another file.
-fn compile_check(name: &str, source: &str) -> Result<(), String> {
+fn compile_check(name: &str, source: &str, policy: &ShellPolicy) -> Result<(), String> {
     refuse_compile_time_reads(source)?;
     let tools_crate = Path::new(TOOLS_CRATE_DIR);
     let workspace = tools_crate.parent().unwrap_or(tools_crate);
@@ -645,7 +658,7 @@ debug = 0
     let policy = ShellPolicy {
         network: false,
         host_files: HostFiles::ReadOnly,
-        ..ShellPolicy::current()
+        ..policy.clone()
     };
     let confinement = sandbox::choose(&policy).map_err(|why| {
         format!("cannot check that the tool compiles: the check runs only in a sandbox, and {why}")

@@ -15,7 +15,7 @@ use yiem_tools::{ShellPolicy, ToolRoot};
 
 /// `bash` in `root` under the process's shell policy.
 async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> yiem_core::AgentToolResult {
-    bash_in_with(root, &ShellPolicy::current(), ctx, args).await
+    bash_in_with(root, &ShellPolicy::default(), ctx, args).await
 }
 
 fn args(command: &str, timeout: Option<u64>) -> BashArgs {
@@ -155,7 +155,7 @@ async fn dropping_the_call_kills_the_process_group() {
 #[tokio::test]
 async fn the_executors_time_limit_also_kills_the_group() {
     let (dir, _root) = sandbox();
-    let mut store = ToolStore::new("bash").with_state(ToolRoot::new(dir.path()).unwrap());
+    let store = ToolStore::new("bash").with_state(ToolRoot::new(dir.path()).unwrap());
     for tool in yiem_tools::file_tools() {
         store.register(tool).unwrap();
     }

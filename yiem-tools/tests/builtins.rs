@@ -20,8 +20,8 @@ fn empty_store() -> (tempfile::TempDir, ToolStore) {
 
 #[test]
 fn register_all_tools_without_a_root_is_refused_naming_the_tool_and_the_type() {
-    let mut store = ToolStore::new("rootless");
-    let refused = register_all_tools(&mut store).unwrap_err();
+    let store = ToolStore::new("rootless");
+    let refused = register_all_tools(&store).unwrap_err();
     assert_eq!(
         refused.to_string(),
         "tool `bash` needs state of type `yiem_tools::root::ToolRoot`, which store `rootless` does not \
@@ -31,8 +31,8 @@ fn register_all_tools_without_a_root_is_refused_naming_the_tool_and_the_type() {
 
 #[test]
 fn register_all_tools_finds_every_builtin() {
-    let (_dir, mut store) = empty_store();
-    let names = register_all_tools(&mut store).unwrap();
+    let (_dir, store) = empty_store();
+    let names = register_all_tools(&store).unwrap();
     assert_eq!(
         names,
         [
@@ -51,8 +51,8 @@ fn register_all_tools_finds_every_builtin() {
 
 #[test]
 fn labels_modes_and_hints_are_set_truthfully() {
-    let (_dir, mut store) = empty_store();
-    register_all_tools(&mut store).unwrap();
+    let (_dir, store) = empty_store();
+    register_all_tools(&store).unwrap();
     let hints = |read_only, destructive, idempotent, open_world| ToolAnnotations {
         read_only,
         destructive,
@@ -119,8 +119,8 @@ fn labels_modes_and_hints_are_set_truthfully() {
 
 #[test]
 fn list_tools_lists_the_builtins() {
-    let (_dir, mut store) = empty_store();
-    register_all_tools(&mut store).unwrap();
+    let (_dir, store) = empty_store();
+    register_all_tools(&store).unwrap();
     let listing = block_on(store.get("list_tools").unwrap().execute("c", json!({})));
     let text = listing.text_content();
     assert!(
@@ -150,10 +150,10 @@ async fn registered_file_tools_use_the_root_of_their_store() {
     std::fs::write(one.path().join("note.txt"), "from root one").unwrap();
     std::fs::write(two.path().join("note.txt"), "from root two").unwrap();
     let store = |dir: &std::path::Path| {
-        let mut store = ToolStore::new("rooted")
+        let store = ToolStore::new("rooted")
             .with_state(yiem_tools::ToolRoot::new(dir).unwrap())
             .with_state(yiem_tools::ToolsDir::new(dir));
-        register_all_tools(&mut store).unwrap();
+        register_all_tools(&store).unwrap();
         store
     };
     let (first, second) = (store(one.path()), store(two.path()));

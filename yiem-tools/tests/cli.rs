@@ -882,8 +882,7 @@ fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
     use yiem_core::{Agent, RunStop, ScriptedModel, ScriptedTurn, ToolStore};
     let root = tempfile::tempdir().unwrap();
     // Another program's agent stopped at a call of `write` that waits for approval, and saved the run.
-    let mut store =
-        ToolStore::new("saved").with_state(yiem_tools::ToolRoot::new(root.path()).unwrap());
+    let store = ToolStore::new("saved").with_state(yiem_tools::ToolRoot::new(root.path()).unwrap());
     store.register(yiem_tools::write::write_tool()).unwrap();
     let agent = Agent::builder()
         .tools(store)

@@ -219,7 +219,7 @@ struct Root {
 impl Root {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = ToolStore::new("root").with_state(ToolRoot::new(dir.path()).unwrap());
+        let store = ToolStore::new("root").with_state(ToolRoot::new(dir.path()).unwrap());
         for tool in file_tools() {
             store.register(tool).unwrap();
         }
@@ -306,10 +306,10 @@ fn every_file_tool_has_a_time_limit() {
         );
     }
     let dir = tempfile::tempdir().unwrap();
-    let mut store = ToolStore::new("limits")
+    let store = ToolStore::new("limits")
         .with_state(ToolRoot::new(dir.path()).unwrap())
         .with_state(yiem_tools::ToolsDir::new(dir.path()));
-    yiem_core::register_all_tools(&mut store).unwrap();
+    yiem_core::register_all_tools(&store).unwrap();
     for name in ["read", "write", "edit", "ls", "grep"] {
         let tool = store.get(name).unwrap();
         assert!(

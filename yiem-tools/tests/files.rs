@@ -16,7 +16,7 @@ struct Sandbox {
 impl Sandbox {
     fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
-        let mut store = ToolStore::new("files").with_state(ToolRoot::new(dir.path()).unwrap());
+        let store = ToolStore::new("files").with_state(ToolRoot::new(dir.path()).unwrap());
         for tool in file_tools() {
             store.register(tool).unwrap();
         }

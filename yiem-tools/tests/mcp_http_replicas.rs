@@ -157,8 +157,8 @@ async fn two_replicas_behind_a_round_robin_proxy_answer_all_200_calls_and_both_a
         .connect()
         .await
         .expect("the handshake completes through the proxy");
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     assert!(store.get("read").is_some(), "{:?}", store.names());
 
     // All 200 at once: one batch of parallel calls, each its own HTTP request.
@@ -215,8 +215,8 @@ async fn token_env_makes_yiem_mcp_http_refuse_clients_without_that_token() {
         .connect()
         .await
         .expect("a client with the token is served");
-    let mut store = ToolStore::new("agent");
-    client.register(&mut store).await.unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
     assert!(store.get("read").is_some());
 }
 

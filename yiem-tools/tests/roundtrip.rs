@@ -89,10 +89,10 @@ async fn a_tool_written_by_write_tool_is_compiled_in_by_the_next_build() {
     assert_eq!(run(&["list"]), "hello,list_tools");
 
     // The model's path: the registered write_tool, pointed at the copy's tools directory.
-    let mut store = ToolStore::new("author")
+    let store = ToolStore::new("author")
         .with_state(yiem_tools::ToolRoot::new(dir.path()).unwrap())
         .with_state(yiem_tools::ToolsDir::new(dir.path().join("src/tools")));
-    register_all_tools(&mut store).unwrap();
+    register_all_tools(&store).unwrap();
     let result = store
         .execute(
             "call-1",

@@ -438,3 +438,35 @@ async fn the_sandbox_in_use_is_in_the_details() {
         "landlock"
     );
 }
+
+/// The shell's policy is state of the store that holds `bash`, not of the process: two stores in one
+/// process run their commands in the sandboxes their own policies ask for, and a store without a policy
+/// uses the default.
+#[tokio::test]
+async fn each_store_runs_bash_under_its_own_policy() {
+    let place = place();
+    let store = |name: &str, policy: Option<ShellPolicy>| {
+        let store = yiem_core::ToolStore::new(name).with_state(place.root.clone());
+        let store = match policy {
+            Some(policy) => store.with_state(policy),
+            None => store,
+        };
+        store.register(yiem_tools::bash::bash_tool()).unwrap();
+        store
+    };
+    let landlocked = store("landlocked", Some(landlock()));
+    let wrapped = store("wrapped", Some(bwrap()));
+    let plain = store("plain", None);
+    let args = serde_json::json!({"command": "true"});
+    let sandbox = |result: AgentToolResult| result.details()["sandbox"].clone();
+    assert_eq!(
+        sandbox(landlocked.execute("c1", "bash", args.clone()).await),
+        "landlock"
+    );
+    assert_eq!(
+        sandbox(wrapped.execute("c2", "bash", args.clone()).await),
+        "bubblewrap"
+    );
+    // The default picks the best sandbox there is: bubblewrap, which the tests need.
+    assert_eq!(sandbox(plain.execute("c3", "bash", args).await), "bubblewrap");
+}

@@ -9,7 +9,7 @@ use yiem_tools::write_tool::{ToolsDir, WriteToolArgs, write_tool_tool};
 /// A store with `write_tool` writing into `dir`, and builder tools named `taken` (an MCP server's, say).
 fn store_with(dir: &Path, taken: &[String]) -> ToolStore {
     let store = ToolStore::new("agent");
-    let mut store = store
+    let store = store
         .clone()
         .with_state(ToolsDir::new(dir).refusing_names_of(&store));
     for name in taken {

@@ -68,7 +68,7 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let mut store = ToolStore::new("bench");
+    let store = ToolStore::new("bench");
     store.register(add_tool()).unwrap();
     let tool = store.get("add").unwrap();
     let executor = ToolExecutor::new();

@@ -29,8 +29,8 @@ use yiem_core::{ToolStore, register_all_tools};
 const CONCURRENT: usize = 1000;
 
 async fn yiem_server() -> String {
-    let mut store = ToolStore::new("bench");
-    register_all_tools(&mut store).expect("the bench tools register");
+    let store = ToolStore::new("bench");
+    register_all_tools(&store).expect("the bench tools register");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
     let server = McpHttpServer::new(McpServer::new(store));

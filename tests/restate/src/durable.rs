@@ -6,7 +6,13 @@
 //! `publish` asks for `publish` (needs approval) and `add_note`; `slow` asks for `wait_for_release`,
 //! which blocks until a release file exists; `flaky` fails on the first two model calls of the process and
 //! then answers `steady now`; `broken` always fails. Model calls for `flaky` and `broken` are recorded
-//! in the effects file too (`model <prompt>`). Any other last user message is answered `you said: ...`.
+//! in the effects file too (`model <prompt>`). `equivalence` asks for two `lookup`s at once (parallel),
+//! then `publish` (needs approval), then `final_answer` (the run stops at it); `barrier` asks for two
+//! `meet`s at once, which wait for each other in a process started with `YIEM_RESTATE_FIRST` (and the
+//! second then never finishes there). Any other last user message is answered `you said: ...`.
+//!
+//! [`config`] is the agent both drivers run: the durable service and, in the tests, the in-process
+//! agent.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -14,7 +20,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentMessage, AgentTool, ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore,
+    AgentConfig, AgentEvent, AgentMessage, AgentSettings, AgentTool, ModelRequest, ScriptedModel,
+    ScriptedTurn, ToolContext, ToolStore,
 };
 
 /// Where the tools append their effects (`<conversation-free call id> <tool> <arguments>` per line).
@@ -23,6 +30,10 @@ pub const EFFECTS_ENV: &str = "YIEM_RESTATE_EFFECTS";
 pub const STARTED_ENV: &str = "YIEM_RESTATE_STARTED";
 /// The file `wait_for_release` waits for.
 pub const RELEASE_ENV: &str = "YIEM_RESTATE_RELEASE";
+/// Where the service writes each event it emits, one [`describe`]d line each.
+pub const EVENTS_ENV: &str = "YIEM_RESTATE_EVENTS";
+/// Set in the first process of the barrier test: `meet` waits for its peer, and `meet b` never finishes.
+pub const FIRST_ENV: &str = "YIEM_RESTATE_FIRST";
 
 const CITIES: [&str; 3] = ["Oslo", "Bergen", "Paris"];
 
@@ -34,13 +45,77 @@ fn record(ctx: &ToolContext, tool: &str, args: &Value) {
     append(&format!("{} {tool} {args}", ctx.call_id()));
 }
 
+/// Appends `line` to the effects file, when there is one (the in-process agent of a test has none).
 fn append(line: &str) {
+    if let Some(path) = std::env::var_os(EFFECTS_ENV) {
+        append_to(&PathBuf::from(path), line);
+    }
+}
+
+/// Appends `line` to `path`.
+pub fn append_to(path: &std::path::Path, line: &str) {
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(env_path(EFFECTS_ENV))
-        .expect("the effects file opens");
-    writeln!(file, "{line}").expect("the effect is written");
+        .open(path)
+        .expect("the file opens");
+    writeln!(file, "{line}").expect("the line is written");
+}
+
+/// The agent both drivers run: the system prompt, the tools, and the run's stop at `final_answer`.
+pub fn config() -> AgentConfig {
+    AgentConfig::new()
+        .system_prompt("You check the weather and keep notes.")
+        .tools(tools())
+        .stop_at_tools(["final_answer"])
+}
+
+/// One line for `event`, the same whichever driver emitted it: its kind, and what it is about.
+pub fn describe(event: &AgentEvent) -> String {
+    fn about(message: &AgentMessage) -> String {
+        match message {
+            AgentMessage::User(user) => format!("user {}", user.text_content()),
+            AgentMessage::Assistant(reply) => format!(
+                "assistant {:?} {}",
+                reply.stop_reason,
+                reply
+                    .tool_calls()
+                    .map(|call| call.id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            AgentMessage::ToolResult(result) => format!("tool_result {}", result.tool_call_id),
+            _ => "other".to_owned(),
+        }
+    }
+    match event {
+        AgentEvent::AgentStart => "agent_start".to_owned(),
+        AgentEvent::TurnStart => "turn_start".to_owned(),
+        AgentEvent::MessageStart { message } => format!("message_start {}", about(message)),
+        AgentEvent::MessageUpdate { message, .. } => format!("message_update {}", about(message)),
+        AgentEvent::MessageEnd { message } => format!("message_end {}", about(message)),
+        AgentEvent::ToolExecutionStart { call } => format!("tool_start {}", call.id),
+        AgentEvent::ToolExecutionUpdate { call, .. } => format!("tool_update {}", call.id),
+        AgentEvent::ToolExecutionEnd { call, is_error, .. } => {
+            format!("tool_end {} error={is_error}", call.id)
+        }
+        AgentEvent::TurnEnd {
+            message,
+            tool_results,
+        } => format!(
+            "turn_end {} results={}",
+            about(&AgentMessage::Assistant((**message).clone())),
+            tool_results.len()
+        ),
+        AgentEvent::AgentEnd { messages } => format!("agent_end messages={}", messages.len()),
+        _ => "other".to_owned(),
+    }
+}
+
+/// Both `meet` calls of a batch wait here for each other.
+fn meeting() -> &'static tokio::sync::Barrier {
+    static MEETING: std::sync::OnceLock<tokio::sync::Barrier> = std::sync::OnceLock::new();
+    MEETING.get_or_init(|| tokio::sync::Barrier::new(2))
 }
 
 /// Model calls for `flaky` made in this process.
@@ -75,7 +150,7 @@ fn tool(
 
 /// The scenario's tools.
 pub fn tools() -> ToolStore {
-    let mut store = ToolStore::new("durable");
+    let store = ToolStore::new("durable");
     store
         .register(tool("get_weather", "city", false, |args| {
             format!("sunny in {}", args["city"].as_str().unwrap_or_default())
@@ -106,6 +181,48 @@ pub fn tools() -> ToolStore {
         .build()
         .expect("a valid definition");
     store.register(wait).unwrap();
+    for (name, property) in [("lookup", "key"), ("final_answer", "text")] {
+        let tool = AgentTool::builder(name)
+            .description(format!("The `{name}` tool of the durable scenario."))
+            .input_schema(json!({
+                "type": "object",
+                "properties": {property: {"type": "string"}},
+                "required": [property]
+            }))
+            .parallel()
+            .handler(move |ctx: ToolContext, args: Value| async move {
+                record(&ctx, name, &args);
+                format!("{name}: {}", args[property].as_str().unwrap_or_default())
+            })
+            .build()
+            .expect("a valid definition");
+        store.register(tool).unwrap();
+    }
+    let meet = AgentTool::builder("meet")
+        .description("Meets the other call of its batch.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}},
+            "required": ["name"]
+        }))
+        .parallel()
+        .handler(|ctx: ToolContext, args: Value| async move {
+            let name = args["name"].as_str().unwrap_or_default().to_owned();
+            if std::env::var_os(FIRST_ENV).is_some() {
+                // Both calls of the batch at once, or neither gets past (one after another would
+                // wait here for ever).
+                meeting().wait().await;
+                if name == "b" {
+                    // Never journaled in the first process: it is killed with `b` still running.
+                    std::future::pending::<()>().await;
+                }
+            }
+            record(&ctx, "meet", &args);
+            format!("met {name}")
+        })
+        .build()
+        .expect("a valid definition");
+    store.register(meet).unwrap();
     store
 }
 
@@ -136,6 +253,20 @@ pub fn model() -> ScriptedModel {
                 ("add_note", json!({"text": "published"})),
             ]),
             ("slow", 0) => ScriptedTurn::tool_call("wait_for_release", json!({})),
+            ("equivalence", 0) => ScriptedTurn::tool_calls([
+                ("lookup", json!({"key": "a"})),
+                ("lookup", json!({"key": "b"})),
+            ]),
+            ("equivalence", 1) => {
+                ScriptedTurn::tool_call("publish", json!({"text": "the summary"}))
+            }
+            ("equivalence", _) => {
+                ScriptedTurn::tool_call("final_answer", json!({"text": "all done"}))
+            }
+            ("barrier", 0) => ScriptedTurn::tool_calls([
+                ("meet", json!({"name": "a"})),
+                ("meet", json!({"name": "b"})),
+            ]),
             ("flaky", 0) => {
                 append("model flaky");
                 if FLAKY_CALLS.fetch_add(1, Ordering::SeqCst) < 2 {

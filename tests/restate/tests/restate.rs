@@ -7,7 +7,12 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
-use yiem_restate_tests::durable::{EFFECTS_ENV, RELEASE_ENV, STARTED_ENV};
+use std::sync::{Arc, Mutex};
+
+use yiem_core::{Agent, AgentSettings, Decision, RunStop};
+use yiem_restate_tests::durable::{
+    self, EFFECTS_ENV, EVENTS_ENV, FIRST_ENV, RELEASE_ENV, STARTED_ENV,
+};
 use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
 use yiem_tests::poll::wait_until;
 
@@ -77,22 +82,33 @@ async fn service(
     port: u16,
     stop_at: Option<&str>,
 ) -> Service {
+    service_with(server, dir, port, stop_at, false).await
+}
+
+/// [`service`], with `first` set: the barrier scenario's first process.
+async fn service_with(
+    server: &RestateServer,
+    dir: &TempDir,
+    port: u16,
+    stop_at: Option<&str>,
+    first: bool,
+) -> Service {
     let effects = dir.join("effects");
     let started = dir.join("started");
     let release = dir.join("release");
     let marker = dir.join("marker");
-    let service = Service::start(
-        &binary(),
-        port,
-        &[
-            (EFFECTS_ENV, effects.as_path()),
-            (STARTED_ENV, started.as_path()),
-            (RELEASE_ENV, release.as_path()),
-            ("YIEM_RESTATE_MARKER", marker.as_path()),
-        ],
-        stop_at,
-    )
-    .await;
+    let events = dir.join("events");
+    let mut env = vec![
+        (EFFECTS_ENV, effects.as_path()),
+        (STARTED_ENV, started.as_path()),
+        (RELEASE_ENV, release.as_path()),
+        ("YIEM_RESTATE_MARKER", marker.as_path()),
+        (EVENTS_ENV, events.as_path()),
+    ];
+    if first {
+        env.push((FIRST_ENV, dir.0.as_path()));
+    }
+    let service = Service::start(&binary(), port, &env, stop_at).await;
     server.register(&service.uri).await;
     service
 }
@@ -485,4 +501,109 @@ async fn bad_bodies_are_refused_with_what_was_expected() {
     // The conversation still answers after the refusals.
     let view = server.conversation("bad").await;
     assert_eq!(view["messages"], json!([]));
+}
+
+/// Events in a comparable order: the ends of a batch's calls come as the calls finish, which for calls
+/// that run at once is not an order either driver promises, so each run of consecutive ends is sorted.
+fn comparable(mut lines: Vec<String>) -> Vec<String> {
+    let mut start = 0;
+    while start < lines.len() {
+        let mut end = start;
+        while end < lines.len() && lines[end].starts_with("tool_end ") {
+            end += 1;
+        }
+        lines[start..end].sort();
+        start = end.max(start + 1);
+    }
+    lines
+}
+
+/// One protocol, two drivers: the same scripted three-turn conversation — a parallel batch, an approval,
+/// a stop at a tool — run by the in-process `Agent` and by the durable runner on a real Restate server,
+/// from the same `AgentConfig`, gives the same events in the same order and the same conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_process_and_the_durable_agent_perform_the_same_protocol() {
+    // In process.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let agent = Agent::builder()
+        .config(durable::config())
+        .model(durable::model())
+        .build();
+    let sink = Arc::clone(&seen);
+    agent.on_event(move |event| sink.lock().unwrap().push(durable::describe(event)));
+    let outcome = agent.prompt("equivalence").await;
+    let id = outcome.pending_approvals()[0].call_id.clone();
+    let outcome = agent.resume([(id, Decision::Approve)]).await.unwrap();
+    assert!(
+        matches!(outcome.stop, RunStop::StoppedAtTool { .. }),
+        "{:?}",
+        outcome.stop
+    );
+    let in_process_events = comparable(seen.lock().unwrap().clone());
+    let in_process_conversation =
+        without_timestamps(serde_json::to_value(agent.messages()).unwrap());
+
+    // Durable.
+    let Setup { server, dir, .. } = &setup("restate-equivalence").await;
+    let invocation = server.send_prompt("equivalence", "equivalence").await;
+    let waiting = wait_for_stop(server, "equivalence", "awaiting_approval").await;
+    let id = waiting["pending_approvals"][0]["call_id"].clone();
+    let (status, taken) = server
+        .call(
+            "equivalence",
+            "approve",
+            Some(json!({"decisions": [{"call_id": id, "decision": "approve"}]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"]["reason"], "stopped_at_tool", "{report}");
+    let durable_events: Vec<String> = std::fs::read_to_string(dir.join("events"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let durable_conversation =
+        without_timestamps(server.conversation("equivalence").await["messages"].clone());
+
+    assert!(
+        in_process_events.contains(&"tool_start call_2".to_owned()),
+        "{in_process_events:#?}"
+    );
+    assert_eq!(comparable(durable_events), in_process_events);
+    assert_eq!(durable_conversation, in_process_conversation);
+}
+
+/// A batch of two parallel calls that wait for each other completes on the durable runner (one after
+/// another, the first would wait for ever), and with the process killed after the first call's journal
+/// entry and before the second's, each call's side effect happens once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parallel_batch_runs_at_once_and_each_call_is_journaled_once_across_a_kill() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-barrier");
+    let port = free_port();
+    let first = service_with(&server, &dir, port, Some("turn 1 tool meet call_1"), true).await;
+    let invocation = server.send_prompt("barrier", "barrier").await;
+    let marker = dir.join("marker");
+    assert!(
+        wait_until(|| marker.exists(), PATIENCE).await,
+        "the first call never got its journal entry: did the two calls run one after another?"
+    );
+    // `a` is journaled; `b` met it and is still running.
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [r#"call_1 meet {"name":"a"}"#]
+    );
+    first.kill();
+    let _again = service(&server, &dir, port, None).await;
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}), "{report}");
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [r#"call_1 meet {"name":"a"}"#, r#"call_2 meet {"name":"b"}"#],
+        "each call's effect once: `a` from the journal, `b` run again"
+    );
 }

@@ -4,7 +4,7 @@ yiem_core::link_tools!(tools_a, tools_b);
 use yiem_core::{ToolStore, register_all_tools};
 
 fn main() {
-    let mut store = ToolStore::new("linked");
-    let names = register_all_tools(&mut store).expect("no duplicate tools");
+    let store = ToolStore::new("linked");
+    let names = register_all_tools(&store).expect("no duplicate tools");
     println!("{}", names.join(","));
 }

@@ -160,7 +160,7 @@ struct Served(ToolStore);
 /// Add the tool `greet` to this server; the client is told that the list changed.
 #[tool]
 async fn learn(State(served): State<Served>) -> Result<String, String> {
-    let mut store = served.0.clone();
+    let store = served.0.clone();
     if store.get("greet").is_some() {
         return Ok("`greet` is here already".into());
     }
@@ -188,8 +188,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
         .init();
     let served = ToolStore::new("yiem-test");
-    let mut store = served.clone().with_state(Served(served));
-    register_all_tools(&mut store)?;
+    let store = served.clone().with_state(Served(served));
+    register_all_tools(&store)?;
     let hooks = ToolHooks::new().before_tool_call(|ctx| async move {
         (ctx.call.name == "forbidden")
             .then(|| Block::new("`forbidden` is refused by the server's policy"))

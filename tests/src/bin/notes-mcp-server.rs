@@ -8,7 +8,7 @@ use yiem_tests::{Bullet, Notes};
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut store = ToolStore::new("notes").with_state(Bullet("* "));
+    let store = ToolStore::new("notes").with_state(Bullet("* "));
     store.register_methods(Arc::new(Notes::default()))?;
     store.check()?;
     yiem_core::mcp::serve_stdio(store).await?;

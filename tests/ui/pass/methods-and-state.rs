@@ -39,7 +39,7 @@ impl Log {
 }
 
 fn main() {
-    let mut store = ToolStore::new("s").with_state(Prefix("<")).with_state(Suffix(">"));
+    let store = ToolStore::new("s").with_state(Prefix("<")).with_state(Suffix(">"));
     store.register(decorate_tool()).unwrap();
     let names = store.register_methods(Arc::new(Log::default())).unwrap();
     assert_eq!(names, ["log-word", "logged"]);

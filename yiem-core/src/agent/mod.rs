@@ -244,7 +244,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// }
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
-/// let mut tools = ToolStore::new("demo");
+/// let tools = ToolStore::new("demo");
 /// tools.register(read_file_tool()).unwrap();
 /// let agent = Agent::builder()
 ///     .model(ScriptedModel::new([
@@ -275,7 +275,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let tools = || {
-///     let mut tools = ToolStore::new("demo");
+///     let tools = ToolStore::new("demo");
 ///     tools.register(delete_tool()).unwrap();
 ///     tools
 /// };

@@ -213,6 +213,23 @@ impl PartialEq for Progress {
     }
 }
 
+/// A run without its messages, for storage that grows by appending (see [`AgentRun::appended_since`]).
+#[derive(Serialize)]
+struct Header<'a> {
+    version: u32,
+    system_prompt: &'a str,
+    /// How many messages the run has.
+    messages: usize,
+    turns: u32,
+    usage: Usage,
+    limits: RunLimits,
+    stop_at_tools: &'a [String],
+    steering: &'a [UserMessage],
+    follow_ups: &'a [UserMessage],
+    always_approved: &'a [String],
+    phase: &'a Phase,
+}
+
 /// The fields of a saved run, read once its version is known.
 #[derive(Deserialize)]
 struct Saved {
@@ -739,6 +756,71 @@ impl AgentRun {
         let value: Value =
             serde_json::from_str(text).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
         AgentRun::from_value(value)
+    }
+
+    /// The run as storage that grows by appending, as a driver that saves after every step writes it (the
+    /// durable runner does): the run without its messages — every other field, with `messages` replaced by
+    /// their count, so it does not grow with the conversation — and the messages from `from` on.
+    /// [`from_appended`](Self::from_appended) reads it back.
+    ///
+    /// ```
+    /// use yiem_core::{AgentRun, UserMessage};
+    ///
+    /// let mut run = AgentRun::new("system", Vec::new());
+    /// run.start(vec![UserMessage::text("hi")]);
+    /// let (header, new) = run.appended_since(0);
+    /// assert_eq!(header["messages"], 1);
+    /// assert_eq!(new.len(), 1);
+    /// let back = AgentRun::from_appended(header, new.to_vec()).unwrap();
+    /// assert_eq!(back, run);
+    /// ```
+    pub fn appended_since(&self, from: usize) -> (Value, &[AgentMessage]) {
+        let header = Header {
+            version: self.version,
+            system_prompt: &self.system_prompt,
+            messages: self.messages.len(),
+            turns: self.turns,
+            usage: self.usage,
+            limits: self.limits,
+            stop_at_tools: &self.stop_at_tools,
+            steering: &self.steering,
+            follow_ups: &self.follow_ups,
+            always_approved: &self.always_approved,
+            phase: &self.phase,
+        };
+        let header =
+            serde_json::to_value(header).expect("a run holds only JSON-representable values");
+        (header, self.messages.get(from..).unwrap_or_default())
+    }
+
+    /// A run from the header [`appended_since`](Self::appended_since) wrote and all its messages, in
+    /// order; checked as [`from_json`](Self::from_json) checks a saved run, and refused when the count of
+    /// messages is not the header's.
+    pub fn from_appended(
+        mut header: Value,
+        messages: Vec<AgentMessage>,
+    ) -> Result<AgentRun, ResumeError> {
+        let count = header.get("messages").and_then(Value::as_u64);
+        if count != Some(messages.len() as u64) {
+            return Err(ResumeError::InvalidState(format!(
+                "its header counts {} messages, and {} were found",
+                count.map_or_else(|| "no".to_owned(), |count| count.to_string()),
+                messages.len()
+            )));
+        }
+        let messages =
+            serde_json::to_value(messages).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
+        match &mut header {
+            Value::Object(fields) => {
+                fields.insert("messages".to_owned(), messages);
+            }
+            _ => {
+                return Err(ResumeError::InvalidState(
+                    "its header is not a JSON object".into(),
+                ));
+            }
+        }
+        AgentRun::from_value(header)
     }
 
     fn from_value(value: Value) -> Result<AgentRun, ResumeError> {

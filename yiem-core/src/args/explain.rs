@@ -8,9 +8,10 @@ use jsonschema::ValidationError;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use serde_json::{Map, Value};
 
-use super::backticked;
 use super::check::ArgumentCheck;
-use super::parse::escape;
+use super::words::escape;
+#[cfg(feature = "schema-validation")]
+use super::words::{article, got, join_or};
 use super::{ArgumentError, ArgumentProblem};
 #[cfg(feature = "schema-validation")]
 use crate::dialect::resolve_ref;
@@ -335,31 +336,6 @@ fn unknown_property(
     }
 }
 
-/// What came, in words: `the string "three"`, `the number -2`, `an object with `kind`, `side``.
-pub(super) fn got(value: &Value) -> String {
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => format!("{b}"),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) if s.chars().count() > 40 => {
-            let head: String = s.chars().take(40).collect();
-            format!("the string {}…", Value::String(head))
-        }
-        Value::String(_) => format!("the string {value}"),
-        Value::Array(items) if items.is_empty() => "an empty array".into(),
-        Value::Array(items) => format!(
-            "an array of {} item{}",
-            items.len(),
-            if items.len() == 1 { "" } else { "s" }
-        ),
-        Value::Object(map) if map.is_empty() => "an empty object".into(),
-        Value::Object(map) => format!(
-            "an object with {}",
-            backticked(map.keys().map(String::as_str))
-        ),
-    }
-}
-
 #[cfg(feature = "schema-validation")]
 fn type_kind(kind: &TypeKind) -> String {
     match kind {
@@ -368,22 +344,6 @@ fn type_kind(kind: &TypeKind) -> String {
             let names: Vec<String> = set.iter().map(|t| article(&t.to_string())).collect();
             join_or(&names)
         }
-    }
-}
-
-pub(super) fn article(type_name: &str) -> String {
-    match type_name {
-        "null" => "null".into(),
-        "integer" | "array" | "object" => format!("an {type_name}"),
-        other => format!("a {other}"),
-    }
-}
-
-pub(super) fn join_or(items: &[String]) -> String {
-    match items {
-        [] => "nothing".into(),
-        [one] => one.clone(),
-        [init @ .., last] => format!("{} or {last}", init.join(", ")),
     }
 }
 

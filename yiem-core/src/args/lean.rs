@@ -8,8 +8,7 @@
 use serde_json::Value;
 
 use super::ArgumentProblem;
-use super::explain::{article, got, join_or};
-use super::parse::escape;
+use super::words::{article, escape, got, join_or};
 use crate::dialect::resolve_ref;
 
 /// What the root of a schema says about the arguments' top level.

@@ -25,7 +25,8 @@
 //! `parse` turns raw arguments into the typed ones (normalization, serde with paths), `text` deserializes
 //! JSON text straight into the argument type in one pass; `check` holds the unknown-property check and its per-tool caches; `explain` writes the report a
 //! model reads when arguments fail, with the schema described in English; `lean` (without the
-//! `schema-validation` feature) checks the top level against the schema's `required` and `type`s.
+//! `schema-validation` feature) checks the top level against the schema's `required` and `type`s; `words`
+//! is how the report phrases things. No module of `args` imports one that imports it back.
 
 mod check;
 mod explain;
@@ -33,10 +34,13 @@ mod explain;
 mod lean;
 mod parse;
 mod text;
+mod words;
 
 use std::fmt;
 
 use serde_json::Value;
+
+use words::backticked;
 
 pub(crate) use check::ArgumentCache;
 pub use check::ArgumentCheck;
@@ -177,14 +181,6 @@ pub(crate) fn json_kind(value: &Value) -> &'static str {
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
     }
-}
-
-/// `` `a`, `b`, `c` ``
-fn backticked<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    names
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::words::escape;
 use super::{ArgumentError, ArgumentProblem};
 
 /// Brings raw arguments into the one shape tools accept, a JSON object: a string is parsed as JSON (the
@@ -55,9 +56,4 @@ pub(super) fn pointer(path: &serde_path_to_error::Path) -> String {
         }
     }
     out
-}
-
-/// One JSON Pointer segment, escaped.
-pub(super) fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
 }

@@ -7,13 +7,13 @@
 //! use yiem_core::mcp::McpClient;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let mut store = ToolStore::new("agent");
+//! let store = ToolStore::new("agent");
 //! let everything = McpClient::command("npx", ["-y", "@modelcontextprotocol/server-everything"])
 //!     .name("everything")
 //!     .prefix("ev_")
 //!     .connect()
 //!     .await?;
-//! let names = everything.register(&mut store).await?;
+//! let names = everything.register(&store).await?;
 //! println!("{names:?}"); // ["ev_echo", "ev_add", ...]
 //! # Ok(()) }
 //! ```
@@ -416,7 +416,7 @@ impl McpClient {
     /// Registers every tool of the server into `store` (all or nothing: on any error, no tool of the
     /// server is added) and keeps them up to date there when the server's list changes; returns their
     /// names.
-    pub async fn register(&self, store: &mut ToolStore) -> Result<Vec<String>, McpClientError> {
+    pub async fn register(&self, store: &ToolStore) -> Result<Vec<String>, McpClientError> {
         let tools = self.tools().await?;
         let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
         let refused = |detail: String| McpClientError::Register {

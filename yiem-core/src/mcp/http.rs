@@ -88,8 +88,8 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 /// use yiem_core::{ToolStore, register_all_tools, mcp::{McpHttpServer, McpServer}};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut store = ToolStore::new("my-tools");
-/// register_all_tools(&mut store)?;
+/// let store = ToolStore::new("my-tools");
+/// register_all_tools(&store)?;
 /// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 /// # drop(stop);

@@ -9,8 +9,8 @@
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//!     let mut store = ToolStore::new("my-tools");
-//!     register_all_tools(&mut store)?;
+//!     let store = ToolStore::new("my-tools");
+//!     register_all_tools(&store)?;
 //!     yiem_core::mcp::serve_stdio(store).await?;
 //!     Ok(())
 //! }
@@ -100,8 +100,8 @@ use crate::tool::AgentTool;
 /// use yiem_core::{ToolStore, register_all_tools};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut store = ToolStore::new("my-tools");
-/// register_all_tools(&mut store)?;
+/// let store = ToolStore::new("my-tools");
+/// register_all_tools(&store)?;
 /// yiem_core::mcp::serve_stdio(store).await?;
 /// # Ok(())
 /// # }
@@ -145,7 +145,7 @@ pub enum McpServeError {
 ///     .handler(|_, _| async { "pong" })
 ///     .build()
 ///     .unwrap();
-/// let mut store = ToolStore::new("demo");
+/// let store = ToolStore::new("demo");
 /// store.register(ping).unwrap();
 ///
 /// // An in-memory pipe stands in for the client's stdin and stdout.

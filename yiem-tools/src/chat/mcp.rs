@@ -21,7 +21,7 @@ impl McpServers {
     pub fn connect(
         self,
         runtime: &tokio::runtime::Runtime,
-        store: &mut ToolStore,
+        store: &ToolStore,
     ) -> Result<(Vec<McpClient>, Vec<String>), Failure> {
         let mut builders = Vec::new();
         for line in &self.commands {

@@ -54,9 +54,9 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
     // The provider comes from the environment (see `yiem_core::llm::model_from_env`); offline by default.
     let configured = yiem_core::llm::model_from_env()
         .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
-    let mut store = options.store;
+    let store = options.store;
     let runtime = crate::runtime()?;
-    let (_mcp_clients, mcp_tools) = options.servers.connect(&runtime, &mut store)?;
+    let (_mcp_clients, mcp_tools) = options.servers.connect(&runtime, &store)?;
     if let Some(selected) = &configured {
         // A tool the provider cannot take would fail every request: it is left out, and said so.
         for tool in store.tools() {

@@ -18,10 +18,15 @@ async fn main() {
     let listen = std::env::var("YIEM_RESTATE_LISTEN").expect("YIEM_RESTATE_LISTEN is set");
     let stop_at = std::env::var("YIEM_RESTATE_STOP_AT").ok();
     let marker = std::env::var_os("YIEM_RESTATE_MARKER").map(PathBuf::from);
+    let events = std::env::var_os(durable::EVENTS_ENV).map(PathBuf::from);
     let agent = DurableAgent::builder()
-        .system_prompt("You check the weather and keep notes.")
+        .config(durable::config())
         .model(|_conversation| durable::model())
-        .tools(durable::tools())
+        .on_event(move |event| {
+            if let Some(events) = &events {
+                durable::append_to(events, &durable::describe(event));
+            }
+        })
         .on_step(move |step| {
             if stop_at.as_deref() == Some(step.name.as_str()) {
                 let marker = marker
