@@ -13,9 +13,11 @@
 //!     cargo run --example weather -- "What's the weather in Oslo, in Fahrenheit?"
 //! ```
 //!
-//! Or natively against Anthropic or Gemini (`*_BASE_URL` points at a proxy or a test server):
+//! Or natively against OpenAI's Responses API, Anthropic or Gemini (`*_BASE_URL` points at a proxy or a
+//! test server):
 //!
 //! ```sh
+//! YIEM_PROVIDER=openai-responses OPENAI_API_KEY=sk-... YIEM_MODEL=gpt-5-mini cargo run --example weather
 //! YIEM_PROVIDER=anthropic ANTHROPIC_API_KEY=sk-ant-... cargo run --example weather
 //! YIEM_PROVIDER=gemini GEMINI_API_KEY=... YIEM_MODEL=gemini-2.5-flash cargo run --example weather
 //! ```
@@ -136,7 +138,7 @@ async fn main() {
         }
         Ok(None) => {
             eprintln!(
-                "[offline: scripted model; set YIEM_PROVIDER (openai, anthropic, gemini) and its key for a real one]"
+                "[offline: scripted model; set YIEM_PROVIDER (openai, openai-responses, anthropic, gemini) and its key for a real one]"
             );
             builder.model(scripted()).build()
         }

@@ -511,6 +511,50 @@ fn the_gemini_response_parser_ends_every_stream_in_events_without_panicking() {
     }
 }
 
+#[test]
+fn the_responses_event_parser_ends_every_stream_in_events_without_panicking() {
+    let mut rng = Rng::new(seed() ^ 0x5e5);
+    let events = [
+        json!({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}}),
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "id": "msg_1", "role": "assistant", "content": []}}),
+        json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "delta": "Hi"}),
+        json!({"type": "response.output_item.added", "output_index": 1,
+               "item": {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "f", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": "{\"a\":"}),
+        json!({"type": "response.function_call_arguments.done", "output_index": 1, "arguments": "{\"a\":1}"}),
+        json!({"type": "response.output_item.done", "output_index": 1,
+               "item": {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}}),
+        json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 2,
+               "summary_index": 1, "delta": "hm"}),
+        json!({"type": "response.output_item.done", "output_index": 2,
+               "item": {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "x"}]}}),
+        json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "delta": "no"}),
+        json!({"type": "response.completed", "response": {"status": "completed",
+               "usage": {"input_tokens": 3, "output_tokens": 5}, "output": [{"type": "message", "content": []}]}}),
+        json!({"type": "response.incomplete", "response": {"incomplete_details": {"reason": "max_output_tokens"}}}),
+        json!({"type": "response.failed", "response": {"error": {"code": "server_error", "message": "x"}}}),
+        json!({"type": "error", "code": "server_error", "message": "boom"}),
+        json!({"type": "response.something_new"}),
+    ];
+    for _ in 0..cases() {
+        let stream: Vec<(String, String)> = (0..rng.below(10))
+            .map(|_| {
+                let event = rng.pick(&events).clone();
+                let name = event["type"].as_str().unwrap_or_default().to_owned();
+                let data = match rng.below(4) {
+                    0 => mutate(&mut rng, &event.to_string()),
+                    1 => value(&mut rng, 4).to_string(),
+                    _ => event.to_string(),
+                };
+                (name, data)
+            })
+            .collect();
+        let parsed = fuzz::responses_events(stream.iter().map(|(n, d)| (n.as_str(), d.as_str())));
+        assert_ends(&parsed, &stream);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // MCP request handling
 // ---------------------------------------------------------------------------------------------------

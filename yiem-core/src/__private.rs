@@ -97,6 +97,8 @@ pub mod fuzz {
     pub use crate::llm::parse_chunks_for_fuzzing as openai_chunks;
     #[cfg(feature = "gemini")]
     pub use crate::llm::parse_gemini_responses_for_fuzzing as gemini_responses;
+    #[cfg(feature = "openai-responses")]
+    pub use crate::llm::parse_responses_events_for_fuzzing as responses_events;
 }
 
 impl std::fmt::Debug for ToolSpec {

@@ -64,6 +64,7 @@
 //! |---|---|---|
 //! | `schema-validation` | no | full JSON Schema validation (`jsonschema`): the report of a failing call lists every problem at any depth, and tools built with [`AgentTool::builder`] get their arguments checked against their whole schema. Off, `#[tool]` arguments are checked by serde and for unknown properties, and every tool's top level against the schema's `required` and `type`s |
 //! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
+//! | `openai-responses` | no | `OpenAiResponsesModel`, `OpenAiResponsesConfig`: OpenAI's Responses API (`/v1/responses`), reasoning items carried from turn to turn; turns on `openai` |
 //! | `anthropic` | no | `AnthropicModel`, `AnthropicConfig`: Anthropic's Messages API, over the same transport |
 //! | `gemini` | no | `GeminiModel`, `GeminiConfig`: Gemini's `streamGenerateContent`, over the same transport |
 //! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
@@ -254,6 +255,8 @@ pub use llm::{
 };
 #[cfg(feature = "openai")]
 pub use llm::{OpenAiConfig, OpenAiModel};
+#[cfg(feature = "openai-responses")]
+pub use llm::{OpenAiResponsesConfig, OpenAiResponsesModel};
 pub use message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 pub use pipeline::{CallJournal, CallRecord};
 pub use registry::{

@@ -12,8 +12,8 @@ use common::{
 };
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, ModelEvent, ModelRequest,
-    RetryPolicy, StopReason, ToolCall, ToolResultMessage, UserMessage,
+    AgentTool, AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, ModelEvent,
+    ModelRequest, RetryPolicy, StopReason, ToolCall, ToolResultMessage, UserMessage,
 };
 
 fn model(server: &Server) -> AnthropicModel {
@@ -296,6 +296,9 @@ async fn thinking_and_two_tool_calls_split_across_chunks_then_the_round_trip_sen
         events(&model, second).await.last(),
         Some(&done(StopReason::Stop, usage(25, 15)))
     );
+    // Both requests (the thinking block with its signature, the calls, their results) fit the
+    // official SDK's request type.
+    common::sdk::assert_sdk_accepts(common::sdk::Request::Anthropic, &server);
     let sent = &server.requests()[1].body;
     assert_eq!(
         sent["messages"],
@@ -676,4 +679,61 @@ async fn a_paused_turn_goes_back_with_its_server_blocks_and_the_agent_lets_the_m
         ]
     );
     assert_eq!(agent.run_state().turns(), 2);
+}
+
+#[tokio::test]
+async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_and_reports_cache_use()
+ {
+    let server = Server::start(vec![Reply::Sse(vec![
+        named(
+            "message_start",
+            json!({"type": "message_start", "message": {
+                "id": "msg_1", "type": "message", "role": "assistant", "content": [],
+                "model": "claude-test", "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 12, "cache_creation_input_tokens": 2048,
+                          "cache_read_input_tokens": 4096, "output_tokens": 1}}}),
+        ),
+        block_start(0, json!({"type": "text", "text": ""})),
+        delta(0, json!({"type": "text_delta", "text": "ok"})),
+        block_stop(0),
+        message_delta("end_turn", 3),
+        named("message_stop", json!({"type": "message_stop"})),
+    ])])
+    .await;
+    let config = AnthropicConfig::new("sk-ant-test", "claude-test")
+        .with_base_url(server.root())
+        .with_prompt_cache(yiem_core::llm::PromptCache::FiveMinutes);
+    let model = AnthropicModel::new(config).unwrap();
+    let second = AgentTool::builder("get_time")
+        .description("The time in a zone.")
+        .input_schema(json!({"type": "object", "properties": {}}))
+        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "noon" })
+        .build()
+        .unwrap();
+    let mut ask = request("hi");
+    ask.tools = vec![weather_tool(), second].into();
+    let streamed = events(&model, ask).await;
+    assert_eq!(
+        streamed.last(),
+        Some(&done(
+            StopReason::Stop,
+            yiem_core::Usage {
+                input_tokens: 12,
+                output_tokens: 3,
+                cache_read_tokens: 4096,
+                cache_write_tokens: 2048,
+            }
+        ))
+    );
+    let body = &server.requests()[0].body;
+    common::sdk::assert_sdk_accepts(common::sdk::Request::Anthropic, &server);
+    assert_eq!(
+        body["system"],
+        json!([{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}])
+    );
+    assert_eq!(body["tools"][0].get("cache_control"), None);
+    assert_eq!(
+        body["tools"][1]["cache_control"],
+        json!({"type": "ephemeral"})
+    );
 }

@@ -1,5 +1,6 @@
-//! The three clients against llmock (PyPI `llmock==0.2.2`, installed by `.ci/run`), an independently
-//! written mock server that speaks OpenAI's chat completions, Anthropic's Messages API and Gemini's
+//! The four clients against llmock (PyPI `llmock==0.2.2`, installed by `.ci/run`), an independently
+//! written mock server that speaks OpenAI's chat completions and Responses API (its `openai_responses`
+//! router, whose items and events follow the `openai` SDK's types), Anthropic's Messages API and Gemini's
 //! `streamGenerateContent?alt=sse`, with tool calling and fault injection. Each test starts its own
 //! llmock on a free loopback port and stops it when done.
 //!
@@ -20,7 +21,8 @@ use futures::StreamExt;
 use yiem_core::{
     Agent, AgentEvent, AgentMessage, AgentSettings, AnthropicConfig, AnthropicModel,
     CancellationToken, GeminiConfig, GeminiModel, MessageAssembler, Model, ModelEvent,
-    ModelRequest, OpenAiConfig, OpenAiModel, RetryPolicy, StopReason, ToolStore, UserMessage,
+    ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel,
+    RetryPolicy, StopReason, ToolStore, UserMessage,
 };
 
 /// A running llmock, stopped on drop.
@@ -117,7 +119,7 @@ impl Llmock {
         format!("http://127.0.0.1:{}", self.port)
     }
 
-    /// The three clients, pointed at this server, with quick retries.
+    /// The four clients, pointed at this server, with quick retries.
     fn models(&self) -> Vec<Arc<dyn Model>> {
         let retry = RetryPolicy {
             max_retries: 2,
@@ -128,6 +130,15 @@ impl Llmock {
             Arc::new(
                 OpenAiModel::new(
                     OpenAiConfig::new(format!("{}/v1", self.root()), "gpt-4o-mini")
+                        .with_api_key("sk-test")
+                        .with_retry(retry),
+                )
+                .unwrap(),
+            ),
+            Arc::new(
+                OpenAiResponsesModel::new(
+                    OpenAiResponsesConfig::new("gpt-5-mini")
+                        .with_base_url(format!("{}/v1", self.root()))
                         .with_api_key("sk-test")
                         .with_retry(retry),
                 )

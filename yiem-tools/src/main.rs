@@ -74,7 +74,8 @@ enum Command {
     /// ask for it wait for your answer: [y]es / [n]o / [a]lways / [e]dit (from a pipe, the next line).
     ///
     /// The model comes from the environment: YIEM_PROVIDER=openai (YIEM_BASE_URL, OPENAI_API_KEY),
-    /// anthropic (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or gemini (GEMINI_API_KEY, GEMINI_BASE_URL), with
+    /// openai-responses (OpenAI's Responses API: OPENAI_API_KEY, YIEM_BASE_URL optional), anthropic
+    /// (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL) or gemini (GEMINI_API_KEY, GEMINI_BASE_URL), with
     /// YIEM_MODEL; YIEM_BASE_URL alone means openai. Without them, an offline scripted model that says how
     /// to configure one. The history is kept in $YIEM_HISTORY, else in yiem/history under the user's data
     /// directory. Exits 1 when the last run ended in a model error (shown as `[error: ...]`).

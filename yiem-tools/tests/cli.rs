@@ -374,8 +374,8 @@ fn chat_without_a_model_says_how_to_configure_one() {
     assert!(output.status.success());
     assert_eq!(
         stdout(&output),
-        "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) with its key \
-         (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) to chat with a real one. \
+        "(offline) No model is configured: set YIEM_PROVIDER (openai, openai-responses, anthropic, gemini) \
+         with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) to chat with a real one. \
          My tools: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool.\n"
     );
 }
@@ -595,7 +595,7 @@ fn chat_with_a_named_provider_and_no_key_says_what_to_set() {
     assert_eq!(
         stderr(&output),
         "yiem: error: the model is misconfigured: `YIEM_PROVIDER` is `cohere`, which this build does not \
-         know: use one of openai, anthropic, gemini, or offline\n"
+         know: use one of openai, openai-responses, anthropic, gemini, or offline\n"
     );
 }
 

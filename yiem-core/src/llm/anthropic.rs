@@ -54,6 +54,12 @@ pub struct AnthropicConfig {
     /// More request fields (`thinking`, `temperature`, `tool_choice`, `metadata`, ...), merged into every
     /// body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
+    /// Which tools the model may or must call, in requests that carry tools (default
+    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
+    pub tool_choice: super::ToolChoice,
+    /// Prompt caching breakpoints (`cache_control`) on the tool list and the system prompt (default
+    /// [`PromptCache::Off`]): see [`with_prompt_cache`](Self::with_prompt_cache).
+    pub prompt_cache: PromptCache,
     /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -73,12 +79,41 @@ impl fmt::Debug for AnthropicConfig {
             .field("model", &self.model)
             .field("max_tokens", &self.max_tokens)
             .field("extra_body", &self.extra_body)
+            .field("tool_choice", &self.tool_choice)
+            .field("prompt_cache", &self.prompt_cache)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
 }
 
 http_config!(AnthropicConfig);
+
+/// Anthropic's prompt caching, as [`AnthropicConfig::prompt_cache`] sets it: a `cache_control`
+/// breakpoint on the last tool (which caches the tool list) and on the system prompt (which caches the
+/// tools and the system prompt), so requests that share them read them from the cache. Cache reads and
+/// writes come back in [`Usage`](crate::Usage) (`cache_read_tokens`, `cache_write_tokens`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PromptCache {
+    /// No breakpoints (the default).
+    #[default]
+    Off,
+    /// Breakpoints whose entries live five minutes (`{"type": "ephemeral"}`).
+    FiveMinutes,
+    /// Breakpoints whose entries live an hour (`{"type": "ephemeral", "ttl": "1h"}`).
+    OneHour,
+}
+
+impl PromptCache {
+    /// The `cache_control` object, or `None` when off.
+    fn cache_control(self) -> Option<Value> {
+        match self {
+            PromptCache::Off => None,
+            PromptCache::FiveMinutes => Some(json!({"type": "ephemeral"})),
+            PromptCache::OneHour => Some(json!({"type": "ephemeral", "ttl": "1h"})),
+        }
+    }
+}
 
 impl AnthropicConfig {
     /// A configuration for `model` with `api_key` at Anthropic's API, with the default limits.
@@ -90,6 +125,8 @@ impl AnthropicConfig {
             model: model.into(),
             max_tokens: 4096,
             extra_body: Map::new(),
+            tool_choice: super::ToolChoice::Auto,
+            prompt_cache: PromptCache::Off,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -106,6 +143,25 @@ impl AnthropicConfig {
     /// Sets `max_tokens`.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Caches the tool list and the system prompt (see [`PromptCache`]): the last tool and the system
+    /// prompt (sent as one text block) get a `cache_control` breakpoint.
+    ///
+    /// ```
+    /// use yiem_core::llm::PromptCache;
+    /// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest};
+    ///
+    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5").with_prompt_cache(PromptCache::OneHour);
+    /// let model = AnthropicModel::new(config).unwrap();
+    /// let body = model.request_body(&ModelRequest { system_prompt: "Be brief.".into(), ..ModelRequest::default() }).unwrap();
+    /// assert_eq!(body["system"], serde_json::json!([
+    ///     {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    /// ]));
+    /// ```
+    pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
+        self.prompt_cache = cache;
         self
     }
 
@@ -200,18 +256,44 @@ impl AnthropicModel {
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
         body.insert("max_tokens".into(), json!(self.config.max_tokens));
+        let cache_control = self.config.prompt_cache.cache_control();
         if !request.system_prompt.is_empty() {
-            body.insert("system".into(), json!(request.system_prompt));
+            let system = match &cache_control {
+                Some(cache_control) => json!([{
+                    "type": "text",
+                    "text": request.system_prompt,
+                    "cache_control": cache_control,
+                }]),
+                None => json!(request.system_prompt),
+            };
+            body.insert("system".into(), system);
         }
         body.insert(
             "messages".into(),
             Value::Array(to_anthropic_messages(&request.messages)),
         );
-        if !request.tools.is_empty() {
-            body.insert(
-                "tools".into(),
-                request.tools.definitions(Dialect::Anthropic)?,
-            );
+        let (choice, allowed) = self.config.tool_choice.anthropic();
+        let tools = match allowed {
+            Some(allowed) => request
+                .tools
+                .iter()
+                .filter(|tool| allowed.iter().any(|name| name == tool.name()))
+                .cloned()
+                .collect(),
+            None => request.tools.clone(),
+        };
+        if !tools.is_empty() {
+            let mut tools = tools.definitions(Dialect::Anthropic)?;
+            if let (Some(cache_control), Some(Value::Object(last))) = (
+                cache_control,
+                tools.as_array_mut().and_then(|tools| tools.last_mut()),
+            ) {
+                last.insert("cache_control".into(), cache_control);
+            }
+            body.insert("tools".into(), tools);
+            if let Some(choice) = choice {
+                body.insert("tool_choice".into(), choice);
+            }
         }
         body.insert("stream".into(), json!(true));
         for (key, value) in &self.config.extra_body {

@@ -48,6 +48,9 @@ pub struct GeminiConfig {
     /// More top-level request fields (`toolConfig`, `safetySettings`, ...); they override the client's
     /// own fields of the same name.
     pub extra_body: Map<String, Value>,
+    /// Which tools the model may or must call, in requests that carry tools (default
+    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
+    pub tool_choice: super::ToolChoice,
     /// Retries on 429, 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -66,6 +69,7 @@ impl fmt::Debug for GeminiConfig {
             .field("model", &self.model)
             .field("generation_config", &self.generation_config)
             .field("extra_body", &self.extra_body)
+            .field("tool_choice", &self.tool_choice)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -82,6 +86,7 @@ impl GeminiConfig {
             model: model.into(),
             generation_config: Map::new(),
             extra_body: Map::new(),
+            tool_choice: super::ToolChoice::Auto,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -194,6 +199,9 @@ impl GeminiModel {
         }
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.definitions(Dialect::Gemini)?);
+            if let Some(config) = self.config.tool_choice.gemini() {
+                body.insert("toolConfig".into(), config);
+            }
         }
         if !self.config.generation_config.is_empty() {
             body.insert(

@@ -4,7 +4,8 @@
 //! Two models ship: [`ScriptedModel`] (offline and deterministic: the default of the examples and tests)
 //! and, with the `openai` feature, `OpenAiModel`, an OpenAI-compatible chat-completions client. The wire
 //! format it speaks needs no HTTP and is always here: [`to_openai_messages`] and [`assistant_from_openai`]
-//! convert the conversation to and from it.
+//! convert the conversation to and from it. With the `openai-responses` feature, `OpenAiResponsesModel`
+//! speaks OpenAI's Responses API ([`to_responses_input`] renders its input).
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
@@ -21,6 +22,10 @@ mod gemini_format;
 #[cfg(feature = "openai")]
 mod openai;
 mod openai_format;
+#[cfg(feature = "openai-responses")]
+mod openai_responses;
+#[cfg(feature = "openai-responses")]
+mod openai_responses_format;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod partial;
 mod replay;
@@ -30,6 +35,8 @@ mod retry;
 mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod select;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod tool_choice;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod transport;
 pub(crate) mod truncated;
@@ -50,7 +57,7 @@ use crate::result::Usage;
 #[cfg(feature = "anthropic")]
 pub use anthropic::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
 #[cfg(feature = "anthropic")]
-pub use anthropic::{AnthropicConfig, AnthropicModel};
+pub use anthropic::{AnthropicConfig, AnthropicModel, PromptCache};
 #[cfg(feature = "anthropic")]
 pub use anthropic_format::to_anthropic_messages;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
@@ -70,6 +77,15 @@ pub use openai::{API_KEY_ENV, BASE_URL_ENV, DEFAULT_MODEL, MODEL_ENV, OpenAiConf
 pub use openai_format::{
     MessageFormat, OpenAiFormat, assistant_from_openai, extract_tool_calls, to_openai_messages,
 };
+#[doc(hidden)]
+#[cfg(feature = "openai-responses")]
+pub use openai_responses::parse_events_for_fuzzing as parse_responses_events_for_fuzzing;
+#[cfg(feature = "openai-responses")]
+pub use openai_responses::{
+    DEFAULT_RESPONSES_MODEL, OPENAI_BASE_URL, OpenAiResponsesConfig, OpenAiResponsesModel,
+};
+#[cfg(feature = "openai-responses")]
+pub use openai_responses_format::to_responses_input;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use partial::partial_arguments;
 pub use reply::stream_reply;
@@ -78,6 +94,8 @@ pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use tool_choice::ToolChoice;
 pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.

@@ -80,6 +80,9 @@ pub struct OpenAiConfig {
     /// More request fields (`temperature`, `max_tokens`, `reasoning_effort`, ...), merged into every body;
     /// they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
+    /// Which tools the model may or must call, in requests that carry tools (default
+    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
+    pub tool_choice: super::ToolChoice,
     /// Ask for a usage chunk (`stream_options.include_usage`, default true); turn off for servers that
     /// refuse the field.
     pub include_usage: bool,
@@ -101,6 +104,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("model", &self.model)
             .field("extra_body", &self.extra_body)
+            .field("tool_choice", &self.tool_choice)
             .field("include_usage", &self.include_usage)
             .field("retry", &self.retry)
             .field("connect_timeout", &self.connect_timeout)
@@ -120,6 +124,7 @@ impl OpenAiConfig {
             api_key: None,
             model: model.into(),
             extra_body: Map::new(),
+            tool_choice: super::ToolChoice::Auto,
             include_usage: true,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
@@ -359,6 +364,11 @@ impl OpenAiModel {
                     .messages(&request.system_prompt, &request.messages),
             ),
         );
+        if !request.tools.is_empty()
+            && let Some(choice) = self.config.tool_choice.openai_chat()
+        {
+            body.insert("tool_choice".into(), choice);
+        }
         body.insert("stream".into(), json!(true));
         if self.config.include_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));

@@ -98,7 +98,11 @@ pub(crate) fn merged_by_role(
 /// A call's arguments as a JSON object for formats that carry them as one (Anthropic's `input`,
 /// Gemini's `args`): a JSON string is parsed; text that is not a JSON object (a reply cut off by the
 /// output limit) becomes `{}`, and the call's error result tells the model what happened.
-#[cfg(any(feature = "anthropic", feature = "gemini"))]
+#[cfg(any(
+    feature = "anthropic",
+    feature = "gemini",
+    feature = "openai-responses"
+))]
 pub(crate) fn arguments_object(call: &ToolCall) -> serde_json::Value {
     use serde_json::Value;
     match &call.arguments {

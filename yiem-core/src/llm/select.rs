@@ -3,9 +3,9 @@
 //!
 //! | variable | meaning |
 //! |---|---|
-//! | `YIEM_PROVIDER` | `openai`, `anthropic`, `gemini`, or `offline`; unset: `openai` when `YIEM_BASE_URL` is set, else offline |
-//! | `YIEM_MODEL` | the model name (defaults: `gpt-4o-mini`, `claude-sonnet-4-5`, `gemini-2.5-flash`) |
-//! | `YIEM_BASE_URL`, `OPENAI_API_KEY` | the OpenAI-compatible endpoint (required) and its key (optional) |
+//! | `YIEM_PROVIDER` | `openai`, `openai-responses`, `anthropic`, `gemini`, or `offline`; unset: `openai` when `YIEM_BASE_URL` is set, else offline |
+//! | `YIEM_MODEL` | the model name (defaults: `gpt-4o-mini`, `gpt-5-mini` for `openai-responses`, `claude-sonnet-4-5`, `gemini-2.5-flash`) |
+//! | `YIEM_BASE_URL`, `OPENAI_API_KEY` | the OpenAI-compatible endpoint (required for `openai`; for `openai-responses`, OpenAI's API when unset) and its key (optional; required at OpenAI's API) |
 //! | `ANTHROPIC_API_KEY`, `ANTHROPIC_BASE_URL` | Anthropic's key (required) and another base URL (optional) |
 //! | `GEMINI_API_KEY`, `GEMINI_BASE_URL` | Gemini's key (required) and another base URL (optional) |
 //!
@@ -45,6 +45,8 @@ pub const PROVIDER_ENV: &str = "YIEM_PROVIDER";
 pub const PROVIDERS: &[&str] = &[
     #[cfg(feature = "openai")]
     "openai",
+    #[cfg(feature = "openai-responses")]
+    "openai-responses",
     #[cfg(feature = "anthropic")]
     "anthropic",
     #[cfg(feature = "gemini")]
@@ -104,6 +106,22 @@ pub fn model_from_lookup(
         "openai" => {
             let model = super::OpenAiModel::new(super::OpenAiConfig::from_lookup(&lookup)?)?;
             let description = format!("{} at {}", model.config().model, model.endpoint());
+            Ok(Some(SelectedModel {
+                model: Arc::new(model),
+                description,
+                dialect: Dialect::OpenAi,
+            }))
+        }
+        #[cfg(feature = "openai-responses")]
+        "openai-responses" => {
+            let model = super::OpenAiResponsesModel::new(
+                super::OpenAiResponsesConfig::from_lookup(&lookup)?,
+            )?;
+            let description = format!(
+                "{} at {} (Responses API)",
+                model.config().model,
+                model.endpoint()
+            );
             Ok(Some(SelectedModel {
                 model: Arc::new(model),
                 description,

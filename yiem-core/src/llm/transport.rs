@@ -94,14 +94,20 @@ pub(crate) fn checked_base(base_url: &str) -> Result<&str, ConfigError> {
 }
 
 /// The builder methods and the transport [`Settings`] every provider configuration shares; the
-/// configuration has the fields `extra_body`, `retry`, `connect_timeout`, `response_timeout` and
-/// `idle_timeout`.
+/// configuration has the fields `extra_body`, `tool_choice`, `retry`, `connect_timeout`,
+/// `response_timeout` and `idle_timeout`.
 macro_rules! http_config {
     ($config:ty) => {
         impl $config {
             /// Sets the retry policy.
             pub fn with_retry(mut self, retry: $crate::llm::RetryPolicy) -> Self {
                 self.retry = retry;
+                self
+            }
+
+            /// Sets which tools the model may or must call (see [`ToolChoice`](crate::llm::ToolChoice)).
+            pub fn with_tool_choice(mut self, choice: $crate::llm::ToolChoice) -> Self {
+                self.tool_choice = choice;
                 self
             }
 

@@ -3,6 +3,8 @@
 //! recorded with its headers and JSON body.
 #![allow(dead_code)]
 
+pub mod sdk;
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

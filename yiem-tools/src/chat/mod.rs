@@ -99,8 +99,8 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
             let tools = store.names().join(", ");
             let offline = ScriptedModel::from_fn(move |_| {
                 ScriptedTurn::text(format!(
-                    "(offline) No model is configured: set YIEM_PROVIDER (openai, anthropic, gemini) \
-                     with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
+                    "(offline) No model is configured: set YIEM_PROVIDER (openai, openai-responses, anthropic, \
+                     gemini) with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
                      to chat with a real one. My tools: {tools}."
                 ))
             });

@@ -1,0 +1,985 @@
+//! [`OpenAiResponsesModel`]: a [`Model`] over OpenAI's Responses API (`POST <base_url>/responses`,
+//! streamed), on the shared transport. This module holds the wire format's request body and the reading
+//! of the stream's events; [`to_responses_input`](super::to_responses_input) renders the conversation.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::config::ConfigError;
+use super::failure::{error_text, preview};
+use super::openai::{API_KEY_ENV, BASE_URL_ENV, MODEL_ENV};
+use super::openai_responses_format::{PROVIDER, render, response_id, usage_from_responses};
+use super::retry::RetryPolicy;
+use super::transport::{self, StreamParser, http_config};
+use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::dialect::{Dialect, DialectError};
+use crate::message::{AgentMessage, StopReason};
+use crate::result::Usage;
+
+/// OpenAI's API base URL, where requests go when no other is given.
+pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
+/// The model used when `YIEM_MODEL` is not set.
+pub const DEFAULT_RESPONSES_MODEL: &str = "gpt-5-mini";
+
+/// Where and how an [`OpenAiResponsesModel`] sends its requests.
+///
+/// Stateless by default: every request carries the whole conversation with `store: false`, and asks
+/// for reasoning items' `encrypted_content` so they can go back with it.
+///
+/// ```
+/// use yiem_core::OpenAiResponsesConfig;
+///
+/// let config = OpenAiResponsesConfig::new("gpt-5-mini")
+///     .with_api_key("sk-test")
+///     .with_extra("reasoning", serde_json::json!({"effort": "low", "summary": "auto"}));
+/// assert_eq!(config.base_url, "https://api.openai.com/v1");
+/// assert!(!config.store && !config.previous_response_id && config.encrypted_reasoning);
+/// assert!(!format!("{config:?}").contains("sk-test"));
+///
+/// // Let the server keep the conversation: each request names the last reply's response.
+/// let chained = OpenAiResponsesConfig::new("gpt-5-mini").with_previous_response_id();
+/// assert!(chained.store && chained.previous_response_id);
+/// ```
+#[derive(Clone, PartialEq)]
+#[non_exhaustive]
+pub struct OpenAiResponsesConfig {
+    /// The base URL (default `https://api.openai.com/v1`); requests go to `<base_url>/responses` (a URL
+    /// that already ends in `/responses` is used as it is).
+    pub base_url: String,
+    /// The API key, sent as `Authorization: Bearer <key>`; local servers need none.
+    pub api_key: Option<String>,
+    /// The model name.
+    pub model: String,
+    /// `store`: whether the server keeps the responses (default false).
+    pub store: bool,
+    /// Send `previous_response_id` (the last reply's response) and only the messages after that reply,
+    /// instead of the whole conversation (default false; needs `store`).
+    pub previous_response_id: bool,
+    /// Ask for reasoning items' `encrypted_content` (`include: ["reasoning.encrypted_content"]`, default
+    /// true), which a request that is not stored needs to carry a reasoning model's reasoning from one
+    /// turn to the next. Turn off for models or servers that refuse the field.
+    pub encrypted_reasoning: bool,
+    /// Describe tools in strict mode ([`Dialect::OpenAiStrict`], `strict: true`; default false, tools
+    /// go in [`Dialect::OpenAi`] with `strict: false`).
+    pub strict_tools: bool,
+    /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
+    /// into every body; they override the client's own fields of the same name.
+    pub extra_body: Map<String, Value>,
+    /// Which tools the model may or must call, in requests that carry tools (default
+    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
+    pub tool_choice: super::ToolChoice,
+    /// Retries on 429, 5xx and connection failures.
+    pub retry: RetryPolicy,
+    /// The longest wait for a TCP (and TLS) connection (default 30 s).
+    pub connect_timeout: Duration,
+    /// The longest wait for the response headers (default 300 s).
+    pub response_timeout: Duration,
+    /// The longest silence between two pieces of the stream (default 300 s).
+    pub idle_timeout: Duration,
+}
+
+impl fmt::Debug for OpenAiResponsesConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiResponsesConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("model", &self.model)
+            .field("store", &self.store)
+            .field("previous_response_id", &self.previous_response_id)
+            .field("encrypted_reasoning", &self.encrypted_reasoning)
+            .field("strict_tools", &self.strict_tools)
+            .field("extra_body", &self.extra_body)
+            .field("tool_choice", &self.tool_choice)
+            .field("retry", &self.retry)
+            .finish_non_exhaustive()
+    }
+}
+
+http_config!(OpenAiResponsesConfig);
+
+impl OpenAiResponsesConfig {
+    /// A stateless configuration for `model` at OpenAI's API, without an API key, with the default
+    /// retries and timeouts.
+    pub fn new(model: impl Into<String>) -> Self {
+        OpenAiResponsesConfig {
+            base_url: OPENAI_BASE_URL.to_owned(),
+            api_key: None,
+            model: model.into(),
+            store: false,
+            previous_response_id: false,
+            encrypted_reasoning: true,
+            strict_tools: false,
+            extra_body: Map::new(),
+            tool_choice: super::ToolChoice::Auto,
+            retry: RetryPolicy::default(),
+            connect_timeout: Duration::from_secs(30),
+            response_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// Reads `YIEM_BASE_URL` (default OpenAI's API), `OPENAI_API_KEY` (required at OpenAI's API,
+    /// optional elsewhere) and `YIEM_MODEL` (default [`DEFAULT_RESPONSES_MODEL`]) from the environment;
+    /// an empty variable counts as unset.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`from_env`](Self::from_env), reading the variables through `lookup`.
+    ///
+    /// ```
+    /// use yiem_core::{ConfigError, OpenAiResponsesConfig};
+    ///
+    /// let local = OpenAiResponsesConfig::from_lookup(|name| {
+    ///     (name == "YIEM_BASE_URL").then(|| "http://localhost:8000/v1".to_owned())
+    /// })
+    /// .unwrap();
+    /// assert_eq!(local.model, "gpt-5-mini");
+    /// assert_eq!(local.api_key, None);
+    ///
+    /// let error = OpenAiResponsesConfig::from_lookup(|_| None).unwrap_err();
+    /// assert_eq!(error.to_string(), "`OPENAI_API_KEY` is not set: set it to your API key");
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let var = |name: &str| {
+            lookup(name)
+                .map(|value| value.trim().to_owned())
+                .filter(|value| !value.is_empty())
+        };
+        let model = var(MODEL_ENV).unwrap_or_else(|| DEFAULT_RESPONSES_MODEL.to_owned());
+        let mut config = OpenAiResponsesConfig::new(model);
+        config.api_key = var(API_KEY_ENV);
+        match var(BASE_URL_ENV) {
+            Some(url) => config.base_url = url,
+            None if config.api_key.is_none() => {
+                return Err(ConfigError::MissingApiKey {
+                    variable: API_KEY_ENV,
+                });
+            }
+            None => {}
+        }
+        Ok(config)
+    }
+
+    /// Sends requests to `base_url` instead (a gateway, a local server, a test server).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
+        self.api_key = Some(key.into());
+        self
+    }
+
+    /// Stores the responses and chains the requests with `previous_response_id` (see
+    /// [`previous_response_id`](Self::previous_response_id)).
+    pub fn with_previous_response_id(mut self) -> Self {
+        self.store = true;
+        self.previous_response_id = true;
+        self
+    }
+
+    /// Sets [`encrypted_reasoning`](Self::encrypted_reasoning).
+    pub fn with_encrypted_reasoning(mut self, on: bool) -> Self {
+        self.encrypted_reasoning = on;
+        self
+    }
+
+    /// Sets [`strict_tools`](Self::strict_tools).
+    pub fn with_strict_tools(mut self, on: bool) -> Self {
+        self.strict_tools = on;
+        self
+    }
+
+    fn endpoint(&self) -> Result<String, ConfigError> {
+        let base = transport::checked_base(&self.base_url)?;
+        Ok(if base.ends_with("/responses") {
+            base.to_owned()
+        } else {
+            format!("{base}/responses")
+        })
+    }
+}
+
+/// A [`Model`] that streams replies from OpenAI's Responses API.
+///
+/// Each request is a `POST <base_url>/responses` with `Authorization: Bearer <key>` (when there is a
+/// key) and a body of `model`, `instructions` (the system prompt, when not empty), `input` (see
+/// [`to_responses_input`](crate::llm::to_responses_input)), `tools` (function tools, `strict: false`
+/// unless [`strict_tools`](OpenAiResponsesConfig::strict_tools)), `stream: true`, `store`, `include:
+/// ["reasoning.encrypted_content"]` (unless turned off), `previous_response_id` (when chaining) and the
+/// extra fields.
+///
+/// The stream's events become [`ModelEvent`]s:
+///
+/// - `response.output_text.delta` → text; `response.reasoning_summary_text.delta` and
+///   `response.reasoning_text.delta` → thinking (summary parts apart by a blank line);
+/// - a `function_call` item (`response.output_item.added`) → `ToolCallStart` with its `call_id`, its
+///   `response.function_call_arguments.delta`s → `ToolCallDelta`s (each followed by the partial
+///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
+///   its arguments from `.done`;
+/// - a finished reasoning item, the item ids of messages and calls, and any other output item (a hosted
+///   tool's) → [`ModelEvent::ProviderBlock`]s named `"openai-responses"`, which go back unchanged with
+///   the conversation;
+/// - `response.completed` → `Done` (`ToolUse` when the reply has calls, else `Stop`) with the usage
+///   (`input_tokens` with the cached ones, `output_tokens`, `input_tokens_details.cached_tokens`);
+///   `response.incomplete` for `max_output_tokens` → `Done` with `Length`, for another reason → an error;
+/// - a refusal (`response.refusal.delta`, or a `refusal` part) → an error `the model refused to answer:
+///   <its text>`; `response.failed` → `the response failed: <message>`; an `error` event → `the server
+///   reported an error in the stream: <message>`;
+/// - event types this client does not know are skipped; an output item without an id is followed by its
+///   `output_index`, and a call without a `call_id` gets a fresh id.
+///
+/// Retries and the other failures are those of [`OpenAiModel`](crate::OpenAiModel)'s table; every
+/// failure is one `Error` event starting `POST <url> failed: `.
+///
+/// ```
+/// use yiem_core::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel, UserMessage};
+///
+/// let model = OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt-5-mini")).unwrap();
+/// assert_eq!(model.endpoint(), "https://api.openai.com/v1/responses");
+/// let body = model.request_body(&ModelRequest {
+///     system_prompt: "Be brief.".into(),
+///     messages: vec![UserMessage::text("hi").into()],
+///     tools: Default::default(),
+/// }).unwrap();
+/// assert_eq!(body, serde_json::json!({
+///     "model": "gpt-5-mini",
+///     "instructions": "Be brief.",
+///     "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}],
+///     "stream": true,
+///     "store": false,
+///     "include": ["reasoning.encrypted_content"]
+/// }));
+/// ```
+#[derive(Clone)]
+pub struct OpenAiResponsesModel {
+    config: Arc<OpenAiResponsesConfig>,
+    endpoint: Arc<str>,
+    client: reqwest::Client,
+}
+
+impl fmt::Debug for OpenAiResponsesModel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiResponsesModel")
+            .field("endpoint", &self.endpoint)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiResponsesModel {
+    /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
+    pub fn new(config: OpenAiResponsesConfig) -> Result<Self, ConfigError> {
+        let endpoint = config.endpoint()?;
+        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
+        Ok(OpenAiResponsesModel {
+            config: Arc::new(config),
+            endpoint: endpoint.into(),
+            client,
+        })
+    }
+
+    /// A client configured from the environment: see [`OpenAiResponsesConfig::from_env`].
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::new(OpenAiResponsesConfig::from_env()?)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &OpenAiResponsesConfig {
+        &self.config
+    }
+
+    /// The URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The JSON body sent for `request`. Fails when a tool cannot be described in the tools' dialect.
+    pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let config = &self.config;
+        let mut body = Map::new();
+        body.insert("model".into(), json!(config.model));
+        if !request.system_prompt.is_empty() {
+            body.insert("instructions".into(), json!(request.system_prompt));
+        }
+        // With `previous_response_id`, the server has the conversation up to the last reply it made.
+        let chained = config
+            .previous_response_id
+            .then(|| {
+                request
+                    .messages
+                    .iter()
+                    .enumerate()
+                    .rev()
+                    .find_map(|(index, message)| match message {
+                        AgentMessage::Assistant(reply) => response_id(reply).map(|id| (index, id)),
+                        _ => None,
+                    })
+            })
+            .flatten();
+        let from = chained.map_or(0, |(index, _)| index + 1);
+        let rendered = render(&request.messages, from, config.store);
+        for note in &rendered.notes {
+            tracing::warn!(model = %config.model, "{note}");
+        }
+        body.insert("input".into(), Value::Array(rendered.items));
+        if let Some((_, id)) = chained {
+            body.insert("previous_response_id".into(), json!(id));
+        }
+        if !request.tools.is_empty() {
+            body.insert("tools".into(), self.tools(request)?);
+            if let Some(choice) = config.tool_choice.openai_responses() {
+                body.insert("tool_choice".into(), choice);
+            }
+        }
+        body.insert("stream".into(), json!(true));
+        body.insert("store".into(), json!(config.store));
+        if config.encrypted_reasoning {
+            body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        }
+        for (key, value) in &config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        Ok(Value::Object(body))
+    }
+
+    /// The function tools: the chat-completions definitions, flattened (`{"type": "function", "name",
+    /// "description", "parameters", "strict"}`).
+    fn tools(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let dialect = if self.config.strict_tools {
+            Dialect::OpenAiStrict
+        } else {
+            Dialect::OpenAi
+        };
+        let Value::Array(definitions) = request.tools.definitions(dialect)? else {
+            return Ok(json!([]));
+        };
+        let tools = definitions
+            .into_iter()
+            .map(|definition| {
+                let mut tool = Map::new();
+                tool.insert("type".into(), json!("function"));
+                if let Some(Value::Object(function)) = definition.get("function") {
+                    tool.extend(function.clone());
+                }
+                tool.entry("strict")
+                    .or_insert(json!(self.config.strict_tools));
+                Value::Object(tool)
+            })
+            .collect();
+        Ok(Value::Array(tools))
+    }
+}
+
+impl Model for OpenAiResponsesModel {
+    fn name(&self) -> &str {
+        &self.config.model
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let body = match self.request_body(&request) {
+            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
+            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
+        };
+        let mut headers = Vec::new();
+        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
+            headers.push(("authorization", format!("Bearer {key}")));
+        }
+        let request = transport::Request {
+            client: self.client.clone(),
+            url: Arc::clone(&self.endpoint),
+            headers,
+            body,
+            settings: self.config.settings(),
+            model: self.config.model.clone(),
+        };
+        let parser = EventParser {
+            keep_response_id: self.config.previous_response_id,
+            ..EventParser::default()
+        };
+        transport::stream(request, parser, cancel)
+    }
+}
+
+/// What an output item of the stream is.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Message,
+    /// A function call, with its position among the reply's calls.
+    Call(usize),
+    Reasoning,
+    Other,
+}
+
+/// One output item of the reply, as far as the stream has told.
+struct Item {
+    output_index: Option<u64>,
+    /// Its id (empty when the server sent none: it is then found by `output_index`).
+    id: String,
+    kind: Kind,
+    /// Whether text, thinking or argument deltas came for it (then its `.done` event repeats them).
+    streamed: bool,
+    /// The summary part the last thinking delta belonged to.
+    summary_index: Option<u64>,
+    done: bool,
+}
+
+/// How the response ended.
+#[derive(Clone, PartialEq)]
+enum End {
+    Completed,
+    Incomplete(String),
+}
+
+/// Turns Responses API stream events into [`ModelEvent`]s.
+#[derive(Default)]
+struct EventParser {
+    items: Vec<Item>,
+    /// Calls started so far.
+    calls: usize,
+    /// Calls whose `ToolCallEnd` went out.
+    closed: Vec<usize>,
+    refusal: String,
+    response_id: String,
+    keep_response_id: bool,
+    end: Option<End>,
+    usage: Usage,
+    chunks: usize,
+    finished: bool,
+}
+
+impl EventParser {
+    /// The item an event names by `item_id`, else by `output_index`.
+    fn find(&self, event: &Value) -> Option<usize> {
+        let id = event.get("item_id").and_then(Value::as_str).unwrap_or("");
+        if !id.is_empty()
+            && let Some(found) = self.items.iter().rposition(|item| item.id == id)
+        {
+            return Some(found);
+        }
+        let index = event.get("output_index").and_then(Value::as_u64)?;
+        self.items
+            .iter()
+            .rposition(|item| item.output_index == Some(index))
+    }
+
+    /// The item `item` (at `output_index`) starts, with its events.
+    fn added(
+        &mut self,
+        output_index: Option<u64>,
+        item: &Value,
+        events: &mut Vec<ModelEvent>,
+    ) -> usize {
+        let text = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
+        let id = text("id").to_owned();
+        let kind = match text("type") {
+            "message" => {
+                if !id.is_empty() {
+                    let mut marker = json!({"type": "message", "id": id});
+                    if let Some(phase) = item.get("phase").filter(|p| !p.is_null()) {
+                        marker["phase"] = phase.clone();
+                    }
+                    events.push(self.block(marker));
+                }
+                Kind::Message
+            }
+            "function_call" => {
+                let slot = self.calls;
+                self.calls += 1;
+                if !id.is_empty() {
+                    events.push(self.block(
+                        json!({"type": "function_call", "id": id, "call_id": text("call_id")}),
+                    ));
+                }
+                events.push(ModelEvent::ToolCallStart {
+                    index: slot,
+                    id: text("call_id").to_owned(),
+                    name: text("name").to_owned(),
+                });
+                Kind::Call(slot)
+            }
+            "reasoning" => Kind::Reasoning,
+            _ => Kind::Other,
+        };
+        let mut entry = Item {
+            output_index,
+            id,
+            kind,
+            streamed: false,
+            summary_index: None,
+            done: false,
+        };
+        if let Kind::Call(slot) = kind {
+            let arguments = text("arguments");
+            if !arguments.is_empty() {
+                entry.streamed = true;
+                events.push(ModelEvent::ToolCallDelta {
+                    index: slot,
+                    arguments: arguments.to_owned(),
+                });
+            }
+        }
+        self.items.push(entry);
+        self.items.len() - 1
+    }
+
+    /// The events of a finished item (`response.output_item.done`, or an item of a whole response).
+    fn item_done(&mut self, output_index: Option<u64>, item: &Value, events: &mut Vec<ModelEvent>) {
+        let by = json!({"item_id": item.get("id"), "output_index": output_index});
+        let slot = match self.find(&by).filter(|&found| !self.items[found].done) {
+            Some(found) => found,
+            None => self.added(output_index, item, events),
+        };
+        let entry = &mut self.items[slot];
+        entry.done = true;
+        let (kind, streamed) = (entry.kind, entry.streamed);
+        match kind {
+            Kind::Message => {
+                for part in item
+                    .get("content")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    match part.get("type").and_then(Value::as_str) {
+                        Some("output_text") if !streamed => {
+                            if let Some(text) = part.get("text").and_then(Value::as_str)
+                                && !text.is_empty()
+                            {
+                                events.push(ModelEvent::TextDelta(text.to_owned()));
+                            }
+                        }
+                        Some("refusal") if self.refusal.is_empty() => {
+                            self.refusal = part
+                                .get("refusal")
+                                .and_then(Value::as_str)
+                                .unwrap_or_default()
+                                .to_owned();
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Kind::Call(call) => {
+                if !streamed
+                    && let Some(arguments) = item.get("arguments").and_then(Value::as_str)
+                    && !arguments.is_empty()
+                {
+                    events.push(ModelEvent::ToolCallDelta {
+                        index: call,
+                        arguments: arguments.to_owned(),
+                    });
+                }
+                self.close_call(call, events);
+            }
+            Kind::Reasoning => {
+                if !streamed {
+                    let summary: Vec<&str> = item
+                        .get("summary")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|part| part.get("text").and_then(Value::as_str))
+                        .filter(|text| !text.is_empty())
+                        .collect();
+                    if !summary.is_empty() {
+                        events.push(ModelEvent::ThinkingDelta(summary.join("\n\n")));
+                    }
+                }
+                events.push(self.block(item.clone()));
+            }
+            Kind::Other if item.get("type").and_then(Value::as_str).is_some() => {
+                events.push(self.block(item.clone()));
+            }
+            Kind::Other => {}
+        }
+    }
+
+    fn block(&self, block: Value) -> ModelEvent {
+        ModelEvent::ProviderBlock {
+            provider: PROVIDER.into(),
+            block,
+        }
+    }
+
+    fn close_call(&mut self, slot: usize, events: &mut Vec<ModelEvent>) {
+        if !self.closed.contains(&slot) {
+            self.closed.push(slot);
+            events.push(ModelEvent::ToolCallEnd { index: slot });
+        }
+    }
+
+    /// The item a delta event belongs to, marked as streamed.
+    fn streamed(&mut self, event: &Value) -> Option<&mut Item> {
+        let found = self.find(event)?;
+        let item = &mut self.items[found];
+        item.streamed = true;
+        Some(item)
+    }
+
+    /// The end of the response (`response.completed`, `.incomplete`, or a whole response body): its
+    /// usage and status, and any output item the stream did not show.
+    fn ended(&mut self, response: &Value, events: &mut Vec<ModelEvent>) -> Result<(), String> {
+        if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+            self.usage = usage_from_responses(usage);
+        }
+        if let Some(id) = response.get("id").and_then(Value::as_str) {
+            self.response_id = id.to_owned();
+        }
+        // A server that sends only the final response (or a whole body): its items now.
+        if self.items.is_empty()
+            && let Some(Value::Array(output)) = response.get("output")
+        {
+            for (index, item) in output.iter().enumerate() {
+                self.item_done(Some(index as u64), item, events);
+            }
+        }
+        match response.get("status").and_then(Value::as_str) {
+            Some("failed") => return Err(failure(response)),
+            Some("incomplete") => {
+                let reason = response
+                    .pointer("/incomplete_details/reason")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown");
+                self.end = Some(End::Incomplete(reason.to_owned()));
+            }
+            _ => self.end = Some(End::Completed),
+        }
+        Ok(())
+    }
+
+    fn stream_event(&mut self, kind: &str, event: &Value) -> Result<Vec<ModelEvent>, String> {
+        let mut events = Vec::new();
+        let output_index = event.get("output_index").and_then(Value::as_u64);
+        match kind {
+            "response.created" | "response.in_progress" | "response.queued" => {
+                if let Some(id) = event.pointer("/response/id").and_then(Value::as_str) {
+                    self.response_id = id.to_owned();
+                }
+            }
+            "response.output_item.added" => {
+                let item = event.get("item").unwrap_or(&Value::Null);
+                self.added(output_index, item, &mut events);
+            }
+            "response.output_item.done" => {
+                let item = event.get("item").unwrap_or(&Value::Null);
+                self.item_done(output_index, item, &mut events);
+            }
+            "response.output_text.delta" => {
+                self.streamed(event);
+                if let Some(delta) = event.get("delta").and_then(Value::as_str)
+                    && !delta.is_empty()
+                {
+                    events.push(ModelEvent::TextDelta(delta.to_owned()));
+                }
+            }
+            "response.refusal.delta" => {
+                if let Some(delta) = event.get("delta").and_then(Value::as_str) {
+                    self.refusal.push_str(delta);
+                }
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let part = event
+                    .get("summary_index")
+                    .or_else(|| event.get("content_index"))
+                    .and_then(Value::as_u64);
+                let delta = event.get("delta").and_then(Value::as_str).unwrap_or("");
+                let new_part = match self.streamed(event) {
+                    Some(item) => {
+                        let before = item.summary_index.replace(part.unwrap_or(0));
+                        before.is_some_and(|before| Some(before) != part)
+                    }
+                    None => false,
+                };
+                if new_part {
+                    events.push(ModelEvent::ThinkingDelta("\n\n".into()));
+                }
+                if !delta.is_empty() {
+                    events.push(ModelEvent::ThinkingDelta(delta.to_owned()));
+                }
+            }
+            "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
+                let chunks = self.chunks;
+                let Some(found) = self.find(event) else {
+                    return Err(format!(
+                        "event {chunks}: `{kind}` for output item {}, which the stream never started",
+                        describe(event)
+                    ));
+                };
+                let Kind::Call(call) = self.items[found].kind else {
+                    return Err(format!(
+                        "event {chunks}: `{kind}` for output item {}, which is not a function call",
+                        describe(event)
+                    ));
+                };
+                let item = &mut self.items[found];
+                let arguments = if kind.ends_with(".delta") {
+                    item.streamed = true;
+                    event.get("delta").and_then(Value::as_str).unwrap_or("")
+                } else if !item.streamed {
+                    // Arguments sent whole, without deltas.
+                    item.streamed = true;
+                    event.get("arguments").and_then(Value::as_str).unwrap_or("")
+                } else {
+                    ""
+                };
+                if !arguments.is_empty() {
+                    events.push(ModelEvent::ToolCallDelta {
+                        index: call,
+                        arguments: arguments.to_owned(),
+                    });
+                }
+            }
+            "response.completed" | "response.incomplete" | "response.failed" => {
+                let response = event.get("response").unwrap_or(&Value::Null);
+                if kind == "response.failed" {
+                    return Err(failure(response));
+                }
+                let mut response = response.clone();
+                if kind == "response.incomplete"
+                    && let Value::Object(object) = &mut response
+                {
+                    object.insert("status".into(), json!("incomplete"));
+                }
+                self.ended(&response, &mut events)?;
+            }
+            "error" => {
+                return Err(format!(
+                    "the server reported an error in the stream: {}",
+                    error_text(event).unwrap_or_else(|| preview(&event.to_string()))
+                ));
+            }
+            // Events this client does not use (content parts, annotations, hosted tools' progress) and
+            // types to come: skipped.
+            other => tracing::trace!(event = other, "skipping a Responses API event"),
+        }
+        Ok(events)
+    }
+}
+
+/// How an event names its output item, for error texts.
+fn describe(event: &Value) -> String {
+    match (
+        event.get("item_id").and_then(Value::as_str),
+        event.get("output_index").and_then(Value::as_u64),
+    ) {
+        (Some(id), _) if !id.is_empty() => format!("`{id}`"),
+        (_, Some(index)) => format!("at output_index {index}"),
+        _ => "(no id, no output_index)".into(),
+    }
+}
+
+/// The text of a failed response: `the response failed: <message> (<code>)`.
+fn failure(response: &Value) -> String {
+    let error = response.get("error").unwrap_or(&Value::Null);
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_else(|| preview(&error.to_string()));
+    match error.get("code").and_then(Value::as_str) {
+        Some(code) => format!("the response failed: {message} ({code})"),
+        None => format!("the response failed: {message}"),
+    }
+}
+
+impl StreamParser for EventParser {
+    fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
+        self.chunks += 1;
+        let event: Value = serde_json::from_str(data).map_err(|error| {
+            format!(
+                "event {} is not JSON ({error}): {}",
+                self.chunks,
+                preview(data)
+            )
+        })?;
+        // The `type` field names the event; the `event:` line is the same name when present.
+        let kind = event
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or(name)
+            .to_owned();
+        self.stream_event(&kind, &event)
+    }
+
+    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+        self.chunks += 1;
+        let response: Value = serde_json::from_str(data)
+            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
+        if let Some(error) = response.get("error").filter(|e| !e.is_null())
+            && response.get("status").is_none()
+        {
+            return Err(format!(
+                "the server reported an error: {}",
+                error_text(error).unwrap_or_else(|| preview(&error.to_string()))
+            ));
+        }
+        let mut events = Vec::new();
+        self.ended(&response, &mut events)?;
+        Ok(events)
+    }
+
+    fn ended(&self) -> bool {
+        self.end.is_some()
+    }
+
+    fn complete(&self) -> bool {
+        self.end.is_some()
+    }
+
+    fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    fn finish(&mut self) -> Vec<ModelEvent> {
+        if self.finished {
+            return Vec::new();
+        }
+        self.finished = true;
+        let mut events = Vec::new();
+        for slot in 0..self.calls {
+            self.close_call(slot, &mut events);
+        }
+        if !self.refusal.is_empty() {
+            events.push(ModelEvent::Error(format!(
+                "the model refused to answer: {}",
+                self.refusal
+            )));
+            return events;
+        }
+        let stop_reason = match &self.end {
+            None => {
+                events.push(ModelEvent::Error(
+                    "the stream ended before the reply was complete (no response.completed)".into(),
+                ));
+                return events;
+            }
+            Some(End::Incomplete(reason)) if reason == "max_output_tokens" => StopReason::Length,
+            Some(End::Incomplete(reason)) => {
+                events.push(ModelEvent::Error(format!(
+                    "the server stopped the reply: response.incomplete ({reason})"
+                )));
+                return events;
+            }
+            Some(End::Completed) if self.calls > 0 => StopReason::ToolUse,
+            Some(End::Completed) => StopReason::Stop,
+        };
+        if self.keep_response_id && !self.response_id.is_empty() {
+            events.push(self.block(json!({"type": "response", "id": self.response_id})));
+        }
+        events.push(ModelEvent::Done {
+            stop_reason,
+            usage: self.usage,
+        });
+        events
+    }
+}
+
+/// Parses a stream of Responses API events (each its `event:` name and data) as the client would; for
+/// the fuzz harness.
+#[doc(hidden)]
+pub fn parse_events_for_fuzzing<'a>(
+    events: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Vec<ModelEvent> {
+    transport::parse_all(EventParser::default(), events)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(events: &[Value]) -> Vec<ModelEvent> {
+        let data: Vec<String> = events.iter().map(Value::to_string).collect();
+        transport::parse_all(
+            EventParser::default(),
+            data.iter().map(|data| ("", data.as_str())),
+        )
+    }
+
+    #[test]
+    fn incomplete_replies_map_to_length_or_an_error() {
+        let incomplete = |reason: &str| {
+            parse(&[json!({"type": "response.incomplete", "response": {
+                "status": "incomplete", "incomplete_details": {"reason": reason},
+                "usage": {"input_tokens": 5, "output_tokens": 7}}})])
+        };
+        assert_eq!(
+            incomplete("max_output_tokens"),
+            vec![ModelEvent::Done {
+                stop_reason: StopReason::Length,
+                usage: Usage {
+                    input_tokens: 5,
+                    output_tokens: 7,
+                    ..Usage::default()
+                }
+            }]
+        );
+        assert_eq!(
+            incomplete("content_filter"),
+            vec![ModelEvent::Error(
+                "the server stopped the reply: response.incomplete (content_filter)".into()
+            )]
+        );
+    }
+
+    #[test]
+    fn arguments_for_an_item_never_started_are_an_error_not_a_panic() {
+        let events = parse(&[json!({"type": "response.function_call_arguments.delta",
+            "item_id": "fc_9", "output_index": 3, "delta": "{"})]);
+        assert_eq!(
+            events,
+            vec![ModelEvent::Error(
+                "event 1: `response.function_call_arguments.delta` for output item `fc_9`, which the \
+                 stream never started"
+                    .into()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_final_response_alone_gives_its_items() {
+        let events = parse(&[json!({"type": "response.completed", "response": {
+        "id": "resp_1", "status": "completed",
+        "output": [
+            {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+             "content": [{"type": "output_text", "text": "Hi.", "annotations": []}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f",
+             "arguments": "{}", "status": "completed"}
+        ]}})]);
+        assert_eq!(
+            events,
+            vec![
+                ModelEvent::ProviderBlock {
+                    provider: PROVIDER.into(),
+                    block: json!({"type": "message", "id": "msg_1"})
+                },
+                ModelEvent::TextDelta("Hi.".into()),
+                ModelEvent::ProviderBlock {
+                    provider: PROVIDER.into(),
+                    block: json!({"type": "function_call", "id": "fc_1", "call_id": "call_1"})
+                },
+                ModelEvent::ToolCallStart {
+                    index: 0,
+                    id: "call_1".into(),
+                    name: "f".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{}".into()
+                },
+                ModelEvent::ToolCallEnd { index: 0 },
+                ModelEvent::Done {
+                    stop_reason: StopReason::ToolUse,
+                    usage: Usage::default()
+                },
+            ]
+        );
+    }
+}

@@ -1,0 +1,104 @@
+//! Requests checked against the official Python SDKs' request types for streamed calls (`openai`'s and
+//! `anthropic`'s, in `tests/python/sdk_request.py`), with unknown keys refused at any depth.
+//!
+//! The SDKs' Python is `$YIEM_SDK_PYTHON`, else `<target dir>/python-sdks/bin/python` (where `.ci/run`
+//! installs `openai==3.51.0` and `anthropic==2.10.0`); when it is not there, the first check installs
+//! them (a virtualenv and `pip install`), so `cargo test` on a fresh machine needs only Python 3 and the
+//! network.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+use super::Server;
+
+/// The SDK's request type a body is checked against.
+#[derive(Clone, Copy)]
+pub enum Request {
+    /// `ResponseCreateParamsStreaming`.
+    Responses,
+    /// `CompletionCreateParamsStreaming`.
+    Chat,
+    /// `anthropic`'s `MessageCreateParamsStreaming`.
+    Anthropic,
+}
+
+const SDKS: [&str; 2] = ["openai==3.51.0", "anthropic==2.10.0"];
+
+fn sdk_python() -> PathBuf {
+    if let Some(path) = std::env::var_os("YIEM_SDK_PYTHON") {
+        return PathBuf::from(path);
+    }
+    static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            // <target>/debug/deps/<test>-<hash>
+            let exe = std::env::current_exe().unwrap();
+            let venv = exe.ancestors().nth(3).unwrap().join("python-sdks");
+            let python = venv.join("bin").join("python");
+            if !python.exists() {
+                let made = Command::new("python3")
+                    .arg("-m")
+                    .arg("venv")
+                    .arg(&venv)
+                    .status();
+                assert!(
+                    made.is_ok_and(|s| s.success()),
+                    "python3 -m venv {}",
+                    venv.display()
+                );
+                let installed = Command::new(venv.join("bin").join("pip"))
+                    .args(["install", "--quiet"])
+                    .args(SDKS)
+                    .status();
+                assert!(
+                    installed.is_ok_and(|s| s.success()),
+                    "pip install {}",
+                    SDKS.join(" ")
+                );
+            }
+            python
+        })
+        .clone()
+}
+
+/// Asserts that every request the server got fits the SDK's type `kind`.
+pub fn assert_sdk_accepts(kind: Request, server: &Server) {
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert!(!bodies.is_empty(), "no request was sent");
+    assert_sdk_accepts_bodies(kind, &bodies);
+}
+
+/// Asserts that every body fits the SDK's type `kind`.
+pub fn assert_sdk_accepts_bodies(kind: Request, bodies: &[Value]) {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/python/sdk_request.py");
+    let kind = match kind {
+        Request::Responses => "responses",
+        Request::Chat => "chat",
+        Request::Anthropic => "anthropic",
+    };
+    let mut child = Command::new(sdk_python())
+        .arg(&script)
+        .arg(kind)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the SDK's Python starts");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(serde_json::to_string(bodies).unwrap().as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "the SDK refuses a `{kind}` request:\n{}{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+        serde_json::to_string_pretty(bodies).unwrap()
+    );
+}

@@ -1,0 +1,905 @@
+//! The Responses API client against real HTTP servers on 127.0.0.1 that replay the event sequences
+//! OpenAI documents for `POST /v1/responses` with `stream: true` (each event an `event:` line and its
+//! JSON with `type` and `sequence_number`). Each test asserts the exact events the client streamed, and
+//! every request it sent is checked against the official `openai` Python SDK's request type for a
+//! streamed `responses.create` (`ResponseCreateParamsStreaming`, with unknown keys refused at any depth:
+//! `tests/python/sdk_request.py`).
+//!
+//! (The SDK's Python: see `common/sdk.rs`.)
+
+mod common;
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use yiem_core::{
+    AgentToolResult, AssistantContent, ModelEvent, ModelRequest, OpenAiResponsesConfig,
+    OpenAiResponsesModel, RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
+};
+
+use common::sdk::{Request, assert_sdk_accepts_bodies};
+use common::{Reply, Server, all_events, assemble, done, events, last_error, weather_tool};
+
+/// Asserts that every request the server got fits the SDK's `ResponseCreateParamsStreaming`.
+fn assert_sdk_accepts(server: &Server) {
+    common::sdk::assert_sdk_accepts(Request::Responses, server);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------------
+
+fn model_for(
+    server: &Server,
+    edit: impl FnOnce(OpenAiResponsesConfig) -> OpenAiResponsesConfig,
+) -> OpenAiResponsesModel {
+    let config = OpenAiResponsesConfig::new("gpt-test")
+        .with_base_url(format!("{}/v1", server.root()))
+        .with_api_key("sk-test")
+        .with_retry(RetryPolicy {
+            max_retries: 2,
+            initial_delay: Duration::from_millis(1),
+            max_delay: Duration::from_millis(10),
+        });
+    OpenAiResponsesModel::new(edit(config)).unwrap()
+}
+
+fn request(text: &str) -> ModelRequest {
+    ModelRequest {
+        system_prompt: "You are terse.".into(),
+        messages: vec![UserMessage::text(text).into()],
+        tools: Default::default(),
+    }
+}
+
+/// A stream of events as OpenAI writes them: `event: <type>` and the JSON with `type` and a
+/// `sequence_number` counting from 0.
+fn stream(events: Vec<Value>) -> Vec<String> {
+    events
+        .into_iter()
+        .enumerate()
+        .map(|(sequence, mut event)| {
+            event["sequence_number"] = json!(sequence);
+            let kind = event["type"].as_str().unwrap().to_owned();
+            format!("event: {kind}\ndata: {event}\n\n")
+        })
+        .collect()
+}
+
+fn response(id: &str, status: &str, output: Value, usage: Value) -> Value {
+    json!({
+        "id": id, "object": "response", "created_at": 1_741_476_542, "status": status,
+        "error": null, "incomplete_details": null, "instructions": null, "max_output_tokens": null,
+        "model": "gpt-test-2025-01-01", "output": output, "parallel_tool_calls": true,
+        "previous_response_id": null, "reasoning": {"effort": null, "summary": null}, "store": false,
+        "temperature": 1.0, "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [],
+        "top_p": 1.0, "truncation": "disabled", "usage": usage, "user": null, "metadata": {}
+    })
+}
+
+fn usage_json(input: u64, cached: u64, output: u64, reasoning: u64) -> Value {
+    json!({"input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
+           "output_tokens": output, "output_tokens_details": {"reasoning_tokens": reasoning},
+           "total_tokens": input + output})
+}
+
+fn created(id: &str) -> [Value; 2] {
+    let pending = response(id, "in_progress", json!([]), Value::Null);
+    [
+        json!({"type": "response.created", "response": pending}),
+        json!({"type": "response.in_progress", "response": pending}),
+    ]
+}
+
+fn completed(id: &str, output: Value, usage: Value) -> Value {
+    json!({"type": "response.completed", "response": response(id, "completed", output, usage)})
+}
+
+/// The events of an assistant message item `id` at `index` whose text streams in `pieces`.
+fn message_events(index: u64, id: &str, pieces: &[&str]) -> (Vec<Value>, Value) {
+    let text: String = pieces.concat();
+    let done_item = json!({"type": "message", "id": id, "status": "completed", "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}]});
+    let mut events = vec![
+        json!({"type": "response.output_item.added", "output_index": index,
+               "item": {"type": "message", "id": id, "status": "in_progress", "role": "assistant", "content": []}}),
+        json!({"type": "response.content_part.added", "item_id": id, "output_index": index, "content_index": 0,
+               "part": {"type": "output_text", "text": "", "annotations": []}}),
+    ];
+    for piece in pieces {
+        events.push(
+            json!({"type": "response.output_text.delta", "item_id": id, "output_index": index,
+                           "content_index": 0, "delta": piece, "logprobs": []}),
+        );
+    }
+    events.extend([
+        json!({"type": "response.output_text.done", "item_id": id, "output_index": index,
+               "content_index": 0, "text": text, "logprobs": []}),
+        json!({"type": "response.content_part.done", "item_id": id, "output_index": index, "content_index": 0,
+               "part": {"type": "output_text", "text": text, "annotations": []}}),
+        json!({"type": "response.output_item.done", "output_index": index, "item": done_item}),
+    ]);
+    (events, done_item)
+}
+
+/// The events of a function call item.
+fn call_events(
+    index: u64,
+    id: &str,
+    call_id: &str,
+    name: &str,
+    pieces: &[&str],
+) -> (Vec<Value>, Value) {
+    let arguments: String = pieces.concat();
+    let item = |status: &str, arguments: &str| {
+        json!({"type": "function_call", "id": id, "call_id": call_id, "name": name,
+               "arguments": arguments, "status": status})
+    };
+    let mut events = vec![
+        json!({"type": "response.output_item.added", "output_index": index,
+                                 "item": item("in_progress", "")}),
+    ];
+    for piece in pieces {
+        events.push(
+            json!({"type": "response.function_call_arguments.delta", "item_id": id,
+                           "output_index": index, "delta": piece}),
+        );
+    }
+    let done_item = item("completed", &arguments);
+    events.extend([
+        json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": index,
+               "arguments": arguments}),
+        json!({"type": "response.output_item.done", "output_index": index, "item": done_item}),
+    ]);
+    (events, done_item)
+}
+
+fn block(value: Value) -> ModelEvent {
+    ModelEvent::ProviderBlock {
+        provider: "openai-responses".into(),
+        block: value,
+    }
+}
+
+fn start() -> ModelEvent {
+    ModelEvent::Start {
+        model: "gpt-test".into(),
+    }
+}
+
+fn text(piece: &str) -> ModelEvent {
+    ModelEvent::TextDelta(piece.into())
+}
+
+fn call_start(index: usize, id: &str, name: &str) -> ModelEvent {
+    ModelEvent::ToolCallStart {
+        index,
+        id: id.into(),
+        name: name.into(),
+    }
+}
+
+fn call_delta(index: usize, arguments: &str) -> ModelEvent {
+    ModelEvent::ToolCallDelta {
+        index,
+        arguments: arguments.into(),
+    }
+}
+
+fn usage(input: u64, output: u64, cached: u64) -> Usage {
+    Usage {
+        input_tokens: input,
+        output_tokens: output,
+        cache_read_tokens: cached,
+        cache_write_tokens: 0,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The documented sequences
+// ---------------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_text_reply_streams_in_order_with_its_usage() {
+    let (message, item) = message_events(0, "msg_1", &["Hel", "lo."]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(message);
+    sequence.push(completed("resp_1", json!([item]), usage_json(12, 4, 3, 0)));
+    let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
+    let model = model_for(&server, |config| config.with_extra("temperature", json!(0)));
+    let events = events(&model, request("Say hello")).await;
+    assert_eq!(
+        events,
+        vec![
+            start(),
+            block(json!({"type": "message", "id": "msg_1"})),
+            text("Hel"),
+            text("lo."),
+            done(StopReason::Stop, usage(12, 3, 4)),
+        ]
+    );
+    let reply = assemble(&events);
+    assert_eq!(reply.text_content(), "Hello.");
+
+    let sent = &server.requests()[0];
+    assert_eq!(sent.request_line, "POST /v1/responses HTTP/1.1");
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-test"));
+    assert_eq!(sent.header("accept"), Some("text/event-stream"));
+    assert_eq!(
+        sent.body,
+        json!({
+            "model": "gpt-test",
+            "instructions": "You are terse.",
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Say hello"}]}],
+            "stream": true,
+            "store": false,
+            "include": ["reasoning.encrypted_content"],
+            "temperature": 0
+        })
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_parallel_pair_of_function_calls_streams_and_goes_back_with_its_results() {
+    let (first, first_item) = call_events(
+        0,
+        "fc_1",
+        "call_a",
+        "get_weather",
+        &["{\"ci", "ty\":\"Tokyo\"}"],
+    );
+    let (second, second_item) =
+        call_events(1, "fc_2", "call_b", "get_weather", &["{\"city\":\"Oslo\"}"]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(first);
+    sequence.extend(second);
+    sequence.push(completed(
+        "resp_1",
+        json!([first_item, second_item]),
+        usage_json(80, 0, 17, 0),
+    ));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Sunny in both."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(120, 0, 5, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let model = model_for(&server, |config| config);
+    let mut ask = request("Weather in Tokyo and Oslo?");
+    ask.tools = vec![weather_tool()].into();
+
+    let streamed = events(&model, ask.clone()).await;
+    assert_eq!(
+        streamed,
+        vec![
+            start(),
+            block(json!({"type": "function_call", "id": "fc_1", "call_id": "call_a"})),
+            call_start(0, "call_a", "get_weather"),
+            call_delta(0, "{\"ci"),
+            call_delta(0, "ty\":\"Tokyo\"}"),
+            ModelEvent::ToolCallEnd { index: 0 },
+            block(json!({"type": "function_call", "id": "fc_2", "call_id": "call_b"})),
+            call_start(1, "call_b", "get_weather"),
+            call_delta(1, "{\"city\":\"Oslo\"}"),
+            ModelEvent::ToolCallEnd { index: 1 },
+            done(StopReason::ToolUse, usage(80, 17, 0)),
+        ]
+    );
+    let reply = assemble(&streamed);
+    let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+    assert_eq!(
+        calls,
+        vec![
+            ToolCall::new("call_a", "get_weather", json!({"city": "Tokyo"})),
+            ToolCall::new("call_b", "get_weather", json!({"city": "Oslo"})),
+        ]
+    );
+
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&calls[0], AgentToolResult::text("Sunny, 22 °C")).into());
+    ask.messages
+        .push(ToolResultMessage::new(&calls[1], AgentToolResult::error("no station")).into());
+    let answer = assemble(&events(&model, ask).await);
+    assert_eq!(answer.text_content(), "Sunny in both.");
+
+    let sent = server.requests();
+    assert_eq!(
+        sent[0].body["tools"],
+        json!([{"type": "function", "name": "get_weather", "description": "Current weather for a city.",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"}},
+                               "required": ["city"]},
+                "strict": false}])
+    );
+    assert_eq!(
+        sent[1].body["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Tokyo and Oslo?"}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_weather", "arguments": "{\"city\":\"Tokyo\"}"},
+            {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"},
+            {"type": "function_call_output", "call_id": "call_a", "output": "Sunny, 22 °C"},
+            {"type": "function_call_output", "call_id": "call_b", "output": "no station"}
+        ])
+    );
+    assert_sdk_accepts(&server);
+}
+
+/// A reasoning model's turn: a reasoning item with a two-part summary (its `encrypted_content` whole only
+/// in `response.output_item.done`), then a call.
+fn reasoning_turn() -> Vec<Value> {
+    let reasoning = |encrypted: &str, summary: Value| json!({"type": "reasoning", "id": "rs_1", "summary": summary, "encrypted_content": encrypted});
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend([
+        json!({"type": "response.output_item.added", "output_index": 0, "item": reasoning("gAAA", json!([]))}),
+        json!({"type": "response.reasoning_summary_part.added", "item_id": "rs_1", "output_index": 0,
+               "summary_index": 0, "part": {"type": "summary_text", "text": ""}}),
+        json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0,
+               "summary_index": 0, "delta": "**Planning** "}),
+        json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0,
+               "summary_index": 0, "delta": "the lookup"}),
+        json!({"type": "response.reasoning_summary_text.done", "item_id": "rs_1", "output_index": 0,
+               "summary_index": 0, "text": "**Planning** the lookup"}),
+        json!({"type": "response.reasoning_summary_part.done", "item_id": "rs_1", "output_index": 0,
+               "summary_index": 0, "part": {"type": "summary_text", "text": "**Planning** the lookup"}}),
+        json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0,
+               "summary_index": 1, "delta": "Tokyo first."}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning(
+            "gAAAAABo-full-encrypted-content",
+            json!([{"type": "summary_text", "text": "**Planning** the lookup"},
+                   {"type": "summary_text", "text": "Tokyo first."}]))}),
+    ]);
+    let (call, call_item) = call_events(
+        1,
+        "fc_1",
+        "call_a",
+        "get_weather",
+        &["{\"city\":\"Tokyo\"}"],
+    );
+    sequence.extend(call);
+    sequence.push(completed(
+        "resp_1",
+        json!([call_item]),
+        usage_json(50, 0, 90, 64),
+    ));
+    sequence
+}
+
+#[tokio::test]
+async fn reasoning_items_are_kept_and_sent_back_with_their_encrypted_content() {
+    let (answer, answer_item) = message_events(0, "msg_2", &["Sunny."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(140, 128, 3, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(reasoning_turn())),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let model = model_for(&server, |config| {
+        config.with_extra("reasoning", json!({"effort": "low", "summary": "auto"}))
+    });
+    let mut ask = request("Weather in Tokyo?");
+    ask.tools = vec![weather_tool()].into();
+
+    let streamed = events(&model, ask.clone()).await;
+    let full_reasoning = json!({"type": "reasoning", "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "**Planning** the lookup"},
+                    {"type": "summary_text", "text": "Tokyo first."}],
+        "encrypted_content": "gAAAAABo-full-encrypted-content"});
+    assert_eq!(
+        streamed[..6],
+        [
+            start(),
+            ModelEvent::ThinkingDelta("**Planning** ".into()),
+            ModelEvent::ThinkingDelta("the lookup".into()),
+            ModelEvent::ThinkingDelta("\n\n".into()),
+            ModelEvent::ThinkingDelta("Tokyo first.".into()),
+            block(full_reasoning.clone()),
+        ]
+    );
+    assert_eq!(
+        streamed.last(),
+        Some(&done(StopReason::ToolUse, usage(50, 90, 0)))
+    );
+    let reply = assemble(&streamed);
+    assert_eq!(
+        reply.content[0],
+        AssistantContent::Thinking {
+            thinking: "**Planning** the lookup\n\nTokyo first.".into(),
+            signature: None
+        }
+    );
+    let call = reply.tool_calls().next().unwrap().clone();
+
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&call, AgentToolResult::text("Sunny")).into());
+    let answer = events(&model, ask).await;
+    assert_eq!(
+        answer.last(),
+        Some(&done(StopReason::Stop, usage(140, 3, 128)))
+    );
+
+    let sent = server.requests();
+    assert_eq!(
+        sent[1].body["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Tokyo?"}]},
+            full_reasoning,
+            {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_weather", "arguments": "{\"city\":\"Tokyo\"}"},
+            {"type": "function_call_output", "call_id": "call_a", "output": "Sunny"}
+        ])
+    );
+    assert_eq!(sent[1].body["store"], false);
+    assert_eq!(
+        sent[1].body["include"],
+        json!(["reasoning.encrypted_content"])
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_refusal_ends_the_reply_with_its_text_as_the_error() {
+    let refusal = "I'm sorry, I can't help with that.";
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend([
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "id": "msg_1", "status": "in_progress", "role": "assistant", "content": []}}),
+        json!({"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "part": {"type": "refusal", "refusal": ""}}),
+        json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "delta": "I'm sorry, "}),
+        json!({"type": "response.refusal.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "delta": "I can't help with that."}),
+        json!({"type": "response.refusal.done", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "refusal": refusal}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+                        "content": [{"type": "refusal", "refusal": refusal}]}}),
+        completed("resp_1", json!([]), usage_json(10, 0, 9, 0)),
+    ]);
+    let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
+    let events = events(&model_for(&server, |c| c), request("Something bad")).await;
+    assert_eq!(
+        last_error(&events),
+        format!(
+            "POST {}/v1/responses failed: the model refused to answer: {refusal}",
+            server.root()
+        )
+    );
+    assert_eq!(assemble(&events).stop_reason, StopReason::Error);
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_ends_the_reply_with_its_message() {
+    let (message, _) = message_events(0, "msg_1", &["Par", "tial"]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(message[..3].iter().cloned());
+    sequence.push(json!({"type": "error", "code": "server_error",
+        "message": "The server had an error while processing your request.", "param": null}));
+    let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    assert_eq!(
+        last_error(&events),
+        format!(
+            "POST {}/v1/responses failed: the server reported an error in the stream: The server had an error \
+             while processing your request.",
+            server.root()
+        )
+    );
+    // Exactly one error, last; the text before it stays in the reply.
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| matches!(e, ModelEvent::Error(_)))
+            .count(),
+        1
+    );
+    assert_eq!(assemble(&events).text_content(), "Par");
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_failed_response_ends_the_reply_with_its_error() {
+    let mut sequence = created("resp_1").to_vec();
+    let mut failed = response("resp_1", "failed", json!([]), Value::Null);
+    failed["error"] =
+        json!({"code": "rate_limit_exceeded", "message": "Rate limit reached for gpt-test."});
+    sequence.push(json!({"type": "response.failed", "response": failed}));
+    let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    assert_eq!(
+        last_error(&events),
+        format!(
+            "POST {}/v1/responses failed: the response failed: Rate limit reached for gpt-test. \
+             (rate_limit_exceeded)",
+            server.root()
+        )
+    );
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_an_error_that_says_how_far_it_got() {
+    let (message, _) = message_events(0, "msg_1", &["Par", "tial", " answer"]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(message[..4].iter().cloned());
+    let server = Server::start(vec![Reply::SseCut(stream(sequence))]).await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    let error = last_error(&events);
+    let prefix = format!("POST {}/v1/responses failed: ", server.root());
+    let reason = error
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("{error}"));
+    assert!(
+        reason.starts_with("the stream broke off after 6 chunks")
+            || reason.starts_with("the stream ended after 6 chunks before the reply was complete"),
+        "{reason}"
+    );
+    assert_eq!(assemble(&events).text_content(), "Partial");
+    // Cut after the first chunk: not sent again.
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn a_stream_that_ends_without_response_completed_is_an_error() {
+    let (message, _) = message_events(0, "msg_1", &["Hi"]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(message);
+    let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    assert!(
+        last_error(&events)
+            .ends_with("the stream ended after 8 chunks before the reply was complete"),
+        "{}",
+        last_error(&events)
+    );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Bad and unusual input
+// ---------------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn unknown_event_types_are_skipped_and_hosted_tool_items_kept() {
+    let search = json!({"type": "web_search_call", "id": "ws_1", "status": "completed",
+                        "action": {"type": "search", "query": "weather Tokyo"}});
+    let (message, message_item) = message_events(1, "msg_1", &["Sunny."]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend([
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "web_search_call", "id": "ws_1", "status": "in_progress"}}),
+        json!({"type": "response.web_search_call.searching", "item_id": "ws_1", "output_index": 0}),
+        json!({"type": "response.something_new.delta", "item_id": "ws_1", "output_index": 0, "delta": {"x": 1}}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": search}),
+    ]);
+    sequence.extend(message);
+    sequence.push(json!({"type": "response.output_text.annotation.added", "item_id": "msg_1", "output_index": 1,
+        "content_index": 0, "annotation_index": 0, "annotation": {"type": "url_citation", "url": "https://example.com"}}));
+    sequence.push(completed(
+        "resp_1",
+        json!([search, message_item]),
+        usage_json(10, 0, 3, 0),
+    ));
+    let (again, again_item) = message_events(0, "msg_2", &["ok"]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(again);
+    follow_up.push(completed(
+        "resp_2",
+        json!([again_item]),
+        usage_json(10, 0, 1, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let model = model_for(&server, |c| c);
+    let streamed = events(&model, request("Weather in Tokyo?")).await;
+    assert_eq!(
+        streamed,
+        vec![
+            start(),
+            block(search.clone()),
+            block(json!({"type": "message", "id": "msg_1"})),
+            text("Sunny."),
+            done(StopReason::Stop, usage(10, 3, 0)),
+        ]
+    );
+    let mut ask = request("Weather in Tokyo?");
+    ask.messages.push(assemble(&streamed).into());
+    ask.messages.push(UserMessage::text("Thanks").into());
+    events(&model, ask).await;
+    assert_eq!(
+        server.requests()[1].body["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Weather in Tokyo?"}]},
+            search,
+            {"type": "message", "role": "assistant", "id": "msg_1", "status": "completed",
+             "content": [{"type": "output_text", "text": "Sunny.", "annotations": []}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Thanks"}]}
+        ])
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn output_items_without_ids_are_followed_by_their_output_index() {
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend([
+        json!({"type": "response.output_item.added", "output_index": 0,
+               "item": {"type": "message", "role": "assistant", "content": []}}),
+        json!({"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "Checking."}),
+        json!({"type": "response.output_item.done", "output_index": 0,
+               "item": {"type": "message", "role": "assistant",
+                        "content": [{"type": "output_text", "text": "Checking.", "annotations": []}]}}),
+        json!({"type": "response.output_item.added", "output_index": 1,
+               "item": {"type": "function_call", "name": "get_weather", "arguments": ""}}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "{\"city\":"}),
+        json!({"type": "response.function_call_arguments.delta", "output_index": 1, "delta": "\"Oslo\"}"}),
+        json!({"type": "response.output_item.done", "output_index": 1,
+               "item": {"type": "function_call", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}}),
+        completed("resp_1", json!([]), usage_json(10, 0, 3, 0)),
+    ]);
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(vec![completed("resp_2", json!([]), Value::Null)])),
+    ])
+    .await;
+    let model = model_for(&server, |c| c);
+    let streamed = events(&model, request("Weather in Oslo?")).await;
+    assert_eq!(
+        streamed,
+        vec![
+            start(),
+            text("Checking."),
+            call_start(0, "", "get_weather"),
+            call_delta(0, "{\"city\":"),
+            call_delta(0, "\"Oslo\"}"),
+            ModelEvent::ToolCallEnd { index: 0 },
+            done(StopReason::ToolUse, usage(10, 3, 0)),
+        ]
+    );
+    let reply = assemble(&streamed);
+    let call = reply.tool_calls().next().unwrap().clone();
+    assert_eq!(call.id.len(), 36, "a fresh id: {}", call.id);
+    assert_eq!(call.arguments, json!({"city": "Oslo"}));
+
+    // It goes back without item ids, under the id the call was given.
+    let mut ask = request("Weather in Oslo?");
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&call, AgentToolResult::text("Rain")).into());
+    all_events(&model, ask).await;
+    assert_eq!(
+        server.requests()[1].body["input"].as_array().unwrap()[1..],
+        [
+            json!({"type": "message", "role": "assistant", "content": "Checking."}),
+            json!({"type": "function_call", "call_id": call.id, "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}),
+            json!({"type": "function_call_output", "call_id": call.id, "output": "Rain"}),
+        ]
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_reasoning_item_the_next_request_cannot_carry_is_left_out_with_its_ids() {
+    // A server that ignores `include`: the reasoning item comes without `encrypted_content`.
+    let mut sequence = created("resp_1").to_vec();
+    let reasoning = json!({"type": "reasoning", "id": "rs_1", "summary": []});
+    sequence.extend([
+        json!({"type": "response.output_item.added", "output_index": 0, "item": reasoning}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": reasoning}),
+    ]);
+    let (call, call_item) =
+        call_events(1, "fc_1", "call_a", "get_weather", &["{\"city\":\"Oslo\"}"]);
+    sequence.extend(call);
+    sequence.push(completed(
+        "resp_1",
+        json!([reasoning, call_item]),
+        usage_json(10, 0, 3, 2),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(vec![completed("resp_2", json!([]), Value::Null)])),
+    ])
+    .await;
+    let model = model_for(&server, |c| c);
+    let reply = assemble(&events(&model, request("Weather in Oslo?")).await);
+    let call = reply.tool_calls().next().unwrap().clone();
+    let mut ask = request("Weather in Oslo?");
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&call, AgentToolResult::text("Rain")).into());
+    all_events(&model, ask).await;
+    // Neither the reasoning item (the server did not store it) nor the call's item id (the API refuses an
+    // item whose reasoning item is missing) goes; the unit tests pin the warning's text.
+    assert_eq!(
+        server.requests()[1].body["input"].as_array().unwrap()[1..],
+        [
+            json!({"type": "function_call", "call_id": "call_a", "name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}),
+            json!({"type": "function_call_output", "call_id": "call_a", "output": "Rain"}),
+        ]
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn with_previous_response_id_only_the_new_messages_go() {
+    let server = Server::start(vec![
+        Reply::Sse(stream(reasoning_turn())),
+        Reply::Sse(stream(vec![completed("resp_2", json!([]), Value::Null)])),
+    ])
+    .await;
+    let model = model_for(&server, |config| config.with_previous_response_id());
+    let mut ask = request("Weather in Tokyo?");
+    ask.tools = vec![weather_tool()].into();
+    let streamed = events(&model, ask.clone()).await;
+    assert_eq!(
+        streamed[streamed.len() - 2],
+        block(json!({"type": "response", "id": "resp_1"}))
+    );
+    let reply = assemble(&streamed);
+    let call = reply.tool_calls().next().unwrap().clone();
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&call, AgentToolResult::text("Sunny")).into());
+    all_events(&model, ask).await;
+    let sent = server.requests();
+    assert_eq!(sent[0].body["store"], true);
+    assert_eq!(sent[0].body.get("previous_response_id"), None);
+    assert_eq!(sent[1].body["previous_response_id"], "resp_1");
+    assert_eq!(
+        sent[1].body["input"],
+        json!([{"type": "function_call_output", "call_id": "call_a", "output": "Sunny"}])
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_server_that_answers_with_one_json_response_is_read_whole() {
+    let output = json!([
+        {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+         "content": [{"type": "output_text", "text": "Hi.", "annotations": []}]},
+        {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "get_weather",
+         "arguments": "{\"city\":\"Oslo\"}", "status": "completed"}
+    ]);
+    let server = Server::start(vec![Reply::Status {
+        status: "200 OK",
+        headers: vec![],
+        content_type: "application/json",
+        body: response("resp_1", "completed", output, usage_json(9, 0, 4, 0)).to_string(),
+    }])
+    .await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    assert_eq!(
+        events,
+        vec![
+            start(),
+            block(json!({"type": "message", "id": "msg_1"})),
+            text("Hi."),
+            block(json!({"type": "function_call", "id": "fc_1", "call_id": "call_a"})),
+            call_start(0, "call_a", "get_weather"),
+            call_delta(0, "{\"city\":\"Oslo\"}"),
+            ModelEvent::ToolCallEnd { index: 0 },
+            done(StopReason::ToolUse, usage(9, 4, 0)),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn strict_tools_go_with_strict_true() {
+    let server = Server::start(vec![Reply::Sse(stream(vec![completed(
+        "resp_1",
+        json!([]),
+        Value::Null,
+    )]))])
+    .await;
+    let model = model_for(&server, |config| {
+        config
+            .with_strict_tools(true)
+            .with_encrypted_reasoning(false)
+    });
+    let mut ask = request("hi");
+    ask.tools = vec![weather_tool()].into();
+    all_events(&model, ask).await;
+    let body = &server.requests()[0].body;
+    assert_eq!(body["tools"][0]["strict"], true);
+    assert_eq!(
+        body["tools"][0]["parameters"]["additionalProperties"],
+        false
+    );
+    assert_eq!(body.get("include"), None);
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn server_errors_are_retried_then_reported_with_the_server_message() {
+    let server = Server::start(vec![Reply::Status {
+        status: "500 Internal Server Error",
+        headers: vec![],
+        content_type: "application/json",
+        body: json!({"error": {"message": "The server had an error", "type": "server_error"}})
+            .to_string(),
+    }])
+    .await;
+    let events = events(&model_for(&server, |c| c), request("hi")).await;
+    assert_eq!(
+        last_error(&events),
+        format!(
+            "POST {}/v1/responses failed: HTTP 500 Internal Server Error: The server had an error (3 attempts)",
+            server.root()
+        )
+    );
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[test]
+fn the_sdk_check_refuses_a_request_the_sdk_does_not_accept() {
+    // The check itself can fail: a function tool without `strict` (which the SDK's type requires), and a
+    // key the SDK does not know.
+    let refused = std::panic::catch_unwind(|| {
+        assert_sdk_accepts_bodies(
+            Request::Responses,
+            &[json!({"model": "m", "stream": true, "input": [],
+            "tools": [{"type": "function", "name": "f", "parameters": {}}]})],
+        )
+    });
+    assert!(refused.is_err());
+    let refused = std::panic::catch_unwind(|| {
+        assert_sdk_accepts_bodies(
+            Request::Responses,
+            &[json!({"model": "m", "stream": true, "input": [], "stream_options": {"x": 1}})],
+        )
+    });
+    assert!(refused.is_err());
+}
+
+#[test]
+fn yiem_provider_openai_responses_selects_this_client() {
+    let selected = yiem_core::llm::model_from_lookup(|name| match name {
+        "YIEM_PROVIDER" => Some("openai-responses".into()),
+        "OPENAI_API_KEY" => Some("sk-test".into()),
+        _ => None,
+    })
+    .unwrap()
+    .unwrap();
+    assert_eq!(selected.model.name(), "gpt-5-mini");
+    assert_eq!(
+        selected.description,
+        "gpt-5-mini at https://api.openai.com/v1/responses (Responses API)"
+    );
+    let local = yiem_core::llm::model_from_lookup(|name| match name {
+        "YIEM_PROVIDER" => Some("openai-responses".into()),
+        "YIEM_BASE_URL" => Some("http://127.0.0.1:8000/v1".into()),
+        "YIEM_MODEL" => Some("gpt-oss-20b".into()),
+        _ => None,
+    })
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        local.description,
+        "gpt-oss-20b at http://127.0.0.1:8000/v1/responses (Responses API)"
+    );
+    let error = yiem_core::llm::model_from_lookup(|name| {
+        (name == "YIEM_PROVIDER").then(|| "openai-responses".into())
+    })
+    .err()
+    .unwrap();
+    assert_eq!(
+        error.to_string(),
+        "`OPENAI_API_KEY` is not set: set it to your API key"
+    );
+}
