@@ -1145,3 +1145,55 @@ async fn what_a_step_appends_does_not_grow_with_the_conversation() {
     // The whole run, as a step that saved it whole would write, grew with it.
     assert!(run.to_json().len() > 20 * two_hundred);
 }
+
+/// A policy sees the arguments the tool will run with: a model that sends them as a JSON string
+/// (`"{\"cmd\": \"rm -rf /\"}"`) cannot slip past a policy that looks for `rm` in `cmd`.
+#[tokio::test]
+async fn a_policy_sees_arguments_sent_as_a_json_string_decoded() {
+    let ran = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&ran);
+    let danger = AgentTool::builder("danger")
+        .description("Runs a command.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"cmd": {"type": "string"}},
+            "required": ["cmd"]
+        }))
+        .handler(move |_ctx: ToolContext, args: Value| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock().unwrap().push(args["cmd"].to_string());
+                "done"
+            }
+        })
+        .build()
+        .unwrap();
+    let tools = ToolStore::new("danger");
+    tools.register(danger).unwrap();
+    let policy = ApprovalPolicy::new(|call, _tool| {
+        let cmd = call.arguments["cmd"].as_str().unwrap_or_default();
+        cmd.contains("rm").then(|| format!("`{cmd}` removes files"))
+    });
+    // The scripted model streams a string's text as the arguments' text: these send an object, and the
+    // JSON strings `"{\"cmd\": \"rm -rf /\"}"` and `" {...} "`, which the reply keeps as strings.
+    let as_string = r#"{"cmd": "rm -rf /"}"#;
+    for arguments in [
+        json!({"cmd": "rm -rf /"}),
+        Value::String(Value::String(as_string.into()).to_string()),
+        Value::String(Value::String(format!(" {as_string} ")).to_string()),
+    ] {
+        let agent = Agent::builder()
+            .model(ScriptedModel::new([
+                ScriptedTurn::tool_call("danger", arguments.clone()),
+                ScriptedTurn::text("done"),
+            ]))
+            .tools(tools.clone())
+            .approval_policy(policy.clone())
+            .build();
+        let outcome = agent.prompt("clean up").await;
+        let pending = outcome.pending_approvals();
+        assert_eq!(pending.len(), 1, "arguments {arguments} ran unasked");
+        assert_eq!(pending[0].reason, "`rm -rf /` removes files");
+    }
+    assert!(ran.lock().unwrap().is_empty(), "{:?}", ran.lock().unwrap());
+}

@@ -14,6 +14,7 @@ use super::{AgentContext, NextTurnContext, TurnUpdate};
 use crate::call::ToolCall;
 use crate::event::EventBus;
 use crate::executor::{BatchMode, ToolExecutor};
+use crate::guard;
 use crate::hooks::ToolHooks;
 use crate::registry::{ToolList, ToolStore};
 
@@ -102,10 +103,21 @@ impl AgentConfig {
 
     /// Why `call` waits for a person, if it does: its tool among `offered` asks for approval, or the
     /// policy says so. A call of a tool that is not offered waits for nothing (it gets an error result).
+    ///
+    /// The policy sees the arguments the tool will run with: decoded from a JSON string and through the
+    /// tool's `prepare` step, by the same function the call's own path uses. (Arguments that do not decode
+    /// are shown as they came; the call then ends with an error result and runs nothing.)
     pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
-        offered
-            .get(&call.name)
-            .and_then(|tool| self.approval.check(call, &tool))
+        let tool = offered.get(&call.name)?;
+        let prepared = match guard::catch(|| tool.prepare_arguments(&call.arguments)) {
+            Ok(Ok(std::borrow::Cow::Owned(arguments))) => Some(ToolCall {
+                arguments,
+                ..call.clone()
+            }),
+            _ => None,
+        };
+        self.approval
+            .check(prepared.as_ref().unwrap_or(call), &tool)
     }
 
     /// What the model sees next — the system prompt, the conversation and the tools — after
