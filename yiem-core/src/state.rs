@@ -78,7 +78,7 @@ impl<T: ?Sized + fmt::Debug> fmt::Debug for State<T> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be tool state",
     label = "tool state is shared by calls on many threads",
-    note = "tool state must be `Send + Sync + 'static`: use `Arc<Mutex<..>>` instead of `Rc<RefCell<..>>`, and own the data instead of borrowing it"
+    note = "tool state must be `Send + Sync + 'static`: wrap a type that is not `Sync` (a database connection, a `RefCell`) in a `Mutex<T>` or `RwLock<T>` (`State<Mutex<Connection>>`), use `Arc` instead of `Rc`, and own the data instead of borrowing it"
 )]
 pub trait ToolState: Send + Sync + 'static {}
 
