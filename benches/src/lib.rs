@@ -317,3 +317,108 @@ pub fn arguments_object() -> JsonObject {
         _ => unreachable!("the arguments are an object"),
     }
 }
+
+/// The two MCP HTTP servers of the HTTP benchmarks (`http_load`, `http_count`) and their one request.
+///
+/// Both serve [`add`] statelessly with JSON answers, rmcp's `StreamableHttpService` on a hyper HTTP/1.1
+/// loop: yiem's `McpHttpServer` (with its checks), and rmcp's own `#[tool_router]` server ([`RmcpServer`]).
+pub mod http {
+    use std::sync::Arc;
+
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::Bytes;
+    use hyper::client::conn::http1::SendRequest;
+    use hyper_util::rt::TokioIo;
+    use hyper_util::service::TowerToHyperService;
+    use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
+    use tokio::net::TcpListener;
+    use yiem_core::mcp::{McpHttpServer, McpServer};
+    use yiem_core::{ToolStore, register_all_tools};
+
+    use super::{ANSWER, RmcpServer, arguments};
+
+    /// Starts yiem's `McpHttpServer` on a loopback port, on the current runtime; returns its address.
+    pub async fn yiem_server() -> String {
+        let store = ToolStore::new("bench");
+        register_all_tools(&store).expect("the bench tools register");
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let server = McpHttpServer::new(McpServer::new(store));
+        tokio::spawn(server.serve(listener, std::future::pending()));
+        address
+    }
+
+    /// Starts rmcp's `StreamableHttpService` over [`RmcpServer`] on a loopback port, on the current
+    /// runtime; returns its address. The stateless service asks its factory for a server per request:
+    /// with `shared`, the factory clones one server built once (as yiem's `McpHttpServer` does), else it
+    /// builds one, its `#[tool_router]` included, each time (as rmcp's examples write it).
+    pub async fn rmcp_server(shared: bool) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap().to_string();
+        let config = StreamableHttpServerConfig::default()
+            .with_legacy_session_mode(false)
+            .with_json_response(true);
+        let built = RmcpServer::new();
+        let service = StreamableHttpService::new(
+            move || {
+                Ok(match shared {
+                    true => built.clone(),
+                    false => RmcpServer::new(),
+                })
+            },
+            Arc::new(NeverSessionManager::default()),
+            config,
+        );
+        tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let service = TowerToHyperService::new(service.clone());
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(stream), service),
+                );
+            }
+        });
+        address
+    }
+
+    /// One `tools/call` of `add` on `sender`'s connection, its answer read and checked (HTTP 200,
+    /// `42 (answer)`, not an error).
+    pub async fn call(
+        sender: &mut SendRequest<Full<Bytes>>,
+        address: &str,
+        id: usize,
+    ) -> Result<(), String> {
+        let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                                      "params": {"name": "add", "arguments": arguments()}});
+        let request = hyper::Request::post("/mcp")
+            .header("host", address)
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .header("mcp-protocol-version", "2025-06-18")
+            .body(Full::new(Bytes::from(body.to_string())))
+            .unwrap();
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        let text = String::from_utf8_lossy(&body);
+        if status != 200 || !text.contains(ANSWER) || text.contains("\"isError\":true") {
+            return Err(format!("{status}: {text}"));
+        }
+        Ok(())
+    }
+}

@@ -14,55 +14,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use http_body_util::{BodyExt, Full};
-use hyper::body::Bytes;
 use hyper_util::rt::TokioIo;
-use hyper_util::service::TowerToHyperService;
-use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::Barrier;
-use yiem_benches::{ANSWER, RmcpServer, arguments};
-use yiem_core::mcp::{McpHttpServer, McpServer};
-use yiem_core::{ToolStore, register_all_tools};
+use yiem_benches::http::{self, rmcp_server, yiem_server};
 
 const CONCURRENT: usize = 1000;
-
-async fn yiem_server() -> String {
-    let store = ToolStore::new("bench");
-    register_all_tools(&store).expect("the bench tools register");
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let server = McpHttpServer::new(McpServer::new(store));
-    tokio::spawn(server.serve(listener, std::future::pending()));
-    address
-}
-
-async fn rmcp_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let config = StreamableHttpServerConfig::default()
-        .with_legacy_session_mode(false)
-        .with_json_response(true);
-    let service = StreamableHttpService::new(
-        || Ok(RmcpServer::new()),
-        Arc::new(NeverSessionManager::default()),
-        config,
-    );
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
-            };
-            let service = TowerToHyperService::new(service.clone());
-            tokio::spawn(
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service),
-            );
-        }
-    });
-    address
-}
 
 /// One `tools/call` on a fresh connection: its latency, or why it failed.
 async fn call(address: &str, id: usize) -> Result<Duration, String> {
@@ -74,30 +31,7 @@ async fn call(address: &str, id: usize) -> Result<Duration, String> {
         .await
         .map_err(|e| e.to_string())?;
     tokio::spawn(connection);
-    let body = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                                  "params": {"name": "add", "arguments": arguments()}});
-    let request = hyper::Request::post("/mcp")
-        .header("host", address)
-        .header("accept", "application/json, text/event-stream")
-        .header("content-type", "application/json")
-        .header("mcp-protocol-version", "2025-06-18")
-        .body(Full::new(Bytes::from(body.to_string())))
-        .unwrap();
-    let response = sender
-        .send_request(request)
-        .await
-        .map_err(|e| e.to_string())?;
-    let status = response.status();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?
-        .to_bytes();
-    let text = String::from_utf8_lossy(&body);
-    if status != 200 || !text.contains(ANSWER) || text.contains("\"isError\":true") {
-        return Err(format!("{status}: {text}"));
-    }
+    http::call(&mut sender, address, id).await?;
     Ok(started.elapsed())
 }
 
@@ -162,7 +96,7 @@ async fn main() {
         ("yiem `McpHttpServer`", yiem_server().await),
         (
             "rmcp `#[tool_router]` + `StreamableHttpService`",
-            rmcp_server().await,
+            rmcp_server(false).await,
         ),
     ];
     let mut tallies: Vec<Tally> = servers.iter().map(|_| Tally::default()).collect();

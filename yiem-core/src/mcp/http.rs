@@ -65,7 +65,7 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 ///   [`DEFAULT_MAX_BODY_BYTES`]): a larger body gets `413` with a JSON-RPC error (`-32600`) naming the
 ///   limit, whether it announced its length or not; a body rmcp cannot read gets `400` with the
 ///   JSON-RPC error stdio gives it (`-32700` for a body that is not JSON, `-32602` or `-32600` for a
-///   request that does not decode).
+///   request that does not decode), unless rmcp refused the request's headers first.
 /// - **Time limits on the client** ([`with_header_read_timeout`](Self::with_header_read_timeout),
 ///   default [`DEFAULT_HEADER_READ_TIMEOUT`]; [`with_body_read_timeout`](Self::with_body_read_timeout),
 ///   default [`DEFAULT_BODY_READ_TIMEOUT`]): a connection whose client does not send a request's whole
@@ -465,19 +465,23 @@ impl Checks {
                 );
             }
         };
-        // What rmcp would refuse without a JSON-RPC answer is answered as over stdio (see `lines`).
-        if parts.method == Method::POST
-            && let lines::Check::Answer(error) = lines::check(&body)
-        {
-            return json_response(StatusCode::BAD_REQUEST, error);
-        }
-        match service
-            .call(Request::from_parts(parts, Full::new(body)))
+        let post = parts.method == Method::POST;
+        let response = match service
+            .call(Request::from_parts(parts, Full::new(body.clone())))
             .await
         {
             Ok(response) => response,
             Err(never) => match never {},
+        };
+        // What rmcp refuses without a JSON-RPC answer (a body it cannot read: `415`) is answered as over
+        // stdio (see `lines`). Checked only then, so a readable request is parsed once, by rmcp.
+        if post
+            && response.status() == StatusCode::UNSUPPORTED_MEDIA_TYPE
+            && let lines::Check::Answer(error) = lines::check(&body)
+        {
+            return json_response(StatusCode::BAD_REQUEST, error);
         }
+        response
     }
 }
 
