@@ -114,7 +114,7 @@ fn register(c: &mut Criterion) {
     group.bench_function("1000", |b| {
         b.iter_batched(
             || ToolStore::new("bench"),
-            |mut store| {
+            |store| {
                 let names = register_all_tools(&store).unwrap();
                 black_box((store, names))
             },
