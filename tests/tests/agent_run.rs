@@ -814,42 +814,19 @@ async fn the_step_machine_can_be_driven_by_hand() {
         ScriptedTurn::text("done"),
     ]);
     let tools = work_tools();
-    let executor = ToolExecutor::new();
     let mut run = AgentRun::new("system", Vec::new());
     run.start(vec!["go".into()]);
     let mut steps = Vec::new();
-    loop {
-        match run.next_step() {
-            Step::CallModel => {
-                steps.push("model");
-                use futures::StreamExt;
-                let request = ModelRequest {
-                    system_prompt: run.system_prompt().to_owned(),
-                    messages: run.messages().to_vec(),
-                    tools: tools.tool_list(),
-                };
-                let mut assembler = yiem_core::MessageAssembler::new();
-                let mut stream = model.stream(request, CancellationToken::new());
-                while let Some(event) = stream.next().await {
-                    assembler.apply(event);
-                }
-                run.model_replied(assembler.finish(), |_| None);
-            }
-            Step::RunTools { plan, .. } => {
-                steps.push("tools");
-                assert!(matches!(&plan[0], PlannedCall::Run { call } if call.name == "work"));
-                let batch = executor
-                    .execute_plan(&tools, plan, None, &CancellationToken::new())
-                    .await;
-                run.tools_ran(batch.messages, batch.terminate);
-            }
-            Step::Stopped(stop) => {
-                assert_eq!(stop, RunStop::Finished);
-                break;
-            }
-            _ => unreachable!(),
+    let stop = drive_by_hand(&mut run, &model, &tools, |step, _| match step {
+        Step::CallModel => steps.push("model"),
+        Step::RunTools { plan, .. } => {
+            steps.push("tools");
+            assert!(matches!(&plan[0], PlannedCall::Run { call } if call.name == "work"));
         }
-    }
+        _ => unreachable!(),
+    })
+    .await;
+    assert_eq!(stop, RunStop::Finished);
     assert_eq!(steps, ["model", "tools", "model"]);
     assert_eq!(run.turns(), 2);
     assert_eq!(
@@ -1085,7 +1062,6 @@ async fn what_a_step_appends_does_not_grow_with_the_conversation() {
         ScriptedTurn::tool_call("work", json!({"step": turn}))
     });
     let tools = work_tools();
-    let executor = ToolExecutor::new();
     let mut run = AgentRun::new("system", Vec::new());
     run.set_limits(RunLimits {
         max_turns: Some(200),
@@ -1094,39 +1070,14 @@ async fn what_a_step_appends_does_not_grow_with_the_conversation() {
     run.start(vec!["go".into()]);
     let mut saved = 0;
     let mut written = Vec::new();
-    loop {
-        match run.next_step() {
-            Step::CallModel => {
-                use futures::StreamExt;
-                let request = ModelRequest {
-                    system_prompt: run.system_prompt().to_owned(),
-                    messages: run.messages().to_vec(),
-                    tools: tools.tool_list(),
-                };
-                let mut assembler = yiem_core::MessageAssembler::new();
-                let mut stream = model.stream(request, CancellationToken::new());
-                while let Some(event) = stream.next().await {
-                    assembler.apply(event);
-                }
-                run.model_replied(assembler.finish(), |_| None);
-            }
-            Step::RunTools { plan, .. } => {
-                let batch = executor
-                    .execute_plan(&tools, plan, None, &CancellationToken::new())
-                    .await;
-                run.tools_ran(batch.messages, batch.terminate);
-            }
-            Step::Stopped(stop) => {
-                assert_eq!(stop, RunStop::TurnLimit { turns: 200 });
-                break;
-            }
-            _ => unreachable!(),
-        }
+    let stop = drive_by_hand(&mut run, &model, &tools, |_, run| {
         let (header, new) = run.appended_since(saved);
         let bytes = header.to_string().len() + serde_json::to_vec(new).unwrap().len();
         saved = run.messages().len();
         written.push((run.turns(), bytes));
-    }
+    })
+    .await;
+    assert_eq!(stop, RunStop::TurnLimit { turns: 200 });
     // The step that ran turn N's tools.
     let at = |turn: u32| {
         written
@@ -1196,4 +1147,44 @@ async fn a_policy_sees_arguments_sent_as_a_json_string_decoded() {
         assert_eq!(pending[0].reason, "`rm -rf /` removes files");
     }
     assert!(ran.lock().unwrap().is_empty(), "{:?}", ran.lock().unwrap());
+}
+
+/// Drives `run` by hand to its stop, as a driver of its own would: no `Agent`, the model's stream
+/// assembled into its reply, each plan run on an executor. `performed` sees each step after it ran, with
+/// the run.
+async fn drive_by_hand(
+    run: &mut AgentRun,
+    model: &dyn Model,
+    tools: &ToolStore,
+    mut performed: impl FnMut(&Step, &AgentRun),
+) -> RunStop {
+    use futures::StreamExt;
+    let executor = ToolExecutor::new();
+    loop {
+        let step = run.next_step();
+        match step.clone() {
+            Step::CallModel => {
+                let request = ModelRequest {
+                    system_prompt: run.system_prompt().to_owned(),
+                    messages: run.messages().to_vec(),
+                    tools: tools.tool_list(),
+                };
+                let mut assembler = yiem_core::MessageAssembler::new();
+                let mut stream = model.stream(request, CancellationToken::new());
+                while let Some(event) = stream.next().await {
+                    assembler.apply(event);
+                }
+                run.model_replied(assembler.finish(), |_| None);
+            }
+            Step::RunTools { plan, .. } => {
+                let batch = executor
+                    .execute_plan(tools, plan, None, &CancellationToken::new())
+                    .await;
+                run.tools_ran(batch.messages, batch.terminate);
+            }
+            Step::Stopped(stop) => return stop,
+            _ => unreachable!(),
+        }
+        performed(&step, run);
+    }
 }
