@@ -38,32 +38,7 @@ impl Llmock {
         }
         static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
         INSTALLED
-            .get_or_init(|| {
-                // <target>/debug/deps/llmock-<hash>
-                let exe = std::env::current_exe().unwrap();
-                let venv = exe.ancestors().nth(3).unwrap().join("python-llmock");
-                let program = venv.join("bin").join("llmock");
-                if !program.exists() {
-                    let made = Command::new("python3")
-                        .arg("-m")
-                        .arg("venv")
-                        .arg(&venv)
-                        .status();
-                    assert!(
-                        made.is_ok_and(|s| s.success()),
-                        "python3 -m venv {}",
-                        venv.display()
-                    );
-                    let installed = Command::new(venv.join("bin").join("pip"))
-                        .args(["install", "--quiet", "llmock==0.2.2"])
-                        .status();
-                    assert!(
-                        installed.is_ok_and(|s| s.success()),
-                        "pip install llmock==0.2.2"
-                    );
-                }
-                program
-            })
+            .get_or_init(|| common::venv_program("python-llmock", &["llmock==0.2.2"], "llmock"))
             .clone()
     }
 

@@ -33,34 +33,7 @@ fn sdk_python() -> PathBuf {
     }
     static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     INSTALLED
-        .get_or_init(|| {
-            // <target>/debug/deps/<test>-<hash>
-            let exe = std::env::current_exe().unwrap();
-            let venv = exe.ancestors().nth(3).unwrap().join("python-sdks");
-            let python = venv.join("bin").join("python");
-            if !python.exists() {
-                let made = Command::new("python3")
-                    .arg("-m")
-                    .arg("venv")
-                    .arg(&venv)
-                    .status();
-                assert!(
-                    made.is_ok_and(|s| s.success()),
-                    "python3 -m venv {}",
-                    venv.display()
-                );
-                let installed = Command::new(venv.join("bin").join("pip"))
-                    .args(["install", "--quiet"])
-                    .args(SDKS)
-                    .status();
-                assert!(
-                    installed.is_ok_and(|s| s.success()),
-                    "pip install {}",
-                    SDKS.join(" ")
-                );
-            }
-            python
-        })
+        .get_or_init(|| super::venv_program("python-sdks", &SDKS, "python"))
         .clone()
 }
 
