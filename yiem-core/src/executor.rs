@@ -255,14 +255,8 @@ impl ToolExecutor {
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        let calls = plan
-            .into_iter()
-            .map(|planned| match planned {
-                PlannedCall::Run { call } => Call::new(store, call),
-                PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
-            })
-            .collect();
-        self.run_calls(calls, assistant, cancel, None).await
+        self.run_calls(plan_calls(store, plan), assistant, cancel, None)
+            .await
     }
 
     /// Like [`execute_plan`](Self::execute_plan), with each call's run recorded in `journal`: the calls
@@ -277,14 +271,7 @@ impl ToolExecutor {
         cancel: &CancellationToken,
         journal: &dyn CallJournal,
     ) -> ToolCallBatch {
-        let calls = plan
-            .into_iter()
-            .map(|planned| match planned {
-                PlannedCall::Run { call } => Call::new(store, call),
-                PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
-            })
-            .collect();
-        self.run_calls(calls, assistant, cancel, Some(journal))
+        self.run_calls(plan_calls(store, plan), assistant, cancel, Some(journal))
             .await
     }
 
@@ -395,6 +382,16 @@ impl ToolExecutor {
         }
         calls.into_iter().map(|call| call.finish(env)).collect()
     }
+}
+
+/// The calls of a plan: those to run, and those refused with their reason.
+fn plan_calls(store: &ToolStore, plan: Vec<PlannedCall>) -> Vec<Call> {
+    plan.into_iter()
+        .map(|planned| match planned {
+            PlannedCall::Run { call } => Call::new(store, call),
+            PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
+        })
+        .collect()
 }
 
 /// A batch's results: it asks the agent to stop only when it has results and every one of them asks.
