@@ -393,17 +393,16 @@ impl Call {
     /// name move into the message when nothing else holds the call any more.
     pub(crate) fn finish(mut self, env: &CallEnv) -> ToolResultMessage {
         let result = self.take_result();
-        let message = match Arc::try_unwrap(self.facts.call) {
-            Ok(call) => ToolResultMessage {
-                tool_call_id: call.id,
-                tool_name: call.name,
-                result,
-                timestamp: self.finished_at.unwrap_or_else(now_millis),
-            },
-            Err(shared) => ToolResultMessage {
-                timestamp: self.finished_at.unwrap_or_else(now_millis),
-                ..ToolResultMessage::new(&shared, result)
-            },
+        let timestamp = self.finished_at.unwrap_or_else(now_millis);
+        let (tool_call_id, tool_name) = match Arc::try_unwrap(self.facts.call) {
+            Ok(call) => (call.id, call.name),
+            Err(shared) => (shared.id.clone(), shared.name.clone()),
+        };
+        let message = ToolResultMessage {
+            tool_call_id,
+            tool_name,
+            result,
+            timestamp,
         };
         let Some(events) = env.observed() else {
             return message;
