@@ -267,21 +267,12 @@ impl Driver<'_, '_> {
         let Some(update) = agent.next_turn(&context) else {
             return Ok(false);
         };
-        if let Some(prompt) = update.system_prompt {
-            run.set_system_prompt(prompt);
-        }
-        let rewritten = match update.messages {
-            Some(messages) => run.set_messages(messages),
-            None => false,
-        };
-        if update.model.is_some() {
+        let (model, rewritten) = update.apply(run);
+        if model.is_some() {
             tracing::warn!(
                 conversation = %self.key,
                 "prepare_next_turn gave a model; a durable agent makes its model with its factory, so it is ignored"
             );
-        }
-        if update.stop {
-            run.stop(RunStop::StoppedByHook);
         }
         Ok(rewritten)
     }

@@ -90,6 +90,26 @@ pub struct TurnUpdate {
     pub stop: bool,
 }
 
+impl TurnUpdate {
+    /// Applies the update to `run`, as every driver does: the system prompt, the conversation (refused,
+    /// as by [`AgentRun::set_messages`], while calls wait or run) and the stop
+    /// ([`RunStop::StoppedByHook`]). Gives back the model it names, for the driver to use from the next
+    /// model call on, and whether the conversation was replaced.
+    pub fn apply(self, run: &mut AgentRun) -> (Option<Arc<dyn Model>>, bool) {
+        if let Some(prompt) = self.system_prompt {
+            run.set_system_prompt(prompt);
+        }
+        let replaced = match self.messages {
+            Some(messages) => run.set_messages(messages),
+            None => false,
+        };
+        if self.stop {
+            run.stop(RunStop::StoppedByHook);
+        }
+        (self.model, replaced)
+    }
+}
+
 /// What one call of [`Agent::prompt`] or [`Agent::resume`] did: the messages it added and why the run
 /// stopped.
 ///
@@ -606,16 +626,16 @@ impl Driving<'_> {
         let goes_on = lock(&self.shared.state).run.stopped().is_none();
         if goes_on && self.cancel.is_cancelled() {
             lock(&self.shared.state).run.stop(RunStop::Aborted);
-        } else if goes_on && self.next_turn(assistant, results) {
-            lock(&self.shared.state).run.stop(RunStop::StoppedByHook);
+        } else if goes_on {
+            self.next_turn(assistant, results);
         }
     }
 
-    /// The `prepare_next_turn` hook, applied: whether it stops the run.
-    fn next_turn(&self, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) -> bool {
+    /// The `prepare_next_turn` hook, run outside the lock and applied to the run.
+    fn next_turn(&self, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
         let config = &self.shared.config;
         if !config.has_next_turn_hook() {
-            return false;
+            return;
         }
         let context = NextTurnContext {
             message,
@@ -623,19 +643,12 @@ impl Driving<'_> {
             messages: lock(&self.shared.state).run.messages().to_vec(),
         };
         let Some(update) = config.next_turn(&context) else {
-            return false;
+            return;
         };
         let mut state = lock(&self.shared.state);
-        if let Some(prompt) = update.system_prompt {
-            state.run.set_system_prompt(prompt);
-        }
-        if let Some(messages) = update.messages {
-            state.run.set_messages(messages);
-        }
-        if let Some(model) = update.model {
+        if let (Some(model), _) = update.apply(&mut state.run) {
             state.model = model;
         }
-        update.stop
     }
 }
 
