@@ -38,6 +38,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use futures::FutureExt;
 use futures::future::{BoxFuture, Either};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -51,7 +52,7 @@ use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
-use crate::hooks::{AfterToolCallContext, BeforeToolCallContext, ToolHooks};
+use crate::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
 use crate::message::{AgentMessage, AssistantMessage};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
@@ -144,10 +145,19 @@ pub(crate) struct Call {
 /// What a call is, fixed from its start: the call, its tool, its store's state.
 #[derive(Clone)]
 struct Facts {
-    call: Arc<ToolCall>,
+    subject: Subject,
     tool: Option<AgentTool>,
     /// The state of the call's store, for its context.
     state: Option<Arc<StateMap>>,
+}
+
+/// The call itself.
+#[derive(Clone)]
+enum Subject {
+    /// A model's call, shared with the call's events and hooks.
+    Shared(Arc<ToolCall>),
+    /// A call in hand, which nothing shares: its id and arguments (its name is its tool's).
+    InHand { id: Box<str>, arguments: Value },
 }
 
 /// Where a call is in its life.
@@ -202,13 +212,27 @@ impl Call {
             None => Some(unknown_tool(store, &call.name)),
             Some(_) => None,
         };
-        Call::with(Arc::new(call), tool, Some(state), None, unknown, None)
+        Call::with(
+            Subject::Shared(Arc::new(call)),
+            tool,
+            Some(state),
+            None,
+            unknown,
+            None,
+        )
     }
 
     /// A call that will not run: preparing it gives an error result with `reason`, and no hook sees it.
     pub(crate) fn refused(store: &ToolStore, call: ToolCall, reason: String) -> Call {
         let (tool, state) = store.lookup(&call.name);
-        Call::with(Arc::new(call), tool, Some(state), Some(reason), None, None)
+        Call::with(
+            Subject::Shared(Arc::new(call)),
+            tool,
+            Some(state),
+            Some(reason),
+            None,
+            None,
+        )
     }
 
     /// A call of `tool` in hand, with the state of its store if it has one, or with a context the caller
@@ -220,31 +244,35 @@ impl Call {
         state: Option<Arc<StateMap>>,
         ctx: Option<ToolContext>,
     ) -> Call {
-        let call = ToolCall {
-            id: call_id.into(),
-            name: tool.name().to_owned(),
+        let subject = Subject::InHand {
+            id: call_id,
             arguments: args,
         };
-        Call::with(Arc::new(call), Some(tool.clone()), state, None, None, ctx)
+        Call::with(subject, Some(tool.clone()), state, None, None, ctx)
     }
 
     fn with(
-        call: Arc<ToolCall>,
+        subject: Subject,
         tool: Option<AgentTool>,
         state: Option<Arc<StateMap>>,
         refused: Option<String>,
         unknown: Option<String>,
         ctx: Option<ToolContext>,
     ) -> Call {
+        let facts = Facts {
+            subject,
+            tool,
+            state,
+        };
         let span = tracing::info_span!(
             "tool_call",
-            tool = %call.name,
-            call_id = %call.id,
+            tool = %facts.name(),
+            call_id = %facts.id(),
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
         );
         Call {
-            facts: Facts { call, tool, state },
+            facts,
             span,
             started: None,
             stage: Stage::New {
@@ -283,23 +311,33 @@ impl Call {
         self.finish(env)
     }
 
-    /// Starts and prepares the call (steps 2 and, for a call that ends here, 4). Never fails.
+    /// Starts and prepares the call (steps 2 and, for a call that ends here, 4). Never fails. Only the
+    /// `before_tool_call` hook is awaited: the rest is done at once.
     pub(crate) async fn prepare(&mut self, env: &CallEnv) {
         if !self.span.is_disabled() {
             self.started = Some(Instant::now());
         }
         if let Some(events) = env.observed() {
             events.emit(AgentEvent::ToolExecutionStart {
-                call: Arc::clone(&self.facts.call),
+                call: self.facts.shared(),
             });
         }
-        let span = self.span.clone();
         let stage = std::mem::replace(&mut self.stage, Stage::Moving);
-        let prepared = in_span(&span, self.facts.prepared(stage, env)).await;
-        match prepared {
-            Ok(ready) => self.stage = ready,
-            Err(ending) => self.end(env, ending),
+        let bound = self.span.in_scope(|| self.facts.bound(stage, env));
+        let (future, ctx, args) = match bound {
+            Ok(bound) => bound,
+            Err(ending) => return self.end(env, ending),
+        };
+        if let (Some(before), Some(args), Some(tool)) = (&env.hooks.before, &args, &self.facts.tool)
+        {
+            let span = self.span.clone();
+            let asked = in_span(&span, self.facts.before(tool, before, args, env)).await;
+            if let Err(refusal) = asked {
+                guard::drop_quietly(future);
+                return self.end(env, Ending::Refused(refusal));
+            }
         }
+        self.stage = Stage::Ready { future, ctx, args };
     }
 
     /// Runs a ready call under its time limit and the batch's token, then `after_tool_call`, and ends it
@@ -321,7 +359,8 @@ impl Call {
                         finished_at: now_millis(),
                     }
                 });
-                let record = in_span(&span, journal.record(&self.facts.call, run)).await;
+                let call = self.facts.shared();
+                let record = in_span(&span, journal.record(&call, run)).await;
                 self.finished_at = Some(record.finished_at);
                 self.end(env, Ending::Result(record.result));
             }
@@ -333,7 +372,7 @@ impl Call {
                     finished_at: now_millis(),
                 };
                 let run = Box::pin(std::future::ready(record));
-                let record = journal.record(&self.facts.call, run).await;
+                let record = journal.record(&self.facts.shared(), run).await;
                 self.finished_at = Some(record.finished_at);
                 self.stage = Stage::Ended(record.result);
             }
@@ -367,7 +406,7 @@ impl Call {
                 let is_error = result.is_error;
                 let shared = Arc::new(result);
                 events.emit(AgentEvent::ToolExecutionEnd {
-                    call: Arc::clone(&self.facts.call),
+                    call: self.facts.shared(),
                     result: Arc::clone(&shared),
                     is_error,
                 });
@@ -384,7 +423,7 @@ impl Call {
             Stage::Ended(result) => result,
             _ => AgentToolResult::error(format!(
                 "tool call `{}` was finished before it ran",
-                self.facts.call.name
+                self.facts.name()
             )),
         }
     }
@@ -394,9 +433,18 @@ impl Call {
     pub(crate) fn finish(mut self, env: &CallEnv) -> ToolResultMessage {
         let result = self.take_result();
         let timestamp = self.finished_at.unwrap_or_else(now_millis);
-        let (tool_call_id, tool_name) = match Arc::try_unwrap(self.facts.call) {
-            Ok(call) => (call.id, call.name),
-            Err(shared) => (shared.id.clone(), shared.name.clone()),
+        let (tool_call_id, tool_name) = match self.facts.subject {
+            Subject::Shared(call) => match Arc::try_unwrap(call) {
+                Ok(call) => (call.id, call.name),
+                Err(shared) => (shared.id.clone(), shared.name.clone()),
+            },
+            Subject::InHand { id, .. } => (
+                id.into(),
+                self.facts
+                    .tool
+                    .as_ref()
+                    .map_or_else(String::new, |tool| tool.name().to_owned()),
+            ),
         };
         let message = ToolResultMessage {
             tool_call_id,
@@ -433,8 +481,60 @@ impl Call {
 }
 
 impl Facts {
-    /// Binds the call and lets the `before_tool_call` hook see it: the ready stage, or why the call ends.
-    async fn prepared(&self, stage: Stage, env: &CallEnv) -> Result<Stage, Ending> {
+    /// The call's id.
+    fn id(&self) -> &str {
+        match &self.subject {
+            Subject::Shared(call) => &call.id,
+            Subject::InHand { id, .. } => id,
+        }
+    }
+
+    /// The called name: the tool's, for a call in hand.
+    fn name(&self) -> &str {
+        match (&self.subject, &self.tool) {
+            (Subject::Shared(call), _) => &call.name,
+            (Subject::InHand { .. }, Some(tool)) => tool.name(),
+            (Subject::InHand { .. }, None) => "",
+        }
+    }
+
+    /// The call as its events and hooks share it (made now for a call in hand, which has neither).
+    fn shared(&self) -> Arc<ToolCall> {
+        match &self.subject {
+            Subject::Shared(call) => Arc::clone(call),
+            Subject::InHand { id, arguments } => Arc::new(ToolCall {
+                id: id.to_string(),
+                name: self.name().to_owned(),
+                arguments: arguments.clone(),
+            }),
+        }
+    }
+
+    /// The call's context, made when the tool takes one: a child of the batch's token, its partial results
+    /// to the batch's events, the store's state.
+    fn context(&self, env: &CallEnv) -> ToolContext {
+        let state = self.state.as_ref();
+        match &self.subject {
+            Subject::Shared(call) => {
+                ToolContext::for_call(call, env.cancel.as_ref(), updates(env, call), state)
+            }
+            Subject::InHand { id, .. } => {
+                let ctx = ToolContext::new(id.clone());
+                match state {
+                    Some(state) => ctx.with_state_map(Arc::clone(state)),
+                    None => ctx,
+                }
+            }
+        }
+    }
+
+    /// Binds the call: its future, its context (if made), and the prepared arguments when a hook will see
+    /// them; or why the call ends.
+    fn bound(
+        &self,
+        stage: Stage,
+        env: &CallEnv,
+    ) -> Result<(ToolFuture, Option<ToolContext>, Option<Arc<Value>>), Ending> {
         let Stage::New {
             refused,
             unknown,
@@ -443,70 +543,71 @@ impl Facts {
         else {
             return Err(Ending::Refused(format!(
                 "tool call `{}` was prepared twice",
-                self.call.name
+                self.name()
             )));
         };
         if let Some(reason) = refused {
             return Err(Ending::Refused(reason));
         }
         if env.is_aborted() {
-            return Err(Ending::Refused(not_run(&self.call.name)));
+            return Err(Ending::Refused(not_run(self.name())));
         }
         let (Some(tool), None) = (&self.tool, unknown.as_ref()) else {
             return Err(Ending::Refused(unknown.unwrap_or_default()));
         };
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
-        let (bound, ctx) = {
-            let call = &self.call;
-            let state = self.state.as_ref();
-            let mut make =
-                || ToolContext::for_call(call, env.cancel.as_ref(), updates(env, call), state);
-            let mut slot = match ctx {
-                Some(ctx) => ContextSlot::Made(ctx),
-                None => ContextSlot::Lazy(&mut make),
-            };
-            let bound = bind(tool, &self.call.arguments, &mut slot, hooked);
-            (bound, slot.into_made())
+        let arguments = match &self.subject {
+            Subject::Shared(call) => &call.arguments,
+            Subject::InHand { arguments, .. } => arguments,
         };
-        let (future, args) = bound.map_err(Ending::from)?;
+        let mut make = || self.context(env);
+        let mut slot = match ctx {
+            Some(ctx) => ContextSlot::Made(ctx),
+            None => ContextSlot::Lazy(&mut make),
+        };
+        let (future, args) = bind(tool, arguments, &mut slot, hooked).map_err(Ending::from)?;
+        let ctx = slot.into_made();
         // Binding ran user code: the batch may have been aborted meanwhile, and a call of an aborted
         // batch must not start.
         if env.is_aborted() {
             guard::drop_quietly(future);
-            return Err(Ending::Refused(not_run(&self.call.name)));
+            return Err(Ending::Refused(not_run(self.name())));
         }
-        let (Some(before), Some(args)) = (&env.hooks.before, &args) else {
-            return Ok(Stage::Ready { future, ctx, args });
-        };
+        Ok((future, ctx, args))
+    }
+
+    /// Lets the `before_tool_call` hook see the call: `Err` with the refusal when it blocks, fails or
+    /// panics, or when the batch was aborted while it ran.
+    async fn before(
+        &self,
+        tool: &AgentTool,
+        before: &BeforeHook,
+        args: &Arc<Value>,
+        env: &CallEnv,
+    ) -> Result<(), String> {
+        let name = self.name();
         let hook_ctx = BeforeToolCallContext {
-            call: Arc::clone(&self.call),
+            call: self.shared(),
             args: Arc::clone(args),
             tool: tool.clone(),
             assistant: env.assistant.clone(),
         };
-        let name = &self.call.name;
         let outcome = match guard::catch(|| before(hook_ctx)) {
             Ok(hook) => Guarded::new(hook).await,
             Err(panic) => Err(panic),
         };
-        let refusal = match outcome {
+        match outcome {
             // The hook may have taken its time: the abort check again.
-            Ok(Ok(None)) if env.is_aborted() => not_run(name),
-            Ok(Ok(None)) => {
-                return Ok(Stage::Ready {
-                    future,
-                    ctx,
-                    args: Some(Arc::clone(args)),
-                });
-            }
-            Ok(Ok(Some(block))) => block.reason,
-            Ok(Err(error)) => {
-                format!("the before_tool_call hook failed for tool `{name}`: {error}")
-            }
-            Err(panic) => format!("the before_tool_call hook panicked for tool `{name}`: {panic}"),
-        };
-        guard::drop_quietly(future);
-        Err(Ending::Refused(refusal))
+            Ok(Ok(None)) if env.is_aborted() => Err(not_run(name)),
+            Ok(Ok(None)) => Ok(()),
+            Ok(Ok(Some(block))) => Err(block.reason),
+            Ok(Err(error)) => Err(format!(
+                "the before_tool_call hook failed for tool `{name}`: {error}"
+            )),
+            Err(panic) => Err(format!(
+                "the before_tool_call hook panicked for tool `{name}`: {panic}"
+            )),
+        }
     }
 
     async fn executed(
@@ -517,18 +618,18 @@ impl Facts {
         env: &CallEnv,
     ) -> AgentToolResult {
         let Some(tool) = &self.tool else {
-            return AgentToolResult::error(format!("tool `{}` not found", self.call.name));
+            return AgentToolResult::error(format!("tool `{}` not found", self.name()));
         };
         let watch = Watch {
             abort: env.cancel.as_ref(),
             limit: tool.timeout().or(env.default_timeout),
         };
-        let result = run_bound(tool, future, ctx.as_ref(), &self.call.id, watch).await;
+        let result = run_bound(tool, future, ctx.as_ref(), self.id(), watch).await;
         let (Some(after), Some(args)) = (&env.hooks.after, args) else {
             return result;
         };
         let hook_ctx = AfterToolCallContext {
-            call: Arc::clone(&self.call),
+            call: self.shared(),
             args,
             tool: tool.clone(),
             is_error: result.is_error,
@@ -539,7 +640,7 @@ impl Facts {
             Ok(hook) => Guarded::new(hook).await,
             Err(panic) => Err(panic),
         };
-        let name = &self.call.name;
+        let name = self.name();
         match outcome {
             Ok(Ok(None)) => result,
             Ok(Ok(Some(patch))) => patch.apply(result),
@@ -592,7 +693,8 @@ impl AgentTool {
         args: Value,
     ) -> impl Future<Output = AgentToolResult> + Send + 'static {
         let call = Call::in_hand(self, call_id.into(), args, None, None);
-        async move { call.run_in_hand().await.unwrap_or_else(invalid) }
+        // Mapped rather than awaited in a block of its own, so the future holds the call once.
+        call.run_in_hand().map(|run| run.unwrap_or_else(invalid))
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
@@ -747,6 +849,10 @@ struct Watch<'a> {
 /// Runs a bound call to its end: a panic, the time limit, or cancellation (of `abort`, else of the
 /// context's own token) each become an error result. Updates stop at the end. `ctx` is the call's
 /// context if the tool took one (a tool that took none cannot see its token or send updates).
+///
+/// Most calls finish without waiting: a call with nothing to watch is simply awaited, and one run in
+/// place is polled once before anything is set up. Only a call that must wait is watched ([`watched`]),
+/// boxed, so that the timer and the waits it needs are not carried by every call's future.
 async fn run_bound(
     tool: &AgentTool,
     future: ToolFuture,
@@ -756,97 +862,132 @@ async fn run_bound(
 ) -> AgentToolResult {
     let Watch { abort, limit } = watch;
     let name = tool.name();
-    let aborted =
-        || AgentToolResult::error(format!("tool `{name}` was aborted before it finished"));
-    let close = || {
-        if let Some(ctx) = ctx {
-            ctx.close_updates();
-        }
-    };
     let cancelled = match abort {
         Some(token) => token.is_cancelled(),
         None => ctx.is_some_and(ToolContext::is_cancelled),
     };
-    if cancelled {
-        close();
+    let result = if cancelled {
         guard::drop_quietly(future);
-        return aborted();
-    }
-    let timed_out = |limit: Option<Duration>| {
-        if let Some(ctx) = ctx {
-            ctx.cancellation_token().cancel();
-        }
-        let ms = limit.map_or(0, |d| d.as_millis());
-        AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms"))
-    };
-    let panicked = |panic: String| panicked(name, panic);
-    // The runtime is asked only when there is a limit or a token to watch: a call in hand with neither
-    // (the common `execute`) is simply awaited.
-    let watched =
-        limit.is_some() || abort.is_some() || ctx.is_some_and(ToolContext::can_be_cancelled);
-    if !watched {
-        let result = Guarded::new(future).await.unwrap_or_else(panicked);
-        close();
-        return result;
-    }
-    let own_task = !tool.runs_on_blocking_pool()
-        && Handle::try_current()
-            .is_ok_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread);
-    let result = if own_task {
-        // Dropping this future (the batch dropped, a caller's timeout) aborts the task and cancels the
-        // call's token, so no call outlives its batch.
-        let mut task = AbortOnDrop {
+        aborted(name)
+    } else if limit.is_none() && abort.is_none() && !ctx.is_some_and(ToolContext::can_be_cancelled)
+    {
+        // Nothing to watch (the common `execute`): the runtime is not asked at all.
+        Guarded::new(future)
+            .await
+            .unwrap_or_else(|panic| panicked(name, panic))
+    } else if !tool.runs_on_blocking_pool()
+        && Handle::try_current().is_ok_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread)
+    {
+        // Dropping the task (the batch dropped, a caller's timeout) aborts it and cancels the call's
+        // token, so no call outlives its batch.
+        let task = AbortOnDrop {
             task: tokio::spawn(future),
             token: ctx.map(|ctx| ctx.cancellation_token().clone()),
         };
-        // Cancellation wins a tie: a call cancelled while running is reported as aborted, even if the
-        // tool noticed the token and returned on its own.
-        let outcome = tokio::select! {
-            biased;
-            () = wait_cancelled(abort, ctx) => Err(aborted()),
-            joined = &mut task.task => Ok(joined),
-            () = sleep_or_never(limit) => Err(timed_out(limit)),
+        let watching = Watching {
+            abort,
+            ctx,
+            limit,
+            name,
+            call_id,
         };
-        match outcome {
-            Ok(Ok(result)) => result,
-            Ok(Err(error)) if error.is_panic() => panicked(guard::message_of(error.into_panic())),
-            Ok(Err(error)) => {
-                AgentToolResult::error(format!("tool `{name}` did not finish: {error}"))
+        Box::pin(watched(Work::Task(task), watching)).await
+    } else {
+        // Most tools finish on their first poll: no timer, no waiter on the token.
+        let mut guarded = Guarded::new(future);
+        match futures::poll!(&mut guarded) {
+            std::task::Poll::Ready(outcome) => {
+                outcome.unwrap_or_else(|panic| panicked(name, panic))
             }
-            Err(result) => {
-                drop(task);
+            std::task::Poll::Pending => {
+                let limit = limit.filter(|_| Handle::try_current().is_ok());
+                let watching = Watching {
+                    abort,
+                    ctx,
+                    limit,
+                    name,
+                    call_id,
+                };
+                Box::pin(watched(Work::InPlace(guarded), watching)).await
+            }
+        }
+    };
+    if let Some(ctx) = ctx {
+        ctx.close_updates();
+    }
+    result
+}
+
+/// A call that must wait, and what it is watched for.
+struct Watching<'a> {
+    abort: Option<&'a CancellationToken>,
+    ctx: Option<&'a ToolContext>,
+    limit: Option<Duration>,
+    name: &'a str,
+    call_id: &'a str,
+}
+
+/// Where a watched call runs: on a task of its own, or polled in place.
+enum Work {
+    Task(AbortOnDrop),
+    InPlace(Guarded<ToolFuture>),
+}
+
+impl Work {
+    /// The call's result once it finishes.
+    async fn finished(&mut self, name: &str) -> AgentToolResult {
+        match self {
+            Work::Task(task) => match (&mut task.task).await {
+                Ok(result) => result,
+                Err(error) if error.is_panic() => {
+                    panicked(name, guard::message_of(error.into_panic()))
+                }
+                Err(error) => {
+                    AgentToolResult::error(format!("tool `{name}` did not finish: {error}"))
+                }
+            },
+            Work::InPlace(guarded) => guarded.await.unwrap_or_else(|panic| panicked(name, panic)),
+        }
+    }
+}
+
+/// Waits for `work` beside the token and the timer. Cancellation wins a tie: a call cancelled while
+/// running is reported as aborted, even if the tool noticed the token and returned on its own. A call
+/// stopped early is dropped under its guard; a stuck task is detached, and its late result dropped.
+async fn watched(mut work: Work, watching: Watching<'_>) -> AgentToolResult {
+    let Watching {
+        abort,
+        ctx,
+        limit,
+        name,
+        call_id,
+    } = watching;
+    let outcome = tokio::select! {
+        biased;
+        () = wait_cancelled(abort, ctx) => Err(aborted(name)),
+        result = work.finished(name) => Ok(result),
+        () = sleep_or_never(limit) => {
+            if let Some(ctx) = ctx {
+                ctx.cancellation_token().cancel();
+            }
+            let ms = limit.map_or(0, |d| d.as_millis());
+            Err(AgentToolResult::error(format!("tool `{name}` timed out after {ms} ms")))
+        }
+    };
+    match outcome {
+        Ok(result) => result,
+        Err(result) => {
+            if let Work::Task(_) = work {
                 tracing::warn!(
                     tool = name,
                     call_id,
                     "the call did not finish in time; its task was detached and its late result will be dropped"
                 );
-                result
             }
+            drop(work);
+            result
         }
-    } else {
-        let mut guarded = Guarded::new(future);
-        // Most tools finish on their first poll: no timer, no waiter on the token.
-        match futures::poll!(&mut guarded) {
-            std::task::Poll::Ready(outcome) => outcome.unwrap_or_else(panicked),
-            std::task::Poll::Pending => {
-                let limit = limit.filter(|_| Handle::try_current().is_ok());
-                let outcome = tokio::select! {
-                    biased;
-                    () = wait_cancelled(abort, ctx) => Err(aborted()),
-                    outcome = &mut guarded => Ok(outcome),
-                    () = sleep_or_never(limit) => Err(timed_out(limit)),
-                };
-                // A future stopped early is dropped here, under the guard.
-                drop(guarded);
-                match outcome {
-                    Ok(outcome) => outcome.unwrap_or_else(panicked),
-                    Err(result) => result,
-                }
-            }
-        }
-    };
-    close();
-    result
+    }
 }
 
 /// `future`, entered in `span` at every poll — unless nobody records the span: then it runs as it is,
@@ -862,6 +1003,11 @@ fn in_span<F: Future>(span: &tracing::Span, future: F) -> Either<F, Instrumented
 /// The result of a call in hand whose arguments did not fit.
 fn invalid(error: ArgumentError) -> AgentToolResult {
     AgentToolResult::error(error.to_string())
+}
+
+/// The result of a call that was aborted before its tool finished.
+fn aborted(name: &str) -> AgentToolResult {
+    AgentToolResult::error(format!("tool `{name}` was aborted before it finished"))
 }
 
 /// The result of a call whose tool panicked while it ran.
