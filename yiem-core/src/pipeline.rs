@@ -185,6 +185,13 @@ enum Stage {
     Moving,
 }
 
+/// A bound call: what [`Stage::Ready`] holds.
+struct Bound {
+    future: ToolFuture,
+    ctx: Option<ToolContext>,
+    args: Option<Arc<Value>>,
+}
+
 /// How a call ends.
 enum Ending {
     /// With this result (of the tool, or of a hook that patched or failed).
@@ -324,7 +331,7 @@ impl Call {
         }
         let stage = std::mem::replace(&mut self.stage, Stage::Moving);
         let bound = self.span.in_scope(|| self.facts.bound(stage, env));
-        let (future, ctx, args) = match bound {
+        let Bound { future, ctx, args } = match bound {
             Ok(bound) => bound,
             Err(ending) => return self.end(env, ending),
         };
@@ -530,11 +537,7 @@ impl Facts {
 
     /// Binds the call: its future, its context (if made), and the prepared arguments when a hook will see
     /// them; or why the call ends.
-    fn bound(
-        &self,
-        stage: Stage,
-        env: &CallEnv,
-    ) -> Result<(ToolFuture, Option<ToolContext>, Option<Arc<Value>>), Ending> {
+    fn bound(&self, stage: Stage, env: &CallEnv) -> Result<Bound, Ending> {
         let Stage::New {
             refused,
             unknown,
@@ -573,7 +576,7 @@ impl Facts {
             guard::drop_quietly(future);
             return Err(Ending::Refused(not_run(self.name())));
         }
-        Ok((future, ctx, args))
+        Ok(Bound { future, ctx, args })
     }
 
     /// Lets the `before_tool_call` hook see the call: `Err` with the refusal when it blocks, fails or
