@@ -182,8 +182,8 @@ async fn every_problem_in_nested_values_is_listed_with_its_path() {
         "invalid arguments for tool `place_order` (4 problems):\n\
          - at `/items/2/sku`: expected a string, got the number 3\n\
          - at `/items/2/qty`: expected an integer ≥ 0, got the number -1\n\
-         - at `/address`: missing required property `zip` (expected a string)\n\
          - at `/address/zip_code`: unknown property `zip_code`; did you mean `zip`?\n\
+         - at `/address`: missing required property `zip` (expected a string)\n\
          valid properties: `items`, `address`"
     );
 }

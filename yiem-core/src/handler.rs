@@ -325,6 +325,10 @@ fn parse_text_and_validate<A>(
     spec: ArgsSpec<A>,
     validate: Option<ValidateFn<A>>,
 ) -> Option<Result<A, Refusal>> {
+    // The one pass checks the top-level keys only.
+    if check.looks_below_the_top() {
+        return None;
+    }
     match guard::catch(|| (spec.parse_text)(text, &|key| check.allows_key(key))) {
         Ok(Some(parsed)) => Some(validated(check, parsed, validate)),
         Ok(None) => None,

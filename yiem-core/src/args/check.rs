@@ -1,5 +1,6 @@
-//! The unknown-property check and what a tool caches for it: the top-level property names of its schema
-//! (computed on the first call) and its JSON Schema validator (compiled on the first failure).
+//! The checks a call's arguments go through before and beside serde, and what a tool caches for them: the
+//! top-level property names of its schema (computed on the first call), whether anything below the top
+//! level can hold an object, and its JSON Schema validator (compiled on the first failure).
 
 use std::sync::OnceLock;
 
@@ -7,7 +8,7 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
-use crate::dialect::resolve_ref;
+use super::walk::{Look, Shape, Walk};
 
 /// What a tool caches to check its arguments: the top-level property names (computed on the first call)
 /// and the JSON Schema validator (compiled on the first failure).
@@ -15,9 +16,6 @@ use crate::dialect::resolve_ref;
 pub(crate) struct ArgumentCache {
     #[cfg(feature = "schema-validation")]
     validator: OnceLock<Option<Validator>>,
-    /// Without the validator: what the root of the schema says about the top level.
-    #[cfg(not(feature = "schema-validation"))]
-    lean: OnceLock<super::lean::LeanSchema>,
     top_level: OnceLock<TopLevel>,
 }
 
@@ -38,20 +36,19 @@ pub(super) struct TopLevel {
     pub(super) names: Vec<String>,
     /// Whether other names are allowed too (see the module docs).
     pub(super) open: bool,
+    /// Whether a property can hold an object or an array, so that unknown properties must be looked for
+    /// below the top level too.
+    deep: bool,
 }
 
 impl TopLevel {
     fn of(schema: &Value) -> Self {
-        let mut top = TopLevel {
-            names: Vec::new(),
-            open: false,
-        };
-        let mut declared = false;
-        collect_top_level(schema, schema, &mut top, &mut declared, 0);
-        if !declared {
-            top.open = true;
+        let shape = Shape::of(schema, schema);
+        TopLevel {
+            names: shape.names.iter().map(|name| (*name).clone()).collect(),
+            open: shape.open,
+            deep: shape.is_deep(schema),
         }
-        top
     }
 
     pub(super) fn knows(&self, name: &str) -> bool {
@@ -69,58 +66,6 @@ fn same_name(a: &str, b: &str) -> bool {
         } else {
             a == b
         }
-}
-
-fn collect_top_level(
-    root: &Value,
-    node: &Value,
-    top: &mut TopLevel,
-    declared: &mut bool,
-    depth: usize,
-) {
-    let Some(object) = node.as_object() else {
-        return;
-    };
-    if depth > 8 {
-        top.open = true;
-        return;
-    }
-    if let Some(properties) = object.get("properties").and_then(Value::as_object) {
-        *declared = true;
-        for name in properties.keys() {
-            if !top.knows(name) {
-                top.names.push(name.clone());
-            }
-        }
-    }
-    let allows = |keyword: &str| {
-        object
-            .get(keyword)
-            .is_some_and(|v| v != &Value::Bool(false))
-    };
-    if allows("additionalProperties")
-        || allows("unevaluatedProperties")
-        || object.contains_key("patternProperties")
-    {
-        top.open = true;
-    }
-    if let Some(target) = object
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| resolve_ref(root, r))
-    {
-        collect_top_level(root, target, top, declared, depth + 1);
-    }
-    for keyword in ["allOf", "anyOf", "oneOf"] {
-        for branch in object
-            .get(keyword)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            collect_top_level(root, branch, top, declared, depth + 1);
-        }
-    }
 }
 
 /// Everything the check of one call needs: the tool's name, its canonical schema and its caches.
@@ -158,12 +103,17 @@ impl<'a> ArgumentCheck<'a> {
             .as_ref()
     }
 
-    /// Whether the arguments object has a property the schema does not allow (cheap: no validator).
+    /// Whether the arguments have a property the schema does not allow, at any depth (cheap: no
+    /// validator).
     ///
+    /// For a schema whose properties hold only scalars (most tools), only the top level is looked at.
     /// Models mostly send the properties in the schema's order, so each key is first compared with the
     /// name at its own position; only a key found elsewhere costs a scan of the names.
     pub(crate) fn has_unknown_properties(&self, args: &Value) -> bool {
         let top = self.top_level();
+        if top.deep {
+            return !Walk::accepts(self.schema(), Look::UnknownProperties, args);
+        }
         if top.open {
             return false;
         }
@@ -188,21 +138,20 @@ impl<'a> ArgumentCheck<'a> {
         top.open || top.knows(key)
     }
 
-    #[cfg(not(feature = "schema-validation"))]
-    pub(super) fn lean(&self) -> &super::lean::LeanSchema {
-        self.cache
-            .lean
-            .get_or_init(|| super::lean::LeanSchema::of(self.schema()))
+    /// Whether checking the top-level keys alone is not enough: a property can hold an object whose
+    /// keys must be checked too.
+    pub(crate) fn looks_below_the_top(&self) -> bool {
+        self.top_level().deep
     }
 
-    /// Whether the arguments satisfy the schema and have no unknown property. Without the
-    /// `schema-validation` feature the schema check covers the top level only (see `lean`).
+    /// Whether the arguments pass the walk of the `walk` module (every depth), and with the
+    /// `schema-validation` feature the full validator too.
     pub(crate) fn is_valid(&self, args: &Value) -> bool {
         #[cfg(feature = "schema-validation")]
         let valid = self.validator().is_none_or(|v| v.is_valid(args));
         #[cfg(not(feature = "schema-validation"))]
-        let valid = self.lean().accepts(args);
-        !self.has_unknown_properties(args) && valid
+        let valid = true;
+        valid && Walk::accepts(self.schema(), Look::Everything, args)
     }
 }
 

@@ -1,56 +1,44 @@
 //! The report a model reads when its arguments fail: every problem with its JSON Pointer, what was expected
 //! (the schema described in English) and what came, the valid property names, "did you mean" for a
 //! misspelt property, and for a union at the root the variant meant.
+//!
+//! The problems come from the walk (`walk`), the same in every build. With `schema-validation`, the full
+//! validator adds what the walk cannot judge (a `pattern`, a `format`, …), and explains a union at the
+//! root that the walk leaves to it; without it, serde's own complaint stands in when the walk finds
+//! nothing.
 
 #[cfg(feature = "schema-validation")]
 use jsonschema::ValidationError;
 #[cfg(feature = "schema-validation")]
 use jsonschema::error::{TypeKind, ValidationErrorKind};
-use serde_json::{Map, Value};
+#[cfg(feature = "schema-validation")]
+use serde_json::Map;
+use serde_json::Value;
 
 use super::check::ArgumentCheck;
-use super::words::escape;
+use super::walk::{Look, Walk};
 #[cfg(feature = "schema-validation")]
-use super::words::{article, got, join_or};
+use super::walk::{MAX_PROBLEMS, unknown_property};
+#[cfg(feature = "schema-validation")]
+use super::words::{article, describe_schema, escape, got, join_or};
 use super::{ArgumentError, ArgumentProblem};
 #[cfg(feature = "schema-validation")]
 use crate::dialect::resolve_ref;
-use crate::suggest::did_you_mean;
 
 impl ArgumentCheck<'_> {
-    /// The full report for arguments that failed: unknown properties, then every schema violation; serde's
-    /// own complaint when the schema finds nothing wrong (serde can be stricter than the schema).
+    /// The full report for arguments that failed: the walk's problems; what the validator adds; serde's own
+    /// complaint when nothing else finds anything wrong (serde can be stricter than the schema).
     pub(crate) fn explain(
         &self,
         args: &Value,
         serde_problem: Option<ArgumentProblem>,
     ) -> ArgumentError {
-        let top = self.top_level();
-        let mut problems = Vec::new();
-        if let (false, Some(object)) = (top.open, args.as_object()) {
-            for key in object.keys().filter(|key| !top.knows(key)) {
-                problems.push(unknown_property("", key, &top.names, object));
-            }
-        }
-        let unknown_count = problems.len();
+        let walk = Walk::report(self.schema(), Look::Everything, args);
         #[cfg(feature = "schema-validation")]
-        if let Some(validator) = self.validator() {
-            for error in validator.iter_errors(args) {
-                let at_root = error.instance_path().as_str().is_empty();
-                if at_root
-                    && matches!(
-                        error.kind(),
-                        ValidationErrorKind::AdditionalProperties { .. }
-                    )
-                {
-                    continue; // already reported above, with suggestions
-                }
-                self.describe(&error, "", &mut problems);
-            }
-        }
+        let (mut problems, omitted) = self.validated(args, walk.problems, walk.omitted);
         #[cfg(not(feature = "schema-validation"))]
-        self.lean().problems(args, &mut problems);
-        if problems.len() == unknown_count
+        let (mut problems, omitted) = (walk.problems, walk.omitted);
+        if problems.is_empty()
             && let Some(problem) = serde_problem
         {
             problems.push(problem);
@@ -58,7 +46,8 @@ impl ArgumentCheck<'_> {
         ArgumentError::Invalid {
             tool: self.tool.to_owned(),
             problems,
-            valid_properties: top.names.clone(),
+            valid_properties: self.top_level().names.clone(),
+            omitted,
         }
     }
 }
@@ -66,6 +55,56 @@ impl ArgumentCheck<'_> {
 /// Every schema violation, described (only with the validator).
 #[cfg(feature = "schema-validation")]
 impl ArgumentCheck<'_> {
+    /// The walk's problems, with what the validator adds: everything the walk cannot judge, and (when the
+    /// walk found nothing) the validator's whole account.
+    fn validated(
+        &self,
+        args: &Value,
+        mut problems: Vec<ArgumentProblem>,
+        mut omitted: usize,
+    ) -> (Vec<ArgumentProblem>, usize) {
+        let Some(validator) = self.validator() else {
+            return (problems, omitted);
+        };
+        let walked = problems.len();
+        for error in validator.iter_errors(args) {
+            if walked > 0 && (self.walk_judges(&error) || reported(&problems, &error)) {
+                continue;
+            }
+            if problems.len() >= MAX_PROBLEMS {
+                omitted += 1;
+                continue;
+            }
+            self.describe(&error, "", &mut problems);
+        }
+        if problems.len() > MAX_PROBLEMS {
+            omitted += problems.len() - MAX_PROBLEMS;
+            problems.truncate(MAX_PROBLEMS);
+        }
+        (problems, omitted)
+    }
+
+    /// Whether the walk judges what `error` is about (then its own words stand). A failed union is left
+    /// to `reported`: the walk judges it only where it reports something there.
+    fn walk_judges(&self, error: &ValidationError<'_>) -> bool {
+        matches!(
+            error.kind(),
+            ValidationErrorKind::AdditionalProperties { .. }
+                | ValidationErrorKind::Required { .. }
+                | ValidationErrorKind::Type { .. }
+                | ValidationErrorKind::Enum { .. }
+                | ValidationErrorKind::Constant { .. }
+                | ValidationErrorKind::Minimum { .. }
+                | ValidationErrorKind::Maximum { .. }
+                | ValidationErrorKind::ExclusiveMinimum { .. }
+                | ValidationErrorKind::ExclusiveMaximum { .. }
+                | ValidationErrorKind::MinLength { .. }
+                | ValidationErrorKind::MaxLength { .. }
+                | ValidationErrorKind::MinItems { .. }
+                | ValidationErrorKind::MaxItems { .. }
+        )
+    }
+
     /// The schema object an error's keyword sits in.
     fn node_of(&self, error: &ValidationError<'_>) -> Option<&Value> {
         let path = error.schema_path().as_str();
@@ -92,8 +131,12 @@ impl ArgumentCheck<'_> {
                     .unwrap_or_default();
                 let empty = Map::new();
                 let siblings = error.instance().as_object().unwrap_or(&empty);
+                let known: Vec<&String> = known.iter().collect();
                 for key in unexpected {
-                    problems.push(unknown_property(&path, key, &known, siblings));
+                    problems.push(ArgumentProblem {
+                        path: format!("{path}/{}", escape(key)),
+                        message: unknown_property(key, &known, siblings),
+                    });
                 }
                 return;
             }
@@ -256,6 +299,16 @@ impl ArgumentCheck<'_> {
     }
 }
 
+/// Whether the walk already reported a problem at `error`'s value or around it.
+#[cfg(feature = "schema-validation")]
+fn reported(problems: &[ArgumentProblem], error: &ValidationError<'_>) -> bool {
+    let at = error.instance_path().as_str();
+    problems.iter().any(|problem| {
+        let path = problem.path.as_str();
+        at == path || at.starts_with(&format!("{path}/")) || path.starts_with(&format!("{at}/"))
+    })
+}
+
 #[cfg(feature = "schema-validation")]
 /// The one value a tag property allows (`const`, or an `enum` of one).
 fn tag_value(property: &Value) -> Option<&Value> {
@@ -319,23 +372,6 @@ fn closest_branch<'e>(
     found
 }
 
-fn unknown_property(
-    path: &str,
-    key: &str,
-    known: &[String],
-    present: &Map<String, Value>,
-) -> ArgumentProblem {
-    let mut message = format!("unknown property `{key}`");
-    if let Some(suggestion) = did_you_mean(key, known.iter().filter(|k| !present.contains_key(*k)))
-    {
-        message.push_str(&format!("; did you mean `{suggestion}`?"));
-    }
-    ArgumentProblem {
-        path: format!("{path}/{}", escape(key)),
-        message,
-    }
-}
-
 #[cfg(feature = "schema-validation")]
 fn type_kind(kind: &TypeKind) -> String {
     match kind {
@@ -345,166 +381,4 @@ fn type_kind(kind: &TypeKind) -> String {
             join_or(&names)
         }
     }
-}
-
-#[cfg(feature = "schema-validation")]
-/// A schema in words, for "expected ..." messages.
-pub(crate) fn describe_schema(root: &Value, schema: &Value, depth: usize) -> String {
-    let Some(object) = schema.as_object() else {
-        return if schema == &Value::Bool(false) {
-            "nothing".into()
-        } else {
-            "any value".into()
-        };
-    };
-    if depth > 6 {
-        return "a value".into();
-    }
-    if let Some(target) = object
-        .get("$ref")
-        .and_then(Value::as_str)
-        .and_then(|r| resolve_ref(root, r))
-    {
-        return describe_schema(root, target, depth + 1);
-    }
-    if let Some(value) = object.get("const") {
-        return value.to_string();
-    }
-    if let Some(Value::Array(values)) = object.get("enum") {
-        let values: Vec<String> = values.iter().map(Value::to_string).collect();
-        return match values.as_slice() {
-            [one] => one.clone(),
-            _ => format!("one of {}", values.join(", ")),
-        };
-    }
-    for keyword in ["anyOf", "oneOf"] {
-        if let Some(Value::Array(branches)) = object.get(keyword) {
-            let mut values = Vec::new();
-            let mut others = Vec::new();
-            for branch in branches {
-                let text = describe_schema(root, branch, depth + 1);
-                if let Some(listed) = text.strip_prefix("one of ") {
-                    values.push(listed.to_owned());
-                } else if branch.get("const").is_some() {
-                    values.push(text);
-                } else {
-                    others.push(text);
-                }
-            }
-            let values = match values.len() {
-                0 => None,
-                1 if !values[0].contains(", ") => Some(values.remove(0)),
-                _ => Some(format!("one of {}", values.join(", "))),
-            };
-            return match (values, others.is_empty()) {
-                (Some(values), true) => values,
-                (Some(values), false) => format!("{values} or {}", join_or(&others)),
-                (None, _) => join_or(&others),
-            };
-        }
-    }
-    let types: Vec<&str> = match object.get("type") {
-        Some(Value::String(one)) => vec![one.as_str()],
-        Some(Value::Array(many)) => many.iter().filter_map(Value::as_str).collect(),
-        _ if object.contains_key("properties") => vec!["object"],
-        _ if object.contains_key("items") => vec!["array"],
-        _ => return "any value".into(),
-    };
-    let described: Vec<String> = types
-        .iter()
-        .map(|kind| describe_type(root, object, kind, depth))
-        .collect();
-    join_or(&described)
-}
-
-#[cfg(feature = "schema-validation")]
-fn describe_type(root: &Value, object: &Map<String, Value>, kind: &str, depth: usize) -> String {
-    let number = |key: &str| {
-        object
-            .get(key)
-            .filter(|v| v.is_number())
-            .map(Value::to_string)
-    };
-    let unsigned = |key: &str| object.get(key).and_then(Value::as_u64);
-    let mut text = article(kind);
-    match kind {
-        "integer" | "number" => {
-            match (number("minimum"), number("maximum")) {
-                (Some(min), Some(max)) => text.push_str(&format!(" from {min} to {max}")),
-                (Some(min), None) => text.push_str(&format!(" ≥ {min}")),
-                (None, Some(max)) => text.push_str(&format!(" ≤ {max}")),
-                (None, None) => {}
-            }
-            if let Some(min) = number("exclusiveMinimum") {
-                text.push_str(&format!(" > {min}"));
-            }
-            if let Some(max) = number("exclusiveMaximum") {
-                text.push_str(&format!(" < {max}"));
-            }
-            if let Some(step) = number("multipleOf") {
-                text.push_str(&format!(", a multiple of {step}"));
-            }
-        }
-        "string" => {
-            if let Some(format) = object.get("format").and_then(Value::as_str) {
-                text.push_str(&format!(" in `{format}` format"));
-            }
-            match (unsigned("minLength"), unsigned("maxLength")) {
-                (Some(min), Some(max)) => {
-                    text.push_str(&format!(" of {min} to {max} characters"));
-                }
-                (Some(min), None) => {
-                    text.push_str(&format!(" of at least {min} character{}", plural(min)))
-                }
-                (None, Some(max)) => {
-                    text.push_str(&format!(" of at most {max} character{}", plural(max)))
-                }
-                (None, None) => {}
-            }
-            if let Some(pattern) = object.get("pattern").and_then(Value::as_str) {
-                text.push_str(&format!(" matching `{pattern}`"));
-            }
-        }
-        "array" => {
-            match (unsigned("minItems"), unsigned("maxItems")) {
-                (Some(min), Some(max)) => text.push_str(&format!(" of {min} to {max} items")),
-                (Some(min), None) => {
-                    text.push_str(&format!(" of at least {min} item{}", plural(min)))
-                }
-                (None, Some(max)) => {
-                    text.push_str(&format!(" of at most {max} item{}", plural(max)))
-                }
-                (None, None) => {}
-            }
-            if let Some(items) = object.get("items").filter(|i| i.is_object()) {
-                text.push_str(&format!(
-                    " (each item: {})",
-                    describe_schema(root, items, depth + 1)
-                ));
-            }
-        }
-        "object" => {
-            let tags: Vec<String> = object
-                .get("properties")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .filter_map(|(name, property)| {
-                    property
-                        .get("const")
-                        .map(|value| format!("`{name}`: {value}"))
-                })
-                .collect();
-            if !tags.is_empty() {
-                text.push_str(&format!(" with {}", tags.join(", ")));
-            }
-        }
-        _ => {}
-    }
-    text
-}
-
-#[cfg(feature = "schema-validation")]
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }

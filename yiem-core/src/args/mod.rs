@@ -30,10 +30,9 @@
 
 mod check;
 mod explain;
-#[cfg(not(feature = "schema-validation"))]
-mod lean;
 mod parse;
 mod text;
+mod walk;
 mod words;
 
 use std::fmt;
@@ -100,7 +99,7 @@ pub enum ArgumentError {
         got: &'static str,
     },
     /// The arguments object does not fit the tool's parameters.
-    #[error("{}", describe_invalid(tool, problems, valid_properties))]
+    #[error("{}", describe_invalid(tool, problems, *omitted, valid_properties))]
     Invalid {
         /// The tool that was called.
         tool: String,
@@ -109,6 +108,8 @@ pub enum ArgumentError {
         /// The properties the arguments object may have, in schema order (empty when the problem is not
         /// about the shape of the arguments, e.g. a failed `validate` check).
         valid_properties: Vec<String>,
+        /// How many more problems were found than `problems` lists (it lists at most 20).
+        omitted: usize,
     },
 }
 
@@ -137,6 +138,7 @@ impl ArgumentError {
                 message: message.into(),
             }],
             valid_properties: Vec::new(),
+            omitted: 0,
         }
     }
 
@@ -149,17 +151,38 @@ impl ArgumentError {
     }
 }
 
-fn describe_invalid(tool: &str, problems: &[ArgumentProblem], valid: &[String]) -> String {
-    let mut text = match problems {
-        [one] => format!("invalid arguments for tool `{tool}`: {one}"),
-        many => {
+/// The longest a problem's line gets in the report (a key a megabyte long is cut, not repeated).
+const MAX_PROBLEM_CHARS: usize = 300;
+
+fn describe_invalid(
+    tool: &str,
+    problems: &[ArgumentProblem],
+    omitted: usize,
+    valid: &[String],
+) -> String {
+    let line = |problem: &ArgumentProblem| {
+        let text = problem.to_string();
+        match text.char_indices().nth(MAX_PROBLEM_CHARS) {
+            Some((end, _)) => format!("{}…", &text[..end]),
+            None => text,
+        }
+    };
+    let mut text = match (problems, omitted) {
+        ([one], 0) => format!("invalid arguments for tool `{tool}`: {}", line(one)),
+        (many, omitted) => {
             let mut text = format!(
                 "invalid arguments for tool `{tool}` ({} problems):",
-                many.len()
+                many.len() + omitted
             );
             for problem in many {
                 text.push_str("\n- ");
-                text.push_str(&problem.to_string());
+                text.push_str(&line(problem));
+            }
+            if omitted > 0 {
+                text.push_str(&format!(
+                    "\n- and {omitted} more problem{} (fix these first)",
+                    if omitted == 1 { "" } else { "s" }
+                ));
             }
             text
         }
