@@ -359,6 +359,39 @@ async fn a_signed_run_keeps_its_grants() {
 }
 
 #[tokio::test]
+async fn the_tag_holds_whatever_the_order_of_members_and_whitespace() {
+    let saved = paused(false).await;
+    // Members reversed at every level, pretty-printed: the same run, still the key's.
+    fn reversed(value: &Value) -> String {
+        match value {
+            Value::Object(members) => {
+                let inner: Vec<String> = members
+                    .iter()
+                    .rev()
+                    .map(|(name, value)| format!("{}: {}", json!(name), reversed(value)))
+                    .collect();
+                format!("{{\n  {}\n}}", inner.join(",\n  "))
+            }
+            Value::Array(items) => format!(
+                "[ {} ]",
+                items.iter().map(reversed).collect::<Vec<_>>().join(", ")
+            ),
+            other => other.to_string(),
+        }
+    }
+    let text = reversed(&saved);
+    assert_ne!(text, saved.to_string());
+    let (run, signature) = AgentRun::from_json_verified(&text, &key()).unwrap();
+    assert_eq!(signature, Signature::Valid);
+    assert!(!run.asks_again());
+    // One character of a value changed is not.
+    let edited = text.replace("rm -rf /", "rm -rf .");
+    let (_, signature) =
+        AgentRun::from_json_verified(&edited, &key()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(signature, Signature::Invalid);
+}
+
+#[tokio::test]
 async fn an_unsigned_consistent_run_asks_again_only_what_the_policy_asks() {
     let mut saved = paused(true).await;
     saved.as_object_mut().unwrap().remove("tag");
