@@ -15,8 +15,8 @@ use tokio::sync::{Barrier, mpsc};
 use yiem_core::{
     Agent, AgentEvent, AgentMessage, AgentRun, AgentSettings, AgentTool, ApprovalPolicy,
     CancellationToken, Decision, Model, ModelEvent, ModelRequest, ModelStream, PlannedCall,
-    ResumeError, RunLimits, RunStop, ScriptedModel, ScriptedTurn, Step, StopReason, ToolCall,
-    ToolContext, ToolExecutor, ToolStore, Usage,
+    ResumeError, RunLimits, RunMismatch, RunStop, ScriptedModel, ScriptedTurn, Step, StopReason,
+    ToolCall, ToolContext, ToolExecutor, ToolStore, Usage,
 };
 use yiem_tests::resumable;
 
@@ -539,11 +539,14 @@ async fn a_saved_run_of_another_version_or_shape_is_refused_with_a_clear_error()
     ));
     let mut value: Value = serde_json::from_str(&saved).unwrap();
     value["phase"]["assistant"] = json!(0);
+    let error = AgentRun::from_json(&value.to_string()).unwrap_err();
     assert_eq!(
-        AgentRun::from_json(&value.to_string())
-            .unwrap_err()
-            .to_string(),
-        "the saved run cannot be read: its phase refers to message 0, which is not an assistant message"
+        error,
+        ResumeError::Mismatch(RunMismatch::Assistant { index: 0 })
+    );
+    assert_eq!(
+        error.to_string(),
+        "the saved run disagrees with its conversation: `phase.assistant` is 0: the calls that wait or run are those of the last message, a reply with tool calls"
     );
 }
 

@@ -230,7 +230,7 @@ pub mod prelude {
 pub use agent::{
     Agent, AgentBuilder, AgentConfig, AgentContext, AgentRun, AgentSettings, ApprovalPolicy,
     DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError,
-    RunLimits, RunOutcome, RunStop, Step, TurnUpdate,
+    RunKey, RunLimits, RunMismatch, RunOutcome, RunStop, Signature, Step, TurnUpdate,
 };
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};

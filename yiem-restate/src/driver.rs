@@ -15,7 +15,7 @@ use std::sync::Arc;
 use restate_sdk::prelude::*;
 use yiem_core::llm::stream_reply;
 use yiem_core::{
-    AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken, Decision,
+    AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken,
     ModelRequest, NextTurnContext, PlannedCall, RunStop, Step, StopReason, ToolCall, ToolExecutor,
 };
 
@@ -65,7 +65,7 @@ impl Driver<'_, '_> {
                     let answer = self.await_decisions(&pending).await?;
                     run.begin();
                     self.emit(run);
-                    self.take_answer(run, &pending, answer).await?;
+                    self.take_answer(run, answer).await?;
                     false
                 }
                 Step::Stopped(stop) => {
@@ -300,12 +300,7 @@ impl Driver<'_, '_> {
     }
 
     /// Gives the run the answer to its wait: the decisions, or an abort.
-    async fn take_answer(
-        &self,
-        run: &mut AgentRun,
-        pending: &[yiem_core::PendingApproval],
-        answer: Answer,
-    ) -> Result<(), HandlerError> {
+    async fn take_answer(&self, run: &mut AgentRun, answer: Answer) -> Result<(), HandlerError> {
         match answer {
             Answer::Decided { decisions } => {
                 if let Err(error) = run.decide(decisions) {
@@ -315,14 +310,9 @@ impl Driver<'_, '_> {
                 }
             }
             Answer::Abort => {
-                let denied: Vec<(String, Decision)> = pending
-                    .iter()
-                    .map(|call| (call.call_id.clone(), Decision::deny("the run was aborted")))
-                    .collect();
-                self.stamped(run, "abort", move |run| {
-                    if run.decide(denied).is_ok() {
-                        run.interrupt("the run was aborted");
-                    }
+                // As in process: no waiting call runs, and each gets a result that says so.
+                self.stamped(run, "abort", |run| {
+                    run.give_up_waiting("the run was aborted")
                 })
                 .await?;
                 self.emit(run);

@@ -87,8 +87,17 @@ fn assemble(
     let refused =
         |error: String| TerminalError::new(format!("the saved run cannot be read: {error}"));
     if header.get("messages").is_some_and(Value::is_array) {
-        let run = serde_json::from_value::<AgentRun>(header)
-            .map_err(|error| refused(error.to_string()))?;
+        // Read as a header and its messages: the object's state is trusted storage, and the run keeps
+        // its grants (see `AgentRun::from_appended`).
+        let mut header = header;
+        let whole = header
+            .get_mut("messages")
+            .map(Value::take)
+            .unwrap_or_default();
+        let messages: Vec<AgentMessage> =
+            serde_json::from_value(whole).map_err(|error| refused(error.to_string()))?;
+        header["messages"] = Value::from(messages.len());
+        let run = AgentRun::from_appended(header, messages).map_err(|e| refused(e.to_string()))?;
         return Ok((run, Saved::nothing()));
     }
     let saved = Saved {
@@ -128,4 +137,36 @@ pub(crate) fn save<'ctx>(
     written += serde_json::to_vec(&header).map_or(0, |bytes| bytes.len());
     ctx.set(RUN, Json(header));
     written
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use yiem_core::{AssistantContent, AssistantMessage, Decision, Step, ToolCall, UserMessage};
+
+    use super::*;
+
+    /// A run saved whole by an earlier version, approved and about to run its batch: the object's state
+    /// is trusted, so the approval stands (a run read from a file would ask again).
+    #[test]
+    fn a_run_saved_whole_keeps_its_grants() {
+        let mut run = AgentRun::new("system", Vec::new());
+        run.start(vec![UserMessage::text("go")]);
+        let mut reply = AssistantMessage::default();
+        reply.content.push(AssistantContent::ToolCall(ToolCall::new(
+            "c1",
+            "danger",
+            json!({"cmd": "ls"}),
+        )));
+        run.model_replied(reply, |_| Some("asks".to_owned()));
+        run.decide([("c1".to_owned(), Decision::Approve)]).unwrap();
+        let whole: Value = serde_json::from_str(&run.to_json()).unwrap();
+        let (read, saved) = assemble(whole.clone(), Vec::new(), 0).unwrap();
+        assert_eq!(saved, Saved::nothing());
+        assert_eq!(read, run);
+        assert!(matches!(read.clone().next_step(), Step::RunTools { .. }));
+        // The same object read as a file is not trusted with the approval.
+        let file = AgentRun::from_json(&whole.to_string()).unwrap();
+        assert_eq!(file.pending_approvals().len(), 1);
+    }
 }

@@ -788,7 +788,13 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
         saved.display(),
         dir.path().join("empty.json").display()
     );
-    let output = chat_with(&[], &[("YIEM_HISTORY", "")], input.as_bytes());
+    let data = dir.path().join("data");
+    let data = data.to_str().unwrap();
+    let output = chat_with(
+        &[],
+        &[("YIEM_HISTORY", ""), ("XDG_DATA_HOME", data)],
+        input.as_bytes(),
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stdout(&output);
     assert!(
@@ -806,12 +812,24 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
     assert!(said.contains("/save needs a file: /save FILE\n"), "{said}");
     assert!(said.contains("[a new conversation]\n"), "{said}");
     assert!(said.contains("[saved 0 messages to"), "{said}");
-    let run = yiem_core::AgentRun::from_json(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    // Signed with the user's key, made on the first save and readable by the user only.
+    let key_file = dir.path().join("data/yiem/run-key");
+    let key = yiem_core::RunKey::from_hex(&std::fs::read_to_string(&key_file).unwrap()).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let (run, signature) =
+        yiem_core::AgentRun::from_json_verified(&std::fs::read_to_string(&saved).unwrap(), &key)
+            .unwrap();
+    assert_eq!(signature, yiem_core::Signature::Valid);
     assert_eq!(run.messages().len(), 2);
     // Loading it goes on from there.
     let output = chat_with(
         &["--resume", saved.to_str().unwrap()],
-        &[("YIEM_HISTORY", "")],
+        &[("YIEM_HISTORY", ""), ("XDG_DATA_HOME", data)],
         b"",
     );
     assert!(output.status.success(), "{}", stderr(&output));
@@ -903,16 +921,20 @@ fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
     let saved = root.path().join("run.json");
     std::fs::write(&saved, agent.run_state().to_json()).unwrap();
     let root_arg = root.path().to_str().unwrap();
+    let data = root.path().join("data");
     let output = chat_with(
         &["--root", root_arg, "--resume", saved.to_str().unwrap()],
-        &[("YIEM_HISTORY", "")],
+        &[
+            ("YIEM_HISTORY", ""),
+            ("XDG_DATA_HOME", data.to_str().unwrap()),
+        ],
         b"y\n",
     );
     assert!(output.status.success(), "{}", stderr(&output));
     let said = stdout(&output);
     assert!(
         said.starts_with(&format!(
-            "[loaded 2 messages from {}]\nallow write(path: saved.txt, content: approved later)? [y]es / [n]o / [a]lways / [e]dit: \n→ write",
+            "[loaded 2 messages from {0}]\n[{0} carries no signature of yours: nothing in it approves a call; its calls are asked again]\nallow write(path: saved.txt, content: approved later)? [y]es / [n]o / [a]lways / [e]dit: \n→ write",
             saved.display()
         )),
         "{said}"
@@ -924,6 +946,76 @@ fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
     assert_eq!(
         std::fs::read_to_string(root.path().join("saved.txt")).unwrap(),
         "approved later"
+    );
+}
+
+#[test]
+fn chat_resume_of_a_run_edited_to_approve_a_call_asks_again() {
+    use yiem_core::{Agent, Decision, RunKey, ScriptedModel, ScriptedTurn, ToolStore};
+    let root = tempfile::tempdir().unwrap();
+    // The user's key, and a run of theirs that waits for `write`, decided and signed.
+    let key = RunKey::new([9; 32]);
+    let data = root.path().join("data");
+    std::fs::create_dir_all(data.join("yiem")).unwrap();
+    std::fs::write(data.join("yiem/run-key"), key.to_hex()).unwrap();
+    let store = ToolStore::new("saved").with_state(yiem_tools::ToolRoot::new(root.path()).unwrap());
+    store.register(yiem_tools::write::write_tool()).unwrap();
+    let agent = Agent::builder()
+        .tools(store)
+        .require_approval(["write"])
+        .model(ScriptedModel::new([ScriptedTurn::tool_call(
+            "write",
+            json!({"path": "evil.txt", "content": "unasked"}),
+        )]))
+        .build();
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(agent.prompt("write"));
+    let mut run = agent.run_state();
+    let id = run.pending_approvals()[0].call_id.clone();
+    run.decide([(id, Decision::Approve)]).unwrap();
+    // Signed, the approval stands: the call runs without a question.
+    let saved = root.path().join("run.json");
+    std::fs::write(&saved, run.to_json_signed(&key)).unwrap();
+    let resume = || {
+        chat_with(
+            &[
+                "--root",
+                root.path().to_str().unwrap(),
+                "--resume",
+                saved.to_str().unwrap(),
+            ],
+            &[
+                ("YIEM_HISTORY", ""),
+                ("XDG_DATA_HOME", data.to_str().unwrap()),
+            ],
+            b"n\n",
+        )
+    };
+    // Edited by hand (here: `write` approved for the rest of the run), it asks again: `n` denies it.
+    let mut edited: serde_json::Value = serde_json::from_str(&run.to_json_signed(&key)).unwrap();
+    edited["always_approved"] = json!(["write"]);
+    std::fs::write(&saved, edited.to_string()).unwrap();
+    let output = resume();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let said = stdout(&output);
+    assert!(
+        said.contains("was changed since you saved it (or saved by someone else): nothing in it approves a call; its calls are asked again]\nallow write(path: evil.txt, content: unasked)?"),
+        "{said}"
+    );
+    assert!(!root.path().join("evil.txt").exists(), "{said}");
+    // As signed, it runs: the approval was the user's.
+    std::fs::write(&saved, run.to_json_signed(&key)).unwrap();
+    let output = resume();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(
+        !stdout(&output).contains("allow write"),
+        "{}",
+        stdout(&output)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("evil.txt")).unwrap(),
+        "unasked"
     );
 }
 

@@ -216,4 +216,7 @@ pub enum ResumeError {
     /// The saved state is not a run.
     #[error("the saved run cannot be read: {0}")]
     InvalidState(String),
+    /// The saved run disagrees with its own conversation (it was edited): the field is named.
+    #[error("the saved run disagrees with its conversation: {0}")]
+    Mismatch(#[from] super::saved::RunMismatch),
 }

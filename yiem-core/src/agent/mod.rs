@@ -36,6 +36,7 @@ mod approval;
 mod config;
 mod limits;
 mod run;
+mod saved;
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -46,6 +47,7 @@ pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
 pub use config::{AgentConfig, AgentSettings};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
+pub use saved::{RunKey, RunMismatch, Signature};
 
 use crate::call::ToolResultMessage;
 use crate::event::{AgentEvent, EventBus, EventStream};
@@ -184,7 +186,8 @@ impl AgentBuilder {
     }
 
     /// Starts from a saved run (see [`Agent::run_state`]); its conversation and system prompt replace
-    /// those given here, and [`Agent::resume`] goes on where it stopped.
+    /// those given here, and [`Agent::resume`] goes on where it stopped. A run read without a valid tag
+    /// ([`AgentRun::asks_again`]) waits for the calls this agent's approval policy asks about.
     pub fn run(mut self, run: AgentRun) -> Self {
         self.run = Some(run);
         self
@@ -200,7 +203,8 @@ impl AgentBuilder {
             .model
             .expect("Agent::builder() needs .model(...) before .build()");
         let config = self.config;
-        let run = self.run.unwrap_or_else(|| {
+        let run = self.run.map(|run| reapply_approvals(&config, run));
+        let run = run.unwrap_or_else(|| {
             let mut run = AgentRun::new(config.system_prompt.clone(), self.messages);
             run.set_limits(config.limits);
             run.set_stop_at_tools(config.stop_at_tools.clone());
@@ -308,10 +312,11 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// let call_id = outcome.pending_approvals()[0].call_id.clone();
 /// let saved = agent.run_state().to_json();
 ///
-/// // Later, anywhere: the same tools and model, and the saved run.
+/// // Later, anywhere: the same tools, policy and model, and the saved run.
 /// let agent = Agent::builder()
 ///     .model(ScriptedModel::new([ScriptedTurn::text("Done.")]))
 ///     .tools(tools())
+///     .require_approval(["delete"])
 ///     .run(AgentRun::from_json(&saved).unwrap())
 ///     .build();
 /// let outcome = agent.resume([(call_id, Decision::Approve)]).await.unwrap();
@@ -352,7 +357,8 @@ impl Agent {
         {
             let mut state = lock(&self.shared.state);
             let run = &mut state.run;
-            give_up_waiting(run);
+            // Calls that wait will not run: each gets a result that says so, and the run goes on.
+            run.give_up_waiting("a new prompt came before the approval");
             run.set_limits(settings.0);
             run.set_stop_at_tools(settings.1);
         }
@@ -398,12 +404,13 @@ impl Agent {
     }
 
     /// Replaces the agent's run with a saved one (its conversation included); [`resume`](Self::resume)
-    /// goes on from there. Refused while a run is active.
+    /// goes on from there. Refused while a run is active. A run read without a valid tag
+    /// ([`AgentRun::asks_again`]) waits for the calls this agent's approval policy asks about.
     pub fn restore(&self, run: AgentRun) -> Result<(), ResumeError> {
         let Ok(_idle) = self.shared.run_lock.try_lock() else {
             return Err(ResumeError::Busy);
         };
-        lock(&self.shared.state).run = run;
+        lock(&self.shared.state).run = reapply_approvals(&self.shared.config, run);
         Ok(())
     }
 
@@ -486,22 +493,15 @@ impl From<String> for UserMessage {
     }
 }
 
-/// A run that waits for approvals when a new prompt comes: its calls will not run, and each gets a result
-/// that says so, so the conversation stays valid.
-fn give_up_waiting(run: &mut AgentRun) {
-    let pending = run.pending_approvals().to_vec();
-    if pending.is_empty() {
-        return;
+/// A restored run read without a valid tag asks again about every call of its reply: the agent's policy
+/// narrows that to the calls it asks about, over the tools the reply would run with.
+fn reapply_approvals(config: &AgentConfig, mut run: AgentRun) -> AgentRun {
+    if !run.asks_again() {
+        return run;
     }
-    let decisions = pending.iter().map(|waiting| {
-        (
-            waiting.call_id.clone(),
-            Decision::deny("a new prompt came before a decision"),
-        )
-    });
-    if run.decide(decisions).is_ok() {
-        run.interrupt("a new prompt came before the approval");
-    }
+    let (_, offered) = config.context(run.system_prompt(), run.messages());
+    run.reapply_approvals(|call| config.needs_approval(&offered, call));
+    run
 }
 
 /// One drive of the step machine. If its future is dropped mid-step, `Drop` cancels what runs and leaves

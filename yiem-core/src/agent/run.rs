@@ -22,7 +22,8 @@
 //! `limits`, `stop_at_tools`, `steering`, `follow_ups`, `always_approved` (tool names), and `phase`, tagged
 //! by `state`: `call_model`, `awaiting_approval` (with `assistant`, the index of the message whose calls
 //! wait, `pending` and the `decisions` given so far), `run_tools` (with the `plan`) or `stopped` (with the
-//! [`RunStop`]).
+//! [`RunStop`]). [`AgentRun::to_json_signed`] adds `tag`, the integrity tag of everything else (its
+//! definition, and what a run read back is checked against: the module docs of `agent/saved.rs`).
 
 use std::collections::BTreeMap;
 
@@ -31,6 +32,7 @@ use serde_json::Value;
 
 use super::approval::{Decision, PendingApproval, ResumeError};
 use super::limits::RunLimits;
+use super::saved::{self, RunKey, RunMismatch, Signature};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::event::AgentEvent;
 use crate::executor::PlannedCall;
@@ -205,6 +207,9 @@ struct Progress {
     turn_open: bool,
     added: Vec<AgentMessage>,
     clock: Option<u64>,
+    /// Read without a valid tag while calls wait: every call of the reply waits, until a driver applies
+    /// its approval policy ([`AgentRun::reapply_approvals`]).
+    reapply: bool,
 }
 
 impl PartialEq for Progress {
@@ -249,10 +254,11 @@ struct Saved {
     phase: Phase,
 }
 
+/// Read as [`AgentRun::from_json`] reads a run: checked, and not trusted for its grants.
 impl<'de> Deserialize<'de> for AgentRun {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
-        AgentRun::from_value(value).map_err(serde::de::Error::custom)
+        AgentRun::from_value(value, false).map_err(serde::de::Error::custom)
     }
 }
 
@@ -431,36 +437,77 @@ impl AgentRun {
                     })
                     .collect(),
             },
-            _ => {
-                let pending: Vec<PendingApproval> = calls
-                    .iter()
-                    .filter(|call| !self.always_approved.contains(&call.name))
-                    .filter_map(|call| {
-                        needs_approval(call).map(|reason| PendingApproval {
-                            call_id: call.id.clone(),
-                            tool_name: call.name.clone(),
-                            arguments: call.arguments.clone(),
-                            reason,
-                        })
-                    })
-                    .collect();
-                if pending.is_empty() {
-                    Phase::RunTools {
-                        assistant,
-                        plan: calls
-                            .into_iter()
-                            .map(|call| PlannedCall::Run { call })
-                            .collect(),
-                    }
-                } else {
-                    Phase::AwaitingApproval {
-                        assistant,
-                        pending,
-                        decisions: BTreeMap::new(),
-                    }
-                }
-            }
+            _ => self.approvals(assistant, calls, needs_approval),
         };
+    }
+
+    /// The phase after a reply whose `calls` may run: waiting for the calls `needs_approval` asks about
+    /// (calls of tools approved for the rest of the run never wait), or running them all.
+    fn approvals(
+        &mut self,
+        assistant: usize,
+        calls: Vec<ToolCall>,
+        needs_approval: impl Fn(&ToolCall) -> Option<String>,
+    ) -> Phase {
+        self.progress.reapply = false;
+        let pending: Vec<PendingApproval> = calls
+            .iter()
+            .filter(|call| !self.always_approved.contains(&call.name))
+            .filter_map(|call| {
+                needs_approval(call).map(|reason| PendingApproval {
+                    call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    reason,
+                })
+            })
+            .collect();
+        if pending.is_empty() {
+            Phase::RunTools {
+                assistant,
+                plan: calls
+                    .into_iter()
+                    .map(|call| PlannedCall::Run { call })
+                    .collect(),
+            }
+        } else {
+            Phase::AwaitingApproval {
+                assistant,
+                pending,
+                decisions: BTreeMap::new(),
+            }
+        }
+    }
+
+    /// Whether the run was read without a valid tag while calls of its reply waited or were about to run,
+    /// and every one of them now waits for a decision, until [`reapply_approvals`](Self::reapply_approvals)
+    /// applies a policy.
+    pub fn asks_again(&self) -> bool {
+        self.progress.reapply && matches!(self.phase, Phase::AwaitingApproval { .. })
+    }
+
+    /// For a run read without a valid tag, whose every waiting call asks again: applies the driver's
+    /// approval policy to the calls of its reply, as when the reply came, so that only the calls it asks
+    /// about wait (and, when it asks about none, the batch runs). Call it once, after reading the run and
+    /// before a person is asked; [`Agent`](crate::Agent) does. Any other run is left as it is.
+    pub fn reapply_approvals(&mut self, needs_approval: impl Fn(&ToolCall) -> Option<String>) {
+        if !std::mem::take(&mut self.progress.reapply) {
+            return;
+        }
+        let Phase::AwaitingApproval {
+            assistant,
+            decisions,
+            ..
+        } = &self.phase
+        else {
+            return;
+        };
+        if !decisions.is_empty() {
+            return;
+        }
+        let assistant = *assistant;
+        let calls: Vec<ToolCall> = self.assistant(assistant).tool_calls().cloned().collect();
+        self.phase = self.approvals(assistant, calls, needs_approval);
     }
 
     /// Records the results of [`Step::RunTools`], one per planned call (a call without one gets an error
@@ -556,6 +603,7 @@ impl AgentRun {
             }
         }
         let assistant = *assistant;
+        self.progress.reapply = false;
         for (id, decision) in decisions {
             if decision == Decision::AlwaysApprove
                 && let Some(waiting) = pending.iter().find(|p| p.call_id == id)
@@ -657,6 +705,27 @@ impl AgentRun {
         }
     }
 
+    /// Gives up a wait for approvals (a new prompt came first, say): no call of the reply runs, not even
+    /// one already approved; each gets a result that says it was cancelled, with `reason`, so the
+    /// conversation stays valid, and the run stops as [`RunStop::Aborted`]. A run that does not wait is
+    /// left as it is.
+    pub fn give_up_waiting(&mut self, reason: &str) {
+        let Phase::AwaitingApproval { assistant, .. } = &self.phase else {
+            return;
+        };
+        let assistant = *assistant;
+        let plan = self
+            .assistant(assistant)
+            .tool_calls()
+            .map(|call| PlannedCall::Refuse {
+                call: call.clone(),
+                reason: reason.to_owned(),
+            })
+            .collect();
+        self.phase = Phase::RunTools { assistant, plan };
+        self.interrupt(reason);
+    }
+
     /// Queues messages to add before the next model call.
     pub fn steer(&mut self, messages: impl IntoIterator<Item = UserMessage>) {
         self.steering.extend(messages);
@@ -750,12 +819,64 @@ impl AgentRun {
         serde_json::to_string(self).expect("a run holds only JSON-representable values")
     }
 
+    /// The run as JSON with its integrity tag made with `key`: [`from_json_verified`](Self::from_json_verified)
+    /// with the same key keeps its grants (the decisions given, the tools approved for the rest of the
+    /// run, a batch about to run).
+    ///
+    /// ```
+    /// use yiem_core::{AgentRun, RunKey, Signature, UserMessage};
+    ///
+    /// let key = RunKey::new([42; 32]);
+    /// let mut run = AgentRun::new("system", Vec::new());
+    /// run.start(vec![UserMessage::text("hi")]);
+    /// let saved = run.to_json_signed(&key);
+    /// let (back, signature) = AgentRun::from_json_verified(&saved, &key).unwrap();
+    /// assert_eq!((back, signature), (run.clone(), Signature::Valid));
+    ///
+    /// // Changed by hand (here: the system prompt), it is no longer the key's.
+    /// let edited = saved.replace("\"system\"", "\"be evil\"");
+    /// let (_, signature) = AgentRun::from_json_verified(&edited, &key).unwrap();
+    /// assert_eq!(signature, Signature::Invalid);
+    /// ```
+    pub fn to_json_signed(&self, key: &RunKey) -> String {
+        let mut value =
+            serde_json::to_value(self).expect("a run holds only JSON-representable values");
+        let tag = key.tag(&value);
+        if let Value::Object(fields) = &mut value {
+            fields.insert(saved::TAG.to_owned(), Value::String(tag));
+        }
+        value.to_string()
+    }
+
     /// Reads a run written by [`to_json`](Self::to_json) (or any serializer of [`AgentRun`]). A state of
-    /// another format version, or one that is not a run, is an error that says which.
+    /// another format version, or one that is not a run, is an error that says which; so is a run that
+    /// disagrees with its own conversation ([`ResumeError::Mismatch`]). The run is not trusted for
+    /// anything its conversation does not show: its grants (decisions given, tools approved for the rest
+    /// of the run, a batch about to run) are dropped, and every call of a reply that waits or was about
+    /// to run waits for a decision again. [`from_json_verified`](Self::from_json_verified) keeps them for a
+    /// run tagged with the application's key.
     pub fn from_json(text: &str) -> Result<AgentRun, ResumeError> {
         let value: Value =
             serde_json::from_str(text).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
-        AgentRun::from_value(value)
+        AgentRun::from_value(value, false)
+    }
+
+    /// Reads a run as [`from_json`](Self::from_json) does, and checks its tag against `key`: with the
+    /// key's tag ([`Signature::Valid`]) the run keeps its grants; without a tag, or with another, it keeps
+    /// its conversation and asks again, as [`from_json`](Self::from_json) reads it.
+    pub fn from_json_verified(
+        text: &str,
+        key: &RunKey,
+    ) -> Result<(AgentRun, Signature), ResumeError> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
+        let signature = match value.get(saved::TAG) {
+            None => Signature::Missing,
+            Some(Value::String(tag)) if key.verify(&value, tag) => Signature::Valid,
+            Some(_) => Signature::Invalid,
+        };
+        let run = AgentRun::from_value(value, signature == Signature::Valid)?;
+        Ok((run, signature))
     }
 
     /// The run as storage that grows by appending, as a driver that saves after every step writes it (the
@@ -794,8 +915,10 @@ impl AgentRun {
     }
 
     /// A run from the header [`appended_since`](Self::appended_since) wrote and all its messages, in
-    /// order; checked as [`from_json`](Self::from_json) checks a saved run, and refused when the count of
-    /// messages is not the header's.
+    /// order; checked against its conversation as [`from_json`](Self::from_json) checks a saved run, and
+    /// refused when the count of messages is not the header's. The storage is trusted, as the state of
+    /// the durable runner's object is (only the runner writes it): the run keeps its grants. Read a run
+    /// from storage a person can edit with [`from_json_verified`](Self::from_json_verified).
     pub fn from_appended(
         mut header: Value,
         messages: Vec<AgentMessage>,
@@ -820,10 +943,12 @@ impl AgentRun {
                 ));
             }
         }
-        AgentRun::from_value(header)
+        AgentRun::from_value(header, true)
     }
 
-    fn from_value(value: Value) -> Result<AgentRun, ResumeError> {
+    /// A run from its saved object, checked against its conversation; a run not `trusted` loses its
+    /// grants.
+    fn from_value(value: Value, trusted: bool) -> Result<AgentRun, ResumeError> {
         let version = match value.get("version") {
             Some(Value::Number(number)) => number.as_u64(),
             _ => None,
@@ -842,7 +967,7 @@ impl AgentRun {
         }
         let saved: Saved =
             serde_json::from_value(value).map_err(|e| ResumeError::InvalidState(e.to_string()))?;
-        let run = AgentRun {
+        let mut run = AgentRun {
             version: RUN_FORMAT_VERSION,
             system_prompt: saved.system_prompt,
             messages: saved.messages,
@@ -857,23 +982,118 @@ impl AgentRun {
             progress: Progress::default(),
         };
         run.check()?;
+        if !trusted {
+            run.drop_grants();
+        }
         Ok(run)
     }
 
-    /// A saved phase must point at an assistant message of the conversation.
-    fn check(&self) -> Result<(), ResumeError> {
+    /// Checks what the conversation decides against it: the calls that wait or run are the last reply's,
+    /// pending entries and the plan show them as they will run, decisions answer pending calls, and every
+    /// other call has exactly one result.
+    fn check(&self) -> Result<(), RunMismatch> {
+        let waiting = match &self.phase {
+            Phase::AwaitingApproval {
+                assistant,
+                pending,
+                decisions,
+            } => {
+                let calls = saved::waiting_calls(&self.messages, *assistant)?;
+                if pending.is_empty() {
+                    return Err(RunMismatch::NothingPending);
+                }
+                for (index, waiting) in pending.iter().enumerate() {
+                    let call_id = waiting.call_id.clone();
+                    let twice = pending[..index].iter().any(|p| p.call_id == call_id);
+                    let Some(call) = calls
+                        .iter()
+                        .find(|call| call.id == call_id)
+                        .filter(|_| !twice)
+                    else {
+                        return Err(RunMismatch::PendingCall { index, call_id });
+                    };
+                    let field = if call.name != waiting.tool_name {
+                        "tool_name"
+                    } else if call.arguments != waiting.arguments {
+                        "arguments"
+                    } else {
+                        continue;
+                    };
+                    return Err(RunMismatch::PendingDiffers {
+                        index,
+                        call_id,
+                        field,
+                    });
+                }
+                if let Some(call_id) = decisions
+                    .keys()
+                    .find(|id| !pending.iter().any(|p| &p.call_id == *id))
+                {
+                    return Err(RunMismatch::Decision {
+                        call_id: call_id.clone(),
+                    });
+                }
+                Some(*assistant)
+            }
+            Phase::RunTools { assistant, plan } => {
+                let calls = saved::waiting_calls(&self.messages, *assistant)?;
+                for (index, (planned, call)) in plan.iter().zip(&calls).enumerate() {
+                    if planned.call() != *call {
+                        return Err(RunMismatch::PlanCall {
+                            index,
+                            call_id: planned.call().id.clone(),
+                        });
+                    }
+                }
+                if plan.len() != calls.len() {
+                    return Err(RunMismatch::PlanLength {
+                        planned: plan.len(),
+                        made: calls.len(),
+                    });
+                }
+                Some(*assistant)
+            }
+            Phase::Stopped {
+                stop: RunStop::AwaitingApproval { .. },
+            } => return Err(RunMismatch::StopAwaiting),
+            Phase::CallModel | Phase::Stopped { .. } => None,
+        };
+        saved::check_results(&self.messages, waiting)
+    }
+
+    /// Drops what would let a call run without a person, for a run read without a valid tag: the tools
+    /// approved for the rest of the run, the decisions given, and a batch planned to run; every call of
+    /// a reply that waits, or was about to run, waits for a decision again (a driver narrows that to its
+    /// policy's, [`reapply_approvals`](Self::reapply_approvals)). A plan that only refuses calls (a reply
+    /// cut off by the output limit) grants nothing and is kept.
+    fn drop_grants(&mut self) {
+        self.always_approved.clear();
         let assistant = match &self.phase {
-            Phase::AwaitingApproval { assistant, .. } | Phase::RunTools { assistant, .. } => {
+            Phase::AwaitingApproval { assistant, .. } => *assistant,
+            Phase::RunTools { assistant, plan }
+                if plan.iter().any(|p| matches!(p, PlannedCall::Run { .. })) =>
+            {
                 *assistant
             }
-            _ => return Ok(()),
+            _ => return,
         };
-        match self.messages.get(assistant) {
-            Some(AgentMessage::Assistant(_)) => Ok(()),
-            _ => Err(ResumeError::InvalidState(format!(
-                "its phase refers to message {assistant}, which is not an assistant message"
-            ))),
-        }
+        let pending = self
+            .assistant(assistant)
+            .tool_calls()
+            .map(|call| PendingApproval {
+                call_id: call.id.clone(),
+                tool_name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                reason: "asked again: the saved run does not carry this application's signature"
+                    .to_owned(),
+            })
+            .collect();
+        self.phase = Phase::AwaitingApproval {
+            assistant,
+            pending,
+            decisions: BTreeMap::new(),
+        };
+        self.progress.reapply = true;
     }
 
     /// What the run does after an answer without tool calls: queued messages go next, else it finishes.

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// /tools          the tools the agent has
 /// /model [NAME]   the model it talks to, or talk to NAME (same provider) from now on
 /// /reset          start a new conversation
-/// /save FILE      write the conversation (the serialized run) to FILE
+/// /save FILE      write the conversation (the serialized run, signed with the user's key) to FILE
 /// /load FILE      continue the conversation saved in FILE
 /// /help           the commands
 /// /exit           leave (as Ctrl-D does)
@@ -36,7 +36,7 @@ pub const HELP: &str = "\
 /tools        the tools the agent has
 /model [NAME] the model it talks to; with NAME, talk to that model of the provider from now on
 /reset        start a new conversation
-/save FILE    write the conversation to FILE (JSON, the serialized run)
+/save FILE    write the conversation to FILE (JSON, the serialized run, signed with your key)
 /load FILE    continue the conversation saved in FILE
 /exit         leave (Ctrl-D at an empty prompt does too)
 A line ending in `\\` (or Alt-Enter) continues on the next line; `//text` sends `/text` to the model.";

@@ -12,6 +12,7 @@
 mod approval;
 mod command;
 mod input;
+mod key;
 mod mcp;
 mod oauth;
 mod render;
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use yiem_core::{
     Agent, AgentMessage, AgentRun, AgentSettings, Model, RunOutcome, RunStop, ScriptedModel,
-    ScriptedTurn, ToolStore,
+    ScriptedTurn, Signature, ToolStore,
 };
 
 pub use mcp::McpServers;
@@ -291,14 +292,18 @@ impl Session {
                 }
             }
             ChatCommand::Save(file) => {
-                let json = self.agent.run_state().to_json();
-                let note = match std::fs::write(&file, json) {
+                let note = key::run_key().and_then(|key| {
+                    let json = self.agent.run_state().to_json_signed(&key);
+                    std::fs::write(&file, json)
+                        .map_err(|error| format!("cannot write {}: {error}", file.display()))
+                });
+                let note = match note {
                     Ok(()) => Ok(format!(
                         "[saved {} messages to {}]",
                         self.agent.messages().len(),
                         file.display()
                     )),
-                    Err(error) => Err(format!("cannot write {}: {error}", file.display())),
+                    Err(error) => Err(error),
                 };
                 match note {
                     Ok(note) => self.out().note(&note),
@@ -338,11 +343,12 @@ impl Session {
     fn load(&mut self, file: &Path) -> Result<(), String> {
         let text = std::fs::read_to_string(file)
             .map_err(|error| format!("cannot read {}: {error}", file.display()))?;
-        let run = AgentRun::from_json(&text)
+        let (run, signature) = AgentRun::from_json_verified(&text, &key::run_key()?)
             .map_err(|error| format!("{} is not a saved chat: {error}", file.display()))?;
         let messages = run.messages().len();
-        let stopped = run.stopped();
         self.agent.restore(run).map_err(|error| error.to_string())?;
+        // What it waits for, as this chat's policy asks (a run read without a valid tag asks again).
+        let stopped = self.agent.run_state().stopped();
         let last = self
             .agent
             .messages()
@@ -359,6 +365,17 @@ impl Session {
             "[loaded {messages} messages from {}]",
             file.display()
         ));
+        let unsigned = match signature {
+            Signature::Valid => None,
+            Signature::Missing => Some("carries no signature of yours"),
+            _ => Some("was changed since you saved it (or saved by someone else)"),
+        };
+        if let Some(why) = unsigned {
+            out.note(&format!(
+                "[{} {why}: nothing in it approves a call; its calls are asked again]",
+                file.display()
+            ));
+        }
         if let Some(last) = last {
             let (lines, folded) = render::fold(&last, render::PREVIEW_LINES);
             out.note(&format!(
@@ -380,7 +397,9 @@ impl Session {
                 self.out()
                     .note("[the run had stopped before its end: send a prompt to go on]");
             }
-            _ => {}
+            Some(_) => {}
+            // Saved in the middle of a step (a batch approved and about to run, say): it goes on.
+            None => self.resume(Vec::new()),
         }
         Ok(())
     }
