@@ -99,8 +99,20 @@ impl<'s> Walk<'s> {
         }
     }
 
+    /// Whether the report is full: what is found now is only counted (and its text never written).
+    fn full(&mut self) -> bool {
+        let full = self.problems.len() >= MAX_PROBLEMS;
+        if full {
+            self.omitted += 1;
+        }
+        full
+    }
+
     /// `expected …, got …` for `value` at `path`, with `node` in words.
     fn add_expected(&mut self, node: &Value, value: &Value, path: &str) {
+        if self.full() {
+            return;
+        }
         let expected = describe_schema(self.root, node, 0);
         self.add(
             path.to_owned(),
@@ -203,8 +215,11 @@ impl<'s> Walk<'s> {
                 if self.done() {
                     return;
                 }
+                if self.full() {
+                    continue;
+                }
                 let message = unknown_property(key, &shape.names, map);
-                self.add(format!("{path}/{}", escape(key)), message);
+                self.add(format!("{path}/{}", escape(&shown(key))), message);
             }
         }
         for (key, item) in map {
@@ -380,9 +395,18 @@ pub(super) fn unknown_property(
         .iter()
         .copied()
         .filter(|known| !present.contains_key(known.as_str()));
+    let shown = shown(key);
     match did_you_mean(key, candidates) {
-        Some(suggestion) => format!("unknown property `{key}`; did you mean `{suggestion}`?"),
-        None => format!("unknown property `{key}`"),
+        Some(suggestion) => format!("unknown property `{shown}`; did you mean `{suggestion}`?"),
+        None => format!("unknown property `{shown}`"),
+    }
+}
+
+/// A key as the report shows it: cut after 64 characters.
+fn shown(key: &str) -> std::borrow::Cow<'_, str> {
+    match key.char_indices().nth(64) {
+        Some((end, _)) => format!("{}…", &key[..end]).into(),
+        None => key.into(),
     }
 }
 
