@@ -18,6 +18,7 @@ pub enum Sort {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[allow(dead_code)] // read by serde and the schema only
 pub struct Filters {
     /// Only records with this tag.
     tag: Option<String>,
@@ -26,6 +27,7 @@ pub struct Filters {
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
+#[allow(dead_code)] // some fields are read by serde and the schema only
 pub struct SearchArgs {
     /// What to look for.
     query: String,
