@@ -62,7 +62,7 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `schema-validation` | no | full JSON Schema validation (`jsonschema`): the report of a failing call lists every problem at any depth, and tools built with [`AgentTool::builder`] get their arguments checked against their whole schema. Off, `#[tool]` arguments are checked by serde and for unknown properties, and every tool's top level against the schema's `required` and `type`s |
+//! | `schema-validation` | no | the full JSON Schema validator (`jsonschema`) beside yiem's own check: it adds what that check cannot judge (`pattern`, `format`, which form of a union at the root was meant). Without it, every tool's arguments are still checked at every depth for unknown properties, required ones, types, ranges and allowed values, in the same words |
 //! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
 //! | `openai-responses` | no | `OpenAiResponsesModel`, `OpenAiResponsesConfig`: OpenAI's Responses API (`/v1/responses`), reasoning items carried from turn to turn; turns on `openai` |
 //! | `anthropic` | no | `AnthropicModel`, `AnthropicConfig`: Anthropic's Messages API, over the same transport |
@@ -118,7 +118,7 @@
 //! |---|---|
 //! | `tool` | [`AgentTool`]: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, [`ToolBuilder`] |
 //! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
-//! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `check` (unknown properties and the per-tool caches), `explain` (the report a model reads), `lean` (without `schema-validation`: the top level against `required` and `type`s) |
+//! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
 //! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
 //! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); [`CallJournal`] for drivers that replay |

@@ -2,31 +2,42 @@
 //! model what was wrong: every problem with its JSON Pointer, what was expected and what came, the valid
 //! property names, and a "did you mean" for a misspelt property.
 //!
+//! # One check, at every depth
+//!
+//! The arguments are walked beside the tool's schema (`walk`), in every build: unknown properties (with a
+//! "did you mean"), missing required ones, and values of the wrong type, outside their range or not among
+//! their allowed values — at the top level and in every nested object and array, in the words a model
+//! reads ("at `/filters/year`: expected an integer from 0 to 65535 or null, got the string "1900""). With
+//! the `schema-validation` feature the full JSON Schema validator adds what the walk cannot judge (a
+//! `pattern`, a `format`, which form of a union at the root the arguments meant); the words for what
+//! both judge are the walk's, so a report reads the same in every build. A report lists 20 problems and
+//! counts the rest, and cuts a long key, so its size is bounded whatever the model sent.
+//!
 //! # Unknown properties
 //!
 //! serde silently ignores a property it does not know, so a model that misspells `city` as `citty` would get
-//! the default instead of an error. yiem reports every property of the arguments object that the schema does
-//! not declare, **unless the schema opts in to extra properties**: the root schema (or, for arguments that are
-//! an enum of objects, one of its top-level `anyOf`/`oneOf`/`allOf` branches) has an `additionalProperties`
-//! or `unevaluatedProperties` that is present and not `false` (schemars emits one for a `#[serde(flatten)]`
+//! the default instead of an error. yiem reports every property of an object that its schema does not
+//! declare, **unless the schema opts in to extra properties**: the object's schema (or, for an enum of
+//! objects, one of its `anyOf`/`oneOf`/`allOf` branches) has an `additionalProperties` or
+//! `unevaluatedProperties` that is present and not `false` (schemars emits one for a `#[serde(flatten)]`
 //! map), has `patternProperties`, or declares no `properties` at all (a run-time schema such as
-//! `{"type": "object"}` says nothing about names). A missing `additionalProperties` counts as `false`. The
-//! check covers the top level of the arguments, where a misspelling costs the most, and is cheap: a set
-//! lookup per key. Nested objects are held to their schema (`#[serde(deny_unknown_fields)]` emits
-//! `additionalProperties: false`) whenever the arguments fail.
+//! `{"type": "object"}` says nothing about names). A missing `additionalProperties` counts as `false`.
 //!
 //! # Cost
 //!
-//! Arguments that parse and have no unknown property never touch the JSON Schema validator. Only a failing
-//! call compiles the tool's validator (once per tool, then cached) to list every problem.
+//! Arguments that parse are checked for unknown properties only (serde has judged the rest): for a schema
+//! whose properties hold only scalars — most tools — that is a set lookup per top-level key, and JSON text
+//! is read in one pass (`text`); a schema with nested objects is walked. Only a failing call is walked in
+//! full, and only a failing call compiles the tool's validator (once per tool, then cached).
 //!
 //! # Modules
 //!
 //! `parse` turns raw arguments into the typed ones (normalization, serde with paths), `text` deserializes
-//! JSON text straight into the argument type in one pass; `check` holds the unknown-property check and its per-tool caches; `explain` writes the report a
-//! model reads when arguments fail, with the schema described in English; `lean` (without the
-//! `schema-validation` feature) checks the top level against the schema's `required` and `type`s; `words`
-//! is how the report phrases things. No module of `args` imports one that imports it back.
+//! JSON text straight into the argument type in one pass; `walk` is the one check against the schema;
+//! `check` holds what a tool caches for it and the entry points; `explain` writes the report a model reads
+//! when arguments fail (the walk's problems, and the validator's additions); `words` is how the report
+//! phrases things, the schema described in English included. No module of `args` imports one that
+//! imports it back.
 
 mod check;
 mod explain;
