@@ -38,7 +38,8 @@ async def list_tools(session, _):
     listed = await session.list_tools()
     check_equal(
         [tool.name for tool in listed.tools],
-        ["add", "count_up", "echo", "exclusive_step", "forbidden", "learn", "list_tools", "pixel", "slow_job"],
+        ["add", "count_up", "echo", "exclusive_step", "forbidden", "learn", "list_tools", "media", "pixel",
+         "slow_job"],
         "tool names, sorted",
     )
     add = next(tool for tool in listed.tools if tool.name == "add")
@@ -106,11 +107,25 @@ async def unknown_tool(session, _):
         check_equal(
             error.message,
             "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, exclusive_step, "
-            "forbidden, learn, list_tools, pixel, slow_job",
+            "forbidden, learn, list_tools, media, pixel, slow_job",
             "error message",
         )
     else:
         raise AssertionError("calling an unknown tool did not raise MCPError")
+
+
+async def media(session, _):
+    result = await session.call_tool("media", {})
+    check_equal(
+        [block.type for block in result.content],
+        ["text", "audio", "resource", "resource", "resource_link"],
+        "block types",
+    )
+    audio, text_file, pdf, link = result.content[1:]
+    check_equal((audio.data, audio.mime_type), ("UklGRg==", "audio/wav"), "audio")
+    check_equal((str(text_file.resource.uri), text_file.resource.text), ("file:///notes/today.md", "# Today"), "text resource")
+    check_equal((pdf.resource.mime_type, pdf.resource.blob), ("application/pdf", "JVBERg=="), "blob resource")
+    check_equal((str(link.uri), link.name), ("file:///notes/yesterday.md", "yesterday.md"), "resource link")
 
 
 async def hooks(session, _):
@@ -158,7 +173,7 @@ async def list_changed(session, _):
     check_equal([block.text for block in greeted.content], ["hello, Ada"], "greet result")
 
 
-CHECKS = [list_tools, call_text, call_structured, bad_arguments, unknown_tool, hooks, progress, list_changed]
+CHECKS = [list_tools, call_text, call_structured, media, bad_arguments, unknown_tool, hooks, progress, list_changed]
 
 
 async def main(server):

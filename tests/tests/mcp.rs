@@ -198,6 +198,12 @@ async fn tools_list_gives_every_tool_in_the_mcp_dialect_sorted_by_name() {
                 }
             },
             {
+                "name": "media",
+                "title": "Media",
+                "description": "A sound, a file and a link, with a caption: every kind of block beside text and images.",
+                "inputSchema": {"type": "object", "properties": {}}
+            },
+            {
                 "name": "pixel",
                 "title": "Pixel",
                 "description": "A one-pixel PNG, with a caption.",
@@ -273,6 +279,27 @@ async fn images_become_mcp_image_content() {
 }
 
 #[tokio::test]
+async fn audio_resources_and_links_become_their_mcp_content() {
+    let (client, _) = connect().await;
+    assert_eq!(
+        call(&client, "media", json!({})).await,
+        json!({
+            "content": [
+                {"type": "text", "text": "a sound, a note and a link"},
+                {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+                {"type": "resource", "resource": {"uri": "file:///notes/today.md", "text": "# Today"}},
+                {"type": "resource", "resource": {
+                    "uri": "file:///notes/today.pdf", "mimeType": "application/pdf", "blob": "JVBERg=="
+                }},
+                {"type": "resource_link", "uri": "file:///notes/yesterday.md", "name": "yesterday.md"}
+            ],
+            "isError": false
+        })
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
 async fn bad_arguments_are_an_error_result_with_the_text_the_model_would_see() {
     let (client, _) = connect().await;
     assert_eq!(
@@ -315,7 +342,7 @@ async fn an_unknown_tool_is_an_invalid_params_error() {
         json!({
             "code": -32602,
             "message": "tool `ad` not found. Did you mean `add`? Available tools: add, count_up, echo, \
-                        exclusive_step, forbidden, learn, list_tools, pixel, slow_job"
+                        exclusive_step, forbidden, learn, list_tools, media, pixel, slow_job"
         })
     );
     client.cancel().await.unwrap();

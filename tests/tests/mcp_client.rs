@@ -112,6 +112,40 @@ async fn the_reference_server_lists_its_tools_with_their_schemas_and_answers_cal
             .any(|block| matches!(block, yiem_core::Content::Image { mime_type, .. } if mime_type == "image/png")),
         "{image:?}"
     );
+    // Resource links and embedded resources arrive as their own blocks, not as JSON text.
+    let links = run_one(&store, "ev_get-resource-links", json!({"count": 2})).await;
+    let links: Vec<&yiem_core::ResourceInfo> = links
+        .content()
+        .iter()
+        .filter_map(|block| match block {
+            yiem_core::Content::ResourceLink { resource } => Some(&**resource),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(links.len(), 2, "{links:?}");
+    assert!(
+        links
+            .iter()
+            .all(|link| link.name.is_some() && !link.uri.is_empty()),
+        "{links:?}"
+    );
+    for (kind, expected) in [("Text", "text"), ("Blob", "blob")] {
+        let embedded = run_one(
+            &store,
+            "ev_get-resource-reference",
+            json!({"resourceType": kind, "resourceId": 1}),
+        )
+        .await;
+        let found = embedded.content().iter().find_map(|block| match block {
+            yiem_core::Content::ResourceText { resource, .. } => Some(("text", &resource.uri)),
+            yiem_core::Content::ResourceBlob { resource, .. } => Some(("blob", &resource.uri)),
+            _ => None,
+        });
+        assert!(
+            found.is_some_and(|(found, uri)| found == expected && !uri.is_empty()),
+            "{kind}: {embedded:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -2,7 +2,12 @@
 
 use serde::{Deserialize, Serialize};
 
-/// One block of content in a tool result or message.
+/// One block of content in a tool result or message: text, an image, audio, a resource embedded (its
+/// text or its bytes) or a link to one — the blocks MCP defines. Binary data is base64-encoded.
+///
+/// Each provider gets what it accepts: an image as an image block where the API takes one, a PDF as a
+/// document where Anthropic takes it, an embedded text resource as its text; what a provider cannot take
+/// becomes a one-line note saying what was left out, so the model knows something was there.
 ///
 /// ```
 /// use yiem_core::Content;
@@ -12,6 +17,15 @@ use serde::{Deserialize, Serialize};
 ///
 /// let image = Content::image("iVBORw0KGgo=", "image/png");
 /// assert_eq!(image.as_text(), None);
+///
+/// // A `#[tool]` may return `Vec<Content>`:
+/// let blocks = vec![
+///     Content::text("the recording and its transcript"),
+///     Content::audio("UklGRg==", "audio/wav"),
+///     Content::resource_text("file:///notes/today.md", "# Today"),
+///     Content::resource_link("file:///notes/yesterday.md", "yesterday.md"),
+/// ];
+/// assert_eq!(blocks[2].as_text(), None);
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -29,6 +43,79 @@ pub enum Content {
         /// The MIME type, e.g. `image/png`.
         mime_type: String,
     },
+    /// Audio, base64-encoded.
+    Audio {
+        /// The audio bytes, base64-encoded.
+        data: String,
+        /// The MIME type, e.g. `audio/wav` (a `Box<str>`, so that a content block stays as small as an
+        /// image block: results move through every call's futures).
+        mime_type: Box<str>,
+    },
+    /// A text resource embedded in the result (a file's text, a document).
+    ResourceText {
+        /// Which resource it is.
+        resource: Box<ResourceInfo>,
+        /// Its text.
+        text: String,
+    },
+    /// A binary resource embedded in the result, base64-encoded.
+    ResourceBlob {
+        /// Which resource it is (a PDF has `mime_type` `application/pdf`).
+        resource: Box<ResourceInfo>,
+        /// Its bytes, base64-encoded.
+        blob: String,
+    },
+    /// A link to a resource the client can read, not its contents.
+    ResourceLink {
+        /// Which resource it is.
+        resource: Box<ResourceInfo>,
+    },
+}
+
+/// What is known of a resource a result embeds or links to (boxed in [`Content`], so that the common
+/// blocks stay small).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ResourceInfo {
+    /// Where the resource lives, e.g. `file:///notes/today.md`.
+    pub uri: String,
+    /// Its name (a file name, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+}
+
+impl ResourceInfo {
+    /// The resource at `uri`.
+    pub fn new(uri: impl Into<String>) -> Self {
+        ResourceInfo {
+            uri: uri.into(),
+            ..ResourceInfo::default()
+        }
+    }
+
+    /// With a name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// With a description.
+    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// With a MIME type.
+    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+        self.mime_type = Some(mime_type.into());
+        self
+    }
 }
 
 impl Content {
@@ -45,12 +132,94 @@ impl Content {
         }
     }
 
+    /// An audio block from base64 data and its MIME type.
+    pub fn audio(data: impl Into<String>, mime_type: impl Into<Box<str>>) -> Self {
+        Content::Audio {
+            data: data.into(),
+            mime_type: mime_type.into(),
+        }
+    }
+
+    /// An embedded text resource: its URI and its text (build the variant with a [`ResourceInfo`] to give
+    /// more).
+    pub fn resource_text(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        Content::ResourceText {
+            resource: Box::new(ResourceInfo::new(uri)),
+            text: text.into(),
+        }
+    }
+
+    /// An embedded binary resource: its URI, its bytes base64-encoded, and its MIME type.
+    pub fn resource_blob(
+        uri: impl Into<String>,
+        blob: impl Into<String>,
+        mime_type: impl Into<String>,
+    ) -> Self {
+        Content::ResourceBlob {
+            resource: Box::new(ResourceInfo::new(uri).with_mime_type(mime_type)),
+            blob: blob.into(),
+        }
+    }
+
+    /// A link to a resource: its URI and name.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Content::ResourceLink {
+            resource: Box::new(ResourceInfo::new(uri).with_name(name)),
+        }
+    }
+
     /// The text of a text block, `None` for other blocks.
     pub fn as_text(&self) -> Option<&str> {
         match self {
             Content::Text { text } => Some(text),
-            Content::Image { .. } => None,
+            _ => None,
         }
+    }
+
+    /// The block as text for a model whose API cannot carry it as it is (`carrier`: "tool messages",
+    /// say): a text resource's text under its URI, a note for the rest. `None` for a text block.
+    ///
+    /// ```
+    /// use yiem_core::Content;
+    ///
+    /// let note = Content::audio("UklGRg==", "audio/wav").described_for("tool messages");
+    /// assert_eq!(note.as_deref(), Some("[audio/wav audio (4 bytes) left out: tool messages cannot carry audio]"));
+    /// let file = Content::resource_text("file:///a.md", "# A").described_for("tool messages");
+    /// assert_eq!(file.as_deref(), Some("[resource file:///a.md]\n# A"));
+    /// ```
+    pub fn described_for(&self, carrier: &str) -> Option<String> {
+        let bytes = |base64: &str| base64.trim_end_matches('=').len() * 3 / 4;
+        Some(match self {
+            Content::Text { .. } => return None,
+            Content::Image { data, mime_type } => format!(
+                "[{mime_type} image ({} bytes) left out: {carrier} cannot carry images]",
+                bytes(data)
+            ),
+            Content::Audio { data, mime_type } => format!(
+                "[{mime_type} audio ({} bytes) left out: {carrier} cannot carry audio]",
+                bytes(data)
+            ),
+            Content::ResourceText { resource, text } => {
+                format!("[resource {}]\n{text}", resource.uri)
+            }
+            Content::ResourceBlob { resource, blob } => format!(
+                "[resource {} ({}, {} bytes) left out: {carrier} cannot carry files]",
+                resource.uri,
+                resource.mime_type.as_deref().unwrap_or("binary"),
+                bytes(blob)
+            ),
+            Content::ResourceLink { resource } => {
+                let mut text = format!("[resource link {}", resource.uri);
+                if let Some(name) = &resource.name {
+                    text.push_str(&format!(": {name}"));
+                }
+                if let Some(description) = &resource.description {
+                    text.push_str(&format!(" — {description}"));
+                }
+                text.push(']');
+                text
+            }
+        })
     }
 }
 

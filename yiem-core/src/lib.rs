@@ -235,7 +235,7 @@ pub use agent::{
 pub use args::{ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use check::{ToolCheck, ToolProblem, check_tools};
-pub use content::{Content, Contents, ContentsIntoIter};
+pub use content::{Content, Contents, ContentsIntoIter, ResourceInfo};
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use event::{AgentEvent, EventBus, EventStream};

@@ -643,7 +643,7 @@ fn render(content: &[Content]) -> String {
                     data.len()
                 ));
             }
-            other => out.push_str(&format!("[{other:?}]")),
+            other => out.push_str(&other.described_for("this terminal").unwrap_or_default()),
         }
     }
     out

@@ -77,6 +77,18 @@ async fn pixel() -> Vec<Content> {
     ]
 }
 
+/// A sound, a file and a link, with a caption: every kind of block beside text and images.
+#[tool(parallel)]
+async fn media() -> Vec<Content> {
+    vec![
+        Content::text("a sound, a note and a link"),
+        Content::audio("UklGRg==", "audio/wav"),
+        Content::resource_text("file:///notes/today.md", "# Today"),
+        Content::resource_blob("file:///notes/today.pdf", "JVBERg==", "application/pdf"),
+        Content::resource_link("file:///notes/yesterday.md", "yesterday.md"),
+    ]
+}
+
 /// Always refused by the server's `before_tool_call` hook.
 #[tool]
 async fn forbidden() -> &'static str {

@@ -72,6 +72,22 @@ fn content_blocks(content: &[Content]) -> Vec<Value> {
                 "type": "image",
                 "source": {"type": "base64", "media_type": mime_type, "data": data}
             })),
+            Content::ResourceBlob { resource, blob } => match resource.mime_type.as_deref() {
+                Some(mime_type) if mime_type.starts_with("image/") => Some(json!({
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": mime_type, "data": blob}
+                })),
+                Some("application/pdf") => Some(json!({
+                    "type": "document",
+                    "source": {"type": "base64", "media_type": "application/pdf", "data": blob}
+                })),
+                _ => block
+                    .described_for("Anthropic messages")
+                    .map(|text| json!({"type": "text", "text": text})),
+            },
+            other => other
+                .described_for("Anthropic messages")
+                .map(|text| json!({"type": "text", "text": text})),
         })
         .collect()
 }
@@ -131,4 +147,61 @@ fn tool_result(result: &ToolResultMessage) -> Value {
         block.insert("is_error".into(), json!(true));
     }
     Value::Object(block)
+}
+
+/// Every kind of block a tool can return, as each provider is sent it (issue 33).
+#[cfg(test)]
+mod content_kinds {
+    use serde_json::json;
+
+    use super::*;
+    use crate::call::ToolCall;
+    use crate::content::ResourceInfo;
+    use crate::result::AgentToolResult;
+
+    fn every_kind() -> Vec<Content> {
+        vec![
+            Content::text("said"),
+            Content::audio("UklGRg==", "audio/wav"),
+            Content::resource_text("file:///notes/a.md", "# A"),
+            Content::ResourceBlob {
+                resource: Box::new(
+                    ResourceInfo::new("file:///docs/b.pdf").with_mime_type("application/pdf"),
+                ),
+                blob: "JVBERg==".into(),
+            },
+            Content::resource_blob("file:///bin/c", "AAEC", "application/octet-stream"),
+            Content::resource_link("file:///notes/d.md", "d.md"),
+        ]
+    }
+
+    fn result_of_every_kind() -> ToolResultMessage {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "fetch".into(),
+            arguments: json!({}),
+        };
+        let mut result = AgentToolResult::text("said");
+        result.content = every_kind().into();
+        ToolResultMessage::new(&call, result)
+    }
+
+    #[test]
+    fn anthropic_gets_a_pdf_as_a_document_and_the_rest_as_text() {
+        assert_eq!(
+            content_blocks(&every_kind()),
+            [
+                json!({"type": "text", "text": "said"}),
+                json!({"type": "text", "text": "[audio/wav audio (4 bytes) left out: Anthropic messages cannot carry audio]"}),
+                json!({"type": "text", "text": "[resource file:///notes/a.md]\n# A"}),
+                json!({"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": "JVBERg=="}}),
+                json!({"type": "text", "text": "[resource file:///bin/c (application/octet-stream, 3 bytes) left out: Anthropic messages cannot carry files]"}),
+                json!({"type": "text", "text": "[resource link file:///notes/d.md: d.md]"}),
+            ]
+        );
+        assert_eq!(
+            tool_result(&result_of_every_kind())["content"][3]["type"],
+            "document"
+        );
+    }
 }

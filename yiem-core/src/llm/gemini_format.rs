@@ -67,6 +67,15 @@ fn user_parts(message: &UserMessage) -> Vec<Value> {
             Content::Image { data, mime_type } => {
                 Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
             }
+            Content::Audio { data, mime_type } => {
+                Some(json!({"inlineData": {"mimeType": mime_type, "data": data}}))
+            }
+            Content::ResourceBlob { resource, blob } if resource.mime_type.is_some() => {
+                Some(json!({"inlineData": {"mimeType": resource.mime_type, "data": blob}}))
+            }
+            other => other
+                .described_for("Gemini messages")
+                .map(|text| json!({"text": text})),
         })
         .collect()
 }
@@ -121,4 +130,64 @@ fn function_response(result: &ToolResultMessage) -> Value {
         "id": result.tool_call_id,
         "response": {key: text}
     }})
+}
+
+/// Every kind of block a tool can return, as each provider is sent it (issue 33).
+#[cfg(test)]
+mod content_kinds {
+    use serde_json::json;
+
+    use super::*;
+    use crate::call::ToolCall;
+    use crate::content::ResourceInfo;
+    use crate::result::AgentToolResult;
+
+    fn every_kind() -> Vec<Content> {
+        vec![
+            Content::text("said"),
+            Content::audio("UklGRg==", "audio/wav"),
+            Content::resource_text("file:///notes/a.md", "# A"),
+            Content::ResourceBlob {
+                resource: Box::new(
+                    ResourceInfo::new("file:///docs/b.pdf").with_mime_type("application/pdf"),
+                ),
+                blob: "JVBERg==".into(),
+            },
+            Content::resource_blob("file:///bin/c", "AAEC", "application/octet-stream"),
+            Content::resource_link("file:///notes/d.md", "d.md"),
+        ]
+    }
+
+    fn result_of_every_kind() -> ToolResultMessage {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "fetch".into(),
+            arguments: json!({}),
+        };
+        let mut result = AgentToolResult::text("said");
+        result.content = every_kind().into();
+        ToolResultMessage::new(&call, result)
+    }
+
+    #[test]
+    fn gemini_gets_audio_and_files_inline_and_notes_in_function_responses() {
+        let mut user = UserMessage::text("");
+        user.content = every_kind();
+        assert_eq!(
+            user_parts(&user),
+            [
+                json!({"text": "said"}),
+                json!({"inlineData": {"mimeType": "audio/wav", "data": "UklGRg=="}}),
+                json!({"text": "[resource file:///notes/a.md]\n# A"}),
+                json!({"inlineData": {"mimeType": "application/pdf", "data": "JVBERg=="}}),
+                json!({"inlineData": {"mimeType": "application/octet-stream", "data": "AAEC"}}),
+                json!({"text": "[resource link file:///notes/d.md: d.md]"}),
+            ]
+        );
+        let response = function_response(&result_of_every_kind());
+        let text = response["functionResponse"]["response"]["output"]
+            .as_str()
+            .unwrap();
+        assert!(text.starts_with("said\n[audio/wav audio (4 bytes) left out: function responses here cannot carry audio]\n[resource file:///notes/a.md]\n# A\n"), "{text}");
+    }
 }

@@ -147,6 +147,16 @@ fn user_message(message: &UserMessage) -> Value {
                         "type": "image_url",
                         "image_url": {"url": format!("data:{mime_type};base64,{data}")}
                     }),
+                    Content::Audio { data, mime_type }
+                        if matches!(&**mime_type, "audio/wav" | "audio/mpeg" | "audio/mp3") =>
+                    {
+                        let format = if &**mime_type == "audio/wav" { "wav" } else { "mp3" };
+                        json!({"type": "input_audio", "input_audio": {"data": data, "format": format}})
+                    }
+                    other => json!({
+                        "type": "text",
+                        "text": other.described_for("OpenAI messages").unwrap_or_default()
+                    }),
                 })
                 .collect(),
         )
@@ -569,7 +579,7 @@ mod tests {
             to_openai_messages("", &conversation)[1..],
             [
                 json!({"role": "tool", "tool_call_id": "call_9",
-                       "content": "the screen:\n[image/png image left out: tool messages carry only text]"}),
+                       "content": "the screen:\n[image/png image (3 bytes) left out: tool messages cannot carry images]"}),
                 json!({"role": "tool", "tool_call_id": "call_9", "content": "no display"}),
             ]
         );

@@ -132,6 +132,24 @@ fn content_parts(content: &[Content]) -> Vec<Value> {
                 "image_url": format!("data:{mime_type};base64,{data}"),
                 "detail": "auto",
             })),
+            Content::ResourceBlob { resource, blob }
+                if resource.mime_type.as_deref() == Some("application/pdf") =>
+            {
+                let named = resource.name.as_deref();
+                let from_uri = resource
+                    .uri
+                    .rsplit('/')
+                    .next()
+                    .filter(|name| !name.is_empty());
+                Some(json!({
+                    "type": "input_file",
+                    "filename": named.or(from_uri).unwrap_or("file.pdf"),
+                    "file_data": format!("data:application/pdf;base64,{blob}"),
+                }))
+            }
+            other => other
+                .described_for("OpenAI messages")
+                .map(|text| json!({"type": "input_text", "text": text})),
         })
         .collect()
 }
@@ -143,10 +161,10 @@ fn user_item(message: &UserMessage) -> Option<Value> {
 
 fn tool_output(result: &ToolResultMessage) -> Value {
     let content = result.content();
-    let has_image = content
+    let only_text = content
         .iter()
-        .any(|block| matches!(block, Content::Image { .. }));
-    let output = if has_image {
+        .all(|block| matches!(block, Content::Text { .. }));
+    let output = if !only_text {
         Value::Array(content_parts(content))
     } else {
         json!(crate::content::joined_text(content))
@@ -440,6 +458,60 @@ mod tests {
         assert_eq!(
             items[2]["output"],
             json!([{"type": "input_text", "text": "the screen:"}, image])
+        );
+    }
+}
+
+/// Every kind of block a tool can return, as each provider is sent it (issue 33).
+#[cfg(test)]
+mod content_kinds {
+    use serde_json::json;
+
+    use super::*;
+    use crate::call::ToolCall;
+    use crate::content::ResourceInfo;
+    use crate::result::AgentToolResult;
+
+    fn every_kind() -> Vec<Content> {
+        vec![
+            Content::text("said"),
+            Content::audio("UklGRg==", "audio/wav"),
+            Content::resource_text("file:///notes/a.md", "# A"),
+            Content::ResourceBlob {
+                resource: Box::new(
+                    ResourceInfo::new("file:///docs/b.pdf").with_mime_type("application/pdf"),
+                ),
+                blob: "JVBERg==".into(),
+            },
+            Content::resource_blob("file:///bin/c", "AAEC", "application/octet-stream"),
+            Content::resource_link("file:///notes/d.md", "d.md"),
+        ]
+    }
+
+    fn result_of_every_kind() -> ToolResultMessage {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "fetch".into(),
+            arguments: json!({}),
+        };
+        let mut result = AgentToolResult::text("said");
+        result.content = every_kind().into();
+        ToolResultMessage::new(&call, result)
+    }
+
+    #[test]
+    fn the_responses_api_gets_a_pdf_as_a_file_and_the_rest_as_text() {
+        let output = tool_output(&result_of_every_kind());
+        assert_eq!(
+            output["output"],
+            json!([
+                {"type": "input_text", "text": "said"},
+                {"type": "input_text", "text": "[audio/wav audio (4 bytes) left out: OpenAI messages cannot carry audio]"},
+                {"type": "input_text", "text": "[resource file:///notes/a.md]\n# A"},
+                {"type": "input_file", "filename": "b.pdf", "file_data": "data:application/pdf;base64,JVBERg=="},
+                {"type": "input_text", "text": "[resource file:///bin/c (application/octet-stream, 3 bytes) left out: OpenAI messages cannot carry files]"},
+                {"type": "input_text", "text": "[resource link file:///notes/d.md: d.md]"},
+            ])
         );
     }
 }

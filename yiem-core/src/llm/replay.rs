@@ -62,9 +62,7 @@ pub(crate) fn result_text(result: &ToolResultMessage, carrier: &str) -> String {
         .iter()
         .map(|block| match block {
             crate::content::Content::Text { text } => text.clone(),
-            crate::content::Content::Image { mime_type, .. } => {
-                format!("[{mime_type} image left out: {carrier} carry only text]")
-            }
+            other => other.described_for(carrier).unwrap_or_default(),
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -71,8 +71,8 @@ use rmcp::model::{
 #[allow(deprecated)]
 use rmcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ErrorCode, LoggingLevel,
-    LoggingMessageNotificationParam, Role, SamplingCapability, SamplingContent, SamplingMessage,
-    SamplingMessageContentBlock,
+    LoggingMessageNotificationParam, ResourceContents, Role, SamplingCapability, SamplingContent,
+    SamplingMessage, SamplingMessageContentBlock,
 };
 use rmcp::service::{
     NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService,
@@ -88,7 +88,7 @@ use super::elicitation::{Elicitation, ElicitationAnswer, ElicitationHandler, wit
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{Authorizer, Tries};
 use super::sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
-use crate::content::Content;
+use crate::content::{Content, ResourceInfo};
 use crate::context::ToolContext;
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
@@ -1281,10 +1281,44 @@ fn from_mcp(result: CallToolResult) -> AgentToolResult {
         .content
         .into_iter()
         .map(|block| match block {
-            ContentBlock::Text(text) => Content::text(text.text.clone()),
-            ContentBlock::Image(image) => {
-                Content::image(image.data.clone(), image.mime_type.clone())
-            }
+            ContentBlock::Text(text) => Content::text(text.text),
+            ContentBlock::Image(image) => Content::image(image.data, image.mime_type),
+            ContentBlock::Audio(audio) => Content::audio(audio.data, audio.mime_type),
+            ContentBlock::Resource(embedded) => match embedded.resource {
+                ResourceContents::TextResourceContents {
+                    uri,
+                    mime_type,
+                    text,
+                    ..
+                } => Content::ResourceText {
+                    resource: Box::new(ResourceInfo {
+                        mime_type,
+                        ..ResourceInfo::new(uri)
+                    }),
+                    text,
+                },
+                ResourceContents::BlobResourceContents {
+                    uri,
+                    mime_type,
+                    blob,
+                    ..
+                } => Content::ResourceBlob {
+                    resource: Box::new(ResourceInfo {
+                        mime_type,
+                        ..ResourceInfo::new(uri)
+                    }),
+                    blob,
+                },
+                other => Content::text(serde_json::to_string(&other).unwrap_or_default()),
+            },
+            ContentBlock::ResourceLink(link) => Content::ResourceLink {
+                resource: Box::new(ResourceInfo {
+                    name: Some(link.name),
+                    description: link.description,
+                    mime_type: link.mime_type,
+                    ..ResourceInfo::new(link.uri)
+                }),
+            },
             other => Content::text(serde_json::to_string(&other).unwrap_or_default()),
         })
         .collect();

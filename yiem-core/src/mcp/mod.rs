@@ -80,8 +80,8 @@ use std::sync::{Arc, Mutex, Weak};
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult, ConstString,
     ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation, ListToolsRequestMethod,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, Tool,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Resource,
+    ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
@@ -595,6 +595,34 @@ fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
         .map(|block| match block {
             Content::Text { text } => ContentBlock::text(text),
             Content::Image { data, mime_type } => ContentBlock::image(data, mime_type),
+            Content::Audio { data, mime_type } => ContentBlock::audio(data, mime_type),
+            Content::ResourceText { resource, text } => {
+                ContentBlock::resource(ResourceContents::TextResourceContents {
+                    uri: resource.uri,
+                    mime_type: resource.mime_type,
+                    text,
+                    meta: None,
+                })
+            }
+            Content::ResourceBlob { resource, blob } => {
+                ContentBlock::resource(ResourceContents::BlobResourceContents {
+                    uri: resource.uri,
+                    mime_type: resource.mime_type,
+                    blob,
+                    meta: None,
+                })
+            }
+            Content::ResourceLink { resource } => {
+                // A link's name is required on the wire: the last part of its URI when none was given.
+                let name = resource.name.clone().unwrap_or_else(|| {
+                    let last = resource.uri.rsplit('/').next().unwrap_or_default();
+                    last.to_owned()
+                });
+                let mut link = Resource::new(resource.uri, name);
+                link.description = resource.description;
+                link.mime_type = resource.mime_type;
+                ContentBlock::resource_link(link)
+            }
         })
         .collect();
     let mut answer = if result.is_error {
