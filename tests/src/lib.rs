@@ -88,4 +88,5 @@ impl Notes {
 pub mod installed;
 pub mod poll;
 pub mod resumable;
+pub mod rng;
 pub mod updates;

@@ -29,6 +29,7 @@ use yiem_core::{
     AgentTool, CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolStore,
     extract_tool_calls, tool,
 };
+use yiem_tests::rng::Rng;
 
 /// Inputs per target: `FUZZ_CASES`, else a short pass.
 fn cases() -> usize {
@@ -43,36 +44,6 @@ fn seed() -> u64 {
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(0x5eed_1e55)
-}
-
-/// xorshift64*: small, fast and repeatable.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
 }
 
 const KEYS: &[&str] = &[

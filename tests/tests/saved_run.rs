@@ -13,6 +13,7 @@ use yiem_core::{
     PendingApproval, ResumeError, RunKey, RunMismatch, RunStop, ScriptedModel, ScriptedTurn,
     Signature, StopReason, ToolContext, ToolStore,
 };
+use yiem_tests::rng::Rng;
 
 /// The application's key.
 fn key() -> RunKey {
@@ -419,28 +420,6 @@ async fn an_unsigned_consistent_run_asks_again_only_what_the_policy_asks() {
 // ---------------------------------------------------------------------------------------------------
 // The fuzz: random edits of the paused run, read and driven.
 
-/// xorshift64*: small, fast and repeatable.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
-
 /// The cases: a fixed number, so the test takes a few seconds; `SAVED_RUN_CASES` runs more.
 fn cases() -> usize {
     std::env::var("SAVED_RUN_CASES")
@@ -702,7 +681,7 @@ fn random_edits_of_a_saved_run_are_refused_ask_again_or_resume_validly() {
     let ids: Vec<String> = ["call_1", "call_2", "call_3", "x"]
         .map(str::to_owned)
         .to_vec();
-    let mut rng = Rng(0x0030_5eed);
+    let mut rng = Rng::new(0x0030_5eed);
     let (mut refused, mut asked, mut resumed, mut signed, mut ran_any) = (0, 0, 0, 0, 0);
     for case in 0..cases() {
         let mut saved = originals[rng.below(originals.len())].clone();

@@ -869,6 +869,13 @@ async fn run_bound(
         Some(token) => token.is_cancelled(),
         None => ctx.is_some_and(ToolContext::is_cancelled),
     };
+    let watching = Watching {
+        abort,
+        ctx,
+        limit,
+        name,
+        call_id,
+    };
     let result = if cancelled {
         guard::drop_quietly(future);
         aborted(name)
@@ -887,13 +894,6 @@ async fn run_bound(
             task: tokio::spawn(future),
             token: ctx.map(|ctx| ctx.cancellation_token().clone()),
         };
-        let watching = Watching {
-            abort,
-            ctx,
-            limit,
-            name,
-            call_id,
-        };
         Box::pin(watched(Work::Task(task), watching)).await
     } else {
         // Most tools finish on their first poll: no timer, no waiter on the token.
@@ -903,14 +903,9 @@ async fn run_bound(
                 outcome.unwrap_or_else(|panic| panicked(name, panic))
             }
             std::task::Poll::Pending => {
+                // Without a runtime there is no timer: the limit does not apply.
                 let limit = limit.filter(|_| Handle::try_current().is_ok());
-                let watching = Watching {
-                    abort,
-                    ctx,
-                    limit,
-                    name,
-                    call_id,
-                };
+                let watching = Watching { limit, ..watching };
                 Box::pin(watched(Work::InPlace(guarded), watching)).await
             }
         }

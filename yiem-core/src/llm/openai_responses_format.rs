@@ -467,37 +467,8 @@ mod tests {
 mod content_kinds {
     use serde_json::json;
 
+    use super::super::replay::fixtures::result_of_every_kind;
     use super::*;
-    use crate::call::ToolCall;
-    use crate::content::ResourceInfo;
-    use crate::result::AgentToolResult;
-
-    fn every_kind() -> Vec<Content> {
-        vec![
-            Content::text("said"),
-            Content::audio("UklGRg==", "audio/wav"),
-            Content::resource_text("file:///notes/a.md", "# A"),
-            Content::ResourceBlob {
-                resource: Box::new(
-                    ResourceInfo::new("file:///docs/b.pdf").with_mime_type("application/pdf"),
-                ),
-                blob: "JVBERg==".into(),
-            },
-            Content::resource_blob("file:///bin/c", "AAEC", "application/octet-stream"),
-            Content::resource_link("file:///notes/d.md", "d.md"),
-        ]
-    }
-
-    fn result_of_every_kind() -> ToolResultMessage {
-        let call = ToolCall {
-            id: "call_1".into(),
-            name: "fetch".into(),
-            arguments: json!({}),
-        };
-        let mut result = AgentToolResult::text("said");
-        result.content = every_kind().into();
-        ToolResultMessage::new(&call, result)
-    }
 
     #[test]
     fn the_responses_api_gets_a_pdf_as_a_file_and_the_rest_as_text() {

@@ -112,3 +112,42 @@ pub(crate) fn arguments_object(call: &ToolCall) -> serde_json::Value {
         _ => Value::Object(Default::default()),
     }
 }
+
+/// What the providers' tests of content share: a result with every kind of block.
+#[cfg(test)]
+pub(crate) mod fixtures {
+    use serde_json::json;
+
+    use crate::call::ToolCall;
+    use crate::call::ToolResultMessage;
+    use crate::content::Content;
+    use crate::content::ResourceInfo;
+    use crate::result::AgentToolResult;
+
+    pub(crate) fn every_kind() -> Vec<Content> {
+        vec![
+            Content::text("said"),
+            Content::audio("UklGRg==", "audio/wav"),
+            Content::resource_text("file:///notes/a.md", "# A"),
+            Content::ResourceBlob {
+                resource: Box::new(
+                    ResourceInfo::new("file:///docs/b.pdf").with_mime_type("application/pdf"),
+                ),
+                blob: "JVBERg==".into(),
+            },
+            Content::resource_blob("file:///bin/c", "AAEC", "application/octet-stream"),
+            Content::resource_link("file:///notes/d.md", "d.md"),
+        ]
+    }
+
+    pub(crate) fn result_of_every_kind() -> ToolResultMessage {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "fetch".into(),
+            arguments: json!({}),
+        };
+        let mut result = AgentToolResult::text("said");
+        result.content = every_kind().into();
+        ToolResultMessage::new(&call, result)
+    }
+}
