@@ -97,9 +97,9 @@ fn value(rng: &mut Rng, depth: usize) -> Value {
     match rng.below(kinds) {
         0 => Value::Null,
         1 => Value::Bool(rng.chance(50)),
-        2 => json!(rng.next() as i64 >> rng.below(64)),
+        2 => json!(rng.next_u64() as i64 >> rng.below(64)),
         // A NaN becomes `null`, as serde_json writes it.
-        3 => json!(f64::from_bits(rng.next())),
+        3 => json!(f64::from_bits(rng.next_u64())),
         4 => json!(rng.below(1000)),
         5 => Value::String(rng.pick(STRINGS).to_string()),
         6 => Value::Array((0..rng.below(4)).map(|_| value(rng, depth - 1)).collect()),

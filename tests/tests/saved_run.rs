@@ -457,7 +457,7 @@ fn random_value(rng: &mut Rng, ids: &[String], depth: usize) -> Value {
     match rng.below(if depth > 2 { 9 } else { 12 }) {
         0 => Value::Null,
         1 => json!(rng.chance(50)),
-        2 => json!(rng.next()),
+        2 => json!(rng.next_u64()),
         3 => json!(-(rng.below(1000) as i64)),
         4 => json!(u64::MAX),
         5 => json!(1e300),
