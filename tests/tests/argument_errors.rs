@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentTool, Dialect, DialectError, ToolStore, tool};
+use yiem_core::{AgentTool, ArgumentChecking, Dialect, DialectError, ToolStore, tool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WeatherArgs {
@@ -386,4 +386,72 @@ fn a_store_lists_its_tools_in_each_providers_shape() {
             "inputSchema": {"type": "object", "properties": {}}
         })
     );
+}
+
+/// A run-time tool whose schema has a `pattern`: what only the full validator judges.
+fn sku_tool() -> AgentTool {
+    AgentTool::builder("stock")
+        .description("How many of a product are in stock.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"}},
+            "required": ["sku"]
+        }))
+        .handler(|_, args: serde_json::Value| async move { format!("12 of {}", args["sku"]) })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn argument_checking_is_a_value_of_the_store() {
+    let full = ToolStore::new("full");
+    full.register(sku_tool()).unwrap();
+    let walk = ToolStore::new("walk").with_argument_checking(ArgumentChecking::Walk);
+    walk.register(sku_tool()).unwrap();
+    assert_eq!(
+        full.argument_checking(),
+        ArgumentChecking::Full,
+        "the default with schema-validation"
+    );
+
+    // The pattern is the validator's: the full store refuses, the walking store lets the call through.
+    let refused = full.execute("c1", "stock", json!({"sku": "abc"})).await;
+    assert_eq!(
+        refused.text_content(),
+        "invalid arguments for tool `stock`: at `/sku`: expected a string matching `^[A-Z]{3}-[0-9]{4}$`, \
+         got the string \"abc\"\nvalid properties: `sku`"
+    );
+    let let_through = walk.execute("c2", "stock", json!({"sku": "abc"})).await;
+    assert_eq!(let_through.text_content(), "12 of \"abc\"");
+
+    // What both judge reads the same in both stores, and in an executor's batch as in hand.
+    for store in [&full, &walk] {
+        let wrong = store
+            .execute("c3", "stock", json!({"sku": 7, "skew": 1}))
+            .await;
+        assert_eq!(
+            wrong.text_content(),
+            "invalid arguments for tool `stock` (2 problems):\n\
+             - at `/skew`: unknown property `skew`\n\
+             - at `/sku`: expected a string matching `^[A-Z]{3}-[0-9]{4}$`, got the number 7\n\
+             valid properties: `sku`"
+        );
+        let batch = yiem_core::ToolExecutor::new()
+            .execute(
+                store,
+                vec![yiem_core::ToolCall::new(
+                    "c4",
+                    "stock",
+                    json!({"sku": "abc"}),
+                )],
+                &yiem_core::CancellationToken::new(),
+            )
+            .await;
+        assert_eq!(
+            batch.messages[0].is_error(),
+            store.argument_checking() == ArgumentChecking::Full,
+            "{}",
+            store.name()
+        );
+    }
 }

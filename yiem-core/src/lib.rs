@@ -232,7 +232,7 @@ pub use agent::{
     DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError,
     RunKey, RunLimits, RunMismatch, RunOutcome, RunStop, Signature, Step, TurnUpdate,
 };
-pub use args::{ArgumentError, ArgumentProblem};
+pub use args::{ArgumentChecking, ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolResultMessage};
 pub use check::{ToolCheck, ToolProblem, check_tools};
 pub use content::{Content, Contents, ContentsIntoIter, ResourceInfo};

@@ -47,14 +47,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
-use crate::args::ArgumentError;
+use crate::args::{ArgumentChecking, ArgumentError};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
 use crate::message::{AgentMessage, AssistantMessage};
-use crate::registry::ToolStore;
+use crate::registry::{Found, ToolStore};
 use crate::result::AgentToolResult;
 use crate::state::StateMap;
 use crate::suggest;
@@ -149,6 +149,8 @@ struct Facts {
     tool: Option<AgentTool>,
     /// The state of the call's store, for its context.
     state: Option<Arc<StateMap>>,
+    /// How the call's store checks arguments.
+    checking: ArgumentChecking,
 }
 
 /// The call itself.
@@ -214,54 +216,64 @@ impl From<Refusal> for Ending {
 impl Call {
     /// A call of a store's tool: looks the tool up and opens the call's span; nothing is emitted yet.
     pub(crate) fn new(store: &ToolStore, call: ToolCall) -> Call {
-        let (tool, state) = store.lookup(&call.name);
-        let unknown = match &tool {
+        let found = store.lookup(&call.name);
+        let unknown = match &found.tool {
             None => Some(unknown_tool(store, &call.name)),
             Some(_) => None,
         };
-        Call::with(
-            Subject::Shared(Arc::new(call)),
+        let Found {
             tool,
-            Some(state),
-            None,
-            unknown,
-            None,
-        )
+            state,
+            checking,
+        } = found;
+        let call = Subject::Shared(Arc::new(call));
+        Call::with(call, tool, Some(state), checking, None, unknown, None)
     }
 
     /// A call that will not run: preparing it gives an error result with `reason`, and no hook sees it.
     pub(crate) fn refused(store: &ToolStore, call: ToolCall, reason: String) -> Call {
-        let (tool, state) = store.lookup(&call.name);
-        Call::with(
-            Subject::Shared(Arc::new(call)),
+        let Found {
             tool,
-            Some(state),
-            Some(reason),
-            None,
-            None,
-        )
+            state,
+            checking,
+        } = store.lookup(&call.name);
+        let call = Subject::Shared(Arc::new(call));
+        Call::with(call, tool, Some(state), checking, Some(reason), None, None)
     }
 
-    /// A call of `tool` in hand, with the state of its store if it has one, or with a context the caller
-    /// made.
+    /// A call of `tool` in hand: with what its store gives it (state, argument checking) when it came
+    /// from one, or with a context the caller made.
     pub(crate) fn in_hand(
         tool: &AgentTool,
         call_id: Box<str>,
         args: Value,
-        state: Option<Arc<StateMap>>,
+        store: Option<Found>,
         ctx: Option<ToolContext>,
     ) -> Call {
         let subject = Subject::InHand {
             id: call_id,
             arguments: args,
         };
-        Call::with(subject, Some(tool.clone()), state, None, None, ctx)
+        let (state, checking) = match store {
+            Some(found) => (Some(found.state), found.checking),
+            None => (None, ArgumentChecking::default()),
+        };
+        Call::with(
+            subject,
+            Some(tool.clone()),
+            state,
+            checking,
+            None,
+            None,
+            ctx,
+        )
     }
 
     fn with(
         subject: Subject,
         tool: Option<AgentTool>,
         state: Option<Arc<StateMap>>,
+        checking: ArgumentChecking,
         refused: Option<String>,
         unknown: Option<String>,
         ctx: Option<ToolContext>,
@@ -270,6 +282,7 @@ impl Call {
             subject,
             tool,
             state,
+            checking,
         };
         let span = tracing::info_span!(
             "tool_call",
@@ -568,7 +581,8 @@ impl Facts {
             Some(ctx) => ContextSlot::Made(ctx),
             None => ContextSlot::Lazy(&mut make),
         };
-        let (future, args) = bind(tool, arguments, &mut slot, hooked).map_err(Ending::from)?;
+        let (future, args) =
+            bind(tool, arguments, &mut slot, hooked, self.checking).map_err(Ending::from)?;
         let ctx = slot.into_made();
         // Binding ran user code: the batch may have been aborted meanwhile, and a call of an aborted
         // batch must not start.
@@ -762,11 +776,11 @@ impl ToolStore {
         name: &str,
         args: Value,
     ) -> AgentToolResult {
-        let (tool, state) = self.lookup(name);
-        let Some(tool) = tool else {
+        let found = self.lookup(name);
+        let Some(tool) = found.tool.clone() else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        Call::in_hand(&tool, call_id.into(), args, Some(state), None)
+        Call::in_hand(&tool, call_id.into(), args, Some(found), None)
             .run_in_hand()
             .await
             .unwrap_or_else(invalid)
@@ -793,7 +807,7 @@ impl ToolStore {
     /// # });
     /// ```
     pub fn context(&self, call_id: impl Into<Box<str>>) -> ToolContext {
-        let (_, state) = self.lookup("");
+        let state = self.lookup("").state;
         ToolContext::new(call_id).with_state_map(state)
     }
 }
@@ -807,13 +821,14 @@ fn bind(
     raw: &Value,
     ctx: &mut ContextSlot<'_>,
     keep_args: bool,
+    checking: ArgumentChecking,
 ) -> Result<(ToolFuture, Option<Arc<Value>>), Refusal> {
     let name = tool.name();
     // JSON text goes straight into the argument type when nothing needs the arguments as a `Value`.
     if let Value::String(text) = raw
         && !keep_args
     {
-        let bound = guard::catch(|| tool.bind_text(text, ctx)).map_err(|panic| {
+        let bound = guard::catch(|| tool.bind_text(text, ctx, checking)).map_err(|panic| {
             Refusal::Panicked(format!(
                 "tool `{name}` panicked while its call was prepared: {panic}"
             ))
@@ -834,7 +849,7 @@ fn bind(
             })?
             .map_err(Refusal::from)?
     };
-    let future = guard::catch(|| tool.bind(&args, ctx)).map_err(|panic| {
+    let future = guard::catch(|| tool.bind(&args, ctx, checking)).map_err(|panic| {
         Refusal::Panicked(format!(
             "tool `{name}` panicked while its call was prepared: {panic}"
         ))

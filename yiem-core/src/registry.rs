@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard, Weak};
 use indexmap::IndexMap;
 use serde_json::{Value, json};
 
+use crate::args::ArgumentChecking;
 use crate::context::ToolContext;
 use crate::dialect::{Dialect, DialectCache, DialectError, definition};
 use crate::state::{MissingState, StateMap, ToolState};
@@ -77,6 +78,14 @@ type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 
 /// What a store holds: its tools, and their list as requests carry it, made on first use and dropped by
 /// every change.
+/// What a call finds in its store: its tool (if the store has it), the store's state and how the store
+/// checks arguments.
+pub(crate) struct Found {
+    pub(crate) tool: Option<AgentTool>,
+    pub(crate) state: Arc<StateMap>,
+    pub(crate) checking: ArgumentChecking,
+}
+
 struct Tools {
     map: ToolMap,
     list: OnceLock<ToolList>,
@@ -84,6 +93,8 @@ struct Tools {
     version: tokio::sync::watch::Sender<u64>,
     /// The store's state, shared with every call (copied on change, which is rare).
     state: Arc<StateMap>,
+    /// How the arguments of its calls are checked.
+    checking: ArgumentChecking,
 }
 
 impl Tools {
@@ -138,6 +149,7 @@ impl ToolStore {
                 list: OnceLock::new(),
                 version: tokio::sync::watch::Sender::new(0),
                 state: Arc::new(StateMap::new(&name)),
+                checking: ArgumentChecking::default(),
             })),
             name,
         }
@@ -173,6 +185,21 @@ impl ToolStore {
         self.with_shared_state(Arc::new(value))
     }
 
+    /// Checks the arguments of this store's calls as `checking` says (the default: [`ArgumentChecking::Full`]
+    /// with the `schema-validation` feature, [`ArgumentChecking::Walk`] without). Calls of a store's tool
+    /// run by hand through the tool itself ([`AgentTool::execute`](crate::AgentTool::execute)) use the
+    /// default.
+    #[must_use]
+    pub fn with_argument_checking(self, checking: ArgumentChecking) -> Self {
+        self.write().checking = checking;
+        self
+    }
+
+    /// How this store checks the arguments of its calls.
+    pub fn argument_checking(&self) -> ArgumentChecking {
+        self.read().checking
+    }
+
     /// Like [`with_state`](Self::with_state), with a value you keep a handle on (or share between stores).
     #[must_use]
     pub fn with_shared_state<T: ToolState>(self, value: Arc<T>) -> Self {
@@ -184,10 +211,14 @@ impl ToolStore {
     }
 
     /// A new store holding only `tools` (those of this store an agent offers in one turn), with this
-    /// store's name and state, so a tool that takes state still finds it.
+    /// store's name, state and argument checking, so a tool that takes state still finds it.
     pub(crate) fn offering(&self, tools: &[AgentTool]) -> ToolStore {
         let offered = ToolStore::new(self.name());
-        offered.write().state = Arc::clone(&self.read().state);
+        {
+            let (mut into, from) = (offered.write(), self.read());
+            into.state = Arc::clone(&from.state);
+            into.checking = from.checking;
+        }
         for tool in tools {
             // The tools came from this store: no duplicates, and their state is there.
             let _ = offered.register(tool.clone());
@@ -200,10 +231,15 @@ impl ToolStore {
         self.read().state.get::<T>()
     }
 
-    /// The tool called `name` and the state its call runs with, under one lock.
-    pub(crate) fn lookup(&self, name: &str) -> (Option<AgentTool>, Arc<StateMap>) {
+    /// The tool called `name`, the state its call runs with and how its arguments are checked, under one
+    /// lock.
+    pub(crate) fn lookup(&self, name: &str) -> Found {
         let tools = self.read();
-        (tools.map.get(name).cloned(), Arc::clone(&tools.state))
+        Found {
+            tool: tools.map.get(name).cloned(),
+            state: Arc::clone(&tools.state),
+            checking: tools.checking,
+        }
     }
 
     /// For each of `tools`, the first state it needs that the store lacks.

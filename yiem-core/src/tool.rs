@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentError};
+use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentChecking, ArgumentError};
 use crate::context::{ContextSlot, ToolContext};
 use crate::dialect::{Dialect, DialectCache, DialectError, ToolFacts, definition};
 use crate::result::{AgentToolResult, IntoToolResult};
@@ -437,12 +437,17 @@ impl AgentTool {
     /// Runs `f` with what checking this tool's arguments needs: its name, canonical schema (looked up
     /// only if needed) and caches.
     #[inline]
-    fn with_argument_check<R>(&self, f: impl FnOnce(&ArgumentCheck<'_>) -> R) -> R {
+    fn with_argument_check<R>(
+        &self,
+        checking: ArgumentChecking,
+        f: impl FnOnce(&ArgumentCheck<'_>) -> R,
+    ) -> R {
         let schema = || self.input_schema();
         f(&ArgumentCheck {
             tool: &self.inner.name,
             schema: &schema,
             cache: &self.inner.arguments,
+            checking,
         })
     }
 
@@ -452,11 +457,14 @@ impl AgentTool {
         &self,
         text: &str,
         ctx: &mut ContextSlot<'_>,
+        checking: ArgumentChecking,
     ) -> Option<Result<ToolFuture, Refusal>> {
         if self.has_prepare_step() {
             return None;
         }
-        self.with_argument_check(|check| self.inner.handler.bind_text(check, text, ctx))
+        self.with_argument_check(checking, |check| {
+            self.inner.handler.bind_text(check, text, ctx)
+        })
     }
 
     /// Parses and validates prepared arguments and returns the call, ready to run but not started.
@@ -465,8 +473,9 @@ impl AgentTool {
         &self,
         args: &Value,
         ctx: &mut ContextSlot<'_>,
+        checking: ArgumentChecking,
     ) -> Result<ToolFuture, Refusal> {
-        self.with_argument_check(|check| self.inner.handler.bind(check, args, ctx))
+        self.with_argument_check(checking, |check| self.inner.handler.bind(check, args, ctx))
     }
 }
 

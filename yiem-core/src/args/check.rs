@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 use jsonschema::Validator;
 use serde_json::Value;
 
+use super::ArgumentChecking;
 use super::walk::{Look, Shape, Walk};
 
 /// What a tool caches to check its arguments: the top-level property names (computed on the first call)
@@ -76,6 +77,10 @@ pub struct ArgumentCheck<'a> {
     /// caches are filled).
     pub(crate) schema: &'a (dyn Fn() -> &'a Value + 'a),
     pub(crate) cache: &'a ArgumentCache,
+    /// Whether the full validator runs beside the walk (the store's choice; without the
+    /// `schema-validation` feature there is none to run).
+    #[cfg_attr(not(feature = "schema-validation"), allow(dead_code))]
+    pub(crate) checking: ArgumentChecking,
 }
 
 impl<'a> ArgumentCheck<'a> {
@@ -95,8 +100,12 @@ impl<'a> ArgumentCheck<'a> {
             .get_or_init(|| TopLevel::of(self.schema()))
     }
 
+    /// The tool's validator, when the store runs it.
     #[cfg(feature = "schema-validation")]
     pub(super) fn validator(&self) -> Option<&Validator> {
+        if self.checking != ArgumentChecking::Full {
+            return None;
+        }
         self.cache
             .validator
             .get_or_init(|| jsonschema::validator_for(self.schema()).ok())
@@ -173,6 +182,7 @@ mod tests {
             tool: "t",
             schema: &|| schema,
             cache: &cache,
+            checking: ArgumentChecking::default(),
         };
         check.has_unknown_properties(&args)
     }

@@ -57,6 +57,41 @@ pub use check::ArgumentCheck;
 pub(crate) use parse::{normalize, parse};
 pub(crate) use text::parse_text;
 
+/// How a store checks the arguments of its tools' calls ([`ToolStore::with_argument_checking`]): a value
+/// of the store, the same error text whichever runs (see the module docs).
+///
+/// [`ToolStore::with_argument_checking`]: crate::ToolStore::with_argument_checking
+///
+/// ```
+/// use yiem_core::{ArgumentChecking, ToolStore};
+///
+/// // The walk only, even in a build with `schema-validation`: no `pattern` or `format` checks, and no
+/// // validator compiled for a failing call.
+/// let store = ToolStore::new("fast").with_argument_checking(ArgumentChecking::Walk);
+/// assert_eq!(store.argument_checking(), ArgumentChecking::Walk);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgumentChecking {
+    /// yiem's own check, at every depth: unknown and required properties, types, ranges, lengths,
+    /// allowed values and unions. The default without the `schema-validation` feature.
+    Walk,
+    /// The walk and the full JSON Schema validator, which adds what the walk cannot judge (`pattern`,
+    /// `format`, which form of a union at the root was meant). The default with `schema-validation`;
+    /// without the feature there is no validator to run, and this checks as [`Walk`](Self::Walk) does.
+    Full,
+}
+
+impl Default for ArgumentChecking {
+    fn default() -> Self {
+        if cfg!(feature = "schema-validation") {
+            ArgumentChecking::Full
+        } else {
+            ArgumentChecking::Walk
+        }
+    }
+}
+
 /// One problem with a tool's arguments: where it is and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ArgumentProblem {

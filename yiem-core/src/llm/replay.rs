@@ -113,8 +113,10 @@ pub(crate) fn arguments_object(call: &ToolCall) -> serde_json::Value {
     }
 }
 
-/// What the providers' tests of content share: a result with every kind of block.
+/// What the providers' tests of content share: a result with every kind of block. (Each provider's tests
+/// are built only with its feature, so a build may use neither function.)
 #[cfg(test)]
+#[allow(dead_code)]
 pub(crate) mod fixtures {
     use serde_json::json;
 
