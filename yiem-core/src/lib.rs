@@ -185,6 +185,7 @@ mod check;
 mod content;
 mod context;
 mod dialect;
+mod elicit;
 mod event;
 mod executor;
 mod guard;
@@ -238,6 +239,7 @@ pub use check::{ToolCheck, ToolProblem, check_tools};
 pub use content::{Content, Contents, ContentsIntoIter, ResourceInfo};
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};
+pub use elicit::{ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel};
 pub use event::{AgentEvent, EventBus, EventStream};
 pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{

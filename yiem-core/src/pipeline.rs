@@ -50,6 +50,7 @@ use tracing::instrument::Instrumented;
 use crate::args::{ArgumentChecking, ArgumentError};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
+use crate::elicit::Asker;
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
@@ -109,6 +110,8 @@ pub(crate) struct CallEnv {
     /// The batch's token: cancelling it aborts every call of the batch. `None` for a call in hand, which
     /// watches its context's own token.
     pub(crate) cancel: Option<CancellationToken>,
+    /// Who the calls can ask and log to ([`ToolContext::elicit`]); `None`: nobody.
+    pub(crate) asker: Option<Arc<dyn Asker>>,
 }
 
 impl CallEnv {
@@ -531,13 +534,17 @@ impl Facts {
     }
 
     /// The call's context, made when the tool takes one: a child of the batch's token, its partial results
-    /// to the batch's events, the store's state.
+    /// to the batch's events, the store's state, who it can ask.
     fn context(&self, env: &CallEnv) -> ToolContext {
         let state = self.state.as_ref();
         match &self.subject {
-            Subject::Shared(call) => {
-                ToolContext::for_call(call, env.cancel.as_ref(), updates(env, call), state)
-            }
+            Subject::Shared(call) => ToolContext::for_call(
+                call,
+                env.cancel.as_ref(),
+                updates(env, call),
+                state,
+                env.asker.as_ref(),
+            ),
             Subject::InHand { id, .. } => {
                 let ctx = ToolContext::new(id.clone());
                 match state {
