@@ -31,6 +31,11 @@ impl Client {
 
     /// Starts `yiem mcp --root <root> <flags>` and completes the handshake.
     async fn start_with(root: &Path, flags: &[&str]) -> (Self, Value) {
+        Self::start_declaring(root, flags, json!({})).await
+    }
+
+    /// Starts `yiem mcp --root <root> <flags>` and completes the handshake, declaring `capabilities`.
+    async fn start_declaring(root: &Path, flags: &[&str], capabilities: Value) -> (Self, Value) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
             .args(["mcp", "--root"])
             .arg(root)
@@ -55,7 +60,7 @@ impl Client {
                 "initialize",
                 json!({
                     "protocolVersion": "2025-06-18",
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "yiem-test", "version": "0"}
                 }),
             )
@@ -379,4 +384,45 @@ async fn a_tool_that_needs_approval_is_marked_and_refused_for_a_client_that_cann
         "`write` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow write`, or `McpServer::with_allowed_tools`)"
     );
     assert!(!root.path().join("made.txt").exists(), "`write` ran");
+}
+
+#[tokio::test]
+async fn a_call_cancelled_while_it_waits_for_approval_does_not_run_even_if_approved_after() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) =
+        Client::start_declaring(root.path(), &[], json!({"elicitation": {}})).await;
+    client
+        .send(json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "write", "arguments": {"path": "made.txt", "content": "x"}}
+        }))
+        .await;
+    let question = client.next().await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    client
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": 7, "reason": "user pressed stop"}),
+        )
+        .await;
+    client
+        .send(json!({
+            "jsonrpc": "2.0", "id": question["id"],
+            "result": {"action": "accept", "content": {"approve": true}}
+        }))
+        .await;
+    // No response for the cancelled call: the next message answers the ping.
+    let ping = client.request(9, "ping", json!({})).await;
+    assert_eq!(ping["id"], 9);
+    // Once the server has exited, every call it started has ended.
+    drop(client.stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !root.path().join("made.txt").exists(),
+        "`write` ran after its call was cancelled"
+    );
 }

@@ -465,7 +465,7 @@ impl McpServer {
         let (asker, forwarding) = ClientAsker::open(self, context);
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
         if self.must_ask(tool)
-            && let Err(refusal) = approve(asker.as_ref(), &self.info.name, &call).await
+            && let Err(refusal) = self.approve(asker.as_ref(), &call, context).await
         {
             forwarding.finish().await;
             return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
@@ -474,6 +474,30 @@ impl McpServer {
         // Every log message of the call reaches the client before its result.
         forwarding.finish().await;
         message
+    }
+
+    /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call
+    /// or the server shuts down: a call that was waiting for its approval then does not run, whatever
+    /// the answer.
+    async fn approve(
+        &self,
+        asker: &dyn Asker,
+        call: &ToolCall,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), String> {
+        let tool = &call.name;
+        // Cancellation wins over an answer that arrives with it.
+        tokio::select! {
+            biased;
+            () = context.ct.cancelled() => Err(format!(
+                "the call of `{tool}` was cancelled while it waited for the user's approval; it did not run"
+            )),
+            () = self.shutdown.cancelled() => Err(format!(
+                "the MCP server is shutting down: `{tool}` was waiting for the user's approval and did not \
+                 run; call it again when the server is back"
+            )),
+            decided = approve(asker, &self.info.name, call) => decided,
+        }
     }
 
     /// Runs `call` through the executor, with progress, cancellation and shutdown.
