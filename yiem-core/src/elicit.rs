@@ -6,7 +6,7 @@
 //! [`elicit_with_schema`](crate::ToolContext::elicit_with_schema)) and logs with
 //! [`log`](crate::ToolContext::log). Who is asked depends on where the call runs:
 //!
-//! - **over MCP** ([`McpServer`](crate::mcp::McpServer), stdio): the client, with `elicitation/create`
+//! - **over MCP** (`mcp::McpServer`, stdio): the client, with `elicitation/create`
 //!   (form mode), when it declared the `elicitation` capability; log messages become
 //!   `notifications/message` at or above the level the client set with `logging/setLevel`.
 //! - **in an agent or an executor**: the [`ElicitationHandler`] given to
@@ -16,7 +16,7 @@
 //!
 //! Log messages always go to `tracing` too (target `yiem::tool`).
 //!
-//! An [`McpClient`](crate::mcp::McpClient) answers a server's questions with the same
+//! An `mcp::McpClient` answers a server's questions with the same
 //! [`ElicitationHandler`], given to `McpClientBuilder::elicitation`.
 
 use std::fmt;
@@ -67,7 +67,7 @@ pub enum ElicitationAnswer<T = Map<String, Value>> {
 
 /// Answers an [`Elicitation`]: a tool's, for an executor
 /// ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation)), or a server's, for an
-/// [`McpClient`](crate::mcp::McpClient). A closure `Fn(Elicitation) -> impl Future<Output =
+/// `mcp::McpClient`. A closure `Fn(Elicitation) -> impl Future<Output =
 /// ElicitationAnswer>` is one.
 pub trait ElicitationHandler: Send + Sync + 'static {
     /// Asks the person and returns the answer.

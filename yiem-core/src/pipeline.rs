@@ -699,7 +699,7 @@ impl AgentTool {
     /// Approval is the caller's decision here: a call in hand is a program deciding to run the tool, so
     /// a tool that [needs approval](Self::needs_approval) runs without asking anyone. Where a model
     /// decides, the caller asks first — an [`Agent`](crate::Agent) pauses, an
-    /// [`McpServer`](crate::mcp::McpServer) asks its client, `yiem tools call` asks on the terminal — or
+    /// `mcp::McpServer` asks its client, `yiem tools call` asks on the terminal — or
     /// asks itself before calling this (see [`ToolStore::execute`]). Nobody can be asked from inside the
     /// call either: a tool's [`ToolContext::elicit`] gets [`ElicitError::CannotAsk`](crate::ElicitError).
     ///

@@ -19,7 +19,7 @@ pub(crate) struct ToolFacts<'a> {
 }
 
 /// The `_meta` key of an MCP tool entry that says the tool's calls need a person's approval: an MCP
-/// server made with [`McpServer`](crate::mcp::McpServer) asks its client before each call.
+/// server made with `mcp::McpServer` asks its client before each call.
 pub(crate) const NEEDS_APPROVAL_META: &str = "yiem/needsApproval";
 
 /// The definition of a tool in `dialect`:
