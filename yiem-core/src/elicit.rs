@@ -185,3 +185,61 @@ impl fmt::Debug for dyn Asker {
         f.write_str("Asker")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde_json::json;
+
+    use crate::ElicitError;
+    use crate::dialect::elicitation_schema;
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Size {
+        Small,
+        Large,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Order {
+        /// How many.
+        count: u32,
+        size: Size,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Nested {
+        order: Order,
+    }
+
+    #[test]
+    fn a_struct_of_plain_fields_is_a_flat_form_with_its_enums_inlined() {
+        let schema = elicitation_schema(&schemars::schema_for!(Order).to_value()).unwrap();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["count", "size"]));
+        assert_eq!(
+            schema["properties"]["size"]["enum"],
+            json!(["small", "large"])
+        );
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+        assert_eq!(schema.get("$defs"), None);
+        assert_eq!(schema.get("$schema"), None);
+    }
+
+    #[test]
+    fn a_field_that_is_an_object_is_refused_naming_the_field() {
+        let refused = elicitation_schema(&schemars::schema_for!(Nested).to_value()).unwrap_err();
+        assert_eq!(
+            refused,
+            ElicitError::InvalidQuestion(
+                "the field `order` is an object; a form holds only strings, numbers, integers, \
+                 booleans and enums of strings"
+                    .into()
+            )
+        );
+    }
+}
