@@ -31,7 +31,7 @@ def check_equal(actual, expected, what):
 async def initialize(session, result):
     check_equal(result.server_info.name, "yiem-test", "server name")
     check_equal(result.server_info.version, "0.0.1", "server version")
-    check_equal(dump(result.capabilities), {"tools": {"listChanged": True}}, "capabilities")
+    check_equal(dump(result.capabilities), {"logging": {}, "tools": {"listChanged": True}}, "capabilities")
 
 
 async def list_tools(session, _):

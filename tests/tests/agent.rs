@@ -650,3 +650,68 @@ async fn the_conversation_carries_over_between_prompts() {
         ]
     );
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct Size {
+    /// How many items.
+    count: u32,
+}
+
+/// Ask the user how many items to make.
+#[tool]
+async fn make_items(ctx: ToolContext) -> Result<String, yiem_core::ElicitError> {
+    Ok(match ctx.elicit::<Size>("How many items?").await? {
+        yiem_core::ElicitationAnswer::Accept(size) => format!("made {} items", size.count),
+        _ => "the user did not say how many".into(),
+    })
+}
+
+/// The text of the tool result an agent got for one `make_items` call, with `agent` built from `builder`.
+async fn make_items_result(builder: yiem_core::AgentBuilder) -> (bool, String) {
+    let store = ToolStore::new("items");
+    store.register(make_items_tool()).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call("make_items", json!({})),
+        ScriptedTurn::text("done"),
+    ]);
+    let agent = builder.model(model).tools(store).build();
+    let messages = agent.prompt("make some").await.messages;
+    let AgentMessage::ToolResult(result) = &messages[2] else {
+        panic!("{messages:?}")
+    };
+    (result.is_error(), result.text_content())
+}
+
+#[tokio::test]
+async fn a_tools_question_in_an_agent_goes_to_its_elicitation_handler() {
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&asked);
+    let builder = Agent::builder().elicitation(move |question: yiem_core::Elicitation| {
+        seen.lock()
+            .unwrap()
+            .push((question.server, question.message, question.schema));
+        async move {
+            yiem_core::ElicitationAnswer::Accept(json!({"count": 3}).as_object().unwrap().clone())
+        }
+    });
+    assert_eq!(
+        make_items_result(builder).await,
+        (false, "made 3 items".to_owned())
+    );
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].0, "items");
+    assert_eq!(asked[0].1, "How many items?");
+    assert_eq!(asked[0].2["properties"]["count"]["type"], "integer");
+}
+
+#[tokio::test]
+async fn without_an_elicitation_handler_a_tools_question_is_an_error_the_model_reads() {
+    assert_eq!(
+        make_items_result(Agent::builder()).await,
+        (
+            true,
+            "the user cannot be asked: this call runs where no person can be asked (no MCP client that accepts questions, no elicitation handler); go on without the answer, or tell the user what you need".to_owned()
+        )
+    );
+}

@@ -89,7 +89,7 @@ async fn initialize_names_the_server_and_offers_tools() {
         serde_json::to_value(&*info).unwrap(),
         json!({
             "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {"listChanged": true}},
+            "capabilities": {"logging": {}, "tools": {"listChanged": true}},
             "serverInfo": {"name": "yiem-test", "version": "0.0.1"}
         })
     );
@@ -548,7 +548,7 @@ async fn stdout_carries_only_protocol_in_order_and_a_cancelled_call_gets_no_resp
             "jsonrpc": "2.0", "id": 1,
             "result": {
                 "protocolVersion": "2025-06-18",
-                "capabilities": {"tools": {"listChanged": true}},
+                "capabilities": {"logging": {}, "tools": {"listChanged": true}},
                 "serverInfo": {"name": "yiem-test", "version": "0.0.1"}
             }
         })

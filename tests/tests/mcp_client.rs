@@ -717,14 +717,14 @@ async fn an_elicitation_is_answered_by_the_handler_with_the_schemas_defaults_fil
         [python_server(), "stdio".into()],
     )
     .name("python-tools")
-    .elicitation(move |question: yiem_core::mcp::Elicitation| {
+    .elicitation(move |question: yiem_core::Elicitation| {
         record
             .lock()
             .unwrap()
             .push((question.server, question.message, question.schema));
         async {
             let answer = json!({"name": "Ada"}).as_object().cloned().unwrap();
-            yiem_core::mcp::ElicitationAnswer::Accept(answer)
+            yiem_core::ElicitationAnswer::Accept(answer)
         }
     })
     .connect()

@@ -7,9 +7,12 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
+use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{StateMap, ToolState};
 
@@ -65,6 +68,8 @@ struct Inner {
     updates: Option<Arc<UpdateSink>>,
     /// The state of the store the call runs in (see [`State`](crate::State)).
     state: Option<Arc<StateMap>>,
+    /// Who the call can ask and log to (an MCP client, an executor's elicitation handler).
+    asker: Option<Arc<dyn Asker>>,
 }
 
 impl ToolContext {
@@ -81,17 +86,19 @@ impl ToolContext {
                 token: OnceLock::new(),
                 updates: None,
                 state: None,
+                asker: None,
             }),
         }
     }
 
     /// The context of a call on the pipeline: a child of `cancel` when the call has one, partial results
-    /// to `updates` while the call runs, and the state of the call's store.
+    /// to `updates` while the call runs, the state of the call's store, and who it can ask.
     pub(crate) fn for_call(
         call: &Arc<ToolCall>,
         cancel: Option<&CancellationToken>,
         updates: Option<Box<UpdateFn>>,
         state: Option<&Arc<StateMap>>,
+        asker: Option<&Arc<dyn Asker>>,
     ) -> Self {
         ToolContext {
             inner: Arc::new(Inner {
@@ -105,6 +112,7 @@ impl ToolContext {
                     })
                 }),
                 state: state.map(Arc::clone),
+                asker: asker.map(Arc::clone),
             }),
         }
     }
@@ -232,6 +240,111 @@ impl ToolContext {
         }
     }
 
+    /// Asks the person behind the call to fill in a `T` (a struct of plain fields: strings, numbers,
+    /// booleans, enums of strings — MCP's form subset), showing `message`. Over MCP the client is asked
+    /// (`elicitation/create`, form mode); in an executor or an agent, its
+    /// [`ElicitationHandler`](crate::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation)).
+    /// Where nobody can be asked — no handler, a call in hand, a client without the `elicitation`
+    /// capability, the stateless HTTP server — it is [`ElicitError::CannotAsk`], whose text tells the
+    /// model why; a tool usually returns it with `?`.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use yiem_core::{ElicitError, ElicitationAnswer, ToolContext, tool};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm {
+    ///     /// Delete the branch too?
+    ///     delete_branch: bool,
+    /// }
+    ///
+    /// /// Merge a pull request.
+    /// #[tool]
+    /// async fn merge(ctx: ToolContext) -> Result<String, ElicitError> {
+    ///     match ctx.elicit::<Confirm>("Merge #12 into main?").await? {
+    ///         ElicitationAnswer::Accept(confirm) => Ok(format!("merged (branch deleted: {})", confirm.delete_branch)),
+    ///         _ => Ok("the user did not want it merged".into()),
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// // Called in hand, nobody can be asked: the error result says so.
+    /// let result = merge_tool().execute("c1", serde_json::json!({})).await;
+    /// assert!(result.is_error);
+    /// assert!(result.text_content().starts_with("the user cannot be asked"));
+    /// # });
+    /// ```
+    pub async fn elicit<T>(
+        &self,
+        message: impl Into<String>,
+    ) -> Result<ElicitationAnswer<T>, ElicitError>
+    where
+        T: DeserializeOwned + schemars::JsonSchema,
+    {
+        let schema = crate::dialect::elicitation_schema(&schemars::schema_for!(T).to_value())?;
+        match self.elicit_with_schema(message, schema).await? {
+            ElicitationAnswer::Accept(content) => serde_json::from_value(Value::Object(content))
+                .map(ElicitationAnswer::Accept)
+                .map_err(|error| ElicitError::InvalidAnswer(error.to_string())),
+            ElicitationAnswer::Decline => Ok(ElicitationAnswer::Decline),
+            ElicitationAnswer::Cancel => Ok(ElicitationAnswer::Cancel),
+        }
+    }
+
+    /// Like [`elicit`](Self::elicit), with the form's JSON schema given as it is (an object of plain
+    /// fields) and the answer's fields as JSON.
+    pub async fn elicit_with_schema(
+        &self,
+        message: impl Into<String>,
+        schema: Value,
+    ) -> Result<ElicitationAnswer<Map<String, Value>>, ElicitError> {
+        let Some(asker) = &self.inner.asker else {
+            return Err(ElicitError::CannotAsk(
+                "this call runs where no person can be asked (no MCP client that accepts questions, \
+                 no elicitation handler); go on without the answer, or tell the user what you need"
+                    .into(),
+            ));
+        };
+        let question = Elicitation::new(self.store_name().unwrap_or_default(), message, schema);
+        asker.elicit(question).await
+    }
+
+    /// Logs `data` (a text or any JSON) at `level`: over MCP a `notifications/message` from the tool
+    /// (sent when `level` is at or above the one the client set with `logging/setLevel`, `info` until it
+    /// sets one), and always a `tracing` event (target `yiem::tool`).
+    ///
+    /// ```
+    /// use yiem_core::{LogLevel, ToolContext};
+    ///
+    /// let ctx = ToolContext::new("c1");
+    /// ctx.log(LogLevel::Info, "indexing 3 files");
+    /// ctx.log(LogLevel::Warning, serde_json::json!({"skipped": "big.bin"}));
+    /// ```
+    pub fn log(&self, level: LogLevel, data: impl Into<Value>) {
+        let data = data.into();
+        let logger = self.tool_name();
+        match level {
+            LogLevel::Debug => tracing::debug!(target: "yiem::tool", tool = logger, %data),
+            LogLevel::Info | LogLevel::Notice => {
+                tracing::info!(target: "yiem::tool", tool = logger, %data)
+            }
+            LogLevel::Warning => tracing::warn!(target: "yiem::tool", tool = logger, %data),
+            _ => tracing::error!(target: "yiem::tool", tool = logger, %level, %data),
+        }
+        if let Some(asker) = &self.inner.asker {
+            asker.log(level, logger, &data);
+        }
+    }
+
+    /// The name of the called tool, when the context belongs to a call on the pipeline.
+    fn tool_name(&self) -> &str {
+        match &self.inner.call_id {
+            CallId::Shared(call) => &call.name,
+            CallId::Owned(_) => "tool",
+        }
+    }
+
     /// Stops delivering updates; called by the executor when the call ends.
     pub fn close_updates(&self) {
         if let Some(sink) = &self.inner.updates {
@@ -277,6 +390,7 @@ impl fmt::Debug for ToolContext {
             .field("call_id", &self.call_id())
             .field("cancelled", &self.is_cancelled())
             .field("streams_updates", &self.inner.updates.is_some())
+            .field("can_ask", &self.inner.asker.is_some())
             .finish()
     }
 }

@@ -19,6 +19,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
+use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
 use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
@@ -137,6 +138,8 @@ pub struct ToolExecutor {
     /// At most this many calls of this executor run at once (permits are handed out in call order).
     limit: Option<Arc<Semaphore>>,
     max_calls: Option<usize>,
+    /// Who the calls can ask ([`with_elicitation`](Self::with_elicitation)).
+    asker: Option<Arc<dyn Asker>>,
 }
 
 impl ToolExecutor {
@@ -182,6 +185,25 @@ impl ToolExecutor {
         let calls = calls.clamp(1, Semaphore::MAX_PERMITS);
         self.limit = Some(Arc::new(Semaphore::new(calls)));
         self.max_calls = Some(calls);
+        self
+    }
+
+    /// Answers the questions the calls ask with [`ToolContext::elicit`](crate::ToolContext::elicit)
+    /// with `handler` (without one, a question is [`ElicitError::CannotAsk`](crate::ElicitError)). An
+    /// agent's calls run on its executor, so this is how an agent's tools reach a person; an MCP server
+    /// asks its client instead.
+    ///
+    /// ```
+    /// use yiem_core::{ElicitationAnswer, ToolExecutor};
+    ///
+    /// let executor = ToolExecutor::new().with_elicitation(|question: yiem_core::Elicitation| async move {
+    ///     eprintln!("a tool asks: {}", question.message);
+    ///     ElicitationAnswer::Decline
+    /// });
+    /// # let _ = executor;
+    /// ```
+    pub fn with_elicitation(mut self, handler: impl ElicitationHandler) -> Self {
+        self.asker = Some(Arc::new(HandlerAsker(Arc::new(handler))));
         self
     }
 
@@ -275,6 +297,24 @@ impl ToolExecutor {
             .await
     }
 
+    /// Executes `calls` as [`execute`](Self::execute) does, their questions and log messages going to
+    /// `asker` (an MCP server's client) instead of this executor's handler.
+    pub(crate) async fn execute_asking(
+        &self,
+        store: &ToolStore,
+        calls: Vec<ToolCall>,
+        cancel: &CancellationToken,
+        asker: Arc<dyn Asker>,
+    ) -> ToolCallBatch {
+        let calls = calls
+            .into_iter()
+            .map(|call| Call::new(store, call))
+            .collect();
+        let mut env = self.env(None, cancel);
+        env.asker = Some(asker);
+        self.run_in(calls, &env, None).await
+    }
+
     fn env(&self, assistant: Option<Arc<AssistantMessage>>, cancel: &CancellationToken) -> CallEnv {
         CallEnv {
             hooks: self.hooks.clone(),
@@ -282,6 +322,7 @@ impl ToolExecutor {
             default_timeout: self.default_timeout,
             assistant,
             cancel: Some(cancel.clone()),
+            asker: self.asker.clone(),
         }
     }
 
@@ -309,13 +350,23 @@ impl ToolExecutor {
         journal: Option<&dyn CallJournal>,
     ) -> ToolCallBatch {
         let env = self.env(assistant, cancel);
+        self.run_in(calls, &env, journal).await
+    }
+
+    /// Schedules the calls of one batch in `env` (see [`run_calls`](Self::run_calls)).
+    async fn run_in(
+        &self,
+        calls: Vec<Call>,
+        env: &CallEnv,
+        journal: Option<&dyn CallJournal>,
+    ) -> ToolCallBatch {
         let alone = calls.iter().any(|call| self.runs_alone(call));
         let messages = if calls.len() > 1 && !alone {
-            self.run_concurrent(calls, &env, journal).await
+            self.run_concurrent(calls, env, journal).await
         } else {
             let mut messages = Vec::with_capacity(calls.len());
             for call in calls {
-                messages.push(self.run_one(call, &env, alone, journal).await);
+                messages.push(self.run_one(call, env, alone, journal).await);
             }
             messages
         };

@@ -82,7 +82,14 @@
 //!
 //! With the `mcp` feature, `mcp::serve_stdio` serves every tool of a store to MCP clients (Claude Desktop,
 //! Cursor, IDEs) over stdio, through the same pipeline an agent uses; `mcp::McpServer` adds hooks, a
-//! server name and instructions. See the `mcp` module.
+//! server name and instructions. A tool that needs approval is asked about through the client (MCP
+//! elicitation) before each call. See the `mcp` module.
+//!
+//! ## Asking the user from a tool
+//!
+//! [`ToolContext::elicit`] asks the person behind the call to fill in a typed form, and
+//! [`ToolContext::log`] logs to them: over MCP through the client, in an agent through the handler given
+//! to [`AgentSettings::elicitation`]; where nobody can be asked, [`ElicitError::CannotAsk`] says why.
 //!
 //! ## Errors the model can act on
 //!
@@ -127,7 +134,8 @@
 //! | `guard` | the unwind guards around user code, its futures and their drops |
 //! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
-//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state; made only for a tool that takes one |
+//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
+//! | `elicit` | asking the person behind a call: [`Elicitation`], [`ElicitationAnswer`], [`ElicitationHandler`], [`ElicitError`], [`LogLevel`] |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
 //! | `check` | [`check_tools`](fn@check_tools), [`check_tools!`](macro@check_tools), [`ToolStore::check`]: what a provider would refuse, found in your tests |
 //! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`] and [`Contents`] (one block inline), [`AgentToolResult`], the conversation's messages |
@@ -185,6 +193,7 @@ mod check;
 mod content;
 mod context;
 mod dialect;
+mod elicit;
 mod event;
 mod executor;
 mod guard;
@@ -238,6 +247,7 @@ pub use check::{ToolCheck, ToolProblem, check_tools};
 pub use content::{Content, Contents, ContentsIntoIter, ResourceInfo};
 pub use context::ToolContext;
 pub use dialect::{Dialect, DialectError, UnknownDialect};
+pub use elicit::{ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel};
 pub use event::{AgentEvent, EventBus, EventStream};
 pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls};
 pub use hooks::{

@@ -50,6 +50,7 @@ use tracing::instrument::Instrumented;
 use crate::args::{ArgumentChecking, ArgumentError};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
+use crate::elicit::Asker;
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
@@ -109,6 +110,8 @@ pub(crate) struct CallEnv {
     /// The batch's token: cancelling it aborts every call of the batch. `None` for a call in hand, which
     /// watches its context's own token.
     pub(crate) cancel: Option<CancellationToken>,
+    /// Who the calls can ask and log to ([`ToolContext::elicit`]); `None`: nobody.
+    pub(crate) asker: Option<Arc<dyn Asker>>,
 }
 
 impl CallEnv {
@@ -531,13 +534,17 @@ impl Facts {
     }
 
     /// The call's context, made when the tool takes one: a child of the batch's token, its partial results
-    /// to the batch's events, the store's state.
+    /// to the batch's events, the store's state, who it can ask.
     fn context(&self, env: &CallEnv) -> ToolContext {
         let state = self.state.as_ref();
         match &self.subject {
-            Subject::Shared(call) => {
-                ToolContext::for_call(call, env.cancel.as_ref(), updates(env, call), state)
-            }
+            Subject::Shared(call) => ToolContext::for_call(
+                call,
+                env.cancel.as_ref(),
+                updates(env, call),
+                state,
+                env.asker.as_ref(),
+            ),
             Subject::InHand { id, .. } => {
                 let ctx = ToolContext::new(id.clone());
                 match state {
@@ -689,6 +696,13 @@ impl AgentTool {
     /// arguments, an error, a panic or a timeout each become an error result. The future is `Send` when
     /// `call_id` is.
     ///
+    /// Approval is the caller's decision here: a call in hand is a program deciding to run the tool, so
+    /// a tool that [needs approval](Self::needs_approval) runs without asking anyone. Where a model
+    /// decides, the caller asks first — an [`Agent`](crate::Agent) pauses, an
+    /// `mcp::McpServer` asks its client, `yiem tools call` asks on the terminal — or
+    /// asks itself before calling this (see [`ToolStore::execute`]). Nobody can be asked from inside the
+    /// call either: a tool's [`ToolContext::elicit`] gets [`ElicitError::CannotAsk`](crate::ElicitError).
+    ///
     /// ```
     /// use yiem_core::tool;
     ///
@@ -754,6 +768,38 @@ impl ToolStore {
     /// Executes the tool called `name` with the store's [state](ToolStore::with_state), outside any batch
     /// (no hooks, no events), as [`AgentTool::execute`] does. An unknown name is an error result listing
     /// the tools. Useful in tests; an agent runs its calls through a [`ToolExecutor`](crate::ToolExecutor).
+    ///
+    /// Approval is the caller's decision: a tool that [needs approval](AgentTool::needs_approval) runs
+    /// here without anyone being asked, because the code that calls this is the one deciding. Code that
+    /// runs calls a model chose asks first:
+    ///
+    /// ```
+    /// use yiem_core::{AgentTool, ToolStore};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = ToolStore::new("files");
+    /// let delete = AgentTool::builder("delete")
+    ///     .description("Delete a file.")
+    ///     .needs_approval()
+    ///     .handler(|_, _| async { "deleted" })
+    ///     .build()
+    ///     .unwrap();
+    /// store.register(delete).unwrap();
+    ///
+    /// // A call the model asked for: this program asks its user before running it.
+    /// let user_says_yes = |tool: &str| tool != "delete"; // stands in for a real prompt
+    /// let tool = store.get("delete").unwrap();
+    /// let result = if tool.needs_approval() && !user_says_yes(tool.name()) {
+    ///     None
+    /// } else {
+    ///     Some(store.execute("c1", "delete", serde_json::json!({})).await)
+    /// };
+    /// assert!(result.is_none());
+    ///
+    /// // Called in hand, the caller has decided: it runs.
+    /// assert_eq!(store.execute("c2", "delete", serde_json::json!({})).await.text_content(), "deleted");
+    /// # });
+    /// ```
     ///
     /// ```
     /// use yiem_core::{AgentTool, ToolStore};

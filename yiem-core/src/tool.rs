@@ -368,6 +368,7 @@ impl AgentTool {
                     ("idempotentHint", hints.idempotent),
                     ("openWorldHint", hints.open_world),
                 ],
+                needs_approval: self.needs_approval(),
             };
             definition::definition(&facts, dialect)
         })

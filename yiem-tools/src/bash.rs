@@ -47,7 +47,12 @@ pub struct BashArgs {
 /// read-only, `.git` is read-only, there is no network, and `/proc` shows only the command's own
 /// processes. When the command ends (by itself, by timeout or by abort) every process it started is
 /// killed, background jobs included. Standard input is empty: interactive commands cannot be answered.
-#[tool(label = "Run Shell Command", destructive, open_world = true)]
+#[tool(
+    label = "Run Shell Command",
+    destructive,
+    open_world = true,
+    needs_approval
+)]
 pub async fn bash(
     ctx: ToolContext,
     State(root): State<ToolRoot>,

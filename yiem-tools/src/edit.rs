@@ -32,6 +32,7 @@ pub struct EditArgs {
 #[tool(
     label = "Edit File",
     destructive,
+    needs_approval,
     open_world = false,
     timeout_ms = 30000
 )]

@@ -10,14 +10,19 @@
 //! | tool | what it does | hints |
 //! |---|---|---|
 //! | `read` | a text file with line numbers (2000 lines / 50 KB per call, `offset`/`limit`), or an image | read-only |
-//! | `write` | creates or replaces a file, atomically, creating parent directories | destructive |
-//! | `edit` | exact-string replacement, once (or `replace_all`); unified diff in the details | destructive |
+//! | `write` | creates or replaces a file, atomically, creating parent directories | destructive, needs approval |
+//! | `edit` | exact-string replacement, once (or `replace_all`); unified diff in the details | destructive, needs approval |
 //! | `ls` | the entries of a directory | read-only |
 //! | `grep` | regular-expression search over files | read-only |
-//! | `bash` | a shell command in an OS sandbox (bubblewrap, else Landlock + seccomp; refused unconfined unless opted in), with a timeout; streams output; every process it started dies with the call | destructive |
+//! | `bash` | a shell command in an OS sandbox (bubblewrap, else Landlock + seccomp; refused unconfined unless opted in), with a timeout; streams output; every process it started dies with the call | destructive, needs approval |
 //! | `get_time` | the time in an IANA time zone | read-only |
-//! | `write_tool` | checks a new `#[tool]` compiles, then writes it into the tools directory, compiled in by the next build | |
+//! | `write_tool` | checks a new `#[tool]` compiles, then writes it into the tools directory, compiled in by the next build | needs approval |
 //! | `list_tools` | the tools of the store (from `yiem-core`, added by `register_all_tools`) | read-only |
+//!
+//! A tool that *needs approval* waits for a person before each call wherever a model decides to call it:
+//! an [`Agent`](yiem_core::Agent) pauses ([`RunStop::AwaitingApproval`](yiem_core::RunStop)), `yiem chat`
+//! asks, `yiem mcp` asks its client (or refuses, unless `--allow`ed), and `yiem tools call` asks on the
+//! terminal (from a pipe it refuses, unless `--allow`ed).
 //!
 //! Every file tool opens paths beneath a handle on its root (cap-std), so no path, `..` or symlink swapped
 //! in mid-call reaches outside it. Unix only (Linux, macOS); on macOS `bash` has no sandbox and refuses to

@@ -3,8 +3,9 @@
 //! ```text
 //! yiem tools list [--json]
 //! yiem tools schema NAME
-//! yiem tools call NAME --args JSON [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
-//! yiem mcp [--http ADDR [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
+//! yiem tools call NAME --args JSON [--allow] [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
+//! yiem mcp [--allow TOOL]... [--allow-all]
+//!          [--http ADDR [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
 //!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem chat [--approve TOOL]... [--allow TOOL]... [--resume FILE] [--mcp CMD]... [--mcp-url URL]...
 //!           [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
@@ -15,8 +16,13 @@
 //! to commands, which otherwise get only `PATH`, `HOME`, `LANG` and `TERM`), and `--unsafe-shell` (run
 //! unconfined when no sandbox is available, instead of refusing).
 //!
+//! A tool that needs approval (`bash`, `edit`, `write`, `write_tool`, and any `#[tool(needs_approval)]`)
+//! asks first: `tools call` on the terminal (`y` runs it; from a pipe it refuses unless `--allow` is
+//! given), `mcp` its client (MCP elicitation; a client that cannot be asked is refused unless the tool is
+//! `--allow`ed), `chat` the person at the chat.
+//!
 //! Exit codes: 0 on success; 1 when the tool returned an error result (its text on stderr, as the tool wrote
-//! it); 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
+//! it) or the call was not approved; 2 on bad input (unknown tool, invalid JSON, arguments of the wrong shape, bad flags), reported as
 //! one line on stderr, never a panic.
 
 // clap turns the doc comments below into `--help` text, written for a terminal: `[y]es` and bare URLs there
@@ -53,7 +59,18 @@ enum Command {
     Tools(ToolsCommand),
     /// Serve every tool over MCP on stdin/stdout (for Claude Desktop, Cursor, IDEs), or over streamable
     /// HTTP with --http. Logs go to stderr.
+    ///
+    /// A call of a tool that needs approval (bash, edit, write, write_tool) first asks the client's user
+    /// (MCP elicitation) and runs only when they confirm; a client that cannot be asked (it did not
+    /// declare elicitation, or --http, which is stateless) gets an error result instead, unless the tool
+    /// is allowed with --allow.
     Mcp {
+        /// Calls of this tool run without asking, although it needs approval (repeatable).
+        #[arg(long, value_name = "TOOL")]
+        allow: Vec<String>,
+        /// Calls of every tool run without asking.
+        #[arg(long)]
+        allow_all: bool,
         #[command(flatten)]
         http: HttpFlags,
         /// The root directory of the file tools and `bash` (default: the current directory).
@@ -148,6 +165,10 @@ enum ToolsCommand {
         /// The arguments, a JSON object.
         #[arg(long, default_value = "{}")]
         args: String,
+        /// Run the tool without asking even if it needs approval (bash, edit, write, write_tool). Without
+        /// it such a call asks on the terminal, and from a pipe it does not run.
+        #[arg(long)]
+        allow: bool,
         /// The root directory of the file tools and `bash` (default: the current directory).
         #[arg(long)]
         root: Option<PathBuf>,
@@ -224,6 +245,8 @@ enum Failure {
     ToolError(String),
     /// Anything else (the runtime would not start, stdout is gone): exit 1, one line.
     Internal(String),
+    /// A call that needs approval did not get it: exit 1, one line.
+    NotApproved(String),
 }
 
 fn bad_input(message: impl Into<String>) -> Failure {
@@ -268,7 +291,7 @@ fn fail(failure: Failure) -> ExitCode {
     };
     let (code, text) = match failure {
         Failure::BadInput(message) => (2, one_line(&message)),
-        Failure::Internal(message) => (1, one_line(&message)),
+        Failure::Internal(message) | Failure::NotApproved(message) => (1, one_line(&message)),
         Failure::ToolError(text) => (1, text),
     };
     let _ = writeln!(std::io::stderr(), "{}", text.trim_end());
@@ -279,6 +302,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let command = match cli.command {
         Command::Tools(command) => command,
         Command::Mcp {
+            allow,
+            allow_all,
             http,
             root,
             tools_dir,
@@ -286,7 +311,8 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
-            return serve_mcp(store(root, tools_dir, shell.policy())?, http);
+            let approval = McpApproval { allow, allow_all };
+            return serve_mcp(store(root, tools_dir, shell.policy())?, approval, http);
         }
         Command::Chat {
             root,
@@ -319,6 +345,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
     if let ToolsCommand::Call {
         name,
         args,
+        allow,
         root,
         tools_dir,
         shell,
@@ -331,7 +358,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         };
         let store = store(root, tools_dir, shell.policy())?;
         let tool = find(&store, &name)?;
-        return call(&store, &tool, &args);
+        return call(&store, &tool, &args, allow);
     }
     let store = store(
         use_root(None)?,
@@ -459,18 +486,28 @@ struct HttpFlags {
     allow_host: Vec<String>,
 }
 
+/// `yiem mcp --allow TOOL... --allow-all`: the calls that run without asking the client.
+struct McpApproval {
+    allow: Vec<String>,
+    allow_all: bool,
+}
+
 /// `yiem mcp`: the store over MCP stdio until the client hangs up, or over HTTP until a signal. When
 /// stdin closes (or the signal comes), the server ends within a second: calls still running are
 /// cancelled (the library does it), and `bash`'s processes die with them.
-fn serve_mcp(store: ToolStore, http: HttpFlags) -> Result<(), Failure> {
+fn serve_mcp(store: ToolStore, approval: McpApproval, http: HttpFlags) -> Result<(), Failure> {
     // Logs go to stderr: stdout carries the protocol.
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(false)
         .try_init();
     let runtime = runtime()?;
-    let server =
-        yiem_core::mcp::McpServer::new(store).with_server_info("yiem", env!("CARGO_PKG_VERSION"));
+    let mut server = yiem_core::mcp::McpServer::new(store)
+        .with_server_info("yiem", env!("CARGO_PKG_VERSION"))
+        .with_allowed_tools(approval.allow);
+    if approval.allow_all {
+        server = server.with_all_tools_allowed();
+    }
     let outcome = match http.http {
         None => runtime
             .block_on(server.serve_stdio())
@@ -609,12 +646,15 @@ fn table(tools: &[AgentTool]) -> String {
     out
 }
 
-fn call(store: &ToolStore, tool: &AgentTool, raw: &str) -> Result<(), Failure> {
+fn call(store: &ToolStore, tool: &AgentTool, raw: &str, allow: bool) -> Result<(), Failure> {
     let value: Value = serde_json::from_str(raw).map_err(|error| {
         bad_input(format!(
             "--args is not valid JSON ({error}); give a JSON object such as '{{\"path\": \"README.md\"}}'"
         ))
     })?;
+    if tool.needs_approval() && !allow {
+        approve_on_terminal(tool.name(), &value)?;
+    }
     let runtime = runtime()?;
     let result = runtime.block_on(async {
         tool.try_execute(store.context("cli"), value)
@@ -626,6 +666,38 @@ fn call(store: &ToolStore, tool: &AgentTool, raw: &str) -> Result<(), Failure> {
         return Err(Failure::ToolError(text));
     }
     print(&text)
+}
+
+/// Asks the person at the terminal whether `tool` may run with `arguments` (shown escaped, so nothing in
+/// them reaches the terminal as a control); `Ok` on `y` or `yes`. From a pipe nobody can be asked: the
+/// call is refused, and `--allow` is how to run it.
+fn approve_on_terminal(tool: &str, arguments: &Value) -> Result<(), Failure> {
+    use std::io::{BufRead, IsTerminal};
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(Failure::NotApproved(format!(
+            "`{tool}` needs approval before it runs, and stdin is not a terminal to ask on; it did not \
+             run. Pass --allow to run it without asking"
+        )));
+    }
+    let mut stderr = std::io::stderr().lock();
+    let _ = write!(
+        stderr,
+        "`{tool}` needs your approval to run with these arguments:\n{}\nRun it? [y/N] ",
+        chat::safe::json(arguments)
+    );
+    let _ = stderr.flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|error| Failure::Internal(format!("cannot read the answer: {error}")))?;
+    match answer.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Ok(()),
+        _ => Err(Failure::NotApproved(format!(
+            "you did not approve `{tool}`; it did not run"
+        ))),
+    }
 }
 
 /// Result content as text: text blocks as they are, images as a one-line placeholder.

@@ -23,6 +23,7 @@ pub struct WriteArgs {
 #[tool(
     label = "Write File",
     destructive,
+    needs_approval,
     idempotent,
     open_world = false,
     timeout_ms = 30000

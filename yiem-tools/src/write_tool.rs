@@ -179,6 +179,7 @@ impl FieldType {
 #[tool(
     label = "Write Tool",
     destructive = false,
+    needs_approval,
     open_world = false,
     timeout_ms = 660000
 )]

@@ -258,3 +258,16 @@ async fn get_time_answers_now_in_utc_by_default() {
         result.text_content()
     );
 }
+
+#[test]
+fn the_tools_that_run_commands_or_change_files_need_approval() {
+    let (_dir, store) = empty_store();
+    register_all_tools(&store).unwrap();
+    let asking: Vec<String> = store
+        .tools()
+        .iter()
+        .filter(|tool| tool.needs_approval())
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    assert_eq!(asking, ["bash", "edit", "write", "write_tool"]);
+}

@@ -30,12 +30,6 @@ impl Terminal {
         args: &[&str],
         env: &[(&str, &str)],
     ) -> Self {
-        let tmux = Command::new("tmux").arg("-V").output();
-        assert!(
-            tmux.is_ok_and(|output| output.status.success()),
-            "these tests drive `yiem chat` in tmux: install it (`apt-get install -y tmux`; .ci/run does)"
-        );
-        let socket = format!("yiem-{name}-{}", std::process::id());
         let mut command = format!(
             "env -u YIEM_PROVIDER -u NO_COLOR YIEM_BASE_URL={} OPENAI_API_KEY=sk-test YIEM_MODEL=test-model \
              YIEM_HISTORY={} ",
@@ -52,6 +46,28 @@ impl Terminal {
             command.push(' ');
             command.push_str(&shell_quote(arg));
         }
+        Self::open(name, dir, command)
+    }
+
+    /// Runs `yiem ARGS` (no model) in a 100×40 pane, in `dir`; when it ends, the pane shows
+    /// `[exited with CODE]`.
+    fn yiem(name: &str, dir: &Path, args: &[&str]) -> Self {
+        let mut command = shell_quote(env!("CARGO_BIN_EXE_yiem"));
+        for arg in args {
+            command.push(' ');
+            command.push_str(&shell_quote(arg));
+        }
+        Self::open(name, dir, command)
+    }
+
+    /// Runs the shell command line `command` in a new tmux server's 100×40 pane, in `dir`.
+    fn open(name: &str, dir: &Path, mut command: String) -> Self {
+        let tmux = Command::new("tmux").arg("-V").output();
+        assert!(
+            tmux.is_ok_and(|output| output.status.success()),
+            "these tests drive `yiem` in tmux: install it (`apt-get install -y tmux`; .ci/run does)"
+        );
+        let socket = format!("yiem-{name}-{}", std::process::id());
         command.push_str("; echo \"[exited with $?]\"; exec sleep 3600");
         // The shell outlives a Ctrl-C meant for the chat (a trap, unlike ignoring it, is not inherited).
         let command = format!("trap : INT; {command}");
@@ -488,4 +504,37 @@ fn a_model_error_shows_in_red_and_sets_the_exit_status() {
     terminal.prompts(2);
     terminal.keys(&["C-d"]);
     terminal.wait_text("[exited with 1]");
+}
+
+#[test]
+fn tools_call_asks_on_the_terminal_shows_the_arguments_escaped_and_runs_only_on_yes() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    for (answer, file, runs) in [("n", "no.txt", false), ("y", "yes.txt", true)] {
+        let args = json!({"path": file, "content": "evil\u{202e}txt"}).to_string();
+        let terminal = Terminal::yiem(
+            &format!("call-{answer}"),
+            dir.path(),
+            &["tools", "call", "write", "--root", root, "--args", &args],
+        );
+        let screen = terminal.wait_text("Run it? [y/N]");
+        assert!(
+            screen.contains("`write` needs your approval to run with these arguments:"),
+            "{screen}"
+        );
+        // The right-to-left override is shown as an escape, not obeyed.
+        assert!(screen.contains(r"evil\u202etxt"), "{screen}");
+        terminal.line(answer);
+        let screen = terminal.wait_text("[exited with");
+        assert_eq!(dir.path().join(file).exists(), runs, "{screen}");
+        if runs {
+            assert!(screen.contains("[exited with 0]"), "{screen}");
+        } else {
+            assert!(
+                screen.contains("yiem: error: you did not approve `write`; it did not run"),
+                "{screen}"
+            );
+            assert!(screen.contains("[exited with 1]"), "{screen}");
+        }
+    }
 }

@@ -126,6 +126,7 @@ fn tools_call_prints_the_result_content() {
         "tools",
         "call",
         "write",
+        "--allow",
         "--root",
         root,
         "--args",
@@ -180,6 +181,7 @@ fn an_error_result_exits_1_with_the_error_text() {
         "tools",
         "call",
         "bash",
+        "--allow",
         "--root",
         root,
         "--args",
@@ -220,7 +222,14 @@ fn wrong_types_are_bad_input() {
         "yiem: error: invalid arguments for tool `read`: at `/path`: expected a string, got the number 3; valid properties: `path`, `offset`, `limit`",
     );
     assert_bad_input(
-        &yiem(&["tools", "call", "write", "--args", r#"{"path": "a"}"#]),
+        &yiem(&[
+            "tools",
+            "call",
+            "write",
+            "--allow",
+            "--args",
+            r#"{"path": "a"}"#,
+        ]),
         "yiem: error: invalid arguments for tool `write`: missing required property `content` (expected a string); valid properties: `path`, `content`",
     );
 }
@@ -269,6 +278,7 @@ fn tools_call_write_tool_writes_into_the_given_tools_dir() {
         "tools",
         "call",
         "write_tool",
+        "--allow",
         "--tools-dir",
         tools_dir,
         "--args",
@@ -294,6 +304,7 @@ fn tools_call_write_tool_writes_into_the_given_tools_dir() {
             "tools",
             "call",
             "write_tool",
+            "--allow",
             "--tools-dir",
             "/not/a/dir",
             "--args",
@@ -1180,5 +1191,58 @@ fn an_approval_question_shows_every_line_of_the_arguments() {
             "allow bash(ls{}␊rm -rf ~/precious)? [y]es / [n]o / [a]lways / [e]dit: ",
             " ".repeat(100)
         )
+    );
+}
+
+/// `yiem tools call ARGS` with `input` on its stdin (a pipe, not a terminal).
+fn yiem_fed(args: &[&str], input: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("yiem runs");
+    // Written before yiem reads, or never read: either way it must not count as an answer.
+    let _ = child.stdin.take().unwrap().write_all(input.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_tool_that_needs_approval_does_not_run_from_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let args = r#"{"path": "made.txt", "content": "x"}"#;
+    // A `y` on the pipe is not a person's answer.
+    let refused = yiem_fed(
+        &["tools", "call", "write", "--root", root, "--args", args],
+        "y\n",
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(stdout(&refused), "");
+    assert_eq!(
+        stderr(&refused),
+        "yiem: error: `write` needs approval before it runs, and stdin is not a terminal to ask on; it did not run. Pass --allow to run it without asking\n"
+    );
+    assert!(!dir.path().join("made.txt").exists(), "`write` ran");
+}
+
+#[test]
+fn with_allow_a_tool_that_needs_approval_runs_from_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_str().unwrap();
+    let args = r#"{"path": "made.txt", "content": "x"}"#;
+    let ran = yiem_fed(
+        &[
+            "tools", "call", "write", "--allow", "--root", root, "--args", args,
+        ],
+        "",
+    );
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("made.txt")).unwrap(),
+        "x"
     );
 }

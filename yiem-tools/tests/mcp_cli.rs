@@ -23,13 +23,19 @@ struct Client {
 }
 
 impl Client {
-    /// Starts `yiem mcp --root <root>` and completes the handshake.
+    /// Starts `yiem mcp --root <root> --allow bash` and completes the handshake (the client declares no
+    /// elicitation, so `bash`, which needs approval, runs only because it is allowed).
     async fn start(root: &Path) -> (Self, Value) {
-        Self::start_with(root, &[]).await
+        Self::start_with(root, &["--allow", "bash"]).await
     }
 
     /// Starts `yiem mcp --root <root> <flags>` and completes the handshake.
     async fn start_with(root: &Path, flags: &[&str]) -> (Self, Value) {
+        Self::start_declaring(root, flags, json!({})).await
+    }
+
+    /// Starts `yiem mcp --root <root> <flags>` and completes the handshake, declaring `capabilities`.
+    async fn start_declaring(root: &Path, flags: &[&str], capabilities: Value) -> (Self, Value) {
         let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
             .args(["mcp", "--root"])
             .arg(root)
@@ -54,7 +60,7 @@ impl Client {
                 "initialize",
                 json!({
                     "protocolVersion": "2025-06-18",
-                    "capabilities": {},
+                    "capabilities": capabilities,
                     "clientInfo": {"name": "yiem-test", "version": "0"}
                 }),
             )
@@ -300,7 +306,8 @@ async fn with_a_blocked_call(flags: &[&str], name: &str) -> (tempfile::TempDir, 
     let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
     // SAFETY: a valid NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
-    let (mut client, _) = Client::start_with(root.path(), flags).await;
+    let flags = [&["--allow", "bash"], flags].concat();
+    let (mut client, _) = Client::start_with(root.path(), &flags).await;
     client
         .send(json!({
             "jsonrpc": "2.0", "id": 7, "method": "tools/call",
@@ -353,4 +360,69 @@ async fn a_killed_server_leaves_no_command_running() {
             "{sandbox}: the call's process {blocked} outlived the killed server"
         );
     }
+}
+
+#[tokio::test]
+async fn a_tool_that_needs_approval_is_marked_and_refused_for_a_client_that_cannot_be_asked() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) = Client::start_with(root.path(), &[]).await;
+    let listed = client.request(2, "tools/list", json!({})).await;
+    let write = listed["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "write")
+        .unwrap()
+        .clone();
+    assert_eq!(write["_meta"], json!({"yiem/needsApproval": true}));
+    let refused = client
+        .call(3, "write", json!({"path": "made.txt", "content": "x"}))
+        .await;
+    assert_eq!(refused["result"]["isError"], true);
+    assert_eq!(
+        text(&refused),
+        "`write` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow write`, or `McpServer::with_allowed_tools`)"
+    );
+    assert!(!root.path().join("made.txt").exists(), "`write` ran");
+}
+
+#[tokio::test]
+async fn a_call_cancelled_while_it_waits_for_approval_does_not_run_even_if_approved_after() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut client, _) =
+        Client::start_declaring(root.path(), &[], json!({"elicitation": {}})).await;
+    client
+        .send(json!({
+            "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": "write", "arguments": {"path": "made.txt", "content": "x"}}
+        }))
+        .await;
+    let question = client.next().await;
+    assert_eq!(question["method"], "elicitation/create", "{question}");
+    client
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": 7, "reason": "user pressed stop"}),
+        )
+        .await;
+    client
+        .send(json!({
+            "jsonrpc": "2.0", "id": question["id"],
+            "result": {"action": "accept", "content": {"approve": true}}
+        }))
+        .await;
+    // No response for the cancelled call: the next message answers the ping.
+    let ping = client.request(9, "ping", json!({})).await;
+    assert_eq!(ping["id"], 9);
+    // Once the server has exited, every call it started has ended.
+    drop(client.stdin);
+    let status = tokio::time::timeout(Duration::from_secs(10), client.child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success());
+    assert!(
+        !root.path().join("made.txt").exists(),
+        "`write` ran after its call was cancelled"
+    );
 }

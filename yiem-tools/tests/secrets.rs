@@ -18,13 +18,15 @@ const SECRETS: &[(&str, &str)] = &[
 fn bash(sandbox: &str, root: &std::path::Path, command: &str, extra: &[&str]) -> Command {
     let mut yiem = Command::new(env!("CARGO_BIN_EXE_yiem"));
     let args = serde_json::json!({ "command": command }).to_string();
-    yiem.args(["tools", "call", "bash", "--args", &args, "--root"])
-        .arg(root)
-        .args(["--sandbox", sandbox])
-        .args(extra)
-        .envs(SECRETS.iter().copied())
-        .env("YIEM_TEST_PASSED", "passed-on")
-        .env_remove("RUST_BACKTRACE");
+    yiem.args([
+        "tools", "call", "bash", "--allow", "--args", &args, "--root",
+    ])
+    .arg(root)
+    .args(["--sandbox", sandbox])
+    .args(extra)
+    .envs(SECRETS.iter().copied())
+    .env("YIEM_TEST_PASSED", "passed-on")
+    .env_remove("RUST_BACKTRACE");
     yiem
 }
 

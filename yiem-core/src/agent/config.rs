@@ -244,6 +244,17 @@ pub trait AgentSettings: Sized {
         self
     }
 
+    /// Answers the questions the agent's tools ask ([`ToolContext::elicit`](crate::ToolContext::elicit))
+    /// with `handler`, which reaches the person however the program can (a terminal, a UI). Without
+    /// one, a tool's question is [`ElicitError::CannotAsk`](crate::ElicitError) and the tool decides
+    /// what to do without the answer. The run does not pause while the handler works: it is one await
+    /// inside the call, under the call's time limit.
+    fn elicitation(mut self, handler: impl crate::ElicitationHandler) -> Self {
+        let settings = self.settings();
+        settings.executor = settings.executor.clone().with_elicitation(handler);
+        self
+    }
+
     /// Runs before each model call: filter tools, edit the prompt or the messages.
     fn prepare_context(mut self, hook: impl Fn(&mut AgentContext) + Send + Sync + 'static) -> Self {
         self.settings().prepare_context = Some(Arc::new(hook));

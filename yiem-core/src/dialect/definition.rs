@@ -14,11 +14,18 @@ pub(crate) struct ToolFacts<'a> {
     pub output_schema: Option<&'a Value>,
     /// MCP behaviour hints, by their MCP key (`readOnlyHint`, ...); `None` leaves one unsaid.
     pub hints: [(&'static str, Option<bool>); 4],
+    /// The tool's calls wait for a person's approval ([`AgentTool::needs_approval`](crate::AgentTool::needs_approval)).
+    pub needs_approval: bool,
 }
+
+/// The `_meta` key of an MCP tool entry that says the tool's calls need a person's approval: an MCP
+/// server made with `mcp::McpServer` asks its client before each call.
+pub(crate) const NEEDS_APPROVAL_META: &str = "yiem/needsApproval";
 
 /// The definition of a tool in `dialect`:
 ///
-/// - `Mcp`: a `tools/list` entry `{name, title, description, inputSchema, outputSchema?, annotations?}`;
+/// - `Mcp`: a `tools/list` entry `{name, title, description, inputSchema, outputSchema?, annotations?,
+///   _meta?}`, with `"_meta": {"yiem/needsApproval": true}` for a tool that needs approval;
 /// - `OpenAi`: `{"type": "function", "function": {name, description, parameters}}`, and `OpenAiStrict`
 ///   with `"strict": true` inside `function`;
 /// - `Anthropic`: `{name, description, input_schema}`;
@@ -53,6 +60,9 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
                 .collect();
             if !annotations.is_empty() {
                 entry.insert("annotations".into(), Value::Object(annotations));
+            }
+            if tool.needs_approval {
+                entry.insert("_meta".into(), json!({ NEEDS_APPROVAL_META: true }));
             }
             Value::Object(entry)
         }

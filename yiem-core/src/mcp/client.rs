@@ -84,12 +84,13 @@ use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, ServiceEx
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::elicitation::{Elicitation, ElicitationAnswer, ElicitationHandler, with_defaults};
+use super::elicitation::with_defaults;
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{Authorizer, Tries};
 use super::sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 use crate::content::{Content, ResourceInfo};
 use crate::context::ToolContext;
+use crate::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
 use crate::tool::{AgentTool, ToolAnnotations};

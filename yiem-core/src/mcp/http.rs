@@ -40,6 +40,10 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most connections served at once by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
+/// Why a tool cannot ask the client anything over this server.
+const CANNOT_ASK_OVER_STATELESS_HTTP: &str = "this MCP server speaks stateless streamable HTTP, which \
+     cannot carry the client's answer to a question back to the call that asked it";
+
 /// How long connections may take to finish once shutdown has begun (running calls are cancelled at its
 /// start, so this only bounds writing their last responses).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -257,11 +261,12 @@ impl McpHttpServer {
         // This serve's own token: a server handler reused after an earlier shutdown starts afresh.
         let cancel_calls = CancellationToken::new();
         server.shutdown = cancel_calls.clone();
+        server.cannot_ask = Some(CANNOT_ASK_OVER_STATELESS_HTTP);
         let end_streams = CancellationToken::new();
         let config = http_config(local, allowed_origins, allowed_hosts, max_body_bytes)
             .with_cancellation_token(end_streams.clone());
         let service = StreamableHttpService::new(
-            move || Ok(server.clone()),
+            move || Ok(server.for_request()),
             Arc::new(NeverSessionManager::default()),
             config,
         );

@@ -43,6 +43,29 @@
 //!   waits until every running call has finished and holds back new ones while it runs, as it would in an
 //!   agent's batch; `parallel` tools run concurrently with each other.
 //!
+//! - Logging: the server declares `logging`; what a tool logs with
+//!   [`ToolContext::log`](crate::ToolContext::log) becomes a `notifications/message` (logger: the tool's
+//!   name) when its level is at or above the one the client set with `logging/setLevel` (`info` until it
+//!   sets one), sent before the call's result.
+//! - Questions: a tool's [`ToolContext::elicit`](crate::ToolContext::elicit) becomes an
+//!   `elicitation/create` request (form mode) to the client, when the client declared the `elicitation`
+//!   capability; otherwise the tool gets [`ElicitError::CannotAsk`](crate::ElicitError) saying why.
+//!
+//! # Approval
+//!
+//! A tool that needs approval ([`AgentTool::needs_approval`], `#[tool(needs_approval)]`) is listed with
+//! `"_meta": {"yiem/needsApproval": true}` beside its annotations, and each of its calls first asks the
+//! client's user, on the same path as a tool's own question: an `elicitation/create` whose message names
+//! the tool and shows its arguments, with a form of one required boolean, `approve`. Only an `accept`
+//! with `approve: true` runs the call; `approve: false`, `decline` and `cancel` answer it with an error
+//! result (`isError: true`) telling the model the user declined and not to retry as it was. A client
+//! that did not declare `elicitation` cannot be asked, and neither can any client of the stateless
+//! HTTP server (its transport cannot carry the answer back): their calls are refused with an error
+//! result that says so, and that the server's operator can let the tool run without asking —
+//! [`McpServer::with_allowed_tools`], [`McpServer::with_all_tools_allowed`] (`yiem mcp --allow TOOL`,
+//! `--allow-all`). An [`ApprovalPolicy`](crate::ApprovalPolicy) is an agent's, not the server's: the
+//! server goes by the tool's own flag.
+//!
 //! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
 //! prints must write to stderr (`tracing_subscriber::fmt().with_writer(std::io::stderr)`).
 
@@ -63,8 +86,6 @@ pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, McpClient, McpClientBuilder, McpClientError,
 };
-#[cfg(feature = "mcp-client")]
-pub use elicitation::{Elicitation, ElicitationAnswer, ElicitationHandler};
 #[cfg(feature = "mcp-http")]
 pub use http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
@@ -83,6 +104,10 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Resource,
     ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
+// MCP logging is deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions this server
+// speaks have it.
+#[allow(deprecated)]
+use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::Value;
@@ -94,6 +119,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
 use crate::dialect::Dialect;
+use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::event::AgentEvent;
 use crate::executor::ToolExecutor;
 use crate::pipeline;
@@ -122,6 +148,9 @@ pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
 
 /// The most tools one `tools/list` response carries unless [`McpServer::with_page_size`] says otherwise.
 pub const DEFAULT_PAGE_SIZE: usize = 500;
+
+/// The lowest level of log messages sent to a client that has not sent `logging/setLevel`.
+const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Info;
 
 /// How long calls may still finish, and their responses be written, once the client's input has ended.
 const GRACE_AFTER_INPUT_ENDS: std::time::Duration = std::time::Duration::from_millis(300);
@@ -201,6 +230,19 @@ pub struct McpServer {
     page_size: usize,
     /// Whether this connection sends `notifications/tools/list_changed` (it does over stdio).
     list_changed: bool,
+    /// Which calls of tools that need approval run without asking the client.
+    allowed: Arc<Allowed>,
+    /// Why the client cannot be asked over this transport, if it cannot (the stateless HTTP server).
+    cannot_ask: Option<&'static str>,
+    /// The lowest level of the log messages the client wants (`logging/setLevel`), per connection.
+    log_level: Arc<Mutex<LogLevel>>,
+}
+
+/// The tools whose calls run without the client's approval even though they need it.
+#[derive(Clone, Debug, Default)]
+struct Allowed {
+    all: bool,
+    tools: std::collections::HashSet<String>,
 }
 
 impl McpServer {
@@ -221,7 +263,43 @@ impl McpServer {
             shutdown: CancellationToken::new(),
             page_size: DEFAULT_PAGE_SIZE,
             list_changed: false,
+            allowed: Arc::default(),
+            cannot_ask: None,
+            log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
         }
+    }
+
+    /// Lets calls of these tools run without asking the client, although the tools need approval
+    /// ([`AgentTool::needs_approval`]). Without it, such a call is asked about (see the
+    /// [module docs](self#approval)), or refused where the client cannot be asked.
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("files")).with_allowed_tools(["write"]);
+    /// # let _ = server;
+    /// ```
+    pub fn with_allowed_tools(
+        mut self,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let allowed = Arc::make_mut(&mut self.allowed);
+        allowed.tools.extend(tools.into_iter().map(Into::into));
+        self
+    }
+
+    /// Lets the calls of every tool run without asking the client, as if no tool needed approval: for a
+    /// server whose operator has decided for every call (the client side asks, or nobody needs to).
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("files")).with_all_tools_allowed();
+    /// # let _ = server;
+    /// ```
+    pub fn with_all_tools_allowed(mut self) -> Self {
+        Arc::make_mut(&mut self.allowed).all = true;
+        self
     }
 
     /// Runs calls through `executor`: its hooks, default time limit and event bus apply to MCP calls as
@@ -315,6 +393,8 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
+        // This connection's own log level.
+        self.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
         // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
         let guarded = lines::guard(reader, writer);
         // Watched from before the handshake, so a change while it runs is not missed.
@@ -360,15 +440,74 @@ impl McpServer {
         Ok(())
     }
 
-    /// Runs one `tools/call` of a tool the store has.
+    /// A copy for one stateless request: its own log level, so one HTTP client's `logging/setLevel`
+    /// never changes what another's calls send.
+    #[cfg(feature = "mcp-http")]
+    fn for_request(&self) -> McpServer {
+        let mut server = self.clone();
+        server.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
+        server
+    }
+
+    /// Whether a call of `tool` must be approved by the client before it runs.
+    fn must_ask(&self, tool: &AgentTool) -> bool {
+        tool.needs_approval() && !self.allowed.all && !self.allowed.tools.contains(tool.name())
+    }
+
+    /// Runs one `tools/call` of a tool the store has: asks the client first when the tool needs
+    /// approval, then runs it with the client as the call's [`Asker`] (its questions and log messages).
     async fn call(
         &self,
         tool: &AgentTool,
         arguments: Value,
         context: &RequestContext<RoleServer>,
     ) -> ToolResultMessage {
-        // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
+        let (asker, forwarding) = ClientAsker::open(self, context);
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
+        if self.must_ask(tool)
+            && let Err(refusal) = self.approve(asker.as_ref(), &call, context).await
+        {
+            forwarding.finish().await;
+            return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
+        }
+        let message = self.run(call, context, asker).await;
+        // Every log message of the call reaches the client before its result.
+        forwarding.finish().await;
+        message
+    }
+
+    /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call
+    /// or the server shuts down: a call that was waiting for its approval then does not run, whatever
+    /// the answer.
+    async fn approve(
+        &self,
+        asker: &dyn Asker,
+        call: &ToolCall,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), String> {
+        let tool = &call.name;
+        // Cancellation wins over an answer that arrives with it.
+        tokio::select! {
+            biased;
+            () = context.ct.cancelled() => Err(format!(
+                "the call of `{tool}` was cancelled while it waited for the user's approval; it did not run"
+            )),
+            () = self.shutdown.cancelled() => Err(format!(
+                "the MCP server is shutting down: `{tool}` was waiting for the user's approval and did not \
+                 run; call it again when the server is back"
+            )),
+            decided = approve(asker, &self.info.name, call) => decided,
+        }
+    }
+
+    /// Runs `call` through the executor, with progress, cancellation and shutdown.
+    async fn run(
+        &self,
+        call: ToolCall,
+        context: &RequestContext<RoleServer>,
+        asker: Arc<dyn Asker>,
+    ) -> ToolResultMessage {
+        // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
         let progress = context
             .meta
             .get_progress_token()
@@ -377,7 +516,11 @@ impl McpServer {
         let cancel = context.ct.child_token();
         // Boxed once here, so the request's future that rmcp and tokio move around stays small instead of
         // embedding the whole call's.
-        let mut running = Box::pin(self.executor.execute(&self.store, vec![call], &cancel));
+        let mut running =
+            Box::pin(
+                self.executor
+                    .execute_asking(&self.store, vec![call], &cancel, asker),
+            );
         let (batch, shut_down) = tokio::select! {
             batch = &mut running => (batch, false),
             () = self.shutdown.cancelled() => {
@@ -421,8 +564,11 @@ fn next_call_id() -> String {
 }
 
 impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging: see the `use` above
     fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools();
         let capabilities = match self.list_changed {
             true => capabilities.enable_tool_list_changed().build(),
             false => capabilities.build(),
@@ -452,6 +598,25 @@ impl ServerHandler for McpServer {
         let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
         page.next_cursor = next_cursor;
         Ok(page)
+    }
+
+    /// `logging/setLevel`: the calls of this connection send log messages at `level` and above. Over
+    /// the stateless HTTP server a request is a connection of its own, so the level holds for nothing
+    /// after it; calls there send `info` and above.
+    #[allow(deprecated)] // logging: see the `use` above
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level)
+            .and_then(serde_json::from_value::<LogLevel>)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = level;
+        Ok(())
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -504,6 +669,189 @@ impl ServerHandler for McpServer {
             format!("invalid params for `{method}`: {problem}"),
             None,
         ))
+    }
+}
+
+/// Asks the client whether `call` may run (the same question path as a tool's
+/// [`ToolContext::elicit`](crate::ToolContext::elicit)): `Ok` when the person confirmed, else the
+/// error text the model gets.
+async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(), String> {
+    let tool = &call.name;
+    let arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+    let question = Elicitation::new(
+        server,
+        format!("Allow the tool `{tool}` to run with these arguments?\n{arguments}"),
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": format!("Run `{tool}`"),
+                    "description": format!("Yes: `{tool}` runs with the arguments shown. No: it does not run."),
+                }
+            },
+            "required": ["approve"]
+        }),
+    );
+    let declined = || {
+        format!(
+            "the user declined to run `{tool}` with these arguments; it did not run. Do not call it \
+             again with the same arguments: ask the user what they want instead"
+        )
+    };
+    match asker.elicit(question).await {
+        Ok(ElicitationAnswer::Accept(answer))
+            if answer.get("approve") == Some(&Value::Bool(true)) =>
+        {
+            Ok(())
+        }
+        Ok(_) => Err(declined()),
+        Err(ElicitError::CannotAsk(why)) => Err(format!(
+            "`{tool}` needs a person's approval before it runs, and nobody can be asked: {why}; it \
+             did not run. Tell the user; the server's operator can let it run without asking \
+             (`yiem mcp --allow {tool}`, or `McpServer::with_allowed_tools`)"
+        )),
+        Err(error) => Err(format!(
+            "`{tool}` needs a person's approval before it runs, and asking failed: {error}; it did \
+             not run"
+        )),
+    }
+}
+
+/// The client of one call, as the call's [`Asker`]: questions go out as `elicitation/create`, log
+/// messages as `notifications/message` (in order, through one forwarder, all sent before the result).
+#[allow(deprecated)] // logging: see the `use` above
+struct ClientAsker {
+    peer: Peer<RoleServer>,
+    cannot_ask: Option<&'static str>,
+    level: Arc<Mutex<LogLevel>>,
+    logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
+}
+
+/// The forwarder of one call's log messages.
+struct Forwarding {
+    forwarder: JoinHandle<()>,
+    close: CancellationToken,
+}
+
+impl Forwarding {
+    /// Sends what the call has logged so far and stops forwarding: a message logged after the call
+    /// ended (by a task the tool left behind) is dropped.
+    async fn finish(self) {
+        self.close.cancel();
+        let _ = self.forwarder.await;
+    }
+}
+
+impl ClientAsker {
+    #[allow(deprecated)] // logging: see the `use` above
+    fn open(
+        server: &McpServer,
+        context: &RequestContext<RoleServer>,
+    ) -> (Arc<dyn Asker>, Forwarding) {
+        let (logs, mut receiver) = mpsc::unbounded_channel();
+        let peer = context.peer.clone();
+        let close = CancellationToken::new();
+        let closed = close.clone();
+        let forwarder = tokio::spawn(async move {
+            let send = async |message| match peer.notify_logging_message(message).await {
+                Ok(()) => true,
+                Err(error) => {
+                    tracing::debug!(%error, "could not send a log message");
+                    false
+                }
+            };
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(message) = receiver.recv() => {
+                        if !send(message).await {
+                            return;
+                        }
+                    }
+                    () = closed.cancelled() => break,
+                }
+            }
+            while let Ok(message) = receiver.try_recv() {
+                if !send(message).await {
+                    return;
+                }
+            }
+        });
+        let asker = ClientAsker {
+            peer: context.peer.clone(),
+            cannot_ask: server.cannot_ask,
+            level: Arc::clone(&server.log_level),
+            logs,
+        };
+        (Arc::new(asker), Forwarding { forwarder, close })
+    }
+}
+
+impl Asker for ClientAsker {
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> futures::future::BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        let peer = self.peer.clone();
+        let cannot_ask = self.cannot_ask;
+        Box::pin(async move {
+            if let Some(why) = cannot_ask {
+                return Err(ElicitError::CannotAsk(why.to_owned()));
+            }
+            if !peer
+                .supported_elicitation_modes()
+                .contains(&rmcp::service::ElicitationMode::Form)
+            {
+                return Err(ElicitError::CannotAsk(
+                    "the MCP client did not declare the `elicitation` capability (form mode), so no \
+                     person can be asked over this connection"
+                        .into(),
+                ));
+            }
+            let params =
+                serde_json::from_value::<rmcp::model::ElicitRequestParams>(serde_json::json!({
+                    "mode": "form",
+                    "message": question.message,
+                    "requestedSchema": question.schema,
+                }))
+                .map_err(|error| ElicitError::InvalidQuestion(error.to_string()))?;
+            let answer = peer
+                .create_elicitation(params)
+                .await
+                .map_err(|error| ElicitError::Failed(error.to_string()))?;
+            Ok(match answer.action {
+                rmcp::model::ElicitationAction::Accept => match answer.content {
+                    Some(Value::Object(content)) => ElicitationAnswer::Accept(content),
+                    None => ElicitationAnswer::Accept(serde_json::Map::new()),
+                    Some(other) => {
+                        return Err(ElicitError::InvalidAnswer(format!(
+                            "the client answered with {other}, not an object of fields"
+                        )));
+                    }
+                },
+                rmcp::model::ElicitationAction::Decline => ElicitationAnswer::Decline,
+                _ => ElicitationAnswer::Cancel,
+            })
+        })
+    }
+
+    #[allow(deprecated)] // logging: see the `use` above
+    fn log(&self, level: LogLevel, logger: &str, data: &Value) {
+        let wanted = *self
+            .level
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if level < wanted {
+            return;
+        }
+        let Ok(level) = serde_json::to_value(level).and_then(serde_json::from_value) else {
+            return;
+        };
+        let mut message = LoggingMessageNotificationParam::new(level, data.clone());
+        message.logger = Some(logger.to_owned());
+        // A send fails only once the call is over, when nobody reads the log any more.
+        let _ = self.logs.send(message);
     }
 }
 

@@ -16,7 +16,7 @@ mod key;
 mod mcp;
 mod oauth;
 mod render;
-mod safe;
+pub(crate) mod safe;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,91 @@
+"""A client of yiem's MCP server that answers its questions: the official Python SDK (`mcp>=2.3,<3`).
+
+Connects to `mcp-asking-server` (over stdio, or over streamable HTTP at a URL), optionally with an
+elicitation callback that answers every question the same way, optionally sets the log level, makes the
+calls it is given, and prints what it saw as one JSON object on stdout: the tools listed, each question
+asked (message and schema), each call's result (isError and text) and each log message. The calling
+test asserts on that.
+
+    python tests/python/mcp_asking_client.py SPEC stdio SERVER [ARGS...]
+    python tests/python/mcp_asking_client.py SPEC http URL
+
+SPEC is JSON: {"answer": null | {"action": "accept", "content": {...}} | {"action": "decline"} | ...,
+"log_level": null | "debug", "calls": [[NAME, ARGUMENTS], ...]}. Without an answer the client declares
+no elicitation capability.
+"""
+
+import json
+import sys
+
+import anyio
+
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+
+async def run(spec, transport, target, extra):
+    seen = {"questions": [], "results": [], "logs": [], "tools": []}
+    callbacks = {}
+    if spec.get("answer") is not None:
+        answer = spec["answer"]
+
+        async def elicit(_context, params):
+            seen["questions"].append(
+                {"message": params.message, "schema": params.requested_schema}
+            )
+            return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+
+        callbacks["elicitation_callback"] = elicit
+
+    async def on_log(params):
+        seen["logs"].append(
+            {"level": params.level, "logger": params.logger, "data": params.data}
+        )
+
+    callbacks["logging_callback"] = on_log
+
+    async def session_body(read, write):
+        async with ClientSession(read, write, **callbacks) as session:
+            await session.initialize()
+            if spec.get("log_level"):
+                await session.set_logging_level(spec["log_level"])
+            listed = await session.list_tools()
+            seen["tools"] = [
+                tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for tool in listed.tools
+            ]
+            for name, arguments in spec["calls"]:
+                result = await session.call_tool(name, arguments)
+                text = "".join(
+                    block.text for block in result.content if block.type == "text"
+                )
+                seen["results"].append({"isError": result.is_error, "text": text})
+            # One more round trip: every notification sent before it has been handled.
+            await session.list_tools()
+
+    if transport == "stdio":
+        params = StdioServerParameters(command=target, args=extra)
+        async with stdio_client(params) as (read, write):
+            await session_body(read, write)
+    else:
+        async with streamable_http_client(target) as (read, write):
+            await session_body(read, write)
+    return seen
+
+
+def main():
+    spec = json.loads(sys.argv[1])
+    transport, target, extra = sys.argv[2], sys.argv[3], sys.argv[4:]
+
+    async def with_limit():
+        with anyio.fail_after(60):
+            return await run(spec, transport, target, extra)
+
+    seen = anyio.run(with_limit)
+    print(json.dumps(seen))
+
+
+if __name__ == "__main__":
+    main()

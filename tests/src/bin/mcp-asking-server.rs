@@ -1,0 +1,108 @@
+//! The MCP server the approval and elicitation tests (`tests/tests/mcp_asking.rs`) drive with the official
+//! Python SDK: three tools that reach the person behind the client, served over stdio, or over streamable
+//! HTTP with `--http ADDR` (it prints `listening on http://ADDR/mcp` on stderr and stops when its stdin
+//! closes).
+//!
+//! - `remove` needs approval: it deletes the file at `path`, so a test sees whether it ran;
+//! - `pick_color` asks which color (`ToolContext::elicit`) and says what the answer was;
+//! - `chatty` logs at `debug`, `info` and `warning` (`ToolContext::log`).
+//!
+//! `--allow NAME` (repeatable) lets calls of that tool run without asking.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use yiem_core::mcp::{McpHttpServer, McpServer};
+use yiem_core::{ElicitError, ElicitationAnswer, LogLevel, ToolContext, ToolStore, tool};
+
+#[derive(Deserialize, JsonSchema)]
+struct RemoveArgs {
+    /// The file to delete.
+    path: String,
+}
+
+/// Delete a file.
+#[tool(needs_approval, destructive)]
+async fn remove(args: RemoveArgs) -> Result<String, std::io::Error> {
+    std::fs::remove_file(&args.path)?;
+    Ok(format!("removed {}", args.path))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Color {
+    Red,
+    Green,
+    Blue,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Pick {
+    /// The color to paint with.
+    color: Color,
+    /// Whether to use the bright shade.
+    bright: bool,
+}
+
+/// Ask the user for a color and paint with it.
+#[tool]
+async fn pick_color(ctx: ToolContext) -> Result<String, ElicitError> {
+    Ok(
+        match ctx
+            .elicit::<Pick>("Which color should I paint with?")
+            .await?
+        {
+            ElicitationAnswer::Accept(pick) => {
+                let color = match pick.color {
+                    Color::Red => "red",
+                    Color::Green => "green",
+                    Color::Blue => "blue",
+                };
+                format!("painted in {color} (bright: {})", pick.bright)
+            }
+            ElicitationAnswer::Decline => "the user declined to pick a color".into(),
+            _ => "the user dismissed the question".into(),
+        },
+    )
+}
+
+/// Do some work and log about it.
+#[tool]
+async fn chatty(ctx: ToolContext) -> &'static str {
+    ctx.log(LogLevel::Debug, "looking closely");
+    ctx.log(LogLevel::Info, "starting");
+    ctx.log(LogLevel::Warning, serde_json::json!({"disk": "low"}));
+    "done"
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let store = ToolStore::new("yiem-asking");
+    store.register(remove_tool())?;
+    store.register(pick_color_tool())?;
+    store.register(chatty_tool())?;
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let values = |name: &str| -> Vec<String> {
+        args.windows(2)
+            .filter(|pair| pair[0] == name)
+            .map(|pair| pair[1].clone())
+            .collect()
+    };
+    let server = McpServer::new(store)
+        .with_server_info("yiem-asking", "0.0.1")
+        .with_allowed_tools(values("--allow"));
+    let Some(address) = values("--http").pop() else {
+        server.serve_stdio().await?;
+        return Ok(());
+    };
+    let listener = tokio::net::TcpListener::bind(address.as_str()).await?;
+    eprintln!("listening on http://{}/mcp", listener.local_addr()?);
+    // The test holds stdin open; closing it (or the test dying) shuts the server down.
+    let stdin_closed = async {
+        let mut sink = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+    };
+    McpHttpServer::new(server)
+        .serve(listener, stdin_closed)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,245 @@
+//! Asking the person behind a call a question while it runs (elicitation), and logging to them: the
+//! question ([`Elicitation`]), its answer ([`ElicitationAnswer`]), who answers ([`ElicitationHandler`]),
+//! why nobody could ([`ElicitError`]) and the levels of a log message ([`LogLevel`]).
+//!
+//! A tool asks through its [`ToolContext`](crate::ToolContext) ([`elicit`](crate::ToolContext::elicit),
+//! [`elicit_with_schema`](crate::ToolContext::elicit_with_schema)) and logs with
+//! [`log`](crate::ToolContext::log). Who is asked depends on where the call runs:
+//!
+//! - **over MCP** (`mcp::McpServer`, stdio): the client, with `elicitation/create`
+//!   (form mode), when it declared the `elicitation` capability; log messages become
+//!   `notifications/message` at or above the level the client set with `logging/setLevel`.
+//! - **in an agent or an executor**: the [`ElicitationHandler`] given to
+//!   [`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation), if any.
+//! - otherwise (no handler, a call in hand, the stateless HTTP server, a client without the capability):
+//!   nobody — [`ElicitError::CannotAsk`], with why.
+//!
+//! Log messages always go to `tracing` too (target `yiem::tool`).
+//!
+//! An `mcp::McpClient` answers a server's questions with the same
+//! [`ElicitationHandler`], given to `McpClientBuilder::elicitation`.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A question for the person behind a call: the message and the form's schema (a flat JSON object schema
+/// of strings, numbers, integers, booleans and enums, per the MCP specification).
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Elicitation {
+    /// Who asks: the MCP server's name as the client gives it, or, for a tool in an agent, the name of
+    /// the store the tool runs in (empty when it runs in none).
+    pub server: String,
+    /// What is asked, written by the server or the tool: escape it before showing it in a terminal.
+    pub message: String,
+    /// The requested schema (`{"type":"object","properties":{…},"required":[…]}`).
+    pub schema: Value,
+}
+
+impl Elicitation {
+    /// The question `message` from `server`, with the form `schema`.
+    pub fn new(server: impl Into<String>, message: impl Into<String>, schema: Value) -> Self {
+        Elicitation {
+            server: server.into(),
+            message: message.into(),
+            schema,
+        }
+    }
+}
+
+/// The answer to an [`Elicitation`]: the form's content (`T`: the fields as JSON, or the type a tool
+/// asked for with [`ToolContext::elicit`](crate::ToolContext::elicit)), or no answer.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ElicitationAnswer<T = Map<String, Value>> {
+    /// The person answered; to a server, fields left out that have a `default` in the schema get it.
+    Accept(T),
+    /// The person declined to answer.
+    Decline,
+    /// The person dismissed the question without choosing.
+    Cancel,
+}
+
+/// Answers an [`Elicitation`]: a tool's, for an executor
+/// ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation)), or a server's, for an
+/// `mcp::McpClient`. A closure `Fn(Elicitation) -> impl Future<Output =
+/// ElicitationAnswer>` is one.
+pub trait ElicitationHandler: Send + Sync + 'static {
+    /// Asks the person and returns the answer.
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + 'static>>;
+}
+
+impl<F, Fut> ElicitationHandler for F
+where
+    F: Fn(Elicitation) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ElicitationAnswer> + Send + 'static,
+{
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> Pin<Box<dyn Future<Output = ElicitationAnswer> + Send + 'static>> {
+        Box::pin(self(question))
+    }
+}
+
+/// Why a question got no answer: a tool returns it as its error (`?`), and the model reads the text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ElicitError {
+    /// Nobody can be asked where the call runs; the text says why.
+    #[error("the user cannot be asked: {0}")]
+    CannotAsk(String),
+    /// The question could not be asked or answered (the connection failed, the client refused it).
+    #[error("asking the user failed: {0}")]
+    Failed(String),
+    /// The question's type has no form schema MCP can show (it must be an object of plain fields).
+    #[error("the question cannot be shown as a form: {0}")]
+    InvalidQuestion(String),
+    /// The person's answer does not fit the type asked for.
+    #[error("the user's answer does not fit the question: {0}")]
+    InvalidAnswer(String),
+}
+
+/// The level of a log message, as MCP's `logging` (syslog's severities, lowest first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Detailed information for debugging.
+    Debug,
+    /// Progress and the like.
+    Info,
+    /// Normal but significant.
+    Notice,
+    /// Something to look at.
+    Warning,
+    /// Something failed.
+    Error,
+    /// A critical condition.
+    Critical,
+    /// Action must be taken at once.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    /// The level's name in MCP (`"warning"`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Who a running call can reach besides its result: asked by [`ToolContext`](crate::ToolContext)'s
+/// `elicit` and `log`, and by the MCP server's approval of a call (the same path).
+pub(crate) trait Asker: Send + Sync {
+    /// Asks `question`; the answer's content is the form's fields.
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>>;
+
+    /// Sends a log message from `logger` (the tool's name), if the receiver wants this level.
+    fn log(&self, level: LogLevel, logger: &str, data: &Value);
+}
+
+/// An executor's [`ElicitationHandler`], as the [`Asker`] of its calls (log messages go to `tracing` only).
+pub(crate) struct HandlerAsker(pub(crate) std::sync::Arc<dyn ElicitationHandler>);
+
+impl Asker for HandlerAsker {
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        let answer = self.0.elicit(question);
+        Box::pin(async move { Ok(answer.await) })
+    }
+
+    fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
+}
+
+impl fmt::Debug for dyn Asker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Asker")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use schemars::JsonSchema;
+    use serde_json::json;
+
+    use crate::ElicitError;
+    use crate::dialect::elicitation_schema;
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    enum Size {
+        Small,
+        Large,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Order {
+        /// How many.
+        count: u32,
+        size: Size,
+    }
+
+    #[allow(dead_code)]
+    #[derive(JsonSchema)]
+    struct Nested {
+        order: Order,
+    }
+
+    #[test]
+    fn a_struct_of_plain_fields_is_a_flat_form_with_its_enums_inlined() {
+        let schema = elicitation_schema(&schemars::schema_for!(Order).to_value()).unwrap();
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["count", "size"]));
+        assert_eq!(
+            schema["properties"]["size"]["enum"],
+            json!(["small", "large"])
+        );
+        assert_eq!(schema["properties"]["count"]["type"], "integer");
+        assert_eq!(schema.get("$defs"), None);
+        assert_eq!(schema.get("$schema"), None);
+    }
+
+    #[test]
+    fn a_field_that_is_an_object_is_refused_naming_the_field() {
+        let refused = elicitation_schema(&schemars::schema_for!(Nested).to_value()).unwrap_err();
+        assert_eq!(
+            refused,
+            ElicitError::InvalidQuestion(
+                "the field `order` is an object; a form holds only strings, numbers, integers, \
+                 booleans and enums of strings"
+                    .into()
+            )
+        );
+    }
+}
