@@ -40,6 +40,12 @@
 //! A failed model call is retried by [`model_retry`](DurableAgentBuilder::model_retry); a tool's error
 //! result is a result the model reads, never a retry.
 //!
+//! Events are at-least-once too: a replay emits again the events of the steps it replays (the run's start,
+//! the prompt, each replayed call's start and end; not the model's stream, which is not run again), so an
+//! event sink of a durable agent that must count each event once keys it by the call id and the turn.
+//! (restate-sdk 0.13 tells a service whether it is replaying only through a tracing span field, which is
+//! not a public API, so the runner cannot hold the events back.)
+//!
 //! # Approvals
 //!
 //! A call that needs approval suspends the run on an awakeable: no process holds it, for as long as it
