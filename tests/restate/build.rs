@@ -31,7 +31,11 @@ const SETUP: &[(&str, &str, &str)] = &[
         "Ok(())\n}\nfn main() {}",
     ),
     ("// tests/tools.rs", "", "fn main() {}"),
-    ("// A tool that asks the user, and logs.", "", "fn main() {}"),
+    (
+        "// A tool that asks the user, and logs.",
+        "",
+        "fn main() {}",
+    ),
     (
         "yiem_core::link_tools!(weather_tools, file_tools);",
         "mod weather_tools {}\nmod file_tools {}",
