@@ -83,7 +83,7 @@ pub struct ToolAnnotations {
 #[non_exhaustive]
 pub struct ProviderOptions {
     /// Examples of good arguments, each an object that fits the input schema (checked by
-    /// [`ToolBuilder::build`], [`check_tools`](crate::check_tools) and [`AgentTool::check_examples`]).
+    /// [`ToolBuilder::build`], [`check_tools`](crate::check_tools()) and [`AgentTool::check_examples`]).
     pub examples: Vec<Value>,
     /// The provider guarantees the arguments fit the schema (structured outputs); the schema must be one
     /// strict mode can express ([`Dialect::OpenAiStrict`]).
