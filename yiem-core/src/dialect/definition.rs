@@ -64,10 +64,7 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
         },
         _ => rewrite::rewrite(name, dialect, tool.input_schema)?,
     };
-    let ignored = !tool.examples.is_empty() || tool.strict || tool.eager_input_streaming;
-    if ignored && matches!(dialect, Dialect::Gemini | Dialect::Mcp) {
-        tracing::debug!(tool = name, %dialect, "{dialect} has no input examples, strict mode or eager input streaming: left out");
-    }
+    note_left_out(tool, dialect);
     let description = tool.description;
     Ok(match dialect {
         Dialect::Mcp => {
@@ -143,6 +140,37 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
             }
         }
     })
+}
+
+/// Says (a `tracing` debug note, once per tool and dialect: definitions are cached) which of the tool's
+/// provider options `dialect` has no field for.
+fn note_left_out(tool: &ToolFacts<'_>, dialect: Dialect) {
+    let has_strict = matches!(
+        dialect,
+        Dialect::OpenAi | Dialect::OpenAiStrict | Dialect::Anthropic
+    );
+    let left_out: Vec<&str> = [
+        (
+            "input examples",
+            !tool.examples.is_empty() && dialect != Dialect::Anthropic,
+        ),
+        ("strict mode", tool.strict && !has_strict),
+        (
+            "eager input streaming",
+            tool.eager_input_streaming && dialect != Dialect::Anthropic,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(option, dropped)| dropped.then_some(option))
+    .collect();
+    if !left_out.is_empty() {
+        tracing::debug!(
+            tool = tool.name,
+            %dialect,
+            "{dialect} has no field for {}: left out of the definition",
+            left_out.join(", ")
+        );
+    }
 }
 
 /// Keywords Gemini reads in `parametersJsonSchema` (its documented JSON Schema subset).
