@@ -1,6 +1,7 @@
 //! `yiem_core::check_tools!()` in a user's crate: `tests/fixtures/checked-tools` runs it in its own tests.
 //! Built as it is, its tools pass (that run is part of `cargo test --workspace`); here it is built again,
-//! in a subprocess, with a tool Gemini cannot express, and its `cargo test` must fail with the report.
+//! in a subprocess, with a tool OpenAI strict mode cannot express or a tool with an example that does not
+//! fit its schema, and its `cargo test` must fail with the report.
 
 use std::path::Path;
 use std::process::Command;
@@ -40,15 +41,16 @@ fn failing(output: std::process::Output) -> (String, String) {
 }
 
 #[test]
-fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
-    let (stdout, stderr) = failing(fixture_test("gemini-cannot-express", "check"));
+fn the_check_fails_a_crate_with_a_tool_strict_mode_cannot_express() {
+    let (stdout, stderr) = failing(fixture_test("strict-cannot-express", "check"));
     assert!(
         stdout.contains("test yiem_check_tools ... FAILED"),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let report = "1 problem with the tools:\n\
-         - tool `count_headings` cannot be described for Gemini: type `Outline` is recursive, and Gemini \
-         cannot express recursion (no `$ref`); bound the depth with distinct types or use another dialect\n";
+         - tool `add_counts` cannot be described for OpenAI strict mode: `/counts` in type `Tally` is a map \
+         with free keys (`additionalProperties`), and OpenAI strict mode needs `additionalProperties: false` \
+         on every object\n";
     assert!(
         stdout.contains(report),
         "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
@@ -60,13 +62,32 @@ fn the_check_fails_a_crate_with_a_tool_gemini_cannot_express() {
 }
 
 #[test]
+fn the_check_fails_a_crate_with_an_example_that_does_not_fit_its_tool() {
+    let (stdout, stderr) = failing(fixture_test("bad-example", "check"));
+    // The second example of `forecast` gives `days` as a string; the first fits.
+    for part in [
+        "1 problem with the tools:\n- tool `forecast` (defined at ",
+        "has an example that does not fit its input schema (example 1, counting from 0); fix the example \
+         or the schema: invalid arguments for tool `forecast`: at `/days`: expected an integer from 0 to 255, \
+         got the string \"two\"",
+    ] {
+        assert!(
+            stdout.contains(part),
+            "`{part}` is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
+        );
+    }
+    assert!(
+        stdout.contains("test result: FAILED. 0 passed; 1 failed"),
+        "{stdout}"
+    );
+}
+
+#[test]
 fn a_test_file_of_nothing_but_the_check_links_the_crates_tools_itself() {
     // tests/only_check.rs never names its library: the check must link it, and so fail on the tool.
-    let (stdout, stderr) = failing(fixture_test("gemini-cannot-express", "only_check"));
+    let (stdout, stderr) = failing(fixture_test("strict-cannot-express", "only_check"));
     assert!(
-        stdout.contains(
-            "tool `count_headings` cannot be described for Gemini: type `Outline` is recursive"
-        ),
+        stdout.contains("tool `add_counts` cannot be described for OpenAI strict mode"),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
 }

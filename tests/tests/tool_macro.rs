@@ -620,3 +620,68 @@ fn tools_are_send_and_sync() {
     assert_send_sync::<yiem_core::AgentTool>();
     assert_send_sync::<yiem_core::ToolStore>();
 }
+
+#[derive(Deserialize, JsonSchema)]
+struct FlightArgs {
+    /// Departure airport.
+    origin: String,
+    /// How many travel.
+    passengers: Option<u8>,
+}
+
+/// Find flights.
+#[tool(
+    example = r#"{"origin": "OSL"}"#,
+    example = r#"{"origin": "OSL", "passengers": 2}"#,
+    strict,
+    eager_input_streaming
+)]
+async fn find_flights(args: FlightArgs) -> String {
+    format!("{} x{}", args.origin, args.passengers.unwrap_or(1))
+}
+
+#[test]
+fn provider_option_keys_reach_the_tool_in_the_order_written() {
+    let tool = find_flights_tool();
+    let options = tool.provider_options();
+    assert_eq!(
+        options.examples,
+        [
+            json!({"origin": "OSL"}),
+            json!({"origin": "OSL", "passengers": 2})
+        ]
+    );
+    assert!(options.strict);
+    assert!(options.eager_input_streaming);
+    assert!(tool.check_examples().is_ok());
+    // Left unsaid, they are off.
+    let plain = server_time_tool();
+    assert_eq!(*plain.provider_options(), Default::default());
+}
+
+#[test]
+fn provider_option_keys_shape_the_anthropic_and_openai_definitions() {
+    use yiem_core::Dialect;
+    let tool = find_flights_tool();
+    let anthropic = tool.definition(Dialect::Anthropic).unwrap();
+    assert_eq!(
+        anthropic["input_examples"][1],
+        json!({"origin": "OSL", "passengers": 2})
+    );
+    assert_eq!(anthropic["strict"], json!(true));
+    assert_eq!(anthropic["eager_input_streaming"], json!(true));
+    assert_eq!(
+        anthropic["input_schema"]["additionalProperties"],
+        json!(false)
+    );
+    let openai = tool.definition(Dialect::OpenAi).unwrap();
+    assert_eq!(openai["function"]["strict"], json!(true));
+    assert_eq!(
+        openai["function"]["parameters"]["required"],
+        json!(["origin", "passengers"])
+    );
+    let gemini = tool.definition(Dialect::Gemini).unwrap();
+    let mut keys: Vec<&String> = gemini.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["description", "name", "parameters"]);
+}

@@ -22,7 +22,8 @@ pub use crate::tool::SchemaCell;
 use crate::args::ArgumentCache;
 use crate::dialect::DialectCache;
 use crate::tool::{
-    AgentTool, ExecutionMode, SchemaSource, SourceLocation, ToolAnnotations, ToolInner, title_case,
+    AgentTool, ExecutionMode, ProviderOptions, SchemaSource, SourceLocation, ToolAnnotations,
+    ToolInner, title_case,
 };
 
 /// What `#[tool]` knows about a tool at compile time.
@@ -35,6 +36,10 @@ pub struct ToolSpec {
     pub timeout_ms: Option<u64>,
     pub annotations: ToolAnnotations,
     pub prepare: Option<fn(Value) -> Value>,
+    /// Examples of good arguments, as JSON text (`#[tool]` checked that each parses).
+    pub examples: &'static [&'static str],
+    pub strict: bool,
+    pub eager_input_streaming: bool,
     pub file: &'static str,
     pub line: u32,
 }
@@ -74,6 +79,19 @@ impl ToolSpec {
                 timeout: self.timeout_ms.map(Duration::from_millis),
                 annotations: self.annotations,
                 needs_approval: self.needs_approval,
+                options: ProviderOptions {
+                    // Each parsed at compile time by `#[tool]`; one that somehow does not is kept as
+                    // text, for the examples check to refuse.
+                    examples: self
+                        .examples
+                        .iter()
+                        .map(|text| {
+                            serde_json::from_str(text).unwrap_or_else(|_| Value::from(*text))
+                        })
+                        .collect(),
+                    strict: self.strict,
+                    eager_input_streaming: self.eager_input_streaming,
+                },
                 source: SourceLocation {
                     file: self.file,
                     line: self.line,

@@ -1,7 +1,8 @@
 //! The check a tool crate runs in its own tests: [`check_tools`] (and the [`check_tools!`](crate::check_tools!)
 //! test it generates) and [`ToolStore::check`], which find, before anything ships, the tools a provider
-//! would refuse: an empty description, a name some provider rejects, two tools of one name, a schema a
-//! dialect cannot express (Gemini, OpenAI strict mode), or state a store does not hold.
+//! would refuse: an empty description, a name some provider rejects, two tools of one name, an example of
+//! arguments that does not fit the schema, a schema a dialect cannot express (OpenAI strict mode), or state
+//! a store does not hold.
 
 use std::fmt;
 
@@ -46,6 +47,20 @@ pub enum ToolProblem {
         /// Where the second was defined.
         second: SourceLocation,
     },
+    /// An example of good arguments does not fit the tool's input schema.
+    #[error(
+        "tool `{tool}` (defined at {defined}) has an example that does not fit its input schema (example {index}, counting from 0); fix the example or the schema: {detail}"
+    )]
+    InvalidExample {
+        /// The tool.
+        tool: String,
+        /// Where it was defined.
+        defined: SourceLocation,
+        /// The example's position among the tool's examples, from 0.
+        index: usize,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A dialect cannot describe the tool (the documented refusal, naming the tool and the type).
     #[error(transparent)]
     Dialect(DialectError),
@@ -80,32 +95,31 @@ impl fmt::Display for ToolCheck {
 impl std::error::Error for ToolCheck {}
 
 /// Checks `tools` for what a provider would refuse: each has a non-empty description and a name every
-/// provider accepts, no two share a name, and each has a definition in every [`Dialect`]. Every problem is
-/// reported, not only the first.
+/// provider accepts, no two share a name, each example of arguments fits the tool's input schema, and
+/// each has a definition in every [`Dialect`]. Every problem is reported, not only the first.
 ///
 /// ```
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{check_tools, tool};
+/// use yiem_core::{ToolProblem, check_tools, tool};
 ///
 /// #[derive(Deserialize, JsonSchema)]
-/// struct Tree {
-///     children: Vec<Tree>,
+/// struct WeatherArgs {
+///     /// The city.
+///     city: String,
 /// }
 ///
-/// /// Count the nodes of a tree.
-/// #[tool]
-/// async fn count_nodes(args: Tree) -> String {
-///     args.children.len().to_string()
+/// /// Fetch the weather.
+/// #[tool(example = r#"{"city": "Oslo"}"#, example = r#"{"town": "Oslo"}"#)]
+/// async fn weather(args: WeatherArgs) -> String {
+///     args.city
 /// }
 ///
-/// let report = check_tools(&[count_nodes_tool()]).unwrap_err();
-/// assert_eq!(
-///     report.to_string(),
-///     "1 problem with the tools:\n\
-///      - tool `count_nodes` cannot be described for Gemini: type `Tree` is recursive, and Gemini cannot \
-///      express recursion (no `$ref`); bound the depth with distinct types or use another dialect"
-/// );
+/// let report = check_tools(&[weather_tool()]).unwrap_err();
+/// assert!(matches!(
+///     &report.problems[..],
+///     [ToolProblem::InvalidExample { tool, index: 1, .. }] if tool == "weather"
+/// ));
 /// ```
 pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
     let mut problems = Vec::new();
@@ -131,6 +145,14 @@ pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
                 defined: tool.source(),
             });
             continue;
+        }
+        if let Err((index, error)) = tool.check_examples() {
+            problems.push(ToolProblem::InvalidExample {
+                tool: name.to_owned(),
+                defined: tool.source(),
+                index,
+                detail: error.to_string(),
+            });
         }
         for dialect in Dialect::ALL {
             if let Err(error) = tool.definition(dialect) {

@@ -52,7 +52,8 @@
 //! (a pool, a client, a root directory) as [`State<T>`], held per store ([`ToolStore::with_state`]); tools
 //! that are methods of one instance come from [`tools`] on an `impl` block. [`check_tools!`] in a test
 //! file checks every tool for what a provider would refuse. Tools built at run time (from configuration or
-//! another process) use [`AgentTool::builder`].
+//! another process) use [`AgentTool::builder`]. Examples of arguments, strict mode and eager input
+//! streaming ([`ProviderOptions`]) go to the providers that take them.
 //!
 //! ## Features
 //!
@@ -277,8 +278,8 @@ pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
 pub use state::{MissingState, State, StateKey, ToolState};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
-    AgentTool, ExecutionMode, SourceLocation, ToolAnnotations, ToolBuilder, ToolDefinitionError,
-    ToolFuture, is_valid_tool_name,
+    AgentTool, ExecutionMode, ProviderOptions, SourceLocation, ToolAnnotations, ToolBuilder,
+    ToolDefinitionError, ToolFuture, is_valid_tool_name,
 };
 
 /// Turns an `async fn` (or a plain `fn`) into a tool an LLM can call.
@@ -342,6 +343,9 @@ pub use tool::{
 /// | `validate = path` | `fn(&A) -> Result<(), String>`, extra checks after parsing | none |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | MCP hints, as flags or `= true/false` | unsaid |
 /// | `crate = "path"` | where the runtime is, for re-exports | `::yiem_core` |
+/// | `example = r#"{...}"#` | an example of good arguments as JSON text, repeatable; Anthropic's `input_examples` ([`ProviderOptions`]); [`check_tools!`] checks it against the schema | none |
+/// | `strict` | strict mode where the provider has it (OpenAI, Anthropic); the schema must be one strict mode expresses | off |
+/// | `eager_input_streaming` | Anthropic streams the arguments unbuffered | off |
 ///
 /// ```
 /// use schemars::JsonSchema;

@@ -68,6 +68,30 @@ pub struct ToolAnnotations {
     pub open_world: Option<bool>,
 }
 
+/// The options of a tool's definition that only some providers read, each sent where the provider takes
+/// it and left out elsewhere (a `tracing` debug note says so):
+///
+/// | option | OpenAI Chat Completions and Responses | Anthropic | Gemini | MCP |
+/// |---|---|---|---|---|
+/// | `examples` | left out | `input_examples` | left out | left out |
+/// | `strict` | `strict: true`, the schema made strict ([`Dialect::OpenAiStrict`]) | `strict: true`, every object closed (`additionalProperties: false`) | left out | left out |
+/// | `eager_input_streaming` | left out | `eager_input_streaming: true` | left out | left out |
+///
+/// Set them with `#[tool(example = "...", strict, eager_input_streaming)]` or the builder
+/// ([`ToolBuilder::example`], [`ToolBuilder::strict`], [`ToolBuilder::eager_input_streaming`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct ProviderOptions {
+    /// Examples of good arguments, each an object that fits the input schema (checked by
+    /// [`ToolBuilder::build`], [`check_tools`](crate::check_tools()) and [`AgentTool::check_examples`]).
+    pub examples: Vec<Value>,
+    /// The provider guarantees the arguments fit the schema (structured outputs); the schema must be one
+    /// strict mode can express ([`Dialect::OpenAiStrict`]).
+    pub strict: bool,
+    /// Anthropic streams the arguments without buffering them to check them as JSON first.
+    pub eager_input_streaming: bool,
+}
+
 /// Where a tool was defined, for error messages such as a duplicate registration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct SourceLocation {
@@ -174,6 +198,7 @@ pub(crate) struct ToolInner {
     pub(crate) timeout: Option<Duration>,
     pub(crate) annotations: ToolAnnotations,
     pub(crate) needs_approval: bool,
+    pub(crate) options: ProviderOptions,
     pub(crate) source: SourceLocation,
     pub(crate) arguments: ArgumentCache,
     pub(crate) dialects: DialectCache<Value>,
@@ -235,6 +260,7 @@ impl AgentTool {
             timeout: None,
             annotations: ToolAnnotations::default(),
             needs_approval: false,
+            options: ProviderOptions::default(),
             source: SourceLocation::caller(),
         }
     }
@@ -287,6 +313,42 @@ impl AgentTool {
     /// The MCP behaviour hints.
     pub fn annotations(&self) -> &ToolAnnotations {
         &self.inner.annotations
+    }
+
+    /// The options of the tool's definition that only some providers read: examples of good arguments,
+    /// strict mode, eager input streaming.
+    pub fn provider_options(&self) -> &ProviderOptions {
+        &self.inner.options
+    }
+
+    /// Checks each of the tool's [examples](ProviderOptions::examples) against its input schema (the
+    /// check a call's arguments go through, in full: [`ArgumentChecking::Full`](crate::ArgumentChecking::Full)):
+    /// the first that does not fit, by its position, with what is wrong with it.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{AgentTool, ToolContext};
+    ///
+    /// let tool = AgentTool::builder("echo")
+    ///     .description("Repeat the text.")
+    ///     .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
+    ///     .example(json!({"text": "hello"}))
+    ///     .handler(|_ctx: ToolContext, _args: serde_json::Value| async move { "" })
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(tool.check_examples().is_ok());
+    /// ```
+    pub fn check_examples(&self) -> Result<(), (usize, ArgumentError)> {
+        for (index, example) in self.inner.options.examples.iter().enumerate() {
+            let refused = self.with_argument_check(ArgumentChecking::Full, |check| {
+                (!example.is_object() || !check.is_valid(example))
+                    .then(|| check.explain(example, None))
+            });
+            if let Some(error) = refused {
+                return Err((index, error));
+            }
+        }
+        Ok(())
     }
 
     /// Where the tool was defined.
@@ -356,7 +418,11 @@ impl AgentTool {
     pub fn definition(&self, dialect: Dialect) -> Result<&Value, DialectError> {
         self.inner.dialects.get_or_init(dialect, || {
             let hints = self.annotations();
+            let options = &self.inner.options;
             let facts = ToolFacts {
+                examples: &options.examples,
+                strict: options.strict,
+                eager_input_streaming: options.eager_input_streaming,
                 name: self.name(),
                 label: self.label(),
                 description: self.description(),
@@ -587,6 +653,26 @@ pub enum ToolDefinitionError {
     /// No handler was given.
     #[error("tool `{0}` has no handler: call `.handler(...)` on the builder")]
     MissingHandler(String),
+    /// An example does not fit the input schema.
+    #[error(
+        "example {index} (counting from 0) of tool `{name}` does not fit its input schema; fix the example or the schema: {detail}"
+    )]
+    InvalidExample {
+        /// The tool.
+        name: String,
+        /// The example's position among the tool's examples, from 0.
+        index: usize,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// The tool asks for strict mode and strict mode cannot express its schema.
+    #[error("tool `{name}` asks for strict mode, which cannot express its schema: {detail}")]
+    NotStrict {
+        /// The tool.
+        name: String,
+        /// Why not (the strict dialect's refusal).
+        detail: String,
+    },
     /// The input schema is not a valid JSON Schema, or does not describe an object.
     #[error("the input schema of tool `{name}` is not usable: {detail}")]
     InvalidSchema {
@@ -611,6 +697,7 @@ pub struct ToolBuilder {
     timeout: Option<Duration>,
     annotations: ToolAnnotations,
     needs_approval: bool,
+    options: ProviderOptions,
     source: SourceLocation,
 }
 
@@ -672,6 +759,26 @@ impl ToolBuilder {
         self
     }
 
+    /// Adds an example of good arguments (Anthropic's `input_examples`; see [`ProviderOptions`]). `build`
+    /// refuses an example that does not fit the input schema.
+    pub fn example(mut self, arguments: Value) -> Self {
+        self.options.examples.push(arguments);
+        self
+    }
+
+    /// Asks the providers that have it for strict mode (see [`ProviderOptions`]). `build` refuses a
+    /// schema strict mode cannot express.
+    pub fn strict(mut self) -> Self {
+        self.options.strict = true;
+        self
+    }
+
+    /// Asks Anthropic to stream the arguments without buffering them (see [`ProviderOptions`]).
+    pub fn eager_input_streaming(mut self) -> Self {
+        self.options.eager_input_streaming = true;
+        self
+    }
+
     /// Rewrites the raw JSON arguments before validation (e.g. to accept a legacy shape).
     pub fn prepare_arguments(
         mut self,
@@ -727,7 +834,7 @@ impl ToolBuilder {
         #[cfg(not(feature = "schema-validation"))]
         let arguments = ArgumentCache::default();
         let label = self.label.unwrap_or_else(|| title_case(&name));
-        Ok(AgentTool {
+        let tool = AgentTool {
             inner: Arc::new(ToolInner {
                 label: label.into(),
                 description: description.into(),
@@ -739,13 +846,30 @@ impl ToolBuilder {
                 timeout: self.timeout,
                 annotations: self.annotations,
                 needs_approval: self.needs_approval,
+                options: self.options,
                 source: self.source,
                 arguments,
                 dialects: DialectCache::default(),
                 needs: Box::default(),
                 name: name.into(),
             }),
-        })
+        };
+        if let Err((index, error)) = tool.check_examples() {
+            return Err(ToolDefinitionError::InvalidExample {
+                name: tool.name().to_owned(),
+                index,
+                detail: error.to_string(),
+            });
+        }
+        if tool.inner.options.strict
+            && let Err(error) = tool.definition(Dialect::OpenAiStrict)
+        {
+            return Err(ToolDefinitionError::NotStrict {
+                name: tool.name().to_owned(),
+                detail: error.to_string(),
+            });
+        }
+        Ok(tool)
     }
 }
 

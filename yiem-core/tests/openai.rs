@@ -88,6 +88,7 @@ fn request(text: &str) -> ModelRequest {
         system_prompt: "You are terse.".into(),
         messages: vec![UserMessage::text(text).into()],
         tools: Default::default(),
+        tool_choice: None,
     }
 }
 
@@ -198,6 +199,7 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
             ToolResultMessage::new(&call, AgentToolResult::text("Sunny, 22 °C")).into(),
         ],
         tools: vec![weather_tool()].into(),
+        tool_choice: None,
     };
     let model = server.model_with(|config| config.with_extra("temperature", json!(0)));
     assert_eq!(
@@ -764,6 +766,7 @@ async fn the_tool_result_request_sends_tool_calls_with_empty_text_content() {
             result.into(),
         ],
         tools: Default::default(),
+        tool_choice: None,
     };
     let _ = events(&server.model(), request).await;
     let sent = &server.requests()[0].body["messages"];
@@ -1359,6 +1362,7 @@ async fn a_reply_cut_mid_stream_is_not_sent_back_as_a_finished_message() {
             UserMessage::text("again?").into(),
         ],
         tools: Default::default(),
+        tool_choice: None,
     };
     let _ = events(&model, next).await;
     assert_eq!(

@@ -52,6 +52,7 @@ fn request() -> ModelRequest {
         system_prompt: "Use the tools.".into(),
         messages: vec![UserMessage::text("Weather and time in Oslo?").into()],
         tools: vec![weather_tool(), time].into(),
+        tool_choice: None,
     }
 }
 

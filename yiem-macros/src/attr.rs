@@ -35,6 +35,10 @@ pub(crate) struct Attrs {
     pub idempotent: Option<Keyed<bool>>,
     pub open_world: Option<Keyed<bool>>,
     pub krate: Option<Keyed<syn::Path>>,
+    /// Examples of good arguments, as JSON text, in the order written (the key may repeat).
+    pub examples: Vec<LitStr>,
+    pub strict: Option<Keyed<()>>,
+    pub eager_input_streaming: Option<Keyed<()>>,
 }
 
 /// How one key's value is read: from the key onwards, recording problems in `cx`.
@@ -66,6 +70,14 @@ pub(crate) const KEYS: &[(&str, ParseKey)] = &[
     key!("idempotent", idempotent, hint),
     key!("open_world", open_world, hint),
     key!("crate", krate, crate_path),
+    ("example", |attrs, cx, _key, meta| {
+        if let Some(example) = json_text(cx, meta)? {
+            attrs.examples.push(example);
+        }
+        Ok(())
+    }),
+    key!("strict", strict, flag),
+    key!("eager_input_streaming", eager_input_streaming, flag),
 ];
 
 /// Parses the attribute's arguments, recording every problem in `cx` (all of them, not only the first).
@@ -161,6 +173,27 @@ fn string(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<
             None
         }
     })
+}
+
+/// JSON text in a string literal (an example of arguments); anything else up to the next key is refused
+/// as a whole.
+fn json_text(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>) -> syn::Result<Option<LitStr>> {
+    let message = "`example` takes the arguments as JSON text in a string literal, e.g. `example = r#\"{\"city\": \"Oslo\"}\"#`";
+    if !meta.input.peek(Token![=]) {
+        cx.error_spanned_by(&meta.path, message);
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    let input = meta.value()?;
+    if input.peek(LitStr) {
+        return Ok(Some(input.parse()?));
+    }
+    let mut tokens = TokenStream::new();
+    while !input.is_empty() && !input.peek(Token![,]) {
+        tokens.extend([input.parse::<proc_macro2::TokenTree>()?]);
+    }
+    cx.error_spanned_by(tokens, message);
+    Ok(None)
 }
 
 /// The path of the runtime crate, written as a string.

@@ -265,6 +265,9 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
     };
     let timeout = some(tool.timeout_ms.map(|ms| quote!(#ms)));
     let needs_approval = tool.needs_approval;
+    let examples = &tool.examples;
+    let strict = tool.strict;
+    let eager_input_streaming = tool.eager_input_streaming;
     let hint = |value: Option<bool>| some(value.map(|value| quote!(#value)));
     let (read_only, destructive, idempotent, open_world) = (
         hint(tool.hints.read_only),
@@ -349,6 +352,9 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
                 open_world: #open_world,
             },
             prepare: #prepare,
+            examples: &[#(#examples),*],
+            strict: #strict,
+            eager_input_streaming: #eager_input_streaming,
             file,
             line,
         }

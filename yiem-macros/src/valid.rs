@@ -84,6 +84,10 @@ pub(crate) struct Tool<'a> {
     pub hints: Hints,
     pub prepare: Option<syn::Path>,
     pub validate: Option<syn::Path>,
+    /// Examples of good arguments: JSON objects, as text.
+    pub examples: Vec<LitStr>,
+    pub strict: bool,
+    pub eager_input_streaming: bool,
     pub runs: Runs,
     pub signature: Signature<'a>,
     pub output: &'a ReturnType,
@@ -149,6 +153,20 @@ pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: F
         );
     }
 
+    for example in &attrs.examples {
+        match serde_json::from_str::<serde_json::Value>(&example.value()) {
+            Ok(serde_json::Value::Object(_)) => {}
+            Ok(_) => cx.error_spanned_by(
+                example,
+                "an example is the arguments object the model would send: write `example = r#\"{\"field\": ...}\"#`",
+            ),
+            Err(error) => cx.error_spanned_by(
+                example,
+                format!("this example is not JSON ({error}): write the arguments object as JSON text, e.g. `example = r#\"{{\"city\": \"Oslo\"}}\"#`"),
+            ),
+        }
+    }
+
     let said = |hint: &Option<Keyed<bool>>| hint.as_ref().map(|keyed| keyed.value);
     Tool {
         ident: &sig.ident,
@@ -170,6 +188,9 @@ pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: F
         },
         prepare: attrs.prepare.as_ref().map(|keyed| keyed.value.clone()),
         validate: attrs.validate.as_ref().map(|keyed| keyed.value.clone()),
+        examples: attrs.examples.clone(),
+        strict: attrs.strict.is_some(),
+        eager_input_streaming: attrs.eager_input_streaming.is_some(),
         runs: if sig.asyncness.is_some() {
             Runs::Async
         } else {

@@ -16,7 +16,7 @@ use restate_sdk::prelude::*;
 use yiem_core::llm::stream_reply;
 use yiem_core::{
     AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken,
-    ModelRequest, NextTurnContext, PlannedCall, RunStop, Step, StopReason, ToolCall, ToolExecutor,
+    NextTurnContext, PlannedCall, RunStop, Step, StopReason, ToolCall, ToolExecutor,
 };
 
 use crate::agent::Config;
@@ -183,11 +183,7 @@ impl Driver<'_, '_> {
         let turn = run.turns().saturating_add(1);
         let agent = &config.agent;
         let (context, offered) = agent.context(run.system_prompt(), run.messages());
-        let request = ModelRequest {
-            tools: agent.tool_list(&context),
-            system_prompt: context.system_prompt,
-            messages: context.messages,
-        };
+        let request = agent.model_request(context);
         let model = (config.model)(&self.key);
         let name = model_step_name(turn);
         let events = agent.events();

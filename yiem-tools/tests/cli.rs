@@ -348,10 +348,10 @@ fn tools_list_json_with_a_dialect_prints_the_request_ready_list() {
 
 #[test]
 fn a_tool_a_dialect_cannot_express_is_bad_input_naming_the_tool() {
-    let output = yiem(&["tools", "list", "--json", "--dialect", "gemini"]);
+    let output = yiem(&["tools", "list", "--json", "--dialect", "openai-strict"]);
     assert_bad_input(
         &output,
-        "yiem: error: tool `write_tool` cannot be described for Gemini: `/input_schema` in type `WriteToolArgs` accepts any JSON value, which the target cannot express",
+        "yiem: error: tool `write_tool` cannot be described for OpenAI strict mode: `/input_schema` in type `WriteToolArgs` accepts any JSON value, which the target cannot express",
     );
 }
 
@@ -583,14 +583,24 @@ fn chat_shows_a_gemini_error_and_exits_1() {
         "{}",
         stderr(&output)
     );
-    // The one built-in tool Gemini cannot take (its argument accepts any JSON value) is left out, said so.
-    assert!(
-        stderr(&output)
-            .contains("[write_tool left out: tool `write_tool` cannot be described for Gemini"),
-        "{}",
-        stderr(&output)
+    // The built-in tool whose argument accepts any JSON value goes as Gemini's `parametersJsonSchema`.
+    assert!(!stderr(&output).contains("left out"), "{}", stderr(&output));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let declarations = &requests[0]["tools"][0]["functionDeclarations"];
+    let write_tool = declarations
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|declaration| declaration["name"] == "write_tool")
+        .expect("write_tool is declared");
+    assert_eq!(
+        write_tool["parametersJsonSchema"]["properties"]["input_schema"]["description"]
+            .as_str()
+            .map(|text| text.starts_with("The arguments as a JSON Schema object")),
+        Some(true),
+        "{write_tool}"
     );
-    assert_eq!(server.requests().len(), 1);
 }
 
 #[test]

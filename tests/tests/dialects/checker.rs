@@ -146,6 +146,19 @@ pub fn check(dialect: Dialect, definition: &Value) -> Vec<String> {
             );
             (definition.get("name"), definition.get("input_schema"))
         }
+        Dialect::Gemini if definition.get("parametersJsonSchema").is_some() => {
+            keys_within(
+                definition,
+                &["name", "description", "parametersJsonSchema"],
+                &mut violations,
+            );
+            let schema = &definition["parametersJsonSchema"];
+            walk(schema, "", &mut |path, node| {
+                gemini_json_schema_node(path, node, &mut violations)
+            });
+            refs_resolve(schema, &mut violations);
+            (definition.get("name"), Some(schema))
+        }
         Dialect::Gemini => {
             keys_within(
                 definition,
@@ -170,6 +183,7 @@ pub fn check(dialect: Dialect, definition: &Value) -> Vec<String> {
     no_schema_keyword(schema, "", &mut violations);
     match dialect {
         Dialect::OpenAiStrict => check_strict(schema, &mut violations),
+        Dialect::Gemini if definition.get("parametersJsonSchema").is_some() => {}
         Dialect::Gemini => walk(schema, "", &mut |path, node| {
             gemini_node(path, node, &mut violations)
         }),
@@ -399,4 +413,54 @@ fn gemini_node(path: &str, node: &Map<String, Value>, violations: &mut Vec<Strin
     {
         violations.push(format!("{path}: an object needs properties"));
     }
+}
+
+/// The JSON Schema keywords Gemini documents for `parametersJsonSchema` (and `responseJsonSchema`).
+const GEMINI_JSON_SCHEMA: &[&str] = &[
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "type",
+    "format",
+    "title",
+    "description",
+    "enum",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "propertyOrdering",
+];
+
+fn gemini_json_schema_node(path: &str, node: &Map<String, Value>, violations: &mut Vec<String>) {
+    for key in node.keys() {
+        if !GEMINI_JSON_SCHEMA.contains(&key.as_str()) {
+            violations.push(format!(
+                "{path}: `{key}` is not in Gemini's JSON Schema subset"
+            ));
+        }
+    }
+}
+
+/// Every `$ref` points into the root's `$defs`.
+fn refs_resolve(schema: &Value, violations: &mut Vec<String>) {
+    let defs = schema.get("$defs").and_then(Value::as_object);
+    walk(schema, "", &mut |path, node| {
+        if let Some(Value::String(reference)) = node.get("$ref") {
+            let found = reference
+                .strip_prefix("#/$defs/")
+                .is_some_and(|name| defs.is_some_and(|defs| defs.contains_key(name)));
+            if !found {
+                violations.push(format!("{path}: `$ref` {reference} does not resolve"));
+            }
+        }
+    });
 }

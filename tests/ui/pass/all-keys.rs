@@ -30,6 +30,10 @@ fn validate(args: &Args) -> Result<(), String> {
     destructive = false,
     idempotent = true,
     open_world = false,
+    example = r#"{"n": 1}"#,
+    example = r#"{"n": 2}"#,
+    strict,
+    eager_input_streaming,
 )]
 async fn every_key(args: Args) -> String {
     args.n.to_string()
@@ -55,6 +59,8 @@ fn main() {
             open_world: Some(false)
         }
     );
+    let options = tool.provider_options();
+    assert_eq!(options.examples, [json!({"n": 1}), json!({"n": 2})]);
+    assert!(options.strict && options.eager_input_streaming);
     assert_eq!(explicit_sequential_tool().execution_mode(), ExecutionMode::Sequential);
-    let _ = json!({});
 }

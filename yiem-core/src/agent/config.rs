@@ -16,6 +16,7 @@ use crate::event::EventBus;
 use crate::executor::{BatchMode, ToolExecutor};
 use crate::guard;
 use crate::hooks::ToolHooks;
+use crate::llm::{ModelRequest, ToolChoice};
 use crate::registry::{ToolList, ToolStore};
 
 pub(crate) type PrepareContext = Arc<dyn Fn(&mut AgentContext) + Send + Sync>;
@@ -46,6 +47,7 @@ pub struct AgentConfig {
     pub(crate) stop_at_tools: Vec<String>,
     pub(crate) prepare_context: Option<PrepareContext>,
     pub(crate) prepare_next_turn: Option<PrepareNextTurn>,
+    pub(crate) tool_choice: Option<ToolChoice>,
 }
 
 impl Default for AgentConfig {
@@ -59,6 +61,7 @@ impl Default for AgentConfig {
             stop_at_tools: Vec::new(),
             prepare_context: None,
             prepare_next_turn: None,
+            tool_choice: None,
         }
     }
 }
@@ -152,6 +155,24 @@ impl AgentConfig {
         }
     }
 
+    /// The tool choice of every model request (see [`AgentSettings::tool_choice`]); `None` leaves it to
+    /// the model's provider configuration.
+    pub fn tool_choice_setting(&self) -> Option<&ToolChoice> {
+        self.tool_choice.as_ref()
+    }
+
+    /// The model request made from `context` (what [`context`](Self::context) returned): its prompt, its
+    /// conversation, its tools ([`tool_list`](Self::tool_list)) and the agent's tool choice. Every driver
+    /// asks the model with it.
+    pub fn model_request(&self, context: AgentContext) -> ModelRequest {
+        ModelRequest {
+            tools: self.tool_list(&context),
+            system_prompt: context.system_prompt,
+            messages: context.messages,
+            tool_choice: self.tool_choice.clone(),
+        }
+    }
+
     /// What `prepare_next_turn` makes of a finished turn, if there is such a hook and it has something to
     /// say.
     pub fn next_turn(&self, context: &NextTurnContext) -> Option<TurnUpdate> {
@@ -176,6 +197,7 @@ impl fmt::Debug for AgentConfig {
             .field("stop_at_tools", &self.stop_at_tools)
             .field("prepare_context", &self.prepare_context.is_some())
             .field("prepare_next_turn", &self.prepare_next_turn.is_some())
+            .field("tool_choice", &self.tool_choice)
             .finish_non_exhaustive()
     }
 }
@@ -291,6 +313,25 @@ pub trait AgentSettings: Sized {
     /// At most `turns` model calls per run (`None` lifts the limit).
     fn max_turns(mut self, turns: Option<u32>) -> Self {
         self.settings().limits.max_turns = turns;
+        self
+    }
+
+    /// Which tools the model may or must call, in every request of the agent's runs, whatever its
+    /// provider: it overrides the provider configuration's own (`with_tool_choice`), which stays the
+    /// default. [`ToolChoice`] says how each provider takes each choice.
+    ///
+    /// ```
+    /// use yiem_core::llm::ToolChoice;
+    /// use yiem_core::{AgentConfig, AgentSettings};
+    ///
+    /// let config = AgentConfig::new().tool_choice(ToolChoice::Allowed {
+    ///     tools: vec!["search".into(), "read".into()],
+    ///     required: true,
+    /// });
+    /// assert!(matches!(config.tool_choice_setting(), Some(ToolChoice::Allowed { .. })));
+    /// ```
+    fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.settings().tool_choice = Some(choice);
         self
     }
 

@@ -52,7 +52,7 @@ pub use saved::{RunKey, RunMismatch, Signature};
 use crate::call::ToolResultMessage;
 use crate::event::{AgentEvent, EventBus, EventStream};
 use crate::executor::PlannedCall;
-use crate::llm::{Model, ModelRequest, stream_reply};
+use crate::llm::{Model, stream_reply};
 use crate::message::{AgentMessage, AssistantMessage, UserMessage};
 use crate::registry::ToolStore;
 use crate::tool::AgentTool;
@@ -593,11 +593,7 @@ impl Driving<'_> {
 
     async fn call_model(&mut self) {
         let (context, offered, model) = self.context();
-        let request = ModelRequest {
-            tools: self.shared.config.tool_list(&context),
-            system_prompt: context.system_prompt,
-            messages: context.messages,
-        };
+        let request = self.shared.config.model_request(context);
         let reply = stream_reply(model.as_ref(), request, &self.cancel, &self.events).await;
         let config = &self.shared.config;
         self.with_run(|run| run.model_replied(reply, |call| config.needs_approval(&offered, call)));

@@ -16,6 +16,12 @@ pub(crate) struct ToolFacts<'a> {
     pub hints: [(&'static str, Option<bool>); 4],
     /// The tool's calls wait for a person's approval ([`AgentTool::needs_approval`](crate::AgentTool::needs_approval)).
     pub needs_approval: bool,
+    /// Examples of good arguments (Anthropic's `input_examples`).
+    pub examples: &'a [Value],
+    /// Strict mode where the target has it (OpenAI, Anthropic).
+    pub strict: bool,
+    /// Anthropic's `eager_input_streaming`.
+    pub eager_input_streaming: bool,
 }
 
 /// The `_meta` key of an MCP tool entry that says the tool's calls need a person's approval: an MCP
@@ -27,10 +33,12 @@ pub(crate) const NEEDS_APPROVAL_META: &str = "yiem/needsApproval";
 /// - `Mcp`: a `tools/list` entry `{name, title, description, inputSchema, outputSchema?, annotations?,
 ///   _meta?}`, with `"_meta": {"yiem/needsApproval": true}` for a tool that needs approval;
 /// - `OpenAi`: `{"type": "function", "function": {name, description, parameters}}`, and `OpenAiStrict`
-///   with `"strict": true` inside `function`;
-/// - `Anthropic`: `{name, description, input_schema}`;
+///   (or a tool that asks for strict mode) with the strict schema and `"strict": true` inside `function`;
+/// - `Anthropic`: `{name, description, input_schema}`, with `input_examples`, `strict: true` (and every
+///   object closed) and `eager_input_streaming: true` when the tool asks for them;
 /// - `Gemini`: a function declaration `{name, description, parameters}`, without `parameters` for a tool
-///   that takes none (Gemini refuses an object without properties).
+///   that takes none (Gemini refuses an object without properties); a schema the `parameters` subset
+///   cannot express (a recursive type, a map, any JSON value) goes whole, as `parametersJsonSchema`.
 pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value, DialectError> {
     let name = tool.name;
     if !dialect.accepts_name(name) {
@@ -40,7 +48,23 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
             rule: dialect.name_rule(),
         });
     }
-    let schema = rewrite::rewrite(name, dialect, tool.input_schema)?;
+    // Gemini takes its `parameters` subset where the schema fits it, else the full JSON Schema.
+    let mut full_json_schema = false;
+    let schema = match dialect {
+        Dialect::OpenAi if tool.strict => {
+            rewrite::rewrite(name, Dialect::OpenAiStrict, tool.input_schema)?
+        }
+        Dialect::Gemini => match rewrite::rewrite(name, dialect, tool.input_schema) {
+            Ok(schema) => schema,
+            Err(refused @ (DialectError::Recursive { .. } | DialectError::Unsupported { .. })) => {
+                full_json_schema = true;
+                gemini_json_schema(name, tool.input_schema).map_err(|_| refused)?
+            }
+            Err(refused) => return Err(refused),
+        },
+        _ => rewrite::rewrite(name, dialect, tool.input_schema)?,
+    };
+    note_left_out(tool, dialect);
     let description = tool.description;
     Ok(match dialect {
         Dialect::Mcp => {
@@ -66,16 +90,43 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
             }
             Value::Object(entry)
         }
-        Dialect::OpenAi => json!({
+        Dialect::OpenAi if !tool.strict => json!({
             "type": "function",
             "function": {"name": name, "description": description, "parameters": schema}
+        }),
+        Dialect::OpenAi => json!({
+            "type": "function",
+            "function": {"name": name, "description": description, "parameters": schema, "strict": true}
         }),
         Dialect::OpenAiStrict => json!({
             "type": "function",
             "function": {"name": name, "description": description, "parameters": schema, "strict": true}
         }),
         Dialect::Anthropic => {
-            json!({"name": name, "description": description, "input_schema": schema})
+            let mut schema = schema;
+            if tool.strict {
+                close_objects(&mut schema);
+            }
+            let mut entry = Map::new();
+            entry.insert("name".into(), json!(name));
+            entry.insert("description".into(), json!(description));
+            entry.insert("input_schema".into(), schema);
+            if !tool.examples.is_empty() {
+                entry.insert(
+                    "input_examples".into(),
+                    Value::Array(tool.examples.to_vec()),
+                );
+            }
+            if tool.strict {
+                entry.insert("strict".into(), json!(true));
+            }
+            if tool.eager_input_streaming {
+                entry.insert("eager_input_streaming".into(), json!(true));
+            }
+            Value::Object(entry)
+        }
+        Dialect::Gemini if full_json_schema => {
+            json!({"name": name, "description": description, "parametersJsonSchema": schema})
         }
         Dialect::Gemini => {
             let takes_arguments = schema
@@ -89,6 +140,120 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
             }
         }
     })
+}
+
+/// Says (a `tracing` debug note, once per tool and dialect: definitions are cached) which of the tool's
+/// provider options `dialect` has no field for.
+fn note_left_out(tool: &ToolFacts<'_>, dialect: Dialect) {
+    let has_strict = matches!(
+        dialect,
+        Dialect::OpenAi | Dialect::OpenAiStrict | Dialect::Anthropic
+    );
+    let left_out: Vec<&str> = [
+        (
+            "input examples",
+            !tool.examples.is_empty() && dialect != Dialect::Anthropic,
+        ),
+        ("strict mode", tool.strict && !has_strict),
+        (
+            "eager input streaming",
+            tool.eager_input_streaming && dialect != Dialect::Anthropic,
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(option, dropped)| dropped.then_some(option))
+    .collect();
+    if !left_out.is_empty() {
+        tracing::debug!(
+            tool = tool.name,
+            %dialect,
+            "{dialect} has no field for {}: left out of the definition",
+            left_out.join(", ")
+        );
+    }
+}
+
+/// Keywords Gemini reads in `parametersJsonSchema` (its documented JSON Schema subset).
+const GEMINI_JSON_SCHEMA_KEYWORDS: &[&str] = &[
+    "$id",
+    "$defs",
+    "$ref",
+    "$anchor",
+    "type",
+    "format",
+    "title",
+    "description",
+    "enum",
+    "items",
+    "prefixItems",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "oneOf",
+    "properties",
+    "additionalProperties",
+    "required",
+    "propertyOrdering",
+];
+
+/// The schema for Gemini's `parametersJsonSchema`: the OpenAI rewrite (references inlined except for
+/// recursive types, numeric formats dropped), with a `const` as a one-value `enum` and every keyword
+/// outside Gemini's JSON Schema subset dropped.
+fn gemini_json_schema(name: &str, canonical: &Value) -> Result<Value, DialectError> {
+    fn keep_known(schema: &mut Value) {
+        match schema {
+            Value::Object(node) => {
+                if let Some(value) = node.remove("const") {
+                    node.entry("enum").or_insert_with(|| json!([value]));
+                }
+                node.retain(|key, _| GEMINI_JSON_SCHEMA_KEYWORDS.contains(&key.as_str()));
+                for (key, value) in node.iter_mut() {
+                    match key.as_str() {
+                        "properties" | "$defs" => {
+                            if let Value::Object(members) = value {
+                                members.values_mut().for_each(keep_known);
+                            }
+                        }
+                        "enum" | "required" | "propertyOrdering" => {}
+                        _ => keep_known(value),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(keep_known),
+            _ => {}
+        }
+    }
+    let mut schema = rewrite::rewrite(name, Dialect::OpenAi, canonical)?;
+    keep_known(&mut schema);
+    Ok(schema)
+}
+
+/// Closes every object of `schema` that says nothing of other properties (`additionalProperties: false`),
+/// as Anthropic's strict mode requires.
+fn close_objects(schema: &mut Value) {
+    match schema {
+        Value::Object(node) => {
+            let is_object = node.get("type").is_some_and(|kind| kind == "object")
+                || node.contains_key("properties");
+            if is_object && !node.contains_key("additionalProperties") {
+                node.insert("additionalProperties".into(), json!(false));
+            }
+            for (key, value) in node.iter_mut() {
+                // A property may be named like a keyword: `properties` holds names, not schemas.
+                if key == "properties" || key == "$defs" {
+                    if let Value::Object(members) = value {
+                        members.values_mut().for_each(close_objects);
+                    }
+                } else if key != "enum" && key != "const" && key != "default" && key != "examples" {
+                    close_objects(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(close_objects),
+        _ => {}
+    }
 }
 
 /// Definitions of `dialect` as the list a request carries: a JSON array of them, or for Gemini one tool

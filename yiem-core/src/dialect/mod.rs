@@ -16,7 +16,7 @@
 //! | [`OpenAi`](Dialect::OpenAi) | same | same | same | also numeric `format`s (`uint32`...) |
 //! | [`OpenAiStrict`](Dialect::OpenAiStrict) | same | **required**, `anyOf` with `null` | same | every keyword strict mode does not list (`minLength`, `default`...) |
 //! | [`Anthropic`](Dialect::Anthropic) | same as MCP | same | same | numeric `format`s |
-//! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type is an error | not required, `nullable: true` | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
+//! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type goes as `parametersJsonSchema` | not required, `nullable: true` | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
 //!
 //! So every dialect admits `null` wherever the type does (an `Option`, at any depth), and strict mode also
 //! for the properties it makes required. In every dialect an enum of documented unit variants becomes a
@@ -26,9 +26,12 @@
 //! the fields not every variant requires optional and nullable, each variant's fields named in the
 //! descriptions. OpenAI strict mode and Gemini also get `anyOf` for `oneOf`, a one-value `enum` for `const`,
 //! and merged `allOf`s; strict mode puts `additionalProperties: false` on every object and lists every
-//! property as required. What a target cannot express (a map in strict mode or Gemini, recursion in Gemini,
-//! more than 10 levels of nesting in strict mode, a root union with a variant that is not an object) is a
-//! [`DialectError`] that names the tool and the type, never a broken schema.
+//! property as required. Gemini takes a schema its `parameters` subset cannot express (recursion, a map, any
+//! JSON value) whole, as `parametersJsonSchema`: the OpenAI rewrite with `$ref`/`$defs` kept for recursive
+//! types, `const` as a one-value `enum`, and only the keywords of Gemini's JSON Schema subset. What a target
+//! cannot express (a map in strict mode, more than 10 levels of nesting in strict mode, a root union with a
+//! variant that is not an object) is a [`DialectError`] that names the tool and the type, never a broken
+//! schema.
 
 pub(crate) mod definition;
 mod normalize;
@@ -61,7 +64,8 @@ pub enum Dialect {
     OpenAiStrict,
     /// Anthropic Messages API `tools` (`input_schema`).
     Anthropic,
-    /// Gemini `functionDeclarations` (`parameters`, a subset of the OpenAPI 3.0 schema).
+    /// Gemini `functionDeclarations` (`parameters`, a subset of the OpenAPI 3.0 schema; else
+    /// `parametersJsonSchema`).
     Gemini,
 }
 

@@ -208,6 +208,7 @@ impl AnthropicConfig {
 ///     system_prompt: "Be brief.".into(),
 ///     messages: vec![UserMessage::text("hi").into()],
 ///     tools: Default::default(),
+///     tool_choice: None,
 /// }).unwrap();
 /// assert_eq!(body["system"], "Be brief.");
 /// assert_eq!(body["max_tokens"], 4096);
@@ -272,7 +273,7 @@ impl AnthropicModel {
             "messages".into(),
             Value::Array(to_anthropic_messages(&request.messages)),
         );
-        let (choice, allowed) = self.config.tool_choice.anthropic();
+        let (choice, allowed) = request.tool_choice_or(&self.config.tool_choice).anthropic();
         let tools = match allowed {
             Some(allowed) => request
                 .tools

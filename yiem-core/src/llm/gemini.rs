@@ -199,7 +199,7 @@ impl GeminiModel {
         }
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.definitions(Dialect::Gemini)?);
-            if let Some(config) = self.config.tool_choice.gemini() {
+            if let Some(config) = request.tool_choice_or(&self.config.tool_choice).gemini() {
                 body.insert("toolConfig".into(), config);
             }
         }

@@ -35,7 +35,6 @@ mod retry;
 mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod select;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod tool_choice;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod transport;
@@ -94,7 +93,6 @@ pub use retry::RetryPolicy;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use tool_choice::ToolChoice;
 pub use truncated::truncated_tool_results;
 
@@ -108,6 +106,26 @@ pub struct ModelRequest {
     /// The tools the model may call; the model sends them in its provider's dialect, as the list's
     /// cached text.
     pub tools: ToolList,
+    /// Which of the tools the model may or must call in this request; `None` leaves it to the provider
+    /// configuration's [`ToolChoice`] (`with_tool_choice`). An agent sets it from
+    /// [`AgentSettings::tool_choice`](crate::AgentSettings::tool_choice).
+    pub tool_choice: Option<ToolChoice>,
+}
+
+impl ModelRequest {
+    /// The tool choice in force: the request's own, else `configured` (the provider configuration's).
+    #[cfg_attr(
+        not(any(
+            feature = "openai",
+            feature = "openai-responses",
+            feature = "anthropic",
+            feature = "gemini"
+        )),
+        allow(dead_code)
+    )]
+    pub(crate) fn tool_choice_or<'a>(&'a self, configured: &'a ToolChoice) -> &'a ToolChoice {
+        self.tool_choice.as_ref().unwrap_or(configured)
+    }
 }
 
 /// One step of a streamed assistant reply.

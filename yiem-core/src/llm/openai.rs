@@ -218,6 +218,7 @@ impl OpenAiConfig {
 ///     system_prompt: "Answer in one word.".into(),
 ///     messages: vec![UserMessage::text("Capital of Japan?").into()],
 ///     tools: Default::default(),
+///     tool_choice: None,
 /// };
 /// let mut assembler = MessageAssembler::new();
 /// let mut events = model.stream(request, CancellationToken::new());
@@ -317,6 +318,7 @@ impl OpenAiModel {
     ///     system_prompt: "Be brief.".into(),
     ///     messages: vec![UserMessage::text("hi").into()],
     ///     tools: Default::default(),
+    ///     tool_choice: None,
     /// }).unwrap();
     /// assert_eq!(body, json!({
     ///     "model": "llama3.2",
@@ -365,7 +367,9 @@ impl OpenAiModel {
             ),
         );
         if !request.tools.is_empty()
-            && let Some(choice) = self.config.tool_choice.openai_chat()
+            && let Some(choice) = request
+                .tool_choice_or(&self.config.tool_choice)
+                .openai_chat()
         {
             body.insert("tool_choice".into(), choice);
         }

@@ -248,6 +248,7 @@ impl OpenAiResponsesConfig {
 ///     system_prompt: "Be brief.".into(),
 ///     messages: vec![UserMessage::text("hi").into()],
 ///     tools: Default::default(),
+///     tool_choice: None,
 /// }).unwrap();
 /// assert_eq!(body, serde_json::json!({
 ///     "model": "gpt-5-mini",
@@ -335,7 +336,10 @@ impl OpenAiResponsesModel {
         }
         if !request.tools.is_empty() {
             body.insert("tools".into(), self.tools(request)?);
-            if let Some(choice) = config.tool_choice.openai_responses() {
+            if let Some(choice) = request
+                .tool_choice_or(&config.tool_choice)
+                .openai_responses()
+            {
                 body.insert("tool_choice".into(), choice);
             }
         }

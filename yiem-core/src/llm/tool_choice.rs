@@ -1,11 +1,16 @@
-//! [`ToolChoice`]: which tools a model may or must call, a setting of every provider's configuration,
-//! rendered in the form each provider takes.
+//! [`ToolChoice`]: which tools a model may or must call, a setting of every provider's configuration and
+//! of an agent ([`AgentSettings::tool_choice`](crate::AgentSettings::tool_choice), or a request's own
+//! [`ModelRequest::tool_choice`](crate::ModelRequest::tool_choice)), rendered in the form each provider
+//! takes.
 
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 use serde_json::{Value, json};
 
-/// Which tools the model may or must call in a request that carries tools. Set on a provider's
-/// configuration (`with_tool_choice`, every provider); an `extra_body` entry of the provider's own field
-/// (`tool_choice`, `toolConfig`) still overrides it.
+/// Which tools the model may or must call in a request that carries tools. Set on an agent
+/// ([`AgentSettings::tool_choice`](crate::AgentSettings::tool_choice)), which puts it in every
+/// [`ModelRequest`](crate::ModelRequest) it makes, or on a provider's configuration (`with_tool_choice`,
+/// every provider), the default of requests that carry none; an `extra_body` entry of the provider's own
+/// field (`tool_choice`, `toolConfig`) still overrides both.
 ///
 /// | choice | Chat Completions, Responses `tool_choice` | Anthropic `tool_choice` | Gemini `toolConfig.functionCallingConfig` |
 /// |---|---|---|---|
@@ -19,6 +24,7 @@ use serde_json::{Value, json};
 /// debug note says so), so the other tools' definitions are not cached with the prompt.
 ///
 /// ```
+/// # #[cfg(feature = "openai")] {
 /// use yiem_core::llm::ToolChoice;
 /// use yiem_core::{OpenAiConfig, OpenAiModel, ModelRequest, UserMessage};
 /// # fn weather() -> yiem_core::AgentTool {
@@ -37,6 +43,7 @@ use serde_json::{Value, json};
 ///     ..ModelRequest::default()
 /// }).unwrap();
 /// assert_eq!(body["tool_choice"], serde_json::json!({"type": "function", "function": {"name": "get_weather"}}));
+/// # }
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]

@@ -1,0 +1,14 @@
+use yiem_core::tool;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Args {
+    city: String,
+}
+
+/// Report the weather.
+#[tool(example = r#"{"city": "Oslo""#)]
+async fn weather(args: Args) -> String {
+    args.city
+}
+
+fn main() {}

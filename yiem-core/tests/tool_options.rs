@@ -1,0 +1,497 @@
+//! A tool's provider options (examples, strict mode, eager input streaming), Gemini's
+//! `parametersJsonSchema`, and a request's or an agent's own `ToolChoice`, in each provider's shape: the
+//! tool lists every provider sends, pinned in `golden/tool_options.json` (rewrite it after a deliberate
+//! change with `YIEM_BLESS=1 cargo test -p yiem-core --all-features --test tool_options`), the OpenAI and
+//! Anthropic bodies checked against the official SDKs' request types, and each provider's request sent to a
+//! loopback server.
+
+mod common;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::sdk::{Request, assert_sdk_accepts, assert_sdk_accepts_bodies};
+use common::{Reply, Server, all_events, data, named};
+use serde_json::{Map, Value, json};
+use yiem_core::llm::ToolChoice;
+use yiem_core::{
+    Agent, AgentSettings, AgentTool, AnthropicConfig, AnthropicModel, Dialect, GeminiConfig,
+    GeminiModel, Model, ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig,
+    OpenAiResponsesModel, RetryPolicy, ScriptedModel, ScriptedTurn, ToolContext,
+    ToolDefinitionError, UserMessage,
+};
+
+/// A tool with every option: two examples, strict mode, eager input streaming; `date` and `passengers`
+/// are optional.
+fn flights() -> AgentTool {
+    AgentTool::builder("find_flights")
+        .description("Find flights between two airports.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "origin": {"type": "string", "description": "IATA code of the departure airport."},
+                "destination": {"type": "string", "description": "IATA code of the arrival airport."},
+                "date": {"type": "string", "format": "date", "description": "The day; any day when left out."},
+                "passengers": {"type": "integer", "minimum": 1, "description": "How many travel; one when left out."}
+            },
+            "required": ["origin", "destination"]
+        }))
+        .example(json!({"origin": "OSL", "destination": "HND"}))
+        .example(json!({"origin": "OSL", "destination": "NRT", "date": "2026-12-24", "passengers": 2}))
+        .strict()
+        .eager_input_streaming()
+        .handler(|_ctx: ToolContext, _args: Value| async move { "none" })
+        .build()
+        .unwrap()
+}
+
+/// A tool without options whose argument is recursive: Gemini's `parameters` subset cannot express it.
+fn outline() -> AgentTool {
+    AgentTool::builder("count_headings")
+        .description("Count the headings of an outline.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/Section"}},
+            "required": ["root"],
+            "$defs": {"Section": {
+                "type": "object",
+                "properties": {
+                    "title": {"type": "string"},
+                    "sections": {"type": "array", "items": {"$ref": "#/$defs/Section"}}
+                },
+                "required": ["title", "sections"]
+            }}
+        }))
+        .handler(|_ctx: ToolContext, _args: Value| async move { "1" })
+        .build()
+        .unwrap()
+}
+
+fn request(choice: Option<ToolChoice>) -> ModelRequest {
+    ModelRequest {
+        system_prompt: "Use the tools.".into(),
+        messages: vec![UserMessage::text("Flights from Oslo to Tokyo?").into()],
+        tools: vec![flights(), outline()].into(),
+        tool_choice: choice,
+    }
+}
+
+const PROVIDERS: [&str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
+
+/// Each provider's model, configured with `configured` as its tool choice, at `base` (a root URL).
+fn models(base: &str, configured: &ToolChoice) -> [Box<dyn ModelBody>; 4] {
+    let retry = RetryPolicy {
+        max_retries: 0,
+        initial_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(1),
+    };
+    [
+        Box::new(
+            OpenAiModel::new(
+                OpenAiConfig::new(format!("{base}/v1"), "gpt-test")
+                    .with_retry(retry)
+                    .with_tool_choice(configured.clone()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            OpenAiResponsesModel::new(
+                OpenAiResponsesConfig::new("gpt-test")
+                    .with_base_url(format!("{base}/v1"))
+                    .with_api_key("sk-test")
+                    .with_retry(retry)
+                    .with_tool_choice(configured.clone()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            AnthropicModel::new(
+                AnthropicConfig::new("sk-ant-test", "claude-test")
+                    .with_base_url(base)
+                    .with_retry(retry)
+                    .with_tool_choice(configured.clone()),
+            )
+            .unwrap(),
+        ),
+        Box::new(
+            GeminiModel::new(
+                GeminiConfig::new("AIza-test", "gemini-test")
+                    .with_base_url(format!("{base}/v1beta"))
+                    .with_retry(retry)
+                    .with_tool_choice(configured.clone()),
+            )
+            .unwrap(),
+        ),
+    ]
+}
+
+/// A model and its request body.
+trait ModelBody: Model {
+    fn body(&self, request: &ModelRequest) -> Value;
+}
+
+macro_rules! model_body {
+    ($($model:ty),*) => {$(
+        impl ModelBody for $model {
+            fn body(&self, request: &ModelRequest) -> Value {
+                self.request_body(request).unwrap()
+            }
+        }
+    )*};
+}
+model_body!(
+    OpenAiModel,
+    OpenAiResponsesModel,
+    AnthropicModel,
+    GeminiModel
+);
+
+fn bodies(request: &ModelRequest, configured: &ToolChoice) -> Vec<(&'static str, Value)> {
+    PROVIDERS
+        .into_iter()
+        .zip(models("http://127.0.0.1:9", configured))
+        .map(|(provider, model)| (provider, model.body(request)))
+        .collect()
+}
+
+/// The field of a body that carries the tool choice.
+fn choice_of(provider: &str, body: &Value) -> Value {
+    let key = if provider == "gemini" {
+        "toolConfig"
+    } else {
+        "tool_choice"
+    };
+    body.get(key).cloned().unwrap_or(Value::Null)
+}
+
+#[test]
+fn every_provider_sends_the_tool_options_it_takes_in_its_own_shape() {
+    let mut golden = Map::new();
+    for (provider, body) in bodies(&request(None), &ToolChoice::Auto) {
+        golden.insert(provider.into(), body["tools"].clone());
+    }
+    let text = serde_json::to_string_pretty(&Value::Object(golden)).unwrap() + "\n";
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tool_options.json");
+    if std::env::var_os("YIEM_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text,
+        expected,
+        "{} differs (YIEM_BLESS=1 rewrites it)",
+        path.display()
+    );
+}
+
+#[test]
+fn only_anthropic_carries_examples_and_eager_streaming_and_only_openai_and_anthropic_strict() {
+    for (provider, body) in bodies(&request(None), &ToolChoice::Auto) {
+        let text = body["tools"].to_string();
+        let has = |key: &str| text.contains(&format!("\"{key}\""));
+        assert_eq!(has("input_examples"), provider == "anthropic", "{provider}");
+        assert_eq!(
+            has("eager_input_streaming"),
+            provider == "anthropic",
+            "{provider}"
+        );
+        assert_eq!(has("strict"), provider != "gemini", "{provider}");
+        assert_eq!(
+            has("parametersJsonSchema"),
+            provider == "gemini",
+            "{provider}"
+        );
+    }
+}
+
+#[test]
+fn the_sdks_accept_the_tool_options_and_a_request_tool_choice() {
+    let (mut chat, mut responses, mut anthropic) = (Vec::new(), Vec::new(), Vec::new());
+    for choice in [
+        None,
+        Some(ToolChoice::Tool("count_headings".into())),
+        Some(ToolChoice::Allowed {
+            tools: vec!["find_flights".into()],
+            required: false,
+        }),
+    ] {
+        let all = bodies(&request(choice), &ToolChoice::Required);
+        chat.push(all[0].1.clone());
+        responses.push(all[1].1.clone());
+        anthropic.push(all[2].1.clone());
+    }
+    assert_sdk_accepts_bodies(Request::Chat, &chat);
+    assert_sdk_accepts_bodies(Request::Responses, &responses);
+    assert_sdk_accepts_bodies(Request::Anthropic, &anthropic);
+}
+
+#[test]
+fn a_request_tool_choice_overrides_the_provider_configuration() {
+    let choice = ToolChoice::Tool("count_headings".into());
+    let expected = [
+        json!({"type": "function", "function": {"name": "count_headings"}}),
+        json!({"type": "function", "name": "count_headings"}),
+        json!({"type": "tool", "name": "count_headings"}),
+        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["count_headings"]}}),
+    ];
+    let all = bodies(&request(Some(choice)), &ToolChoice::None);
+    for ((provider, body), expected) in all.iter().zip(expected) {
+        assert_eq!(choice_of(provider, body), expected, "{provider}");
+    }
+    // Without one of its own, the request takes the configuration's.
+    let all = bodies(&request(None), &ToolChoice::None);
+    assert_eq!(choice_of("openai", &all[0].1), json!("none"));
+    assert_eq!(
+        choice_of("gemini", &all[3].1),
+        json!({"functionCallingConfig": {"mode": "NONE"}})
+    );
+}
+
+#[test]
+fn an_allowed_set_restricts_every_provider_in_its_own_way() {
+    let choice = ToolChoice::Allowed {
+        tools: vec!["find_flights".into()],
+        required: false,
+    };
+    let all = bodies(&request(Some(choice)), &ToolChoice::Auto);
+    assert_eq!(
+        choice_of("openai", &all[0].1),
+        json!({"type": "allowed_tools", "allowed_tools": {"mode": "auto",
+               "tools": [{"type": "function", "function": {"name": "find_flights"}}]}})
+    );
+    assert_eq!(
+        choice_of("openai-responses", &all[1].1),
+        json!({"type": "allowed_tools", "mode": "auto",
+               "tools": [{"type": "function", "name": "find_flights"}]})
+    );
+    // Anthropic: only the allowed tools go, and nothing forces a call.
+    let names: Vec<&Value> = all[2].1["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| &tool["name"])
+        .collect();
+    assert_eq!(names, [&json!("find_flights")]);
+    assert_eq!(all[2].1.get("tool_choice"), None);
+    // Gemini: VALIDATED, the model may call only the allowed functions or answer in text.
+    assert_eq!(
+        choice_of("gemini", &all[3].1),
+        json!({"functionCallingConfig": {"mode": "VALIDATED", "allowedFunctionNames": ["find_flights"]}})
+    );
+}
+
+#[test]
+fn a_strict_tool_is_strict_in_chat_completions_and_responses_whatever_the_config() {
+    let all = bodies(&request(None), &ToolChoice::Auto);
+    let chat = &all[0].1["tools"][0]["function"];
+    assert_eq!(chat["strict"], json!(true));
+    assert_eq!(chat["parameters"]["additionalProperties"], json!(false));
+    assert_eq!(
+        chat["parameters"]["required"],
+        json!(["origin", "destination", "date", "passengers"])
+    );
+    assert_eq!(
+        chat["parameters"]["properties"]["passengers"]["anyOf"][1],
+        json!({"type": "null"})
+    );
+    // The other tool stays as it was.
+    assert_eq!(all[0].1["tools"][1]["function"].get("strict"), None);
+    let responses = &all[1].1["tools"];
+    assert_eq!(responses[0]["strict"], json!(true));
+    assert_eq!(responses[1]["strict"], json!(false));
+}
+
+#[test]
+fn the_builder_refuses_an_example_that_does_not_fit_naming_the_tool_and_the_example() {
+    let refused = AgentTool::builder("find_flights")
+        .description("Find flights.")
+        .input_schema(
+            json!({"type": "object", "properties": {"origin": {"type": "string"}}, "required": ["origin"]}),
+        )
+        .example(json!({"origin": "OSL"}))
+        .example(json!({"from": "OSL"}))
+        .handler(|_ctx: ToolContext, _args: Value| async move { "" })
+        .build()
+        .unwrap_err();
+    let ToolDefinitionError::InvalidExample { name, index, .. } = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!((name.as_str(), *index), ("find_flights", 1));
+    let text = refused.to_string();
+    assert!(
+        text.starts_with(
+            "example 1 (counting from 0) of tool `find_flights` does not fit its input schema; \
+             fix the example or the schema: "
+        ),
+        "{text}"
+    );
+    assert!(text.contains("`from`"), "{text}");
+}
+
+#[test]
+fn the_builder_refuses_strict_mode_for_a_schema_strict_mode_cannot_express() {
+    let refused = AgentTool::builder("tally")
+        .description("Add up counts.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"counts": {"type": "object", "additionalProperties": {"type": "integer"}}},
+            "required": ["counts"]
+        }))
+        .strict()
+        .handler(|_ctx: ToolContext, _args: Value| async move { "" })
+        .build()
+        .unwrap_err();
+    assert!(
+        matches!(&refused, ToolDefinitionError::NotStrict { name, .. } if name == "tally"),
+        "{refused:?}"
+    );
+    assert!(
+        refused.to_string().starts_with(
+            "tool `tally` asks for strict mode, which cannot express its schema: tool `tally` cannot be \
+             described for OpenAI strict mode: `/counts`"
+        ),
+        "{refused}"
+    );
+}
+
+#[test]
+fn gemini_takes_a_recursive_argument_as_parameters_json_schema() {
+    let tool = outline();
+    let definition = tool.definition(Dialect::Gemini).unwrap();
+    assert_eq!(definition.get("parameters"), None);
+    let schema = &definition["parametersJsonSchema"];
+    assert_eq!(
+        schema["properties"]["root"],
+        json!({"$ref": "#/$defs/Section"})
+    );
+    assert_eq!(
+        schema["$defs"]["Section"]["properties"]["sections"]["items"],
+        json!({"$ref": "#/$defs/Section"})
+    );
+    // A schema that fits the subset still goes as `parameters`.
+    assert!(
+        flights()
+            .definition(Dialect::Gemini)
+            .unwrap()
+            .get("parameters")
+            .is_some()
+    );
+}
+
+#[tokio::test]
+async fn an_agent_tool_choice_goes_in_every_request_it_makes() {
+    let seen: Arc<Mutex<Vec<Option<ToolChoice>>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let model = ScriptedModel::from_fn(move |request| {
+        record.lock().unwrap().push(request.tool_choice.clone());
+        ScriptedTurn::text("done")
+    });
+    let choice = ToolChoice::Allowed {
+        tools: vec!["find_flights".into()],
+        required: true,
+    };
+    let agent = Agent::builder()
+        .model(model)
+        .tool_choice(choice.clone())
+        .build();
+    agent.prompt("one").await;
+    agent.prompt("two").await;
+    assert_eq!(*seen.lock().unwrap(), [Some(choice.clone()), Some(choice)]);
+
+    // An agent without one leaves it to the provider configuration.
+    let seen: Arc<Mutex<Vec<Option<ToolChoice>>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let agent = Agent::builder()
+        .model(ScriptedModel::from_fn(move |request| {
+            record.lock().unwrap().push(request.tool_choice.clone());
+            ScriptedTurn::text("done")
+        }))
+        .build();
+    agent.prompt("one").await;
+    assert_eq!(*seen.lock().unwrap(), [None]);
+}
+
+/// A short text reply in each provider's stream shape.
+fn text_reply(provider: &str) -> Reply {
+    Reply::Sse(match provider {
+        "openai" => vec![
+            data(
+                json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"},
+                                     "finish_reason": "stop"}]}),
+            ),
+            "data: [DONE]\n\n".into(),
+        ],
+        "openai-responses" => {
+            let response = |status: &str| {
+                json!({"id": "resp_1", "object": "response", "created_at": 1, "status": status,
+                       "model": "gpt-test", "output": [], "usage": null})
+            };
+            vec![
+                named(
+                    "response.created",
+                    json!({"type": "response.created", "sequence_number": 0, "response": response("in_progress")}),
+                ),
+                named(
+                    "response.completed",
+                    json!({"type": "response.completed", "sequence_number": 1, "response": response("completed")}),
+                ),
+            ]
+        }
+        "anthropic" => vec![
+            named(
+                "message_start",
+                json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+                       "role": "assistant", "content": [], "model": "claude-test", "stop_reason": null,
+                       "stop_sequence": null, "usage": {"input_tokens": 5, "output_tokens": 1}}}),
+            ),
+            named(
+                "message_delta",
+                json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null},
+                       "usage": {"output_tokens": 1}}),
+            ),
+            named("message_stop", json!({"type": "message_stop"})),
+        ],
+        _ => vec![data(json!({
+            "candidates": [{"content": {"parts": [{"text": "ok"}], "role": "model"},
+                            "finishReason": "STOP", "index": 0}],
+            "modelVersion": "gemini-test"
+        }))],
+    })
+}
+
+#[tokio::test]
+async fn every_provider_sends_its_options_and_the_request_choice_over_the_wire() {
+    let choice = ToolChoice::Allowed {
+        tools: vec!["find_flights".into()],
+        required: true,
+    };
+    for (index, provider) in PROVIDERS.into_iter().enumerate() {
+        let server = Server::start(vec![text_reply(provider)]).await;
+        let models = models(&server.root(), &ToolChoice::Auto);
+        let model = &models[index];
+        let request = request(Some(choice.clone()));
+        let expected = model.body(&request);
+        all_events(model.as_ref(), request).await;
+        let sent = server.requests();
+        assert_eq!(sent.len(), 1, "{provider}");
+        assert_eq!(sent[0].body["tools"], expected["tools"], "{provider}");
+        assert_eq!(
+            choice_of(provider, &sent[0].body),
+            choice_of(provider, &expected),
+            "{provider}"
+        );
+        assert_ne!(
+            choice_of(provider, &sent[0].body),
+            Value::Null,
+            "{provider}"
+        );
+        match provider {
+            "openai" => assert_sdk_accepts(Request::Chat, &server),
+            "openai-responses" => assert_sdk_accepts(Request::Responses, &server),
+            "anthropic" => assert_sdk_accepts(Request::Anthropic, &server),
+            _ => {}
+        }
+    }
+}
