@@ -111,11 +111,6 @@ impl RestateServer {
             .env("RESTATE_DEFAULT_RETRY_POLICY__INITIAL_INTERVAL", "50ms")
             .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL", "500ms")
             .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_ATTEMPTS", "1000")
-            // A step that is slow on a loaded machine is not taken for a stuck one: without these, an
-            // invocation quiet for a minute is suspended and replayed, and its replay emits the events of
-            // the steps it replays again (see yiem_restate's docs), which the equivalence test would see.
-            .env("RESTATE_WORKER__INVOKER__INACTIVITY_TIMEOUT", "30m")
-            .env("RESTATE_WORKER__INVOKER__ABORT_TIMEOUT", "60m")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
