@@ -13,6 +13,8 @@
 //! A report lists at most [`MAX_PROBLEMS`] problems and counts the others, so arguments with 100 000 bad
 //! keys get a short answer.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 
 use super::ArgumentProblem;
@@ -91,33 +93,22 @@ impl<'s> Walk<'s> {
         self.first_only && self.found()
     }
 
-    fn add(&mut self, path: String, message: String) {
+    /// Adds a problem; once the report is full it is only counted, and never written.
+    fn add(&mut self, problem: impl FnOnce() -> ArgumentProblem) {
         if self.problems.len() < MAX_PROBLEMS {
-            self.problems.push(ArgumentProblem { path, message });
+            self.problems.push(problem());
         } else {
             self.omitted += 1;
         }
     }
 
-    /// Whether the report is full: what is found now is only counted (and its text never written).
-    fn full(&mut self) -> bool {
-        let full = self.problems.len() >= MAX_PROBLEMS;
-        if full {
-            self.omitted += 1;
-        }
-        full
-    }
-
-    /// `expected …, got …` for `value` at `path`, with `node` in words.
+    /// Adds `expected …, got …` for `value` at `path`.
     fn add_expected(&mut self, node: &Value, value: &Value, path: &str) {
-        if self.full() {
-            return;
-        }
-        let expected = describe_schema(self.root, node, 0);
-        self.add(
-            path.to_owned(),
-            format!("expected {expected}, got {}", got(value)),
-        );
+        let root = self.root;
+        self.add(|| ArgumentProblem {
+            path: path.to_owned(),
+            message: expected(root, node, value),
+        });
     }
 
     fn value(&mut self, node: &'s Value, value: &Value, path: &mut String, depth: usize) {
@@ -153,8 +144,7 @@ impl<'s> Walk<'s> {
                         return;
                     }
                     let length = path.len();
-                    path.push('/');
-                    path.push_str(&index.to_string());
+                    let _ = write!(path, "/{index}");
                     self.value(each, item, path, depth + 1);
                     path.truncate(length);
                 }
@@ -185,14 +175,9 @@ impl<'s> Walk<'s> {
                 self.value(branch, value, path, depth + 1);
                 // The value itself refused by the branch: what the whole union allows is the better
                 // answer ("one of "metric", "imperial" or null").
-                let whole = format!(
-                    "expected {}, got {}",
-                    describe_schema(root, node, 0),
-                    got(value)
-                );
                 for problem in &mut self.problems[before..] {
                     if problem.path == *path && problem.message.starts_with("expected ") {
-                        problem.message.clone_from(&whole);
+                        problem.message = expected(root, node, value);
                     }
                 }
             }
@@ -215,11 +200,10 @@ impl<'s> Walk<'s> {
                 if self.done() {
                     return;
                 }
-                if self.full() {
-                    continue;
-                }
-                let message = unknown_property(key, &shape.names, map);
-                self.add(format!("{path}/{}", escape(&shown(key))), message);
+                self.add(|| ArgumentProblem {
+                    path: format!("{path}/{}", escape(&shown(key))),
+                    message: unknown_property(key, &shape.names, map),
+                });
             }
         }
         for (key, item) in map {
@@ -256,14 +240,17 @@ impl<'s> Walk<'s> {
             if map.contains_key(*name) {
                 continue;
             }
-            let message = match shape.declared(name) {
-                Some((schema, _)) => format!(
-                    "missing required property `{name}` (expected {})",
-                    describe_schema(self.root, schema, 0)
-                ),
-                None => format!("missing required property `{name}`"),
-            };
-            self.add(path.clone(), message);
+            let root = self.root;
+            self.add(|| ArgumentProblem {
+                path: path.clone(),
+                message: match shape.declared(name) {
+                    Some((schema, _)) => format!(
+                        "missing required property `{name}` (expected {})",
+                        describe_schema(root, schema, 0)
+                    ),
+                    None => format!("missing required property `{name}`"),
+                },
+            });
         }
     }
 }
@@ -382,6 +369,12 @@ impl<'s> Shape<'s> {
             }
         }
     }
+}
+
+/// `expected …, got …` for `value`, with `node` in words.
+fn expected(root: &Value, node: &Value, value: &Value) -> String {
+    let expected = describe_schema(root, node, 0);
+    format!("expected {expected}, got {}", got(value))
 }
 
 /// The report's line for an unknown property: its name, and the closest declared name the object does
