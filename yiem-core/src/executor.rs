@@ -299,6 +299,7 @@ impl ToolExecutor {
 
     /// Executes `calls` as [`execute`](Self::execute) does, their questions and log messages going to
     /// `asker` (an MCP server's client) instead of this executor's handler.
+    #[cfg(feature = "mcp")]
     pub(crate) async fn execute_asking(
         &self,
         store: &ToolStore,
@@ -306,10 +307,7 @@ impl ToolExecutor {
         cancel: &CancellationToken,
         asker: Arc<dyn Asker>,
     ) -> ToolCallBatch {
-        let calls = calls
-            .into_iter()
-            .map(|call| Call::new(store, call))
-            .collect();
+        let calls = calls_of(store, calls);
         let mut env = self.env(None, cancel);
         env.asker = Some(asker);
         self.run_in(calls, &env, None).await
@@ -333,11 +331,8 @@ impl ToolExecutor {
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        let calls = calls
-            .into_iter()
-            .map(|call| Call::new(store, call))
-            .collect();
-        self.run_calls(calls, assistant, cancel, None).await
+        self.run_calls(calls_of(store, calls), assistant, cancel, None)
+            .await
     }
 
     /// Schedules the calls of one batch: all at once when every tool of the batch allows it and there is
@@ -433,6 +428,14 @@ impl ToolExecutor {
         }
         calls.into_iter().map(|call| call.finish(env)).collect()
     }
+}
+
+/// The calls of a store's tools, each looked up in the store.
+fn calls_of(store: &ToolStore, calls: Vec<ToolCall>) -> Vec<Call> {
+    calls
+        .into_iter()
+        .map(|call| Call::new(store, call))
+        .collect()
 }
 
 /// The calls of a plan: those to run, and those refused with their reason.
