@@ -6,8 +6,6 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::sdk::{Request, assert_sdk_accepts_bodies};
 use common::weather_tool;
 use serde_json::{Map, Value, json};
@@ -109,18 +107,7 @@ fn every_tool_choice_matches_its_golden_shape_in_every_provider() {
         }
         golden.insert(name.into(), Value::Object(by_provider));
     }
-    let text = serde_json::to_string_pretty(&Value::Object(golden)).unwrap() + "\n";
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tool_choice.json");
-    if std::env::var_os("YIEM_BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        text,
-        expected,
-        "{} differs (YIEM_BLESS=1 rewrites it)",
-        path.display()
-    );
+    common::golden("tool_choice.json", &Value::Object(golden));
 }
 
 #[test]

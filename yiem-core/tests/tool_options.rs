@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -171,18 +170,7 @@ fn every_provider_sends_the_tool_options_it_takes_in_its_own_shape() {
     for (provider, body) in bodies(&request(None), &ToolChoice::Auto) {
         golden.insert(provider.into(), body["tools"].clone());
     }
-    let text = serde_json::to_string_pretty(&Value::Object(golden)).unwrap() + "\n";
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/tool_options.json");
-    if std::env::var_os("YIEM_BLESS").is_some() {
-        std::fs::write(&path, &text).unwrap();
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_default();
-    assert_eq!(
-        text,
-        expected,
-        "{} differs (YIEM_BLESS=1 rewrites it)",
-        path.display()
-    );
+    common::golden("tool_options.json", &Value::Object(golden));
 }
 
 #[test]

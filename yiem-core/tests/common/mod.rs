@@ -5,6 +5,25 @@
 
 pub mod sdk;
 
+/// Compares `value`, pretty-printed, with the golden file `tests/golden/<name>`; `YIEM_BLESS=1` rewrites
+/// the file first.
+pub fn golden(name: &str, value: &Value) {
+    let text = serde_json::to_string_pretty(value).unwrap() + "\n";
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("YIEM_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_default();
+    assert_eq!(
+        text,
+        expected,
+        "{} differs (YIEM_BLESS=1 rewrites it)",
+        path.display()
+    );
+}
+
 /// `program` of a Python virtualenv named `venv` in the target directory (beside the test binaries'
 /// `debug`), made and given `packages` with pip the first time it is missing: so `cargo test` on a
 /// fresh machine needs only Python 3 and the package index.
