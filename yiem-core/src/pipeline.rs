@@ -644,11 +644,14 @@ impl Facts {
         let Some(tool) = &self.tool else {
             return AgentToolResult::error(format!("tool `{}` not found", self.name()));
         };
-        let watch = Watch {
+        let watching = Watching {
             abort: env.cancel.as_ref(),
+            ctx: ctx.as_ref(),
             limit: tool.timeout().or(env.default_timeout),
+            name: tool.name(),
+            call_id: self.id(),
         };
-        let result = run_bound(tool, future, ctx.as_ref(), self.id(), watch).await;
+        let result = run_bound(tool, future, watching).await;
         let (Some(after), Some(args)) = (&env.hooks.after, args) else {
             return result;
         };
@@ -904,12 +907,6 @@ fn bind(
     Ok((future, args))
 }
 
-/// What a running call is watched for: the batch's token (else the context's own), and the time limit.
-struct Watch<'a> {
-    abort: Option<&'a CancellationToken>,
-    limit: Option<Duration>,
-}
-
 /// Runs a bound call to its end: a panic, the time limit, or cancellation (of `abort`, else of the
 /// context's own token) each become an error result. Updates stop at the end. `ctx` is the call's
 /// context if the tool took one (a tool that took none cannot see its token or send updates).
@@ -920,22 +917,15 @@ struct Watch<'a> {
 async fn run_bound(
     tool: &AgentTool,
     future: ToolFuture,
-    ctx: Option<&ToolContext>,
-    call_id: &str,
-    watch: Watch<'_>,
+    watching: Watching<'_>,
 ) -> AgentToolResult {
-    let Watch { abort, limit } = watch;
+    let Watching {
+        abort, ctx, limit, ..
+    } = watching;
     let name = tool.name();
     let cancelled = match abort {
         Some(token) => token.is_cancelled(),
         None => ctx.is_some_and(ToolContext::is_cancelled),
-    };
-    let watching = Watching {
-        abort,
-        ctx,
-        limit,
-        name,
-        call_id,
     };
     let result = if cancelled {
         guard::drop_quietly(future);
@@ -977,8 +967,10 @@ async fn run_bound(
     result
 }
 
-/// A call that must wait, and what it is watched for.
+/// What a running call is watched for: the batch's token (else the context's own), the time limit, and
+/// what names the call in its errors and logs.
 struct Watching<'a> {
+    /// The batch's token (else the context's own is watched).
     abort: Option<&'a CancellationToken>,
     ctx: Option<&'a ToolContext>,
     limit: Option<Duration>,
