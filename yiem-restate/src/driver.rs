@@ -233,6 +233,7 @@ impl Driver<'_, '_> {
                 .iter()
                 .map(|planned| planned.call().id.clone())
                 .collect(),
+            recorded: tokio::sync::watch::channel(0).0,
         };
         let batch = self
             .executor
@@ -320,11 +321,36 @@ impl Driver<'_, '_> {
 
 /// Records each call of a batch as a journaled step of its own (`turn 3 tool get_weather call_1`): the
 /// call runs inside `ctx.run`, and a replay gets the recorded result without running it.
+///
+/// The calls of a parallel batch run at once, but their steps are *recorded* in call order: a call's step
+/// hands its result to Restate only once every earlier call's step is recorded. restate-sdk 0.13 does not
+/// support two `ctx.run` steps waiting for their acknowledgements at once (its `async_result_poll.rs`
+/// says "async run ... is not supported by the rust sdk currently"): the input that acknowledges one can
+/// be read by the other's future, and the first then waits for ever — seen as a stalled batch under load,
+/// ended only by Restate's inactivity timeout and a replay. Recorded in order, at most one step waits for
+/// its acknowledgement at a time, and the tools still run concurrently.
 struct ToolJournal<'d, 'a, 'ctx> {
     driver: &'d Driver<'a, 'ctx>,
     turn: u32,
     /// The ids of the batch's calls, in order.
     calls: Vec<String>,
+    /// How many of the batch's first calls have their step recorded.
+    recorded: tokio::sync::watch::Sender<usize>,
+}
+
+/// Marks a call's step recorded when its recording ends, however it ends (a dropped or failed step too),
+/// so that the calls after it are never held back.
+struct Recorded<'j> {
+    recorded: &'j tokio::sync::watch::Sender<usize>,
+    index: usize,
+}
+
+impl Drop for Recorded<'_> {
+    fn drop(&mut self) {
+        let index = self.index;
+        self.recorded
+            .send_modify(|count| *count = (*count).max(index + 1));
+    }
 }
 
 impl CallJournal for ToolJournal<'_, '_, '_> {
@@ -334,19 +360,30 @@ impl CallJournal for ToolJournal<'_, '_, '_> {
         run: Pin<Box<dyn Future<Output = CallRecord> + Send + 'static>>,
     ) -> Pin<Box<dyn Future<Output = CallRecord> + Send + 's>> {
         let name = tool_step_name(self.turn, call);
+        let index = self.calls.iter().position(|id| *id == call.id).unwrap_or(0);
         let kind = StepKind::Tool {
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            index: self.calls.iter().position(|id| *id == call.id).unwrap_or(0),
+            index,
             of: self.calls.len(),
         };
         let tool = call.name.clone();
+        let mut earlier = self.recorded.subscribe();
         let step = self
             .driver
             .ctx
-            .run(move || async move { Ok(Json(run.await)) })
+            .run(move || async move {
+                let record = run.await;
+                // Every earlier call's step recorded first (see the type's docs).
+                let _ = earlier.wait_for(|count| *count >= index).await;
+                Ok(Json(record))
+            })
             .name(name.clone());
         Box::pin(async move {
+            let _recorded = Recorded {
+                recorded: &self.recorded,
+                index,
+            };
             let record = match step.await {
                 Ok(Json(record)) => record,
                 // A run with no retry policy is retried until it succeeds; a terminal failure is the

@@ -29,8 +29,9 @@
 //! # Steps and crashes
 //!
 //! A step is one model call (`model 3`) or one tool call (`turn 3 tool get_weather call_1`). A batch runs
-//! as in process: its parallel calls at once (each call's run a journaled step of its own, made
-//! concurrently), a batch with a sequential tool one call after another, under the agent's concurrency
+//! as in process: its parallel calls at once (each call's run a journaled step of its own; the steps
+//! hand their results to Restate in call order, since restate-sdk 0.13 cannot wait for two
+//! acknowledgements at once), a batch with a sequential tool one call after another, under the agent's concurrency
 //! cap, which holds across the run; conversations never wait for each other. When the service dies,
 //! Restate retries the
 //! invocation on a healthy process: journaled steps are replayed from the journal, and the run goes on
