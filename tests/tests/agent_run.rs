@@ -1171,6 +1171,7 @@ async fn drive_by_hand(
                     system_prompt: run.system_prompt().to_owned(),
                     messages: run.messages().to_vec(),
                     tools: tools.tool_list(),
+                    deferred: Default::default(),
                     tool_choice: None,
                 };
                 let mut assembler = yiem_core::MessageAssembler::new();

@@ -40,6 +40,7 @@ pub struct ToolSpec {
     pub examples: &'static [&'static str],
     pub strict: bool,
     pub eager_input_streaming: bool,
+    pub defer_loading: bool,
     pub file: &'static str,
     pub line: u32,
 }
@@ -91,6 +92,7 @@ impl ToolSpec {
                         .collect(),
                     strict: self.strict,
                     eager_input_streaming: self.eager_input_streaming,
+                    defer_loading: self.defer_loading,
                 },
                 source: SourceLocation {
                     file: self.file,

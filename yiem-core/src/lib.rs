@@ -72,6 +72,7 @@
 //! | `mcp-client` | no | `mcp::McpClient`: MCP servers' tools in a store, over stdio or streamable HTTP |
 //! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a stateless streamable HTTP MCP server (rmcp on hyper, no TLS) |
+//! | `tool-search` | no | `catalog::Bm25Ranker`, `ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools (`bm25`, `rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
 //!
 //! The default build is already the lean one (no feature is on by default):
 //!
@@ -128,6 +129,7 @@
 //! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
 //! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
+//! | `catalog` | large catalogs: deferred tools, the lists a request carries ([`catalog::RequestTools`]), the local tool search ([`catalog::ToolSearch`], [`catalog::Ranker`]) and the policy ([`catalog::defer_when_large`]) |
 //! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
 //! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); [`CallJournal`] for drivers that replay |
 //! | `executor` | [`ToolExecutor`]: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
@@ -190,6 +192,7 @@ mod feature_table {
 mod agent;
 mod args;
 mod call;
+pub mod catalog;
 mod check;
 mod content;
 mod context;
@@ -346,6 +349,7 @@ pub use tool::{
 /// | `example = r#"{...}"#` | an example of good arguments as JSON text, repeatable; Anthropic's `input_examples` ([`ProviderOptions`]); [`check_tools!`] checks it against the schema | none |
 /// | `strict` | strict mode where the provider has it (OpenAI, Anthropic); the schema must be one strict mode expresses | off |
 /// | `eager_input_streaming` | Anthropic streams the arguments unbuffered | off |
+/// | `defer_loading` | the definition is sent only once the model has found the tool ([`catalog`]) | off |
 ///
 /// ```
 /// use schemars::JsonSchema;

@@ -10,6 +10,7 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 
 use crate::args::ArgumentChecking;
+use crate::catalog::RequestTools;
 use crate::context::ToolContext;
 use crate::dialect::{Dialect, DialectCache, DialectError, definition};
 use crate::state::{MissingState, StateMap, ToolState};
@@ -76,6 +77,8 @@ pub enum RegistrationError {
 /// Seeded per process; names are short, so a fast hash keeps lookups cheap.
 type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 
+type DeferredSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
+
 /// What a store holds: its tools, and their list as requests carry it, made on first use and dropped by
 /// every change.
 /// What a call finds in its store: its tool (if the store has it), the store's state and how the store
@@ -89,6 +92,12 @@ pub(crate) struct Found {
 struct Tools {
     map: ToolMap,
     list: OnceLock<ToolList>,
+    /// The names of the deferred tools (see [`catalog`](crate::catalog)), a subset of the map's.
+    deferred: DeferredSet,
+    /// Every tool registered from now on is deferred.
+    defer_all: bool,
+    /// The last request lists made, for the loaded tools they were made for.
+    requests: std::sync::Mutex<Option<(Vec<String>, RequestTools)>>,
     /// The version of the tools, up by one on every change (see [`ToolStore::changes`]).
     version: tokio::sync::watch::Sender<u64>,
     /// The store's state, shared with every call (copied on change, which is rare).
@@ -101,6 +110,10 @@ impl Tools {
     /// The tools changed: the cached list goes, and whoever watches the store hears of it.
     fn changed(&mut self) {
         self.list = OnceLock::new();
+        *self
+            .requests
+            .get_mut()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
         self.version.send_modify(|version| *version += 1);
     }
 
@@ -147,6 +160,9 @@ impl ToolStore {
             tools: Arc::new(RwLock::new(Tools {
                 map: ToolMap::default(),
                 list: OnceLock::new(),
+                deferred: DeferredSet::default(),
+                defer_all: false,
+                requests: std::sync::Mutex::new(None),
                 version: tokio::sync::watch::Sender::new(0),
                 state: Arc::new(StateMap::new(&name)),
                 checking: ArgumentChecking::default(),
@@ -226,6 +242,14 @@ impl ToolStore {
         offered
     }
 
+    /// A handle that does not keep the store alive (for a tool of the store that refers to it).
+    pub(crate) fn downgrade(&self) -> WeakStore {
+        WeakStore {
+            name: self.name.clone(),
+            tools: Arc::downgrade(&self.tools),
+        }
+    }
+
     /// The store's state of type `T`, if it holds one.
     pub fn state<T: ToolState>(&self) -> Option<Arc<T>> {
         self.read().state.get::<T>()
@@ -279,17 +303,6 @@ impl ToolStore {
         self.tools
             .write()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Changes the tools when `change` says it did (returns `true` with its result); the cached list
-    /// goes and watchers hear of it.
-    fn change<R>(&self, change: impl FnOnce(&mut ToolMap) -> (bool, R)) -> R {
-        let mut tools = self.write();
-        let (changed, result) = change(&mut tools.map);
-        if changed {
-            tools.changed();
-        }
-        result
     }
 
     /// Watches the store's tools: the receiver's value is a version that goes up by one on every change
@@ -351,6 +364,11 @@ impl ToolStore {
         }
         let names = tools.iter().map(|t| t.name().to_owned()).collect();
         for tool in tools {
+            if (guard.defer_all || tool.provider_options().defer_loading)
+                && tool.name() != crate::catalog::SEARCH_TOOLS
+            {
+                guard.deferred.insert(tool.name().to_owned());
+            }
             guard.map.insert(tool.name().to_owned(), tool);
         }
         Ok(names)
@@ -499,19 +517,99 @@ impl ToolStore {
 
     /// Removes the tool called `name`, keeping the order of the others.
     pub fn remove(&self, name: &str) -> Option<AgentTool> {
-        self.change(|map| {
-            let removed = map.shift_remove(name);
-            (removed.is_some(), removed)
-        })
+        let mut tools = self.write();
+        let removed = tools.map.shift_remove(name);
+        if removed.is_some() {
+            tools.deferred.remove(name);
+            tools.changed();
+        }
+        removed
     }
 
     /// Removes every tool.
     pub fn clear(&self) {
-        self.change(|map| {
-            let had_tools = !map.is_empty();
-            map.clear();
-            (had_tools, ())
-        });
+        let mut tools = self.write();
+        if !tools.map.is_empty() {
+            tools.map.clear();
+            tools.deferred.clear();
+            tools.changed();
+        }
+    }
+
+    /// Defers every tool registered from now on (an MCP server's, say): its definition is sent only once
+    /// the model has found it (see [`catalog`](crate::catalog)).
+    #[must_use]
+    pub fn with_deferred_loading(self) -> Self {
+        self.write().defer_all = true;
+        self
+    }
+
+    /// Defers the registered tools among `names` (see [`catalog`](crate::catalog)); names the store does
+    /// not have, and [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS), are left alone. Returns how many
+    /// tools became deferred.
+    pub fn defer_loading<S: AsRef<str>>(&self, names: impl IntoIterator<Item = S>) -> usize {
+        let mut tools = self.write();
+        let mut deferred = 0;
+        for name in names {
+            let name = name.as_ref();
+            if name != crate::catalog::SEARCH_TOOLS
+                && tools.map.contains_key(name)
+                && tools.deferred.insert(name.to_owned())
+            {
+                deferred += 1;
+            }
+        }
+        if deferred > 0 {
+            tools.changed();
+        }
+        deferred
+    }
+
+    /// Whether the tool called `name` is deferred (see [`catalog`](crate::catalog)).
+    pub fn is_deferred(&self, name: &str) -> bool {
+        self.read().deferred.contains(name)
+    }
+
+    /// The deferred tools, in registration order.
+    pub fn deferred_tools(&self) -> Vec<AgentTool> {
+        let tools = self.read();
+        tools
+            .map
+            .values()
+            .filter(|tool| tools.deferred.contains(tool.name()))
+            .cloned()
+            .collect()
+    }
+
+    /// The lists a model request carries when the model has found `loaded` (see
+    /// [`RequestTools`]): made once per store version and set of loaded tools, so asking again costs a
+    /// comparison.
+    pub(crate) fn request_tools(&self, loaded: &[String]) -> RequestTools {
+        let tools = self.read();
+        if tools.deferred.is_empty() {
+            return RequestTools {
+                tools: tools.list().clone(),
+                deferred: ToolList::default(),
+            };
+        }
+        let mut last = tools
+            .requests
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some((made_for, lists)) = last.as_ref()
+            && made_for.as_slice() == loaded
+        {
+            return lists.clone();
+        }
+        let all: Vec<&AgentTool> = tools.map.values().collect();
+        let lists = RequestTools::split(
+            &all,
+            |name| tools.deferred.contains(name),
+            loaded,
+            |name| tools.map.get(name),
+        );
+        *last = Some((loaded.to_vec(), lists.clone()));
+        lists
     }
 
     /// The `list_tools` tool for this store: it lists what is in the store when it is called, so tools
@@ -539,6 +637,23 @@ impl ToolStore {
             })
             .build()
             .expect("the list_tools definition is valid")
+    }
+}
+
+/// A [`ToolStore`] handle that does not keep it alive.
+#[derive(Clone)]
+pub(crate) struct WeakStore {
+    name: String,
+    tools: Weak<RwLock<Tools>>,
+}
+
+impl WeakStore {
+    /// The store, if it still exists.
+    pub(crate) fn upgrade(&self) -> Option<ToolStore> {
+        Some(ToolStore {
+            name: self.name.clone(),
+            tools: self.tools.upgrade()?,
+        })
     }
 }
 

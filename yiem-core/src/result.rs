@@ -83,6 +83,7 @@ struct Extras {
     structured_content: Option<Value>,
     usage: Option<Usage>,
     added_tool_names: Vec<String>,
+    loaded_tool_names: Vec<String>,
 }
 
 static NO_DETAILS: Value = Value::Null;
@@ -196,6 +197,23 @@ impl AgentToolResult {
         self
     }
 
+    /// Names of deferred tools this call found (a tool search's result), so the agent sends their
+    /// definitions from the next request on (see [`catalog`](crate::catalog)).
+    pub fn loaded_tool_names(&self) -> &[String] {
+        self.extras
+            .as_ref()
+            .map_or(&[], |extras| extras.loaded_tool_names.as_slice())
+    }
+
+    /// Sets [`loaded_tool_names`](Self::loaded_tool_names).
+    pub fn with_loaded_tools(mut self, names: Vec<String>) -> Self {
+        if names.is_empty() && self.extras.is_none() {
+            return self;
+        }
+        self.extras_mut().loaded_tool_names = names;
+        self
+    }
+
     /// All text blocks joined with newlines (images are left out).
     pub fn text_content(&self) -> String {
         crate::content::joined_text(&self.content)
@@ -211,6 +229,7 @@ impl PartialEq for AgentToolResult {
             && self.structured_content() == other.structured_content()
             && self.usage() == other.usage()
             && self.added_tool_names() == other.added_tool_names()
+            && self.loaded_tool_names() == other.loaded_tool_names()
     }
 }
 
@@ -229,6 +248,9 @@ impl fmt::Debug for AgentToolResult {
         }
         if !self.added_tool_names().is_empty() {
             out.field("added_tool_names", &self.added_tool_names());
+        }
+        if !self.loaded_tool_names().is_empty() {
+            out.field("loaded_tool_names", &self.loaded_tool_names());
         }
         out.field("terminate", &self.terminate)
             .field("is_error", &self.is_error)
@@ -249,6 +271,8 @@ struct WireRef<'a> {
     terminate: bool,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     added_tool_names: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    loaded_tool_names: &'a [String],
     is_error: bool,
 }
 
@@ -268,6 +292,8 @@ struct Wire {
     #[serde(default)]
     added_tool_names: Vec<String>,
     #[serde(default)]
+    loaded_tool_names: Vec<String>,
+    #[serde(default)]
     is_error: bool,
 }
 
@@ -280,6 +306,7 @@ impl Serialize for AgentToolResult {
             usage: self.usage(),
             terminate: self.terminate,
             added_tool_names: self.added_tool_names(),
+            loaded_tool_names: self.loaded_tool_names(),
             is_error: self.is_error,
         }
         .serialize(serializer)
@@ -294,6 +321,7 @@ impl<'de> Deserialize<'de> for AgentToolResult {
             structured_content: wire.structured_content,
             usage: wire.usage,
             added_tool_names: wire.added_tool_names,
+            loaded_tool_names: wire.loaded_tool_names,
         };
         Ok(AgentToolResult {
             content: wire.content,

@@ -90,6 +90,9 @@ pub struct ProviderOptions {
     pub strict: bool,
     /// Anthropic streams the arguments without buffering them to check them as JSON first.
     pub eager_input_streaming: bool,
+    /// The definition is not sent until the model finds the tool (see [`catalog`](crate::catalog)): the
+    /// tool is registered, checked and callable like any other.
+    pub defer_loading: bool,
 }
 
 /// Where a tool was defined, for error messages such as a duplicate registration.
@@ -776,6 +779,12 @@ impl ToolBuilder {
     /// Asks Anthropic to stream the arguments without buffering them (see [`ProviderOptions`]).
     pub fn eager_input_streaming(mut self) -> Self {
         self.options.eager_input_streaming = true;
+        self
+    }
+
+    /// Defers the tool's definition until the model finds it (see [`catalog`](crate::catalog)).
+    pub fn defer_loading(mut self) -> Self {
+        self.options.defer_loading = true;
         self
     }
 

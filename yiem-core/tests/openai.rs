@@ -88,6 +88,7 @@ fn request(text: &str) -> ModelRequest {
         system_prompt: "You are terse.".into(),
         messages: vec![UserMessage::text(text).into()],
         tools: Default::default(),
+        deferred: Default::default(),
         tool_choice: None,
     }
 }
@@ -199,6 +200,7 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
             ToolResultMessage::new(&call, AgentToolResult::text("Sunny, 22 °C")).into(),
         ],
         tools: vec![weather_tool()].into(),
+        deferred: Default::default(),
         tool_choice: None,
     };
     let model = server.model_with(|config| config.with_extra("temperature", json!(0)));
@@ -766,6 +768,7 @@ async fn the_tool_result_request_sends_tool_calls_with_empty_text_content() {
             result.into(),
         ],
         tools: Default::default(),
+        deferred: Default::default(),
         tool_choice: None,
     };
     let _ = events(&server.model(), request).await;
@@ -1362,6 +1365,7 @@ async fn a_reply_cut_mid_stream_is_not_sent_back_as_a_finished_message() {
             UserMessage::text("again?").into(),
         ],
         tools: Default::default(),
+        deferred: Default::default(),
         tool_choice: None,
     };
     let _ = events(&model, next).await;

@@ -49,6 +49,7 @@ fn request(text: &str) -> ModelRequest {
         system_prompt: "You are terse.".into(),
         messages: vec![UserMessage::text(text).into()],
         tools: Default::default(),
+        deferred: Default::default(),
         tool_choice: None,
     }
 }

@@ -50,6 +50,7 @@ fn request() -> ModelRequest {
         system_prompt: "Use the tools.".into(),
         messages: vec![UserMessage::text("Weather and time in Oslo?").into()],
         tools: vec![weather_tool(), time].into(),
+        deferred: Default::default(),
         tool_choice: None,
     }
 }

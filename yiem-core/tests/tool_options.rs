@@ -72,6 +72,7 @@ fn request(choice: Option<ToolChoice>) -> ModelRequest {
         system_prompt: "Use the tools.".into(),
         messages: vec![UserMessage::text("Flights from Oslo to Tokyo?").into()],
         tools: vec![flights(), outline()].into(),
+        deferred: Default::default(),
         tool_choice: choice,
     }
 }

@@ -39,6 +39,7 @@ pub(crate) struct Attrs {
     pub examples: Vec<LitStr>,
     pub strict: Option<Keyed<()>>,
     pub eager_input_streaming: Option<Keyed<()>>,
+    pub defer_loading: Option<Keyed<()>>,
 }
 
 /// How one key's value is read: from the key onwards, recording problems in `cx`.
@@ -78,6 +79,7 @@ pub(crate) const KEYS: &[(&str, ParseKey)] = &[
     }),
     key!("strict", strict, flag),
     key!("eager_input_streaming", eager_input_streaming, flag),
+    key!("defer_loading", defer_loading, flag),
 ];
 
 /// Parses the attribute's arguments, recording every problem in `cx` (all of them, not only the first).

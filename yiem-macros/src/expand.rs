@@ -268,6 +268,7 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
     let examples = &tool.examples;
     let strict = tool.strict;
     let eager_input_streaming = tool.eager_input_streaming;
+    let defer_loading = tool.defer_loading;
     let hint = |value: Option<bool>| some(value.map(|value| quote!(#value)));
     let (read_only, destructive, idempotent, open_world) = (
         hint(tool.hints.read_only),
@@ -355,6 +356,7 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
             examples: &[#(#examples),*],
             strict: #strict,
             eager_input_streaming: #eager_input_streaming,
+            defer_loading: #defer_loading,
             file,
             line,
         }

@@ -88,6 +88,7 @@ pub(crate) struct Tool<'a> {
     pub examples: Vec<LitStr>,
     pub strict: bool,
     pub eager_input_streaming: bool,
+    pub defer_loading: bool,
     pub runs: Runs,
     pub signature: Signature<'a>,
     pub output: &'a ReturnType,
@@ -191,6 +192,7 @@ pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: F
         examples: attrs.examples.clone(),
         strict: attrs.strict.is_some(),
         eager_input_streaming: attrs.eager_input_streaming.is_some(),
+        defer_loading: attrs.defer_loading.is_some(),
         runs: if sig.asyncness.is_some() {
             Runs::Async
         } else {

@@ -183,7 +183,7 @@ impl Driver<'_, '_> {
         let turn = run.turns().saturating_add(1);
         let agent = &config.agent;
         let (context, offered) = agent.context(run.system_prompt(), run.messages());
-        let request = agent.model_request(context);
+        let request = agent.model_request(context, run.loaded_tools());
         let model = (config.model)(&self.key);
         let name = model_step_name(turn);
         let events = agent.events();

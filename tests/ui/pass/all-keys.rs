@@ -34,6 +34,7 @@ fn validate(args: &Args) -> Result<(), String> {
     example = r#"{"n": 2}"#,
     strict,
     eager_input_streaming,
+    defer_loading,
 )]
 async fn every_key(args: Args) -> String {
     args.n.to_string()
@@ -61,6 +62,6 @@ fn main() {
     );
     let options = tool.provider_options();
     assert_eq!(options.examples, [json!({"n": 1}), json!({"n": 2})]);
-    assert!(options.strict && options.eager_input_streaming);
+    assert!(options.strict && options.eager_input_streaming && options.defer_loading);
     assert_eq!(explicit_sequential_tool().execution_mode(), ExecutionMode::Sequential);
 }

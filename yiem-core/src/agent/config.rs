@@ -12,12 +12,13 @@ use super::approval::ApprovalPolicy;
 use super::limits::RunLimits;
 use super::{AgentContext, NextTurnContext, TurnUpdate};
 use crate::call::ToolCall;
+use crate::catalog::RequestTools;
 use crate::event::EventBus;
 use crate::executor::{BatchMode, ToolExecutor};
 use crate::guard;
 use crate::hooks::ToolHooks;
 use crate::llm::{ModelRequest, ToolChoice};
-use crate::registry::{ToolList, ToolStore};
+use crate::registry::ToolStore;
 
 pub(crate) type PrepareContext = Arc<dyn Fn(&mut AgentContext) + Send + Sync>;
 pub(crate) type PrepareNextTurn = Arc<dyn Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync>;
@@ -145,13 +146,16 @@ impl AgentConfig {
         }
     }
 
-    /// The tool list of a request made from `context`: without `prepare_context` the store's own list,
-    /// its serialized text shared by every request until the store changes.
-    pub fn tool_list(&self, context: &AgentContext) -> ToolList {
+    /// The tool lists of a request made from `context` when the model has reached `loaded`
+    /// ([`AgentRun::loaded_tools`](crate::AgentRun::loaded_tools)): the tools sent and the deferred ones
+    /// not found yet (see [`catalog`](crate::catalog)). Without `prepare_context` they are the store's
+    /// own, made once per store version and set of loaded tools, their serialized text shared by every
+    /// request until either changes.
+    pub fn request_tools(&self, context: &AgentContext, loaded: &[String]) -> RequestTools {
         if self.prepare_context.is_some() {
-            ToolList::from(context.tools.clone())
+            RequestTools::of_offered(&self.tools, &context.tools, loaded)
         } else {
-            self.tools.tool_list()
+            RequestTools::of(&self.tools, loaded)
         }
     }
 
@@ -161,12 +165,15 @@ impl AgentConfig {
         self.tool_choice.as_ref()
     }
 
-    /// The model request made from `context` (what [`context`](Self::context) returned): its prompt, its
-    /// conversation, its tools ([`tool_list`](Self::tool_list)) and the agent's tool choice. Every driver
-    /// asks the model with it.
-    pub fn model_request(&self, context: AgentContext) -> ModelRequest {
+    /// The model request made from `context` (what [`context`](Self::context) returned) when the model
+    /// has reached `loaded`: its prompt, its conversation, its tools
+    /// ([`request_tools`](Self::request_tools)) and the agent's tool choice. Every driver asks the model
+    /// with it.
+    pub fn model_request(&self, context: AgentContext, loaded: &[String]) -> ModelRequest {
+        let RequestTools { tools, deferred } = self.request_tools(&context, loaded);
         ModelRequest {
-            tools: self.tool_list(&context),
+            tools,
+            deferred,
             system_prompt: context.system_prompt,
             messages: context.messages,
             tool_choice: self.tool_choice.clone(),

@@ -577,23 +577,24 @@ impl Driving<'_> {
         state.run.follow_up(follow_ups);
     }
 
-    /// What the model sees next, the tools it is offered, and the model.
-    fn context(&self) -> (AgentContext, ToolStore, Arc<dyn Model>) {
-        let (system_prompt, messages, model) = {
+    /// What the model sees next, the tools it is offered, the tools it has reached, and the model.
+    fn context(&self) -> (AgentContext, ToolStore, Vec<String>, Arc<dyn Model>) {
+        let (system_prompt, messages, loaded, model) = {
             let state = lock(&self.shared.state);
             (
                 state.run.system_prompt().to_owned(),
                 state.run.messages().to_vec(),
+                state.run.loaded_tools().to_vec(),
                 Arc::clone(&state.model),
             )
         };
         let (context, offered) = self.shared.config.context(&system_prompt, &messages);
-        (context, offered, model)
+        (context, offered, loaded, model)
     }
 
     async fn call_model(&mut self) {
-        let (context, offered, model) = self.context();
-        let request = self.shared.config.model_request(context);
+        let (context, offered, loaded, model) = self.context();
+        let request = self.shared.config.model_request(context, &loaded);
         let reply = stream_reply(model.as_ref(), request, &self.cancel, &self.events).await;
         let config = &self.shared.config;
         self.with_run(|run| run.model_replied(reply, |call| config.needs_approval(&offered, call)));

@@ -19,7 +19,7 @@
 //!
 //! [`AgentRun::to_json`] writes one object: `version` (the format, [`RUN_FORMAT_VERSION`]),
 //! `system_prompt`, `messages` (the conversation, as [`AgentMessage`] serializes), `turns`, `usage`,
-//! `limits`, `stop_at_tools`, `steering`, `follow_ups`, `always_approved` (tool names), and `phase`, tagged
+//! `limits`, `stop_at_tools`, `steering`, `follow_ups`, `always_approved` (tool names), `loaded_tools` (left out when empty: see [`AgentRun::loaded_tools`]), and `phase`, tagged
 //! by `state`: `call_model`, `awaiting_approval` (with `assistant`, the index of the message whose calls
 //! wait, `pending` and the `decisions` given so far), `run_tools` (with the `plan`) or `stopped` (with the
 //! [`RunStop`]). [`AgentRun::to_json_signed`] adds `tag`, the integrity tag of everything else (its
@@ -192,6 +192,8 @@ pub struct AgentRun {
     steering: Vec<UserMessage>,
     follow_ups: Vec<UserMessage>,
     always_approved: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    loaded_tools: Vec<String>,
     phase: Phase,
     #[serde(skip)]
     progress: Progress,
@@ -232,6 +234,8 @@ struct Header<'a> {
     steering: &'a [UserMessage],
     follow_ups: &'a [UserMessage],
     always_approved: &'a [String],
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    loaded_tools: &'a [String],
     phase: &'a Phase,
 }
 
@@ -251,6 +255,8 @@ struct Saved {
     follow_ups: Vec<UserMessage>,
     #[serde(default)]
     always_approved: Vec<String>,
+    #[serde(default)]
+    loaded_tools: Vec<String>,
     phase: Phase,
 }
 
@@ -276,6 +282,7 @@ impl AgentRun {
             steering: Vec::new(),
             follow_ups: Vec::new(),
             always_approved: Vec::new(),
+            loaded_tools: Vec::new(),
             phase: Phase::Stopped {
                 stop: RunStop::Finished,
             },
@@ -405,6 +412,7 @@ impl AgentRun {
         add_usage(&mut self.usage, &reply.usage);
         let assistant = self.messages.len();
         let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+        self.load_tools(crate::catalog::reached_by(&reply));
         let stop_reason = reply.stop_reason;
         let error = reply.error.clone();
         // The reply ends its turn when it asks for no tools, or failed.
@@ -541,6 +549,11 @@ impl AgentRun {
             })
             .collect();
         let results: Vec<ToolResultMessage> = results.into_iter().chain(missing).collect();
+        let loaded: Vec<String> = results
+            .iter()
+            .flat_map(|result| result.result.loaded_tool_names().iter().cloned())
+            .collect();
+        self.load_tools(loaded);
         for result in &results {
             let message = AgentMessage::ToolResult(result.clone());
             self.progress.added.push(message.clone());
@@ -565,6 +578,22 @@ impl AgentRun {
         } else {
             Phase::CallModel
         };
+    }
+
+    /// The tools the model has reached in this run, in the order it reached them: the tools it called and
+    /// those a tool search found (a `search_tools` result's, or a provider's own). A request sends the
+    /// deferred ones among them after the tools that are not deferred (see [`catalog`](crate::catalog)).
+    pub fn loaded_tools(&self) -> &[String] {
+        &self.loaded_tools
+    }
+
+    /// Adds `names` to [`loaded_tools`](Self::loaded_tools), those not there yet, in order.
+    pub fn load_tools(&mut self, names: impl IntoIterator<Item = String>) {
+        for name in names {
+            if !self.loaded_tools.contains(&name) {
+                self.loaded_tools.push(name);
+            }
+        }
     }
 
     /// Answers pending approvals by call id. Once every pending call has a decision, the batch is planned:
@@ -907,6 +936,7 @@ impl AgentRun {
             steering: &self.steering,
             follow_ups: &self.follow_ups,
             always_approved: &self.always_approved,
+            loaded_tools: &self.loaded_tools,
             phase: &self.phase,
         };
         let header =
@@ -978,6 +1008,7 @@ impl AgentRun {
             steering: saved.steering,
             follow_ups: saved.follow_ups,
             always_approved: saved.always_approved,
+            loaded_tools: saved.loaded_tools,
             phase: saved.phase,
             progress: Progress::default(),
         };

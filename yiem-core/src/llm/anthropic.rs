@@ -17,6 +17,7 @@ use super::failure::{error_text, preview};
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::catalog;
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
 use crate::result::Usage;
@@ -60,6 +61,10 @@ pub struct AnthropicConfig {
     /// Prompt caching breakpoints (`cache_control`) on the tool list and the system prompt (default
     /// [`PromptCache::Off`]): see [`with_prompt_cache`](Self::with_prompt_cache).
     pub prompt_cache: PromptCache,
+    /// Anthropic's own tool search for deferred tools (default [`AnthropicToolSearch::Bm25`]); `None`
+    /// sends the local [`search_tools`](crate::catalog::SEARCH_TOOLS) tool instead (see
+    /// [`with_tool_search`](Self::with_tool_search)).
+    pub tool_search: Option<AnthropicToolSearch>,
     /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -81,6 +86,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("extra_body", &self.extra_body)
             .field("tool_choice", &self.tool_choice)
             .field("prompt_cache", &self.prompt_cache)
+            .field("tool_search", &self.tool_search)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -102,6 +108,36 @@ pub enum PromptCache {
     FiveMinutes,
     /// Breakpoints whose entries live an hour (`{"type": "ephemeral", "ttl": "1h"}`).
     OneHour,
+}
+
+/// Anthropic's tool-search tool, which searches a request's deferred tools on Anthropic's side (see
+/// [`catalog`](crate::catalog)): every deferred definition goes with `defer_loading: true`, and the
+/// model's searches come back as `server_tool_use` and `tool_search_tool_result` blocks, whose
+/// `tool_reference`s load the tools found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AnthropicToolSearch {
+    /// `tool_search_tool_bm25`: the model searches with words (the default).
+    #[default]
+    Bm25,
+    /// `tool_search_tool_regex`: the model searches with regular expressions.
+    Regex,
+}
+
+impl AnthropicToolSearch {
+    /// The tool's entry in a request's `tools`.
+    fn definition(self) -> Value {
+        match self {
+            AnthropicToolSearch::Bm25 => json!({
+                "type": "tool_search_tool_bm25_20251119",
+                "name": "tool_search_tool_bm25",
+            }),
+            AnthropicToolSearch::Regex => json!({
+                "type": "tool_search_tool_regex_20251119",
+                "name": "tool_search_tool_regex",
+            }),
+        }
+    }
 }
 
 impl PromptCache {
@@ -127,6 +163,7 @@ impl AnthropicConfig {
             extra_body: Map::new(),
             tool_choice: super::ToolChoice::Auto,
             prompt_cache: PromptCache::Off,
+            tool_search: Some(AnthropicToolSearch::Bm25),
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -143,6 +180,14 @@ impl AnthropicConfig {
     /// Sets `max_tokens`.
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
+        self
+    }
+
+    /// Chooses how the model finds deferred tools: Anthropic's own search (`Some`, the default is
+    /// [`AnthropicToolSearch::Bm25`]) or the local [`search_tools`](crate::catalog::SEARCH_TOOLS) tool
+    /// (`None`, for a model without tool search).
+    pub fn with_tool_search(mut self, search: Option<AnthropicToolSearch>) -> Self {
+        self.tool_search = search;
         self
     }
 
@@ -207,8 +252,7 @@ impl AnthropicConfig {
 /// let body = model.request_body(&ModelRequest {
 ///     system_prompt: "Be brief.".into(),
 ///     messages: vec![UserMessage::text("hi").into()],
-///     tools: Default::default(),
-///     tool_choice: None,
+///     ..Default::default()
 /// }).unwrap();
 /// assert_eq!(body["system"], "Be brief.");
 /// assert_eq!(body["max_tokens"], 4096);
@@ -274,22 +318,41 @@ impl AnthropicModel {
             Value::Array(to_anthropic_messages(&request.messages)),
         );
         let (choice, allowed) = request.tool_choice_or(&self.config.tool_choice).anthropic();
-        let tools = match allowed {
-            Some(allowed) => request
-                .tools
-                .iter()
-                .filter(|tool| allowed.iter().any(|name| name == tool.name()))
-                .cloned()
-                .collect(),
-            None => request.tools.clone(),
+        // With deferred tools and Anthropic's own search: the search tool, then the deferred tools.
+        let (tools, mut searched) = match self.config.tool_search {
+            Some(search) => match catalog::provider_search(request, Dialect::Anthropic)? {
+                Some((tools, deferred)) => (tools, [vec![search.definition()], deferred].concat()),
+                None => (request.tools.clone(), Vec::new()),
+            },
+            None => (request.tools.clone(), Vec::new()),
         };
-        if !tools.is_empty() {
+        let tools = match allowed {
+            Some(allowed) => {
+                let allowed = |name: &str| allowed.iter().any(|allowed| allowed == name);
+                searched.retain(|definition| {
+                    definition["defer_loading"] != true
+                        || definition["name"].as_str().is_some_and(allowed)
+                });
+                tools
+                    .iter()
+                    .filter(|tool| allowed(tool.name()))
+                    .cloned()
+                    .collect()
+            }
+            None => tools,
+        };
+        if !tools.is_empty() || !searched.is_empty() {
             let mut tools = tools.definitions(Dialect::Anthropic)?;
+            // The breakpoint goes on the last tool that is always sent (deferred ones are not part of
+            // the cached prefix).
             if let (Some(cache_control), Some(Value::Object(last))) = (
                 cache_control,
                 tools.as_array_mut().and_then(|tools| tools.last_mut()),
             ) {
                 last.insert("cache_control".into(), cache_control);
+            }
+            if let Value::Array(list) = &mut tools {
+                list.extend(searched);
             }
             body.insert("tools".into(), tools);
             if let Some(choice) = choice {

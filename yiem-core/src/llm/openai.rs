@@ -217,8 +217,7 @@ impl OpenAiConfig {
 /// let request = ModelRequest {
 ///     system_prompt: "Answer in one word.".into(),
 ///     messages: vec![UserMessage::text("Capital of Japan?").into()],
-///     tools: Default::default(),
-///     tool_choice: None,
+///     ..Default::default()
 /// };
 /// let mut assembler = MessageAssembler::new();
 /// let mut events = model.stream(request, CancellationToken::new());
@@ -317,8 +316,7 @@ impl OpenAiModel {
     /// let body = model.request_body(&ModelRequest {
     ///     system_prompt: "Be brief.".into(),
     ///     messages: vec![UserMessage::text("hi").into()],
-    ///     tools: Default::default(),
-    ///     tool_choice: None,
+    ///     ..Default::default()
     /// }).unwrap();
     /// assert_eq!(body, json!({
     ///     "model": "llama3.2",

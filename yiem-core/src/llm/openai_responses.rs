@@ -16,6 +16,7 @@ use super::openai_responses_format::{PROVIDER, render, response_id, usage_from_r
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::catalog;
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
@@ -66,6 +67,11 @@ pub struct OpenAiResponsesConfig {
     /// Describe tools in strict mode ([`Dialect::OpenAiStrict`], `strict: true`; default false, tools
     /// go in [`Dialect::OpenAi`] with `strict: false`).
     pub strict_tools: bool,
+    /// OpenAI's own tool search for deferred tools (`{"type": "tool_search"}`, default true): every
+    /// deferred definition goes with `defer_loading: true`, and the model's searches come back as
+    /// `tool_search_call` and `tool_search_output` items, whose tools are loaded. False sends the local
+    /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool instead (see [`catalog`](crate::catalog)).
+    pub tool_search: bool,
     /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
     /// into every body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
@@ -92,6 +98,7 @@ impl fmt::Debug for OpenAiResponsesConfig {
             .field("previous_response_id", &self.previous_response_id)
             .field("encrypted_reasoning", &self.encrypted_reasoning)
             .field("strict_tools", &self.strict_tools)
+            .field("tool_search", &self.tool_search)
             .field("extra_body", &self.extra_body)
             .field("tool_choice", &self.tool_choice)
             .field("retry", &self.retry)
@@ -113,6 +120,7 @@ impl OpenAiResponsesConfig {
             previous_response_id: false,
             encrypted_reasoning: true,
             strict_tools: false,
+            tool_search: true,
             extra_body: Map::new(),
             tool_choice: super::ToolChoice::Auto,
             retry: RetryPolicy::default(),
@@ -191,6 +199,12 @@ impl OpenAiResponsesConfig {
         self
     }
 
+    /// Sets [`tool_search`](Self::tool_search).
+    pub fn with_tool_search(mut self, on: bool) -> Self {
+        self.tool_search = on;
+        self
+    }
+
     /// Sets [`strict_tools`](Self::strict_tools).
     pub fn with_strict_tools(mut self, on: bool) -> Self {
         self.strict_tools = on;
@@ -247,8 +261,7 @@ impl OpenAiResponsesConfig {
 /// let body = model.request_body(&ModelRequest {
 ///     system_prompt: "Be brief.".into(),
 ///     messages: vec![UserMessage::text("hi").into()],
-///     tools: Default::default(),
-///     tool_choice: None,
+///     ..Default::default()
 /// }).unwrap();
 /// assert_eq!(body, serde_json::json!({
 ///     "model": "gpt-5-mini",
@@ -334,7 +347,7 @@ impl OpenAiResponsesModel {
         if let Some((_, id)) = chained {
             body.insert("previous_response_id".into(), json!(id));
         }
-        if !request.tools.is_empty() {
+        if !request.tools.is_empty() || !request.deferred.is_empty() {
             body.insert("tools".into(), self.tools(request)?);
             if let Some(choice) = request
                 .tool_choice_or(&config.tool_choice)
@@ -362,22 +375,36 @@ impl OpenAiResponsesModel {
         } else {
             Dialect::OpenAi
         };
-        let Value::Array(definitions) = request.tools.definitions(dialect)? else {
+        // With deferred tools and OpenAI's own search: the search tool, then the deferred tools.
+        let searched = match self.config.tool_search {
+            true => catalog::provider_search(request, dialect)?,
+            false => None,
+        };
+        let (tools, deferred) = match searched {
+            Some((tools, deferred)) => (tools, Some(deferred)),
+            None => (request.tools.clone(), None),
+        };
+        let Value::Array(definitions) = tools.definitions(dialect)? else {
             return Ok(json!([]));
         };
-        let tools = definitions
-            .into_iter()
-            .map(|definition| {
-                let mut tool = Map::new();
-                tool.insert("type".into(), json!("function"));
-                if let Some(Value::Object(function)) = definition.get("function") {
-                    tool.extend(function.clone());
-                }
-                tool.entry("strict")
-                    .or_insert(json!(self.config.strict_tools));
-                Value::Object(tool)
-            })
-            .collect();
+        let flatten = |definition: Value| {
+            let mut tool = Map::new();
+            tool.insert("type".into(), json!("function"));
+            if let Some(Value::Object(function)) = definition.get("function") {
+                tool.extend(function.clone());
+            }
+            tool.entry("strict")
+                .or_insert(json!(self.config.strict_tools));
+            if definition["defer_loading"] == true {
+                tool.insert("defer_loading".into(), json!(true));
+            }
+            Value::Object(tool)
+        };
+        let mut tools: Vec<Value> = definitions.into_iter().map(flatten).collect();
+        if let Some(deferred) = deferred {
+            tools.push(json!({"type": "tool_search"}));
+            tools.extend(deferred.into_iter().map(flatten));
+        }
         Ok(Value::Array(tools))
     }
 }

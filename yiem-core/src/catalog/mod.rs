@@ -1,0 +1,233 @@
+//! Large catalogs: deferred tools and tool search.
+//!
+//! An agent connected to a few MCP servers holds hundreds of tools. Sending every definition with every
+//! request makes the request grow with the catalog, breaks the provider's prompt cache whenever a server's
+//! list changes, and makes the model pick worse. A **deferred** tool is registered, checked and callable
+//! like any other, but its definition is not sent until the model has found it:
+//!
+//! - mark a tool deferred with `#[tool(defer_loading)]` or [`ToolBuilder::defer_loading`](crate::ToolBuilder::defer_loading),
+//!   a whole store with [`ToolStore::with_deferred_loading`], or some of a store's tools with
+//!   [`ToolStore::defer_loading`] (an MCP server's, say: [`defer_when_large`] does it when the catalog is
+//!   large);
+//! - the model finds deferred tools by searching. Where the provider has its own tool search
+//!   (Anthropic's `tool_search_tool_bm25`, OpenAI Responses' `tool_search`), the provider searches: every
+//!   deferred definition goes with `defer_loading: true`, and the provider sends back what it found
+//!   (`tool_reference`s, `tool_search_output`). For every other model (Chat Completions servers, Gemini, the
+//!   scripted model) the [`SEARCH_TOOLS`] tool made by [`ToolSearch::tool`] ranks the deferred tools for a
+//!   query and loads the best `k`. A provider with its own search leaves that tool out and offers its own;
+//! - a run remembers which tools the model has reached — found by a search, or called by name (a deferred
+//!   tool called without a search runs like any other, its arguments checked, and counts as loaded) —
+//!   in [`AgentRun::loaded_tools`](crate::AgentRun::loaded_tools), part of the saved run, so a resumed run
+//!   keeps them. A request sends the tools that are not deferred, in registration order, then the loaded
+//!   deferred tools in the order they were loaded: each new request's list extends the last one's, so
+//!   the provider's prompt cache stays valid.
+//!
+//! The lists a request carries are made once per store version and set of loaded tools
+//! ([`RequestTools`]); the deferred part costs nothing per request.
+//!
+//! ```
+//! use yiem_core::{AgentTool, ToolStore, catalog};
+//!
+//! let store = ToolStore::new("agent");
+//! for name in ["read_file", "send_invoice", "cancel_invoice"] {
+//!     let tool = AgentTool::builder(name)
+//!         .description(format!("{name} does its job."))
+//!         .handler(|_, _| async { "ok" });
+//!     let tool = if name == "read_file" { tool } else { tool.defer_loading() };
+//!     store.register(tool.build().unwrap()).unwrap();
+//! }
+//! assert!(store.is_deferred("send_invoice"));
+//! // Nothing loaded: only `read_file` is sent; both invoice tools wait to be found.
+//! let lists = catalog::RequestTools::of(&store, &[]);
+//! assert_eq!(lists.tools.iter().map(|t| t.name()).collect::<Vec<_>>(), ["read_file"]);
+//! assert_eq!(lists.deferred.len(), 2);
+//! // Once the model found `cancel_invoice`, it is sent after the tools sent before.
+//! let lists = catalog::RequestTools::of(&store, &["cancel_invoice".to_owned()]);
+//! assert_eq!(
+//!     lists.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
+//!     ["read_file", "cancel_invoice"]
+//! );
+//! ```
+
+mod rank;
+mod search;
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use crate::message::{AssistantContent, AssistantMessage};
+use crate::registry::{ToolList, ToolStore};
+use crate::tool::AgentTool;
+
+#[cfg(feature = "tool-search")]
+pub use rank::Bm25Ranker;
+pub use rank::{Ranker, ToolIndex, searchable_text};
+pub use search::{ToolSearch, defer_when_large};
+
+/// The name of the local tool-search tool ([`ToolSearch::tool`]).
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+/// Above this many tools, [`defer_when_large`] defers the tools it is given (an MCP server's) and adds
+/// the search tool; at or below it, nothing is deferred.
+pub const DEFAULT_DEFER_THRESHOLD: usize = 30;
+
+/// The tool lists of one model request.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RequestTools {
+    /// What every provider sends as its tools: the tools that are not deferred, in registration order,
+    /// then the loaded deferred ones, in the order they were loaded.
+    pub tools: ToolList,
+    /// The deferred tools the model has not found yet, in registration order: a provider with its own
+    /// tool search sends them with `defer_loading: true` (and leaves [`SEARCH_TOOLS`] out of `tools`);
+    /// the others do not send them.
+    pub deferred: ToolList,
+}
+
+impl RequestTools {
+    /// The lists for a request from `store`'s tools when the model has reached `loaded` (names that are
+    /// not deferred tools of the store are passed over): made once per store version and `loaded`.
+    pub fn of(store: &ToolStore, loaded: &[String]) -> RequestTools {
+        store.request_tools(loaded)
+    }
+
+    /// Splits `tools` (in registration order) as [`of`](Self::of) does, for any list: `deferred` says
+    /// which names are deferred, `find` finds a tool of the list by name.
+    pub(crate) fn split<'a>(
+        tools: &[&'a AgentTool],
+        deferred: impl Fn(&str) -> bool,
+        loaded: &[String],
+        find: impl Fn(&str) -> Option<&'a AgentTool>,
+    ) -> RequestTools {
+        let mut sent: Vec<AgentTool> = tools
+            .iter()
+            .filter(|tool| !deferred(tool.name()))
+            .map(|tool| (*tool).clone())
+            .collect();
+        let mut loaded_set: HashSet<&str> = HashSet::with_capacity(loaded.len());
+        for name in loaded {
+            if deferred(name)
+                && loaded_set.insert(name.as_str())
+                && let Some(tool) = find(name)
+            {
+                sent.push(tool.clone());
+            }
+        }
+        let waiting = tools
+            .iter()
+            .filter(|tool| deferred(tool.name()) && !loaded_set.contains(tool.name()))
+            .map(|tool| (*tool).clone())
+            .collect();
+        RequestTools {
+            tools: ToolList::new(sent),
+            deferred: ToolList::new(waiting),
+        }
+    }
+
+    /// The lists for a request offering only `offered` (the tools a `prepare_context` hook kept) of
+    /// `store`.
+    pub(crate) fn of_offered(
+        store: &ToolStore,
+        offered: &[AgentTool],
+        loaded: &[String],
+    ) -> RequestTools {
+        let all: Vec<&AgentTool> = offered.iter().collect();
+        RequestTools::split(
+            &all,
+            |name| store.is_deferred(name),
+            loaded,
+            |name| offered.iter().find(|tool| tool.name() == name),
+        )
+    }
+}
+
+/// For a provider with its own tool search, when `request` has deferred tools: its tools without
+/// [`SEARCH_TOOLS`] (the provider's search takes its place) and the deferred ones' definitions in
+/// `dialect`, each marked `"defer_loading": true`. `None` when the request has no deferred tools: send
+/// its tools as they are.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "openai-responses")),
+    allow(dead_code)
+)]
+pub(crate) fn provider_search(
+    request: &crate::llm::ModelRequest,
+    dialect: crate::Dialect,
+) -> Result<Option<(ToolList, Vec<Value>)>, crate::DialectError> {
+    if request.deferred.is_empty() {
+        return Ok(None);
+    }
+    let tools = request
+        .tools
+        .iter()
+        .filter(|tool| tool.name() != SEARCH_TOOLS)
+        .cloned()
+        .collect();
+    let deferred = request
+        .deferred
+        .iter()
+        .map(|tool| {
+            let mut definition = tool.definition(dialect)?.clone();
+            if let Value::Object(fields) = &mut definition {
+                fields.insert("defer_loading".into(), Value::Bool(true));
+            }
+            Ok(definition)
+        })
+        .collect::<Result<Vec<Value>, crate::DialectError>>()?;
+    Ok(Some((tools, deferred)))
+}
+
+/// The names of the tools a reply reached: the tools it calls, and those a provider's own tool search
+/// found (Anthropic's `tool_reference`s in a `tool_search_tool_result`, the tools of an OpenAI
+/// `tool_search_output`), in order.
+pub(crate) fn reached_by(reply: &AssistantMessage) -> Vec<String> {
+    let mut names = Vec::new();
+    for content in &reply.content {
+        match content {
+            AssistantContent::ToolCall(call) => names.push(call.name.clone()),
+            AssistantContent::ProviderBlock { block, .. } => found_by_provider(block, &mut names),
+            _ => {}
+        }
+    }
+    names
+}
+
+/// The tools a provider's tool search found, from the block it sent.
+fn found_by_provider(block: &Value, names: &mut Vec<String>) {
+    match block["type"].as_str() {
+        // Anthropic: {"type": "tool_search_tool_result", "content": {"type":
+        // "tool_search_tool_search_result", "tool_references": [{"type": "tool_reference", "tool_name"}]}}
+        Some("tool_search_tool_result") => {
+            if let Some(references) = block["content"]["tool_references"].as_array() {
+                names.extend(
+                    references
+                        .iter()
+                        .filter_map(|reference| reference["tool_name"].as_str())
+                        .map(str::to_owned),
+                );
+            }
+        }
+        // OpenAI Responses: {"type": "tool_search_output", "tools": [{"type": "function", "name"}, {"type":
+        // "namespace", "tools": [...]}]}
+        Some("tool_search_output") => {
+            if let Some(tools) = block["tools"].as_array() {
+                for tool in tools {
+                    match tool["type"].as_str() {
+                        Some("namespace") => {
+                            if let Some(inner) = tool["tools"].as_array() {
+                                names.extend(
+                                    inner
+                                        .iter()
+                                        .filter_map(|tool| tool["name"].as_str())
+                                        .map(str::to_owned),
+                                );
+                            }
+                        }
+                        _ => names.extend(tool["name"].as_str().map(str::to_owned)),
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
