@@ -85,6 +85,7 @@ impl Notes {
     }
 }
 
+pub mod catalog;
 pub mod installed;
 pub mod poll;
 pub mod resumable;

@@ -1103,7 +1103,12 @@ fn not_run(name: &str) -> String {
     format!("tool `{name}` was not run: the batch was aborted")
 }
 
-/// The text for a call of a tool the store does not have: the name, the closest match, every name.
+/// The most tool names an unknown-tool result lists.
+const LISTED_TOOLS: usize = 50;
+
+/// The text for a call of a tool the store does not have: the name, the closest match (of every tool,
+/// deferred ones included), and the names the model can see — at most [`LISTED_TOOLS`], deferred tools
+/// only counted, so a catalog of thousands stays a short message.
 pub(crate) fn unknown_tool(store: &ToolStore, name: &str) -> String {
     let names = store.names();
     if names.is_empty() {
@@ -1112,8 +1117,25 @@ pub(crate) fn unknown_tool(store: &ToolStore, name: &str) -> String {
     let suggestion = suggest::did_you_mean(name, names.iter())
         .map(|closest| format!(" Did you mean `{closest}`?"))
         .unwrap_or_default();
-    format!(
-        "tool `{name}` not found.{suggestion} Available tools: {}",
-        names.join(", ")
-    )
+    let (shown, deferred): (Vec<&String>, Vec<&String>) =
+        names.iter().partition(|name| !store.is_deferred(name));
+    let mut text = format!("tool `{name}` not found.{suggestion} Available tools: ");
+    for (at, name) in shown.iter().take(LISTED_TOOLS).enumerate() {
+        if at > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(name);
+    }
+    if shown.len() > LISTED_TOOLS {
+        text.push_str(&format!(", and {} more", shown.len() - LISTED_TOOLS));
+    }
+    if !deferred.is_empty() {
+        let how = if store.contains(crate::catalog::SEARCH_TOOLS) {
+            format!("find them with `{}`", crate::catalog::SEARCH_TOOLS)
+        } else {
+            "they are not listed".to_owned()
+        };
+        text.push_str(&format!(" ({} more not shown: {how})", deferred.len()));
+    }
+    text
 }

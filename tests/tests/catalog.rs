@@ -1,0 +1,221 @@
+//! Large catalogs (issue 34): deferred tools, the local `search_tools` tool, the run's loaded tools
+//! across a save and a resume in another process, and bad input to the search.
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use yiem_core::catalog::SEARCH_TOOLS;
+use yiem_core::{
+    Agent, AgentMessage, RunLimits, RunStop, ScriptedModel, ScriptedTurn, ToolResultMessage,
+};
+use yiem_tests::catalog;
+
+fn results(messages: &[AgentMessage]) -> Vec<&ToolResultMessage> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolResult(result) => Some(result),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_2000_tool_run_searches_loads_two_calls_them_and_resumes_elsewhere_with_them_loaded() {
+    let model = Arc::new(catalog::model());
+    let agent = catalog::agent(Arc::clone(&model), None);
+    assert_eq!(agent.tools().len(), catalog::GENERATED + 4);
+    agent.set_limits(RunLimits {
+        max_turns: Some(2),
+        ..RunLimits::default()
+    });
+    let outcome = agent.prompt("Bill Ada, then refund her 5 euros.").await;
+    assert_eq!(outcome.stop, RunStop::TurnLimit { turns: 2 });
+
+    // The first request sends the two tools that are not deferred; the second adds the two found, in
+    // the order the search ranked them, after the ones already sent.
+    let ran = results(&outcome.messages);
+    let found = ran[0].result.loaded_tool_names().to_vec();
+    let mut both = found.clone();
+    both.sort();
+    assert_eq!(both, ["refund_payment", "send_invoice"]);
+    assert!(
+        ran[0]
+            .result
+            .text_content()
+            .contains("- send_invoice: Send an invoice"),
+        "{}",
+        ran[0].result.text_content()
+    );
+    let offered = catalog::offered(&model);
+    assert_eq!(offered[0], ["note", SEARCH_TOOLS]);
+    assert_eq!(offered[1], [&offered[0][..], &found[..]].concat());
+    assert_eq!(
+        ran[1].result.text_content(),
+        r#"send_invoice done with {"customer":"ada"}"#
+    );
+    assert_eq!(
+        ran[2].result.text_content(),
+        r#"refund_payment done with {"amount":5}"#
+    );
+    // No deferred definition went anywhere else.
+    assert!(model.requests()[0].deferred.len() == catalog::GENERATED + 2);
+    assert!(model.requests()[1].deferred.len() == catalog::GENERATED);
+
+    // Saved, and resumed in a process of its own: the loaded tools are still loaded.
+    let saved = agent.run_state().to_json();
+    let value: Value = serde_json::from_str(&saved).unwrap();
+    let loaded = json!([
+        SEARCH_TOOLS,
+        found[0],
+        found[1],
+        "send_invoice",
+        "refund_payment"
+    ]);
+    let mut expected: Vec<Value> = Vec::new();
+    for name in loaded.as_array().unwrap() {
+        if !expected.contains(name) {
+            expected.push(name.clone());
+        }
+    }
+    assert_eq!(value["loaded_tools"], json!(expected));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_catalog-resume"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("the catalog-resume binary runs");
+    {
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(saved.as_bytes())
+            .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let answer: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(answer["stop"]["reason"], "finished");
+    assert_eq!(
+        answer["text"],
+        r#"send_invoice done with {"customer":"ada"}; refund_payment done with {"amount":5}"#
+    );
+    // The other process's request is the last one of this process's, extended by nothing new: a
+    // prefix-extension of every earlier list.
+    assert_eq!(answer["offered"], json!([offered[1]]));
+    assert_eq!(answer["loaded"], json!(expected));
+}
+
+#[tokio::test]
+async fn a_deferred_tool_called_by_name_without_a_search_is_checked_runs_and_counts_as_loaded() {
+    let model = Arc::new(ScriptedModel::new([
+        ScriptedTurn::tool_call("refund_payment", json!({"amount": "five"})),
+        ScriptedTurn::tool_call("refund_payment", json!({"amount": 5})),
+        ScriptedTurn::text("refunded"),
+    ]));
+    let agent = catalog::agent(Arc::clone(&model), None);
+    let outcome = agent.prompt("Refund 5 euros.").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let ran = results(&outcome.messages);
+    assert!(ran[0].result.is_error);
+    assert!(
+        ran[0]
+            .result
+            .text_content()
+            .contains("at `/amount`: expected an integer, got the string \"five\""),
+        "{}",
+        ran[0].result.text_content()
+    );
+    assert!(!ran[1].result.is_error);
+    let offered = catalog::offered(&model);
+    assert_eq!(offered[0], ["note", SEARCH_TOOLS]);
+    assert_eq!(offered[1], ["note", SEARCH_TOOLS, "refund_payment"]);
+    assert_eq!(offered[2], offered[1]);
+    assert_eq!(agent.run_state().loaded_tools(), ["refund_payment"]);
+}
+
+#[tokio::test]
+async fn a_tool_removed_between_the_search_and_the_call_gets_the_usual_unknown_tool_result() {
+    let model = Arc::new(catalog::model());
+    let agent: Agent = catalog::agent(Arc::clone(&model), None);
+    agent.set_limits(RunLimits {
+        max_turns: Some(1),
+        ..RunLimits::default()
+    });
+    let outcome = agent.prompt("Bill Ada, then refund her 5 euros.").await;
+    assert_eq!(outcome.stop, RunStop::TurnLimit { turns: 1 });
+    assert!(agent.tools().remove("send_invoice").is_some());
+    agent.set_limits(RunLimits::default());
+    let outcome = agent
+        .resume(Vec::<(String, yiem_core::Decision)>::new())
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let ran = results(&outcome.messages);
+    assert!(ran[0].result.is_error);
+    assert!(
+        ran[0].result.text_content()
+            == "tool `send_invoice` not found. Available tools: note, search_tools (1999 more not \
+                shown: find them with `search_tools`)",
+        "{}",
+        ran[0].result.text_content()
+    );
+    assert_eq!(
+        ran[1].result.text_content(),
+        r#"refund_payment done with {"amount":5}"#
+    );
+    // The removed tool is no longer offered, though the run remembers finding it.
+    let offered = catalog::offered(&model);
+    assert_eq!(offered[1], ["note", SEARCH_TOOLS, "refund_payment"]);
+}
+
+#[tokio::test]
+async fn bad_searches_are_refused_with_what_was_wrong() {
+    let store = catalog::store();
+    let search = |args: Value| {
+        let store = store.clone();
+        async move { store.execute("s1", SEARCH_TOOLS, args).await }
+    };
+    let cases = [
+        (json!({"query": ""}), "/query"),
+        (json!({"query": "a".repeat(100_000)}), "/query"),
+        (json!({"query": "invoice", "k": 0}), "/k"),
+        (json!({"query": "invoice", "k": 1_000_000}), "/k"),
+        (json!({"query": "invoice", "limit": 3}), "limit"),
+    ];
+    for (args, names) in cases {
+        let result = search(args.clone()).await;
+        assert!(result.is_error, "{args}: {}", result.text_content());
+        assert!(
+            result.text_content().contains(names),
+            "{args}: {}",
+            result.text_content()
+        );
+        assert!(result.loaded_tool_names().is_empty());
+    }
+    // Blank words are not a query either.
+    let blank = search(json!({"query": "   "})).await;
+    assert!(blank.is_error);
+    assert!(
+        blank.text_content().contains("`query` is empty"),
+        "{}",
+        blank.text_content()
+    );
+    // Words that match nothing say so, and load nothing.
+    let nothing = search(json!({"query": "zzyzx qqq"})).await;
+    assert!(!nothing.is_error);
+    assert!(
+        nothing.text_content().starts_with("No tool matches"),
+        "{}",
+        nothing.text_content()
+    );
+    // The largest k allowed loads at most that many.
+    let many = search(json!({"query": "list a record in the crm service", "k": 20})).await;
+    assert_eq!(many.loaded_tool_names().len(), 20);
+}
