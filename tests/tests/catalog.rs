@@ -61,7 +61,7 @@ async fn a_2000_tool_run_searches_loads_two_calls_them_and_resumes_elsewhere_wit
     );
     // No deferred definition went anywhere else.
     assert!(model.requests()[0].deferred.len() == catalog::GENERATED + 2);
-    assert!(model.requests()[1].deferred.len() == catalog::GENERATED);
+    assert!(model.requests()[1].deferred.len() == catalog::GENERATED + 2);
 
     // Saved, and resumed in a process of its own: the loaded tools are still loaded.
     let saved = agent.run_state().to_json();

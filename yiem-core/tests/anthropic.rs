@@ -739,3 +739,158 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
         json!({"type": "ephemeral"})
     );
 }
+
+/// A store of `get_weather` (not deferred), a local `search_tools` and two deferred invoice tools.
+fn catalog_store() -> yiem_core::ToolStore {
+    let store = yiem_core::ToolStore::new("catalog");
+    store.register(weather_tool()).unwrap();
+    let plain = |name: &str, description: &str| {
+        let answer = format!("{name} ran");
+        AgentTool::builder(name)
+            .description(description)
+            .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
+            .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
+                let text = format!("{answer} for {}", args["customer"]);
+                async move { text }
+            })
+    };
+    store
+        .register(plain("search_tools", "The local search.").build().unwrap())
+        .unwrap();
+    store
+        .register(
+            plain("send_invoice", "Send an invoice.")
+                .defer_loading()
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    store
+        .register(
+            plain("void_invoice", "Void an invoice.")
+                .defer_loading()
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    store
+}
+
+#[tokio::test]
+async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_through_the_pipeline() {
+    use yiem_core::{Agent, AgentSettings, RunStop};
+    let server = Server::start(vec![
+        Reply::Sse(vec![
+            message_start(40),
+            block_start(
+                0,
+                json!({"type": "server_tool_use", "id": "srvtoolu_01", "name": "tool_search_tool_bm25", "input": {}}),
+            ),
+            delta(
+                0,
+                json!({"type": "input_json_delta", "partial_json": "{\"query\": \"send an invoice\"}"}),
+            ),
+            block_stop(0),
+            block_start(
+                1,
+                json!({"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_01", "content": {
+                    "type": "tool_search_tool_search_result",
+                    "tool_references": [{"type": "tool_reference", "tool_name": "send_invoice"}]
+                }}),
+            ),
+            block_stop(1),
+            block_start(
+                2,
+                json!({"type": "tool_use", "id": "toolu_01", "name": "send_invoice", "input": {}}),
+            ),
+            delta(
+                2,
+                json!({"type": "input_json_delta", "partial_json": "{\"customer\": \"ada\"}"}),
+            ),
+            block_stop(2),
+            message_delta("tool_use", 30),
+            message_stop(),
+        ]),
+        text_stream("Sent."),
+    ])
+    .await;
+    let agent = Agent::builder()
+        .model(model(&server))
+        .tools(catalog_store())
+        .build();
+    let outcome = agent.prompt("Bill Ada.").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let ran: Vec<&ToolResultMessage> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            yiem_core::AgentMessage::ToolResult(result) => Some(result),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ran.len(), 1);
+    assert_eq!(ran[0].result.text_content(), "send_invoice ran for \"ada\"");
+    assert_eq!(
+        agent.run_state().loaded_tools(),
+        ["send_invoice"],
+        "the tool_reference and the call both name it"
+    );
+
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 2);
+    // Both requests: the tool that is not deferred, Anthropic's search in place of the local one, and
+    // every deferred tool marked — the same list, so the cached prefix holds.
+    for body in &bodies {
+        let tools = body["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "get_weather",
+                "tool_search_tool_bm25",
+                "send_invoice",
+                "void_invoice"
+            ]
+        );
+        assert_eq!(tools[1]["type"], "tool_search_tool_bm25_20251119");
+        assert_eq!(tools[0].get("defer_loading"), None);
+        assert_eq!(tools[2]["defer_loading"], true);
+        assert_eq!(tools[3]["defer_loading"], true);
+    }
+    // The server's blocks go back as they came, before the call and its result.
+    let reply = &bodies[1]["messages"][1]["content"];
+    assert_eq!(reply[0]["type"], "server_tool_use");
+    assert_eq!(reply[0]["input"], json!({"query": "send an invoice"}));
+    assert_eq!(reply[1]["type"], "tool_search_tool_result");
+    assert_eq!(
+        reply[1]["content"]["tool_references"][0]["tool_name"],
+        "send_invoice"
+    );
+    assert_eq!(reply[2]["type"], "tool_use");
+    common::sdk::assert_sdk_accepts_bodies(common::sdk::Request::Anthropic, &bodies);
+}
+
+#[tokio::test]
+async fn without_anthropic_tool_search_the_local_search_tool_goes_and_deferred_tools_stay_home() {
+    let server = Server::start(vec![text_stream("ok")]).await;
+    let config = AnthropicConfig::new("sk-ant-test", "claude-test")
+        .with_base_url(server.root())
+        .with_tool_search(None);
+    let model = AnthropicModel::new(config).unwrap();
+    let store = catalog_store();
+    let lists = yiem_core::catalog::RequestTools::of(&store, &[]);
+    let mut request = request("Bill Ada.");
+    request.tools = lists.tools;
+    request.deferred = lists.deferred;
+    let body = model.request_body(&request).unwrap();
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["get_weather", "search_tools"]);
+}

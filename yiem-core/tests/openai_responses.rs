@@ -905,3 +905,115 @@ fn yiem_provider_openai_responses_selects_this_client() {
         "`OPENAI_API_KEY` is not set: set it to your API key"
     );
 }
+
+#[tokio::test]
+async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_through_the_pipeline() {
+    use yiem_core::{Agent, AgentMessage, AgentSettings, AgentTool, RunStop, ToolStore};
+    let store = ToolStore::new("catalog");
+    store.register(weather_tool()).unwrap();
+    let plain = |name: &str| {
+        let answer = format!("{name} ran");
+        AgentTool::builder(name)
+            .description(format!("{name}, as its name says."))
+            .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
+            .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
+                let text = format!("{answer} for {}", args["customer"]);
+                async move { text }
+            })
+    };
+    store
+        .register(plain("search_tools").build().unwrap())
+        .unwrap();
+    for name in ["send_invoice", "void_invoice"] {
+        store
+            .register(plain(name).defer_loading().build().unwrap())
+            .unwrap();
+    }
+    // OpenAI's hosted search: a `tool_search_call` item, a `tool_search_output` item with the loaded
+    // definitions, then the call of the tool found.
+    let search_call = json!({"type": "tool_search_call", "id": "tsc_1", "call_id": null, "execution": "server",
+        "status": "completed", "arguments": {"query": "send an invoice"}});
+    let search_output = json!({"type": "tool_search_output", "id": "tso_1", "call_id": null, "execution": "server",
+        "status": "completed", "tools": [{"type": "function", "name": "send_invoice",
+            "description": "send_invoice, as its name says.", "defer_loading": true,
+            "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}}, "strict": false}]});
+    let (call, call_item) = call_events(
+        2,
+        "fc_1",
+        "call_a",
+        "send_invoice",
+        &["{\"customer\":\"ada\"}"],
+    );
+    let mut sequence = created("resp_1").to_vec();
+    for (index, item) in [(0, &search_call), (1, &search_output)] {
+        sequence.push(
+            json!({"type": "response.output_item.added", "output_index": index, "item": item}),
+        );
+        sequence.push(
+            json!({"type": "response.output_item.done", "output_index": index, "item": item}),
+        );
+    }
+    sequence.extend(call);
+    sequence.push(completed(
+        "resp_1",
+        json!([search_call, search_output, call_item]),
+        usage_json(50, 0, 12, 0),
+    ));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Sent."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(90, 0, 2, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let agent = Agent::builder()
+        .model(model_for(&server, |config| config))
+        .tools(store)
+        .build();
+    let outcome = agent.prompt("Bill Ada.").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let ran: Vec<String> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolResult(result) => Some(result.result.text_content()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ran, ["send_invoice ran for \"ada\""]);
+    assert_eq!(agent.run_state().loaded_tools(), ["send_invoice"]);
+
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    for body in &bodies {
+        let tools = body["tools"].as_array().unwrap();
+        let kinds: Vec<String> = tools
+            .iter()
+            .map(|tool| {
+                tool["name"]
+                    .as_str()
+                    .unwrap_or(tool["type"].as_str().unwrap())
+                    .to_owned()
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            ["get_weather", "tool_search", "send_invoice", "void_invoice"]
+        );
+        assert_eq!(tools[0].get("defer_loading"), None);
+        assert_eq!(tools[2]["defer_loading"], true);
+        assert_eq!(tools[3]["defer_loading"], true);
+    }
+    // The search's items go back as they came, before the call and its output.
+    let input = bodies[1]["input"].as_array().unwrap();
+    assert_eq!(input[1], search_call);
+    assert_eq!(input[2], search_output);
+    assert_eq!(input[3]["type"], "function_call");
+    assert_eq!(input[4]["type"], "function_call_output");
+    assert_sdk_accepts(&server);
+}

@@ -23,7 +23,9 @@
 //!   the provider's prompt cache stays valid.
 //!
 //! The lists a request carries are made once per store version and set of loaded tools
-//! ([`RequestTools`]); the deferred part costs nothing per request.
+//! ([`RequestTools`]); the deferred part costs nothing per request. A provider with its own search sends
+//! the same list every time (the tools not deferred, its search tool, every deferred tool marked
+//! `defer_loading`), and its search loads what it finds from the conversation.
 //!
 //! ```
 //! use yiem_core::{AgentTool, ToolStore, catalog};
@@ -41,7 +43,8 @@
 //! let lists = catalog::RequestTools::of(&store, &[]);
 //! assert_eq!(lists.tools.iter().map(|t| t.name()).collect::<Vec<_>>(), ["read_file"]);
 //! assert_eq!(lists.deferred.len(), 2);
-//! // Once the model found `cancel_invoice`, it is sent after the tools sent before.
+//! // Once the model found `cancel_invoice`, it is sent after the tools sent before (a provider with its
+//! // own search still sends both deferred, as before).
 //! let lists = catalog::RequestTools::of(&store, &["cancel_invoice".to_owned()]);
 //! assert_eq!(
 //!     lists.tools.iter().map(|t| t.name()).collect::<Vec<_>>(),
@@ -79,9 +82,10 @@ pub struct RequestTools {
     /// What every provider sends as its tools: the tools that are not deferred, in registration order,
     /// then the loaded deferred ones, in the order they were loaded.
     pub tools: ToolList,
-    /// The deferred tools the model has not found yet, in registration order: a provider with its own
-    /// tool search sends them with `defer_loading: true` (and leaves [`SEARCH_TOOLS`] out of `tools`);
-    /// the others do not send them.
+    /// Every deferred tool, found or not, in registration order: a provider with its own tool search
+    /// sends them all with `defer_loading: true`, always the same list (and leaves them and
+    /// [`SEARCH_TOOLS`] out of `tools`: its own search and its `tool_reference`s load them); the others do
+    /// not send them.
     pub deferred: ToolList,
 }
 
@@ -116,7 +120,7 @@ impl RequestTools {
         }
         let waiting = tools
             .iter()
-            .filter(|tool| deferred(tool.name()) && !loaded_set.contains(tool.name()))
+            .filter(|tool| deferred(tool.name()))
             .map(|tool| (*tool).clone())
             .collect();
         RequestTools {
@@ -143,9 +147,9 @@ impl RequestTools {
 }
 
 /// For a provider with its own tool search, when `request` has deferred tools: its tools without
-/// [`SEARCH_TOOLS`] (the provider's search takes its place) and the deferred ones' definitions in
-/// `dialect`, each marked `"defer_loading": true`. `None` when the request has no deferred tools: send
-/// its tools as they are.
+/// [`SEARCH_TOOLS`] (the provider's search takes its place) and without the deferred ones, and every
+/// deferred tool's definition in `dialect`, marked `"defer_loading": true`. `None` when the request has
+/// no deferred tools: send its tools as they are.
 #[cfg_attr(
     not(any(feature = "anthropic", feature = "openai-responses")),
     allow(dead_code)
@@ -157,10 +161,11 @@ pub(crate) fn provider_search(
     if request.deferred.is_empty() {
         return Ok(None);
     }
+    let deferred_names: HashSet<&str> = request.deferred.iter().map(AgentTool::name).collect();
     let tools = request
         .tools
         .iter()
-        .filter(|tool| tool.name() != SEARCH_TOOLS)
+        .filter(|tool| tool.name() != SEARCH_TOOLS && !deferred_names.contains(tool.name()))
         .cloned()
         .collect();
     let deferred = request

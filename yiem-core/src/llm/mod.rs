@@ -106,9 +106,10 @@ pub struct ModelRequest {
     /// The tools the model may call; the model sends them in its provider's dialect, as the list's
     /// cached text.
     pub tools: ToolList,
-    /// Deferred tools the model has not found yet (see [`catalog`](crate::catalog)): a provider with its
-    /// own tool search sends them marked `defer_loading` beside its search tool, in place of
-    /// [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS); the others do not send them.
+    /// Every deferred tool, found or not (see [`catalog`](crate::catalog)): a provider with its own tool
+    /// search sends them marked `defer_loading` beside its search tool, in place of
+    /// [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS) and of the found ones in `tools`; the others do not
+    /// send them.
     pub deferred: ToolList,
     /// Which of the tools the model may or must call in this request; `None` leaves it to the provider
     /// configuration's [`ToolChoice`] (`with_tool_choice`). An agent sets it from
