@@ -219,3 +219,68 @@ async fn bad_searches_are_refused_with_what_was_wrong() {
     let many = search(json!({"query": "list a record in the crm service", "k": 20})).await;
     assert_eq!(many.loaded_tool_names().len(), 20);
 }
+
+/// The plain tools a store holds before an MCP server's join it.
+fn plain_store(tools: usize) -> yiem_core::ToolStore {
+    let store = yiem_core::ToolStore::new("chat");
+    for at in 0..tools {
+        let tool = yiem_core::AgentTool::builder(format!("local_{at}"))
+            .description("A local tool.")
+            .handler(|_, _| async { "" })
+            .build()
+            .unwrap();
+        store.register(tool).unwrap();
+    }
+    store
+}
+
+#[tokio::test]
+async fn a_large_catalog_defers_an_mcp_servers_tools_and_adds_the_search_a_small_one_does_not() {
+    use yiem_core::catalog::{ToolSearch, defer_when_large};
+    use yiem_core::mcp::McpClient;
+    let server = env!("CARGO_BIN_EXE_mcp-test-server");
+    let search = ToolSearch::bm25();
+
+    // 10 local tools and the server's: at most 30, nothing changes.
+    let small = plain_store(10);
+    let client = McpClient::command(server, Vec::<String>::new())
+        .connect()
+        .await
+        .unwrap();
+    let names = client.register(&small).await.unwrap();
+    assert!(small.len() <= 30, "{}", small.len());
+    assert_eq!(defer_when_large(&small, &names, None, &search).unwrap(), 0);
+    assert!(!small.contains(SEARCH_TOOLS));
+    assert!(names.iter().all(|name| !small.is_deferred(name)));
+
+    // 30 local tools and the server's: every server tool is deferred, the search is added, and a
+    // refresh of the server's list keeps them deferred.
+    let large = plain_store(30);
+    let client = McpClient::command(server, Vec::<String>::new())
+        .connect()
+        .await
+        .unwrap();
+    let names = client.register(&large).await.unwrap();
+    assert_eq!(
+        defer_when_large(&large, &names, None, &search).unwrap(),
+        names.len()
+    );
+    client.set_defer_loading(true);
+    assert!(large.contains(SEARCH_TOOLS));
+    assert!(names.iter().all(|name| large.is_deferred(name)));
+    assert!(!large.is_deferred("local_0") && !large.is_deferred(SEARCH_TOOLS));
+    client.refresh().await.unwrap();
+    assert!(
+        names.iter().all(|name| large.is_deferred(name)),
+        "deferred after a refresh"
+    );
+    // The model finds a server tool by what it does, and it runs through the client.
+    let found = large
+        .execute("s1", SEARCH_TOOLS, json!({"query": "add two numbers"}))
+        .await;
+    assert!(
+        found.loaded_tool_names().iter().any(|name| name == "add"),
+        "{}",
+        found.text_content()
+    );
+}

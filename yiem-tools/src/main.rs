@@ -38,6 +38,7 @@ use serde_json::{Value, json};
 use yiem_core::{AgentTool, Content, Dialect, ToolStore, register_all_tools};
 
 mod chat;
+mod tools_search;
 
 yiem_core::link_tools!(yiem_tools);
 
@@ -157,6 +158,26 @@ enum ToolsCommand {
         /// gemini).
         #[arg(long, value_parser = parse_dialect)]
         dialect: Option<Dialect>,
+    },
+    /// The best tools for a query, as the `search_tools` tool ranks deferred tools: over the tools linked
+    /// into this program, or over a catalog file (an MCP tools/list result). Without QUERY, one query per
+    /// line of stdin. Prints each query's tools with their scores, or JSON lines with --json.
+    Search {
+        /// The query, in words; without it, queries are read from stdin, one per line.
+        query: Option<String>,
+        /// How many tools to print per query.
+        #[arg(short, long, default_value_t = 5)]
+        k: usize,
+        /// Search the tools of this file (`{"tools": [...]}` as MCP's tools/list returns, or an array)
+        /// instead of the linked ones.
+        #[arg(long, value_name = "FILE")]
+        catalog: Option<PathBuf>,
+        /// The ranking: tuned (what `search_tools` uses) or plain (textbook BM25, to compare).
+        #[arg(long, value_enum, default_value_t = tools_search::RankerFlag::Tuned)]
+        ranker: tools_search::RankerFlag,
+        /// One JSON object per query: {"query", "results": [{"name", "score"}]}.
+        #[arg(long)]
+        json: bool,
     },
     /// Call a tool and print the content of its result.
     Call {
@@ -398,6 +419,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 }
                 None => print(&pretty(&schema_json(&tool))),
             }
+        }
+        ToolsCommand::Search {
+            query,
+            k,
+            catalog,
+            ranker,
+            json,
+        } => {
+            let tools = match catalog {
+                Some(path) => tools_search::catalog(&path)?,
+                None => store.tools(),
+            };
+            tools_search::search(&tools, query, k, ranker, json)
         }
         ToolsCommand::Call { .. } => unreachable!("`tools call` was handled above"),
     }

@@ -1256,3 +1256,106 @@ fn with_allow_a_tool_that_needs_approval_runs_from_a_pipe() {
         "x"
     );
 }
+
+#[test]
+fn tools_search_ranks_the_linked_tools_for_a_query() {
+    let output = yiem(&["tools", "search", "what time is it now", "-k", "2"]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = stdout(&output);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "what time is it now");
+    assert!(lines[1].ends_with("  get_time"), "{text}");
+    assert!(lines.len() <= 3, "{text}");
+}
+
+#[test]
+fn tools_search_reads_a_catalog_and_queries_from_stdin_as_json_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        json!({"tools": [
+            {"name": "send_invoice", "description": "Send an invoice by e-mail.",
+             "inputSchema": {"type": "object", "properties": {"customer": {"type": "string"}}}},
+            {"name": "getWeatherForecast", "title": "Weather", "description": "The forecast for a city.",
+             "inputSchema": {"type": "object", "properties": {"city": {"type": "string", "description": "City name."}}}},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args([
+            "tools",
+            "search",
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--json",
+            "-k",
+            "1",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(b"forecast for Paris\n\ninvoices\nzzz\n")
+            .unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let lines: Vec<Value> = stdout(&output)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3, "the blank line is no query");
+    assert_eq!(lines[0]["query"], "forecast for Paris");
+    assert_eq!(lines[0]["results"][0]["name"], "getWeatherForecast");
+    // "invoices" finds "invoice" (stemmed); the plain ranking would not.
+    assert_eq!(lines[1]["results"][0]["name"], "send_invoice");
+    assert_eq!(lines[2]["results"], json!([]));
+}
+
+#[test]
+fn tools_search_refuses_a_bad_catalog_and_a_k_of_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"tools": [{"name": "bad name!", "description": "x"}]}"#,
+    )
+    .unwrap();
+    let output = yiem(&[
+        "tools",
+        "search",
+        "x",
+        "--catalog",
+        catalog.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(2), "{}", stderr(&output));
+    assert!(
+        stderr(&output).contains("tool 0 of the catalog (\"bad name!\")"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(&catalog, r#"{"items": []}"#).unwrap();
+    let output = yiem(&[
+        "tools",
+        "search",
+        "x",
+        "--catalog",
+        catalog.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&output).contains("has no `tools` array"),
+        "{}",
+        stderr(&output)
+    );
+    assert_bad_input(
+        &yiem(&["tools", "search", "x", "-k", "0"]),
+        "yiem: error: -k must be at least 1",
+    );
+}

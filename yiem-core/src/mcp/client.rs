@@ -221,6 +221,7 @@ pub struct McpClientBuilder {
     limits: Limits,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     sampling: Option<Arc<dyn SamplingHandler>>,
+    defer_loading: bool,
 }
 
 /// The bounds on waiting for a server and on what it lists (see the module docs).
@@ -339,6 +340,14 @@ impl McpClientBuilder {
         self
     }
 
+    /// Defers the server's tools in every store they are registered in (see [`crate::catalog`]): their
+    /// definitions are sent once the model has found them. [`McpClient::set_defer_loading`] changes it
+    /// later.
+    pub fn defer_loading(mut self) -> Self {
+        self.defer_loading = true;
+        self
+    }
+
     /// Starts (or reaches) the server and completes the MCP handshake.
     pub async fn connect(self) -> Result<McpClient, McpClientError> {
         let name = self.name.unwrap_or_else(|| match &self.target {
@@ -371,6 +380,7 @@ impl McpClientBuilder {
             failures: Mutex::new(0),
             routes: Arc::default(),
             stores: Mutex::new(Vec::new()),
+            defer: AtomicBool::new(self.defer_loading),
         });
         let connection = inner.open().await?;
         *inner.connection.lock().await = Some(connection);
@@ -404,6 +414,8 @@ struct Inner {
     /// The stores the tools were registered in, with the names registered there, kept up to date when
     /// the server's list changes.
     stores: Mutex<Vec<(ToolStore, Vec<String>)>>,
+    /// The server's tools are deferred in the stores they are registered in (see [`crate::catalog`]).
+    defer: AtomicBool,
 }
 
 struct Connection {
@@ -610,6 +622,7 @@ impl McpClient {
             limits: Limits::default(),
             elicitation: None,
             sampling: None,
+            defer_loading: false,
         }
     }
 
@@ -628,12 +641,24 @@ impl McpClient {
             limits: Limits::default(),
             elicitation: None,
             sampling: None,
+            defer_loading: false,
         }
     }
 
     /// The server's name, as errors give it.
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// Defers the server's tools (`on`) in the stores they are registered in, now and after every
+    /// refresh, or stops deferring those registered from now on (see [`crate::catalog`]).
+    pub fn set_defer_loading(&self, on: bool) {
+        self.inner.defer.store(on, Ordering::Relaxed);
+        if on {
+            for (store, names) in self.inner.lock_stores().iter() {
+                store.defer_loading(names);
+            }
+        }
     }
 
     /// Every tool the server lists (all pages), as tools that call it; an error if the server goes past a
@@ -682,6 +707,9 @@ impl McpClient {
                 return Err(refused(format!("{error}; none of its tools were added")));
             }
         }
+        if self.inner.defer.load(Ordering::Relaxed) {
+            store.defer_loading(&names);
+        }
         self.inner
             .lock_stores()
             .push((store.clone(), names.clone()));
@@ -703,6 +731,9 @@ impl McpClient {
                 if store.register(tool.clone()).is_ok() {
                     ours.push(tool.name().to_owned());
                 }
+            }
+            if self.inner.defer.load(Ordering::Relaxed) {
+                store.defer_loading(ours.iter());
             }
         }
         Ok(())

@@ -62,3 +62,26 @@ impl McpServers {
         Ok((clients, added))
     }
 }
+
+/// The policy that needs no thought: with more than 30 tools in all, the MCP servers' tools are deferred
+/// (now and after their servers' list changes) and `search_tools` is added, so the model finds them by
+/// searching instead of reading every definition in every request.
+pub fn defer_when_large(store: &ToolStore, clients: &[McpClient], mcp_tools: &[String]) {
+    let search = yiem_core::catalog::ToolSearch::bm25();
+    match yiem_core::catalog::defer_when_large(store, mcp_tools, None, &search) {
+        Ok(0) => {}
+        Ok(deferred) => {
+            for client in clients {
+                client.set_defer_loading(true);
+            }
+            eprintln!(
+                "[{deferred} MCP tools are deferred: the model finds them with {}]",
+                yiem_core::catalog::SEARCH_TOOLS
+            );
+        }
+        Err(error) => eprintln!(
+            "[tool search left out: {}]",
+            super::safe::line(&error.to_string())
+        ),
+    }
+}

@@ -58,7 +58,8 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
     let store = options.store;
     let runtime = crate::runtime()?;
-    let (_mcp_clients, mcp_tools) = options.servers.connect(&runtime, &store)?;
+    let (mcp_clients, mcp_tools) = options.servers.connect(&runtime, &store)?;
+    mcp::defer_when_large(&store, &mcp_clients, &mcp_tools);
     if let Some(selected) = &configured {
         // A tool the provider cannot take would fail every request: it is left out, and said so.
         for tool in store.tools() {

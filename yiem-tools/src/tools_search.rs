@@ -1,0 +1,133 @@
+//! `yiem tools search`: the best tools for a query, over the tools linked into the program or a catalog
+//! file in MCP's `tools/list` shape — what a user runs to see why a model found or missed a tool.
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+
+use serde_json::{Value, json};
+use yiem_core::AgentTool;
+use yiem_core::catalog::{Bm25Ranker, Ranker};
+
+use crate::{Failure, bad_input};
+
+/// Which ranking `yiem tools search` uses.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub(crate) enum RankerFlag {
+    /// The tuned BM25 of `search_tools` (words of identifiers, stemming, stop words, name weight).
+    Tuned,
+    /// Textbook BM25 over the same text, for comparison.
+    Plain,
+}
+
+/// The tools of a catalog file: `{"tools": [...]}` (an MCP `tools/list` result) or a bare array, each
+/// entry with `name`, `description` and `inputSchema` (or `input_schema`).
+pub(crate) fn catalog(path: &Path) -> Result<Vec<AgentTool>, Failure> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        bad_input(format!(
+            "cannot read the catalog {}: {error}",
+            path.display()
+        ))
+    })?;
+    let value: Value = serde_json::from_str(&text).map_err(|error| {
+        bad_input(format!(
+            "the catalog {} is not JSON: {error}",
+            path.display()
+        ))
+    })?;
+    let entries = match &value {
+        Value::Array(entries) => entries,
+        Value::Object(fields) => match fields.get("tools") {
+            Some(Value::Array(entries)) => entries,
+            _ => {
+                return Err(bad_input(format!(
+                    "the catalog {} has no `tools` array (expected an MCP tools/list result or an array of tools)",
+                    path.display()
+                )));
+            }
+        },
+        _ => {
+            return Err(bad_input(format!(
+                "the catalog {} is neither an object with `tools` nor an array",
+                path.display()
+            )));
+        }
+    };
+    entries
+        .iter()
+        .enumerate()
+        .map(|(at, entry)| {
+            let name = entry["name"].as_str().unwrap_or_default();
+            let schema = entry
+                .get("inputSchema")
+                .or_else(|| entry.get("input_schema"))
+                .cloned()
+                .unwrap_or_else(|| json!({"type": "object"}));
+            let mut builder = AgentTool::builder(name)
+                .description(entry["description"].as_str().unwrap_or_default())
+                .input_schema(schema)
+                .handler(|_, _| async { "" });
+            if let Some(title) = entry["title"]
+                .as_str()
+                .or_else(|| entry["annotations"]["title"].as_str())
+            {
+                builder = builder.label(title);
+            }
+            builder
+                .build()
+                .map_err(|error| bad_input(format!("tool {at} of the catalog ({name:?}): {error}")))
+        })
+        .collect()
+}
+
+/// Ranks `tools` for each query (`query`, else one per line of stdin) and prints the best `k`: a line
+/// per tool (`score  name`) under each query, or one JSON object per query with `--json`.
+pub(crate) fn search(
+    tools: &[AgentTool],
+    query: Option<String>,
+    k: usize,
+    ranker: RankerFlag,
+    json_lines: bool,
+) -> Result<(), Failure> {
+    if k == 0 {
+        return Err(bad_input("-k must be at least 1"));
+    }
+    let index = match ranker {
+        RankerFlag::Tuned => Bm25Ranker::new().index(tools),
+        RankerFlag::Plain => Bm25Ranker::plain().index(tools),
+    };
+    let mut out = std::io::stdout().lock();
+    let mut answer = |query: &str| -> Result<(), Failure> {
+        let hits = index.search(query, k);
+        let written = if json_lines {
+            let results: Vec<Value> = hits
+                .iter()
+                .map(|(at, score)| json!({"name": tools[*at].name(), "score": score}))
+                .collect();
+            writeln!(out, "{}", json!({"query": query, "results": results}))
+        } else {
+            let mut text = format!("{query}\n");
+            if hits.is_empty() {
+                text.push_str("  (no tool matches)\n");
+            }
+            for (at, score) in &hits {
+                text.push_str(&format!("  {score:8.3}  {}\n", tools[*at].name()));
+            }
+            write!(out, "{text}")
+        };
+        written.map_err(|error| Failure::Internal(format!("cannot write the results: {error}")))
+    };
+    match query {
+        Some(query) => answer(&query),
+        None => {
+            for line in std::io::stdin().lock().lines() {
+                let line = line.map_err(|error| {
+                    bad_input(format!("cannot read a query from stdin: {error}"))
+                })?;
+                if !line.trim().is_empty() {
+                    answer(line.trim())?;
+                }
+            }
+            Ok(())
+        }
+    }
+}
