@@ -68,6 +68,8 @@ pub async fn add(args: AddArgs) -> String {
 }
 
 /// The floor: what a program with one hard-wired tool would write by hand.
+pub mod catalog;
+
 pub mod floor {
     use super::{AddArgs, add_impl};
     use serde_json::Value;

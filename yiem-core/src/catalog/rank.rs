@@ -47,8 +47,9 @@ pub trait ToolIndex: Send + Sync {
     fn search(&self, query: &str, k: usize) -> Vec<(usize, f32)>;
 }
 
-/// The text a tool is found by, field by field: its name, its label, its description, and the names and
-/// descriptions of its parameters (nested ones too), one per line.
+/// The text a tool is found by, field by field: its name, its label, its description, and the names,
+/// descriptions and allowed values (`enum`) of its parameters (nested ones too), one per line — many tools
+/// name their domain only in their parameters' values.
 ///
 /// ```
 /// use serde_json::json;
@@ -94,6 +95,15 @@ fn schema_words(schema: &Value, depth: usize, out: &mut String) {
                 out.push(' ');
                 out.push_str(description);
             }
+            let values = property
+                .get("enum")
+                .or_else(|| property.get("items").and_then(|items| items.get("enum")));
+            for value in values.and_then(Value::as_array).into_iter().flatten() {
+                if let Some(value) = value.as_str() {
+                    out.push(' ');
+                    out.push_str(value);
+                }
+            }
             schema_words(property, depth + 1, out);
         }
     }
@@ -121,8 +131,10 @@ mod bm25_ranker {
     /// - identifiers are split into words (`getWeather`, `get_weather` and `get-weather` are all
     ///   "get weather"), English stop words are dropped and words are stemmed ("invoices" finds
     ///   "invoice");
-    /// - the name counts [`name_weight`](Self::name_weight) times (3 by default), the label and
-    ///   description once, the parameters once.
+    /// - the name counts [`name_weight`](Self::name_weight) times (3 by default), the description twice,
+    ///   the label (when it is not the name) and the parameters once;
+    /// - words that only make a request polite ("please", "could", "want", ...) are dropped with the stop
+    ///   words.
     ///
     /// [`plain`](Self::plain) is the textbook BM25 over the same text (lowercased words, nothing else),
     /// the baseline the benchmark compares with.
@@ -173,38 +185,52 @@ mod bm25_ranker {
             self
         }
 
-        fn document(&self, tool: &AgentTool) -> String {
+        /// The tool's normalized words, each field as many times as it counts.
+        fn document(&self, tool: &AgentTool, words: &Words, stems: &mut Stems) -> String {
             let [name, label, description, parameters] = searchable_text(tool);
-            let mut text = String::new();
-            for _ in 0..self.name_weight {
-                text.push_str(&name);
-                text.push('\n');
-            }
+            let mut fields: Vec<(&str, usize)> = vec![(&name, self.name_weight)];
             if !self.tuned || label != name {
-                text.push_str(&label);
-                text.push('\n');
+                fields.push((&label, 1));
             }
-            text.push_str(&description);
-            text.push('\n');
-            text.push_str(&parameters);
+            fields.push((&description, if self.tuned { 2 } else { 1 }));
+            fields.push((&parameters, 1));
+            let mut text = String::new();
+            for (field, times) in fields {
+                let normalized = words.normalize(field, stems);
+                for _ in 0..times {
+                    text.push_str(&normalized);
+                    text.push(' ');
+                }
+            }
             text
         }
     }
 
     impl Ranker for Bm25Ranker {
         fn index(&self, tools: &[AgentTool]) -> Box<dyn ToolIndex> {
-            let documents: Vec<String> = tools.iter().map(|tool| self.document(tool)).collect();
-            let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
+            // Each tool's text normalized once (a word's stem is worked out once per index), then given
+            // to `bm25` as words separated by spaces.
             let words = Words::new(self.tuned);
-            let embedder: Embedder<u32, Words> =
-                EmbedderBuilder::with_tokenizer_and_fit_to_corpus(words, &corpus)
-                    .k1(self.k1)
-                    .b(self.b)
-                    .build();
+            let mut stems = Stems::default();
+            let documents: Vec<String> = tools
+                .iter()
+                .map(|tool| self.document(tool, &words, &mut stems))
+                .collect();
+            let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
+            let words_in_all: usize = corpus
+                .iter()
+                .map(|document| document.split_ascii_whitespace().count())
+                .sum();
+            let avgdl = words_in_all as f32 / corpus.len().max(1) as f32;
+            let embedder: Embedder<u32, Spaces> = EmbedderBuilder::with_avgdl(avgdl)
+                .k1(self.k1)
+                .b(self.b)
+                .build();
             let mut index = Index {
-                postings: HashMap::new(),
+                postings: HashMap::default(),
                 documents: tools.len(),
                 embedder,
+                words,
             };
             for (at, document) in corpus.iter().enumerate() {
                 let embedding = index.embedder.embed(document);
@@ -213,6 +239,25 @@ mod bm25_ranker {
             Box::new(index)
         }
     }
+
+    /// Each word's stem, worked out once per index.
+    type Stems = HashMap<String, String, foldhash::fast::RandomState>;
+
+    /// Splits text that is already normalized words.
+    #[derive(Default)]
+    struct Spaces;
+
+    impl Tokenizer for Spaces {
+        fn tokenize(&self, text: &str) -> Vec<String> {
+            text.split_ascii_whitespace().map(str::to_owned).collect()
+        }
+    }
+
+    /// Words that make a request polite or personal but say nothing about the tool it needs.
+    const REQUEST_WORDS: [&str; 16] = [
+        "please", "could", "would", "can", "want", "need", "like", "tell", "help", "let", "know",
+        "give", "show", "find", "also", "using",
+    ];
 
     /// Words of a text: split at anything not alphanumeric, and (tuned) at identifiers' word
     /// boundaries, lowercased, then (tuned) without stop words and stemmed.
@@ -229,6 +274,7 @@ mod bm25_ranker {
                     stop_words::get(stop_words::LANGUAGE::English)
                         .iter()
                         .copied()
+                        .chain(REQUEST_WORDS)
                         .collect()
                 } else {
                     Default::default()
@@ -237,30 +283,40 @@ mod bm25_ranker {
         }
     }
 
-    impl Tokenizer for Words {
-        fn tokenize(&self, text: &str) -> Vec<String> {
-            let mut words = Vec::new();
+    impl Words {
+        /// `text`'s words, separated by spaces; `stems` remembers each word's stem.
+        fn normalize(&self, text: &str, stems: &mut Stems) -> String {
+            let mut out = String::new();
+            let mut push = |word: &str| {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                out.push_str(word);
+            };
             for piece in text.split(|c: char| !c.is_alphanumeric()) {
                 if piece.is_empty() {
                     continue;
                 }
-                if self.stem.is_none() {
-                    words.push(piece.to_lowercase());
+                let Some(stemmer) = &self.stem else {
+                    push(&piece.to_lowercase());
                     continue;
-                }
+                };
                 for word in identifier_words(piece) {
                     let word = word.to_lowercase();
                     if self.stop.contains(word.as_str()) {
                         continue;
                     }
-                    let stemmed = self
-                        .stem
-                        .as_ref()
-                        .map_or(word.clone(), |stemmer| stemmer.stem(&word).into_owned());
-                    words.push(stemmed);
+                    match stems.get(&word) {
+                        Some(stem) => push(stem),
+                        None => {
+                            let stem = stemmer.stem(&word).into_owned();
+                            push(&stem);
+                            stems.insert(word, stem);
+                        }
+                    }
                 }
             }
-            words
+            out
         }
     }
 
@@ -289,15 +345,17 @@ mod bm25_ranker {
 
     /// An inverted index: for each word, the documents that have it and the word's BM25 weight there.
     struct Index {
-        postings: HashMap<u32, Vec<(u32, f32)>>,
+        postings: HashMap<u32, Vec<(u32, f32)>, foldhash::fast::RandomState>,
         documents: usize,
-        embedder: Embedder<u32, Words>,
+        embedder: Embedder<u32, Spaces>,
+        words: Words,
     }
 
     impl Index {
         fn add(&mut self, at: usize, embedding: &Embedding<u32>) {
             // The embedding has one entry per word occurrence, each with the word's weight.
-            let mut seen = std::collections::HashSet::new();
+            let mut seen: std::collections::HashSet<u32, foldhash::fast::RandomState> =
+                Default::default();
             for token in embedding.iter() {
                 if seen.insert(token.index) {
                     self.postings
@@ -307,33 +365,50 @@ mod bm25_ranker {
                 }
             }
         }
+
+        fn idf(&self, df: usize) -> f32 {
+            let (n, df) = (self.documents as f32, df as f32);
+            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+        }
+
+        /// Adds `weight` × each word's BM25 score to `scores`.
+        fn score(&self, words: &[(u32, f32)], scores: &mut HashMap<u32, f32>) {
+            for (word, weight) in words {
+                let Some(postings) = self.postings.get(word) else {
+                    continue;
+                };
+                let idf = self.idf(postings.len());
+                for (document, value) in postings {
+                    *scores.entry(*document).or_default() += weight * idf * value;
+                }
+            }
+        }
+    }
+
+    /// Ranked best first; equal scores in registration order, so results do not depend on hashing.
+    fn ranked(scores: HashMap<u32, f32>) -> Vec<(usize, f32)> {
+        let mut hits: Vec<(usize, f32)> = scores
+            .into_iter()
+            .map(|(document, score)| (document as usize, score))
+            .collect();
+        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        hits
     }
 
     impl ToolIndex for Index {
         fn search(&self, query: &str, k: usize) -> Vec<(usize, f32)> {
-            let query = self.embedder.embed(query);
-            let mut scores: HashMap<u32, f32> = HashMap::new();
-            let mut seen = std::collections::HashSet::new();
+            let query = self
+                .embedder
+                .embed(&self.words.normalize(query, &mut Stems::default()));
+            let mut words: Vec<(u32, f32)> = Vec::new();
             for token in query.iter() {
-                if !seen.insert(token.index) {
-                    continue;
-                }
-                let Some(postings) = self.postings.get(&token.index) else {
-                    continue;
-                };
-                let n = self.documents as f32;
-                let df = postings.len() as f32;
-                let idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
-                for (document, weight) in postings {
-                    *scores.entry(*document).or_default() += idf * weight;
+                if !words.iter().any(|(word, _)| *word == token.index) {
+                    words.push((token.index, 1.0));
                 }
             }
-            let mut hits: Vec<(usize, f32)> = scores
-                .into_iter()
-                .map(|(document, score)| (document as usize, score))
-                .collect();
-            // Best first; equal scores in registration order, so results do not depend on hashing.
-            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let mut scores = HashMap::new();
+            self.score(&words, &mut scores);
+            let mut hits = ranked(scores);
             hits.truncate(k);
             hits
         }
