@@ -554,3 +554,177 @@ async fn a_hand_edited_journal_breaks_the_tag_and_is_refused() {
     let error = AgentRun::from_json_verified(&edited, &key()).unwrap_err();
     assert!(matches!(error, ResumeError::InvalidState(_)), "{error}");
 }
+
+// ---- the benchmark: 40 lookups and a summary, direct calling against code mode ----
+
+/// A catalogue of 40 records, each naming the next one to read (so no model can read them all at once):
+/// `lookup_record` gives a record of about 400 bytes.
+fn catalogue() -> ToolStore {
+    let store = ToolStore::new("catalogue");
+    store
+        .register(
+            AgentTool::builder("lookup_record")
+                .description("Look up one record of the catalogue by id.")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"id": {"type": "integer", "description": "The record's id."}},
+                    "required": ["id"]
+                }))
+                .output_schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "integer"},
+                        "title": {"type": "string"},
+                        "score": {"type": "integer"},
+                        "notes": {"type": "string"},
+                        "next": {"type": ["integer", "null"], "description": "The id of the next record, if any."}
+                    },
+                    "required": ["id", "title", "score", "notes", "next"]
+                }))
+                .parallel()
+                .handler(|_ctx: ToolContext, args: Value| async move {
+                    let id = args["id"].as_i64().unwrap_or_default();
+                    let next = (id < 40).then_some(id + 1);
+                    let record = json!({
+                        "id": id,
+                        "title": format!("Record number {id} of the catalogue"),
+                        "score": (id * 37) % 100,
+                        "notes": "Archived in the main catalogue; reviewed twice, no open questions; \
+                                  the owner is the records team; see the next record for the follow-up. \
+                                  Kept for seven years under the retention policy of the department.",
+                        "next": next,
+                    });
+                    AgentToolResult::text(record.to_string()).with_structured_content(record)
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    store
+}
+
+/// Bytes sent to the model per request (system prompt, messages as JSON, tool definitions in the OpenAI
+/// dialect), and the number of requests.
+#[derive(Default)]
+struct Sent {
+    bytes: usize,
+    requests: usize,
+}
+
+fn measure(request: &yiem_core::ModelRequest, sent: &Mutex<Sent>) {
+    let messages = serde_json::to_string(&request.messages).unwrap();
+    let tools = request
+        .tools
+        .definitions_json(yiem_core::Dialect::OpenAi)
+        .unwrap()
+        .len();
+    let mut sent = sent.lock().unwrap();
+    sent.bytes += request.system_prompt.len() + messages.len() + tools;
+    sent.requests += 1;
+}
+
+fn last_result(request: &yiem_core::ModelRequest) -> Option<Value> {
+    request
+        .messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            AgentMessage::ToolResult(result) => serde_json::from_str(&result.text_content()).ok(),
+            AgentMessage::Assistant(_) => Some(Value::Null),
+            _ => None,
+        })
+}
+
+const SUMMARY_PROGRAM: &str = r#"
+const records = [];
+for (let id = 1; id !== null; ) {
+  const record = await tools.lookup_record({ id });
+  records.push(record);
+  id = record.next;
+}
+const top = [...records].sort((a, b) => b.score - a.score).slice(0, 3);
+print(`${records.length} records; mean score ${(records.reduce((s, r) => s + r.score, 0) / records.length).toFixed(1)}`);
+print("top:", top.map(r => `${r.id} (${r.score})`).join(", "));
+"#;
+
+async fn direct_calling() -> (Sent, String) {
+    let sent = Arc::new(Mutex::new(Sent::default()));
+    let seen = Arc::clone(&sent);
+    let model = ScriptedModel::from_fn(move |request| {
+        measure(request, &seen);
+        // Read the next record, until the last one says there is none; then answer.
+        match last_result(request) {
+            None => ScriptedTurn::tool_call("lookup_record", json!({ "id": 1 })),
+            Some(record) => match record["next"].as_i64() {
+                Some(next) => ScriptedTurn::tool_call("lookup_record", json!({ "id": next })),
+                None => ScriptedTurn::text("40 records; mean score 51.0; top: 27, 8, 35."),
+            },
+        }
+    });
+    let agent = Agent::builder().model(model).tools(catalogue()).build();
+    let outcome = agent
+        .prompt("Summarise the catalogue: count, mean score, top three.")
+        .await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let sent = std::mem::take(&mut *sent.lock().unwrap());
+    (sent, outcome.text())
+}
+
+async fn code_mode() -> (Sent, String, String) {
+    let sent = Arc::new(Mutex::new(Sent::default()));
+    let seen = Arc::clone(&sent);
+    let model = ScriptedModel::from_fn(move |request| {
+        measure(request, &seen);
+        match request.messages.last() {
+            Some(AgentMessage::ToolResult(_)) => {
+                ScriptedTurn::text("40 records; mean score 51.0; top: 27, 8, 35.")
+            }
+            _ => ScriptedTurn::tool_call("run_code", json!({ "code": SUMMARY_PROGRAM })),
+        }
+    });
+    let agent = Agent::builder()
+        .model(model)
+        .tools(catalogue())
+        .code_mode(CodeMode::new())
+        .build();
+    let outcome = agent
+        .prompt("Summarise the catalogue: count, mean score, top three.")
+        .await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let printed = run_code_result(&outcome.messages);
+    let sent = std::mem::take(&mut *sent.lock().unwrap());
+    (sent, outcome.text(), printed)
+}
+
+/// The figures of BENCHMARKS.md ("Code mode"): `cargo test -p yiem-core --features code-mode --test
+/// code_mode -- --nocapture code_mode_sends_a_third`. Tokens are estimated as bytes / 4.
+#[tokio::test]
+async fn code_mode_sends_a_third_of_the_tokens_in_a_quarter_of_the_turns() {
+    let (direct, _) = direct_calling().await;
+    let (code, _, printed) = code_mode().await;
+    assert_eq!(
+        printed,
+        "40 records; mean score 51.0\ntop: 27 (99), 8 (96), 35 (95)\n"
+    );
+    println!(
+        "direct: {} turns, {} bytes (~{} tokens); code mode: {} turns, {} bytes (~{} tokens); \
+         ratio {:.3} of the tokens, {:.3} of the turns",
+        direct.requests,
+        direct.bytes,
+        direct.bytes / 4,
+        code.requests,
+        code.bytes,
+        code.bytes / 4,
+        code.bytes as f64 / direct.bytes as f64,
+        code.requests as f64 / direct.requests as f64,
+    );
+    assert_eq!(direct.requests, 41);
+    assert_eq!(code.requests, 2);
+    assert!(
+        code.bytes * 3 <= direct.bytes,
+        "{} vs {}",
+        code.bytes,
+        direct.bytes
+    );
+    assert!(code.requests * 4 <= direct.requests);
+}
