@@ -728,3 +728,44 @@ async fn code_mode_sends_a_third_of_the_tokens_in_a_quarter_of_the_turns() {
     );
     assert!(code.requests * 4 <= direct.requests);
 }
+
+/// The approval case across processes: this test pauses the program and saves the signed run, then runs
+/// itself again as a new process (told where by `YIEM_CODE_MODE_RESUME`), which resumes the run with an
+/// approval and writes what the program printed.
+#[tokio::test]
+async fn a_paused_program_resumes_in_a_new_process() {
+    const CHILD: &str = "YIEM_CODE_MODE_RESUME";
+    if let Ok(dir) = std::env::var(CHILD) {
+        let dir = PathBuf::from(dir);
+        let saved = std::fs::read_to_string(dir.join("run.json")).unwrap();
+        let waiting = std::fs::read_to_string(dir.join("waiting")).unwrap();
+        let (run, signature) = AgentRun::from_json_verified(&saved, &key()).unwrap();
+        assert_eq!(signature, Signature::Valid);
+        let agent = agent(&dir, vec![ScriptedTurn::text("Tidied.")], Some(run));
+        let outcome = agent.resume([(waiting, Decision::Approve)]).await.unwrap();
+        assert_eq!(outcome.stop, RunStop::Finished);
+        std::fs::write(dir.join("printed"), run_code_result(&outcome.messages)).unwrap();
+        return;
+    }
+    let dir = TempDir::new();
+    let (saved, waiting) = pause(&dir.0).await;
+    std::fs::write(dir.0.join("run.json"), saved).unwrap();
+    std::fs::write(dir.0.join("waiting"), waiting).unwrap();
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_paused_program_resumes_in_a_new_process",
+            "--test-threads=1",
+        ])
+        .env(CHILD, &dir.0)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the resuming process failed: {status}");
+    assert_eq!(
+        std::fs::read_to_string(dir.0.join("printed")).unwrap(),
+        "deleted\n"
+    );
+    assert_eq!((lines(&dir.0, "a.txt"), lines(&dir.0, "b.txt")), (1, 1));
+    assert!(!dir.0.join("c.txt").exists());
+}
