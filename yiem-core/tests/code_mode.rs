@@ -769,3 +769,25 @@ async fn a_paused_program_resumes_in_a_new_process() {
     assert_eq!((lines(&dir.0, "a.txt"), lines(&dir.0, "b.txt")), (1, 1));
     assert!(!dir.0.join("c.txt").exists());
 }
+
+#[tokio::test]
+async fn cancelling_the_call_stops_a_program_that_would_run_on() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let limits = CodeLimits::default().max_time(Duration::from_secs(3600));
+    let run_code =
+        CodeMode::new()
+            .limits(limits)
+            .tool(&tools, ToolExecutor::new(), ApprovalPolicy::default());
+    let token = yiem_core::CancellationToken::new();
+    token.cancel();
+    let ctx = ToolContext::new("c1").with_cancellation(token);
+    let result = run_code
+        .execute_with(ctx, json!({ "code": "while (true) {}" }))
+        .await;
+    assert!(result.is_error);
+    assert_eq!(
+        text(&result),
+        "tool `run_code` was aborted before it finished"
+    );
+}

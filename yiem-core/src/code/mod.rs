@@ -479,7 +479,14 @@ impl Runner {
         };
         let mut journal: Vec<RecordedCall> = Vec::new();
         loop {
-            let requests = match program.next().await {
+            // A cancelled call stops its program (dropping it interrupts the interpreter).
+            let next = tokio::select! {
+                next = program.next() => next,
+                () = ctx.cancellation_token().cancelled() => {
+                    return AgentToolResult::error("the program was cancelled");
+                }
+            };
+            let requests = match next {
                 FromProgram::Finished(finish) => return finished(finish, journal.len()),
                 FromProgram::Calls(requests) => requests,
             };
