@@ -73,6 +73,7 @@
 //! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a stateless streamable HTTP MCP server (rmcp on hyper, no TLS) |
 //! | `tool-search` | no | `catalog::Bm25Ranker`, `ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools (`bm25`, `rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
+//! | `code-mode` | no | `code::CodeMode`: the `run_code` tool, whose JavaScript programs call tools through the pipeline (QuickJS in a sandbox, approvals inside programs) |
 //!
 //! The default build is already the lean one (no feature is on by default):
 //!
@@ -145,6 +146,7 @@
 //! | `agent` | the agent protocol ([`AgentRun`]: the step machine, whose transitions queue their events), [`AgentConfig`] and [`AgentSettings`] (what an agent is made of, for every driver), and [`Agent`], the in-process driver |
 //! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
 //! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
+//! | `code` | (feature `code-mode`) the `run_code` tool: the QuickJS sandbox, tool declarations, programs' calls through the executor, pauses and replay |
 //! | `suggest` | "did you mean" for tool and property names |
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -194,6 +196,8 @@ mod args;
 mod call;
 pub mod catalog;
 mod check;
+#[cfg(feature = "code-mode")]
+pub mod code;
 mod content;
 mod context;
 mod dialect;

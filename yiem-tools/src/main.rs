@@ -135,6 +135,11 @@ enum Command {
         /// Continue the conversation saved with `/save FILE`.
         #[arg(long, value_name = "FILE")]
         resume: Option<PathBuf>,
+        /// Give the model `run_code`: it writes one JavaScript program that calls many tools (each call
+        /// still asks for approval as set), and reads only what the program prints. Destructive tools
+        /// are not callable from programs.
+        #[arg(long)]
+        code_mode: bool,
     },
 }
 
@@ -346,6 +351,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             approve,
             allow,
             resume,
+            code_mode,
         } => {
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
@@ -360,6 +366,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 approve,
                 allow,
                 resume,
+                code_mode,
             });
         }
     };

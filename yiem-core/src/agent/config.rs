@@ -49,6 +49,8 @@ pub struct AgentConfig {
     pub(crate) prepare_context: Option<PrepareContext>,
     pub(crate) prepare_next_turn: Option<PrepareNextTurn>,
     pub(crate) tool_choice: Option<ToolChoice>,
+    #[cfg(feature = "code-mode")]
+    pub(crate) code_mode: Option<crate::code::CodeMode>,
 }
 
 impl Default for AgentConfig {
@@ -63,6 +65,8 @@ impl Default for AgentConfig {
             prepare_context: None,
             prepare_next_turn: None,
             tool_choice: None,
+            #[cfg(feature = "code-mode")]
+            code_mode: None,
         }
     }
 }
@@ -191,6 +195,25 @@ impl AgentConfig {
     /// Whether a `prepare_next_turn` hook is set.
     pub fn has_next_turn_hook(&self) -> bool {
         self.prepare_next_turn.is_some()
+    }
+
+    /// The code mode set with [`AgentSettings::code_mode`], if any.
+    #[cfg(feature = "code-mode")]
+    pub fn code_mode_setting(&self) -> Option<&crate::code::CodeMode> {
+        self.code_mode.as_ref()
+    }
+
+    /// Adds the `run_code` tool of the code mode, if one is set, to the tools (replacing one registered
+    /// before): its programs call the tools through a fresh copy of the executor (same hooks, events and
+    /// time limit) and wait for approvals as this configuration's policy says. A driver calls it once,
+    /// when it is built.
+    #[cfg(feature = "code-mode")]
+    pub fn install_code_mode(&self) {
+        if let Some(mode) = &self.code_mode {
+            self.tools.remove(crate::code::RUN_CODE);
+            let tool = mode.tool(&self.tools, self.executor.fresh(), self.approval.clone());
+            let _ = self.tools.register(tool);
+        }
     }
 }
 
@@ -339,6 +362,15 @@ pub trait AgentSettings: Sized {
     /// ```
     fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.settings().tool_choice = Some(choice);
+        self
+    }
+
+    /// Gives the model the `run_code` tool: it writes one program that calls many tools, each call
+    /// through the pipeline, with approvals inside the program (see [`crate::code`]). The tool is added
+    /// to the store when the agent is built, and declares the tools in the store then.
+    #[cfg(feature = "code-mode")]
+    fn code_mode(mut self, mode: crate::code::CodeMode) -> Self {
+        self.settings().code_mode = Some(mode);
         self
     }
 

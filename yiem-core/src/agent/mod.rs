@@ -35,6 +35,7 @@
 mod approval;
 mod config;
 mod limits;
+pub(crate) mod paused;
 mod run;
 mod saved;
 
@@ -203,6 +204,8 @@ impl AgentBuilder {
             .model
             .expect("Agent::builder() needs .model(...) before .build()");
         let config = self.config;
+        #[cfg(feature = "code-mode")]
+        config.install_code_mode();
         let run = self.run.map(|run| reapply_approvals(&config, run));
         let run = run.unwrap_or_else(|| {
             let mut run = AgentRun::new(config.system_prompt.clone(), self.messages);
@@ -607,6 +610,12 @@ impl Driving<'_> {
             Some(offered) => offered,
             None => self.context().1,
         };
+        #[cfg(feature = "code-mode")]
+        if let Some(mode) = self.shared.config.code_mode_setting() {
+            for (call_id, journal, decisions) in lock(&self.shared.state).run.program_resumes() {
+                mode.resume_from(call_id, journal, decisions);
+            }
+        }
         let batch = self
             .shared
             .config

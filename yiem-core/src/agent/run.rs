@@ -32,6 +32,7 @@ use serde_json::Value;
 
 use super::approval::{Decision, PendingApproval, ResumeError};
 use super::limits::RunLimits;
+use super::paused::Paused;
 use super::saved::{self, RunKey, RunMismatch, Signature};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::event::AgentEvent;
@@ -195,6 +196,9 @@ pub struct AgentRun {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     loaded_tools: Vec<String>,
     phase: Phase,
+    /// Code-mode programs that paused in the batch that waits or runs.
+    #[serde(skip_serializing_if = "Paused::is_empty")]
+    paused: Paused,
     #[serde(skip)]
     progress: Progress,
 }
@@ -237,6 +241,8 @@ struct Header<'a> {
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     loaded_tools: &'a [String],
     phase: &'a Phase,
+    #[serde(skip_serializing_if = "Paused::is_empty")]
+    paused: &'a Paused,
 }
 
 /// The fields of a saved run, read once its version is known.
@@ -258,6 +264,8 @@ struct Saved {
     #[serde(default)]
     loaded_tools: Vec<String>,
     phase: Phase,
+    #[serde(default)]
+    paused: Paused,
 }
 
 /// Read as [`AgentRun::from_json`] reads a run: checked, and not trusted for its grants.
@@ -286,6 +294,7 @@ impl AgentRun {
             phase: Phase::Stopped {
                 stop: RunStop::Finished,
             },
+            paused: Paused::default(),
             progress: Progress::default(),
         }
     }
@@ -522,7 +531,7 @@ impl AgentRun {
     /// result, so the conversation stays valid). With `terminate`, the run ends with a reply built from the
     /// results; a result of a tool in the stop policy ends it with that result as its output.
     pub fn tools_ran(&mut self, results: Vec<ToolResultMessage>, terminate: bool) {
-        let Phase::RunTools { assistant, plan } = &self.phase else {
+        let Phase::RunTools { assistant, .. } = &self.phase else {
             for result in results {
                 self.progress
                     .added
@@ -533,6 +542,23 @@ impl AgentRun {
         };
         let now = self.now();
         let assistant = *assistant;
+        let calls: Vec<ToolCall> = self.assistant(assistant).tool_calls().cloned().collect();
+        let results = match self.paused.pause(results) {
+            Ok(results) => results,
+            Err(pending) => {
+                // A program waits for a decision inside a call of this batch: the batch waits with it.
+                self.phase = Phase::AwaitingApproval {
+                    assistant,
+                    pending,
+                    decisions: BTreeMap::new(),
+                };
+                return;
+            }
+        };
+        let results = self.paused.merged(results, &calls);
+        let Phase::RunTools { plan, .. } = &self.phase else {
+            unreachable!("checked above")
+        };
         let missing: Vec<ToolResultMessage> = plan
             .iter()
             .map(PlannedCall::call)
@@ -654,6 +680,18 @@ impl AgentRun {
             return Ok(());
         }
         let decided = std::mem::take(decided);
+        if !self.paused.is_empty() {
+            // Paused programs run again with their decisions; the batch's other calls have their results.
+            let calls: Vec<ToolCall> = self.assistant(assistant).tool_calls().cloned().collect();
+            let plan = self
+                .paused
+                .decided(&decided, &calls)
+                .into_iter()
+                .map(|call| PlannedCall::Run { call })
+                .collect();
+            self.phase = Phase::RunTools { assistant, plan };
+            return Ok(());
+        }
         let AgentMessage::Assistant(reply) = &mut self.messages[assistant] else {
             unreachable!("an awaiting phase points at the assistant message whose calls wait")
         };
@@ -835,6 +873,16 @@ impl AgentRun {
         }
     }
 
+    /// The code-mode programs of the batch about to run that resume after a pause: per `run_code` call
+    /// id, the calls the program made before (the journal its replay feeds back) and the decisions on the
+    /// calls that waited. A driver hands them to its code mode before running the batch.
+    pub fn program_resumes(&self) -> Vec<(String, Value, BTreeMap<String, Decision>)> {
+        match &self.phase {
+            Phase::RunTools { .. } => self.paused.resumes(),
+            _ => Vec::new(),
+        }
+    }
+
     /// The calls waiting for a decision (empty unless the run waits for approvals).
     pub fn pending_approvals(&self) -> &[PendingApproval] {
         match &self.phase {
@@ -938,6 +986,7 @@ impl AgentRun {
             always_approved: &self.always_approved,
             loaded_tools: &self.loaded_tools,
             phase: &self.phase,
+            paused: &self.paused,
         };
         let header =
             serde_json::to_value(header).expect("a run holds only JSON-representable values");
@@ -1010,9 +1059,17 @@ impl AgentRun {
             always_approved: saved.always_approved,
             loaded_tools: saved.loaded_tools,
             phase: saved.phase,
+            paused: saved.paused,
             progress: Progress::default(),
         };
         run.check()?;
+        if !trusted && !run.paused.is_empty() {
+            return Err(ResumeError::InvalidState(
+                "it holds a paused program's recorded calls, which only a run with a valid tag may carry: \
+                 save it with AgentRun::to_json_signed and read it with AgentRun::from_json_verified"
+                    .into(),
+            ));
+        }
         if !trusted {
             run.drop_grants();
         }
@@ -1033,7 +1090,14 @@ impl AgentRun {
                 if pending.is_empty() {
                     return Err(RunMismatch::NothingPending);
                 }
+                if !self.paused.is_empty() {
+                    self.paused.check(&calls, pending, &[])?;
+                }
                 for (index, waiting) in pending.iter().enumerate() {
+                    if !self.paused.is_empty() {
+                        // Checked above: the calls of paused programs.
+                        break;
+                    }
                     let call_id = waiting.call_id.clone();
                     let twice = pending[..index].iter().any(|p| p.call_id == call_id);
                     let Some(call) = calls
@@ -1066,6 +1130,12 @@ impl AgentRun {
                 }
                 Some(*assistant)
             }
+            Phase::RunTools { assistant, plan } if !self.paused.is_empty() => {
+                let calls = saved::waiting_calls(&self.messages, *assistant)?;
+                let planned: Vec<&ToolCall> = plan.iter().map(PlannedCall::call).collect();
+                self.paused.check(&calls, &[], &planned)?;
+                Some(*assistant)
+            }
             Phase::RunTools { assistant, plan } => {
                 let calls = saved::waiting_calls(&self.messages, *assistant)?;
                 for (index, (planned, call)) in plan.iter().zip(&calls).enumerate() {
@@ -1087,6 +1157,11 @@ impl AgentRun {
             Phase::Stopped {
                 stop: RunStop::AwaitingApproval { .. },
             } => return Err(RunMismatch::StopAwaiting),
+            Phase::CallModel | Phase::Stopped { .. } if !self.paused.is_empty() => {
+                return Err(RunMismatch::Paused(
+                    "`paused` holds programs, but no batch waits or runs".into(),
+                ));
+            }
             Phase::CallModel | Phase::Stopped { .. } => None,
         };
         saved::check_results(&self.messages, waiting)

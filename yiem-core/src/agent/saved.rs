@@ -213,6 +213,9 @@ pub enum RunMismatch {
         "`phase.stop` is `awaiting_approval`: a run that waits has the state `awaiting_approval`"
     )]
     StopAwaiting,
+    /// The paused code-mode programs disagree with the reply whose batch waits or runs.
+    #[error("`paused` disagrees with the last reply: {0}")]
+    Paused(String),
 }
 
 /// The calls of a reply that waits or runs, checked: `messages[index]` is the last message, a reply with

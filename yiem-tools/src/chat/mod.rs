@@ -49,6 +49,8 @@ pub struct ChatOptions {
     pub allow: Vec<String>,
     /// `--resume FILE`.
     pub resume: Option<PathBuf>,
+    /// `--code-mode`: the model gets `run_code` (see `yiem_core::code`).
+    pub code_mode: bool,
 }
 
 /// Runs the chat until the input ends or the person leaves.
@@ -124,6 +126,7 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         system: options.system,
         approvals,
         renderer: Arc::clone(&renderer),
+        code_mode: options.code_mode,
     };
     let agent = parts.agent(model, None);
     let mut session = Session {
@@ -155,6 +158,7 @@ struct AgentParts {
     system: String,
     approvals: Approvals,
     renderer: Arc<Mutex<Renderer>>,
+    code_mode: bool,
 }
 
 impl AgentParts {
@@ -165,6 +169,9 @@ impl AgentParts {
             .tools(self.store.clone())
             .approval_policy(self.approvals.policy())
             .shared_model(model);
+        if self.code_mode {
+            builder = builder.code_mode(yiem_core::code::CodeMode::new());
+        }
         if let Some(run) = run {
             builder = builder.run(run);
         }
