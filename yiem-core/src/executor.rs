@@ -356,7 +356,9 @@ impl ToolExecutor {
         journal: Option<&dyn CallJournal>,
     ) -> ToolCallBatch {
         let alone = calls.iter().any(|call| self.runs_alone(call));
-        let messages = if calls.len() > 1 && !alone {
+        let concurrent = calls.len() > 1 && !alone;
+        crate::telemetry::batch(calls.len(), concurrent);
+        let messages = if concurrent {
             self.run_concurrent(calls, env, journal).await
         } else {
             let mut messages = Vec::with_capacity(calls.len());

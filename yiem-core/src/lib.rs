@@ -74,6 +74,8 @@
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a stateless streamable HTTP MCP server (rmcp on hyper, no TLS) |
 //! | `tool-search` | no | `catalog::Bm25Ranker`, `ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools (`bm25`, `rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
 //! | `code-mode` | no | `code::CodeMode`: the `run_code` tool, whose JavaScript programs call tools through the pipeline (QuickJS in a sandbox, approvals inside programs) |
+//! | `otel` | no | `otel`: yiem's GenAI spans in OpenTelemetry (`tracing-opentelemetry`), trace context across MCP, GenAI metrics |
+//! | `otel-otlp` | no | `otel::Otlp`: spans and metrics to an OTLP collector over HTTP/protobuf |
 //!
 //! The default build is already the lean one (no feature is on by default):
 //!
@@ -138,6 +140,7 @@
 //! | `guard` | the unwind guards around user code, its futures and their drops |
 //! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
+//! | `telemetry` | the OpenTelemetry GenAI spans (`invoke_agent`, `chat`, `execute_tool`) as `tracing` spans, and whether they record content; (feature `otel`) `otel`: the bridge to OpenTelemetry, trace context, metrics, OTLP export |
 //! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
 //! | `elicit` | asking the person behind a call: [`Elicitation`], [`ElicitationAnswer`], [`ElicitationHandler`], [`ElicitError`], [`LogLevel`] |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
@@ -213,11 +216,14 @@ pub mod llm;
 pub mod mcp;
 mod message;
 mod order;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod pipeline;
 mod registry;
 mod result;
 mod state;
 mod suggest;
+pub mod telemetry;
 mod tool;
 
 #[doc(hidden)]

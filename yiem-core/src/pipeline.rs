@@ -59,6 +59,7 @@ use crate::registry::{Found, ToolStore};
 use crate::result::AgentToolResult;
 use crate::state::StateMap;
 use crate::suggest;
+use crate::telemetry::{self, ToolFailure};
 use crate::tool::{AgentTool, ExecutionMode, Refusal, ToolFuture};
 
 /// Where the run of each call of a batch is recorded, for a driver that replays what it recorded (a
@@ -287,13 +288,7 @@ impl Call {
             state,
             checking,
         };
-        let span = tracing::info_span!(
-            "tool_call",
-            tool = %facts.name(),
-            call_id = %facts.id(),
-            outcome = tracing::field::Empty,
-            duration_ms = tracing::field::Empty,
-        );
+        let span = telemetry::tool_span(facts.name(), facts.id());
         Call {
             facts,
             span,
@@ -337,9 +332,10 @@ impl Call {
     /// Starts and prepares the call (steps 2 and, for a call that ends here, 4). Never fails. Only the
     /// `before_tool_call` hook is awaited: the rest is done at once.
     pub(crate) async fn prepare(&mut self, env: &CallEnv) {
-        if !self.span.is_disabled() {
-            self.started = Some(Instant::now());
-        }
+        self.started = telemetry::tool_started(&self.span, || match &self.facts.subject {
+            Subject::Shared(call) => Some(call.arguments.clone()),
+            Subject::InHand { arguments, .. } => Some(arguments.clone()),
+        });
         if let Some(events) = env.observed() {
             events.emit(AgentEvent::ToolExecutionStart {
                 call: self.facts.shared(),
@@ -406,24 +402,28 @@ impl Call {
     /// Ends the call (step 4): keeps its result (and, for arguments that did not fit, their problem),
     /// records the span's outcome and emits `ToolExecutionEnd`.
     fn end(&mut self, env: &CallEnv, ending: Ending) {
-        let result = match ending {
-            Ending::Result(result) => result,
-            Ending::Refused(reason) => AgentToolResult::error(reason),
+        let (result, failure) = match ending {
+            Ending::Result(result) => {
+                let failure = result.is_error.then_some(ToolFailure::Failed);
+                (result, failure)
+            }
+            Ending::Refused(reason) if self.facts.tool.is_none() => {
+                (AgentToolResult::error(reason), Some(ToolFailure::NotFound))
+            }
+            Ending::Refused(reason) => (AgentToolResult::error(reason), Some(ToolFailure::Refused)),
             Ending::Invalid(error) => {
                 let result = AgentToolResult::error(error.to_string());
                 self.invalid = Some(error);
-                result
+                (result, Some(ToolFailure::InvalidArguments))
             }
         };
-        if !self.span.is_disabled() {
-            self.span
-                .record("outcome", if result.is_error { "error" } else { "ok" });
-            self.span.record(
-                "duration_ms",
-                self.started
-                    .map_or(0.0, |started| started.elapsed().as_secs_f64() * 1000.0),
-            );
-        }
+        telemetry::tool_ended(
+            &self.span,
+            self.facts.name(),
+            self.started,
+            &result,
+            failure,
+        );
         let result = match env.observed() {
             Some(events) => {
                 let is_error = result.is_error;
@@ -941,8 +941,10 @@ async fn run_bound(
     {
         // Dropping the task (the batch dropped, a caller's timeout) aborts it and cancels the call's
         // token, so no call outlives its batch.
+        // The task runs in the call's span (entered around this future), so what the tool does, an MCP
+        // request say, is the call's child.
         let task = AbortOnDrop {
-            task: tokio::spawn(future),
+            task: tokio::spawn(in_span(&tracing::Span::current(), future)),
             token: ctx.map(|ctx| ctx.cancellation_token().clone()),
         };
         Box::pin(watched(Work::Task(task), watching)).await

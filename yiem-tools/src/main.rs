@@ -7,7 +7,7 @@
 //! yiem mcp [--allow TOOL]... [--allow-all]
 //!          [--http ADDR [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
 //!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
-//! yiem chat [--approve TOOL]... [--allow TOOL]... [--resume FILE] [--mcp CMD]... [--mcp-url URL]...
+//! yiem chat [--approve TOOL]... [--allow TOOL]... [--resume FILE] [--mcp CMD]... [--mcp-url URL]... [--otlp URL]
 //!           [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! ```
 //!
@@ -38,6 +38,7 @@ use serde_json::{Value, json};
 use yiem_core::{AgentTool, Content, Dialect, ToolStore, register_all_tools};
 
 mod chat;
+mod telemetry;
 mod tools_search;
 
 yiem_core::link_tools!(yiem_tools);
@@ -125,6 +126,12 @@ enum Command {
         /// ones), e.g. `--mcp-prefix remote_`.
         #[arg(long, value_name = "PREFIX", default_value = "")]
         mcp_prefix: String,
+        /// Send the session's traces and metrics (OpenTelemetry GenAI spans: invoke_agent, chat,
+        /// execute_tool) to this OTLP collector over HTTP/protobuf, e.g. http://localhost:6006 for
+        /// Arize Phoenix (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none). Message and argument text
+        /// is left out unless OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true.
+        #[arg(long, value_name = "URL")]
+        otlp: Option<String>,
         /// Calls of this tool wait for your approval (repeatable; bash, edit, write and write_tool do by
         /// default).
         #[arg(long, value_name = "TOOL")]
@@ -296,7 +303,10 @@ fn main() -> ExitCode {
             return fail(bad_input(format!("{first} (see `yiem --help`)")));
         }
     };
-    match run(cli) {
+    let outcome = run(cli);
+    // Spans and metrics still buffered go to the collector before the program ends.
+    telemetry::shutdown();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => fail(failure),
     }
@@ -352,7 +362,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             allow,
             resume,
             code_mode,
+            otlp,
         } => {
+            telemetry::init(telemetry::Telemetry {
+                otlp: otlp.as_deref(),
+                logs: false,
+            })?;
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
             return chat::chat(chat::ChatOptions {
@@ -537,11 +552,11 @@ struct McpApproval {
 /// stdin closes (or the signal comes), the server ends within a second: calls still running are
 /// cancelled (the library does it), and `bash`'s processes die with them.
 fn serve_mcp(store: ToolStore, approval: McpApproval, http: HttpFlags) -> Result<(), Failure> {
-    // Logs go to stderr: stdout carries the protocol.
-    let _ = tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+    // Logs go to stderr: stdout carries the protocol. Spans go to `OTEL_EXPORTER_OTLP_ENDPOINT` if set.
+    telemetry::init(telemetry::Telemetry {
+        otlp: None,
+        logs: true,
+    })?;
     let runtime = runtime()?;
     let mut server = yiem_core::mcp::McpServer::new(store)
         .with_server_info("yiem", env!("CARGO_PKG_VERSION"))

@@ -43,6 +43,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
 pub use config::{AgentConfig, AgentSettings};
@@ -56,6 +57,7 @@ use crate::executor::PlannedCall;
 use crate::llm::{Model, stream_reply};
 use crate::message::{AgentMessage, AssistantMessage, UserMessage};
 use crate::registry::ToolStore;
+use crate::telemetry;
 use crate::tool::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
@@ -159,6 +161,7 @@ pub struct AgentBuilder {
     model: Option<Arc<dyn Model>>,
     messages: Vec<AgentMessage>,
     run: Option<AgentRun>,
+    conversation_id: Option<String>,
 }
 
 impl AgentSettings for AgentBuilder {
@@ -194,6 +197,13 @@ impl AgentBuilder {
         self
     }
 
+    /// The id of the conversation, on every run's `invoke_agent` span as `gen_ai.conversation.id`
+    /// (see [`telemetry`](crate::telemetry)); by default a fresh UUID per agent.
+    pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
+        self.conversation_id = Some(id.into());
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Panics
@@ -221,6 +231,7 @@ impl AgentBuilder {
                     stop_at_tools: config.stop_at_tools.clone(),
                 }),
                 config,
+                conversation_id: self.conversation_id.unwrap_or_else(crate::id::fresh_uuid),
                 run_lock: tokio::sync::Mutex::new(()),
                 steering: Mutex::default(),
                 follow_ups: Mutex::default(),
@@ -245,6 +256,7 @@ struct Shared {
     state: Mutex<State>,
     config: AgentConfig,
     settings: Mutex<Settings>,
+    conversation_id: String,
     run_lock: tokio::sync::Mutex<()>,
     steering: Mutex<VecDeque<UserMessage>>,
     follow_ups: Mutex<VecDeque<UserMessage>>,
@@ -340,6 +352,7 @@ impl Agent {
             model: None,
             messages: Vec::new(),
             run: None,
+            conversation_id: None,
         }
     }
 
@@ -461,6 +474,11 @@ impl Agent {
         lock(&self.shared.state).run.messages().to_vec()
     }
 
+    /// The id of the agent's conversation (see [`AgentBuilder::conversation_id`]).
+    pub fn conversation_id(&self) -> &str {
+        &self.shared.conversation_id
+    }
+
     /// A handle to the agent's tools: register more at any time; they are offered from the next turn on.
     pub fn tools(&self) -> ToolStore {
         self.shared.config.tools.clone()
@@ -477,7 +495,20 @@ impl Agent {
             offered: None,
             done: false,
         };
-        let stop = driving.run(prompts).await;
+        let span = {
+            let state = lock(&self.shared.state);
+            telemetry::invoke_agent(
+                &self.shared.conversation_id,
+                state.model.name(),
+                state.model.provider_name(),
+            )
+        };
+        let stop = if span.is_disabled() {
+            driving.run(prompts).await
+        } else {
+            driving.run(prompts).instrument(span.clone()).await
+        };
+        telemetry::agent_stopped(&span, &stop);
         driving.done = true;
         let messages = driving.with_run(AgentRun::end);
         RunOutcome { messages, stop }

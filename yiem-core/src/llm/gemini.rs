@@ -221,6 +221,10 @@ impl Model for GeminiModel {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "gcp.gemini"
+    }
+
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let body = match self.request_body(&request) {
             Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),

@@ -224,6 +224,13 @@ pub trait Model: Send + Sync {
     /// The model's name, for messages and logs.
     fn name(&self) -> &str;
 
+    /// Who serves the model, as the OpenTelemetry GenAI conventions name providers
+    /// (`gen_ai.provider.name`: `openai`, `anthropic`, `gcp.gemini`, ...) on the spans of its
+    /// requests. Override it; the default is `unknown`.
+    fn provider_name(&self) -> &str {
+        "unknown"
+    }
+
     /// Streams the reply to `request`. Cancelling `cancel` ends the stream early.
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
 }

@@ -387,6 +387,10 @@ impl Model for OpenAiModel {
         &self.config.model
     }
 
+    fn provider_name(&self) -> &str {
+        "openai"
+    }
+
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let body = match self.request_bytes(&request) {
             Ok(body) => body,

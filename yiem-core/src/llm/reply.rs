@@ -6,12 +6,14 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::{MessageAssembler, Model, ModelRequest};
 use crate::event::{AgentEvent, EventBus};
 use crate::message::{AgentMessage, AssistantMessage, StopReason};
+use crate::telemetry;
 
-/// Calls `model` with `request` and assembles its reply. While it streams, `events` gets
+/// Calls `model` with `request` and assembles its reply, in a `chat` span ([`telemetry`]). While it streams, `events` gets
 /// `MessageStart`, a `MessageUpdate` per delta and `MessageEnd` (nothing is built when no one observes the
 /// bus). Cancelling `cancel` stops the stream: the reply ends with [`StopReason::Aborted`]. A reply that
 /// names no model gets `model.name()`. Never fails: a failed request is a reply with
@@ -29,6 +31,24 @@ use crate::message::{AgentMessage, AssistantMessage, StopReason};
 /// # });
 /// ```
 pub async fn stream_reply(
+    model: &dyn Model,
+    request: ModelRequest,
+    cancel: &CancellationToken,
+    events: &EventBus,
+) -> AssistantMessage {
+    let chat = telemetry::chat(model.provider_name(), model.name(), &request);
+    let replying = reply_of(model, request, cancel, events);
+    let reply = if chat.span().is_disabled() {
+        replying.await
+    } else {
+        replying.instrument(chat.span().clone()).await
+    };
+    chat.ended(&reply);
+    reply
+}
+
+/// [`stream_reply`], in the request's `chat` span.
+async fn reply_of(
     model: &dyn Model,
     request: ModelRequest,
     cancel: &CancellationToken,

@@ -247,6 +247,10 @@ impl Model for ScriptedModel {
         "scripted"
     }
 
+    fn provider_name(&self) -> &str {
+        "yiem.scripted"
+    }
+
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let turn = self.next_turn(&request);
         // Ids go on from the calls already in the conversation: unique in it, as providers' are.

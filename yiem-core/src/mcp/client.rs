@@ -1141,6 +1141,17 @@ impl Inner {
         };
         let mut params = CallToolRequestParams::new(remote.to_owned());
         params.arguments = arguments;
+        // The call's trace goes on in the server: the context of the span this runs in (the pipeline's
+        // `execute_tool`), in `_meta` as the protocol's 2026-07-28 revision carries it.
+        #[cfg(feature = "otel")]
+        if let Some((parent, state)) = crate::otel::traceparent(&tracing::Span::current()) {
+            let mut meta = rmcp::model::RequestMetaObject::new();
+            meta.0.set_traceparent(parent);
+            if let Some(state) = state {
+                meta.0.set_tracestate(state);
+            }
+            params.meta = Some(meta);
+        }
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())

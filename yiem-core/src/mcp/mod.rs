@@ -115,6 +115,7 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
@@ -125,6 +126,7 @@ use crate::executor::ToolExecutor;
 use crate::pipeline;
 use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
+use crate::telemetry;
 use crate::tool::AgentTool;
 
 /// Serves every tool of `store` over MCP on stdin and stdout until the client disconnects.
@@ -636,7 +638,18 @@ impl ServerHandler for McpServer {
         };
         // No `arguments` is `null`, which the pipeline reads as `{}`.
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        let message = self.call(&tool, arguments, &context).await;
+        let span = telemetry::mcp_tool_call(tool.name(), &context.id);
+        // A client that sent its trace context (`_meta.traceparent`) gets this call in its trace.
+        #[cfg(feature = "otel")]
+        if let Some(parent) = context.meta.0.get_traceparent() {
+            crate::otel::set_remote_parent(&span, parent, context.meta.0.get_tracestate());
+        }
+        let calling = self.call(&tool, arguments, &context);
+        let message = if span.is_disabled() {
+            calling.await
+        } else {
+            calling.instrument(span).await
+        };
         Ok(call_tool_result(message).into())
     }
 

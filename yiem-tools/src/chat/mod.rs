@@ -230,6 +230,7 @@ impl Session {
                     agent.abort();
                     lock(&renderer).note("[interrupted: stopping the run]");
                 } else if exit_when_idle {
+                    crate::telemetry::shutdown();
                     std::process::exit(130);
                 }
             }
