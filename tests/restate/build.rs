@@ -32,6 +32,11 @@ const SETUP: &[(&str, &str, &str)] = &[
     ),
     ("// tests/tools.rs", "", "fn main() {}"),
     (
+        "use yiem_core::{AgentTool, ToolStore, catalog::{RequestTools, ToolSearch}};",
+        "fn readme() {",
+        "}\nfn main() {}",
+    ),
+    (
         "// A tool that asks the user, and logs.",
         "",
         "fn main() {}",

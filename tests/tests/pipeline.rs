@@ -997,7 +997,7 @@ impl std::io::Write for Captured {
 
 #[test]
 fn a_recorded_span_encloses_the_call_and_records_its_outcome() {
-    // With a subscriber that records spans, the call runs inside its `tool_call` span (what the tool logs
+    // With a subscriber that records spans, the call runs inside its `execute_tool` span (what the tool logs
     // carries the span) and the span closes with the call's outcome; without one, the span is skipped.
     let captured = Captured::default();
     let writer = captured.clone();
@@ -1031,7 +1031,9 @@ fn a_recorded_span_encloses_the_call_and_records_its_outcome() {
         .find(|line| line.contains("the tool is running"))
         .unwrap_or_else(|| panic!("the tool's line was written: {text}"));
     assert!(
-        running.contains("tool_call{tool=logs call_id=c1"),
+        running.contains("execute_tool{")
+            && running.contains("gen_ai.tool.name=logs")
+            && running.contains("gen_ai.tool.call.id=c1"),
         "the tool ran inside its span: {running}"
     );
     let closed = text

@@ -180,15 +180,18 @@ pub(crate) mod metrics {
     }
 
     /// One tool call.
+    /// (The tool's name is the one allocation: the attributes are an array on the stack.)
     pub(crate) fn tool_call(name: &str, seconds: f64, error_type: Option<&'static str>) {
-        let mut attributes = vec![
-            KeyValue::new("gen_ai.operation.name", "execute_tool"),
-            KeyValue::new("gen_ai.tool.name", name.to_owned()),
-        ];
-        if let Some(error) = error_type {
-            attributes.push(KeyValue::new("error.type", error));
+        let operation = KeyValue::new("gen_ai.operation.name", "execute_tool");
+        let tool = KeyValue::new("gen_ai.tool.name", name.to_owned());
+        let duration = &instruments().tool_duration;
+        match error_type {
+            Some(error) => duration.record(
+                seconds,
+                &[operation, tool, KeyValue::new("error.type", error)],
+            ),
+            None => duration.record(seconds, &[operation, tool]),
         }
-        instruments().tool_duration.record(seconds, &attributes);
     }
 }
 

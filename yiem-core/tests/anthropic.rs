@@ -814,8 +814,12 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
         text_stream("Sent."),
     ])
     .await;
+    // A model whose name does not tell: Anthropic's search asked for.
+    let config = AnthropicConfig::new("sk-ant-test", "claude-test")
+        .with_base_url(server.root())
+        .with_tool_search(yiem_core::catalog::ToolSearchMode::Native);
     let agent = Agent::builder()
-        .model(model(&server))
+        .model(AnthropicModel::new(config).unwrap())
         .tools(catalog_store())
         .build();
     let outcome = agent.prompt("Bill Ada.").await;
@@ -874,23 +878,47 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
 }
 
 #[tokio::test]
-async fn without_anthropic_tool_search_the_local_search_tool_goes_and_deferred_tools_stay_home() {
-    let server = Server::start(vec![text_stream("ok")]).await;
-    let config = AnthropicConfig::new("sk-ant-test", "claude-test")
-        .with_base_url(server.root())
-        .with_tool_search(None);
-    let model = AnthropicModel::new(config).unwrap();
+async fn anthropic_tool_search_is_chosen_by_the_model_and_the_local_search_goes_otherwise() {
+    use yiem_core::catalog::{RequestTools, ToolSearchMode};
     let store = catalog_store();
-    let lists = yiem_core::catalog::RequestTools::of(&store, &[]);
+    let lists = RequestTools::of(&store, &[]);
     let mut request = request("Bill Ada.");
     request.tools = lists.tools;
     request.deferred = lists.deferred;
-    let body = model.request_body(&request).unwrap();
-    let names: Vec<&str> = body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["get_weather", "search_tools"]);
+    let names = |model: &str, mode: ToolSearchMode| -> Vec<String> {
+        let config = AnthropicConfig::new("sk-ant-test", model).with_tool_search(mode);
+        let body = AnthropicModel::new(config)
+            .unwrap()
+            .request_body(&request)
+            .unwrap();
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let native = [
+        "get_weather",
+        "tool_search_tool_bm25",
+        "send_invoice",
+        "void_invoice",
+    ];
+    let local = ["get_weather", "search_tools"];
+    for model in [
+        "claude-sonnet-4-5-20250929",
+        "claude-opus-4-6",
+        "claude-haiku-5",
+    ] {
+        assert_eq!(names(model, ToolSearchMode::Auto), native, "{model}");
+        assert_eq!(names(model, ToolSearchMode::Local), local, "{model}");
+    }
+    for model in [
+        "claude-3-5-sonnet-20241022",
+        "claude-sonnet-4-20250514",
+        "claude-test",
+    ] {
+        assert_eq!(names(model, ToolSearchMode::Auto), local, "{model}");
+        assert_eq!(names(model, ToolSearchMode::Native), native, "{model}");
+    }
 }

@@ -972,8 +972,11 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
         Reply::Sse(stream(follow_up)),
     ])
     .await;
+    // A model whose name does not tell: OpenAI's search asked for (GPT-5.4 and later get it by default).
     let agent = Agent::builder()
-        .model(model_for(&server, |config| config))
+        .model(model_for(&server, |config| {
+            config.with_tool_search(yiem_core::catalog::ToolSearchMode::Native)
+        }))
         .tools(store)
         .build();
     let outcome = agent.prompt("Bill Ada.").await;

@@ -6,8 +6,8 @@
 //! goes; with the provider's own search every deferred definition goes marked `defer_loading`, which
 //! the provider keeps out of the model's context.
 
+use yiem_core::catalog::ToolSearchMode;
 use yiem_core::catalog::{RequestTools, ToolSearch};
-use yiem_core::llm::AnthropicToolSearch;
 use yiem_core::{
     AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest, OpenAiConfig,
     OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel, ToolStore, UserMessage,
@@ -57,28 +57,52 @@ fn main() {
         ),
         (
             "OpenAI Responses (local search_tools)",
-            size(responses(false).request_body(&request(&all)).unwrap()),
-            size(responses(false).request_body(&request(&deferred)).unwrap()),
-        ),
-        (
-            "OpenAI Responses (its own tool_search, defer_loading)",
-            size(responses(true).request_body(&request(&all)).unwrap()),
-            size(responses(true).request_body(&request(&deferred)).unwrap()),
-        ),
-        (
-            "Anthropic (local search_tools)",
-            size(anthropic(None).request_body(&request(&all)).unwrap()),
-            size(anthropic(None).request_body(&request(&deferred)).unwrap()),
-        ),
-        (
-            "Anthropic (its own tool search, defer_loading)",
             size(
-                anthropic(Some(AnthropicToolSearch::Bm25))
+                responses(ToolSearchMode::Local)
                     .request_body(&request(&all))
                     .unwrap(),
             ),
             size(
-                anthropic(Some(AnthropicToolSearch::Bm25))
+                responses(ToolSearchMode::Local)
+                    .request_body(&request(&deferred))
+                    .unwrap(),
+            ),
+        ),
+        (
+            "OpenAI Responses (its own tool_search, defer_loading)",
+            size(
+                responses(ToolSearchMode::Native)
+                    .request_body(&request(&all))
+                    .unwrap(),
+            ),
+            size(
+                responses(ToolSearchMode::Native)
+                    .request_body(&request(&deferred))
+                    .unwrap(),
+            ),
+        ),
+        (
+            "Anthropic (local search_tools)",
+            size(
+                anthropic(ToolSearchMode::Local)
+                    .request_body(&request(&all))
+                    .unwrap(),
+            ),
+            size(
+                anthropic(ToolSearchMode::Local)
+                    .request_body(&request(&deferred))
+                    .unwrap(),
+            ),
+        ),
+        (
+            "Anthropic (its own tool search, defer_loading)",
+            size(
+                anthropic(ToolSearchMode::Native)
+                    .request_body(&request(&all))
+                    .unwrap(),
+            ),
+            size(
+                anthropic(ToolSearchMode::Native)
                     .request_body(&request(&deferred))
                     .unwrap(),
             ),

@@ -68,12 +68,84 @@ pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};
 pub use search::{ToolSearch, defer_when_large};
 
+#[cfg(test)]
+mod tests {
+    use super::model_version;
+
+    #[test]
+    fn model_versions_are_read_from_names() {
+        assert_eq!(
+            model_version("claude-sonnet-4-5-20250929", "claude-sonnet-"),
+            Some((4, 5))
+        );
+        assert_eq!(
+            model_version("claude-opus-4-20250514", "claude-opus-"),
+            Some((4, 0))
+        );
+        assert_eq!(
+            model_version("claude-haiku-5", "claude-haiku-"),
+            Some((5, 0))
+        );
+        assert_eq!(model_version("gpt-5.4-mini", "gpt-"), Some((5, 4)));
+        assert_eq!(model_version("gpt-4o", "gpt-"), None);
+        assert_eq!(model_version("llama3", "gpt-"), None);
+    }
+}
+
 /// The name of the local tool-search tool ([`ToolSearch::tool`]).
 pub const SEARCH_TOOLS: &str = "search_tools";
 
 /// Above this many tools, [`defer_when_large`] defers the tools it is given (an MCP server's) and adds
 /// the search tool; at or below it, nothing is deferred.
 pub const DEFAULT_DEFER_THRESHOLD: usize = 30;
+
+/// Whether a provider with its own tool search uses it for a request's deferred tools.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ToolSearchMode {
+    /// The provider's own search when the configured model has it (by its name: Anthropic's Claude 4.5
+    /// models and later, OpenAI's GPT-5.4 and later), else the local [`SEARCH_TOOLS`] tool (the default).
+    #[default]
+    Auto,
+    /// Always the provider's own search (a model or gateway whose name does not tell).
+    Native,
+    /// Always the local [`SEARCH_TOOLS`] tool.
+    Local,
+}
+
+impl ToolSearchMode {
+    /// Whether a request to `model` uses the provider's own search; `has_it` says whether the model has
+    /// it, by its name.
+    #[cfg_attr(
+        not(any(feature = "anthropic", feature = "openai-responses")),
+        allow(dead_code)
+    )]
+    pub(crate) fn native(self, model: &str, has_it: fn(&str) -> bool) -> bool {
+        match self {
+            ToolSearchMode::Auto => has_it(model),
+            ToolSearchMode::Native => true,
+            ToolSearchMode::Local => false,
+        }
+    }
+}
+
+/// The version after `family` in a model name (`"claude-sonnet-4-5-20250929"` after `"claude-sonnet-"`
+/// is (4, 5); `"gpt-5.4-mini"` after `"gpt-"` is (5, 4); a missing minor is 0), if the name has one.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "openai-responses")),
+    allow(dead_code)
+)]
+pub(crate) fn model_version(model: &str, family: &str) -> Option<(u32, u32)> {
+    let rest = model.strip_prefix(family)?;
+    let mut parts = rest.split(['-', '.']);
+    let major = parts.next()?.parse().ok()?;
+    // A date (`-20250929`) is not a minor version.
+    let minor = match parts.next() {
+        Some(minor) if minor.len() <= 2 => minor.parse().unwrap_or(0),
+        _ => 0,
+    };
+    Some((major, minor))
+}
 
 /// The tool lists of one model request.
 #[derive(Clone, Debug, Default)]

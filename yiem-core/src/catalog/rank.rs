@@ -119,25 +119,33 @@ pub use bm25_ranker::Bm25Ranker;
 mod bm25_ranker {
     use std::collections::HashMap;
 
-    use bm25::{Embedder, EmbedderBuilder, Embedding, Tokenizer};
     use rust_stemmers::{Algorithm, Stemmer};
 
     use super::{Ranker, ToolIndex, searchable_text};
     use crate::tool::AgentTool;
 
-    /// BM25 ([`bm25`] for the weights, [`rust_stemmers`] and [`stop_words`] for the words) over each
-    /// tool's [`searchable_text`], tuned for tools:
+    type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+
+    /// Each word's stem, worked out once per index.
+    type Stems = FastMap<String, String>;
+
+    /// BM25 over each tool's [`searchable_text`], tuned for tools:
     ///
     /// - identifiers are split into words (`getWeather`, `get_weather` and `get-weather` are all
-    ///   "get weather"), English stop words are dropped and words are stemmed ("invoices" finds
-    ///   "invoice");
+    ///   "get weather"), English stop words ([`stop_words`]) are dropped and words are stemmed
+    ///   ([`rust_stemmers`]' Snowball English: "invoices" finds "invoice");
     /// - the name counts [`name_weight`](Self::name_weight) times (3 by default), the description twice,
     ///   the label (when it is not the name) and the parameters once;
     /// - words that only make a request polite ("please", "could", "want", ...) are dropped with the stop
-    ///   words.
+    ///   words, and each word of a query counts once.
     ///
     /// [`plain`](Self::plain) is the textbook BM25 over the same text (lowercased words, nothing else),
     /// the baseline the benchmark compares with.
+    ///
+    /// The weights are BM25's formula, written out here over an inverted index (twenty lines), not taken
+    /// from the `bm25` crate: its embedder makes a `String` per word occurrence and its scorer reads
+    /// every candidate's words once per query word, which made indexing 10,000 tools three times slower
+    /// (BENCHMARKS.md, issue 34).
     #[derive(Clone, Debug)]
     pub struct Bm25Ranker {
         tuned: bool,
@@ -178,78 +186,75 @@ mod bm25_ranker {
             self
         }
 
-        /// BM25's `k1` and `b`.
+        /// BM25's `k1` (how fast a repeated word stops counting) and `b` (how much a long text is
+        /// discounted).
         pub fn parameters(mut self, k1: f32, b: f32) -> Self {
             self.k1 = k1;
             self.b = b;
             self
         }
 
-        /// The tool's normalized words, each field as many times as it counts.
-        fn document(&self, tool: &AgentTool, words: &Words, stems: &mut Stems) -> String {
+        /// How many times each word of `tool`'s text counts, and how many words it has in all.
+        fn counts(
+            &self,
+            tool: &AgentTool,
+            words: &Words,
+            stems: &mut Stems,
+        ) -> (FastMap<String, u32>, usize) {
             let [name, label, description, parameters] = searchable_text(tool);
-            let mut fields: Vec<(&str, usize)> = vec![(&name, self.name_weight)];
+            let mut fields: Vec<(&str, u32)> = vec![(&name, self.name_weight as u32)];
             if !self.tuned || label != name {
                 fields.push((&label, 1));
             }
             fields.push((&description, if self.tuned { 2 } else { 1 }));
             fields.push((&parameters, 1));
-            let mut text = String::new();
+            let mut counts = FastMap::default();
+            let mut length = 0;
             for (field, times) in fields {
-                let normalized = words.normalize(field, stems);
-                for _ in 0..times {
-                    text.push_str(&normalized);
-                    text.push(' ');
-                }
+                words.each(field, stems, |word| {
+                    match counts.get_mut(word) {
+                        Some(count) => *count += times,
+                        None => {
+                            counts.insert(word.to_owned(), times);
+                        }
+                    }
+                    length += times as usize;
+                });
             }
-            text
+            (counts, length)
         }
     }
 
     impl Ranker for Bm25Ranker {
         fn index(&self, tools: &[AgentTool]) -> Box<dyn ToolIndex> {
-            // Each tool's text normalized once (a word's stem is worked out once per index), then given
-            // to `bm25` as words separated by spaces.
             let words = Words::new(self.tuned);
             let mut stems = Stems::default();
-            let documents: Vec<String> = tools
+            let documents: Vec<(FastMap<String, u32>, usize)> = tools
                 .iter()
-                .map(|tool| self.document(tool, &words, &mut stems))
+                .map(|tool| self.counts(tool, &words, &mut stems))
                 .collect();
-            let corpus: Vec<&str> = documents.iter().map(String::as_str).collect();
-            let words_in_all: usize = corpus
-                .iter()
-                .map(|document| document.split_ascii_whitespace().count())
-                .sum();
-            let avgdl = words_in_all as f32 / corpus.len().max(1) as f32;
-            let embedder: Embedder<u32, Spaces> = EmbedderBuilder::with_avgdl(avgdl)
-                .k1(self.k1)
-                .b(self.b)
-                .build();
+            let average = documents.iter().map(|(_, length)| *length).sum::<usize>() as f32
+                / documents.len().max(1) as f32;
             let mut index = Index {
-                postings: HashMap::default(),
+                vocabulary: FastMap::default(),
+                postings: Vec::new(),
                 documents: tools.len(),
-                embedder,
                 words,
             };
-            for (at, document) in corpus.iter().enumerate() {
-                let embedding = index.embedder.embed(document);
-                index.add(at, &embedding);
+            for (at, (counts, length)) in documents.into_iter().enumerate() {
+                // BM25's weight of a word in a text: it saturates with the count (`k1`) and is
+                // discounted for a text longer than the average (`b`).
+                let norm = self.k1 * (1.0 - self.b + self.b * length as f32 / average.max(1.0));
+                let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
+                counts.sort_unstable();
+                for (word, count) in counts {
+                    let count = count as f32;
+                    let weight = count * (self.k1 + 1.0) / (count + norm);
+                    let id = index.word_id(word);
+                    index.postings[id].push((at as u32, weight));
+                }
             }
             Box::new(index)
-        }
-    }
-
-    /// Each word's stem, worked out once per index.
-    type Stems = HashMap<String, String, foldhash::fast::RandomState>;
-
-    /// Splits text that is already normalized words.
-    #[derive(Default)]
-    struct Spaces;
-
-    impl Tokenizer for Spaces {
-        fn tokenize(&self, text: &str) -> Vec<String> {
-            text.split_ascii_whitespace().map(str::to_owned).collect()
         }
     }
 
@@ -263,7 +268,7 @@ mod bm25_ranker {
     /// boundaries, lowercased, then (tuned) without stop words and stemmed.
     struct Words {
         stem: Option<Stemmer>,
-        stop: std::collections::HashSet<&'static str>,
+        stop: std::collections::HashSet<&'static str, foldhash::fast::RandomState>,
     }
 
     impl Words {
@@ -284,39 +289,37 @@ mod bm25_ranker {
     }
 
     impl Words {
-        /// `text`'s words, separated by spaces; `stems` remembers each word's stem.
-        fn normalize(&self, text: &str, stems: &mut Stems) -> String {
-            let mut out = String::new();
-            let mut push = |word: &str| {
-                if !out.is_empty() {
-                    out.push(' ');
-                }
-                out.push_str(word);
+        /// Calls `push` with each word of `text`; `stems` remembers each word's stem.
+        fn each(&self, text: &str, stems: &mut Stems, mut push: impl FnMut(&str)) {
+            let mut lower = String::new();
+            let lowercase = |lower: &mut String, word: &str| {
+                lower.clear();
+                lower.extend(word.chars().flat_map(char::to_lowercase));
             };
             for piece in text.split(|c: char| !c.is_alphanumeric()) {
                 if piece.is_empty() {
                     continue;
                 }
                 let Some(stemmer) = &self.stem else {
-                    push(&piece.to_lowercase());
+                    lowercase(&mut lower, piece);
+                    push(&lower);
                     continue;
                 };
                 for word in identifier_words(piece) {
-                    let word = word.to_lowercase();
-                    if self.stop.contains(word.as_str()) {
+                    lowercase(&mut lower, word);
+                    if self.stop.contains(lower.as_str()) {
                         continue;
                     }
-                    match stems.get(&word) {
+                    match stems.get(lower.as_str()) {
                         Some(stem) => push(stem),
                         None => {
-                            let stem = stemmer.stem(&word).into_owned();
+                            let stem = stemmer.stem(&lower).into_owned();
                             push(&stem);
-                            stems.insert(word, stem);
+                            stems.insert(lower.clone(), stem);
                         }
                     }
                 }
             }
-            out
         }
     }
 
@@ -343,72 +346,59 @@ mod bm25_ranker {
         words
     }
 
-    /// An inverted index: for each word, the documents that have it and the word's BM25 weight there.
+    /// An inverted index: for each word, the tools that have it and the word's BM25 weight there.
     struct Index {
-        postings: HashMap<u32, Vec<(u32, f32)>, foldhash::fast::RandomState>,
+        /// Each word's number.
+        vocabulary: FastMap<String, usize>,
+        /// For each word (by number), the documents that have it and its weight there.
+        postings: Vec<Vec<(u32, f32)>>,
         documents: usize,
-        embedder: Embedder<u32, Spaces>,
         words: Words,
     }
 
     impl Index {
-        fn add(&mut self, at: usize, embedding: &Embedding<u32>) {
-            // The embedding has one entry per word occurrence, each with the word's weight.
-            let mut seen: std::collections::HashSet<u32, foldhash::fast::RandomState> =
-                Default::default();
-            for token in embedding.iter() {
-                if seen.insert(token.index) {
-                    self.postings
-                        .entry(token.index)
-                        .or_default()
-                        .push((at as u32, token.value));
-                }
+        fn word_id(&mut self, word: String) -> usize {
+            if let Some(id) = self.vocabulary.get(&word) {
+                return *id;
             }
+            let id = self.postings.len();
+            self.vocabulary.insert(word, id);
+            self.postings.push(Vec::new());
+            id
         }
 
+        /// How rare a word in `df` of the documents is.
         fn idf(&self, df: usize) -> f32 {
             let (n, df) = (self.documents as f32, df as f32);
             (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
         }
-
-        /// Adds `weight` × each word's BM25 score to `scores`.
-        fn score(&self, words: &[(u32, f32)], scores: &mut HashMap<u32, f32>) {
-            for (word, weight) in words {
-                let Some(postings) = self.postings.get(word) else {
-                    continue;
-                };
-                let idf = self.idf(postings.len());
-                for (document, value) in postings {
-                    *scores.entry(*document).or_default() += weight * idf * value;
-                }
-            }
-        }
-    }
-
-    /// Ranked best first; equal scores in registration order, so results do not depend on hashing.
-    fn ranked(scores: HashMap<u32, f32>) -> Vec<(usize, f32)> {
-        let mut hits: Vec<(usize, f32)> = scores
-            .into_iter()
-            .map(|(document, score)| (document as usize, score))
-            .collect();
-        hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        hits
     }
 
     impl ToolIndex for Index {
         fn search(&self, query: &str, k: usize) -> Vec<(usize, f32)> {
-            let query = self
-                .embedder
-                .embed(&self.words.normalize(query, &mut Stems::default()));
-            let mut words: Vec<(u32, f32)> = Vec::new();
-            for token in query.iter() {
-                if !words.iter().any(|(word, _)| *word == token.index) {
-                    words.push((token.index, 1.0));
+            let mut asked: Vec<usize> = Vec::new();
+            self.words.each(query, &mut Stems::default(), |word| {
+                // Each word of the query counts once.
+                if let Some(&id) = self.vocabulary.get(word)
+                    && !asked.contains(&id)
+                {
+                    asked.push(id);
+                }
+            });
+            let mut scores: FastMap<u32, f32> = FastMap::default();
+            for id in asked {
+                let postings = &self.postings[id];
+                let idf = self.idf(postings.len());
+                for (document, weight) in postings {
+                    *scores.entry(*document).or_default() += idf * weight;
                 }
             }
-            let mut scores = HashMap::new();
-            self.score(&words, &mut scores);
-            let mut hits = ranked(scores);
+            let mut hits: Vec<(usize, f32)> = scores
+                .into_iter()
+                .map(|(document, score)| (document as usize, score))
+                .collect();
+            // Best first; equal scores in registration order, so results do not depend on hashing.
+            hits.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
             hits.truncate(k);
             hits
         }

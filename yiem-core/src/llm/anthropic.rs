@@ -17,7 +17,7 @@ use super::failure::{error_text, preview};
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
-use crate::catalog;
+use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
 use crate::result::Usage;
@@ -61,10 +61,12 @@ pub struct AnthropicConfig {
     /// Prompt caching breakpoints (`cache_control`) on the tool list and the system prompt (default
     /// [`PromptCache::Off`]): see [`with_prompt_cache`](Self::with_prompt_cache).
     pub prompt_cache: PromptCache,
-    /// Anthropic's own tool search for deferred tools (default [`AnthropicToolSearch::Bm25`]); `None`
-    /// sends the local [`search_tools`](crate::catalog::SEARCH_TOOLS) tool instead (see
-    /// [`with_tool_search`](Self::with_tool_search)).
-    pub tool_search: Option<AnthropicToolSearch>,
+    /// Whether Anthropic's own tool search finds deferred tools, or the local
+    /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default
+    /// [`ToolSearchMode::Auto`]: Anthropic's on Claude 4.5 models and later).
+    pub tool_search: ToolSearchMode,
+    /// Which of Anthropic's tool searches (default [`AnthropicToolSearch::Bm25`]).
+    pub tool_search_kind: AnthropicToolSearch,
     /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -87,6 +89,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("tool_choice", &self.tool_choice)
             .field("prompt_cache", &self.prompt_cache)
             .field("tool_search", &self.tool_search)
+            .field("tool_search_kind", &self.tool_search_kind)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -140,6 +143,15 @@ impl AnthropicToolSearch {
     }
 }
 
+/// Whether the Claude model `model` has the tool-search tool, by its name: Claude 4.5 models and later
+/// (`claude-sonnet-4-5`, `claude-opus-4-6-...`, `claude-haiku-5`).
+fn has_tool_search(model: &str) -> bool {
+    ["claude-opus-", "claude-sonnet-", "claude-haiku-"]
+        .iter()
+        .filter_map(|family| catalog::model_version(model, family))
+        .any(|version| version >= (4, 5))
+}
+
 impl PromptCache {
     /// The `cache_control` object, or `None` when off.
     fn cache_control(self) -> Option<Value> {
@@ -163,7 +175,8 @@ impl AnthropicConfig {
             extra_body: Map::new(),
             tool_choice: super::ToolChoice::Auto,
             prompt_cache: PromptCache::Off,
-            tool_search: Some(AnthropicToolSearch::Bm25),
+            tool_search: ToolSearchMode::Auto,
+            tool_search_kind: AnthropicToolSearch::Bm25,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -183,11 +196,15 @@ impl AnthropicConfig {
         self
     }
 
-    /// Chooses how the model finds deferred tools: Anthropic's own search (`Some`, the default is
-    /// [`AnthropicToolSearch::Bm25`]) or the local [`search_tools`](crate::catalog::SEARCH_TOOLS) tool
-    /// (`None`, for a model without tool search).
-    pub fn with_tool_search(mut self, search: Option<AnthropicToolSearch>) -> Self {
-        self.tool_search = search;
+    /// Chooses how the model finds deferred tools (see [`ToolSearchMode`]).
+    pub fn with_tool_search(mut self, mode: ToolSearchMode) -> Self {
+        self.tool_search = mode;
+        self
+    }
+
+    /// Chooses which of Anthropic's tool searches, when it is used.
+    pub fn with_tool_search_kind(mut self, kind: AnthropicToolSearch) -> Self {
+        self.tool_search_kind = kind;
         self
     }
 
@@ -319,12 +336,19 @@ impl AnthropicModel {
         );
         let (choice, allowed) = request.tool_choice_or(&self.config.tool_choice).anthropic();
         // With deferred tools and Anthropic's own search: the search tool, then the deferred tools.
-        let (tools, mut searched) = match self.config.tool_search {
-            Some(search) => match catalog::provider_search(request, Dialect::Anthropic)? {
-                Some((tools, deferred)) => (tools, [vec![search.definition()], deferred].concat()),
+        let native = self
+            .config
+            .tool_search
+            .native(&self.config.model, has_tool_search);
+        let (tools, mut searched) = match native {
+            true => match catalog::provider_search(request, Dialect::Anthropic)? {
+                Some((tools, deferred)) => (
+                    tools,
+                    [vec![self.config.tool_search_kind.definition()], deferred].concat(),
+                ),
                 None => (request.tools.clone(), Vec::new()),
             },
-            None => (request.tools.clone(), Vec::new()),
+            false => (request.tools.clone(), Vec::new()),
         };
         let tools = match allowed {
             Some(allowed) => {

@@ -16,7 +16,7 @@ use super::openai_responses_format::{PROVIDER, render, response_id, usage_from_r
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream};
-use crate::catalog;
+use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
@@ -67,11 +67,12 @@ pub struct OpenAiResponsesConfig {
     /// Describe tools in strict mode ([`Dialect::OpenAiStrict`], `strict: true`; default false, tools
     /// go in [`Dialect::OpenAi`] with `strict: false`).
     pub strict_tools: bool,
-    /// OpenAI's own tool search for deferred tools (`{"type": "tool_search"}`, default true): every
-    /// deferred definition goes with `defer_loading: true`, and the model's searches come back as
-    /// `tool_search_call` and `tool_search_output` items, whose tools are loaded. False sends the local
-    /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool instead (see [`catalog`](crate::catalog)).
-    pub tool_search: bool,
+    /// Whether OpenAI's own tool search (`{"type": "tool_search"}`) finds deferred tools — every deferred
+    /// definition goes with `defer_loading: true`, and the model's searches come back as
+    /// `tool_search_call` and `tool_search_output` items, whose tools are loaded — or the local
+    /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default [`ToolSearchMode::Auto`]: OpenAI's
+    /// on GPT-5.4 and later; see [`catalog`](crate::catalog)).
+    pub tool_search: ToolSearchMode,
     /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
     /// into every body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
@@ -108,6 +109,12 @@ impl fmt::Debug for OpenAiResponsesConfig {
 
 http_config!(OpenAiResponsesConfig);
 
+/// Whether the OpenAI model `model` has the `tool_search` tool, by its name: GPT-5.4 and later
+/// (`gpt-5.4`, `gpt-5.5-mini`, `gpt-6`).
+fn has_tool_search(model: &str) -> bool {
+    catalog::model_version(model, "gpt-").is_some_and(|version| version >= (5, 4))
+}
+
 impl OpenAiResponsesConfig {
     /// A stateless configuration for `model` at OpenAI's API, without an API key, with the default
     /// retries and timeouts.
@@ -120,7 +127,7 @@ impl OpenAiResponsesConfig {
             previous_response_id: false,
             encrypted_reasoning: true,
             strict_tools: false,
-            tool_search: true,
+            tool_search: ToolSearchMode::Auto,
             extra_body: Map::new(),
             tool_choice: super::ToolChoice::Auto,
             retry: RetryPolicy::default(),
@@ -200,8 +207,8 @@ impl OpenAiResponsesConfig {
     }
 
     /// Sets [`tool_search`](Self::tool_search).
-    pub fn with_tool_search(mut self, on: bool) -> Self {
-        self.tool_search = on;
+    pub fn with_tool_search(mut self, mode: ToolSearchMode) -> Self {
+        self.tool_search = mode;
         self
     }
 
@@ -376,7 +383,11 @@ impl OpenAiResponsesModel {
             Dialect::OpenAi
         };
         // With deferred tools and OpenAI's own search: the search tool, then the deferred tools.
-        let searched = match self.config.tool_search {
+        let native = self
+            .config
+            .tool_search
+            .native(&self.config.model, has_tool_search);
+        let searched = match native {
             true => catalog::provider_search(request, dialect)?,
             false => None,
         };
