@@ -155,12 +155,21 @@ impl AgentConfig {
     /// not found yet (see [`catalog`](crate::catalog)). Without `prepare_context` they are the store's
     /// own, made once per store version and set of loaded tools, their serialized text shared by every
     /// request until either changes.
+    ///
+    /// With code mode, `run_code` among the tools sent declares the callable tools sent with it: the
+    /// deferred ones only once loaded, and those registered after the agent was built.
     pub fn request_tools(&self, context: &AgentContext, loaded: &[String]) -> RequestTools {
-        if self.prepare_context.is_some() {
+        #[cfg_attr(not(feature = "code-mode"), allow(unused_mut))]
+        let mut lists = if self.prepare_context.is_some() {
             RequestTools::of_offered(&self.tools, &context.tools, loaded)
         } else {
             RequestTools::of(&self.tools, loaded)
+        };
+        #[cfg(feature = "code-mode")]
+        if let Some(mode) = &self.code_mode {
+            lists.tools = mode.declare_in(&lists.tools);
         }
+        lists
     }
 
     /// The tool choice of every model request (see [`AgentSettings::tool_choice`]); `None` leaves it to

@@ -33,6 +33,13 @@
 //! tool is parallel). What `print`/`console.log` write and the value of the program's last expression are
 //! the result of `run_code`.
 //!
+//! What is declared follows what each request sends ([`AgentConfig::request_tools`](crate::AgentConfig::request_tools)):
+//! the callable tools among the request's tools, so a deferred tool is declared once the run has loaded it
+//! (see [`catalog`](crate::catalog)), and a tool registered after the agent was built is declared from
+//! the next request on. The same tools give the same description, so the provider's prompt cache holds
+//! while nothing changes. A program may still call a deferred tool that is not declared yet, by name: it
+//! runs like any other and counts as loaded, as when the model calls one directly.
+//!
 //! # Limits
 //!
 //! [`CodeLimits`]: memory, run time (the interpreter's own, counted by the host; waiting for tools does not
@@ -62,7 +69,7 @@ mod sandbox;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -72,7 +79,7 @@ use crate::agent::{ApprovalPolicy, Decision, PendingApproval};
 use crate::call::ToolCall;
 use crate::context::ToolContext;
 use crate::executor::{PlannedCall, ToolExecutor};
-use crate::registry::ToolStore;
+use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
 use crate::tool::AgentTool;
 
@@ -316,6 +323,16 @@ pub struct CodeMode {
     callable: Callable,
     /// Programs to resume, by `run_code` call id (set by the agent before the call runs again).
     resumes: Arc<Mutex<HashMap<String, ProgramResume>>>,
+    /// The `run_code` tool's declarations per request (see [`declare_in`](Self::declare_in)).
+    declared: Arc<Mutex<Declared>>,
+}
+
+/// What [`CodeMode::declare_in`] keeps: the runner of the last `run_code` tool made (a request's copy of
+/// the tool runs on it too), and the last list of tools it declared with what it made of it.
+#[derive(Default)]
+struct Declared {
+    runner: Weak<Runner>,
+    last: Option<(ToolList, ToolList)>,
 }
 
 impl Default for CodeMode {
@@ -340,6 +357,7 @@ impl CodeMode {
             limits: CodeLimits::default(),
             callable: Callable::NotDestructive,
             resumes: Arc::default(),
+            declared: Arc::default(),
         }
     }
 
@@ -384,57 +402,62 @@ impl CodeMode {
         self.resume(call_id, ProgramResume { journal, decisions });
     }
 
-    /// The `run_code` tool over `store`'s tools (those callable, as they are when the tool is made, are
-    /// declared in its description; the store is read again at each call), running each program's calls
-    /// on `executor` and asking `approval` which of them wait for a person.
+    /// The `run_code` tool over `store`'s tools, running each program's calls on `executor` and asking
+    /// `approval` which of them wait for a person. A program may call any callable tool the store holds
+    /// when it runs (a deferred one too, loaded or not). Its description declares the callable tools that
+    /// are not deferred, as they are now; an agent's requests declare instead the callable tools each
+    /// request sends ([`declare_in`](Self::declare_in)).
     pub fn tool(
         &self,
         store: &ToolStore,
         executor: ToolExecutor,
         approval: ApprovalPolicy,
     ) -> AgentTool {
-        let callable: Vec<AgentTool> = store
-            .tools()
-            .into_iter()
-            .filter(|tool| self.is_callable(tool))
-            .collect();
-        let description = self.description(&callable);
         let runner = Arc::new(Runner {
             mode: self.clone(),
             store: store.clone(),
             executor,
             approval,
         });
-        AgentTool::builder(RUN_CODE)
-            .label("Run Code")
-            .description(description)
-            .input_schema(json!({
-                "type": "object",
-                "properties": {
-                    "code": {
-                        "type": "string",
-                        "description": "The JavaScript program (top-level await allowed)."
-                    }
-                },
-                "required": ["code"],
-                "additionalProperties": false
-            }))
-            .handler(move |ctx: ToolContext, args: Value| {
-                let runner = Arc::clone(&runner);
-                async move {
-                    let code = args
-                        .get("code")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    runner.run(ctx, code).await
-                }
-            })
-            .build()
-            .expect("the run_code tool's definition is valid")
+        lock(&self.declared).runner = Arc::downgrade(&runner);
+        let sent = crate::catalog::RequestTools::of(store, &[]).tools;
+        runner.tool(self.description(&self.declared(&sent)))
     }
 
-    fn description(&self, callable: &[AgentTool]) -> String {
+    /// The tools `run_code` declares among `sent`, the tools of a request: the callable ones. The one
+    /// rule for what a program is told it can call.
+    fn declared<'a>(&self, sent: &'a [AgentTool]) -> Vec<&'a AgentTool> {
+        sent.iter().filter(|tool| self.is_callable(tool)).collect()
+    }
+
+    /// `sent`, the tools of a request, with `run_code` (if among them) declaring the callable tools of
+    /// `sent`: the deferred ones the run has loaded, and those registered since the tool was made. The
+    /// same list gives the same description, so the provider's prompt cache holds while nothing changes;
+    /// asked again for the very list it was last asked for, it gives the very list it gave then.
+    pub(crate) fn declare_in(&self, sent: &ToolList) -> ToolList {
+        let Some(position) = sent.iter().position(|tool| tool.name() == RUN_CODE) else {
+            return sent.clone();
+        };
+        let mut declared = lock(&self.declared);
+        if let Some((input, output)) = &declared.last
+            && input.is_same(sent)
+        {
+            return output.clone();
+        }
+        let description = self.description(&self.declared(sent));
+        let output = match declared.runner.upgrade() {
+            Some(runner) if sent[position].description() != description => {
+                let mut tools = sent.to_vec();
+                tools[position] = runner.tool(description);
+                ToolList::new(tools)
+            }
+            _ => sent.clone(),
+        };
+        declared.last = Some((sent.clone(), output.clone()));
+        output
+    }
+
+    fn description(&self, callable: &[&AgentTool]) -> String {
         let limits = &self.limits;
         format!(
             "Run a JavaScript program that calls tools, when a task needs many tool calls: only what it \
@@ -469,6 +492,38 @@ struct Runner {
 }
 
 impl Runner {
+    /// A `run_code` tool whose programs run here, described by `description`.
+    fn tool(self: &Arc<Self>, description: String) -> AgentTool {
+        let runner = Arc::clone(self);
+        AgentTool::builder(RUN_CODE)
+            .label("Run Code")
+            .description(description)
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "code": {
+                        "type": "string",
+                        "description": "The JavaScript program (top-level await allowed)."
+                    }
+                },
+                "required": ["code"],
+                "additionalProperties": false
+            }))
+            .handler(move |ctx: ToolContext, args: Value| {
+                let runner = Arc::clone(&runner);
+                async move {
+                    let code = args
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    runner.run(ctx, code).await
+                }
+            })
+            .build()
+            .expect("the run_code tool's definition is valid")
+    }
+
     async fn run(&self, ctx: ToolContext, code: String) -> AgentToolResult {
         let resume = lock(&self.mode.resumes)
             .remove(ctx.call_id())
@@ -487,7 +542,10 @@ impl Runner {
                 }
             };
             let requests = match next {
-                FromProgram::Finished(finish) => return finished(finish, journal.len()),
+                FromProgram::Finished(finish) => {
+                    return finished(finish, journal.len())
+                        .with_loaded_tools(self.loaded(&journal));
+                }
                 FromProgram::Calls(requests) => requests,
             };
             match self.batch(&ctx, requests, &resume, &mut journal).await {
@@ -502,6 +560,18 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// The deferred tools the program called, in order: they count as loaded, as when the model calls
+    /// one by name.
+    fn loaded(&self, journal: &[RecordedCall]) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for recorded in journal {
+            if self.store.is_deferred(&recorded.tool) && !names.contains(&recorded.tool) {
+                names.push(recorded.tool.clone());
+            }
+        }
+        names
     }
 
     /// Runs one batch of the program's calls: replayed ones get their recorded result, the others go
