@@ -891,3 +891,83 @@ async fn run_code_s_description_stays_the_same_while_nothing_changes() {
         run_code_description(&requests[1])
     );
 }
+
+// ---- approvals inside a program, as for direct calls ----
+
+#[tokio::test]
+async fn always_approve_inside_a_program_approves_the_tool_s_later_calls_in_and_out_of_it() {
+    let dir = TempDir::new();
+    for name in ["c.txt", "d.txt", "e.txt"] {
+        std::fs::write(dir.0.join(name), "old").unwrap();
+    }
+    let program = r#"
+print(await tools.delete_file({ name: "c.txt" }));
+print(await tools.delete_file({ name: "d.txt" }));
+"#;
+    let agent = agent(
+        &dir.0,
+        vec![
+            ScriptedTurn::tool_call("run_code", json!({ "code": program })),
+            ScriptedTurn::tool_call("delete_file", json!({ "name": "e.txt" })),
+            ScriptedTurn::text("Tidied."),
+        ],
+        None,
+    );
+    let outcome = agent.prompt("tidy up").await;
+    let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+        panic!("expected a wait, got {:?}", outcome.stop)
+    };
+    assert_eq!(pending.len(), 1);
+    let outcome = agent
+        .resume([(pending[0].call_id.clone(), Decision::AlwaysApprove)])
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(run_code_result(&outcome.messages), "deleted\ndeleted\n");
+    for name in ["c.txt", "d.txt", "e.txt"] {
+        assert!(!dir.0.join(name).exists(), "{name} is still there");
+    }
+}
+
+#[tokio::test]
+async fn the_approval_check_inside_a_program_sees_the_prepared_arguments() {
+    let tools = ToolStore::new("files");
+    tools
+        .register(
+            AgentTool::builder("remove")
+                .description("Remove a file.")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }))
+                // `./x` and `x` are the same file: the tool runs with the plain name.
+                .prepare_arguments(|mut args| {
+                    if let Some(name) = args["name"].as_str() {
+                        args["name"] = json!(name.trim_start_matches("./"));
+                    }
+                    args
+                })
+                .handler(|_ctx: ToolContext, _args: Value| async { "removed" })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([ScriptedTurn::tool_call(
+            "run_code",
+            json!({ "code": r#"print(await tools.remove({ name: "./protected.txt" }))"# }),
+        )]))
+        .tools(tools)
+        .approval_policy(ApprovalPolicy::new(|call, _tool| {
+            (call.arguments["name"] == "protected.txt").then(|| "the file is protected".to_owned())
+        }))
+        .code_mode(CodeMode::new())
+        .build();
+    let outcome = agent.prompt("remove it").await;
+    let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+        panic!("expected a wait, got {:?}", outcome.stop)
+    };
+    assert_eq!(pending[0].tool_name, "remove");
+    assert_eq!(pending[0].reason, "the file is protected");
+}

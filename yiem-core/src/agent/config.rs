@@ -15,7 +15,6 @@ use crate::call::ToolCall;
 use crate::catalog::RequestTools;
 use crate::event::EventBus;
 use crate::executor::{BatchMode, ToolExecutor};
-use crate::guard;
 use crate::hooks::ToolHooks;
 use crate::llm::{ModelRequest, ToolChoice};
 use crate::registry::ToolStore;
@@ -117,15 +116,7 @@ impl AgentConfig {
     /// are shown as they came; the call then ends with an error result and runs nothing.)
     pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
         let tool = offered.get(&call.name)?;
-        let prepared = match guard::catch(|| tool.prepare_arguments(&call.arguments)) {
-            Ok(Ok(std::borrow::Cow::Owned(arguments))) => Some(ToolCall {
-                arguments,
-                ..call.clone()
-            }),
-            _ => None,
-        };
-        self.approval
-            .check(prepared.as_ref().unwrap_or(call), &tool)
+        self.approval.check_prepared(call, &tool)
     }
 
     /// What the model sees next — the system prompt, the conversation and the tools — after

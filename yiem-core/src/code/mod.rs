@@ -56,11 +56,14 @@
 //!
 //! # Approvals
 //!
-//! A call from the program that needs approval (the agent's [`ApprovalPolicy`]) pauses the run as a direct
+//! A call from the program that needs approval (the agent's [`ApprovalPolicy`], which sees the arguments
+//! the tool will run with, after its `prepare` step, as for a direct call) pauses the run as a direct
 //! call does: the agent stops with [`RunStop::AwaitingApproval`](crate::RunStop), the pending call named by
 //! its program call id. Resuming replays the program: it runs again from the start, and each call it made
 //! before the pause gets its recorded result instead of running again (so every effect happens once); the
-//! decided call then runs, or, denied, rejects with `the user denied this call: <reason>`. The recorded
+//! decided call then runs, or, denied, rejects with `the user denied this call: <reason>`. A tool approved
+//! for the rest of the run ([`Decision::AlwaysApprove`]) no longer waits, whether the program or the
+//! model calls it. The recorded
 //! calls ([`ProgramPause`]) are part of the saved run, covered by its integrity tag; a run read without a
 //! valid tag is refused rather than trusted to say what earlier calls returned.
 
@@ -242,6 +245,9 @@ pub struct ProgramResume {
     pub journal: Vec<RecordedCall>,
     /// A decision per program call id that waited.
     pub decisions: BTreeMap<String, Decision>,
+    /// The tools the run approved for the rest of the run ([`Decision::AlwaysApprove`]): the program's
+    /// calls of them do not wait.
+    pub always_approved: Vec<String>,
 }
 
 impl ProgramResume {
@@ -250,7 +256,15 @@ impl ProgramResume {
         ProgramResume {
             journal: pause.journal,
             decisions,
+            always_approved: Vec::new(),
         }
+    }
+
+    /// Sets [`always_approved`](Self::always_approved).
+    #[must_use]
+    pub fn always_approved(mut self, tools: Vec<String>) -> Self {
+        self.always_approved = tools;
+        self
     }
 }
 
@@ -391,15 +405,35 @@ impl CodeMode {
         lock(&self.resumes).insert(call_id.into(), resume);
     }
 
-    /// [`resume`](Self::resume) with a journal as the saved run keeps it (a driver's way in).
-    pub(crate) fn resume_from(
+    /// Readies the `run_code` calls of a batch about to run (a driver's way in): each program runs knowing
+    /// the tools the run approved for the rest of it (`always_approved`), and the paused ones among them
+    /// (`resumes`: per call id, the journal as the saved run keeps it and the decisions) resume.
+    pub(crate) fn ready(
         &self,
-        call_id: String,
-        journal: Value,
-        decisions: BTreeMap<String, Decision>,
+        plan: &[PlannedCall],
+        resumes: Vec<(String, Value, BTreeMap<String, Decision>)>,
+        always_approved: &[String],
     ) {
-        let journal = serde_json::from_value(journal).unwrap_or_default();
-        self.resume(call_id, ProgramResume { journal, decisions });
+        let mut resumes: HashMap<String, (Value, BTreeMap<String, Decision>)> = resumes
+            .into_iter()
+            .map(|(call_id, journal, decisions)| (call_id, (journal, decisions)))
+            .collect();
+        for planned in plan {
+            let PlannedCall::Run { call } = planned else {
+                continue;
+            };
+            if call.name != RUN_CODE {
+                continue;
+            }
+            let (journal, decisions) = resumes.remove(&call.id).unwrap_or_default();
+            let journal = serde_json::from_value(journal).unwrap_or_default();
+            let resume = ProgramResume {
+                journal,
+                decisions,
+                always_approved: always_approved.to_vec(),
+            };
+            self.resume(call.id.clone(), resume);
+        }
     }
 
     /// The `run_code` tool over `store`'s tools, running each program's calls on `executor` and asking
@@ -626,7 +660,12 @@ impl Runner {
                 plan.push(PlannedCall::Run { call });
                 continue;
             };
-            let Some(reason) = self.approval.check(&call, tool) else {
+            // As for the model's own calls: a tool approved for the rest of the run does not ask again,
+            // and the policy sees the arguments the tool will run with.
+            let reason = (!resume.always_approved.contains(&call.name))
+                .then(|| self.approval.check_prepared(&call, tool))
+                .flatten();
+            let Some(reason) = reason else {
                 plan.push(PlannedCall::Run { call });
                 continue;
             };
