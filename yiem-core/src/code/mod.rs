@@ -425,7 +425,12 @@ impl CodeMode {
             if call.name != RUN_CODE {
                 continue;
             }
-            let (journal, decisions) = resumes.remove(&call.id).unwrap_or_default();
+            let resumed = resumes.remove(&call.id);
+            if resumed.is_none() && always_approved.is_empty() {
+                // A fresh program with nothing to know: none kept for a call that may never run.
+                continue;
+            }
+            let (journal, decisions) = resumed.unwrap_or_default();
             let journal = serde_json::from_value(journal).unwrap_or_default();
             let resume = ProgramResume {
                 journal,
