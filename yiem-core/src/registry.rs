@@ -769,7 +769,7 @@ impl ToolList {
     }
 
     /// Whether `other` is this very list (a clone of it), not merely an equal one.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "mcp", feature = "code-mode")), allow(dead_code))]
     pub(crate) fn is_same(&self, other: &ToolList) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
     }

@@ -791,3 +791,183 @@ async fn cancelling_the_call_stops_a_program_that_would_run_on() {
         "tool `run_code` was aborted before it finished"
     );
 }
+
+// ---- what `run_code` declares: deferred tools once loaded, tools registered later ----
+
+/// `run_code`'s description in `request`.
+fn run_code_description(request: &yiem_core::ModelRequest) -> String {
+    request
+        .tools
+        .iter()
+        .find(|tool| tool.name() == "run_code")
+        .expect("run_code is sent")
+        .description()
+        .to_owned()
+}
+
+fn simple_tool(name: &str, deferred: bool) -> AgentTool {
+    let builder = AgentTool::builder(name)
+        .description(format!("The {name} tool."))
+        .input_schema(json!({"type": "object", "properties": {"id": {"type": "integer"}}}))
+        .handler({
+            let reply = format!("from {name}");
+            move |_ctx: ToolContext, _args: Value| {
+                let reply = reply.clone();
+                async move { reply }
+            }
+        });
+    let builder = if deferred {
+        builder.defer_loading()
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+/// An agent over `lookup` and the deferred `archive_lookup`, with `late_lookup` registered after it was
+/// built, whose model calls `archive_lookup` from code, answers, and answers a second prompt: the agent,
+/// the `run_code` result and the three requests.
+async fn catalog_run() -> (Agent, String, Vec<yiem_core::ModelRequest>) {
+    let tools = ToolStore::new("catalog");
+    tools.register(simple_tool("lookup", false)).unwrap();
+    tools.register(simple_tool("archive_lookup", true)).unwrap();
+    let model = ScriptedModel::new([
+        ScriptedTurn::tool_call(
+            "run_code",
+            json!({ "code": "print(await tools.archive_lookup({ id: 1 }))" }),
+        ),
+        ScriptedTurn::text("Found it."),
+        ScriptedTurn::text("Still here."),
+    ]);
+    let agent = Agent::builder()
+        .model(model.clone())
+        .tools(tools.clone())
+        .code_mode(CodeMode::new())
+        .build();
+    tools.register(simple_tool("late_lookup", false)).unwrap();
+    let outcome = agent.prompt("find record 1").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let result = run_code_result(&outcome.messages);
+    agent.prompt("again").await;
+    let requests = model.requests();
+    assert_eq!(requests.len(), 3);
+    (agent, result, requests)
+}
+
+#[tokio::test]
+async fn a_deferred_tool_called_from_code_runs_and_counts_as_loaded() {
+    let (agent, result, _) = catalog_run().await;
+    assert_eq!(result, "from archive_lookup\n");
+    assert!(
+        agent
+            .run_state()
+            .loaded_tools()
+            .contains(&"archive_lookup".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn run_code_declares_a_deferred_tool_only_once_loaded() {
+    let (_, _, requests) = catalog_run().await;
+    let before = run_code_description(&requests[0]);
+    assert!(before.contains("  lookup(args"), "{before}");
+    assert!(!before.contains("archive_lookup"), "{before}");
+    let after = run_code_description(&requests[1]);
+    assert!(after.contains("  archive_lookup(args"), "{after}");
+}
+
+#[tokio::test]
+async fn run_code_declares_tools_registered_after_the_agent_was_built() {
+    let (_, _, requests) = catalog_run().await;
+    let first = run_code_description(&requests[0]);
+    assert!(first.contains("  late_lookup(args"), "{first}");
+}
+
+#[tokio::test]
+async fn run_code_s_description_stays_the_same_while_nothing_changes() {
+    let (_, _, requests) = catalog_run().await;
+    assert_eq!(
+        run_code_description(&requests[2]),
+        run_code_description(&requests[1])
+    );
+}
+
+// ---- approvals inside a program, as for direct calls ----
+
+#[tokio::test]
+async fn always_approve_inside_a_program_approves_the_tool_s_later_calls_in_and_out_of_it() {
+    let dir = TempDir::new();
+    for name in ["c.txt", "d.txt", "e.txt"] {
+        std::fs::write(dir.0.join(name), "old").unwrap();
+    }
+    let program = r#"
+print(await tools.delete_file({ name: "c.txt" }));
+print(await tools.delete_file({ name: "d.txt" }));
+"#;
+    let agent = agent(
+        &dir.0,
+        vec![
+            ScriptedTurn::tool_call("run_code", json!({ "code": program })),
+            ScriptedTurn::tool_call("delete_file", json!({ "name": "e.txt" })),
+            ScriptedTurn::text("Tidied."),
+        ],
+        None,
+    );
+    let outcome = agent.prompt("tidy up").await;
+    let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+        panic!("expected a wait, got {:?}", outcome.stop)
+    };
+    assert_eq!(pending.len(), 1);
+    let outcome = agent
+        .resume([(pending[0].call_id.clone(), Decision::AlwaysApprove)])
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(run_code_result(&outcome.messages), "deleted\ndeleted\n");
+    for name in ["c.txt", "d.txt", "e.txt"] {
+        assert!(!dir.0.join(name).exists(), "{name} is still there");
+    }
+}
+
+#[tokio::test]
+async fn the_approval_check_inside_a_program_sees_the_prepared_arguments() {
+    let tools = ToolStore::new("files");
+    tools
+        .register(
+            AgentTool::builder("remove")
+                .description("Remove a file.")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"]
+                }))
+                // `./x` and `x` are the same file: the tool runs with the plain name.
+                .prepare_arguments(|mut args| {
+                    if let Some(name) = args["name"].as_str() {
+                        args["name"] = json!(name.trim_start_matches("./"));
+                    }
+                    args
+                })
+                .handler(|_ctx: ToolContext, _args: Value| async { "removed" })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([ScriptedTurn::tool_call(
+            "run_code",
+            json!({ "code": r#"print(await tools.remove({ name: "./protected.txt" }))"# }),
+        )]))
+        .tools(tools)
+        .approval_policy(ApprovalPolicy::new(|call, _tool| {
+            (call.arguments["name"] == "protected.txt").then(|| "the file is protected".to_owned())
+        }))
+        .code_mode(CodeMode::new())
+        .build();
+    let outcome = agent.prompt("remove it").await;
+    let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+        panic!("expected a wait, got {:?}", outcome.stop)
+    };
+    assert_eq!(pending[0].tool_name, "remove");
+    assert_eq!(pending[0].reason, "the file is protected");
+}

@@ -153,6 +153,22 @@ impl ApprovalPolicy {
     pub fn check(&self, call: &ToolCall, tool: &AgentTool) -> Option<String> {
         (self.0)(call, tool)
     }
+
+    /// [`check`](Self::check) on the arguments `call` will run with: decoded from a JSON string and
+    /// through the tool's `prepare` step, by the same function the call's own path uses. (Arguments that
+    /// do not decode are shown as they came; the call then ends with an error result and runs nothing.)
+    /// Every call is checked here: the model's own ([`AgentConfig::needs_approval`](crate::AgentConfig::needs_approval))
+    /// and a code-mode program's.
+    pub(crate) fn check_prepared(&self, call: &ToolCall, tool: &AgentTool) -> Option<String> {
+        let prepared = match crate::guard::catch(|| tool.prepare_arguments(&call.arguments)) {
+            Ok(Ok(std::borrow::Cow::Owned(arguments))) => Some(ToolCall {
+                arguments,
+                ..call.clone()
+            }),
+            _ => None,
+        };
+        self.check(prepared.as_ref().unwrap_or(call), tool)
+    }
 }
 
 impl Default for ApprovalPolicy {

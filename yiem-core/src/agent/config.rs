@@ -15,7 +15,6 @@ use crate::call::ToolCall;
 use crate::catalog::RequestTools;
 use crate::event::EventBus;
 use crate::executor::{BatchMode, ToolExecutor};
-use crate::guard;
 use crate::hooks::ToolHooks;
 use crate::llm::{ModelRequest, ToolChoice};
 use crate::registry::ToolStore;
@@ -117,15 +116,7 @@ impl AgentConfig {
     /// are shown as they came; the call then ends with an error result and runs nothing.)
     pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
         let tool = offered.get(&call.name)?;
-        let prepared = match guard::catch(|| tool.prepare_arguments(&call.arguments)) {
-            Ok(Ok(std::borrow::Cow::Owned(arguments))) => Some(ToolCall {
-                arguments,
-                ..call.clone()
-            }),
-            _ => None,
-        };
-        self.approval
-            .check(prepared.as_ref().unwrap_or(call), &tool)
+        self.approval.check_prepared(call, &tool)
     }
 
     /// What the model sees next — the system prompt, the conversation and the tools — after
@@ -155,12 +146,21 @@ impl AgentConfig {
     /// not found yet (see [`catalog`](crate::catalog)). Without `prepare_context` they are the store's
     /// own, made once per store version and set of loaded tools, their serialized text shared by every
     /// request until either changes.
+    ///
+    /// With code mode, `run_code` among the tools sent declares the callable tools sent with it: the
+    /// deferred ones only once loaded, and those registered after the agent was built.
     pub fn request_tools(&self, context: &AgentContext, loaded: &[String]) -> RequestTools {
-        if self.prepare_context.is_some() {
+        #[cfg_attr(not(feature = "code-mode"), allow(unused_mut))]
+        let mut lists = if self.prepare_context.is_some() {
             RequestTools::of_offered(&self.tools, &context.tools, loaded)
         } else {
             RequestTools::of(&self.tools, loaded)
+        };
+        #[cfg(feature = "code-mode")]
+        if let Some(mode) = &self.code_mode {
+            lists.tools = mode.declare_in(&lists.tools);
         }
+        lists
     }
 
     /// The tool choice of every model request (see [`AgentSettings::tool_choice`]); `None` leaves it to

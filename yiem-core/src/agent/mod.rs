@@ -643,9 +643,12 @@ impl Driving<'_> {
         };
         #[cfg(feature = "code-mode")]
         if let Some(mode) = self.shared.config.code_mode_setting() {
-            for (call_id, journal, decisions) in lock(&self.shared.state).run.program_resumes() {
-                mode.resume_from(call_id, journal, decisions);
-            }
+            let state = lock(&self.shared.state);
+            mode.ready(
+                &plan,
+                state.run.program_resumes(),
+                state.run.always_approved(),
+            );
         }
         let batch = self
             .shared

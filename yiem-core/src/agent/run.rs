@@ -606,6 +606,12 @@ impl AgentRun {
         };
     }
 
+    /// The tools approved for the rest of the run ([`Decision::AlwaysApprove`]), in the order they were
+    /// approved: their calls, the model's own and a code-mode program's, do not wait.
+    pub fn always_approved(&self) -> &[String] {
+        &self.always_approved
+    }
+
     /// The tools the model has reached in this run, in the order it reached them: the tools it called and
     /// those a tool search found (a `search_tools` result's, or a provider's own). A request sends the
     /// deferred ones among them after the tools that are not deferred (see [`catalog`](crate::catalog)).

@@ -11,7 +11,7 @@ use crate::tool::AgentTool;
 const MAX_DEPTH: usize = 8;
 
 /// The declaration of `tools` with one method per tool.
-pub(super) fn declarations(tools: &[AgentTool]) -> String {
+pub(super) fn declarations(tools: &[&AgentTool]) -> String {
     let mut out = String::from("declare const tools: {\n");
     for tool in tools {
         doc(&mut out, "  ", tool.description());

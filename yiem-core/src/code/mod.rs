@@ -33,6 +33,13 @@
 //! tool is parallel). What `print`/`console.log` write and the value of the program's last expression are
 //! the result of `run_code`.
 //!
+//! What is declared follows what each request sends ([`AgentConfig::request_tools`](crate::AgentConfig::request_tools)):
+//! the callable tools among the request's tools, so a deferred tool is declared once the run has loaded it
+//! (see [`catalog`](crate::catalog)), and a tool registered after the agent was built is declared from
+//! the next request on. The same tools give the same description, so the provider's prompt cache holds
+//! while nothing changes. A program may still call a deferred tool that is not declared yet, by name: it
+//! runs like any other and counts as loaded, as when the model calls one directly.
+//!
 //! # Limits
 //!
 //! [`CodeLimits`]: memory, run time (the interpreter's own, counted by the host; waiting for tools does not
@@ -49,11 +56,14 @@
 //!
 //! # Approvals
 //!
-//! A call from the program that needs approval (the agent's [`ApprovalPolicy`]) pauses the run as a direct
+//! A call from the program that needs approval (the agent's [`ApprovalPolicy`], which sees the arguments
+//! the tool will run with, after its `prepare` step, as for a direct call) pauses the run as a direct
 //! call does: the agent stops with [`RunStop::AwaitingApproval`](crate::RunStop), the pending call named by
 //! its program call id. Resuming replays the program: it runs again from the start, and each call it made
 //! before the pause gets its recorded result instead of running again (so every effect happens once); the
-//! decided call then runs, or, denied, rejects with `the user denied this call: <reason>`. The recorded
+//! decided call then runs, or, denied, rejects with `the user denied this call: <reason>`. A tool approved
+//! for the rest of the run ([`Decision::AlwaysApprove`]) no longer waits, whether the program or the
+//! model calls it. The recorded
 //! calls ([`ProgramPause`]) are part of the saved run, covered by its integrity tag; a run read without a
 //! valid tag is refused rather than trusted to say what earlier calls returned.
 
@@ -62,7 +72,7 @@ mod sandbox;
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -72,7 +82,7 @@ use crate::agent::{ApprovalPolicy, Decision, PendingApproval};
 use crate::call::ToolCall;
 use crate::context::ToolContext;
 use crate::executor::{PlannedCall, ToolExecutor};
-use crate::registry::ToolStore;
+use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
 use crate::tool::AgentTool;
 
@@ -235,6 +245,9 @@ pub struct ProgramResume {
     pub journal: Vec<RecordedCall>,
     /// A decision per program call id that waited.
     pub decisions: BTreeMap<String, Decision>,
+    /// The tools the run approved for the rest of the run ([`Decision::AlwaysApprove`]): the program's
+    /// calls of them do not wait.
+    pub always_approved: Vec<String>,
 }
 
 impl ProgramResume {
@@ -243,7 +256,15 @@ impl ProgramResume {
         ProgramResume {
             journal: pause.journal,
             decisions,
+            always_approved: Vec::new(),
         }
+    }
+
+    /// Sets [`always_approved`](Self::always_approved).
+    #[must_use]
+    pub fn always_approved(mut self, tools: Vec<String>) -> Self {
+        self.always_approved = tools;
+        self
     }
 }
 
@@ -316,6 +337,16 @@ pub struct CodeMode {
     callable: Callable,
     /// Programs to resume, by `run_code` call id (set by the agent before the call runs again).
     resumes: Arc<Mutex<HashMap<String, ProgramResume>>>,
+    /// The `run_code` tool's declarations per request (see [`declare_in`](Self::declare_in)).
+    declared: Arc<Mutex<Declared>>,
+}
+
+/// What [`CodeMode::declare_in`] keeps: the runner of the last `run_code` tool made (a request's copy of
+/// the tool runs on it too), and the last list of tools it declared with what it made of it.
+#[derive(Default)]
+struct Declared {
+    runner: Weak<Runner>,
+    last: Option<(ToolList, ToolList)>,
 }
 
 impl Default for CodeMode {
@@ -340,6 +371,7 @@ impl CodeMode {
             limits: CodeLimits::default(),
             callable: Callable::NotDestructive,
             resumes: Arc::default(),
+            declared: Arc::default(),
         }
     }
 
@@ -373,68 +405,98 @@ impl CodeMode {
         lock(&self.resumes).insert(call_id.into(), resume);
     }
 
-    /// [`resume`](Self::resume) with a journal as the saved run keeps it (a driver's way in).
-    pub(crate) fn resume_from(
+    /// Readies the `run_code` calls of a batch about to run (a driver's way in): each program runs knowing
+    /// the tools the run approved for the rest of it (`always_approved`), and the paused ones among them
+    /// (`resumes`: per call id, the journal as the saved run keeps it and the decisions) resume.
+    pub(crate) fn ready(
         &self,
-        call_id: String,
-        journal: Value,
-        decisions: BTreeMap<String, Decision>,
+        plan: &[PlannedCall],
+        resumes: Vec<(String, Value, BTreeMap<String, Decision>)>,
+        always_approved: &[String],
     ) {
-        let journal = serde_json::from_value(journal).unwrap_or_default();
-        self.resume(call_id, ProgramResume { journal, decisions });
+        let mut resumes: HashMap<String, (Value, BTreeMap<String, Decision>)> = resumes
+            .into_iter()
+            .map(|(call_id, journal, decisions)| (call_id, (journal, decisions)))
+            .collect();
+        for planned in plan {
+            let PlannedCall::Run { call } = planned else {
+                continue;
+            };
+            if call.name != RUN_CODE {
+                continue;
+            }
+            let resumed = resumes.remove(&call.id);
+            if resumed.is_none() && always_approved.is_empty() {
+                // A fresh program with nothing to know: none kept for a call that may never run.
+                continue;
+            }
+            let (journal, decisions) = resumed.unwrap_or_default();
+            let journal = serde_json::from_value(journal).unwrap_or_default();
+            let resume = ProgramResume {
+                journal,
+                decisions,
+                always_approved: always_approved.to_vec(),
+            };
+            self.resume(call.id.clone(), resume);
+        }
     }
 
-    /// The `run_code` tool over `store`'s tools (those callable, as they are when the tool is made, are
-    /// declared in its description; the store is read again at each call), running each program's calls
-    /// on `executor` and asking `approval` which of them wait for a person.
+    /// The `run_code` tool over `store`'s tools, running each program's calls on `executor` and asking
+    /// `approval` which of them wait for a person. A program may call any callable tool the store holds
+    /// when it runs (a deferred one too, loaded or not). Its description declares the callable tools that
+    /// are not deferred, as they are now; an agent's requests declare instead the callable tools each
+    /// request sends ([`declare_in`](Self::declare_in)).
     pub fn tool(
         &self,
         store: &ToolStore,
         executor: ToolExecutor,
         approval: ApprovalPolicy,
     ) -> AgentTool {
-        let callable: Vec<AgentTool> = store
-            .tools()
-            .into_iter()
-            .filter(|tool| self.is_callable(tool))
-            .collect();
-        let description = self.description(&callable);
         let runner = Arc::new(Runner {
             mode: self.clone(),
             store: store.clone(),
             executor,
             approval,
         });
-        AgentTool::builder(RUN_CODE)
-            .label("Run Code")
-            .description(description)
-            .input_schema(json!({
-                "type": "object",
-                "properties": {
-                    "code": {
-                        "type": "string",
-                        "description": "The JavaScript program (top-level await allowed)."
-                    }
-                },
-                "required": ["code"],
-                "additionalProperties": false
-            }))
-            .handler(move |ctx: ToolContext, args: Value| {
-                let runner = Arc::clone(&runner);
-                async move {
-                    let code = args
-                        .get("code")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned();
-                    runner.run(ctx, code).await
-                }
-            })
-            .build()
-            .expect("the run_code tool's definition is valid")
+        lock(&self.declared).runner = Arc::downgrade(&runner);
+        let sent = crate::catalog::RequestTools::of(store, &[]).tools;
+        runner.tool(self.description(&self.declared(&sent)))
     }
 
-    fn description(&self, callable: &[AgentTool]) -> String {
+    /// The tools `run_code` declares among `sent`, the tools of a request: the callable ones. The one
+    /// rule for what a program is told it can call.
+    fn declared<'a>(&self, sent: &'a [AgentTool]) -> Vec<&'a AgentTool> {
+        sent.iter().filter(|tool| self.is_callable(tool)).collect()
+    }
+
+    /// `sent`, the tools of a request, with `run_code` (if among them) declaring the callable tools of
+    /// `sent`: the deferred ones the run has loaded, and those registered since the tool was made. The
+    /// same list gives the same description, so the provider's prompt cache holds while nothing changes;
+    /// asked again for the very list it was last asked for, it gives the very list it gave then.
+    pub(crate) fn declare_in(&self, sent: &ToolList) -> ToolList {
+        let Some(position) = sent.iter().position(|tool| tool.name() == RUN_CODE) else {
+            return sent.clone();
+        };
+        let mut declared = lock(&self.declared);
+        if let Some((input, output)) = &declared.last
+            && input.is_same(sent)
+        {
+            return output.clone();
+        }
+        let description = self.description(&self.declared(sent));
+        let output = match declared.runner.upgrade() {
+            Some(runner) if sent[position].description() != description => {
+                let mut tools = sent.to_vec();
+                tools[position] = runner.tool(description);
+                ToolList::new(tools)
+            }
+            _ => sent.clone(),
+        };
+        declared.last = Some((sent.clone(), output.clone()));
+        output
+    }
+
+    fn description(&self, callable: &[&AgentTool]) -> String {
         let limits = &self.limits;
         format!(
             "Run a JavaScript program that calls tools, when a task needs many tool calls: only what it \
@@ -469,6 +531,38 @@ struct Runner {
 }
 
 impl Runner {
+    /// A `run_code` tool whose programs run here, described by `description`.
+    fn tool(self: &Arc<Self>, description: String) -> AgentTool {
+        let runner = Arc::clone(self);
+        AgentTool::builder(RUN_CODE)
+            .label("Run Code")
+            .description(description)
+            .input_schema(json!({
+                "type": "object",
+                "properties": {
+                    "code": {
+                        "type": "string",
+                        "description": "The JavaScript program (top-level await allowed)."
+                    }
+                },
+                "required": ["code"],
+                "additionalProperties": false
+            }))
+            .handler(move |ctx: ToolContext, args: Value| {
+                let runner = Arc::clone(&runner);
+                async move {
+                    let code = args
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned();
+                    runner.run(ctx, code).await
+                }
+            })
+            .build()
+            .expect("the run_code tool's definition is valid")
+    }
+
     async fn run(&self, ctx: ToolContext, code: String) -> AgentToolResult {
         let resume = lock(&self.mode.resumes)
             .remove(ctx.call_id())
@@ -487,7 +581,10 @@ impl Runner {
                 }
             };
             let requests = match next {
-                FromProgram::Finished(finish) => return finished(finish, journal.len()),
+                FromProgram::Finished(finish) => {
+                    return finished(finish, journal.len())
+                        .with_loaded_tools(self.loaded(&journal));
+                }
                 FromProgram::Calls(requests) => requests,
             };
             match self.batch(&ctx, requests, &resume, &mut journal).await {
@@ -502,6 +599,18 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// The deferred tools the program called, in order: they count as loaded, as when the model calls
+    /// one by name.
+    fn loaded(&self, journal: &[RecordedCall]) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for recorded in journal {
+            if self.store.is_deferred(&recorded.tool) && !names.contains(&recorded.tool) {
+                names.push(recorded.tool.clone());
+            }
+        }
+        names
     }
 
     /// Runs one batch of the program's calls: replayed ones get their recorded result, the others go
@@ -556,7 +665,12 @@ impl Runner {
                 plan.push(PlannedCall::Run { call });
                 continue;
             };
-            let Some(reason) = self.approval.check(&call, tool) else {
+            // As for the model's own calls: a tool approved for the rest of the run does not ask again,
+            // and the policy sees the arguments the tool will run with.
+            let reason = (!resume.always_approved.contains(&call.name))
+                .then(|| self.approval.check_prepared(&call, tool))
+                .flatten();
+            let Some(reason) = reason else {
                 plan.push(PlannedCall::Run { call });
                 continue;
             };
