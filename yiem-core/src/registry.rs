@@ -625,12 +625,7 @@ impl ToolStore {
             )
             .input_schema(json!({"type": "object", "properties": {}}))
             .parallel()
-            .annotations(ToolAnnotations {
-                read_only: Some(true),
-                idempotent: Some(true),
-                open_world: Some(false),
-                destructive: Some(false),
-            })
+            .annotations(ToolAnnotations::LOOKUP)
             .handler(move |_ctx: ToolContext, _args| {
                 let listing = list(&store, &name);
                 async move { listing }

@@ -68,6 +68,17 @@ pub struct ToolAnnotations {
     pub open_world: Option<bool>,
 }
 
+impl ToolAnnotations {
+    /// A tool that only looks something up in the agent's own tools: read-only, idempotent, closed
+    /// world, not destructive (`list_tools`, `search_tools`).
+    pub(crate) const LOOKUP: ToolAnnotations = ToolAnnotations {
+        read_only: Some(true),
+        destructive: Some(false),
+        idempotent: Some(true),
+        open_world: Some(false),
+    };
+}
+
 /// The options of a tool's definition that only some providers read, each sent where the provider takes
 /// it and left out elsewhere (a `tracing` debug note says so):
 ///

@@ -147,12 +147,7 @@ impl ToolSearch {
                 "additionalProperties": false,
             }))
             .parallel()
-            .annotations(ToolAnnotations {
-                read_only: Some(true),
-                idempotent: Some(true),
-                open_world: Some(false),
-                destructive: Some(false),
-            })
+            .annotations(ToolAnnotations::LOOKUP)
             .handler(move |_ctx: ToolContext, args: serde_json::Value| {
                 let result = search.answer(&store, &args);
                 async move { result }
