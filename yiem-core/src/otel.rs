@@ -8,8 +8,8 @@
 //! [`McpClient`](crate::mcp::McpClient) call sends the context of the tool call it runs in, and an
 //! [`McpServer`](crate::mcp::McpServer) makes its span of the call (`tools/call {tool}`, whose child is
 //! the pipeline's `execute_tool`) a child of the one it received. [`traceparent`] and
-//! [`set_remote_parent`] do the same for other carriers (the durable runner keeps a run's context in
-//! its state, so a run restarted after a crash stays one trace).
+//! [`set_remote_parent`] do the same for other carriers (yiem-restate journals a run's context, so a
+//! run restarted after a crash stays one trace).
 //!
 //! # Metrics
 //!
