@@ -111,7 +111,15 @@ fn content_of(value: &impl serde::Serialize) -> String {
 
 /// Whether spans of this span's kind are recorded, or metrics want the timing.
 fn timed(span: &Span) -> Option<Instant> {
-    (!span.is_disabled() || cfg!(feature = "otel")).then(Instant::now)
+    (!span.is_disabled() || records_metrics()).then(Instant::now)
+}
+
+/// Whether the GenAI metrics are recorded (feature `otel`, turned on with `otel::set_metrics`).
+fn records_metrics() -> bool {
+    #[cfg(feature = "otel")]
+    return crate::otel::records_metrics();
+    #[cfg(not(feature = "otel"))]
+    false
 }
 
 // ---- execute_tool ----------------------------------------------------------------------------------
@@ -184,7 +192,9 @@ pub(crate) fn tool_ended(
 ) {
     let seconds = started.map_or(0.0, |started| started.elapsed().as_secs_f64());
     #[cfg(feature = "otel")]
-    crate::otel::metrics::tool_call(name, seconds, failure.map(ToolFailure::as_str));
+    if crate::otel::records_metrics() {
+        crate::otel::metrics::tool_call(name, seconds, failure.map(ToolFailure::as_str));
+    }
     #[cfg(not(feature = "otel"))]
     let _ = name;
     if span.is_disabled() {
@@ -290,15 +300,17 @@ impl Chat {
             _ => None,
         };
         #[cfg(feature = "otel")]
-        crate::otel::metrics::chat(
-            &self.provider,
-            &self.model,
-            &reply.model,
-            &reply.usage,
-            self.started
-                .map_or(0.0, |started| started.elapsed().as_secs_f64()),
-            error_type,
-        );
+        if crate::otel::records_metrics() {
+            crate::otel::metrics::chat(
+                &self.provider,
+                &self.model,
+                &reply.model,
+                &reply.usage,
+                self.started
+                    .map_or(0.0, |started| started.elapsed().as_secs_f64()),
+                error_type,
+            );
+        }
         let span = &self.span;
         if span.is_disabled() {
             return;
