@@ -8,17 +8,19 @@
 //! [`McpClient`](crate::mcp::McpClient) call sends the context of the tool call it runs in, and an
 //! [`McpServer`](crate::mcp::McpServer) makes its span of the call (`tools/call {tool}`, whose child is
 //! the pipeline's `execute_tool`) a child of the one it received. [`traceparent`] and
-//! [`set_remote_parent`] do the same for other carriers (the durable runner keeps a run's context in
-//! its state, so a run restarted after a crash stays one trace).
+//! [`set_remote_parent`] do the same for other carriers (yiem-restate journals a run's context, so a
+//! run restarted after a crash stays one trace).
 //!
 //! # Metrics
 //!
-//! Recorded through the global meter provider (`opentelemetry::global`; [`Otlp::new`] installs one)
-//! under the meter `yiem`, whether or not a span is recorded: the semantic conventions'
+//! Recorded once turned on with [`set_metrics`] — [`Otlp::new`] turns them on with the meter provider
+//! it installs — through the global meter provider (`opentelemetry::global`) under the meter `yiem`,
+//! whether or not a span is recorded. Off by default, so that a build with `otel` and no meter provider
+//! pays nothing for them per call: the semantic conventions'
 //! `gen_ai.client.token.usage` (`{token}`, by `gen_ai.token.type`) and
 //! `gen_ai.client.operation.duration` (seconds) for each model request, and yiem's
 //! `yiem.tool.call.duration` (seconds, by `gen_ai.tool.name` and `error.type`) for each tool call. The
-//! instruments are made on first use: install the meter provider before the first call.
+//! instruments are made on first use: install the meter provider before turning metrics on.
 //!
 //! ```
 //! use tracing_subscriber::layer::SubscriberExt;
@@ -32,6 +34,8 @@
 //! });
 //! ```
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use opentelemetry::{Array, StringValue, Value};
 use tracing::Span;
@@ -41,6 +45,21 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 mod otlp;
 #[cfg(feature = "otel-otlp")]
 pub use otlp::{Otlp, OtlpError};
+
+/// Whether yiem records its metrics.
+static METRICS: AtomicBool = AtomicBool::new(false);
+
+/// Turns the recording of yiem's GenAI metrics on or off for this process (see the module docs):
+/// [`Otlp::new`] turns it on; a program that installs a global meter provider of its own turns it on
+/// after that.
+pub fn set_metrics(on: bool) {
+    METRICS.store(on, Ordering::Relaxed);
+}
+
+/// Whether yiem records its metrics ([`set_metrics`]).
+pub fn records_metrics() -> bool {
+    METRICS.load(Ordering::Relaxed)
+}
 
 /// The W3C trace context of `span`: its `traceparent` and, when not empty, its `tracestate`. `None`
 /// when the span is not recorded by OpenTelemetry (no layer, or filtered out) or has no valid context.

@@ -5,7 +5,7 @@
 //!
 //! | span | opened by | attributes |
 //! |---|---|---|
-//! | `invoke_agent` | each run of an [`Agent`](crate::Agent) (a prompt or a resume) and each step of the durable runner | `gen_ai.operation.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`, `gen_ai.request.model`, `yiem.run.stop` |
+//! | `invoke_agent` | each run of an [`Agent`](crate::Agent) (a prompt or a resume) and each attempt of a durable run (yiem-restate: its start, and each replay after a crash or a wait, joined to the run's one trace) | `gen_ai.operation.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`, `gen_ai.request.model`, `yiem.run.stop` |
 //! | `chat {model}` | each model request ([`stream_reply`](crate::llm::stream_reply)) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.response.model`, `gen_ai.response.finish_reasons` (with `otel`), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `error.type` |
 //! | `execute_tool {tool}` | each tool call, whoever runs it (one place: the call's pipeline) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` |
 //! | `tools/call {tool}` | an MCP server answering a call (feature `mcp`) | `mcp.method.name`, `gen_ai.operation.name`, `gen_ai.tool.name`, `jsonrpc.request.id` |
@@ -111,7 +111,15 @@ fn content_of(value: &impl serde::Serialize) -> String {
 
 /// Whether spans of this span's kind are recorded, or metrics want the timing.
 fn timed(span: &Span) -> Option<Instant> {
-    (!span.is_disabled() || cfg!(feature = "otel")).then(Instant::now)
+    (!span.is_disabled() || records_metrics()).then(Instant::now)
+}
+
+/// Whether the GenAI metrics are recorded (feature `otel`, turned on with `otel::set_metrics`).
+fn records_metrics() -> bool {
+    #[cfg(feature = "otel")]
+    return crate::otel::records_metrics();
+    #[cfg(not(feature = "otel"))]
+    false
 }
 
 // ---- execute_tool ----------------------------------------------------------------------------------
@@ -184,7 +192,9 @@ pub(crate) fn tool_ended(
 ) {
     let seconds = started.map_or(0.0, |started| started.elapsed().as_secs_f64());
     #[cfg(feature = "otel")]
-    crate::otel::metrics::tool_call(name, seconds, failure.map(ToolFailure::as_str));
+    if crate::otel::records_metrics() {
+        crate::otel::metrics::tool_call(name, seconds, failure.map(ToolFailure::as_str));
+    }
     #[cfg(not(feature = "otel"))]
     let _ = name;
     if span.is_disabled() {
@@ -290,15 +300,17 @@ impl Chat {
             _ => None,
         };
         #[cfg(feature = "otel")]
-        crate::otel::metrics::chat(
-            &self.provider,
-            &self.model,
-            &reply.model,
-            &reply.usage,
-            self.started
-                .map_or(0.0, |started| started.elapsed().as_secs_f64()),
-            error_type,
-        );
+        if crate::otel::records_metrics() {
+            crate::otel::metrics::chat(
+                &self.provider,
+                &self.model,
+                &reply.model,
+                &reply.usage,
+                self.started
+                    .map_or(0.0, |started| started.elapsed().as_secs_f64()),
+                error_type,
+            );
+        }
         let span = &self.span;
         if span.is_disabled() {
             return;
@@ -349,8 +361,8 @@ fn finish_reason(stop: StopReason) -> &'static str {
 
 // ---- invoke_agent ----------------------------------------------------------------------------------
 
-/// The span of one run of an agent — one prompt or resume of an [`Agent`](crate::Agent), one step of a
-/// durable run — in the conversation `conversation_id`, with the model it starts with. The current span
+/// The span of one run of an agent — one prompt or resume of an [`Agent`](crate::Agent), one attempt of
+/// a durable run — in the conversation `conversation_id`, with the model it starts with. The current span
 /// is its parent; drivers that carry a trace across processes set its parent (feature `otel`).
 ///
 /// ```

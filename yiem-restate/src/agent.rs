@@ -108,7 +108,8 @@ impl AgentSettings for DurableAgentBuilder {
 
 impl DurableAgentBuilder {
     /// The model: `factory` gets the conversation id and gives the model for a run of it. It is called
-    /// once per run and again in every process that replays it, so the model must not depend on what it
+    /// once per attempt of a run: when it starts, and again whenever it is replayed (after a crash, or
+    /// resuming after a wait for approval, in whatever process), so the model must not depend on what it
     /// answered before in this process (a real model does not; a scripted one should be a function of
     /// the request, [`ScriptedModel::from_fn`](yiem_core::ScriptedModel::from_fn)). Required.
     pub fn model<M: Model + 'static>(

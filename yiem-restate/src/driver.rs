@@ -15,7 +15,7 @@ use std::sync::Arc;
 use restate_sdk::prelude::*;
 use yiem_core::llm::stream_reply;
 use yiem_core::{
-    AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken,
+    AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken, Model,
     NextTurnContext, PlannedCall, RunStop, Step, StopReason, ToolCall, ToolExecutor,
 };
 
@@ -33,6 +33,8 @@ pub(crate) struct Driver<'a, 'ctx> {
     pub(crate) ctx: &'a ObjectContext<'ctx>,
     pub(crate) config: &'a Arc<Config>,
     pub(crate) key: String,
+    /// The model of this attempt of the run, made once by the agent's factory.
+    pub(crate) model: Arc<dyn Model>,
     /// The run's executor: the agent's settings, with an order and a cap of the run's own, so the run's
     /// batches share its cap and conversations never wait for each other.
     pub(crate) executor: ToolExecutor,
@@ -184,7 +186,7 @@ impl Driver<'_, '_> {
         let agent = &config.agent;
         let (context, offered) = agent.context(run.system_prompt(), run.messages());
         let request = agent.model_request(context, run.loaded_tools());
-        let model = (config.model)(&self.key);
+        let model = Arc::clone(&self.model);
         let name = model_step_name(turn);
         let events = agent.events();
         let step = self

@@ -47,6 +47,17 @@
 //! (restate-sdk 0.13 tells a service whether it is replaying only through a tracing span field, which is
 //! not a public API, so the runner cannot hold the events back.)
 //!
+//! # Traces
+//!
+//! Each attempt of a run — its start, a replay after a crash, a resumption after a wait for approval —
+//! is an [`invoke_agent`](yiem_core::telemetry::invoke_agent) span (attributes per
+//! [`yiem_core::telemetry`]), with the run's `chat` and `execute_tool` spans below it. With the `otel`
+//! feature a run is one trace, whichever processes ran it: the first attempt journals its span's W3C
+//! trace context as the step `trace`, and every later attempt makes its `invoke_agent` a child of that
+//! root (`yiem_core::otel::set_remote_parent`). The step is journaled without the feature too, so a
+//! deployment can turn it on or off between attempts; a run started by a version of yiem-restate without
+//! that step cannot be replayed by this one (let runs finish before upgrading).
+//!
 //! # Approvals
 //!
 //! A call that needs approval suspends the run on an awakeable: no process holds it, for as long as it
@@ -76,6 +87,7 @@ mod log;
 mod object;
 mod step;
 mod store;
+mod trace;
 
 pub use agent::{DurableAgent, DurableAgentBuilder};
 pub use api::{

@@ -5,13 +5,14 @@
 
 use restate_sdk::prelude::*;
 use tracing::Instrument;
-use yiem_core::{AgentMessage, AgentRun, UserMessage};
+use yiem_core::{AgentMessage, AgentRun, UserMessage, telemetry};
 
 use crate::agent::DurableAgent;
 use crate::api::{ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport};
 use crate::driver::Driver;
 use crate::inbox::{AgentInboxClient, Mail};
 use crate::store::{self, Saved};
+use crate::trace;
 
 #[restate_sdk::object(name = "Agent")]
 impl DurableAgent {
@@ -24,9 +25,11 @@ impl DurableAgent {
         Json(request): Json<PromptRequest>,
     ) -> HandlerResult<Json<RunReport>> {
         let key = ctx.key().to_owned();
-        let span = tracing::info_span!("agent_run", conversation = %key);
-        async {
-            let config = &self.config;
+        let config = &self.config;
+        let model = (config.model)(&key);
+        let span = telemetry::invoke_agent(&key, model.name(), model.provider_name());
+        trace::join_run(&ctx, &span).await?;
+        let run: Result<RunReport, HandlerError> = async {
             let (mut run, mut saved) = match store::load(&ctx).await? {
                 Some(loaded) => loaded,
                 None => (
@@ -40,6 +43,7 @@ impl DurableAgent {
                 ctx: &ctx,
                 config,
                 key: key.clone(),
+                model,
                 executor: config.agent.executor().fresh(),
             };
             driver.read_mail_before_start(&mut run).await?;
@@ -55,14 +59,18 @@ impl DurableAgent {
             let stop = driver.drive(&mut run, &mut saved, &mut messages).await?;
             messages.extend(run.end());
             driver.emit(&mut run);
-            Ok(Json(RunReport {
+            Ok(RunReport {
                 stop,
                 text: AgentMessage::last_assistant_text(&messages),
                 messages,
-            }))
+            })
         }
-        .instrument(span)
-        .await
+        .instrument(span.clone())
+        .await;
+        if let Ok(report) = &run {
+            telemetry::agent_stopped(&span, &report.stop);
+        }
+        run.map(Json)
     }
 
     /// Adds a user message after the current turn (its tool calls still finish), before the next

@@ -40,6 +40,58 @@ const VARIANTS: &[&str] = &[
     "rig_string",
 ];
 
+/// With the `otel` feature: the pipeline with every span exported (see [`otel`]).
+#[cfg(feature = "otel")]
+const OTEL_VARIANTS: &[&str] = &["yiem_pipeline_otel_value", "yiem_pipeline_otel_string"];
+#[cfg(not(feature = "otel"))]
+const OTEL_VARIANTS: &[&str] = &[];
+
+/// A live OpenTelemetry pipeline for yiem's spans, installed as the global `tracing` subscriber: the
+/// `tracing-opentelemetry` layer over yiem's targets (as `yiem_core::otel::Otlp::layer` filters), an SDK
+/// tracer provider, and a simple span processor, which hands each span to the exporter when it ends, in
+/// the thread that ends it, so callgrind counts all of it inside `run_all`. The exporter drops what it
+/// gets: what is measured is everything up to the wire (the bridge, the SDK's span, the processor), not
+/// the OTLP encoding and the request, which a batch processor makes on a thread of its own.
+#[cfg(feature = "otel")]
+mod otel {
+    use opentelemetry::trace::TracerProvider as _;
+    use opentelemetry_sdk::error::OTelSdkResult;
+    use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::{LevelFilter, Targets};
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+
+    /// Takes every span and keeps none.
+    #[derive(Debug)]
+    struct Discard;
+
+    impl SpanExporter for Discard {
+        fn export(
+            &self,
+            batch: Vec<SpanData>,
+        ) -> impl std::future::Future<Output = OTelSdkResult> + Send {
+            std::hint::black_box(batch);
+            std::future::ready(Ok(()))
+        }
+    }
+
+    /// Installs the pipeline; keep the provider while spans are recorded.
+    pub(crate) fn install() -> SdkTracerProvider {
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(Discard)
+            .build();
+        let layer = tracing_opentelemetry::layer()
+            .with_tracer(provider.tracer("yiem"))
+            .with_filter(Targets::new().with_target("yiem", LevelFilter::INFO));
+        tracing_subscriber::registry()
+            .with(layer)
+            .try_init()
+            .expect("no subscriber was installed before");
+        provider
+    }
+}
+
 /// Awaits `f` on every input, in one `block_on`. The function callgrind collects in.
 #[inline(never)]
 fn run_all<I, F, Fut>(runtime: &tokio::runtime::Runtime, inputs: Vec<I>, f: F)
@@ -58,8 +110,9 @@ fn main() {
     let mut argv = std::env::args().skip(1);
     let (Some(variant), Some(n)) = (argv.next(), argv.next()) else {
         eprintln!(
-            "usage: dispatch-count VARIANT N\nvariants: {}",
-            VARIANTS.join(" ")
+            "usage: dispatch-count VARIANT N\nvariants: {} {}",
+            VARIANTS.join(" "),
+            OTEL_VARIANTS.join(" ")
         );
         std::process::exit(2);
     };
@@ -150,6 +203,18 @@ fn main() {
                 executor.execute(store, calls, cancel)
             })
         }
+        #[cfg(feature = "otel")]
+        "yiem_pipeline_otel_value" | "yiem_pipeline_otel_string" => {
+            let inputs = if variant.ends_with("value") {
+                calls(arguments)
+            } else {
+                calls(|| Value::String(arguments_string()))
+            };
+            let _provider = otel::install();
+            run_all(&runtime, inputs, |calls| {
+                executor.execute(store, calls, cancel)
+            })
+        }
         "rmcp_value" => run_all(
             &runtime,
             (0..n).map(|_| arguments_object()).collect(),
@@ -162,7 +227,16 @@ fn main() {
         "rig_value" => run_all(&runtime, values(), |args| rig_call(args.to_string())),
         "rig_string" => run_all(&runtime, strings(), rig_call),
         other => {
-            eprintln!("unknown variant {other}; variants: {}", VARIANTS.join(" "));
+            eprintln!(
+                "unknown variant {other}; variants: {} {}{}",
+                VARIANTS.join(" "),
+                OTEL_VARIANTS.join(" "),
+                if OTEL_VARIANTS.is_empty() {
+                    "(yiem_pipeline_otel_* need --features otel)"
+                } else {
+                    ""
+                }
+            );
             std::process::exit(2);
         }
     }

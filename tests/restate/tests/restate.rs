@@ -14,6 +14,7 @@ use yiem_restate_tests::durable::{
     self, EFFECTS_ENV, EVENTS_ENV, FIRST_ENV, RELEASE_ENV, STARTED_ENV,
 };
 use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
+use yiem_restate_tests::spans::{self, Exported, SPANS_ENV};
 use yiem_tests::poll::wait_until;
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -98,12 +99,14 @@ async fn service_with(
     let release = dir.join("release");
     let marker = dir.join("marker");
     let events = dir.join("events");
+    let spans = dir.join("spans");
     let mut env = vec![
         (EFFECTS_ENV, effects.as_path()),
         (STARTED_ENV, started.as_path()),
         (RELEASE_ENV, release.as_path()),
         ("YIEM_RESTATE_MARKER", marker.as_path()),
         (EVENTS_ENV, events.as_path()),
+        (SPANS_ENV, spans.as_path()),
     ];
     if first {
         env.push((FIRST_ENV, dir.0.as_path()));
@@ -606,4 +609,138 @@ async fn a_parallel_batch_runs_at_once_and_each_call_is_journaled_once_across_a_
         [r#"call_1 meet {"name":"a"}"#, r#"call_2 meet {"name":"b"}"#],
         "each call's effect once: `a` from the journal, `b` run again"
     );
+}
+
+/// The spans, one line each, for a failure message.
+fn listing(spans: &[Exported]) -> String {
+    spans
+        .iter()
+        .map(|span| {
+            format!(
+                "{} {} parent {} {} (process {})",
+                span.trace, span.span, span.parent, span.name, span.process
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_killed_and_restarted_is_one_trace() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-trace");
+    let port = free_port();
+    // Killed with the first batch durable: model 1 and both its calls ran in the first process.
+    let boundary = "turn 1 tool add_note call_2";
+    let doomed = service(&server, &dir, port, Some(boundary)).await;
+    let invocation = server.send_prompt("traced", "three turns").await;
+    let marker = dir.join("marker");
+    assert!(
+        wait_until(|| marker.exists(), PATIENCE).await,
+        "the service never reached `{boundary}`"
+    );
+    doomed.kill();
+    let _again = service(&server, &dir, port, None).await;
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "after the crash: {report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+
+    // The second process's `invoke_agent` ends with the run (the first one's never ended: its process was
+    // killed); it is written when it ends, so it is there by now, but a file is read with patience.
+    let file = dir.join("spans");
+    let ended = |spans: &[Exported]| spans.iter().any(|span| span.name == "invoke_agent");
+    assert!(
+        wait_until(|| ended(&spans::read(&file)), PATIENCE).await,
+        "the restarted process never wrote its `invoke_agent` span to {}:\n{}",
+        file.display(),
+        listing(&spans::read(&file))
+    );
+    let spans = spans::read(&file);
+    let all = listing(&spans);
+    // Each attempt in the restarted process is an `invoke_agent` that ended (one, unless Restate had to
+    // retry there too).
+    let attempts: Vec<&Exported> = spans
+        .iter()
+        .filter(|span| span.name == "invoke_agent")
+        .collect();
+    let restarted = attempts[0].process;
+    let first: Vec<&Exported> = spans
+        .iter()
+        .filter(|span| span.process != restarted)
+        .collect();
+    let second: Vec<&Exported> = spans
+        .iter()
+        .filter(|span| span.process == restarted)
+        .collect();
+    let names = |spans: &[&Exported]| {
+        let mut names: Vec<String> = spans.iter().map(|span| span.name.clone()).collect();
+        names.sort();
+        names
+    };
+    // The first process wrote the spans that ended before it was killed: model 1's request and the first
+    // call of its batch (the second is durable, but its span was still open at the kill).
+    assert!(
+        names(&first).contains(&"chat scripted".to_owned())
+            && names(&first).contains(&"execute_tool get_weather".to_owned()),
+        "the first process wrote model 1's `chat` and call_1's `execute_tool`:\n{all}"
+    );
+    // The second replayed them from the journal and made models 2 to 4's requests and their calls.
+    assert_eq!(
+        names(&second)
+            .iter()
+            .filter(|name| name.starts_with("chat"))
+            .count(),
+        3,
+        "the restarted process made models 2, 3 and 4's requests:\n{all}"
+    );
+    assert!(
+        second
+            .iter()
+            .any(|span| span.name.starts_with("execute_tool")),
+        "the restarted process ran tool calls:\n{all}"
+    );
+
+    // One trace throughout: every span of both processes.
+    let mut traces: Vec<&str> = spans.iter().map(|span| span.trace.as_str()).collect();
+    traces.sort_unstable();
+    traces.dedup();
+    assert_eq!(
+        traces.len(),
+        1,
+        "a run killed and restarted is one trace, but its spans are in {} traces; the restarted \
+         attempt's `invoke_agent` must be a child of the root the first attempt journaled (step \
+         `trace`):\n{all}",
+        traces.len()
+    );
+    // The root is the first attempt's `invoke_agent` (never written: its process was killed): the parent
+    // of the first process's spans and of each later attempt's `invoke_agent`.
+    let root = &attempts[0].parent;
+    for attempt in &attempts {
+        assert!(
+            !attempt.is_root() && &attempt.parent == root,
+            "each restarted attempt's `invoke_agent` joins the run's root instead of being one:\n{all}"
+        );
+    }
+    for span in first.iter().filter(|span| span.name.starts_with("chat")) {
+        assert_eq!(
+            &span.parent, root,
+            "model 1's request is a child of the first attempt's `invoke_agent`, the run's root:\n{all}"
+        );
+    }
+    for span in second.iter().filter(|span| span.name.starts_with("chat")) {
+        assert!(
+            attempts.iter().any(|attempt| attempt.span == span.parent),
+            "the restarted attempt's requests are children of its `invoke_agent`:\n{all}"
+        );
+    }
+    // Every parent is a span of the trace, or the root.
+    let ids: Vec<&str> = spans.iter().map(|span| span.span.as_str()).collect();
+    for span in &spans {
+        assert!(
+            ids.contains(&span.parent.as_str()) || &span.parent == root,
+            "{} has a parent outside the run's trace:\n{all}",
+            span.name
+        );
+    }
 }

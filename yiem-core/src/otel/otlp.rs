@@ -47,8 +47,8 @@ pub enum OtlpError {
 }
 
 /// An OTLP exporter over HTTP/protobuf for yiem's spans and metrics: a tracer provider with a batch
-/// span processor, and (unless left out) a meter provider, installed as the global one, which yiem's
-/// metrics use.
+/// span processor, and (unless left out) a meter provider, installed as the global one, with yiem's
+/// metrics turned on ([`set_metrics`](crate::otel::set_metrics)).
 /// Put [`layer`](Self::layer) in your `tracing` subscriber; [`shutdown`](Self::shutdown) (or dropping
 /// it) sends what is left.
 ///
@@ -127,6 +127,7 @@ impl Otlp {
                     .with_resource(resource.clone())
                     .build();
                 opentelemetry::global::set_meter_provider(meter.clone());
+                crate::otel::set_metrics(true);
                 Some(meter)
             }
             false => None,

@@ -1,20 +1,34 @@
 //! The durable scenario of `yiem_restate_tests::durable` as a Restate service, for the tests to start, kill and
 //! restart. Listens on `YIEM_RESTATE_LISTEN`. With `YIEM_RESTATE_STOP_AT=<step name>` it stops at that
 //! step boundary: once the step is durable it creates the file `YIEM_RESTATE_MARKER` and blocks, so the
-//! test can kill it there.
+//! test can kill it there. With `YIEM_RESTATE_SPANS=<file>` it writes its spans there as each ends.
 
 use std::path::PathBuf;
 
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 use yiem_core::AgentSettings;
 use yiem_restate::DurableAgent;
 use yiem_restate::restate_sdk::prelude::*;
-use yiem_restate_tests::durable;
+use yiem_restate_tests::{durable, spans};
 
 #[tokio::main]
 async fn main() {
-    tracing_subscriber::fmt()
+    let log = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .init();
+        .with_filter(LevelFilter::INFO);
+    let (provider, spans) = match std::env::var_os(spans::SPANS_ENV) {
+        Some(path) => {
+            let (provider, layer) = spans::layer(&PathBuf::from(path));
+            (Some(provider), Some(layer))
+        }
+        None => (None, None),
+    };
+    tracing_subscriber::registry().with(log).with(spans).init();
+    // Spans are written as they end; the provider lives as long as the process.
+    let _provider = provider;
     let listen = std::env::var("YIEM_RESTATE_LISTEN").expect("YIEM_RESTATE_LISTEN is set");
     let stop_at = std::env::var("YIEM_RESTATE_STOP_AT").ok();
     let marker = std::env::var_os("YIEM_RESTATE_MARKER").map(PathBuf::from);
