@@ -126,8 +126,9 @@ mod bm25_ranker {
 
     type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-    /// Each word's stem, worked out once per index.
-    type Stems = FastMap<String, String>;
+    /// The words of each run of letters and digits (`getWeather` → `get`, `weather`), worked out once
+    /// per index.
+    type Stems = FastMap<String, Vec<String>>;
 
     /// BM25 over each tool's [`searchable_text`], tuned for tools:
     ///
@@ -291,35 +292,32 @@ mod bm25_ranker {
     impl Words {
         /// Calls `push` with each word of `text`; `stems` remembers each word's stem.
         fn each(&self, text: &str, stems: &mut Stems, mut push: impl FnMut(&str)) {
-            let mut lower = String::new();
-            let lowercase = |lower: &mut String, word: &str| {
-                lower.clear();
-                lower.extend(word.chars().flat_map(char::to_lowercase));
-            };
             for piece in text.split(|c: char| !c.is_alphanumeric()) {
                 if piece.is_empty() {
                     continue;
                 }
-                let Some(stemmer) = &self.stem else {
-                    lowercase(&mut lower, piece);
-                    push(&lower);
-                    continue;
-                };
-                for word in identifier_words(piece) {
-                    lowercase(&mut lower, word);
-                    if self.stop.contains(lower.as_str()) {
-                        continue;
-                    }
-                    match stems.get(lower.as_str()) {
-                        Some(stem) => push(stem),
-                        None => {
-                            let stem = stemmer.stem(&lower).into_owned();
-                            push(&stem);
-                            stems.insert(lower.clone(), stem);
-                        }
-                    }
+                if !stems.contains_key(piece) {
+                    let words = self.words_of(piece);
+                    stems.insert(piece.to_owned(), words);
+                }
+                for word in &stems[piece] {
+                    push(word);
                 }
             }
+        }
+
+        /// The words of one run of letters and digits: lowercased, and (tuned) split at an identifier's
+        /// word boundaries, without stop words, stemmed.
+        fn words_of(&self, piece: &str) -> Vec<String> {
+            let Some(stemmer) = &self.stem else {
+                return vec![piece.to_lowercase()];
+            };
+            identifier_words(piece)
+                .into_iter()
+                .map(str::to_lowercase)
+                .filter(|word| !self.stop.contains(word.as_str()))
+                .map(|word| stemmer.stem(&word).into_owned())
+                .collect()
         }
     }
 

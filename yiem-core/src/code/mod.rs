@@ -445,7 +445,7 @@ impl CodeMode {
     /// `approval` which of them wait for a person. A program may call any callable tool the store holds
     /// when it runs (a deferred one too, loaded or not). Its description declares the callable tools that
     /// are not deferred, as they are now; an agent's requests declare instead the callable tools each
-    /// request sends ([`declare_in`](Self::declare_in)).
+    /// request sends ([`AgentConfig::request_tools`](crate::AgentConfig::request_tools)).
     pub fn tool(
         &self,
         store: &ToolStore,
