@@ -15,7 +15,8 @@ use super::openai::{API_KEY_ENV, BASE_URL_ENV, MODEL_ENV};
 use super::openai_responses_format::{PROVIDER, render, response_id, usage_from_responses};
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
@@ -73,6 +74,9 @@ pub struct OpenAiResponsesConfig {
     /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default [`ToolSearchMode::Auto`]: OpenAI's
     /// on GPT-5.4 and later; see [`catalog`](crate::catalog)).
     pub tool_search: ToolSearchMode,
+    /// Programmatic tool calling (default `None`, off): see
+    /// [`with_programmatic_calling`](Self::with_programmatic_calling).
+    pub programmatic_calling: Option<ProgrammaticCalling>,
     /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
     /// into every body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
@@ -100,6 +104,7 @@ impl fmt::Debug for OpenAiResponsesConfig {
             .field("encrypted_reasoning", &self.encrypted_reasoning)
             .field("strict_tools", &self.strict_tools)
             .field("tool_search", &self.tool_search)
+            .field("programmatic_calling", &self.programmatic_calling)
             .field("extra_body", &self.extra_body)
             .field("tool_choice", &self.tool_choice)
             .field("retry", &self.retry)
@@ -128,6 +133,7 @@ impl OpenAiResponsesConfig {
             encrypted_reasoning: true,
             strict_tools: false,
             tool_search: ToolSearchMode::Auto,
+            programmatic_calling: None,
             extra_body: Map::new(),
             tool_choice: super::ToolChoice::Auto,
             retry: RetryPolicy::default(),
@@ -209,6 +215,37 @@ impl OpenAiResponsesConfig {
     /// Sets [`tool_search`](Self::tool_search).
     pub fn with_tool_search(mut self, mode: ToolSearchMode) -> Self {
         self.tool_search = mode;
+        self
+    }
+
+    /// Lets the model call tools from programs it runs on OpenAI's side (programmatic tool calling):
+    /// requests that carry tools add `{"type": "programmatic_tool_calling"}` and give each function
+    /// tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can still call it
+    /// itself). A call a program makes comes back as a `function_call` item with its `caller`
+    /// (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::ToolCall) with that
+    /// [`ToolCaller`](crate::ToolCaller), runs through the pipeline like any other, and goes back with
+    /// its caller. The `program` item itself is kept as a provider block and goes back unchanged.
+    ///
+    /// ```
+    /// use yiem_core::llm::ProgrammaticCalling;
+    /// use yiem_core::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel};
+    /// # fn lookup() -> yiem_core::AgentTool {
+    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
+    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
+    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// #         .build().unwrap()
+    /// # }
+    ///
+    /// let config = OpenAiResponsesConfig::new("gpt-5.5")
+    ///     .with_programmatic_calling(ProgrammaticCalling::new());
+    /// let model = OpenAiResponsesModel::new(config).unwrap();
+    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let body = model.request_body(&request).unwrap();
+    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "programmatic"]));
+    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "programmatic_tool_calling"}));
+    /// ```
+    pub fn with_programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
+        self.programmatic_calling = Some(calling);
         self
     }
 
@@ -416,6 +453,14 @@ impl OpenAiResponsesModel {
             tools.push(json!({"type": "tool_search"}));
             tools.extend(deferred.into_iter().map(flatten));
         }
+        if let Some(calling) = &self.config.programmatic_calling {
+            calling.mark(
+                tools.iter_mut(),
+                request,
+                &json!(["direct", "programmatic"]),
+            );
+            tools.push(json!({"type": "programmatic_tool_calling"}));
+        }
         Ok(Value::Array(tools))
     }
 }
@@ -549,6 +594,18 @@ impl EventParser {
                     id: text("call_id").to_owned(),
                     name: text("name").to_owned(),
                 });
+                // A call a program made names it (`direct` for the model's own).
+                if let Some(kind) = item
+                    .pointer("/caller/type")
+                    .and_then(Value::as_str)
+                    .filter(|kind| *kind != "direct")
+                {
+                    let id = item.pointer("/caller/caller_id").and_then(Value::as_str);
+                    events.push(ModelEvent::ToolCallCaller {
+                        index: slot,
+                        caller: ToolCaller::new(PROVIDER, kind, id.unwrap_or_default()),
+                    });
+                }
                 Kind::Call(slot)
             }
             "reasoning" => Kind::Reasoning,
