@@ -296,7 +296,8 @@ impl AnthropicConfig {
 /// `signature_delta` arrives), `RedactedThinking`, the server's own blocks (`server_tool_use`,
 /// `web_search_tool_result` and any other block type, their streamed input assembled) as whole
 /// `ProviderBlock`s that go back unchanged, tool calls (`input_json_delta` pieces as
-/// `ToolCallDelta`s, each followed by the partial arguments), usage (`input_tokens`, `output_tokens`,
+/// `ToolCallDelta`s, each followed by the partial arguments; a call a code-execution program made
+/// with a `ToolCallCaller`, see [`AnthropicConfig::with_programmatic_calling`]), usage (`input_tokens`, `output_tokens`,
 /// cache reads and writes; `message_delta`'s counts are cumulative) and the stop reason: `end_turn` and
 /// `stop_sequence` → `Stop`, `tool_use` → `ToolUse`, `max_tokens` and `model_context_window_exceeded` →
 /// `Length`, `pause_turn` → [`StopReason::Paused`] (a server tool's long turn paused: the reply is kept,

@@ -278,7 +278,9 @@ impl OpenAiResponsesConfig {
 ///
 /// - `response.output_text.delta` → text; `response.reasoning_summary_text.delta` and
 ///   `response.reasoning_text.delta` → thinking (summary parts apart by a blank line);
-/// - a `function_call` item (`response.output_item.added`) → `ToolCallStart` with its `call_id`, its
+/// - a `function_call` item (`response.output_item.added`) → `ToolCallStart` with its `call_id` (and a
+///   `ToolCallCaller` when a program made it, see
+///   [`OpenAiResponsesConfig::with_programmatic_calling`]), its
 ///   `response.function_call_arguments.delta`s → `ToolCallDelta`s (each followed by the partial
 ///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
 ///   its arguments from `.done`;
