@@ -29,6 +29,10 @@ pub struct ToolCall {
     pub name: String,
     /// The arguments, as sent.
     pub arguments: Value,
+    /// What made the call when the model did not make it itself: a program in the provider's own
+    /// sandbox ([`ToolCaller`]). `None` for the model's own calls (left out of the JSON).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<ToolCaller>,
 }
 
 impl ToolCall {
@@ -38,6 +42,60 @@ impl ToolCall {
             id: id.into(),
             name: name.into(),
             arguments,
+            caller: None,
+        }
+    }
+
+    /// The call, made by `caller`.
+    pub fn with_caller(mut self, caller: ToolCaller) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+}
+
+/// A program running in the model provider's own sandbox that made a [`ToolCall`] (provider-native
+/// programmatic calling: Anthropic's code-execution tool with `allowed_callers`, OpenAI's
+/// `programmatic_tool_calling` on the Responses API; see `AnthropicConfig::with_programmatic_calling`
+/// and `OpenAiResponsesConfig::with_programmatic_calling`).
+///
+/// Such a call runs like any other (hooks, approvals, events) and its caller goes back with it in later
+/// requests, as the provider requires; a provider is sent only the callers it made.
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::{ToolCall, ToolCaller};
+///
+/// let caller = ToolCaller::new("anthropic", "code_execution_20250825", "srvtoolu_1");
+/// let call = ToolCall::new("toolu_1", "get_weather", json!({"city": "Tokyo"})).with_caller(caller);
+/// assert_eq!(serde_json::to_value(&call).unwrap()["caller"], json!({
+///     "provider": "anthropic", "kind": "code_execution_20250825", "id": "srvtoolu_1"
+/// }));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct ToolCaller {
+    /// The provider whose sandbox made the call, as [`AssistantContent::ProviderBlock`](crate::AssistantContent)
+    /// names providers (`anthropic`, `openai-responses`).
+    pub provider: String,
+    /// The caller's type as the provider names it: Anthropic's code-execution tool version
+    /// (`code_execution_20250825`, `code_execution_20260120`), OpenAI's `program`.
+    pub kind: String,
+    /// The id of the provider's item that runs the program: Anthropic's `tool_id` (its
+    /// `server_tool_use` block), OpenAI's `caller_id` (its `program` item).
+    pub id: String,
+}
+
+impl ToolCaller {
+    /// A caller of `provider`, of type `kind`, the item `id`.
+    pub fn new(
+        provider: impl Into<String>,
+        kind: impl Into<String>,
+        id: impl Into<String>,
+    ) -> Self {
+        ToolCaller {
+            provider: provider.into(),
+            kind: kind.into(),
+            id: id.into(),
         }
     }
 }

@@ -256,7 +256,7 @@ pub use agent::{
     RunKey, RunLimits, RunMismatch, RunOutcome, RunStop, Signature, Step, TurnUpdate,
 };
 pub use args::{ArgumentChecking, ArgumentError, ArgumentProblem};
-pub use call::{ToolCall, ToolResultMessage};
+pub use call::{ToolCall, ToolCaller, ToolResultMessage};
 pub use check::{ToolCheck, ToolProblem, check_tools};
 pub use content::{Content, Contents, ContentsIntoIter, ResourceInfo};
 pub use context::ToolContext;

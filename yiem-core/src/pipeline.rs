@@ -529,6 +529,7 @@ impl Facts {
                 id: id.to_string(),
                 name: self.name().to_owned(),
                 arguments: arguments.clone(),
+                caller: None,
             }),
         }
     }

@@ -922,3 +922,220 @@ async fn anthropic_tool_search_is_chosen_by_the_model_and_the_local_search_goes_
         assert_eq!(names(model, ToolSearchMode::Native), native, "{model}");
     }
 }
+
+#[tokio::test]
+async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code_runs_through_the_pipeline()
+ {
+    use std::sync::{Arc, Mutex};
+    use yiem_core::llm::ProgrammaticCalling;
+    use yiem_core::{Agent, AgentSettings, RunStop, ToolCaller, ToolHooks};
+    let server = Server::start(vec![
+        Reply::Sse(vec![
+            message_start(40),
+            block_start(
+                0,
+                json!({"type": "server_tool_use", "id": "srvtoolu_01", "name": "code_execution", "input": {}}),
+            ),
+            delta(
+                0,
+                json!({"type": "input_json_delta", "partial_json": "{\"code\": \"print(await get_weather(city='Tokyo'))\"}"}),
+            ),
+            block_stop(0),
+            block_start(
+                1,
+                json!({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {},
+                       "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}}),
+            ),
+            delta(
+                1,
+                json!({"type": "input_json_delta", "partial_json": "{\"city\": \"Tokyo\"}"}),
+            ),
+            block_stop(1),
+            named(
+                "message_delta",
+                json!({"type": "message_delta",
+                       "delta": {"stop_reason": "tool_use", "stop_sequence": null,
+                                 "container": {"id": "container_01", "expires_at": "2026-01-15T14:30:00Z"}},
+                       "usage": {"output_tokens": 30}}),
+            ),
+            message_stop(),
+        ]),
+        text_stream("Tokyo is sunny."),
+    ])
+    .await;
+    let store = yiem_core::ToolStore::new("weather");
+    store.register(weather_tool()).unwrap();
+    let seen: Arc<Mutex<Vec<Option<ToolCaller>>>> = Arc::default();
+    let hooks = {
+        let seen = Arc::clone(&seen);
+        ToolHooks::new().before_tool_call(move |ctx| {
+            seen.lock().unwrap().push(ctx.call.caller.clone());
+            async { None }
+        })
+    };
+    let config = AnthropicConfig::new("sk-ant-test", "claude-test")
+        .with_base_url(server.root())
+        .with_programmatic_calling(ProgrammaticCalling::new());
+    let agent = Agent::builder()
+        .model(AnthropicModel::new(config).unwrap())
+        .tools(store)
+        .tool_hooks(hooks)
+        .build();
+    let outcome = agent.prompt("Weather in Tokyo?").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+
+    // The call the program made ran through the pipeline, its hooks seeing who made it.
+    let caller = ToolCaller::new("anthropic", "code_execution_20250825", "srvtoolu_01");
+    assert_eq!(*seen.lock().unwrap(), [Some(caller.clone())]);
+    let yiem_core::AgentMessage::Assistant(reply) = &outcome.messages[1] else {
+        panic!("{:?}", outcome.messages[1]);
+    };
+    let call = reply.tool_calls().next().unwrap();
+    assert_eq!(call.caller, Some(caller));
+    let yiem_core::AgentMessage::ToolResult(result) = &outcome.messages[2] else {
+        panic!("{:?}", outcome.messages[2]);
+    };
+    assert_eq!(result.result.text_content(), "sunny");
+
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 2);
+    // Both requests: the tool marked callable from code, then the code-execution tool.
+    for body in &bodies {
+        assert_eq!(
+            body["tools"][0]["allowed_callers"],
+            json!(["direct", "code_execution_20250825"])
+        );
+        assert_eq!(
+            body["tools"][1],
+            json!({"type": "code_execution_20250825", "name": "code_execution"})
+        );
+        assert_eq!(body["tools"].as_array().unwrap().len(), 2);
+    }
+    assert_eq!(bodies[0].get("container"), None);
+    // The answer goes to the program's container, the call back with its caller, the program's block
+    // as it came.
+    assert_eq!(bodies[1]["container"], "container_01");
+    let reply = &bodies[1]["messages"][1]["content"];
+    assert_eq!(reply.as_array().unwrap().len(), 2, "{reply}");
+    assert_eq!(reply[0]["type"], "server_tool_use");
+    assert_eq!(
+        reply[0]["input"],
+        json!({"code": "print(await get_weather(city='Tokyo'))"})
+    );
+    assert_eq!(
+        reply[1],
+        json!({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Tokyo"},
+               "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}})
+    );
+    assert_eq!(
+        bodies[1]["messages"][2]["content"][0]["tool_use_id"],
+        "toolu_01"
+    );
+    common::sdk::assert_sdk_accepts_bodies(common::sdk::Request::Anthropic, &bodies);
+}
+
+#[tokio::test]
+async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
+    use yiem_core::ToolAnnotations;
+    use yiem_core::llm::ProgrammaticCalling;
+    let destructive = AgentTool::builder("delete_city")
+        .description("Deletes a city.")
+        .input_schema(json!({"type": "object", "properties": {}}))
+        .annotations(ToolAnnotations {
+            destructive: Some(true),
+            ..ToolAnnotations::default()
+        })
+        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "gone" })
+        .build()
+        .unwrap();
+    let mut request = request("Weather in Tokyo?");
+    request.tools = vec![weather_tool(), destructive].into();
+    let callers = |calling: ProgrammaticCalling| -> Vec<Value> {
+        let config =
+            AnthropicConfig::new("sk-ant-test", "claude-test").with_programmatic_calling(calling);
+        let body = AnthropicModel::new(config)
+            .unwrap()
+            .request_body(&request)
+            .unwrap();
+        common::sdk::assert_sdk_accepts_bodies(
+            common::sdk::Request::Anthropic,
+            std::slice::from_ref(&body),
+        );
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool.get("allowed_callers").cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+    let both = json!(["direct", "code_execution_20250825"]);
+    assert_eq!(
+        callers(ProgrammaticCalling::new()),
+        [both.clone(), Value::Null, Value::Null]
+    );
+    assert_eq!(
+        callers(ProgrammaticCalling::new().callable_tools(["delete_city"])),
+        [Value::Null, both, Value::Null]
+    );
+    // Off by default: no code-execution tool, no callers.
+    let body = model_without_server().request_body(&request).unwrap();
+    assert_eq!(body["tools"].as_array().unwrap().len(), 2);
+    assert!(!body.to_string().contains("allowed_callers"));
+}
+
+fn model_without_server() -> AnthropicModel {
+    AnthropicModel::new(AnthropicConfig::new("sk-ant-test", "claude-test")).unwrap()
+}
+
+#[test]
+fn a_reply_with_a_call_from_code_round_trips_through_a_saved_run() {
+    use yiem_core::{AgentMessage, ToolCaller};
+    let events = anthropic_events_of_a_call_from_code();
+    let reply = assemble(&events);
+    let saved = serde_json::to_string(&AgentMessage::Assistant(reply.clone())).unwrap();
+    let AgentMessage::Assistant(restored) = serde_json::from_str(&saved).unwrap() else {
+        panic!("{saved}");
+    };
+    assert_eq!(restored, reply);
+    let calls: Vec<&ToolCall> = restored.tool_calls().collect();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[1].caller, None,
+        "a direct caller is the model's own call"
+    );
+    assert_eq!(
+        calls[0].caller,
+        Some(ToolCaller::new(
+            "anthropic",
+            "code_execution_20260120",
+            "srvtoolu_02"
+        ))
+    );
+    // A call the model made itself is saved as before: no `caller` key.
+    let direct = ToolCall::new("toolu_9", "get_weather", json!({"city": "Oslo"}));
+    assert_eq!(
+        serde_json::to_value(&direct).unwrap(),
+        json!({"id": "toolu_9", "name": "get_weather", "arguments": {"city": "Oslo"}})
+    );
+}
+
+/// A reply's events: a call from a `code_execution_20260120` program, then one the model made itself
+/// (`direct`).
+fn anthropic_events_of_a_call_from_code() -> Vec<ModelEvent> {
+    let events = [
+        json!({"type": "content_block_start", "index": 0, "content_block":
+            {"type": "tool_use", "id": "toolu_02", "name": "get_weather", "input": {"city": "Lima"},
+             "caller": {"type": "code_execution_20260120", "tool_id": "srvtoolu_02"}}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block":
+            {"type": "tool_use", "id": "toolu_03", "name": "get_weather", "input": {"city": "Oslo"},
+             "caller": {"type": "direct"}}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 5}}),
+        json!({"type": "message_stop"}),
+    ]
+    .map(|event| event.to_string());
+    yiem_core::llm::parse_anthropic_events_for_fuzzing(
+        events.iter().map(|data| ("", data.as_str())),
+    )
+}

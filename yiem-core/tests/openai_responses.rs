@@ -1020,3 +1020,145 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
     assert_eq!(input[4]["type"], "function_call_output");
     assert_sdk_accepts(&server);
 }
+
+#[tokio::test]
+async fn programmatic_calling_sends_the_tool_and_allowed_callers_and_a_call_from_a_program_runs_through_the_pipeline()
+ {
+    use std::sync::{Arc, Mutex};
+    use yiem_core::llm::ProgrammaticCalling;
+    use yiem_core::{
+        Agent, AgentMessage, AgentSettings, RunStop, ToolCaller, ToolHooks, ToolStore,
+    };
+    let store = ToolStore::new("weather");
+    store.register(weather_tool()).unwrap();
+    // The program item, then the call it made (`caller: {"type": "program", "caller_id"}`).
+    let program = json!({"type": "program", "id": "prog_1", "call_id": "call_prog",
+        "code": "console.log(await tools.get_weather({city: 'Tokyo'}))", "fingerprint": "fp_1"});
+    let caller = json!({"type": "program", "caller_id": "call_prog"});
+    let (mut call, mut call_item) = call_events(
+        1,
+        "fc_1",
+        "call_a",
+        "get_weather",
+        &["{\"city\":\"Tokyo\"}"],
+    );
+    for event in &mut call {
+        if event["item"]["type"] == "function_call" {
+            event["item"]["caller"] = caller.clone();
+        }
+    }
+    call_item["caller"] = caller.clone();
+    let mut sequence = created("resp_1").to_vec();
+    sequence
+        .push(json!({"type": "response.output_item.added", "output_index": 0, "item": program}));
+    sequence.push(json!({"type": "response.output_item.done", "output_index": 0, "item": program}));
+    sequence.extend(call);
+    sequence.push(completed(
+        "resp_1",
+        json!([program, call_item]),
+        usage_json(50, 0, 12, 0),
+    ));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Sunny."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(90, 0, 2, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let seen: Arc<Mutex<Vec<Option<ToolCaller>>>> = Arc::default();
+    let hooks = {
+        let seen = Arc::clone(&seen);
+        ToolHooks::new().before_tool_call(move |ctx| {
+            seen.lock().unwrap().push(ctx.call.caller.clone());
+            async { None }
+        })
+    };
+    let agent = Agent::builder()
+        .model(model_for(&server, |config| {
+            config.with_programmatic_calling(ProgrammaticCalling::new())
+        }))
+        .tools(store)
+        .tool_hooks(hooks)
+        .build();
+    let outcome = agent.prompt("Weather in Tokyo?").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+
+    // The call the program made ran through the pipeline, its hooks seeing who made it.
+    let expected = ToolCaller::new("openai-responses", "program", "call_prog");
+    assert_eq!(*seen.lock().unwrap(), [Some(expected.clone())]);
+    let AgentMessage::Assistant(reply) = &outcome.messages[1] else {
+        panic!("{:?}", outcome.messages[1]);
+    };
+    assert_eq!(reply.tool_calls().next().unwrap().caller, Some(expected));
+    let AgentMessage::ToolResult(result) = &outcome.messages[2] else {
+        panic!("{:?}", outcome.messages[2]);
+    };
+    assert_eq!(result.result.text_content(), "sunny");
+
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    assert_eq!(bodies.len(), 2);
+    for body in &bodies {
+        assert_eq!(body["tools"][0]["name"], "get_weather");
+        assert_eq!(
+            body["tools"][0]["allowed_callers"],
+            json!(["direct", "programmatic"])
+        );
+        assert_eq!(
+            body["tools"][1],
+            json!({"type": "programmatic_tool_calling"})
+        );
+        assert_eq!(body["tools"].as_array().unwrap().len(), 2);
+    }
+    // The program item goes back as it came, then the call with its caller, then its output.
+    let input = bodies[1]["input"].as_array().unwrap();
+    assert_eq!(input[1], program);
+    assert_eq!(input[2]["type"], "function_call");
+    assert_eq!(input[2]["call_id"], "call_a");
+    assert_eq!(input[2]["caller"], caller);
+    assert_eq!(input[3]["type"], "function_call_output");
+    assert_eq!(input[3]["call_id"], "call_a");
+    assert_sdk_accepts(&server);
+}
+
+#[test]
+fn a_call_from_a_program_round_trips_through_a_saved_run_and_a_direct_one_has_no_caller() {
+    use yiem_core::{AgentMessage, ToolCaller};
+    let call = |call_id: &str, caller: Value| {
+        json!({"type": "function_call", "id": format!("fc_{call_id}"), "call_id": call_id,
+               "name": "get_weather", "arguments": "{\"city\":\"Lima\"}", "status": "completed",
+               "caller": caller})
+    };
+    let output = json!([
+        call(
+            "call_a",
+            json!({"type": "program", "caller_id": "call_prog"})
+        ),
+        call("call_b", json!({"type": "direct"})),
+    ]);
+    let body = json!({"type": "response.completed",
+        "response": response("resp_1", "completed", output, usage_json(5, 0, 5, 0))});
+    let events =
+        yiem_core::llm::parse_responses_events_for_fuzzing([("", body.to_string().as_str())]);
+    let reply = assemble(&events);
+    let calls: Vec<&ToolCall> = reply.tool_calls().collect();
+    assert_eq!(calls.len(), 2, "{events:?}");
+    assert_eq!(
+        calls[0].caller,
+        Some(ToolCaller::new("openai-responses", "program", "call_prog"))
+    );
+    assert_eq!(
+        calls[1].caller, None,
+        "a direct caller is the model's own call"
+    );
+    let saved = serde_json::to_string(&AgentMessage::Assistant(reply.clone())).unwrap();
+    let AgentMessage::Assistant(restored) = serde_json::from_str(&saved).unwrap() else {
+        panic!("{saved}");
+    };
+    assert_eq!(restored, reply);
+}

@@ -11,12 +11,15 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::anthropic_format::{PROVIDER, to_anthropic_messages};
+use super::anthropic_format::{
+    CONTAINER_BLOCK, PROVIDER, container_to_reuse, to_anthropic_messages,
+};
 use super::config::ConfigError;
 use super::failure::{error_text, preview};
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::StopReason;
@@ -26,6 +29,9 @@ use crate::result::Usage;
 pub(crate) const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent by default.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
+
+/// The code-execution tool version that programmatic calling adds.
+const CODE_EXECUTION: &str = "code_execution_20250825";
 
 /// Where and how an [`AnthropicModel`] sends its requests.
 ///
@@ -67,6 +73,9 @@ pub struct AnthropicConfig {
     pub tool_search: ToolSearchMode,
     /// Which of Anthropic's tool searches (default [`AnthropicToolSearch::Bm25`]).
     pub tool_search_kind: AnthropicToolSearch,
+    /// Programmatic tool calling (default `None`, off): see
+    /// [`with_programmatic_calling`](Self::with_programmatic_calling).
+    pub programmatic_calling: Option<ProgrammaticCalling>,
     /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -90,6 +99,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("prompt_cache", &self.prompt_cache)
             .field("tool_search", &self.tool_search)
             .field("tool_search_kind", &self.tool_search_kind)
+            .field("programmatic_calling", &self.programmatic_calling)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -177,6 +187,7 @@ impl AnthropicConfig {
             prompt_cache: PromptCache::Off,
             tool_search: ToolSearchMode::Auto,
             tool_search_kind: AnthropicToolSearch::Bm25,
+            programmatic_calling: None,
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -227,6 +238,40 @@ impl AnthropicConfig {
         self
     }
 
+    /// Lets Claude call tools from programs it runs in Anthropic's code-execution sandbox: requests
+    /// that carry tools add the code-execution tool (`code_execution_20250825`) and give each tool
+    /// `calling` allows `allowed_callers: ["direct", "code_execution_20250825"]` (the model can still
+    /// call it itself). A call a program makes comes back as a `tool_use` block with its `caller`,
+    /// becomes a [`ToolCall`](crate::ToolCall) with that [`ToolCaller`](crate::ToolCaller), runs
+    /// through the pipeline like any other, and goes back with its caller. The program itself and its
+    /// output (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
+    /// unchanged. The reply's code-execution `container` is kept as a provider block of type
+    /// `container` (not sent back as a block): a request that answers a program's calls names it in
+    /// its `container` field, as the API requires.
+    ///
+    /// ```
+    /// use yiem_core::llm::ProgrammaticCalling;
+    /// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest};
+    /// # fn lookup() -> yiem_core::AgentTool {
+    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
+    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
+    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// #         .build().unwrap()
+    /// # }
+    ///
+    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
+    ///     .with_programmatic_calling(ProgrammaticCalling::new());
+    /// let model = AnthropicModel::new(config).unwrap();
+    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let body = model.request_body(&request).unwrap();
+    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "code_execution_20250825"]));
+    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20250825", "name": "code_execution"}));
+    /// ```
+    pub fn with_programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
+        self.programmatic_calling = Some(calling);
+        self
+    }
+
     fn endpoint(&self) -> Result<String, ConfigError> {
         let base = transport::checked_base(&self.base_url)?;
         Ok(if base.ends_with("/messages") {
@@ -251,7 +296,8 @@ impl AnthropicConfig {
 /// `signature_delta` arrives), `RedactedThinking`, the server's own blocks (`server_tool_use`,
 /// `web_search_tool_result` and any other block type, their streamed input assembled) as whole
 /// `ProviderBlock`s that go back unchanged, tool calls (`input_json_delta` pieces as
-/// `ToolCallDelta`s, each followed by the partial arguments), usage (`input_tokens`, `output_tokens`,
+/// `ToolCallDelta`s, each followed by the partial arguments; a call a code-execution program made
+/// with a `ToolCallCaller`, see [`AnthropicConfig::with_programmatic_calling`]), usage (`input_tokens`, `output_tokens`,
 /// cache reads and writes; `message_delta`'s counts are cumulative) and the stop reason: `end_turn` and
 /// `stop_sequence` → `Stop`, `tool_use` → `ToolUse`, `max_tokens` and `model_context_window_exceeded` →
 /// `Length`, `pause_turn` → [`StopReason::Paused`] (a server tool's long turn paused: the reply is kept,
@@ -377,11 +423,18 @@ impl AnthropicModel {
             }
             if let Value::Array(list) = &mut tools {
                 list.extend(searched);
+                if let Some(calling) = &self.config.programmatic_calling {
+                    calling.mark(list.iter_mut(), request, &json!(["direct", CODE_EXECUTION]));
+                    list.push(json!({"type": CODE_EXECUTION, "name": "code_execution"}));
+                }
             }
             body.insert("tools".into(), tools);
             if let Some(choice) = choice {
                 body.insert("tool_choice".into(), choice);
             }
+        }
+        if let Some(container) = container_to_reuse(&request.messages) {
+            body.insert("container".into(), json!(container));
         }
         body.insert("stream".into(), json!(true));
         for (key, value) in &self.config.extra_body {
@@ -452,6 +505,8 @@ struct EventParser {
     server: Vec<ServerBlock>,
     stop_reason: Option<String>,
     usage: Usage,
+    /// The code-execution container the reply used (`message_start`'s or `message_delta`'s).
+    container: Option<Value>,
     chunks: usize,
     stopped: bool,
     finished: bool,
@@ -479,6 +534,12 @@ impl EventParser {
         }
         if let Some(n) = number("cache_creation_input_tokens") {
             self.usage.cache_write_tokens = n;
+        }
+    }
+
+    fn read_container(&mut self, container: Option<&Value>) {
+        if let Some(container) = container.filter(|container| container.is_object()) {
+            self.container = Some(container.clone());
         }
     }
 
@@ -514,6 +575,19 @@ impl EventParser {
                     id: text("id").to_owned(),
                     name: text("name").to_owned(),
                 });
+                // A call a program in the code-execution sandbox made names it (`direct` for the
+                // model's own).
+                if let Some(kind) = block
+                    .pointer("/caller/type")
+                    .and_then(Value::as_str)
+                    .filter(|kind| *kind != "direct")
+                {
+                    let id = block.pointer("/caller/tool_id").and_then(Value::as_str);
+                    events.push(ModelEvent::ToolCallCaller {
+                        index: slot,
+                        caller: ToolCaller::new(PROVIDER, kind, id.unwrap_or_default()),
+                    });
+                }
                 // A streamed block starts with `input: {}` and sends its input as deltas; a whole block
                 // carries it.
                 if let Some(input) = block
@@ -589,6 +663,7 @@ impl EventParser {
                 if let Some(usage) = event.pointer("/message/usage") {
                     self.read_usage(usage);
                 }
+                self.read_container(event.pointer("/message/container"));
             }
             "content_block_start" => {
                 let block = event.get("content_block").unwrap_or(&Value::Null);
@@ -645,6 +720,7 @@ impl EventParser {
                 if let Some(usage) = event.get("usage") {
                     self.read_usage(usage);
                 }
+                self.read_container(event.pointer("/delta/container"));
             }
             "message_stop" => self.stopped = true,
             "ping" => {}
@@ -701,6 +777,7 @@ impl StreamParser for EventParser {
         if let Some(usage) = message.get("usage") {
             self.read_usage(usage);
         }
+        self.read_container(message.get("container"));
         self.stop_reason = message
             .get("stop_reason")
             .and_then(Value::as_str)
@@ -740,6 +817,14 @@ impl StreamParser for EventParser {
                 )));
                 return events;
             }
+        }
+        // The container goes in the reply, for the request that answers its programs' calls.
+        if let Some(Value::Object(mut container)) = self.container.take() {
+            container.insert("type".into(), json!(CONTAINER_BLOCK));
+            events.push(ModelEvent::ProviderBlock {
+                provider: PROVIDER.into(),
+                block: Value::Object(container),
+            });
         }
         let stop_reason = match self.stop_reason.as_deref() {
             Some("tool_use") => StopReason::ToolUse,

@@ -12,6 +12,33 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessa
 /// How [`AssistantContent::ProviderBlock`]s of this format name their provider.
 pub(crate) const PROVIDER: &str = "anthropic";
 
+/// The type of the provider block that keeps a reply's code-execution container (`{"type":
+/// "container", "id", "expires_at"}`); it is not a content block, and is not sent back as one.
+pub(crate) const CONTAINER_BLOCK: &str = "container";
+
+/// The container a request must name: the one of the last reply, when a program in it called tools
+/// (their results answer that program, which waits in its container).
+pub(crate) fn container_to_reuse(messages: &[AgentMessage]) -> Option<&str> {
+    let reply = messages.iter().rev().find_map(|message| match message {
+        AgentMessage::Assistant(reply) => Some(reply),
+        _ => None,
+    })?;
+    let programmatic = reply
+        .tool_calls()
+        .any(|call| call.caller.as_ref().is_some_and(|c| c.provider == PROVIDER));
+    if !programmatic {
+        return None;
+    }
+    reply.content.iter().find_map(|block| match block {
+        AssistantContent::ProviderBlock { provider, block }
+            if provider == PROVIDER && block["type"] == CONTAINER_BLOCK =>
+        {
+            block["id"].as_str()
+        }
+        _ => None,
+    })
+}
+
 /// The conversation as the `messages` of a Messages API request.
 ///
 /// - A user message is `{"role": "user", "content": [...]}` with `text` and `image` (base64) blocks.
@@ -19,7 +46,8 @@ pub(crate) const PROVIDER: &str = "anthropic";
 ///   (the API checks them; a thinking block without a signature, from another provider, is left out),
 ///   `redacted_thinking` blocks with their data, `text` blocks (empty ones left out: the API refuses
 ///   them) and `tool_use` blocks with `input` as an object (arguments that are not a JSON object, from a
-///   reply cut at the output limit, are sent as `{}`).
+///   reply cut at the output limit, are sent as `{}`) and, for a call a program in Anthropic's
+///   code-execution sandbox made, its `caller`.
 /// - Tool results are `tool_result` blocks (`tool_use_id`, `content` as text and image blocks,
 ///   `is_error: true` for a failed call) in a user message; results and user text that follow each
 ///   other share one user message, as the API wants roles to alternate.
@@ -111,14 +139,21 @@ fn assistant_blocks(message: &AssistantMessage, answered: &[&str]) -> Vec<Value>
             }
             AssistantContent::Text { text } if text.is_empty() => {}
             AssistantContent::Text { text } => blocks.push(json!({"type": "text", "text": text})),
-            AssistantContent::ToolCall(call) if answered.contains(&call.id.as_str()) => blocks
-                .push(json!({
+            AssistantContent::ToolCall(call) if answered.contains(&call.id.as_str()) => {
+                let mut block = json!({
                     "type": "tool_use",
                     "id": call.id,
                     "name": call.name,
                     "input": arguments_object(call),
-                })),
+                });
+                // A program in Anthropic's sandbox made it: its caller goes back with it.
+                if let Some(caller) = call.caller.as_ref().filter(|c| c.provider == PROVIDER) {
+                    block["caller"] = json!({"type": caller.kind, "tool_id": caller.id});
+                }
+                blocks.push(block)
+            }
             AssistantContent::ToolCall(_) => {}
+            AssistantContent::ProviderBlock { block, .. } if block["type"] == CONTAINER_BLOCK => {}
             AssistantContent::ProviderBlock { provider, block } if provider == PROVIDER => {
                 blocks.push(block.clone())
             }

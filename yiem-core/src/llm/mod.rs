@@ -28,6 +28,8 @@ mod openai_responses;
 mod openai_responses_format;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod partial;
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+mod programmatic;
 mod replay;
 mod reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
@@ -47,7 +49,7 @@ use futures::Stream;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::ToolCall;
+use crate::call::{ToolCall, ToolCaller};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason};
 use crate::registry::ToolList;
 use crate::result::Usage;
@@ -87,6 +89,8 @@ pub use openai_responses::{
 pub use openai_responses_format::to_responses_input;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use partial::partial_arguments;
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+pub use programmatic::ProgrammaticCalling;
 pub use reply::stream_reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
@@ -168,6 +172,14 @@ pub enum ModelEvent {
         id: String,
         /// The tool's name.
         name: String,
+    },
+    /// What made tool call `index`, sent after its `ToolCallStart` when a program in the provider's
+    /// sandbox made it (provider-native programmatic calling); the model's own calls have none.
+    ToolCallCaller {
+        /// The call's position in the reply.
+        index: usize,
+        /// The program that made it.
+        caller: ToolCaller,
     },
     /// More of a tool call's arguments, as partial JSON text.
     ToolCallDelta {
@@ -416,15 +428,19 @@ impl MessageAssembler {
                     )));
                 Some(delta)
             }
+            ModelEvent::ToolCallCaller { index, caller } => {
+                let delta = serde_json::json!({"type": "tool_call_caller", "index": index, "caller": caller});
+                if let Some(block) = self.open_block(index)
+                    && let Some(AssistantContent::ToolCall(tool_call)) =
+                        self.reply().content.get_mut(block)
+                {
+                    tool_call.caller = Some(caller);
+                }
+                Some(delta)
+            }
             ModelEvent::ToolCallDelta { index, arguments } => {
                 let delta = serde_json::json!({"type": "tool_call_delta", "index": index, "arguments": arguments});
-                let block = self
-                    .pending
-                    .iter()
-                    .rev()
-                    .find(|c| c.index == index && !c.closed)
-                    .map(|c| c.block);
-                if let Some(block) = block
+                if let Some(block) = self.open_block(index)
                     && let Some(AssistantContent::ToolCall(tool_call)) =
                         self.reply().content.get_mut(block)
                     && let Value::String(text) = &mut tool_call.arguments
@@ -453,6 +469,15 @@ impl MessageAssembler {
                 None
             }
         }
+    }
+
+    /// The block of call `index`, while its arguments are still coming.
+    fn open_block(&self, index: usize) -> Option<usize> {
+        self.pending
+            .iter()
+            .rev()
+            .find(|c| c.index == index && !c.closed)
+            .map(|c| c.block)
     }
 
     /// `id`, or, when a call of this reply already has it (a model that sent one id twice), `id_2`,

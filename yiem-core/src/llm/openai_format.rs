@@ -414,6 +414,7 @@ fn extract_block(block: &Value, calls: &mut Vec<ToolCall>) {
                 .unwrap_or_default()
                 .to_owned(),
             arguments: block.get("arguments").cloned().unwrap_or(Value::Null),
+            caller: None,
         }),
         _ => {}
     }
@@ -430,6 +431,7 @@ fn openai_call(entry: &Value) -> ToolCall {
             .unwrap_or_default()
             .to_owned(),
         arguments: function.get("arguments").cloned().unwrap_or(Value::Null),
+        caller: None,
     }
 }
 

@@ -15,7 +15,8 @@ use super::openai::{API_KEY_ENV, BASE_URL_ENV, MODEL_ENV};
 use super::openai_responses_format::{PROVIDER, render, response_id, usage_from_responses};
 use super::retry::RetryPolicy;
 use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
@@ -73,6 +74,9 @@ pub struct OpenAiResponsesConfig {
     /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default [`ToolSearchMode::Auto`]: OpenAI's
     /// on GPT-5.4 and later; see [`catalog`](crate::catalog)).
     pub tool_search: ToolSearchMode,
+    /// Programmatic tool calling (default `None`, off): see
+    /// [`with_programmatic_calling`](Self::with_programmatic_calling).
+    pub programmatic_calling: Option<ProgrammaticCalling>,
     /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
     /// into every body; they override the client's own fields of the same name.
     pub extra_body: Map<String, Value>,
@@ -100,6 +104,7 @@ impl fmt::Debug for OpenAiResponsesConfig {
             .field("encrypted_reasoning", &self.encrypted_reasoning)
             .field("strict_tools", &self.strict_tools)
             .field("tool_search", &self.tool_search)
+            .field("programmatic_calling", &self.programmatic_calling)
             .field("extra_body", &self.extra_body)
             .field("tool_choice", &self.tool_choice)
             .field("retry", &self.retry)
@@ -128,6 +133,7 @@ impl OpenAiResponsesConfig {
             encrypted_reasoning: true,
             strict_tools: false,
             tool_search: ToolSearchMode::Auto,
+            programmatic_calling: None,
             extra_body: Map::new(),
             tool_choice: super::ToolChoice::Auto,
             retry: RetryPolicy::default(),
@@ -212,6 +218,37 @@ impl OpenAiResponsesConfig {
         self
     }
 
+    /// Lets the model call tools from programs it runs on OpenAI's side (programmatic tool calling):
+    /// requests that carry tools add `{"type": "programmatic_tool_calling"}` and give each function
+    /// tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can still call it
+    /// itself). A call a program makes comes back as a `function_call` item with its `caller`
+    /// (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::ToolCall) with that
+    /// [`ToolCaller`](crate::ToolCaller), runs through the pipeline like any other, and goes back with
+    /// its caller. The `program` item itself is kept as a provider block and goes back unchanged.
+    ///
+    /// ```
+    /// use yiem_core::llm::ProgrammaticCalling;
+    /// use yiem_core::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel};
+    /// # fn lookup() -> yiem_core::AgentTool {
+    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
+    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
+    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// #         .build().unwrap()
+    /// # }
+    ///
+    /// let config = OpenAiResponsesConfig::new("gpt-5.5")
+    ///     .with_programmatic_calling(ProgrammaticCalling::new());
+    /// let model = OpenAiResponsesModel::new(config).unwrap();
+    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let body = model.request_body(&request).unwrap();
+    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "programmatic"]));
+    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "programmatic_tool_calling"}));
+    /// ```
+    pub fn with_programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
+        self.programmatic_calling = Some(calling);
+        self
+    }
+
     /// Sets [`strict_tools`](Self::strict_tools).
     pub fn with_strict_tools(mut self, on: bool) -> Self {
         self.strict_tools = on;
@@ -241,7 +278,9 @@ impl OpenAiResponsesConfig {
 ///
 /// - `response.output_text.delta` → text; `response.reasoning_summary_text.delta` and
 ///   `response.reasoning_text.delta` → thinking (summary parts apart by a blank line);
-/// - a `function_call` item (`response.output_item.added`) → `ToolCallStart` with its `call_id`, its
+/// - a `function_call` item (`response.output_item.added`) → `ToolCallStart` with its `call_id` (and a
+///   `ToolCallCaller` when a program made it, see
+///   [`OpenAiResponsesConfig::with_programmatic_calling`]), its
 ///   `response.function_call_arguments.delta`s → `ToolCallDelta`s (each followed by the partial
 ///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
 ///   its arguments from `.done`;
@@ -416,6 +455,14 @@ impl OpenAiResponsesModel {
             tools.push(json!({"type": "tool_search"}));
             tools.extend(deferred.into_iter().map(flatten));
         }
+        if let Some(calling) = &self.config.programmatic_calling {
+            calling.mark(
+                tools.iter_mut(),
+                request,
+                &json!(["direct", "programmatic"]),
+            );
+            tools.push(json!({"type": "programmatic_tool_calling"}));
+        }
         Ok(Value::Array(tools))
     }
 }
@@ -549,6 +596,18 @@ impl EventParser {
                     id: text("call_id").to_owned(),
                     name: text("name").to_owned(),
                 });
+                // A call a program made names it (`direct` for the model's own).
+                if let Some(kind) = item
+                    .pointer("/caller/type")
+                    .and_then(Value::as_str)
+                    .filter(|kind| *kind != "direct")
+                {
+                    let id = item.pointer("/caller/caller_id").and_then(Value::as_str);
+                    events.push(ModelEvent::ToolCallCaller {
+                        index: slot,
+                        caller: ToolCaller::new(PROVIDER, kind, id.unwrap_or_default()),
+                    });
+                }
                 Kind::Call(slot)
             }
             "reasoning" => Kind::Reasoning,

@@ -32,8 +32,9 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 /// - A reply goes back item by item, in order: its reasoning items whole (with their
 ///   `encrypted_content`), its text as an assistant `message` (with the message's id when the reply
 ///   came from this API, as `output_text` parts; otherwise as plain text), its calls as
-///   `function_call` items (`call_id`, `name`, `arguments` as JSON text, and the item's `id` when it
-///   came from this API) and hosted tools' items unchanged.
+///   `function_call` items (`call_id`, `name`, `arguments` as JSON text, the item's `id` when it
+///   came from this API, and the `caller` of a call a program made) and hosted tools' items (a
+///   `program` among them) unchanged.
 /// - A tool result is a `function_call_output` with the call's `call_id`; its `output` is the text, or
 ///   `input_text` and `input_image` parts when the result has an image.
 /// - Pairing and failed replies follow the same rules as [`to_openai_messages`](super::to_openai_messages):
@@ -282,6 +283,13 @@ fn assistant_items(reply: &AssistantMessage, answered: &[&str], stored: bool, ou
                     "arguments".into(),
                     json!(arguments_object(call).to_string()),
                 );
+                // A program of OpenAI's programmatic tool calling made it: its caller goes back with it.
+                if let Some(caller) = call.caller.as_ref().filter(|c| c.provider == PROVIDER) {
+                    item.insert(
+                        "caller".into(),
+                        json!({"type": caller.kind, "caller_id": caller.id}),
+                    );
+                }
                 items.push(Value::Object(item));
             }
             AssistantContent::ProviderBlock { provider, block } if provider == PROVIDER => {

@@ -147,6 +147,7 @@ pub(crate) mod fixtures {
             id: "call_1".into(),
             name: "fetch".into(),
             arguments: json!({}),
+            caller: None,
         };
         let mut result = AgentToolResult::text("said");
         result.content = every_kind().into();
