@@ -284,3 +284,33 @@ async fn a_large_catalog_defers_an_mcp_servers_tools_and_adds_the_search_a_small
         found.text_content()
     );
 }
+
+#[tokio::test]
+async fn one_search_over_two_stores_at_the_same_version_finds_each_stores_own_tools() {
+    use yiem_core::catalog::ToolSearch;
+    let store = |name: &str, description: &str| {
+        let store = yiem_core::ToolStore::new(name).with_deferred_loading();
+        let tool = yiem_core::AgentTool::builder(name)
+            .description(description)
+            .handler(|_, _| async { "" })
+            .build()
+            .unwrap();
+        store.register(tool).unwrap();
+        store
+    };
+    let invoices = store("send_invoice", "Send an invoice by e-mail.");
+    let weather = store("get_weather", "The weather forecast for a city.");
+    assert_eq!(*invoices.changes().borrow(), *weather.changes().borrow());
+    let search = ToolSearch::bm25();
+    let found = |store: &yiem_core::ToolStore, query: &str| -> Vec<String> {
+        search
+            .search(store, query, 5)
+            .into_iter()
+            .map(|(tool, _)| tool.name().to_owned())
+            .collect()
+    };
+    assert_eq!(found(&invoices, "invoice"), ["send_invoice"]);
+    // The index made for the first store is not the second one's, though both are at version 1.
+    assert_eq!(found(&weather, "weather forecast"), ["get_weather"]);
+    assert!(found(&weather, "invoice").is_empty());
+}

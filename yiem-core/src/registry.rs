@@ -79,8 +79,6 @@ type ToolMap = IndexMap<String, AgentTool, foldhash::fast::RandomState>;
 
 type DeferredSet = std::collections::HashSet<String, foldhash::fast::RandomState>;
 
-/// What a store holds: its tools, and their list as requests carry it, made on first use and dropped by
-/// every change.
 /// What a call finds in its store: its tool (if the store has it), the store's state and how the store
 /// checks arguments.
 pub(crate) struct Found {
@@ -89,6 +87,8 @@ pub(crate) struct Found {
     pub(crate) checking: ArgumentChecking,
 }
 
+/// What a store holds: its tools, and their list as requests carry it, made on first use and dropped by
+/// every change.
 struct Tools {
     map: ToolMap,
     list: OnceLock<ToolList>,
@@ -115,6 +115,12 @@ impl Tools {
             .get_mut()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
         self.version.send_modify(|version| *version += 1);
+    }
+
+    /// Defers the tool called `name` (never [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS), which is how
+    /// deferred tools are found); whether it was not deferred before.
+    fn defer(&mut self, name: &str) -> bool {
+        name != crate::catalog::SEARCH_TOOLS && self.deferred.insert(name.to_owned())
     }
 
     fn list(&self) -> &ToolList {
@@ -295,7 +301,9 @@ impl ToolStore {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Tools> {
-        read_tools(&self.tools)
+        self.tools
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Tools> {
@@ -364,10 +372,8 @@ impl ToolStore {
         }
         let names = tools.iter().map(|t| t.name().to_owned()).collect();
         for tool in tools {
-            if (guard.defer_all || tool.provider_options().defer_loading)
-                && tool.name() != crate::catalog::SEARCH_TOOLS
-            {
-                guard.deferred.insert(tool.name().to_owned());
+            if guard.defer_all || tool.provider_options().defer_loading {
+                guard.defer(tool.name());
             }
             guard.map.insert(tool.name().to_owned(), tool);
         }
@@ -552,10 +558,7 @@ impl ToolStore {
         let mut deferred = 0;
         for name in names {
             let name = name.as_ref();
-            if name != crate::catalog::SEARCH_TOOLS
-                && tools.map.contains_key(name)
-                && tools.deferred.insert(name.to_owned())
-            {
+            if tools.map.contains_key(name) && tools.defer(name) {
                 deferred += 1;
             }
         }
@@ -615,8 +618,7 @@ impl ToolStore {
     /// The `list_tools` tool for this store: it lists what is in the store when it is called, so tools
     /// registered later show up too.
     pub fn list_tools_tool(&self) -> AgentTool {
-        let store = Arc::downgrade(&self.tools);
-        let name = self.name.clone();
+        let store = self.downgrade();
         AgentTool::builder(LIST_TOOLS)
             .label("List Tools")
             .description(
@@ -627,7 +629,7 @@ impl ToolStore {
             .parallel()
             .annotations(ToolAnnotations::LOOKUP)
             .handler(move |_ctx: ToolContext, _args| {
-                let listing = list(&store, &name);
+                let listing = list(&store);
                 async move { listing }
             })
             .build()
@@ -643,29 +645,29 @@ pub(crate) struct WeakStore {
 }
 
 impl WeakStore {
-    /// The store, if it still exists.
-    pub(crate) fn upgrade(&self) -> Option<ToolStore> {
-        Some(ToolStore {
-            name: self.name.clone(),
-            tools: self.tools.upgrade()?,
-        })
+    /// The store, or (for the model that called a tool of a store dropped since) why not.
+    pub(crate) fn upgrade(&self) -> Result<ToolStore, String> {
+        match self.tools.upgrade() {
+            Some(tools) => Ok(ToolStore {
+                name: self.name.clone(),
+                tools,
+            }),
+            None => Err(format!("the tool store `{}` no longer exists", self.name)),
+        }
+    }
+
+    /// Whether this is a handle to `store`.
+    pub(crate) fn is(&self, store: &ToolStore) -> bool {
+        Weak::ptr_eq(&self.tools, &Arc::downgrade(&store.tools))
     }
 }
 
 /// The name of the tool that lists a store's tools.
 pub const LIST_TOOLS: &str = "list_tools";
 
-fn read_tools(tools: &RwLock<Tools>) -> RwLockReadGuard<'_, Tools> {
-    tools
-        .read()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn list(store: &Weak<RwLock<Tools>>, store_name: &str) -> Result<String, String> {
-    let Some(tools) = store.upgrade() else {
-        return Err(format!("the tool store `{store_name}` no longer exists"));
-    };
-    let tools = read_tools(&tools);
+fn list(store: &WeakStore) -> Result<String, String> {
+    let store = store.upgrade()?;
+    let tools = store.read();
     let mut text = String::from("Available tools:");
     for tool in tools.map.values() {
         let summary = tool.description().lines().next().unwrap_or_default().trim();

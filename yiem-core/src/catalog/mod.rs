@@ -68,30 +68,6 @@ pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};
 pub use search::{ToolSearch, defer_when_large};
 
-#[cfg(test)]
-mod tests {
-    use super::model_version;
-
-    #[test]
-    fn model_versions_are_read_from_names() {
-        assert_eq!(
-            model_version("claude-sonnet-4-5-20250929", "claude-sonnet-"),
-            Some((4, 5))
-        );
-        assert_eq!(
-            model_version("claude-opus-4-20250514", "claude-opus-"),
-            Some((4, 0))
-        );
-        assert_eq!(
-            model_version("claude-haiku-5", "claude-haiku-"),
-            Some((5, 0))
-        );
-        assert_eq!(model_version("gpt-5.4-mini", "gpt-"), Some((5, 4)));
-        assert_eq!(model_version("gpt-4o", "gpt-"), None);
-        assert_eq!(model_version("llama3", "gpt-"), None);
-    }
-}
-
 /// The name of the local tool-search tool ([`ToolSearch::tool`]).
 pub const SEARCH_TOOLS: &str = "search_tools";
 
@@ -190,14 +166,14 @@ impl RequestTools {
                 sent.push(tool.clone());
             }
         }
-        let waiting = tools
+        let every_deferred = tools
             .iter()
             .filter(|tool| deferred(tool.name()))
             .map(|tool| (*tool).clone())
             .collect();
         RequestTools {
             tools: ToolList::new(sent),
-            deferred: ToolList::new(waiting),
+            deferred: ToolList::new(every_deferred),
         }
     }
 
@@ -306,5 +282,29 @@ fn found_by_provider(block: &Value, names: &mut Vec<String>) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::model_version;
+
+    #[test]
+    fn model_versions_are_read_from_names() {
+        assert_eq!(
+            model_version("claude-sonnet-4-5-20250929", "claude-sonnet-"),
+            Some((4, 5))
+        );
+        assert_eq!(
+            model_version("claude-opus-4-20250514", "claude-opus-"),
+            Some((4, 0))
+        );
+        assert_eq!(
+            model_version("claude-haiku-5", "claude-haiku-"),
+            Some((5, 0))
+        );
+        assert_eq!(model_version("gpt-5.4-mini", "gpt-"), Some((5, 4)));
+        assert_eq!(model_version("gpt-4o", "gpt-"), None);
+        assert_eq!(model_version("llama3", "gpt-"), None);
     }
 }

@@ -128,7 +128,7 @@ mod bm25_ranker {
 
     /// The words of each run of letters and digits (`getWeather` → `get`, `weather`), worked out once
     /// per index.
-    type Stems = FastMap<String, Vec<String>>;
+    type PieceWords = FastMap<String, Vec<String>>;
 
     /// BM25 over each tool's [`searchable_text`], tuned for tools:
     ///
@@ -200,7 +200,7 @@ mod bm25_ranker {
             &self,
             tool: &AgentTool,
             words: &Words,
-            stems: &mut Stems,
+            piece_words: &mut PieceWords,
         ) -> (FastMap<String, u32>, usize) {
             let [name, label, description, parameters] = searchable_text(tool);
             let mut fields: Vec<(&str, u32)> = vec![(&name, self.name_weight as u32)];
@@ -212,7 +212,7 @@ mod bm25_ranker {
             let mut counts = FastMap::default();
             let mut length = 0;
             for (field, times) in fields {
-                words.each(field, stems, |word| {
+                words.each(field, piece_words, |word| {
                     match counts.get_mut(word) {
                         Some(count) => *count += times,
                         None => {
@@ -229,10 +229,10 @@ mod bm25_ranker {
     impl Ranker for Bm25Ranker {
         fn index(&self, tools: &[AgentTool]) -> Box<dyn ToolIndex> {
             let words = Words::new(self.tuned);
-            let mut stems = Stems::default();
+            let mut piece_words = PieceWords::default();
             let documents: Vec<(FastMap<String, u32>, usize)> = tools
                 .iter()
-                .map(|tool| self.counts(tool, &words, &mut stems))
+                .map(|tool| self.counts(tool, &words, &mut piece_words))
                 .collect();
             let average = documents.iter().map(|(_, length)| *length).sum::<usize>() as f32
                 / documents.len().max(1) as f32;
@@ -246,8 +246,6 @@ mod bm25_ranker {
                 // BM25's weight of a word in a text: it saturates with the count (`k1`) and is
                 // discounted for a text longer than the average (`b`).
                 let norm = self.k1 * (1.0 - self.b + self.b * length as f32 / average.max(1.0));
-                let mut counts: Vec<(String, u32)> = counts.into_iter().collect();
-                counts.sort_unstable();
                 for (word, count) in counts {
                     let count = count as f32;
                     let weight = count * (self.k1 + 1.0) / (count + norm);
@@ -290,17 +288,17 @@ mod bm25_ranker {
     }
 
     impl Words {
-        /// Calls `push` with each word of `text`; `stems` remembers each word's stem.
-        fn each(&self, text: &str, stems: &mut Stems, mut push: impl FnMut(&str)) {
+        /// Calls `push` with each word of `text`; `piece_words` remembers the words of each run of letters.
+        fn each(&self, text: &str, piece_words: &mut PieceWords, mut push: impl FnMut(&str)) {
             for piece in text.split(|c: char| !c.is_alphanumeric()) {
                 if piece.is_empty() {
                     continue;
                 }
-                if !stems.contains_key(piece) {
+                if !piece_words.contains_key(piece) {
                     let words = self.words_of(piece);
-                    stems.insert(piece.to_owned(), words);
+                    piece_words.insert(piece.to_owned(), words);
                 }
-                for word in &stems[piece] {
+                for word in &piece_words[piece] {
                     push(word);
                 }
             }
@@ -375,7 +373,7 @@ mod bm25_ranker {
     impl ToolIndex for Index {
         fn search(&self, query: &str, k: usize) -> Vec<(usize, f32)> {
             let mut asked: Vec<usize> = Vec::new();
-            self.words.each(query, &mut Stems::default(), |word| {
+            self.words.each(query, &mut PieceWords::default(), |word| {
                 // Each word of the query counts once.
                 if let Some(&id) = self.vocabulary.get(word)
                     && !asked.contains(&id)

@@ -47,14 +47,15 @@ const MAX_QUERY: u64 = 1000;
 pub struct ToolSearch {
     ranker: Arc<dyn Ranker>,
     results: usize,
-    index: Arc<Mutex<Option<Indexed>>>,
+    index: Arc<Mutex<Option<Arc<Indexed>>>>,
 }
 
-/// An index and what it was made from.
+/// An index and what it was made from: which store, at which version, and its tools in index order.
 struct Indexed {
+    store: WeakStore,
     version: u64,
     tools: Vec<AgentTool>,
-    index: Arc<dyn ToolIndex>,
+    index: Box<dyn ToolIndex>,
 }
 
 impl ToolSearch {
@@ -82,36 +83,42 @@ impl ToolSearch {
     /// The best `k` of `store`'s deferred tools for `query` (of all its tools, if none is deferred),
     /// with their scores, best first.
     pub fn search(&self, store: &ToolStore, query: &str, k: usize) -> Vec<(AgentTool, f32)> {
-        let version = *store.changes().borrow();
-        let (tools, index) = {
-            let mut cached = self
-                .index
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner());
-            match cached.as_ref() {
-                Some(indexed) if indexed.version == version => {}
-                _ => {
-                    let mut tools = store.deferred_tools();
-                    if tools.is_empty() {
-                        tools = store.tools();
-                        tools.retain(|tool| tool.name() != SEARCH_TOOLS);
-                    }
-                    let index = Arc::from(self.ranker.index(&tools));
-                    *cached = Some(Indexed {
-                        version,
-                        tools,
-                        index,
-                    });
-                }
-            }
-            let indexed = cached.as_ref().expect("set above");
-            (indexed.tools.clone(), Arc::clone(&indexed.index))
-        };
-        index
+        let indexed = self.indexed(store);
+        indexed
+            .index
             .search(query, k)
             .into_iter()
-            .filter_map(|(at, score)| Some((tools.get(at)?.clone(), score)))
+            .filter_map(|(at, score)| Some((indexed.tools.get(at)?.clone(), score)))
             .collect()
+    }
+
+    /// The index of `store`'s tools as they are now: the one made last, unless it was made for another
+    /// store or before the store changed.
+    fn indexed(&self, store: &ToolStore) -> Arc<Indexed> {
+        let version = *store.changes().borrow();
+        let mut cached = self
+            .index
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(indexed) = cached.as_ref()
+            && indexed.version == version
+            && indexed.store.is(store)
+        {
+            return Arc::clone(indexed);
+        }
+        let mut tools = store.deferred_tools();
+        if tools.is_empty() {
+            tools = store.tools();
+            tools.retain(|tool| tool.name() != SEARCH_TOOLS);
+        }
+        let indexed = Arc::new(Indexed {
+            store: store.downgrade(),
+            version,
+            index: self.ranker.index(&tools),
+            tools,
+        });
+        *cached = Some(Arc::clone(&indexed));
+        indexed
     }
 
     /// The [`SEARCH_TOOLS`] tool over `store`: it takes a `query` (what the task needs, in words) and an
@@ -157,8 +164,9 @@ impl ToolSearch {
     }
 
     fn answer(&self, store: &WeakStore, args: &serde_json::Value) -> AgentToolResult {
-        let Some(store) = store.upgrade() else {
-            return AgentToolResult::error("the tool store no longer exists");
+        let store = match store.upgrade() {
+            Ok(store) => store,
+            Err(gone) => return AgentToolResult::error(gone),
         };
         let query = args["query"].as_str().unwrap_or_default().trim();
         if query.is_empty() {
