@@ -367,7 +367,8 @@ pub trait AgentSettings: Sized {
 
     /// Gives the model the `run_code` tool: it writes one program that calls many tools, each call
     /// through the pipeline, with approvals inside the program (see [`crate::code`]). The tool is added
-    /// to the store when the agent is built, and declares the tools in the store then.
+    /// to the store when the agent is built; in each request it declares the callable tools that request
+    /// sends ([`request_tools`](AgentConfig::request_tools)).
     #[cfg(feature = "code-mode")]
     fn code_mode(mut self, mode: crate::code::CodeMode) -> Self {
         self.settings().code_mode = Some(mode);
