@@ -63,8 +63,10 @@ impl Driver<'_, '_> {
                 Step::Stopped(RunStop::AwaitingApproval { pending }) => {
                     added.extend(run.end());
                     self.emit(run);
-                    self.save(run, saved, false);
-                    let answer = self.await_decisions(&pending).await?;
+                    // Saved once the inbox takes decisions: whoever reads the run waiting can decide.
+                    let answer = self
+                        .await_decisions(&pending, || self.save(run, saved, false))
+                        .await?;
                     run.begin();
                     self.emit(run);
                     self.take_answer(run, answer).await?;
@@ -276,10 +278,12 @@ impl Driver<'_, '_> {
         Ok(rewritten)
     }
 
-    /// Waits, suspended, for the decisions on `pending` (or an abort).
+    /// Waits, suspended, for the decisions on `pending` (or an abort): the inbox is told what waits, then
+    /// `registered` runs (the run is saved as waiting), then the wait begins.
     async fn await_decisions(
         &self,
         pending: &[yiem_core::PendingApproval],
+        registered: impl FnOnce(),
     ) -> Result<Answer, HandlerError> {
         let (awakeable, answer) = self.ctx.awakeable::<Json<Answer>>();
         tracing::info!(
@@ -294,6 +298,7 @@ impl Driver<'_, '_> {
             }))
             .call()
             .await?;
+        registered();
         let Json(answer) = answer.await?;
         Ok(answer)
     }
