@@ -10,7 +10,9 @@ test asserts on that.
     python tests/python/mcp_asking_client.py SPEC http URL
 
 SPEC is JSON: {"answer": null | {"action": "accept", "content": {...}} | {"action": "decline"} | ...,
-"log_level": null | "debug", "calls": [[NAME, ARGUMENTS], ...]}. Without an answer the client declares
+"log_level": null | "debug", "calls": [[NAME, ARGUMENTS], ...], "revision": null | "2026-07-28"}. With
+a revision the client is the SDK's high-level `Client` pinned to it; without, a `ClientSession` that
+starts with `initialize`. Without an answer the client declares
 no elicitation capability.
 """
 
@@ -20,7 +22,7 @@ import sys
 import anyio
 
 import mcp.types as types
-from mcp import ClientSession, StdioServerParameters
+from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -64,6 +66,27 @@ async def run(spec, transport, target, extra):
                 seen["results"].append({"isError": result.is_error, "text": text})
             # One more round trip: every notification sent before it has been handled.
             await session.list_tools()
+
+    if spec.get("revision") == "2026-07-28":
+        # The high-level client, pinned to the 2026-07-28 revision: no session, no requests from the
+        # server; questions come back as `input_required` and the client calls again with the answers.
+        server = StdioServerParameters(command=target, args=extra) if transport == "stdio" else target
+        options = {"mode": "2026-07-28"}
+        if spec.get("log_level"):
+            options["log_level"] = spec["log_level"]
+        async with Client(server, **callbacks, **options) as client:
+            listed = await client.list_tools()
+            seen["tools"] = [
+                tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                for tool in listed.tools
+            ]
+            for name, arguments in spec["calls"]:
+                result = await client.call_tool(name, arguments)
+                text = "".join(
+                    block.text for block in result.content if block.type == "text"
+                )
+                seen["results"].append({"isError": result.is_error, "text": text})
+        return seen
 
     if transport == "stdio":
         params = StdioServerParameters(command=target, args=extra)

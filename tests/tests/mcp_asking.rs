@@ -255,18 +255,263 @@ async fn over_stdio_log_messages_reach_the_client_from_info_up_until_it_sets_a_l
     assert_eq!(seen["logs"], json!([]));
 }
 
+const STATELESS: &str = "this MCP server speaks stateless streamable HTTP, which cannot carry the answer of a client of a revision before 2026-07-28 back to the call that asked (a client of 2026-07-28 is asked; the server's operator can also turn on sessions: `yiem mcp --http ADDR --sessions`, `McpHttpServer::with_sessions`)";
+
 #[tokio::test]
-async fn over_http_a_tool_that_needs_approval_is_refused_even_for_a_client_that_can_answer() {
+async fn over_stateless_http_a_client_of_an_earlier_revision_is_refused_even_when_it_can_answer() {
     let server = HttpServer::start(&[]).await;
     let file = victim("http-refused");
     let spec = json!({"answer": approve(true), "calls": remove_call(&file)});
     let seen = python_client(spec, Transport::Http(server.url.clone())).await;
     assert_eq!(
         seen["results"],
-        json!([{"isError": true, "text": "`remove` needs a person's approval before it runs, and nobody can be asked: this MCP server speaks stateless streamable HTTP, which cannot carry the client's answer to a question back to the call that asked it; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::with_allowed_tools`)"}])
+        json!([{"isError": true, "text": format!("`remove` needs a person's approval before it runs, and nobody can be asked: {STATELESS}; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::with_allowed_tools`)")}])
     );
     assert_eq!(seen["questions"], json!([]));
     assert!(file.exists(), "`remove` ran without approval");
+}
+
+#[tokio::test]
+async fn over_http_with_sessions_a_client_of_an_earlier_revision_is_asked_and_its_answer_holds() {
+    let server = HttpServer::start(&["--sessions"]).await;
+    let file = victim("http-sessions-accept");
+    let spec = json!({"answer": approve(true), "calls": remove_call(&file)});
+    let seen = python_client(spec, Transport::Http(server.url.clone())).await;
+    assert_eq!(seen["results"][0]["isError"], false, "{seen}");
+    assert_eq!(seen["questions"].as_array().unwrap().len(), 1);
+    assert!(!file.exists());
+    for (answer, test) in [
+        (json!({"action": "decline"}), "http-sessions-decline"),
+        (json!({"action": "cancel"}), "http-sessions-cancel"),
+        (approve(false), "http-sessions-no"),
+    ] {
+        let file = victim(test);
+        let spec = json!({"answer": answer, "calls": remove_call(&file)});
+        let seen = python_client(spec, Transport::Http(server.url.clone())).await;
+        assert_eq!(
+            seen["results"],
+            json!([{"isError": true, "text": DECLINED}]),
+            "{test}"
+        );
+        assert!(file.exists(), "{test}: `remove` ran although declined");
+    }
+    // Without the capability: refused, as over stdio.
+    let file = victim("http-sessions-no-elicitation");
+    let seen = python_client(
+        json!({"calls": remove_call(&file)}),
+        Transport::Http(server.url.clone()),
+    )
+    .await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": true, "text": NO_CAPABILITY}])
+    );
+    assert!(file.exists());
+    // The session's log level holds for its later calls.
+    let seen = python_client(
+        json!({"log_level": "debug", "calls": [["chatty", {}]]}),
+        Transport::Http(server.url.clone()),
+    )
+    .await;
+    assert_eq!(seen["logs"].as_array().unwrap().len(), 3, "{seen}");
+}
+
+/// Opens a session: an `initialize` that is never ended.
+async fn initialize(url: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}},
+        }))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn over_http_with_sessions_a_new_session_past_the_limit_is_refused_with_503() {
+    // The test server holds at most 2 sessions.
+    let server = HttpServer::start(&["--sessions"]).await;
+    for _ in 0..2 {
+        let opened = initialize(&server.url).await;
+        assert_eq!(opened.status(), 200);
+        assert!(opened.headers().contains_key("mcp-session-id"));
+    }
+    let refused = initialize(&server.url).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(
+        body["error"]["message"],
+        "the server holds 2 sessions, its limit; try again shortly, or end a session you no longer use (HTTP DELETE with its Mcp-Session-Id)"
+    );
+}
+
+fn modern(spec: Value) -> Value {
+    let mut spec = spec;
+    spec["revision"] = json!("2026-07-28");
+    spec
+}
+
+#[tokio::test]
+async fn a_client_of_2026_07_28_is_asked_by_input_required_over_stateless_http_and_stdio() {
+    let server = HttpServer::start(&[]).await;
+    for (transport, test) in [
+        (Transport::Http(server.url.clone()), "modern-http"),
+        (Transport::Stdio(vec![]), "modern-stdio"),
+    ] {
+        let file = victim(test);
+        let spec = modern(json!({"answer": approve(true), "calls": remove_call(&file)}));
+        let seen = python_client(spec, transport).await;
+        let path = file.display().to_string();
+        assert_eq!(
+            seen["results"],
+            json!([{"isError": false, "text": format!("removed {path}")}]),
+            "{test}"
+        );
+        assert_eq!(seen["questions"].as_array().unwrap().len(), 1, "{test}");
+        assert!(
+            seen["questions"][0]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("Allow the tool `remove` to run"),
+            "{test}"
+        );
+        assert!(!file.exists(), "{test}");
+    }
+}
+
+#[tokio::test]
+async fn a_client_of_2026_07_28_that_declines_or_cannot_answer_is_refused_and_the_tool_does_not_run()
+ {
+    let server = HttpServer::start(&[]).await;
+    for (answer, test) in [
+        (json!({"action": "decline"}), "modern-decline"),
+        (json!({"action": "cancel"}), "modern-cancel"),
+        (approve(false), "modern-no"),
+    ] {
+        let file = victim(test);
+        let spec = modern(json!({"answer": answer, "calls": remove_call(&file)}));
+        let seen = python_client(spec, Transport::Http(server.url.clone())).await;
+        assert_eq!(
+            seen["results"],
+            json!([{"isError": true, "text": DECLINED}]),
+            "{test}"
+        );
+        assert!(file.exists(), "{test}: `remove` ran although declined");
+    }
+    let file = victim("modern-no-elicitation");
+    let seen = python_client(
+        modern(json!({"calls": remove_call(&file)})),
+        Transport::Http(server.url.clone()),
+    )
+    .await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": true, "text": NO_CAPABILITY}])
+    );
+    assert_eq!(seen["questions"], json!([]));
+    assert!(file.exists());
+}
+
+#[tokio::test]
+async fn a_client_of_2026_07_28_answers_an_approval_and_then_the_tools_own_question_in_two_rounds()
+{
+    let server = HttpServer::start(&[]).await;
+    let answer =
+        json!({"action": "accept", "content": {"approve": true, "color": "blue", "bright": false}});
+    let spec = modern(json!({"answer": answer, "calls": [["repaint", {}]]}));
+    let seen = python_client(spec, Transport::Http(server.url.clone())).await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": false, "text": "repainted in blue (bright: false)"}])
+    );
+    let messages: Vec<&str> = seen["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|question| question["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert!(messages[0].starts_with("Allow the tool `repaint` to run"));
+    assert_eq!(messages[1], "Which color for the wall?");
+}
+
+#[tokio::test]
+async fn a_client_of_2026_07_28_gets_log_messages_only_at_the_level_its_request_asks() {
+    let server = HttpServer::start(&[]).await;
+    let seen = python_client(
+        modern(json!({"calls": [["chatty", {}]]})),
+        Transport::Http(server.url.clone()),
+    )
+    .await;
+    assert_eq!(seen["logs"], json!([]));
+    let seen = python_client(
+        modern(json!({"log_level": "warning", "calls": [["chatty", {}]]})),
+        Transport::Http(server.url.clone()),
+    )
+    .await;
+    assert_eq!(
+        seen["logs"],
+        json!([{"level": "warning", "logger": "chatty", "data": {"disk": "low"}}])
+    );
+}
+
+#[tokio::test]
+async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
+    use yiem_core::{ElicitationAnswer, ToolCall, ToolExecutor, ToolStore, mcp::McpClient};
+    let server = HttpServer::start(&[]).await;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = std::sync::Arc::clone(&asked);
+    let client = McpClient::http(server.url.clone())
+        .name("asking")
+        .elicitation(move |question: yiem_core::Elicitation| {
+            record.lock().unwrap().push(question.message);
+            async {
+                let answer = json!({"approve": true, "color": "red", "bright": true});
+                ElicitationAnswer::Accept(answer.as_object().cloned().unwrap())
+            }
+        })
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let batch = ToolExecutor::new()
+        .execute(
+            &store,
+            vec![ToolCall::new("c1", "repaint", json!({}))],
+            &yiem_core::CancellationToken::new(),
+        )
+        .await;
+    let result = &batch.messages[0].result;
+    assert_eq!(result.text_content(), "repainted in red (bright: true)");
+    assert_eq!(asked.lock().unwrap().len(), 2);
+    // Without a handler the client declines: the tool does not run.
+    let client = McpClient::http(server.url.clone())
+        .name("asking")
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let file = victim("yiem-client-no-handler");
+    let batch = ToolExecutor::new()
+        .execute(
+            &store,
+            vec![ToolCall::new(
+                "c1",
+                "remove",
+                json!({"path": file.display().to_string()}),
+            )],
+            &yiem_core::CancellationToken::new(),
+        )
+        .await;
+    assert!(batch.messages[0].result.is_error);
+    assert!(file.exists());
 }
 
 #[tokio::test]
@@ -302,9 +547,8 @@ async fn over_http_log_messages_stream_on_the_calls_response() {
         json!({"isError": false, "text": "done"})
     );
     assert_eq!(seen["results"][1]["isError"], true);
-    assert!(
-        seen["results"][1]["text"].as_str().unwrap().starts_with(
-            "the user cannot be asked: this MCP server speaks stateless streamable HTTP"
-        )
+    assert_eq!(
+        seen["results"][1]["text"],
+        format!("the user cannot be asked: {STATELESS}")
     );
 }

@@ -242,10 +242,12 @@ impl ToolContext {
 
     /// Asks the person behind the call to fill in a `T` (a struct of plain fields: strings, numbers,
     /// booleans, enums of strings — MCP's form subset), showing `message`. Over MCP the client is asked
-    /// (`elicitation/create`, form mode); in an executor or an agent, its
+    /// (`elicitation/create`, form mode; a client of the 2026-07-28 revision by an `input_required`
+    /// answer, after which the call runs again from the start); in an executor or an agent, its
     /// [`ElicitationHandler`](crate::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation)).
     /// Where nobody can be asked — no handler, a call in hand, a client without the `elicitation`
-    /// capability, the stateless HTTP server — it is [`ElicitError::CannotAsk`], whose text tells the
+    /// capability, an earlier revision's client of the HTTP server without sessions — it is
+    /// [`ElicitError::CannotAsk`], whose text tells the
     /// model why; a tool usually returns it with `?`.
     ///
     /// ```

@@ -6,12 +6,14 @@
 //! [`elicit_with_schema`](crate::ToolContext::elicit_with_schema)) and logs with
 //! [`log`](crate::ToolContext::log). Who is asked depends on where the call runs:
 //!
-//! - **over MCP** (`mcp::McpServer`, stdio): the client, with `elicitation/create`
-//!   (form mode), when it declared the `elicitation` capability; log messages become
-//!   `notifications/message` at or above the level the client set with `logging/setLevel`.
+//! - **over MCP** (`mcp::McpServer`): the client, when it declared the `elicitation` capability (form
+//!   mode) — with `elicitation/create` before the 2026-07-28 revision (stdio, or HTTP with sessions),
+//!   by answering the call `input_required` from 2026-07-28 on; log messages become
+//!   `notifications/message` at or above the level the client asked for.
 //! - **in an agent or an executor**: the [`ElicitationHandler`] given to
 //!   [`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation), if any.
-//! - otherwise (no handler, a call in hand, the stateless HTTP server, a client without the capability):
+//! - otherwise (no handler, a call in hand, a client without the capability, one of a revision before
+//!   2026-07-28 over HTTP without sessions):
 //!   nobody — [`ElicitError::CannotAsk`], with why.
 //!
 //! Log messages always go to `tracing` too (target `yiem::tool`).

@@ -71,7 +71,7 @@
 //! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
 //! | `mcp-client` | no | `mcp::McpClient`: MCP servers' tools in a store, over stdio or streamable HTTP |
 //! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
-//! | `mcp-http` | no | `mcp::McpHttpServer`: a stateless streamable HTTP MCP server (rmcp on hyper, no TLS) |
+//! | `mcp-http` | no | `mcp::McpHttpServer`: a streamable HTTP MCP server, stateless or with sessions (rmcp on hyper, no TLS) |
 //! | `tool-search` | no | `catalog::Bm25Ranker`, `ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools (`rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
 //! | `code-mode` | no | `code::CodeMode`: the `run_code` tool, whose JavaScript programs call tools through the pipeline (QuickJS in a sandbox, approvals inside programs) |
 //! | `otel` | no | `otel`: yiem's GenAI spans in OpenTelemetry (`tracing-opentelemetry`), trace context across MCP, GenAI metrics |

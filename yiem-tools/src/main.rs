@@ -5,7 +5,7 @@
 //! yiem tools schema NAME
 //! yiem tools call NAME --args JSON [--allow] [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem mcp [--allow TOOL]... [--allow-all]
-//!          [--http ADDR [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
+//!          [--http ADDR [--sessions] [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
 //!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem chat [--approve TOOL]... [--allow TOOL]... [--resume FILE] [--mcp CMD]... [--mcp-url URL]... [--otlp URL]
 //!           [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
@@ -64,8 +64,8 @@ enum Command {
     ///
     /// A call of a tool that needs approval (bash, edit, write, write_tool) first asks the client's user
     /// (MCP elicitation) and runs only when they confirm; a client that cannot be asked (it did not
-    /// declare elicitation, or --http, which is stateless) gets an error result instead, unless the tool
-    /// is allowed with --allow.
+    /// declare elicitation, or one of a revision before 2026-07-28 over --http without --sessions) gets
+    /// an error result instead, unless the tool is allowed with --allow.
     Mcp {
         /// Calls of this tool run without asking, although it needs approval (repeatable).
         #[arg(long, value_name = "TOOL")]
@@ -529,6 +529,11 @@ struct HttpFlags {
     /// `listening on http://ADDR/mcp`. Stops on Ctrl-C or SIGTERM, cancelling running calls.
     #[arg(long, value_name = "ADDR")]
     http: Option<std::net::SocketAddr>,
+    /// With --http: give each client of an MCP revision before 2026-07-28 a session, so that it can be
+    /// asked to approve a call (at most 1024 at once; a session's requests must reach this process).
+    /// Clients of 2026-07-28 are asked either way.
+    #[arg(long, requires = "http")]
+    sessions: bool,
     /// With --http: require `Authorization: Bearer <token>`, the token read from this environment
     /// variable.
     #[arg(long, value_name = "VAR", requires = "http")]
@@ -584,6 +589,9 @@ async fn serve_http(
     let mut http = yiem_core::mcp::McpHttpServer::new(server)
         .with_allowed_origins(flags.allow_origin)
         .with_allowed_hosts(flags.allow_host);
+    if flags.sessions {
+        http = http.with_sessions(yiem_core::mcp::DEFAULT_MAX_SESSIONS);
+    }
     if let Some(variable) = flags.token_env {
         let token = std::env::var(&variable)
             .ok()

@@ -5,9 +5,11 @@
 //!
 //! - `remove` needs approval: it deletes the file at `path`, so a test sees whether it ran;
 //! - `pick_color` asks which color (`ToolContext::elicit`) and says what the answer was;
-//! - `chatty` logs at `debug`, `info` and `warning` (`ToolContext::log`).
+//! - `chatty` logs at `debug`, `info` and `warning` (`ToolContext::log`);
+//! - `repaint` needs approval and then asks which color, so a client is asked twice in one call.
 //!
-//! `--allow NAME` (repeatable) lets calls of that tool run without asking.
+//! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--sessions` gives HTTP clients
+//! of revisions before 2026-07-28 sessions (at most 2 at once, so a test can reach the limit).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -52,17 +54,35 @@ async fn pick_color(ctx: ToolContext) -> Result<String, ElicitError> {
             .await?
         {
             ElicitationAnswer::Accept(pick) => {
-                let color = match pick.color {
-                    Color::Red => "red",
-                    Color::Green => "green",
-                    Color::Blue => "blue",
-                };
-                format!("painted in {color} (bright: {})", pick.bright)
+                format!("painted in {} (bright: {})", pick.color.name(), pick.bright)
             }
             ElicitationAnswer::Decline => "the user declined to pick a color".into(),
             _ => "the user dismissed the question".into(),
         },
     )
+}
+
+/// Repaint the wall after the user approves, in the color they pick.
+#[tool(needs_approval)]
+async fn repaint(ctx: ToolContext) -> Result<String, ElicitError> {
+    match ctx.elicit::<Pick>("Which color for the wall?").await? {
+        ElicitationAnswer::Accept(pick) => Ok(format!(
+            "repainted in {} (bright: {})",
+            pick.color.name(),
+            pick.bright
+        )),
+        _ => Ok("the user did not pick a color".into()),
+    }
+}
+
+impl Color {
+    fn name(&self) -> &'static str {
+        match self {
+            Color::Red => "red",
+            Color::Green => "green",
+            Color::Blue => "blue",
+        }
+    }
 }
 
 /// Do some work and log about it.
@@ -80,6 +100,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.register(remove_tool())?;
     store.register(pick_color_tool())?;
     store.register(chatty_tool())?;
+    store.register(repaint_tool())?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let values = |name: &str| -> Vec<String> {
         args.windows(2)
@@ -101,8 +122,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut sink = Vec::new();
         let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
     };
-    McpHttpServer::new(server)
-        .serve(listener, stdin_closed)
-        .await?;
+    let mut http = McpHttpServer::new(server);
+    if args.iter().any(|arg| arg == "--sessions") {
+        http = http.with_sessions(2);
+    }
+    http.serve(listener, stdin_closed).await?;
     Ok(())
 }

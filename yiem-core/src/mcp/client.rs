@@ -63,8 +63,9 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotification,
     CancelledNotificationParam, ClientCapabilities, ClientConfig, ClientRequest, ContentBlock,
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
-    FormElicitationCapability, Implementation, ListToolsRequest, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ProtocolVersion, ServerResult, Tool,
+    FormElicitationCapability, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerResult, Tool,
 };
 // Logging and sampling are deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the
 // earlier revisions use them.
@@ -475,32 +476,7 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        let Some(handler) = &self.elicitation else {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        };
-        let ElicitRequestParams::FormElicitationParams {
-            message,
-            requested_schema,
-            ..
-        } = request
-        else {
-            return Err(ErrorData::invalid_params(
-                "this client answers form elicitations only",
-                None,
-            ));
-        };
-        let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
-        let question = Elicitation {
-            server: self.server.clone(),
-            message,
-            schema: schema.clone(),
-        };
-        Ok(match handler.elicit(question).await {
-            ElicitationAnswer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
-                .with_content(Value::Object(with_defaults(content, &schema))),
-            ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
-            ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-        })
+        answer_elicitation(self.elicitation.as_ref(), &self.server, request).await
     }
 
     #[allow(deprecated)]
@@ -509,54 +485,7 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let Some(handler) = &self.sampling else {
-            return Err(ErrorData::new(
-                ErrorCode::METHOD_NOT_FOUND,
-                "this client does not offer sampling",
-                None,
-            ));
-        };
-        let messages = params
-            .messages
-            .iter()
-            .map(|message| {
-                let blocks = match &message.content {
-                    SamplingContent::Single(block) => std::slice::from_ref(block),
-                    SamplingContent::Multiple(blocks) => blocks.as_slice(),
-                };
-                let text = blocks
-                    .iter()
-                    .map(|block| match block {
-                        SamplingMessageContentBlock::Text(text) => text.text.clone(),
-                        other => serde_json::to_string(other).unwrap_or_default(),
-                    })
-                    .collect::<Vec<_>>()
-                    .join("\n");
-                let role = match message.role {
-                    Role::Assistant => "assistant",
-                    _ => "user",
-                };
-                SampledMessage {
-                    role: role.to_owned(),
-                    text,
-                }
-            })
-            .collect();
-        let request = Sampling {
-            server: self.server.clone(),
-            messages,
-            system_prompt: params.system_prompt,
-            max_tokens: params.max_tokens,
-        };
-        match handler.sample(request).await {
-            SamplingAnswer::Text { text, model } => Ok(CreateMessageResult::new(
-                SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
-                model,
-            )
-            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN)),
-            // -1: the user rejected the request, as the spec's example has it.
-            SamplingAnswer::Refuse(reason) => Err(ErrorData::new(ErrorCode(-1), reason, None)),
-        }
+        answer_sampling(self.sampling.as_ref(), &self.server, params).await
     }
 
     // Logging is deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the earlier
@@ -1152,6 +1081,63 @@ impl Inner {
             }
             params.meta = Some(meta);
         }
+        // The call's time limit covers every round, the person's answers included.
+        let limit = tokio::time::sleep(self.call_timeout);
+        tokio::pin!(limit);
+        let mut rounds = 0;
+        loop {
+            let answer = match self
+                .call_round(remote, ctx, &peer, &alive, params.clone(), limit.as_mut())
+                .await?
+            {
+                Round::Done(result) => return Ok(result),
+                Round::Ask(asked) => asked,
+            };
+            // A server of the 2026-07-28 revision asks its questions by answering `input_required`;
+            // the call is made again with the answers and the state it gave.
+            rounds += 1;
+            if rounds > MAX_INPUT_ROUNDS {
+                return Ok(AgentToolResult::error(format!(
+                    "MCP server `{server}` asked for input more than {MAX_INPUT_ROUNDS} times during \
+                     `{remote}`; the call was given up"
+                )));
+            }
+            let answers = tokio::select! {
+                biased;
+                () = ctx.cancelled() => return Ok(AgentToolResult::error(format!(
+                    "the call of `{remote}` on MCP server `{server}` was cancelled"
+                ))),
+                () = &mut limit => return Ok(AgentToolResult::error(format!(
+                    "MCP server `{server}` did not answer `{remote}` within {:?}; the call was cancelled",
+                    self.call_timeout
+                ))),
+                answers = self.answer_inputs(answer.input_requests.unwrap_or_default()) => answers,
+            };
+            match answers {
+                Ok(answers) => params.input_responses = Some(answers),
+                Err(refusal) => {
+                    return Ok(AgentToolResult::error(format!(
+                        "MCP server `{server}` asked for input during `{remote}` that this client cannot \
+                     give: {refusal}; the call was given up"
+                    )));
+                }
+            }
+            params.request_state = answer.request_state;
+        }
+    }
+
+    /// One round of a call: the request, its progress, cancellation and time limit, and the server's
+    /// answer — the result, or questions to answer before the call can go on.
+    async fn call_round(
+        self: &Arc<Self>,
+        remote: &str,
+        ctx: &ToolContext,
+        peer: &Peer<RoleClient>,
+        alive: &AtomicBool,
+        params: CallToolRequestParams,
+        mut limit: std::pin::Pin<&mut tokio::time::Sleep>,
+    ) -> Result<Round, String> {
+        let server = &self.name;
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
         let handle = match peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -1163,10 +1149,10 @@ impl Inner {
                     return Err(challenge.to_owned());
                 }
                 alive.store(false, Ordering::SeqCst);
-                return Ok(AgentToolResult::error(format!(
+                return Ok(Round::Done(AgentToolResult::error(format!(
                     "MCP server `{server}` is not reachable ({error}); `{remote}` was not run, and the \
                      server is started again on the next call"
-                )));
+                ))));
             }
         };
         let (progress, mut updates) = mpsc::unbounded_channel();
@@ -1177,8 +1163,6 @@ impl Inner {
         };
         let response = handle.await_response();
         tokio::pin!(response);
-        let limit = tokio::time::sleep(self.call_timeout);
-        tokio::pin!(limit);
         let outcome = loop {
             tokio::select! {
                 biased;
@@ -1192,11 +1176,15 @@ impl Inner {
             }
         };
         drop(route);
-        Ok(match outcome {
+        Ok(Round::Done(match outcome {
             // The server answered: nothing to cancel.
             Ok(Ok(ServerResult::CallToolResult(result))) => {
                 abandoned.id = None;
                 from_mcp(result)
+            }
+            Ok(Ok(ServerResult::InputRequiredResult(asked))) => {
+                abandoned.id = None;
+                return Ok(Round::Ask(asked));
             }
             Ok(Ok(other)) => {
                 abandoned.id = None;
@@ -1220,7 +1208,142 @@ impl Inner {
             }
             // Cancelled or out of time: `abandoned` tells the server on drop.
             Err(reason) => AgentToolResult::error(reason),
+        }))
+    }
+
+    /// The answers to a server's questions (elicitations and sampling requests), each from the handler
+    /// the application gave; `Err` names a question this client cannot answer.
+    async fn answer_inputs(&self, asked: InputRequests) -> Result<InputResponses, String> {
+        let mut answers = InputResponses::new();
+        for (key, request) in asked {
+            let answer = match request {
+                InputRequest::Elicitation(request) => {
+                    answer_elicitation(self.elicitation.as_ref(), &self.name, request.params)
+                        .await
+                        .and_then(|answer| serde_json::to_value(answer).map_err(internal))
+                }
+                InputRequest::CreateMessage(request) => {
+                    answer_sampling(self.sampling.as_ref(), &self.name, request.params)
+                        .await
+                        .and_then(|answer| serde_json::to_value(answer).map_err(internal))
+                }
+                _ => Err(ErrorData::invalid_params(
+                    "this client offers no roots",
+                    None,
+                )),
+            };
+            match answer {
+                Ok(answer) => answers.insert(key, answer),
+                Err(error) => return Err(format!("`{key}`: {}", error.message)),
+            };
+        }
+        Ok(answers)
+    }
+}
+
+/// How one round of a call ended.
+enum Round {
+    Done(AgentToolResult),
+    /// The server asks questions first (2026-07-28's `input_required`).
+    Ask(InputRequiredResult),
+}
+
+/// The most rounds of questions one call goes through, as rmcp's and the official SDKs' clients allow.
+const MAX_INPUT_ROUNDS: usize = rmcp::model::DEFAULT_MRTR_MAX_ROUNDS;
+
+fn internal(error: serde_json::Error) -> ErrorData {
+    ErrorData::internal_error(error.to_string(), None)
+}
+
+/// The answer of `handler` (none: declined) to a server's question, asked by a request of the server's
+/// or in a call's `input_required` answer.
+async fn answer_elicitation(
+    handler: Option<&Arc<dyn ElicitationHandler>>,
+    server: &str,
+    request: ElicitRequestParams,
+) -> Result<ElicitResult, ErrorData> {
+    let Some(handler) = handler else {
+        return Ok(ElicitResult::new(ElicitationAction::Decline));
+    };
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return Err(ErrorData::invalid_params(
+            "this client answers form elicitations only",
+            None,
+        ));
+    };
+    let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+    let question = Elicitation {
+        server: server.to_owned(),
+        message,
+        schema: schema.clone(),
+    };
+    Ok(match handler.elicit(question).await {
+        ElicitationAnswer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
+            .with_content(Value::Object(with_defaults(content, &schema))),
+        ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
+        ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+    })
+}
+
+/// The answer of `handler` to a server's sampling request (none: refused as not offered).
+#[allow(deprecated)]
+async fn answer_sampling(
+    handler: Option<&Arc<dyn SamplingHandler>>,
+    server: &str,
+    params: CreateMessageRequestParams,
+) -> Result<CreateMessageResult, ErrorData> {
+    let Some(handler) = handler else {
+        return Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            "this client does not offer sampling",
+            None,
+        ));
+    };
+    let messages = params
+        .messages
+        .iter()
+        .map(|message| {
+            let blocks = match &message.content {
+                SamplingContent::Single(block) => std::slice::from_ref(block),
+                SamplingContent::Multiple(blocks) => blocks.as_slice(),
+            };
+            let text = blocks
+                .iter()
+                .map(|block| match block {
+                    SamplingMessageContentBlock::Text(text) => text.text.clone(),
+                    other => serde_json::to_string(other).unwrap_or_default(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let role = match message.role {
+                Role::Assistant => "assistant",
+                _ => "user",
+            };
+            SampledMessage {
+                role: role.to_owned(),
+                text,
+            }
         })
+        .collect();
+    let request = Sampling {
+        server: server.to_owned(),
+        messages,
+        system_prompt: params.system_prompt,
+        max_tokens: params.max_tokens,
+    };
+    match handler.sample(request).await {
+        SamplingAnswer::Text { text, model } => Ok(CreateMessageResult::new(
+            SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
+            model,
+        )
+        .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN)),
+        // -1: the user rejected the request, as the spec's example has it.
+        SamplingAnswer::Refuse(reason) => Err(ErrorData::new(ErrorCode(-1), reason, None)),
     }
 }
 

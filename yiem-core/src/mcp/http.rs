@@ -1,5 +1,5 @@
-//! Serving an [`McpServer`] over MCP's streamable HTTP transport: rmcp's [`StreamableHttpService`] in
-//! stateless mode on a hyper HTTP/1.1 server, behind the checks a deployed server needs (a bearer token,
+//! Serving an [`McpServer`] over MCP's streamable HTTP transport: rmcp's [`StreamableHttpService`],
+//! stateless or with sessions, on a hyper HTTP/1.1 server, behind the checks a deployed server needs (a bearer token,
 //! `Origin` and `Host`, a body size limit, time limits on reading a request, a bound on connections) and
 //! a graceful shutdown that answers running calls with their cancelled results.
 //!
@@ -17,6 +17,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
@@ -40,9 +41,15 @@ pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(30);
 /// The most connections served at once by default.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 
-/// Why a tool cannot ask the client anything over this server.
+/// Why a tool cannot ask a client of a revision before 2026-07-28 anything over this server without
+/// sessions.
 const CANNOT_ASK_OVER_STATELESS_HTTP: &str = "this MCP server speaks stateless streamable HTTP, which \
-     cannot carry the client's answer to a question back to the call that asked it";
+     cannot carry the answer of a client of a revision before 2026-07-28 back to the call that asked \
+     (a client of 2026-07-28 is asked; the server's operator can also turn on sessions: `yiem mcp \
+     --http ADDR --sessions`, `McpHttpServer::with_sessions`)";
+
+/// The most sessions held at once by default (with [`McpHttpServer::with_sessions`]).
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 
 /// How long connections may take to finish once shutdown has begun (running calls are cancelled at its
 /// start, so this only bounds writing their last responses).
@@ -53,9 +60,13 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 /// Serves an [`McpServer`] over MCP's streamable HTTP transport (one endpoint, any path), needs the
 /// `mcp-http` feature.
 ///
-/// - **Stateless**: no `Mcp-Session-Id`, every request stands alone, so any replica behind a load
-///   balancer can answer any request. A call's progress notifications stream back as server-sent events
-///   on the response of its own request; a call without them is answered with plain JSON.
+/// - **Stateless** by default: no `Mcp-Session-Id`, every request stands alone, so any replica behind a
+///   load balancer can answer any request. A call's progress notifications stream back as server-sent
+///   events on the response of its own request; a call without them is answered with plain JSON. A
+///   client of the 2026-07-28 revision is asked its questions (a tool's approval,
+///   [`ToolContext::elicit`](crate::ToolContext::elicit)) by `input_required` answers; one of an earlier
+///   revision can be asked only with sessions ([`with_sessions`](Self::with_sessions)), and is refused
+///   otherwise.
 /// - **Bearer token** ([`with_bearer_token`](Self::with_bearer_token)): a request without
 ///   `Authorization: Bearer <token>`, or with another token, gets `401` (compared in constant time).
 /// - **`Origin`**: a request whose `Origin` header is not allowed gets `403`, as the MCP specification
@@ -114,6 +125,8 @@ pub struct McpHttpServer {
     header_read_timeout: Duration,
     body_read_timeout: Duration,
     max_connections: usize,
+    /// The most sessions held at once, when clients of revisions before 2026-07-28 get sessions.
+    sessions: Option<usize>,
 }
 
 impl McpHttpServer {
@@ -128,7 +141,33 @@ impl McpHttpServer {
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            sessions: None,
         }
+    }
+
+    /// Gives each client of a revision before 2026-07-28 a session (`Mcp-Session-Id`), so that the
+    /// server can ask it questions mid-call — a tool's approval and [`ToolContext::elicit`] — and
+    /// `logging/setLevel` holds for the session's later calls. At most `max` sessions
+    /// ([`DEFAULT_MAX_SESSIONS`] is a sane value) are held at once: past it, a new client's
+    /// `initialize` gets `503`. A session ends when its client deletes it or after 5 minutes without a
+    /// request.
+    ///
+    /// The price: a session lives in this process, so every request of a session must reach the
+    /// replica that holds it. Clients of the 2026-07-28 revision have no sessions and are asked
+    /// questions either way (the call answers `input_required`).
+    ///
+    /// [`ToolContext::elicit`]: crate::ToolContext::elicit
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer}};
+    ///
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
+    ///     .with_sessions(DEFAULT_MAX_SESSIONS);
+    /// # let _ = http;
+    /// ```
+    pub fn with_sessions(mut self, max: usize) -> Self {
+        self.sessions = Some(max.max(1));
+        self
     }
 
     /// Requires `Authorization: Bearer <token>` on every request.
@@ -257,25 +296,46 @@ impl McpHttpServer {
             header_read_timeout,
             body_read_timeout,
             max_connections,
+            sessions,
         } = self;
         // This serve's own token: a server handler reused after an earlier shutdown starts afresh.
         let cancel_calls = CancellationToken::new();
         server.shutdown = cancel_calls.clone();
-        server.cannot_ask = Some(CANNOT_ASK_OVER_STATELESS_HTTP);
+        if sessions.is_none() {
+            server.cannot_ask = Some(CANNOT_ASK_OVER_STATELESS_HTTP);
+        }
         let end_streams = CancellationToken::new();
         let config = http_config(local, allowed_origins, allowed_hosts, max_body_bytes)
             .with_cancellation_token(end_streams.clone());
-        let service = StreamableHttpService::new(
-            move || Ok(server.for_request()),
-            Arc::new(NeverSessionManager::default()),
-            config,
-        );
-        let checks = Arc::new(Checks {
-            token,
-            max_body_bytes,
-            body_read_timeout,
-            max_connections,
-        });
+        // Each session (or, stateless, each request) gets its own handler: its own log level.
+        let handler = move || Ok(server.for_request());
+        let mut held = None;
+        let checks = |sessions| {
+            Arc::new(Checks {
+                token,
+                max_body_bytes,
+                body_read_timeout,
+                max_connections,
+                sessions,
+            })
+        };
+        let service = match sessions {
+            None => Service::Stateless(StreamableHttpService::new(
+                handler,
+                Arc::new(NeverSessionManager::default()),
+                config,
+            )),
+            Some(max) => {
+                let manager = Arc::new(LocalSessionManager::default());
+                held = Some((Arc::clone(&manager), max));
+                Service::Sessions(StreamableHttpService::new(
+                    handler,
+                    manager,
+                    config.with_legacy_session_mode(true),
+                ))
+            }
+        };
+        let checks = checks(held);
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1
             .timer(TokioTimer::new())
@@ -405,17 +465,28 @@ struct Checks {
     max_body_bytes: usize,
     body_read_timeout: Duration,
     max_connections: usize,
+    /// The sessions held, and the most that may be, with sessions on.
+    sessions: Option<(Arc<LocalSessionManager>, usize)>,
+}
+
+/// rmcp's service, stateless or with sessions.
+#[derive(Clone)]
+enum Service {
+    Stateless(StreamableHttpService<McpServer, NeverSessionManager>),
+    Sessions(StreamableHttpService<McpServer, LocalSessionManager>),
+}
+
+impl Service {
+    async fn handle(&self, request: Request<Full<Bytes>>) -> HttpResponse {
+        match self {
+            Service::Stateless(service) => service.handle(request).await,
+            Service::Sessions(service) => service.handle(request).await,
+        }
+    }
 }
 
 impl Checks {
-    async fn handle<S>(&self, request: Request<Incoming>, mut service: S) -> HttpResponse
-    where
-        S: tower_service::Service<
-                Request<Full<Bytes>>,
-                Response = HttpResponse,
-                Error = Infallible,
-            >,
-    {
+    async fn handle(&self, request: Request<Incoming>, service: Service) -> HttpResponse {
         if let Some(expected) = &self.token
             && !bearer_matches(&request, expected)
         {
@@ -471,13 +542,36 @@ impl Checks {
             }
         };
         let post = parts.method == Method::POST;
-        let response = match service
-            .call(Request::from_parts(parts, Full::new(body.clone())))
-            .await
+        let delete = parts.method == Method::DELETE;
+        if let Some((sessions, max)) = &self.sessions
+            && post
+            && !parts.headers.contains_key("mcp-session-id")
+            && sessions.sessions.read().await.len() >= *max
         {
-            Ok(response) => response,
-            Err(never) => match never {},
-        };
+            // A new session (or a request without one, which rmcp refuses anyway). Concurrent
+            // `initialize`s may pass together: the bound is the limit plus the connections open.
+            let mut response = json_rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32000,
+                &format!(
+                    "the server holds {max} sessions, its limit; try again shortly, or end a session \
+                     you no longer use (HTTP DELETE with its Mcp-Session-Id)"
+                ),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+            return response;
+        }
+        let response = service
+            .handle(Request::from_parts(parts, Full::new(body.clone())))
+            .await;
+        // A session ended: `204`, which clients expect (rmcp says `202`; the official Python SDK warns).
+        if delete && response.status() == StatusCode::ACCEPTED {
+            let (mut head, body) = response.into_parts();
+            head.status = StatusCode::NO_CONTENT;
+            return Response::from_parts(head, body);
+        }
         // What rmcp refuses without a JSON-RPC answer (a body it cannot read: `415`) is answered as over
         // stdio (see `lines`). Checked only then, so a readable request is parsed once, by rmcp.
         if post

@@ -47,9 +47,21 @@
 //!   [`ToolContext::log`](crate::ToolContext::log) becomes a `notifications/message` (logger: the tool's
 //!   name) when its level is at or above the one the client set with `logging/setLevel` (`info` until it
 //!   sets one), sent before the call's result.
-//! - Questions: a tool's [`ToolContext::elicit`](crate::ToolContext::elicit) becomes an
-//!   `elicitation/create` request (form mode) to the client, when the client declared the `elicitation`
-//!   capability; otherwise the tool gets [`ElicitError::CannotAsk`](crate::ElicitError) saying why.
+//! - Questions: a tool's [`ToolContext::elicit`](crate::ToolContext::elicit) reaches the client when it
+//!   declared the `elicitation` capability (form mode); otherwise the tool gets
+//!   [`ElicitError::CannotAsk`](crate::ElicitError) saying why. How depends on the client's revision:
+//!   - **before 2026-07-28**: an `elicitation/create` request, on a connection that can carry its
+//!     answer back — stdio, or HTTP with sessions (`McpHttpServer::with_sessions`);
+//!   - **2026-07-28** (no requests from server to client, on any transport): the call is answered
+//!     `input_required` with its unanswered questions (SEP-2322), and the client calls again with the
+//!     answers. The call then runs again from the start, its questions answered in the order it asks
+//!     them (keys `question-1`, `question-2`, ...), so a tool must ask the same questions in the same
+//!     order each time, and what it does before a question is done again on every round. The answers of
+//!     earlier rounds travel in the `requestState` the client echoes; that state is the client's own
+//!     answers, so a client that forges it grants nothing it could not have answered itself.
+//!
+//!   Log messages go at or above the level the client set with `logging/setLevel` (before 2026-07-28)
+//!   or the level its request carries in `_meta` (2026-07-28; none: no messages).
 //!
 //! # Approval
 //!
@@ -59,9 +71,10 @@
 //! the tool and shows its arguments, with a form of one required boolean, `approve`. Only an `accept`
 //! with `approve: true` runs the call; `approve: false`, `decline` and `cancel` answer it with an error
 //! result (`isError: true`) telling the model the user declined and not to retry as it was. A client
-//! that did not declare `elicitation` cannot be asked, and neither can any client of the stateless
-//! HTTP server (its transport cannot carry the answer back): their calls are refused with an error
-//! result that says so, and that the server's operator can let the tool run without asking —
+//! that did not declare `elicitation` cannot be asked, and neither can a client of a revision before
+//! 2026-07-28 of the HTTP server without sessions (its transport cannot carry the answer back): their
+//! calls are refused with an error result that says so, and that the server's operator can let the
+//! tool run without asking —
 //! [`McpServer::with_allowed_tools`], [`McpServer::with_all_tools_allowed`] (`yiem mcp --allow TOOL`,
 //! `--allow-all`). An [`ApprovalPolicy`](crate::ApprovalPolicy) is an agent's, not the server's: the
 //! server goes by the tool's own flag.
@@ -89,7 +102,7 @@ pub use client::{
 #[cfg(feature = "mcp-http")]
 pub use http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, McpHttpServer,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, McpHttpServer,
 };
 #[cfg(feature = "mcp-client")]
 pub use sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
@@ -99,9 +112,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use rmcp::model::{
-    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult, ConstString,
-    ContentBlock, CustomRequest, CustomResult, ErrorCode, Implementation, ListToolsRequestMethod,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, Resource,
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult,
+    ClientCapabilities, ConstString, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation, InputRequest,
+    InputRequests, InputRequiredResult, InputResponses, ListToolsRequestMethod, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, Resource,
     ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
 // MCP logging is deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions this server
@@ -458,24 +473,42 @@ impl McpServer {
 
     /// Runs one `tools/call` of a tool the store has: asks the client first when the tool needs
     /// approval, then runs it with the client as the call's [`Asker`] (its questions and log messages).
+    ///
+    /// A client of the 2026-07-28 revision is asked by answering the call with its questions
+    /// ([`Outcome::Ask`], `input_required`); it calls again with `answers`, and the call runs again
+    /// from the start, its questions answered in the order they are asked.
     async fn call(
         &self,
         tool: &AgentTool,
         arguments: Value,
+        answers: InputResponses,
         context: &RequestContext<RoleServer>,
-    ) -> ToolResultMessage {
-        let (asker, forwarding) = ClientAsker::open(self, context);
+    ) -> Outcome {
+        let (asker, forwarding, rounds) = ClientAsker::open(self, context, answers);
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
-        if self.must_ask(tool)
-            && let Err(refusal) = self.approve(asker.as_ref(), &call, context).await
-        {
-            forwarding.finish().await;
-            return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
-        }
-        let message = self.run(call, context, asker).await;
+        let asking = self.must_ask(tool);
+        let work = async {
+            if asking && let Err(refusal) = self.approve(asker.as_ref(), &call, context).await {
+                return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
+            }
+            self.run(call.clone(), context, Arc::clone(&asker)).await
+        };
+        let outcome = match &rounds {
+            None => Outcome::Done(work.await),
+            Some(rounds) => tokio::select! {
+                // A question without an answer yet: the call stops (dropping it cancels the tool,
+                // see `run`) and the client gets the questions.
+                biased;
+                () = rounds.unanswered.cancelled() => Outcome::Ask {
+                    questions: rounds.questions(),
+                    answers: rounds.answers.clone(),
+                },
+                message = work => Outcome::Done(message),
+            },
+        };
         // Every log message of the call reaches the client before its result.
         forwarding.finish().await;
-        message
+        outcome
     }
 
     /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call
@@ -547,6 +580,72 @@ impl McpServer {
         }
         message
     }
+}
+
+/// How a `tools/call` ends: with the call's result, or with questions the client must answer before
+/// the call can run (the 2026-07-28 revision's `input_required`).
+enum Outcome {
+    Done(ToolResultMessage),
+    /// The questions without an answer, and the answers given so far (which go back to the client as
+    /// the `requestState` its next call echoes, since it sends only the new answers).
+    Ask {
+        questions: InputRequests,
+        answers: InputResponses,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_calls_answers_are_those_of_its_state_and_its_new_ones_and_a_foreign_state_is_refused() {
+        let state = format!(r#"{STATE_PREFIX}{{"question-1": {{"action": "accept"}}}}"#);
+        let new = InputResponses::from([(
+            "question-2".to_owned(),
+            serde_json::json!({"action": "decline"}),
+        )]);
+        let answers = answers_of(Some(&state), Some(new)).unwrap();
+        assert_eq!(answers.len(), 2);
+        assert_eq!(answers["question-1"]["action"], "accept");
+        for foreign in ["", "{}", "yiem-answers:[1]", "other:{}"] {
+            let refused = answers_of(Some(foreign), None).unwrap_err();
+            assert_eq!(
+                refused.message,
+                "`requestState` is not one this server gave: call the tool again without it",
+                "{foreign}"
+            );
+        }
+        assert!(answers_of(None, None).unwrap().is_empty());
+    }
+}
+
+/// What starts the `requestState` of this server's `input_required` answers: the answers given so far
+/// as a JSON object.
+const STATE_PREFIX: &str = "yiem-answers:";
+
+/// Every answer a call carries: those of earlier rounds (its `requestState`) and the new ones.
+///
+/// The state is the client's own earlier answers, echoed: a client that forges it grants nothing it
+/// could not have answered itself, so it is not sealed.
+fn answers_of(
+    state: Option<&str>,
+    new: Option<InputResponses>,
+) -> Result<InputResponses, ErrorData> {
+    let mut answers = match state {
+        None => InputResponses::new(),
+        Some(state) => state
+            .strip_prefix(STATE_PREFIX)
+            .and_then(|answers| serde_json::from_str::<InputResponses>(answers).ok())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "`requestState` is not one this server gave: call the tool again without it",
+                    None,
+                )
+            })?,
+    };
+    answers.extend(new.unwrap_or_default());
+    Ok(answers)
 }
 
 impl std::fmt::Debug for McpServer {
@@ -638,19 +737,29 @@ impl ServerHandler for McpServer {
         };
         // No `arguments` is `null`, which the pipeline reads as `{}`.
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let answers = answers_of(request.request_state.as_deref(), request.input_responses)?;
         let span = telemetry::mcp_tool_call(tool.name(), &context.id);
         // A client that sent its trace context (`_meta.traceparent`) gets this call in its trace.
         #[cfg(feature = "otel")]
         if let Some(parent) = context.meta.0.get_traceparent() {
             crate::otel::set_remote_parent(&span, parent, context.meta.0.get_tracestate());
         }
-        let calling = self.call(&tool, arguments, &context);
-        let message = if span.is_disabled() {
+        let calling = self.call(&tool, arguments, answers, &context);
+        let outcome = if span.is_disabled() {
             calling.await
         } else {
             calling.instrument(span).await
         };
-        Ok(call_tool_result(message).into())
+        Ok(match outcome {
+            Outcome::Done(message) => call_tool_result(message).into(),
+            Outcome::Ask { questions, answers } => {
+                let state = format!(
+                    "{STATE_PREFIX}{}",
+                    Value::Object(answers.into_iter().collect())
+                );
+                InputRequiredResult::new(Some(questions), Some(state)).into()
+            }
+        })
     }
 
     /// A request rmcp could not read as any request it knows. For a method the server serves, that is
@@ -731,14 +840,56 @@ async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(),
     }
 }
 
-/// The client of one call, as the call's [`Asker`]: questions go out as `elicitation/create`, log
-/// messages as `notifications/message` (in order, through one forwarder, all sent before the result).
+/// The client of one call, as the call's [`Asker`]: questions go out as `elicitation/create` requests
+/// (or, to a client of the 2026-07-28 revision, as the call's `input_required` answer, see [`Rounds`]),
+/// log messages as `notifications/message` (in order, through one forwarder, all sent before the
+/// result).
 #[allow(deprecated)] // logging: see the `use` above
 struct ClientAsker {
     peer: Peer<RoleServer>,
-    cannot_ask: Option<&'static str>,
-    level: Arc<Mutex<LogLevel>>,
+    /// Why nobody can be asked, if nobody can.
+    cannot_ask: Option<String>,
+    /// Set for a client that is asked by `input_required` rather than by a request.
+    rounds: Option<Arc<Rounds>>,
+    level: Level,
     logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
+}
+
+/// The lowest level of log message a call sends.
+enum Level {
+    /// The connection's, which `logging/setLevel` changes (revisions before 2026-07-28).
+    Connection(Arc<Mutex<LogLevel>>),
+    /// The request's own (`_meta` `io.modelcontextprotocol/logLevel`, 2026-07-28); none: no messages.
+    Request(Option<LogLevel>),
+}
+
+/// The questions of one `tools/call` of a client of the 2026-07-28 revision, which has no requests
+/// from server to client: the call is answered `input_required` with its questions, and the client
+/// calls again with their answers (SEP-2322). The call then runs again from the start, so its
+/// questions are keyed by the order in which it asks them (`question-1`, `question-2`, ...): a tool
+/// must ask the same questions in the same order each time it runs, and what it does before a question
+/// is done again on every round.
+struct Rounds {
+    /// The answers the client sent with this call, by question key.
+    answers: InputResponses,
+    /// How many questions the call has asked so far.
+    asked: std::sync::atomic::AtomicUsize,
+    /// The questions the call asked that have no answer yet.
+    unanswered_questions: Mutex<InputRequests>,
+    /// Cancelled when the call asks a question that has no answer yet.
+    unanswered: CancellationToken,
+}
+
+impl Rounds {
+    /// The questions asked without an answer, for the client to answer.
+    fn questions(&self) -> InputRequests {
+        std::mem::take(
+            &mut *self
+                .unanswered_questions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
 }
 
 /// The forwarder of one call's log messages.
@@ -756,12 +907,25 @@ impl Forwarding {
     }
 }
 
+/// Whether `capabilities` include form elicitation (a bare `elicitation: {}` means form, as the
+/// specification keeps it compatible).
+fn asks_forms(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+const NO_ELICITATION: &str = "the MCP client did not declare the `elicitation` capability (form \
+     mode), so no person can be asked over this connection";
+
 impl ClientAsker {
     #[allow(deprecated)] // logging: see the `use` above
     fn open(
         server: &McpServer,
         context: &RequestContext<RoleServer>,
-    ) -> (Arc<dyn Asker>, Forwarding) {
+        answers: InputResponses,
+    ) -> (Arc<dyn Asker>, Forwarding, Option<Arc<Rounds>>) {
         let (logs, mut receiver) = mpsc::unbounded_channel();
         let peer = context.peer.clone();
         let close = CancellationToken::new();
@@ -791,14 +955,77 @@ impl ClientAsker {
                 }
             }
         });
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let (cannot_ask, rounds, level) = if modern {
+            // No requests to the client: its questions go back as `input_required`, which any
+            // transport carries, to a client that says in the request that it answers forms.
+            let forms = context
+                .meta
+                .client_capabilities()
+                .is_some_and(|capabilities| asks_forms(&capabilities));
+            let rounds = Arc::new(Rounds {
+                answers,
+                asked: Default::default(),
+                unanswered_questions: Mutex::default(),
+                unanswered: CancellationToken::new(),
+            });
+            let level = context
+                .meta
+                .log_level()
+                .and_then(|level| serde_json::to_value(level).ok())
+                .and_then(|level| serde_json::from_value(level).ok());
+            let cannot_ask = (!forms).then(|| NO_ELICITATION.to_owned());
+            (cannot_ask, Some(rounds), Level::Request(level))
+        } else {
+            let cannot_ask = match server.cannot_ask {
+                Some(why) => Some(why.to_owned()),
+                None => (!context
+                    .peer
+                    .supported_elicitation_modes()
+                    .contains(&rmcp::service::ElicitationMode::Form))
+                .then(|| NO_ELICITATION.to_owned()),
+            };
+            let level = Level::Connection(Arc::clone(&server.log_level));
+            (cannot_ask, None, level)
+        };
         let asker = ClientAsker {
             peer: context.peer.clone(),
-            cannot_ask: server.cannot_ask,
-            level: Arc::clone(&server.log_level),
+            cannot_ask,
+            rounds: rounds.clone(),
+            level,
             logs,
         };
-        (Arc::new(asker), Forwarding { forwarder, close })
+        (Arc::new(asker), Forwarding { forwarder, close }, rounds)
     }
+}
+
+/// The `elicitation/create` parameters of `question` (form mode).
+fn elicit_params(question: &Elicitation) -> Result<ElicitRequestParams, ElicitError> {
+    serde_json::from_value::<ElicitRequestParams>(serde_json::json!({
+        "mode": "form",
+        "message": question.message,
+        "requestedSchema": question.schema,
+    }))
+    .map_err(|error| ElicitError::InvalidQuestion(error.to_string()))
+}
+
+/// The answer the client gave to a question.
+fn answer_of(answer: ElicitResult) -> Result<ElicitationAnswer, ElicitError> {
+    Ok(match answer.action {
+        ElicitationAction::Accept => match answer.content {
+            Some(Value::Object(content)) => ElicitationAnswer::Accept(content),
+            None => ElicitationAnswer::Accept(serde_json::Map::new()),
+            Some(other) => {
+                return Err(ElicitError::InvalidAnswer(format!(
+                    "the client answered with {other}, not an object of fields"
+                )));
+            }
+        },
+        ElicitationAction::Decline => ElicitationAnswer::Decline,
+        _ => ElicitationAnswer::Cancel,
+    })
 }
 
 impl Asker for ClientAsker {
@@ -807,55 +1034,53 @@ impl Asker for ClientAsker {
         question: Elicitation,
     ) -> futures::future::BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
         let peer = self.peer.clone();
-        let cannot_ask = self.cannot_ask;
+        let cannot_ask = self.cannot_ask.clone();
+        let rounds = self.rounds.clone();
         Box::pin(async move {
             if let Some(why) = cannot_ask {
-                return Err(ElicitError::CannotAsk(why.to_owned()));
+                return Err(ElicitError::CannotAsk(why));
             }
-            if !peer
-                .supported_elicitation_modes()
-                .contains(&rmcp::service::ElicitationMode::Form)
-            {
-                return Err(ElicitError::CannotAsk(
-                    "the MCP client did not declare the `elicitation` capability (form mode), so no \
-                     person can be asked over this connection"
-                        .into(),
-                ));
+            let params = elicit_params(&question)?;
+            let Some(rounds) = rounds else {
+                let answer = peer
+                    .create_elicitation(params)
+                    .await
+                    .map_err(|error| ElicitError::Failed(error.to_string()))?;
+                return answer_of(answer);
+            };
+            let number = rounds.asked.fetch_add(1, Ordering::Relaxed) + 1;
+            let key = format!("question-{number}");
+            if let Some(answer) = rounds.answers.get(&key) {
+                let answer =
+                    serde_json::from_value::<ElicitResult>(answer.clone()).map_err(|error| {
+                        ElicitError::InvalidAnswer(format!(
+                            "the client's answer `{key}` is not an elicitation result: {error}"
+                        ))
+                    })?;
+                return answer_of(answer);
             }
-            let params =
-                serde_json::from_value::<rmcp::model::ElicitRequestParams>(serde_json::json!({
-                    "mode": "form",
-                    "message": question.message,
-                    "requestedSchema": question.schema,
-                }))
-                .map_err(|error| ElicitError::InvalidQuestion(error.to_string()))?;
-            let answer = peer
-                .create_elicitation(params)
-                .await
-                .map_err(|error| ElicitError::Failed(error.to_string()))?;
-            Ok(match answer.action {
-                rmcp::model::ElicitationAction::Accept => match answer.content {
-                    Some(Value::Object(content)) => ElicitationAnswer::Accept(content),
-                    None => ElicitationAnswer::Accept(serde_json::Map::new()),
-                    Some(other) => {
-                        return Err(ElicitError::InvalidAnswer(format!(
-                            "the client answered with {other}, not an object of fields"
-                        )));
-                    }
-                },
-                rmcp::model::ElicitationAction::Decline => ElicitationAnswer::Decline,
-                _ => ElicitationAnswer::Cancel,
-            })
+            rounds
+                .unanswered_questions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .insert(key, InputRequest::Elicitation(ElicitRequest::new(params)));
+            rounds.unanswered.cancel();
+            // The call stops here: it is dropped, and runs again once the client has answered.
+            std::future::pending().await
         })
     }
 
     #[allow(deprecated)] // logging: see the `use` above
     fn log(&self, level: LogLevel, logger: &str, data: &Value) {
-        let wanted = *self
-            .level
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if level < wanted {
+        let wanted = match &self.level {
+            Level::Connection(wanted) => Some(
+                *wanted
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            ),
+            Level::Request(wanted) => *wanted,
+        };
+        if wanted.is_none_or(|wanted| level < wanted) {
             return;
         }
         let Ok(level) = serde_json::to_value(level).and_then(serde_json::from_value) else {
