@@ -105,8 +105,66 @@ impl ToolSpec {
     }
 }
 
-/// Checks, on the user's own token, that a `State<T>` parameter's `T` can be tool state.
-pub fn assert_state<T: ToolState>() {}
+/// Checks, on the user's own token, that a `State<T>` parameter's `T` can be tool state, with yiem's note
+/// whatever makes it fail (`Rc<T>` itself, or a field that is not `Sync`, such as a `RefCell` inside a
+/// database connection): `assert_state::<T, _>((&StateProbe::<T>::new()).verdict())`.
+///
+/// A bound `T: ToolState` would do, but for a field that is not `Sync` rustc reports that field's own
+/// error and leaves the bound's note out. So the verdict is reached by method resolution instead: the
+/// `ThreadSafe` method applies only when `T: ToolState`; otherwise the one of `&StateProbe<T>` (one
+/// autoref further) does, and its verdict, [`NotThreadSafe`], fails [`ToolStateVerdict`], whose note
+/// names `T` and says what to write.
+pub fn assert_state<T: ?Sized, V: ToolStateVerdict<T>>(_verdict: V) {}
+
+/// The type `T` of a `State<T>` parameter, for [`assert_state`].
+#[derive(Debug)]
+pub struct StateProbe<T: ?Sized>(std::marker::PhantomData<fn() -> Box<T>>);
+
+impl<T: ?Sized> StateProbe<T> {
+    /// The probe of `T`.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        StateProbe(std::marker::PhantomData)
+    }
+}
+
+/// The verdict of a type that can be tool state.
+#[derive(Debug)]
+pub struct ThreadSafeState;
+
+/// The verdict of a type that cannot.
+#[derive(Debug)]
+pub struct NotThreadSafe;
+
+/// The probe of a type that can be tool state.
+pub trait ThreadSafe {
+    /// [`ThreadSafeState`].
+    fn verdict(&self) -> ThreadSafeState {
+        ThreadSafeState
+    }
+}
+
+impl<T: ToolState> ThreadSafe for StateProbe<T> {}
+
+/// The probe of any other type (reached only when [`ThreadSafe`] does not apply).
+pub trait MaybeNotThreadSafe {
+    /// [`NotThreadSafe`].
+    fn verdict(&self) -> NotThreadSafe {
+        NotThreadSafe
+    }
+}
+
+impl<T: ?Sized> MaybeNotThreadSafe for &StateProbe<T> {}
+
+/// Holds for the verdict of a type that can be tool state.
+#[diagnostic::on_unimplemented(
+    message = "`{T}` cannot be tool state: it is not `Send + Sync + 'static`",
+    label = "tool state is shared by calls on many threads",
+    note = "wrap a type that is not `Sync` (a database connection, anything holding a `Cell` or `RefCell`) in a `Mutex<T>` or `RwLock<T>` (`State<Mutex<Connection>>`, registered with `Mutex::new(connection)`), use `Arc` instead of `Rc`, and own the data instead of borrowing it"
+)]
+pub trait ToolStateVerdict<T: ?Sized> {}
+
+impl<T: ?Sized> ToolStateVerdict<T> for ThreadSafeState {}
 
 /// Entry points for the fuzz harness (`tests/tests/fuzz.rs`) into parts that are not public.
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]

@@ -294,9 +294,11 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
     };
     // Each state type is checked on its own token: `Send + Sync + 'static`.
     let state_checks = extractors.iter().filter_map(|extractor| match extractor {
-        Extractor::State { inner, .. } => {
-            Some(quote_spanned! {inner.span()=> #private::assert_state::<#inner>();})
-        }
+        Extractor::State { inner, .. } => Some(quote_spanned! {inner.span()=> {
+            #[allow(unused_imports)]
+            use #private::{MaybeNotThreadSafe as _, ThreadSafe as _};
+            #private::assert_state::<#inner, _>((&#private::StateProbe::<#inner>::new()).verdict());
+        }}),
         Extractor::Context(_) => None,
     });
     let adapter = match tool.runs {
