@@ -10,7 +10,9 @@ test asserts on that.
     python tests/python/mcp_asking_client.py SPEC http URL
 
 SPEC is JSON: {"answer": null | {"action": "accept", "content": {...}} | {"action": "decline"} | ...,
-"log_level": null | "debug", "calls": [[NAME, ARGUMENTS], ...], "revision": null | "2026-07-28"}. With
+"log_level": null | "debug", "calls": [[NAME, ARGUMENTS], ...], "revision": null | "2026-07-28",
+"sample": null | {"text": ..., "model": ...} | {"refuse": REASON}}; without "sample" the client declares no
+sampling capability. With
 a revision the client is the SDK's high-level `Client` pinned to it; without, a `ClientSession` that
 starts with `initialize`. Without an answer the client declares
 no elicitation capability.
@@ -25,10 +27,11 @@ import mcp.types as types
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 
 async def run(spec, transport, target, extra):
-    seen = {"questions": [], "results": [], "logs": [], "tools": []}
+    seen = {"questions": [], "results": [], "logs": [], "tools": [], "samples": []}
     callbacks = {}
     if spec.get("answer") is not None:
         answer = spec["answer"]
@@ -40,6 +43,29 @@ async def run(spec, transport, target, extra):
             return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
         callbacks["elicitation_callback"] = elicit
+
+    if spec.get("sample") is not None:
+        sample = spec["sample"]
+
+        async def create_message(_context, params):
+            seen["samples"].append(
+                {
+                    "messages": [
+                        {"role": m.role, "text": m.content.text} for m in params.messages
+                    ],
+                    "maxTokens": params.max_tokens,
+                }
+            )
+            if "refuse" in sample:
+                return types.ErrorData(code=-1, message=sample["refuse"])
+            return types.CreateMessageResult(
+                role="assistant",
+                content=types.TextContent(type="text", text=sample["text"]),
+                model=sample["model"],
+                stop_reason="endTurn",
+            )
+
+        callbacks["sampling_callback"] = create_message
 
     async def on_log(params):
         seen["logs"].append(
@@ -81,7 +107,13 @@ async def run(spec, transport, target, extra):
                 for tool in listed.tools
             ]
             for name, arguments in spec["calls"]:
-                result = await client.call_tool(name, arguments)
+                try:
+                    result = await client.call_tool(name, arguments)
+                except MCPError as error:
+                    seen["results"].append(
+                        {"error": {"code": error.error.code, "message": error.error.message}}
+                    )
+                    continue
                 text = "".join(
                     block.text for block in result.content if block.type == "text"
                 )

@@ -297,3 +297,37 @@ fn the_no_argument_tool_takes_an_empty_object_in_every_dialect() {
         assert_eq!(dialect_schema(dialect, definition), expected, "{dialect}");
     }
 }
+
+#[test]
+fn a_schema_written_by_hand_goes_to_mcp_as_written_and_to_providers_rewritten() {
+    let schema = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "$defs": {"address": {"$anchor": "addressDef", "type": "object",
+                              "properties": {"city": {"type": "string"}}}},
+        "properties": {"address": {"$ref": "#/$defs/address"}},
+        "if": {"required": ["address"]},
+        "then": {"required": ["address"]},
+    });
+    let tool = yiem_core::AgentTool::builder("as_written")
+        .description("A hand-written 2020-12 schema.")
+        .input_schema(schema.clone())
+        .handler(|_, _| async { "ok" })
+        .build()
+        .unwrap();
+    let mcp = tool.definition(Dialect::Mcp).unwrap();
+    assert_eq!(mcp["inputSchema"], schema);
+    // A provider still gets its own rewrite: no `$schema`, the reference inlined.
+    let openai = tool.definition(Dialect::OpenAi).unwrap();
+    let parameters = &openai["function"]["parameters"];
+    assert_eq!(parameters.get("$schema"), None);
+    assert_eq!(parameters.get("$defs"), None);
+    assert_eq!(
+        parameters["properties"]["address"]["properties"]["city"]["type"],
+        "string"
+    );
+    // A derived schema is still rewritten for MCP (the corpus's golden files pin it).
+    let derived = corpus_tool("nested_structs");
+    let derived = derived.definition(Dialect::Mcp).unwrap();
+    assert_eq!(derived["inputSchema"].get("$schema"), None);
+}

@@ -403,15 +403,16 @@ async fn a_client_of_2026_07_28_that_declines_or_cannot_answer_is_refused_and_th
         );
         assert!(file.exists(), "{test}: `remove` ran although declined");
     }
+    // Without the capability the call is refused as the revision says: `-32021`, not a result.
     let file = victim("modern-no-elicitation");
     let seen = python_client(
-        modern(json!({"calls": remove_call(&file)})),
+        modern(json!({"calls": remove_call(&file), "answer": null})),
         Transport::Http(server.url.clone()),
     )
     .await;
     assert_eq!(
         seen["results"],
-        json!([{"isError": true, "text": NO_CAPABILITY}])
+        json!([{"error": {"code": -32021, "message": "`remove` needs to ask the client its user a question, and this request did not declare the `elicitation` capability in `io.modelcontextprotocol/clientCapabilities`; it did not run. Declare the capability, or the server's operator can let the tool run without asking (`yiem mcp --allow remove`, `McpServer::with_allowed_tools`)"}}])
     );
     assert_eq!(seen["questions"], json!([]));
     assert!(file.exists());
@@ -551,4 +552,66 @@ async fn over_http_log_messages_stream_on_the_calls_response() {
         seen["results"][1]["text"],
         format!("the user cannot be asked: {STATELESS}")
     );
+}
+
+#[tokio::test]
+async fn a_tool_asks_the_clients_model_over_stdio_http_sessions_and_2026_07_28_rounds() {
+    let sessions = HttpServer::start(&["--sessions"]).await;
+    let stateless = HttpServer::start(&[]).await;
+    let sample = json!({"text": "all good", "model": "python-model"});
+    for (spec, transport, test) in [
+        (
+            json!({"sample": sample, "calls": [["summarise", {}]]}),
+            Transport::Stdio(vec![]),
+            "stdio",
+        ),
+        (
+            json!({"sample": sample, "calls": [["summarise", {}]]}),
+            Transport::Http(sessions.url.clone()),
+            "http-sessions",
+        ),
+        (
+            modern(json!({"sample": sample, "calls": [["summarise", {}]]})),
+            Transport::Http(stateless.url.clone()),
+            "modern-http",
+        ),
+    ] {
+        let seen = python_client(spec, transport).await;
+        assert_eq!(
+            seen["results"],
+            json!([{"isError": false, "text": "summary by python-model: all good"}]),
+            "{test}"
+        );
+        assert_eq!(
+            seen["samples"],
+            json!([{"messages": [{"role": "user", "text": "Summarise: the build is green."}], "maxTokens": 40}]),
+            "{test}"
+        );
+    }
+    // A refusal reaches the tool as a refusal.
+    let seen = python_client(
+        json!({"sample": {"refuse": "not today"}, "calls": [["summarise", {}]]}),
+        Transport::Stdio(vec![]),
+    )
+    .await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": false, "text": "no summary: not today"}])
+    );
+    // Without the capability the tool cannot ask (a 2026-07-28 client gets -32021).
+    let seen = python_client(
+        json!({"calls": [["summarise", {}]]}),
+        Transport::Stdio(vec![]),
+    )
+    .await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": true, "text": "the user cannot be asked: the MCP client did not declare the `sampling` capability, so its model cannot be asked for a completion over this connection"}])
+    );
+    let seen = python_client(
+        modern(json!({"calls": [["summarise", {}]]})),
+        Transport::Http(stateless.url.clone()),
+    )
+    .await;
+    assert_eq!(seen["results"][0]["error"]["code"], -32021);
 }

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::call::ToolCall;
 use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::result::{AgentToolResult, IntoToolResult};
+use crate::sample::{Sampling, SamplingAnswer};
 use crate::state::{StateMap, ToolState};
 
 /// Where a call's partial results go: a plain callback.
@@ -310,6 +311,53 @@ impl ToolContext {
         };
         let question = Elicitation::new(self.store_name().unwrap_or_default(), message, schema);
         asker.elicit(question).await
+    }
+
+    /// Asks a model for a completion of `request` (the tool's own prompt, not the conversation). Over MCP
+    /// the client's model answers (`sampling/createMessage`, when the client declared `sampling`; a
+    /// client of the 2026-07-28 revision, where sampling is deprecated, by an `input_required` answer if
+    /// it still declares it); in an executor or an agent, its
+    /// [`SamplingHandler`](crate::SamplingHandler) ([`ToolExecutor::with_sampling`](crate::ToolExecutor::with_sampling),
+    /// which can be the agent's own model: [`model_sampler`](crate::llm::model_sampler)). Where nobody
+    /// can be asked it is [`ElicitError::CannotAsk`]; a refusal is
+    /// [`SamplingAnswer::Refuse`](crate::SamplingAnswer::Refuse), with why.
+    ///
+    /// ```
+    /// use yiem_core::{ElicitError, Sampling, SamplingAnswer, ToolContext, ToolExecutor, ToolStore, tool};
+    ///
+    /// /// Give a one-line summary of a text.
+    /// #[tool]
+    /// async fn summarise(ctx: ToolContext) -> Result<String, ElicitError> {
+    ///     let request = Sampling::prompt("Summarise in one line: ...", 60);
+    ///     Ok(match ctx.sample(request).await? {
+    ///         SamplingAnswer::Text { text, .. } => text,
+    ///         _ => "no summary: the model was not asked".into(),
+    ///     })
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let store = ToolStore::new("docs");
+    /// store.register(summarise_tool()).unwrap();
+    /// let executor = ToolExecutor::new()
+    ///     .with_sampling(|_request: Sampling| async { SamplingAnswer::text("a short line", "stand-in") });
+    /// let call = yiem_core::ToolCall::new("c1", "summarise", serde_json::json!({}));
+    /// let batch = executor.execute(&store, vec![call], &yiem_core::CancellationToken::new()).await;
+    /// assert_eq!(batch.messages[0].result.text_content(), "a short line");
+    /// # });
+    /// ```
+    pub async fn sample(&self, request: Sampling) -> Result<SamplingAnswer, ElicitError> {
+        let Some(asker) = &self.inner.asker else {
+            return Err(ElicitError::CannotAsk(
+                "this call runs where no model can be asked for a completion (no MCP client that \
+                 offers sampling, no sampling handler)"
+                    .into(),
+            ));
+        };
+        let mut request = request;
+        if request.server.is_empty() {
+            request.server = self.store_name().unwrap_or_default().to_owned();
+        }
+        asker.sample(request).await
     }
 
     /// Logs `data` (a text or any JSON) at `level`: over MCP a `notifications/message` from the tool

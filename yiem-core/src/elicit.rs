@@ -24,10 +24,13 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// A question for the person behind a call: the message and the form's schema (a flat JSON object schema
 /// of strings, numbers, integers, booleans and enums, per the MCP specification).
@@ -155,7 +158,7 @@ impl fmt::Display for LogLevel {
 }
 
 /// Who a running call can reach besides its result: asked by [`ToolContext`](crate::ToolContext)'s
-/// `elicit` and `log`, and by the MCP server's approval of a call (the same path).
+/// `elicit`, `sample` and `log`, and by the MCP server's approval of a call (the same path).
 pub(crate) trait Asker: Send + Sync {
     /// Asks `question`; the answer's content is the form's fields.
     fn elicit(
@@ -163,19 +166,54 @@ pub(crate) trait Asker: Send + Sync {
         question: Elicitation,
     ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>>;
 
+    /// Asks for a completion.
+    fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>>;
+
     /// Sends a log message from `logger` (the tool's name), if the receiver wants this level.
     fn log(&self, level: LogLevel, logger: &str, data: &Value);
 }
 
-/// An executor's [`ElicitationHandler`], as the [`Asker`] of its calls (log messages go to `tracing` only).
-pub(crate) struct HandlerAsker(pub(crate) std::sync::Arc<dyn ElicitationHandler>);
+/// An executor's handlers, as the [`Asker`] of its calls (log messages go to `tracing` only).
+#[derive(Clone, Default)]
+pub(crate) struct HandlerAsker {
+    pub(crate) elicitation: Option<Arc<dyn ElicitationHandler>>,
+    pub(crate) sampling: Option<Arc<dyn SamplingHandler>>,
+}
+
+impl fmt::Debug for HandlerAsker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HandlerAsker")
+            .field("elicitation", &self.elicitation.is_some())
+            .field("sampling", &self.sampling.is_some())
+            .finish()
+    }
+}
 
 impl Asker for HandlerAsker {
     fn elicit(
         &self,
         question: Elicitation,
     ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
-        let answer = self.0.elicit(question);
+        let Some(handler) = &self.elicitation else {
+            return Box::pin(std::future::ready(Err(ElicitError::CannotAsk(
+                "no elicitation handler was given to the agent or executor this call runs in, so no \
+                 person can be asked; go on without the answer, or tell the user what you need"
+                    .into(),
+            ))));
+        };
+        let answer = handler.elicit(question);
+        Box::pin(async move { Ok(answer.await) })
+    }
+
+    fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        let Some(handler) = &self.sampling else {
+            return Box::pin(std::future::ready(Err(ElicitError::CannotAsk(
+                "no sampling handler was given to the agent or executor this call runs in, so no \
+                 model can be asked for a completion"
+                    .into(),
+            ))));
+        };
+        let answer = handler.sample(request);
         Box::pin(async move { Ok(answer.await) })
     }
 

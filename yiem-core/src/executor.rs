@@ -26,6 +26,7 @@ use crate::message::AssistantMessage;
 use crate::order::Order;
 use crate::pipeline::{Call, CallEnv, CallJournal};
 use crate::registry::ToolStore;
+use crate::sample::SamplingHandler;
 
 /// How an executor runs the calls of a batch.
 ///
@@ -140,6 +141,8 @@ pub struct ToolExecutor {
     max_calls: Option<usize>,
     /// Who the calls can ask ([`with_elicitation`](Self::with_elicitation)).
     asker: Option<Arc<dyn Asker>>,
+    /// The handlers behind `asker`.
+    handlers: HandlerAsker,
 }
 
 impl ToolExecutor {
@@ -203,7 +206,27 @@ impl ToolExecutor {
     /// # let _ = executor;
     /// ```
     pub fn with_elicitation(mut self, handler: impl ElicitationHandler) -> Self {
-        self.asker = Some(Arc::new(HandlerAsker(Arc::new(handler))));
+        self.handlers.elicitation = Some(Arc::new(handler));
+        self.asker = Some(Arc::new(self.handlers.clone()));
+        self
+    }
+
+    /// Answers the calls' requests for a completion ([`ToolContext::sample`](crate::ToolContext::sample))
+    /// with `handler` (without one, a request is [`ElicitError::CannotAsk`](crate::ElicitError)); an MCP
+    /// server asks its client's model instead. For an agent's own model, see
+    /// [`model_sampler`](crate::llm::model_sampler).
+    ///
+    /// ```
+    /// use yiem_core::{Sampling, SamplingAnswer, ToolExecutor};
+    ///
+    /// let executor = ToolExecutor::new().with_sampling(|request: Sampling| async move {
+    ///     SamplingAnswer::text(format!("{} messages read", request.messages.len()), "a-stand-in")
+    /// });
+    /// # let _ = executor;
+    /// ```
+    pub fn with_sampling(mut self, handler: impl SamplingHandler) -> Self {
+        self.handlers.sampling = Some(Arc::new(handler));
+        self.asker = Some(Arc::new(self.handlers.clone()));
         self
     }
 

@@ -221,6 +221,7 @@ pub mod otel;
 mod pipeline;
 mod registry;
 mod result;
+mod sample;
 mod state;
 mod suggest;
 pub mod telemetry;
@@ -288,6 +289,7 @@ pub use registry::{
     static_tools,
 };
 pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
+pub use sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 pub use state::{MissingState, State, StateKey, ToolState};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{

@@ -449,6 +449,7 @@ impl AgentTool {
                     ("openWorldHint", hints.open_world),
                 ],
                 needs_approval: self.needs_approval(),
+                schemas_as_written: matches!(self.inner.input_schema, SchemaSource::Ready(_)),
             };
             definition::definition(&facts, dialect)
         })

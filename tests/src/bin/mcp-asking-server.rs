@@ -6,7 +6,8 @@
 //! - `remove` needs approval: it deletes the file at `path`, so a test sees whether it ran;
 //! - `pick_color` asks which color (`ToolContext::elicit`) and says what the answer was;
 //! - `chatty` logs at `debug`, `info` and `warning` (`ToolContext::log`);
-//! - `repaint` needs approval and then asks which color, so a client is asked twice in one call.
+//! - `repaint` needs approval and then asks which color, so a client is asked twice in one call;
+//! - `summarise` asks the client's model for a completion (`ToolContext::sample`).
 //!
 //! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--sessions` gives HTTP clients
 //! of revisions before 2026-07-28 sessions (at most 2 at once, so a test can reach the limit).
@@ -14,7 +15,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use yiem_core::mcp::{McpHttpServer, McpServer};
-use yiem_core::{ElicitError, ElicitationAnswer, LogLevel, ToolContext, ToolStore, tool};
+use yiem_core::{
+    ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer, ToolContext, ToolStore,
+    tool,
+};
 
 #[derive(Deserialize, JsonSchema)]
 struct RemoveArgs {
@@ -85,6 +89,18 @@ impl Color {
     }
 }
 
+/// Ask the client's model to summarise a note.
+#[tool]
+async fn summarise(ctx: ToolContext) -> Result<String, ElicitError> {
+    let request =
+        Sampling::prompt("Summarise: the build is green.", 40).with_system_prompt("Be brief.");
+    Ok(match ctx.sample(request).await? {
+        SamplingAnswer::Text { text, model } => format!("summary by {model}: {text}"),
+        SamplingAnswer::Refuse(why) => format!("no summary: {why}"),
+        _ => "no summary".into(),
+    })
+}
+
 /// Do some work and log about it.
 #[tool]
 async fn chatty(ctx: ToolContext) -> &'static str {
@@ -101,6 +117,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.register(pick_color_tool())?;
     store.register(chatty_tool())?;
     store.register(repaint_tool())?;
+    store.register(summarise_tool())?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let values = |name: &str| -> Vec<String> {
         args.windows(2)

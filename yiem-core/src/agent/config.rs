@@ -307,6 +307,17 @@ pub trait AgentSettings: Sized {
         self
     }
 
+    /// Answers the agent's tools' requests for a completion
+    /// ([`ToolContext::sample`](crate::ToolContext::sample)) with `handler`; `llm::model_sampler(model)`
+    /// lets them ask the agent's own model. Without one, such a request is
+    /// [`ElicitError::CannotAsk`](crate::ElicitError). Like a question, it is one await inside the call,
+    /// under the call's time limit.
+    fn sampling(mut self, handler: impl crate::SamplingHandler) -> Self {
+        let settings = self.settings();
+        settings.executor = settings.executor.clone().with_sampling(handler);
+        self
+    }
+
     /// Runs before each model call: filter tools, edit the prompt or the messages.
     fn prepare_context(mut self, hook: impl Fn(&mut AgentContext) + Send + Sync + 'static) -> Self {
         self.settings().prepare_context = Some(Arc::new(hook));

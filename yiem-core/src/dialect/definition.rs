@@ -22,6 +22,9 @@ pub(crate) struct ToolFacts<'a> {
     pub strict: bool,
     /// Anthropic's `eager_input_streaming`.
     pub eager_input_streaming: bool,
+    /// The schemas were written by hand (`ToolBuilder`, an MCP server's tool), not derived: MCP gets
+    /// them as written.
+    pub schemas_as_written: bool,
 }
 
 /// The `_meta` key of an MCP tool entry that says the tool's calls need a person's approval: an MCP
@@ -31,7 +34,9 @@ pub(crate) const NEEDS_APPROVAL_META: &str = "yiem/needsApproval";
 /// The definition of a tool in `dialect`:
 ///
 /// - `Mcp`: a `tools/list` entry `{name, title, description, inputSchema, outputSchema?, annotations?,
-///   _meta?}`, with `"_meta": {"yiem/needsApproval": true}` for a tool that needs approval;
+///   _meta?}`, with `"_meta": {"yiem/needsApproval": true}` for a tool that needs approval; schemas
+///   written by hand go as written (`$schema`, `$defs`, `$anchor`, conditionals kept, as JSON Schema
+///   2020-12 is MCP's dialect), derived ones rewritten like the others;
 /// - `OpenAi`: `{"type": "function", "function": {name, description, parameters}}`, and `OpenAiStrict`
 ///   (or a tool that asks for strict mode) with the strict schema and `"strict": true` inside `function`;
 /// - `Anthropic`: `{name, description, input_schema}`, with `input_examples`, `strict: true` (and every
@@ -62,6 +67,11 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
             }
             Err(refused) => return Err(refused),
         },
+        // Checked like any other, then sent as the author wrote it.
+        Dialect::Mcp if tool.schemas_as_written => {
+            rewrite::rewrite(name, dialect, tool.input_schema)?;
+            tool.input_schema.clone()
+        }
         _ => rewrite::rewrite(name, dialect, tool.input_schema)?,
     };
     note_left_out(tool, dialect);
@@ -74,7 +84,11 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
             entry.insert("description".into(), json!(description));
             entry.insert("inputSchema".into(), schema);
             if let Some(output) = tool.output_schema {
-                let output = rewrite::rewrite(name, dialect, output)?;
+                let rewritten = rewrite::rewrite(name, dialect, output)?;
+                let output = match tool.schemas_as_written {
+                    true => output.clone(),
+                    false => rewritten,
+                };
                 entry.insert("outputSchema".into(), output);
             }
             let annotations: Map<String, Value> = tool

@@ -18,6 +18,9 @@
 //! | [`Anthropic`](Dialect::Anthropic) | same as MCP | same | same | numeric `format`s |
 //! | [`Gemini`](Dialect::Gemini) | inlined; a recursive type goes as `parametersJsonSchema` | not required, `nullable: true` | `nullable: true` | every keyword outside Gemini's `Schema`; `additionalProperties` |
 //!
+//! A schema written by hand (`ToolBuilder::input_schema`, an MCP server's tool) goes to MCP as written, after the
+//! same checks: JSON Schema 2020-12 is MCP's dialect, so `$schema`, `$defs`, `$anchor` and conditionals stay.
+//!
 //! So every dialect admits `null` wherever the type does (an `Option`, at any depth), and strict mode also
 //! for the properties it makes required. In every dialect an enum of documented unit variants becomes a
 //! plain `enum` list with each variant's doc appended to the description, and every node that can have a

@@ -34,6 +34,7 @@ mod replay;
 mod reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod retry;
+mod sampler;
 mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod select;
@@ -94,6 +95,7 @@ pub use programmatic::ProgrammaticCalling;
 pub use reply::stream_reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
+pub use sampler::model_sampler;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};

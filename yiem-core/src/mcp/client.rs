@@ -88,12 +88,12 @@ use tokio::sync::mpsc;
 use super::elicitation::with_defaults;
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{Authorizer, Tries};
-use super::sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 use crate::content::{Content, ResourceInfo};
 use crate::context::ToolContext;
 use crate::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
+use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 use crate::tool::{AgentTool, ToolAnnotations};
 
 /// The time limit of one call to a server unless set otherwise.

@@ -91,9 +91,8 @@ mod http;
 mod lines;
 #[cfg(feature = "mcp-oauth")]
 pub mod oauth;
-#[cfg(feature = "mcp-client")]
-mod sampling;
 
+pub use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 #[cfg(feature = "mcp-client")]
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
@@ -104,8 +103,6 @@ pub use http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, McpHttpServer,
 };
-#[cfg(feature = "mcp-client")]
-pub use sampling::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -119,10 +116,13 @@ use rmcp::model::{
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, Resource,
     ResourceContents, ServerCapabilities, ServerConfig, Tool,
 };
-// MCP logging is deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions this server
-// speaks have it.
+// MCP logging and sampling are deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions
+// this server speaks have them.
 #[allow(deprecated)]
-use rmcp::model::{LoggingMessageNotificationParam, SetLevelRequestParams};
+use rmcp::model::{
+    CreateMessageRequest, CreateMessageRequestParams, LoggingMessageNotificationParam,
+    SetLevelRequestParams,
+};
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::Value;
@@ -499,9 +499,12 @@ impl McpServer {
                 // A question without an answer yet: the call stops (dropping it cancels the tool,
                 // see `run`) and the client gets the questions.
                 biased;
-                () = rounds.unanswered.cancelled() => Outcome::Ask {
-                    questions: rounds.questions(),
-                    answers: rounds.answers.clone(),
+                () = rounds.unanswered.cancelled() => match rounds.missing() {
+                    Some(capability) => Outcome::Missing(capability),
+                    None => Outcome::Ask {
+                        questions: rounds.questions(),
+                        answers: rounds.answers.clone(),
+                    },
                 },
                 message = work => Outcome::Done(message),
             },
@@ -592,6 +595,9 @@ enum Outcome {
         questions: InputRequests,
         answers: InputResponses,
     },
+    /// The call needs to ask the client by a capability (`elicitation`, `sampling`) its request did not
+    /// declare: the 2026-07-28 revision's `-32021` error.
+    Missing(&'static str),
 }
 
 #[cfg(test)]
@@ -618,6 +624,26 @@ mod tests {
         }
         assert!(answers_of(None, None).unwrap().is_empty());
     }
+}
+
+/// The `-32021` error of a call of `tool` that needs the client's `capability`.
+fn missing_capability(tool: &str, capability: &str) -> ErrorData {
+    let what = match capability {
+        "sampling" => "its model for a completion",
+        _ => "its user a question",
+    };
+    let mut required = serde_json::Map::new();
+    required.insert(capability.to_owned(), serde_json::json!({}));
+    ErrorData::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "`{tool}` needs to ask the client {what}, and this request did not declare the \
+             `{capability}` capability in `io.modelcontextprotocol/clientCapabilities`; it did not \
+             run. Declare the capability, or the server's operator can let the tool run without \
+             asking (`yiem mcp --allow {tool}`, `McpServer::with_allowed_tools`)"
+        ),
+        Some(serde_json::json!({"requiredCapabilities": required})),
+    )
 }
 
 /// What starts the `requestState` of this server's `input_required` answers: the answers given so far
@@ -752,6 +778,9 @@ impl ServerHandler for McpServer {
         };
         Ok(match outcome {
             Outcome::Done(message) => call_tool_result(message).into(),
+            Outcome::Missing(capability) => {
+                return Err(missing_capability(tool.name(), capability));
+            }
             Outcome::Ask { questions, answers } => {
                 let state = format!(
                     "{STATE_PREFIX}{}",
@@ -849,6 +878,8 @@ struct ClientAsker {
     peer: Peer<RoleServer>,
     /// Why nobody can be asked, if nobody can.
     cannot_ask: Option<String>,
+    /// Why no model can be asked for a completion, if none can.
+    cannot_sample: Option<String>,
     /// Set for a client that is asked by `input_required` rather than by a request.
     rounds: Option<Arc<Rounds>>,
     level: Level,
@@ -874,13 +905,55 @@ struct Rounds {
     answers: InputResponses,
     /// How many questions the call has asked so far.
     asked: std::sync::atomic::AtomicUsize,
+    /// Whether the request declares form elicitation, and sampling.
+    forms: bool,
+    samples: bool,
     /// The questions the call asked that have no answer yet.
     unanswered_questions: Mutex<InputRequests>,
-    /// Cancelled when the call asks a question that has no answer yet.
+    /// The capability a question needed that the request did not declare, if one did.
+    missing: Mutex<Option<&'static str>>,
+    /// Cancelled when the call asks a question that has no answer yet, or that it cannot ask.
     unanswered: CancellationToken,
 }
 
 impl Rounds {
+    /// The answer to the next question of the call, by its key; a question without one yet is kept for
+    /// the client and the call waits for ever (it is stopped, and asks again in the next round).
+    async fn ask(&self, question: InputRequest) -> (String, Value) {
+        let needs = match &question {
+            InputRequest::Elicitation(_) => (!self.forms).then_some("elicitation"),
+            InputRequest::CreateMessage(_) => (!self.samples).then_some("sampling"),
+            _ => None,
+        };
+        if let Some(capability) = needs {
+            *self
+                .missing
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(capability);
+            self.unanswered.cancel();
+            return std::future::pending().await;
+        }
+        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
+        let key = format!("question-{number}");
+        if let Some(answer) = self.answers.get(&key) {
+            return (key, answer.clone());
+        }
+        self.unanswered_questions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(key, question);
+        self.unanswered.cancel();
+        std::future::pending().await
+    }
+
+    /// The capability the call needed and the request did not declare.
+    fn missing(&self) -> Option<&'static str> {
+        *self
+            .missing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
     /// The questions asked without an answer, for the client to answer.
     fn questions(&self) -> InputRequests {
         std::mem::take(
@@ -915,6 +988,9 @@ fn asks_forms(capabilities: &ClientCapabilities) -> bool {
         .as_ref()
         .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
 }
+
+const NO_SAMPLING: &str = "the MCP client did not declare the `sampling` capability, so its model \
+     cannot be asked for a completion over this connection";
 
 const NO_ELICITATION: &str = "the MCP client did not declare the `elicitation` capability (form \
      mode), so no person can be asked over this connection";
@@ -958,17 +1034,19 @@ impl ClientAsker {
         let modern = context
             .protocol_version()
             .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        let (cannot_ask, rounds, level) = if modern {
+        let (cannot_ask, cannot_sample, rounds, level) = if modern {
             // No requests to the client: its questions go back as `input_required`, which any
             // transport carries, to a client that says in the request that it answers forms.
-            let forms = context
-                .meta
-                .client_capabilities()
-                .is_some_and(|capabilities| asks_forms(&capabilities));
+            // A question the request's declared capabilities do not allow ends the call with
+            // `-32021` (see `Rounds::missing`): the revision forbids relying on undeclared ones.
+            let capabilities = context.meta.client_capabilities().unwrap_or_default();
             let rounds = Arc::new(Rounds {
                 answers,
+                forms: asks_forms(&capabilities),
+                samples: capabilities.sampling.is_some(),
                 asked: Default::default(),
                 unanswered_questions: Mutex::default(),
+                missing: Mutex::default(),
                 unanswered: CancellationToken::new(),
             });
             let level = context
@@ -976,8 +1054,7 @@ impl ClientAsker {
                 .log_level()
                 .and_then(|level| serde_json::to_value(level).ok())
                 .and_then(|level| serde_json::from_value(level).ok());
-            let cannot_ask = (!forms).then(|| NO_ELICITATION.to_owned());
-            (cannot_ask, Some(rounds), Level::Request(level))
+            (None, None, Some(rounds), Level::Request(level))
         } else {
             let cannot_ask = match server.cannot_ask {
                 Some(why) => Some(why.to_owned()),
@@ -987,12 +1064,21 @@ impl ClientAsker {
                     .contains(&rmcp::service::ElicitationMode::Form))
                 .then(|| NO_ELICITATION.to_owned()),
             };
+            let cannot_sample = match server.cannot_ask {
+                Some(why) => Some(why.to_owned()),
+                None => context
+                    .peer
+                    .peer_info()
+                    .is_none_or(|client| client.capabilities.sampling.is_none())
+                    .then(|| NO_SAMPLING.to_owned()),
+            };
             let level = Level::Connection(Arc::clone(&server.log_level));
-            (cannot_ask, None, level)
+            (cannot_ask, cannot_sample, None, level)
         };
         let asker = ClientAsker {
             peer: context.peer.clone(),
             cannot_ask,
+            cannot_sample,
             rounds: rounds.clone(),
             level,
             logs,
@@ -1009,6 +1095,57 @@ fn elicit_params(question: &Elicitation) -> Result<ElicitRequestParams, ElicitEr
         "requestedSchema": question.schema,
     }))
     .map_err(|error| ElicitError::InvalidQuestion(error.to_string()))
+}
+
+/// The `sampling/createMessage` parameters of `request`.
+#[allow(deprecated)] // sampling: see the `use` above
+fn sampling_params(request: &Sampling) -> Result<CreateMessageRequestParams, ElicitError> {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| {
+            let role = if message.role == "assistant" {
+                "assistant"
+            } else {
+                "user"
+            };
+            serde_json::json!({"role": role, "content": {"type": "text", "text": message.text}})
+        })
+        .collect();
+    let mut params = serde_json::json!({"messages": messages, "maxTokens": request.max_tokens});
+    if let Some(system) = &request.system_prompt {
+        params["systemPrompt"] = Value::String(system.clone());
+    }
+    serde_json::from_value(params).map_err(|error| ElicitError::InvalidQuestion(error.to_string()))
+}
+
+/// The completion in a client's `sampling/createMessage` result (its text blocks, and the model), or
+/// the refusal in an error it answered with.
+fn sampled(what: &str, answer: Value) -> Result<SamplingAnswer, ElicitError> {
+    if let Some(message) = answer.get("message").and_then(Value::as_str)
+        && answer.get("code").is_some()
+    {
+        return Ok(SamplingAnswer::Refuse(message.to_owned()));
+    }
+    let blocks = match answer.get("content") {
+        Some(Value::Array(blocks)) => blocks.clone(),
+        Some(block @ Value::Object(_)) => vec![block.clone()],
+        _ => {
+            return Err(ElicitError::InvalidAnswer(format!(
+                "{what} is not a sampling result (no `content`)"
+            )));
+        }
+    };
+    let text: Vec<&str> = blocks
+        .iter()
+        .filter(|block| block.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|block| block.get("text").and_then(Value::as_str))
+        .collect();
+    let model = answer
+        .get("model")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Ok(SamplingAnswer::text(text.join("\n"), model))
 }
 
 /// The answer the client gave to a question.
@@ -1048,25 +1185,49 @@ impl Asker for ClientAsker {
                     .map_err(|error| ElicitError::Failed(error.to_string()))?;
                 return answer_of(answer);
             };
-            let number = rounds.asked.fetch_add(1, Ordering::Relaxed) + 1;
-            let key = format!("question-{number}");
-            if let Some(answer) = rounds.answers.get(&key) {
-                let answer =
-                    serde_json::from_value::<ElicitResult>(answer.clone()).map_err(|error| {
-                        ElicitError::InvalidAnswer(format!(
-                            "the client's answer `{key}` is not an elicitation result: {error}"
-                        ))
-                    })?;
-                return answer_of(answer);
+            let (key, answer) = rounds
+                .ask(InputRequest::Elicitation(ElicitRequest::new(params)))
+                .await;
+            let answer = serde_json::from_value::<ElicitResult>(answer).map_err(|error| {
+                ElicitError::InvalidAnswer(format!(
+                    "the client's answer `{key}` is not an elicitation result: {error}"
+                ))
+            })?;
+            answer_of(answer)
+        })
+    }
+
+    #[allow(deprecated)] // sampling: see the `use` above
+    fn sample(
+        &self,
+        request: Sampling,
+    ) -> futures::future::BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        let peer = self.peer.clone();
+        let cannot_sample = self.cannot_sample.clone();
+        let rounds = self.rounds.clone();
+        Box::pin(async move {
+            if let Some(why) = cannot_sample {
+                return Err(ElicitError::CannotAsk(why));
             }
-            rounds
-                .unanswered_questions
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .insert(key, InputRequest::Elicitation(ElicitRequest::new(params)));
-            rounds.unanswered.cancel();
-            // The call stops here: it is dropped, and runs again once the client has answered.
-            std::future::pending().await
+            let params = sampling_params(&request)?;
+            let Some(rounds) = rounds else {
+                return match peer.create_message(params).await {
+                    Ok(answer) => sampled(
+                        "the client's answer",
+                        serde_json::to_value(answer).unwrap_or_default(),
+                    ),
+                    Err(rmcp::service::ServiceError::McpError(error)) => {
+                        Ok(SamplingAnswer::Refuse(error.message.into_owned()))
+                    }
+                    Err(error) => Err(ElicitError::Failed(error.to_string())),
+                };
+            };
+            let (key, answer) = rounds
+                .ask(InputRequest::CreateMessage(CreateMessageRequest::new(
+                    params,
+                )))
+                .await;
+            sampled(&format!("the client's answer `{key}`"), answer)
         })
     }
 
