@@ -132,14 +132,11 @@ impl Grammar {
     fn compiled(&self) -> Option<&Result<regex::Regex, String>> {
         (self.syntax == GrammarSyntax::Regex).then(|| {
             self.compiled.get_or_init(|| {
+                // The definition alone first: wrapped, `a)|(b` would compile, as another grammar.
+                regex::Regex::new(&self.definition).map_err(|error| error.to_string())?;
                 // Anchored at both ends: the grammar describes the whole text.
-                regex::Regex::new(&format!(r"\A(?:{})\z", self.definition)).map_err(|error| {
-                    // The anchors are ours: the error names the definition as written.
-                    match regex::Regex::new(&self.definition) {
-                        Err(own) => own.to_string(),
-                        Ok(_) => error.to_string(),
-                    }
-                })
+                regex::Regex::new(&format!(r"\A(?:{})\z", self.definition))
+                    .map_err(|error| error.to_string())
             })
         })
     }
@@ -252,12 +249,11 @@ impl TextFormat {
     }
 
     /// The description a function tool carries for a provider without free-text tools: `description`,
-    /// then what the `input` parameter holds (the grammar, cut at [`MAX_GRAMMAR_IN_DESCRIPTION`]).
-    pub(crate) fn describe(&self, description: &str) -> String {
+    /// then the language of the `input` parameter (the grammar, cut at [`MAX_GRAMMAR_IN_DESCRIPTION`]);
+    /// any text needs no word beyond the parameter's own.
+    pub(crate) fn describe<'a>(&self, description: &'a str) -> Cow<'a, str> {
         let Some(grammar) = self.grammar() else {
-            return format!(
-                "{description}\n\nThe `input` parameter is the tool's input, as free text."
-            );
+            return Cow::Borrowed(description);
         };
         let definition = grammar.definition();
         let (shown, cut) = match definition.char_indices().nth(MAX_GRAMMAR_IN_DESCRIPTION) {
@@ -278,7 +274,7 @@ impl TextFormat {
                 definition.chars().count()
             ));
         }
-        text
+        Cow::Owned(text)
     }
 
     /// The problem with a call's arguments, if their text is not in the grammar's language (only what
@@ -301,5 +297,48 @@ impl TextFormat {
             )),
             _ => None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(feature = "schema-validation")]
+    fn a_regex_grammar_matches_the_whole_text_or_nothing() {
+        let either = Grammar::regex("yes|no");
+        assert_eq!(either.matches("yes"), Some(true));
+        assert_eq!(either.matches("no"), Some(true));
+        // Anchored around the whole alternation: neither branch may match a part.
+        assert_eq!(either.matches("yes, and no"), Some(false));
+        assert_eq!(either.matches("not now"), Some(false));
+        // A definition that anchors itself means the same.
+        let year = Grammar::regex("^[0-9]{4}$");
+        assert_eq!(year.matches("2026"), Some(true));
+        assert_eq!(year.matches("2026\n"), Some(false));
+        // A grammar that does not compile judges nothing, and says why.
+        let broken = Grammar::regex("(");
+        assert_eq!(broken.matches("("), None);
+        assert!(broken.compile_error().unwrap().contains("unclosed group"));
+        // One that would compile only inside yiem's anchors is refused as written.
+        assert!(Grammar::regex("a)|(b").compile_error().is_some());
+    }
+
+    #[test]
+    fn yiem_judges_no_lark_grammar_and_passes_its_text_on() {
+        let format = TextFormat::Grammar(Grammar::lark("start: \"a\""));
+        assert_eq!(format.grammar().unwrap().matches("b"), None);
+        assert_eq!(format.mismatch(&json!({"input": "b"})), None);
+        assert_eq!(TextFormat::Text.mismatch(&json!({"input": "b"})), None);
+    }
+
+    #[test]
+    fn the_openai_format_is_the_documented_shape() {
+        assert_eq!(TextFormat::Text.openai_format(), json!({"type": "text"}));
+        assert_eq!(
+            TextFormat::Grammar(Grammar::regex("[0-9]+")).openai_format(),
+            json!({"type": "grammar", "syntax": "regex", "definition": "[0-9]+"})
+        );
     }
 }

@@ -327,9 +327,7 @@ fn grammar(
         } else if found.is_some() {
             cx.error_spanned_by(
                 &inner.path,
-                format!(
-                    "a grammar has one syntax: keep either `lark = ...` or `regex = ...`; {shape}"
-                ),
+                "a grammar has one syntax: keep either `lark = ...` or `regex = ...`, not both",
             );
             refused = true;
         } else {

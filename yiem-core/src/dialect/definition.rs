@@ -72,14 +72,11 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
         _ => rewrite::rewrite(name, dialect, tool.input_schema)?,
     };
     note_left_out(tool, dialect);
-    let described;
     let description = match tool.free_text {
-        Some(format) => {
-            described = format.describe(tool.description);
-            described.as_str()
-        }
-        None => tool.description,
+        Some(format) => format.describe(tool.description),
+        None => tool.description.into(),
     };
+    let description = description.as_ref();
     Ok(match dialect {
         Dialect::Mcp => {
             let mut entry = Map::new();

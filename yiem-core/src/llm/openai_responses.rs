@@ -271,7 +271,8 @@ impl OpenAiResponsesConfig {
 /// Each request is a `POST <base_url>/responses` with `Authorization: Bearer <key>` (when there is a
 /// key) and a body of `model`, `instructions` (the system prompt, when not empty), `input` (see
 /// [`to_responses_input`](crate::llm::to_responses_input)), `tools` (function tools, `strict: false`
-/// unless [`strict_tools`](OpenAiResponsesConfig::strict_tools)), `stream: true`, `store`, `include:
+/// unless [`strict_tools`](OpenAiResponsesConfig::strict_tools); free-text tools as custom tools with
+/// their `format`), `stream: true`, `store`, `include:
 /// ["reasoning.encrypted_content"]` (unless turned off), `previous_response_id` (when chaining) and the
 /// extra fields.
 ///
@@ -285,6 +286,10 @@ impl OpenAiResponsesConfig {
 ///   `response.function_call_arguments.delta`s → `ToolCallDelta`s (each followed by the partial
 ///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
 ///   its arguments from `.done`;
+/// - a `custom_tool_call` item (the call of a free-text tool, sent as a custom tool: see
+///   [`TextFormat`](crate::TextFormat)) → the same events, its `input` as the arguments `{"input":
+///   "<text>"}`: its `response.custom_tool_call_input.delta`s stream that object's text (each piece escaped
+///   as JSON string content, so the partial arguments show the text so far), `"}` closes it;
 /// - a finished reasoning item, the item ids of messages and calls, and any other output item (a hosted
 ///   tool's) → [`ModelEvent::ProviderBlock`]s named `"openai-responses"`, which go back unchanged with
 ///   the conversation;
@@ -406,7 +411,7 @@ impl OpenAiResponsesModel {
             body.insert("tools".into(), self.tools(request)?);
             if let Some(choice) = request
                 .tool_choice_or(&config.tool_choice)
-                .openai_responses()
+                .openai_responses(&custom_tool)
             {
                 body.insert("tool_choice".into(), choice);
             }
