@@ -1468,3 +1468,32 @@ async fn a_tool_choice_of_a_grammar_tool_names_it_as_custom() {
     );
     assert_sdk_accepts_bodies(Request::Responses, &[body, allowed]);
 }
+
+#[test]
+fn a_custom_tool_call_round_trips_through_a_saved_message_and_still_goes_back_as_custom() {
+    use yiem_core::AgentMessage;
+    let output = json!([{"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1",
+                         "name": "run_sql", "input": "SELECT a FROM t"}]);
+    let body = json!({"type": "response.completed",
+        "response": response("resp_1", "completed", output, usage_json(5, 0, 5, 0))});
+    let events =
+        yiem_core::llm::parse_responses_events_for_fuzzing([("", body.to_string().as_str())]);
+    let reply = assemble(&events);
+    let saved = serde_json::to_string(&AgentMessage::Assistant(reply.clone())).unwrap();
+    let AgentMessage::Assistant(restored) = serde_json::from_str(&saved).unwrap() else {
+        panic!("{saved}");
+    };
+    assert_eq!(restored, reply);
+    // Without the tool in the request (the bare conversation), the item's marker says what it was.
+    let call = restored.tool_calls().next().unwrap().clone();
+    let result = ToolResultMessage::new(&call, AgentToolResult::text("1 row"));
+    let input = yiem_core::llm::to_responses_input(&[restored.into(), result.into()]);
+    assert_eq!(
+        Value::Array(input),
+        json!([
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "run_sql",
+             "input": "SELECT a FROM t"},
+            {"type": "custom_tool_call_output", "call_id": "call_1", "output": "1 row"}
+        ])
+    );
+}
