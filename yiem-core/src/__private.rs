@@ -12,7 +12,8 @@ pub use crate::args::ArgumentCheck;
 pub use crate::context::ContextSlot;
 pub use crate::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
-    OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, no_args_spec, output_spec,
+    OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, free_text_spec, no_args_spec,
+    output_spec,
 };
 pub use crate::registry::ToolRegistration;
 pub use crate::state::{StateKey, ToolState};
@@ -41,6 +42,8 @@ pub struct ToolSpec {
     pub strict: bool,
     pub eager_input_streaming: bool,
     pub defer_loading: bool,
+    /// `#[tool(free_text)]` or `#[tool(grammar(...))]`.
+    pub free_text: Option<crate::TextFormat>,
     pub file: &'static str,
     pub line: u32,
 }
@@ -93,6 +96,7 @@ impl ToolSpec {
                     strict: self.strict,
                     eager_input_streaming: self.eager_input_streaming,
                     defer_loading: self.defer_loading,
+                    free_text: self.free_text,
                 },
                 source: SourceLocation {
                     file: self.file,

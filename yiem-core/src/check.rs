@@ -1,12 +1,13 @@
 //! The check a tool crate runs in its own tests: [`check_tools`] (and the [`check_tools!`](crate::check_tools!)
 //! test it generates) and [`ToolStore::check`], which find, before anything ships, the tools a provider
 //! would refuse: an empty description, a name some provider rejects, two tools of one name, an example of
-//! arguments that does not fit the schema, a schema a dialect cannot express (OpenAI strict mode), or state
-//! a store does not hold.
+//! arguments that does not fit the schema, a regex grammar that does not compile, a schema a dialect cannot
+//! express (OpenAI strict mode), or state a store does not hold.
 
 use std::fmt;
 
 use crate::dialect::{Dialect, DialectError};
+use crate::grammar::TextFormat;
 use crate::registry::ToolStore;
 use crate::state::MissingState;
 use crate::tool::{AgentTool, SourceLocation, is_valid_tool_name};
@@ -61,6 +62,18 @@ pub enum ToolProblem {
         /// What is wrong with it.
         detail: String,
     },
+    /// The tool's regex grammar does not compile (see [`TextFormat`](crate::TextFormat)).
+    #[error(
+        "tool `{tool}` (defined at {defined}) has a regex grammar that does not compile, so no call of it can be checked: {detail}"
+    )]
+    InvalidGrammar {
+        /// The tool.
+        tool: String,
+        /// Where it was defined.
+        defined: SourceLocation,
+        /// The regex engine's error.
+        detail: String,
+    },
     /// A dialect cannot describe the tool (the documented refusal, naming the tool and the type).
     #[error(transparent)]
     Dialect(DialectError),
@@ -95,8 +108,9 @@ impl fmt::Display for ToolCheck {
 impl std::error::Error for ToolCheck {}
 
 /// Checks `tools` for what a provider would refuse: each has a non-empty description and a name every
-/// provider accepts, no two share a name, each example of arguments fits the tool's input schema, and
-/// each has a definition in every [`Dialect`]. Every problem is reported, not only the first.
+/// provider accepts, no two share a name, each example of arguments fits the tool's input schema (and its
+/// grammar), each regex grammar compiles (with `schema-validation`), and each has a definition in every
+/// [`Dialect`]. Every problem is reported, not only the first.
 ///
 /// ```
 /// use schemars::JsonSchema;
@@ -145,6 +159,19 @@ pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
                 defined: tool.source(),
             });
             continue;
+        }
+        if let Some(detail) = tool
+            .provider_options()
+            .free_text
+            .as_ref()
+            .and_then(TextFormat::grammar)
+            .and_then(|grammar| grammar.compile_error())
+        {
+            problems.push(ToolProblem::InvalidGrammar {
+                tool: name.to_owned(),
+                defined: tool.source(),
+                detail,
+            });
         }
         if let Err((index, error)) = tool.check_examples() {
             problems.push(ToolProblem::InvalidExample {

@@ -61,6 +61,24 @@ pub fn no_args_spec() -> ArgsSpec<NoArgs> {
     }
 }
 
+/// The text of a free-text tool's arguments, `{"input": "<text>"}` (see [`TextFormat`](crate::TextFormat)).
+#[derive(serde::Deserialize)]
+struct FreeText {
+    input: String,
+}
+
+/// The spec of a free-text tool's `String` parameter (`#[tool(free_text)]`, `#[tool(grammar(...))]`): the
+/// text of `{"input": "<text>"}`.
+pub fn free_text_spec() -> ArgsSpec<String> {
+    ArgsSpec {
+        parse: |value| args::parse::<FreeText>(value).map(|args| args.input),
+        parse_text: |text, allows| {
+            args::parse_text::<FreeText>(text, allows).map(|args| args.input)
+        },
+        schema: || Some(crate::grammar::free_text_schema()),
+    }
+}
+
 /// How a tool's return value becomes a result, and its output schema. Made by [`output_spec`].
 pub struct OutputSpec<R> {
     finish: fn(R) -> AgentToolResult,

@@ -63,7 +63,7 @@
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `schema-validation` | no | the full JSON Schema validator (`jsonschema`) beside yiem's own check: it adds what that check cannot judge (`pattern`, `format`, which form of a union at the root was meant). Without it, every tool's arguments are still checked at every depth for unknown properties, required ones, types, ranges and allowed values, in the same words |
+//! | `schema-validation` | no | the full JSON Schema validator (`jsonschema`) beside yiem's own check: it adds what that check cannot judge (`pattern`, `format`, which form of a union at the root was meant), and `regex` for yiem's own check of a free-text tool's regex grammar ([`TextFormat`]). Without it, every tool's arguments are still checked at every depth for unknown properties, required ones, types, ranges and allowed values, in the same words |
 //! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
 //! | `openai-responses` | no | `OpenAiResponsesModel`, `OpenAiResponsesConfig`: OpenAI's Responses API (`/v1/responses`), reasoning items carried from turn to turn; turns on `openai` |
 //! | `anthropic` | no | `AnthropicModel`, `AnthropicConfig`: Anthropic's Messages API, over the same transport |
@@ -129,6 +129,7 @@
 //! | module | owns |
 //! |---|---|
 //! | `tool` | [`AgentTool`]: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, [`ToolBuilder`] |
+//! | `grammar` | free-text tools: [`TextFormat`], [`Grammar`], the one argument shape `{"input": text}`, the grammar told in a description, yiem's own check of a regex grammar |
 //! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
 //! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
@@ -207,6 +208,7 @@ mod dialect;
 mod elicit;
 mod event;
 mod executor;
+mod grammar;
 mod guard;
 mod handler;
 mod hooks;
@@ -265,6 +267,7 @@ pub use dialect::{Dialect, DialectError, UnknownDialect};
 pub use elicit::{ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel};
 pub use event::{AgentEvent, EventBus, EventStream};
 pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls};
+pub use grammar::{Grammar, GrammarSyntax, MAX_GRAMMAR_IN_DESCRIPTION, TextFormat};
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
@@ -362,6 +365,28 @@ pub use tool::{
 /// | `strict` | strict mode where the provider has it (OpenAI, Anthropic); the schema must be one strict mode expresses | off |
 /// | `eager_input_streaming` | Anthropic streams the arguments unbuffered | off |
 /// | `defer_loading` | the definition is sent only once the model has found the tool ([`catalog`]) | off |
+/// | `free_text` | the tool takes free text, as its one `String` parameter: OpenAI's Responses API sends it as a custom tool, other providers as one string parameter `input` ([`TextFormat`]) | off |
+/// | `grammar(lark = "...")`, `grammar(regex = "...")` | as `free_text`, the text in the grammar's language: the Responses API constrains the model to it, other providers read it in the description, yiem checks a regex grammar itself ([`TextFormat`]) | none |
+///
+/// ```
+/// use yiem_core::{Dialect, GrammarSyntax, tool};
+///
+/// /// Save a date.
+/// #[tool(grammar(regex = r"\d{4}-\d{2}-\d{2}"))]
+/// async fn save_date(date: String) -> String {
+///     format!("saved {date}")
+/// }
+///
+/// let tool = save_date_tool();
+/// let grammar = tool.provider_options().free_text.as_ref().and_then(|f| f.grammar()).unwrap();
+/// assert_eq!(grammar.syntax(), GrammarSyntax::Regex);
+/// // The text arrives as the arguments `{"input": "<text>"}`.
+/// assert_eq!(tool.input_schema()["required"], serde_json::json!(["input"]));
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let saved = tool.execute("c1", serde_json::json!({"input": "2026-12-24"})).await;
+/// assert_eq!(saved.text_content(), "saved 2026-12-24");
+/// # });
+/// ```
 ///
 /// ```
 /// use schemars::JsonSchema;

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentChecking, ArgumentError};
 use crate::context::{ContextSlot, ToolContext};
 use crate::dialect::{Dialect, DialectCache, DialectError, ToolFacts, definition};
+use crate::grammar::{Grammar, GrammarSyntax, TextFormat, free_text_schema};
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{MissingState, StateKey};
 
@@ -87,9 +88,11 @@ impl ToolAnnotations {
 /// | `examples` | left out | `input_examples` | left out | left out |
 /// | `strict` | `strict: true`, the schema made strict ([`Dialect::OpenAiStrict`]) | `strict: true`, every object closed (`additionalProperties: false`) | left out | left out |
 /// | `eager_input_streaming` | left out | `eager_input_streaming: true` | left out | left out |
+/// | `free_text` | Responses: a `custom` tool with its `format`; Chat Completions: the grammar in the description | the grammar in the description | the grammar in the description | the grammar in the description |
 ///
-/// Set them with `#[tool(example = "...", strict, eager_input_streaming)]` or the builder
-/// ([`ToolBuilder::example`], [`ToolBuilder::strict`], [`ToolBuilder::eager_input_streaming`]).
+/// Set them with `#[tool(example = "...", strict, eager_input_streaming, grammar(lark = "..."))]` or the
+/// builder ([`ToolBuilder::example`], [`ToolBuilder::strict`], [`ToolBuilder::eager_input_streaming`],
+/// [`ToolBuilder::grammar`]).
 #[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct ProviderOptions {
@@ -104,6 +107,9 @@ pub struct ProviderOptions {
     /// The definition is not sent until the model finds the tool (see [`catalog`](crate::catalog)): the
     /// tool is registered, checked and callable like any other.
     pub defer_loading: bool,
+    /// The tool takes free text, `{"input": "<text>"}`, maybe in a grammar's language (OpenAI's custom
+    /// tools; a string parameter elsewhere): see [`TextFormat`].
+    pub free_text: Option<TextFormat>,
 }
 
 /// Where a tool was defined, for error messages such as a duplicate registration.
@@ -354,10 +360,12 @@ impl AgentTool {
     /// ```
     pub fn check_examples(&self) -> Result<(), (usize, ArgumentError)> {
         for (index, example) in self.inner.options.examples.iter().enumerate() {
-            let refused = self.with_argument_check(ArgumentChecking::Full, |check| {
-                (!example.is_object() || !check.is_valid(example))
-                    .then(|| check.explain(example, None))
-            });
+            let refused = self
+                .with_argument_check(ArgumentChecking::Full, |check| {
+                    (!example.is_object() || !check.is_valid(example))
+                        .then(|| check.explain(example, None))
+                })
+                .or_else(|| self.grammar_mismatch(example).err());
             if let Some(error) = refused {
                 return Err((index, error));
             }
@@ -437,6 +445,7 @@ impl AgentTool {
                 examples: &options.examples,
                 strict: options.strict,
                 eager_input_streaming: options.eager_input_streaming,
+                free_text: options.free_text.as_ref(),
                 name: self.name(),
                 label: self.label(),
                 description: self.description(),
@@ -541,7 +550,8 @@ impl AgentTool {
         ctx: &mut ContextSlot<'_>,
         checking: ArgumentChecking,
     ) -> Option<Result<ToolFuture, Refusal>> {
-        if self.has_prepare_step() {
+        // A grammar is checked on the parsed arguments, on the `Value` path.
+        if self.has_prepare_step() || self.has_grammar() {
             return None;
         }
         self.with_argument_check(checking, |check| {
@@ -557,7 +567,28 @@ impl AgentTool {
         ctx: &mut ContextSlot<'_>,
         checking: ArgumentChecking,
     ) -> Result<ToolFuture, Refusal> {
+        self.grammar_mismatch(args)?;
         self.with_argument_check(checking, |check| self.inner.handler.bind(check, args, ctx))
+    }
+
+    /// Whether the tool's input is text in a grammar's language.
+    fn has_grammar(&self) -> bool {
+        matches!(self.inner.options.free_text, Some(TextFormat::Grammar(_)))
+    }
+
+    /// Refuses arguments whose text is not in the language of the tool's grammar (as far as yiem checks
+    /// it: see [`TextFormat`]); arguments without a string `input` go on, for the schema check to refuse.
+    fn grammar_mismatch(&self, args: &Value) -> Result<(), ArgumentError> {
+        match self
+            .inner
+            .options
+            .free_text
+            .as_ref()
+            .and_then(|format| format.mismatch(args))
+        {
+            Some(problem) => Err(ArgumentError::invalid(self.name(), "/input", problem)),
+            None => Ok(()),
+        }
     }
 }
 
@@ -688,6 +719,14 @@ pub enum ToolDefinitionError {
         /// Why not (the strict dialect's refusal).
         detail: String,
     },
+    /// The tool's regex grammar does not compile.
+    #[error("the grammar of tool `{name}` is not usable: {detail}")]
+    InvalidGrammar {
+        /// The tool.
+        name: String,
+        /// Why not (the regex engine's error).
+        detail: String,
+    },
     /// The input schema is not a valid JSON Schema, or does not describe an object.
     #[error("the input schema of tool `{name}` is not usable: {detail}")]
     InvalidSchema {
@@ -800,6 +839,40 @@ impl ToolBuilder {
         self
     }
 
+    /// Makes the tool take free text: its arguments are `{"input": "<text>"}` (the input schema is set
+    /// for you; `build` refuses an [`input_schema`](Self::input_schema) beside it), and OpenAI's Responses
+    /// API sends it as a custom tool. See [`TextFormat`].
+    pub fn free_text(mut self) -> Self {
+        self.options.free_text = Some(TextFormat::Text);
+        self
+    }
+
+    /// Makes the tool take free text in the language of a grammar written in `syntax`, as
+    /// [`free_text`](Self::free_text) does; OpenAI's Responses API constrains the model's text to the
+    /// grammar, other providers read it in the description, and yiem checks a regex grammar itself (see
+    /// [`TextFormat`]). `build` refuses a regex that does not compile.
+    ///
+    /// ```
+    /// use yiem_core::{AgentTool, Dialect, GrammarSyntax, ToolContext};
+    ///
+    /// let sql = AgentTool::builder("run_sql")
+    ///     .description("Run a read-only SQL query.")
+    ///     .grammar(GrammarSyntax::Lark, "start: \"SELECT \" /[a-z_, ]+/ \" FROM \" /[a-z_]+/")
+    ///     .handler(|_ctx: ToolContext, args: serde_json::Value| async move {
+    ///         format!("ran {}", args["input"])
+    ///     })
+    ///     .build()
+    ///     .unwrap();
+    /// let definition = sql.definition(Dialect::Anthropic).unwrap();
+    /// assert_eq!(definition["input_schema"]["required"], serde_json::json!(["input"]));
+    /// assert!(definition["description"].as_str().unwrap().contains("lark grammar"));
+    /// ```
+    pub fn grammar(mut self, syntax: GrammarSyntax, definition: impl Into<String>) -> Self {
+        let grammar = Grammar::new(syntax, definition.into());
+        self.options.free_text = Some(TextFormat::Grammar(grammar));
+        self
+    }
+
     /// Rewrites the raw JSON arguments before validation (e.g. to accept a legacy shape).
     pub fn prepare_arguments(
         mut self,
@@ -836,13 +909,34 @@ impl ToolBuilder {
         let Some(handler) = self.handler else {
             return Err(ToolDefinitionError::MissingHandler(name));
         };
-        let schema = self
-            .input_schema
-            .unwrap_or_else(|| serde_json::json!({"type": "object", "properties": {}}));
         let schema_error = |detail: String| ToolDefinitionError::InvalidSchema {
             name: name.clone(),
             detail,
         };
+        let schema = match (self.input_schema, &self.options.free_text) {
+            (Some(_), Some(_)) => {
+                return Err(schema_error(
+                    "a free-text tool's arguments are `{\"input\": \"<text>\"}`, and its schema is set for \
+                     you: leave out `.input_schema(...)`, or `.free_text()` and `.grammar(...)`"
+                        .into(),
+                ));
+            }
+            (None, Some(_)) => free_text_schema(),
+            (Some(schema), None) => schema,
+            (None, None) => serde_json::json!({"type": "object", "properties": {}}),
+        };
+        if let Some(error) = self
+            .options
+            .free_text
+            .as_ref()
+            .and_then(TextFormat::grammar)
+            .and_then(Grammar::compile_error)
+        {
+            return Err(ToolDefinitionError::InvalidGrammar {
+                name,
+                detail: format!("the regex does not compile: {error}"),
+            });
+        }
         if !describes_object(&schema) {
             return Err(schema_error(
                 "tool arguments are a JSON object: the schema needs `\"type\": \"object\"`".into(),

@@ -1162,3 +1162,338 @@ fn a_call_from_a_program_round_trips_through_a_saved_run_and_a_direct_one_has_no
     };
     assert_eq!(restored, reply);
 }
+
+// ---------------------------------------------------------------------------------------------------
+// Custom tools: free text in a grammar's language
+// ---------------------------------------------------------------------------------------------------
+
+const SQL_GRAMMAR: &str =
+    "start: \"SELECT \" COLUMNS \" FROM \" TABLE\nCOLUMNS: /[a-z_, ]+/\nTABLE: /[a-z_\"]+/";
+
+/// A tool whose input is a query in a lark grammar.
+fn sql_tool() -> yiem_core::AgentTool {
+    yiem_core::AgentTool::builder("run_sql")
+        .description("Run a read-only SQL query.")
+        .grammar(yiem_core::GrammarSyntax::Lark, SQL_GRAMMAR)
+        .handler(|_ctx: yiem_core::ToolContext, args: Value| async move {
+            format!("ran {}", args["input"].as_str().unwrap_or_default())
+        })
+        .build()
+        .unwrap()
+}
+
+/// The events of a custom tool call item, as OpenAI documents them: `response.output_item.added` with an
+/// empty `input`, `response.custom_tool_call_input.delta`s, `response.custom_tool_call_input.done`, then
+/// `response.output_item.done` with the whole input. `id` and `call_id` are left out when empty.
+fn custom_call_events(
+    index: u64,
+    id: &str,
+    call_id: &str,
+    name: &str,
+    pieces: &[&str],
+) -> (Vec<Value>, Value) {
+    let input: String = pieces.concat();
+    let item = |input: &str| {
+        let mut item =
+            json!({"type": "custom_tool_call", "call_id": call_id, "name": name, "input": input});
+        if id.is_empty() {
+            item.as_object_mut().unwrap().remove("id");
+        } else {
+            item["id"] = json!(id);
+        }
+        if call_id.is_empty() {
+            item.as_object_mut().unwrap().remove("call_id");
+        }
+        item
+    };
+    let mut events = vec![
+        json!({"type": "response.output_item.added", "output_index": index,
+                                 "item": item("")}),
+    ];
+    for piece in pieces {
+        events.push(
+            json!({"type": "response.custom_tool_call_input.delta", "item_id": id,
+                           "output_index": index, "delta": piece}),
+        );
+    }
+    let done_item = item(&input);
+    events.extend([
+        json!({"type": "response.custom_tool_call_input.done", "item_id": id, "output_index": index,
+               "input": input}),
+        json!({"type": "response.output_item.done", "output_index": index, "item": done_item}),
+    ]);
+    for event in &mut events {
+        if id.is_empty() {
+            event.as_object_mut().unwrap().remove("item_id");
+        }
+    }
+    (events, done_item)
+}
+
+#[tokio::test]
+async fn a_grammar_tool_goes_as_a_custom_tool_and_its_call_streams_its_text_and_goes_back_as_a_custom_tool_call()
+ {
+    let query = "SELECT name FROM \"users\"\n";
+    let (call, call_item) = custom_call_events(
+        0,
+        "ctc_1",
+        "call_sql",
+        "run_sql",
+        &["SELECT na", "me FROM \"users\"\n"],
+    );
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(call);
+    sequence.push(completed(
+        "resp_1",
+        json!([call_item]),
+        usage_json(60, 0, 12, 0),
+    ));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Two users."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(90, 0, 4, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let model = model_for(&server, |config| config);
+    let mut ask = request("Who are the users?");
+    ask.tools = vec![sql_tool()].into();
+
+    let streamed = all_events(&model, ask.clone()).await;
+    assert_eq!(
+        streamed,
+        vec![
+            start(),
+            block(json!({"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_sql"})),
+            call_start(0, "call_sql", "run_sql"),
+            call_delta(0, "{\"input\":\"SELECT na"),
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                arguments: json!({"input": "SELECT na"})
+            },
+            call_delta(0, "me FROM \\\"users\\\"\\n"),
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                arguments: json!({"input": query})
+            },
+            call_delta(0, "\"}"),
+            ModelEvent::ToolCallArguments {
+                index: 0,
+                arguments: json!({"input": query})
+            },
+            ModelEvent::ToolCallEnd { index: 0 },
+            done(StopReason::ToolUse, usage(60, 12, 0)),
+        ]
+    );
+    let reply = assemble(&streamed);
+    let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
+    assert_eq!(
+        calls,
+        [ToolCall::new(
+            "call_sql",
+            "run_sql",
+            json!({"input": query})
+        )]
+    );
+
+    // The call runs through the pipeline like any other: its arguments are `{"input": <text>}`.
+    let result = sql_tool()
+        .execute("call_sql", calls[0].arguments.clone())
+        .await;
+    assert_eq!(result.text_content(), format!("ran {query}"));
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&calls[0], AgentToolResult::text("2 rows")).into());
+    let answer = assemble(&events(&model, ask).await);
+    assert_eq!(answer.text_content(), "Two users.");
+
+    let sent = server.requests();
+    assert_eq!(
+        sent[0].body["tools"],
+        json!([{"type": "custom", "name": "run_sql", "description": "Run a read-only SQL query.",
+                "format": {"type": "grammar", "syntax": "lark", "definition": SQL_GRAMMAR}}])
+    );
+    assert_eq!(
+        sent[1].body["input"],
+        json!([
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Who are the users?"}]},
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_sql", "name": "run_sql", "input": query},
+            {"type": "custom_tool_call_output", "call_id": "call_sql", "output": "2 rows"}
+        ])
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_custom_tool_call_without_ids_amid_unknown_events_gets_a_fresh_id_and_still_goes_back_as_custom()
+ {
+    let (call, call_item) = custom_call_events(0, "", "", "run_sql", &["SELECT a FROM t"]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.push(json!({"type": "response.custom_tool_call_input.annotated", "output_index": 0}));
+    sequence.extend(call);
+    sequence.push(json!({"type": "response.something_new", "detail": {"x": 1}}));
+    sequence.push(completed(
+        "resp_1",
+        json!([call_item]),
+        usage_json(5, 0, 5, 0),
+    ));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Done."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(9, 0, 1, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let model = model_for(&server, |config| config);
+    let mut ask = request("Query t.");
+    ask.tools = vec![sql_tool()].into();
+
+    let streamed = events(&model, ask.clone()).await;
+    assert_eq!(
+        streamed,
+        vec![
+            start(),
+            block(json!({"type": "custom_tool_call", "call_id": ""})),
+            call_start(0, "", "run_sql"),
+            call_delta(0, "{\"input\":\"SELECT a FROM t"),
+            call_delta(0, "\"}"),
+            ModelEvent::ToolCallEnd { index: 0 },
+            done(StopReason::ToolUse, usage(5, 5, 0)),
+        ]
+    );
+    let reply = assemble(&streamed);
+    let call = reply.tool_calls().next().unwrap().clone();
+    assert!(
+        !call.id.is_empty(),
+        "a call without a call_id gets a fresh id"
+    );
+    assert_eq!(call.arguments, json!({"input": "SELECT a FROM t"}));
+
+    ask.messages.push(reply.into());
+    ask.messages
+        .push(ToolResultMessage::new(&call, AgentToolResult::text("1 row")).into());
+    assemble(&events(&model, ask).await);
+    let sent = server.requests();
+    assert_eq!(
+        sent[1].body["input"][1],
+        json!({"type": "custom_tool_call", "call_id": call.id, "name": "run_sql", "input": "SELECT a FROM t"})
+    );
+    assert_eq!(
+        sent[1].body["input"][2],
+        json!({"type": "custom_tool_call_output", "call_id": call.id, "output": "1 row"})
+    );
+    assert_sdk_accepts(&server);
+}
+
+#[tokio::test]
+async fn a_custom_tool_call_in_a_whole_response_is_read_and_a_function_delta_for_it_is_an_error() {
+    let whole = response(
+        "resp_1",
+        "completed",
+        json!([{"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "run_sql",
+                "input": "SELECT a FROM t"}]),
+        usage_json(5, 0, 5, 0),
+    );
+    let server = Server::start(vec![Reply::Status {
+        status: "200 OK",
+        headers: vec![],
+        content_type: "application/json",
+        body: whole.to_string(),
+    }])
+    .await;
+    let model = model_for(&server, |config| config);
+    let reply = assemble(&events(&model, request("Query t.")).await);
+    assert_eq!(
+        reply.tool_calls().cloned().collect::<Vec<_>>(),
+        [ToolCall::new(
+            "call_1",
+            "run_sql",
+            json!({"input": "SELECT a FROM t"})
+        )]
+    );
+
+    // A function call's arguments for a custom tool's call: the stream is wrong, said plainly.
+    let (call, _) = custom_call_events(0, "ctc_1", "call_1", "run_sql", &[]);
+    let mut sequence = created("resp_1").to_vec();
+    sequence.push(call[0].clone());
+    sequence.push(
+        json!({"type": "response.function_call_arguments.delta", "item_id": "ctc_1",
+                         "output_index": 0, "delta": "{}"}),
+    );
+    let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
+    let model = model_for(&server, |config| config.with_retry(RetryPolicy::none()));
+    let events = events(&model, request("Query t.")).await;
+    assert!(
+        last_error(&events).ends_with(
+            "event 4: `response.function_call_arguments.delta` for output item `ctc_1`, which is not a \
+             function call"
+        ),
+        "{}",
+        last_error(&events)
+    );
+}
+
+#[tokio::test]
+async fn a_tool_choice_of_a_grammar_tool_names_it_as_custom() {
+    let server = Server::start(vec![]).await;
+    let model = model_for(&server, |config| config);
+    let mut ask = request("Query t.");
+    ask.tools = vec![sql_tool(), weather_tool()].into();
+    ask.tool_choice = Some(yiem_core::llm::ToolChoice::Tool("run_sql".into()));
+    let body = model.request_body(&ask).unwrap();
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "custom", "name": "run_sql"})
+    );
+    ask.tool_choice = Some(yiem_core::llm::ToolChoice::Allowed {
+        tools: vec!["run_sql".into(), "get_weather".into()],
+        required: true,
+    });
+    let allowed = model.request_body(&ask).unwrap();
+    assert_eq!(
+        allowed["tool_choice"]["tools"],
+        json!([{"type": "custom", "name": "run_sql"}, {"type": "function", "name": "get_weather"}])
+    );
+    assert_sdk_accepts_bodies(Request::Responses, &[body, allowed]);
+}
+
+#[test]
+fn a_custom_tool_call_round_trips_through_a_saved_message_and_still_goes_back_as_custom() {
+    use yiem_core::AgentMessage;
+    let output = json!([{"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1",
+                         "name": "run_sql", "input": "SELECT a FROM t"}]);
+    let body = json!({"type": "response.completed",
+        "response": response("resp_1", "completed", output, usage_json(5, 0, 5, 0))});
+    let events =
+        yiem_core::llm::parse_responses_events_for_fuzzing([("", body.to_string().as_str())]);
+    let reply = assemble(&events);
+    let saved = serde_json::to_string(&AgentMessage::Assistant(reply.clone())).unwrap();
+    let AgentMessage::Assistant(restored) = serde_json::from_str(&saved).unwrap() else {
+        panic!("{saved}");
+    };
+    assert_eq!(restored, reply);
+    // Without the tool in the request (the bare conversation), the item's marker says what it was.
+    let call = restored.tool_calls().next().unwrap().clone();
+    let result = ToolResultMessage::new(&call, AgentToolResult::text("1 row"));
+    let input = yiem_core::llm::to_responses_input(&[restored.into(), result.into()]);
+    assert_eq!(
+        Value::Array(input),
+        json!([
+            {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "run_sql",
+             "input": "SELECT a FROM t"},
+            {"type": "custom_tool_call_output", "call_id": "call_1", "output": "1 row"}
+        ])
+    );
+}

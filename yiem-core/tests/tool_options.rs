@@ -16,9 +16,9 @@ use serde_json::{Map, Value, json};
 use yiem_core::llm::ToolChoice;
 use yiem_core::{
     Agent, AgentSettings, AgentTool, AnthropicConfig, AnthropicModel, Dialect, GeminiConfig,
-    GeminiModel, Model, ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig,
-    OpenAiResponsesModel, RetryPolicy, ScriptedModel, ScriptedTurn, ToolContext,
-    ToolDefinitionError, UserMessage,
+    GeminiModel, GrammarSyntax, Model, ModelRequest, OpenAiConfig, OpenAiModel,
+    OpenAiResponsesConfig, OpenAiResponsesModel, RetryPolicy, ScriptedModel, ScriptedTurn,
+    ToolContext, ToolDefinitionError, UserMessage,
 };
 
 /// A tool with every option: two examples, strict mode, eager input streaming; `date` and `passengers`
@@ -482,5 +482,231 @@ async fn every_provider_sends_its_options_and_the_request_choice_over_the_wire()
             "anthropic" => assert_sdk_accepts(Request::Anthropic, &server),
             _ => {}
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Free-text tools: a grammar tool in every provider's shape (`golden/grammar_tools.json`)
+// ---------------------------------------------------------------------------------------------------
+
+const DATE_GRAMMAR: &str = r"\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])";
+
+/// A tool whose input is a date in a regex grammar.
+fn save_date() -> AgentTool {
+    AgentTool::builder("save_date")
+        .description("Save a date.")
+        .grammar(GrammarSyntax::Regex, DATE_GRAMMAR)
+        .handler(|_ctx: ToolContext, args: Value| async move {
+            format!("saved {}", args["input"].as_str().unwrap_or_default())
+        })
+        .build()
+        .unwrap()
+}
+
+/// A tool whose input is any text.
+fn note() -> AgentTool {
+    AgentTool::builder("note")
+        .description("Keep a note.")
+        .free_text()
+        .handler(|_ctx: ToolContext, _args: Value| async move { "kept" })
+        .build()
+        .unwrap()
+}
+
+fn grammar_request() -> ModelRequest {
+    ModelRequest {
+        system_prompt: "Use the tools.".into(),
+        messages: vec![UserMessage::text("Save Christmas Eve.").into()],
+        tools: vec![save_date(), note()].into(),
+        deferred: Default::default(),
+        tool_choice: None,
+    }
+}
+
+#[test]
+fn every_provider_sends_a_grammar_tool_in_its_own_shape() {
+    let mut golden = Map::new();
+    for (provider, body) in bodies(&grammar_request(), &ToolChoice::Auto) {
+        golden.insert(provider.into(), body["tools"].clone());
+    }
+    golden.insert(
+        "mcp".into(),
+        grammar_request().tools.definitions(Dialect::Mcp).unwrap(),
+    );
+    common::golden("grammar_tools.json", &Value::Object(golden));
+}
+
+#[test]
+fn a_provider_without_grammar_tools_gets_one_string_parameter_and_the_grammar_in_the_description() {
+    let stated = format!(
+        "Save a date.\n\nThe `input` parameter is text in the language of this regex grammar (the whole \
+         text must match it):\n{DATE_GRAMMAR}"
+    );
+    let all = bodies(&grammar_request(), &ToolChoice::Auto);
+    let chat = &all[0].1["tools"][0]["function"];
+    let anthropic = &all[2].1["tools"][0];
+    let gemini = &all[3].1["tools"][0]["functionDeclarations"][0];
+    for (provider, definition, schema) in [
+        ("openai", chat, &chat["parameters"]),
+        ("anthropic", anthropic, &anthropic["input_schema"]),
+        ("gemini", gemini, &gemini["parameters"]),
+    ] {
+        assert_eq!(definition["description"], json!(stated), "{provider}");
+        let names: Vec<&String> = schema["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(names, ["input"], "{provider}");
+        assert_eq!(
+            schema["properties"]["input"]["type"],
+            json!("string"),
+            "{provider}"
+        );
+        assert_eq!(schema["required"], json!(["input"]), "{provider}");
+    }
+    // Only the Responses API has custom tools.
+    assert_eq!(all[1].1["tools"][0]["type"], json!("custom"));
+    assert_eq!(
+        all[1].1["tools"][1],
+        json!({"type": "custom", "name": "note",
+        "description": "Keep a note.", "format": {"type": "text"}})
+    );
+}
+
+#[test]
+fn a_long_grammar_is_cut_in_the_description_and_said_to_be() {
+    let long = format!("start: {}", "\"a\" | ".repeat(2000));
+    let tool = AgentTool::builder("long")
+        .description("Long.")
+        .grammar(GrammarSyntax::Lark, long.clone())
+        .handler(|_ctx: ToolContext, _args: Value| async move { "" })
+        .build()
+        .unwrap();
+    let description = tool.definition(Dialect::Anthropic).unwrap()["description"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let head = "Long.\n\nThe `input` parameter is text in the language of this lark grammar:\n";
+    assert!(description.starts_with(head), "{description}");
+    assert!(description.ends_with(&format!(
+        "\n[the grammar is cut here: it is {} characters long]",
+        long.len()
+    )));
+    assert!(description.len() < yiem_core::MAX_GRAMMAR_IN_DESCRIPTION + 200);
+    assert!(
+        long.starts_with(
+            &description[head.len()..head.len() + yiem_core::MAX_GRAMMAR_IN_DESCRIPTION]
+        )
+    );
+}
+
+#[test]
+fn the_sdks_accept_grammar_tools() {
+    let all = bodies(&grammar_request(), &ToolChoice::Auto);
+    assert_sdk_accepts_bodies(Request::Chat, &[all[0].1.clone()]);
+    assert_sdk_accepts_bodies(Request::Responses, &[all[1].1.clone()]);
+    assert_sdk_accepts_bodies(Request::Anthropic, &[all[2].1.clone()]);
+}
+
+#[test]
+fn the_builder_refuses_a_schema_beside_free_text_and_a_regex_that_does_not_compile() {
+    let both = AgentTool::builder("save_date")
+        .description("Save a date.")
+        .input_schema(json!({"type": "object", "properties": {"date": {"type": "string"}}}))
+        .free_text()
+        .handler(|_ctx: ToolContext, _args: Value| async move { "" })
+        .build()
+        .unwrap_err();
+    assert_eq!(
+        both.to_string(),
+        "the input schema of tool `save_date` is not usable: a free-text tool's arguments are \
+         `{\"input\": \"<text>\"}`, and its schema is set for you: leave out `.input_schema(...)`, or \
+         `.free_text()` and `.grammar(...)`"
+    );
+    let broken = AgentTool::builder("save_date")
+        .description("Save a date.")
+        .grammar(GrammarSyntax::Regex, r"\d{4}-(")
+        .handler(|_ctx: ToolContext, _args: Value| async move { "" })
+        .build();
+    if cfg!(feature = "schema-validation") {
+        let error = broken.unwrap_err().to_string();
+        assert!(
+            error.starts_with(
+                "the grammar of tool `save_date` is not usable: the regex does not compile: regex parse error"
+            ),
+            "{error}"
+        );
+    } else {
+        // Without the regex engine yiem cannot judge it: the provider that enforces it will.
+        assert!(broken.is_ok());
+    }
+}
+
+/// A Chat Completions stream whose reply calls `save_date` with `text`.
+fn chat_call(text: &str) -> Reply {
+    let arguments = json!({"input": text}).to_string();
+    Reply::Sse(vec![
+        data(
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-test",
+                    "choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": [
+                        {"index": 0, "id": "call_1", "type": "function",
+                         "function": {"name": "save_date", "arguments": arguments}}]},
+                        "finish_reason": "tool_calls"}]}),
+        ),
+        "data: [DONE]\n\n".into(),
+    ])
+}
+
+#[tokio::test]
+async fn a_grammar_tool_on_chat_completions_is_called_as_a_function_and_its_text_checked_by_yiem() {
+    let server = Server::start(vec![
+        chat_call("2026-12-24"),
+        text_reply("openai"),
+        chat_call("Christmas Eve"),
+        text_reply("openai"),
+    ])
+    .await;
+    let models = models(&server.root(), &ToolChoice::Auto);
+    let store = yiem_core::ToolStore::new("dates");
+    store.register(save_date()).unwrap();
+    let agent = Agent::builder()
+        .model(ArcModel(Arc::from(models.into_iter().next().unwrap())))
+        .tools(store)
+        .build();
+    agent.prompt("Save Christmas Eve.").await;
+    agent.prompt("Again, in words.").await;
+
+    let sent = server.requests();
+    assert_eq!(sent.len(), 4);
+    let tool_message = |index: usize| {
+        let messages = sent[index].body["messages"].as_array().unwrap();
+        messages.iter().rfind(|m| m["role"] == "tool").unwrap()["content"].clone()
+    };
+    assert_eq!(tool_message(1), json!("saved 2026-12-24"));
+    if cfg!(feature = "schema-validation") {
+        assert_eq!(
+            tool_message(3),
+            json!(format!(
+                "invalid arguments for tool `save_date`: at `/input`: the text does not match the \
+                 tool's regex grammar; send text the whole grammar matches: {DATE_GRAMMAR}"
+            ))
+        );
+    } else {
+        assert_eq!(tool_message(3), json!("saved Christmas Eve"));
+    }
+    assert_sdk_accepts(Request::Chat, &server);
+}
+
+/// A boxed model as a `Model` an agent can own.
+struct ArcModel(Arc<dyn ModelBody>);
+
+impl Model for ArcModel {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn stream(
+        &self,
+        request: ModelRequest,
+        cancel: yiem_core::CancellationToken,
+    ) -> yiem_core::ModelStream {
+        self.0.stream(request, cancel)
     }
 }

@@ -40,6 +40,9 @@ pub(crate) struct Attrs {
     pub strict: Option<Keyed<()>>,
     pub eager_input_streaming: Option<Keyed<()>>,
     pub defer_loading: Option<Keyed<()>>,
+    pub free_text: Option<Keyed<()>>,
+    /// The grammar's syntax (`lark` or `regex`) and its definition.
+    pub grammar: Option<Keyed<(syn::Ident, LitStr)>>,
 }
 
 /// How one key's value is read: from the key onwards, recording problems in `cx`.
@@ -80,7 +83,12 @@ pub(crate) const KEYS: &[(&str, ParseKey)] = &[
     key!("strict", strict, flag),
     key!("eager_input_streaming", eager_input_streaming, flag),
     key!("defer_loading", defer_loading, flag),
+    key!("free_text", free_text, flag),
+    key!("grammar", grammar, grammar),
 ];
+
+/// The syntaxes a grammar may be written in (OpenAI's custom tools take these two).
+pub(crate) const GRAMMAR_SYNTAXES: [&str; 2] = ["lark", "regex"];
 
 /// Parses the attribute's arguments, recording every problem in `cx` (all of them, not only the first).
 pub(crate) fn parse(cx: &mut Ctxt, args: TokenStream) -> Attrs {
@@ -277,6 +285,64 @@ fn flag(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Op
     );
     skip_value(meta)?;
     Ok(None)
+}
+
+/// `grammar(lark = "...")` or `grammar(regex = "...")`: one syntax and its definition, a non-empty string.
+fn grammar(
+    cx: &mut Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    _name: &str,
+) -> syn::Result<Option<(syn::Ident, LitStr)>> {
+    let shape = "write `grammar(lark = \"...\")` or `grammar(regex = \"...\")`";
+    if !meta.input.peek(syn::token::Paren) {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("`grammar` takes its syntax and its definition: {shape}"),
+        );
+        skip_value(meta)?;
+        return Ok(None);
+    }
+    let mut found: Option<(syn::Ident, LitStr)> = None;
+    let mut refused = false;
+    meta.parse_nested_meta(|inner| {
+        let syntax = path_text(&inner.path);
+        if !GRAMMAR_SYNTAXES.contains(&syntax.as_str()) {
+            cx.error_spanned_by(
+                &inner.path,
+                format!("unknown grammar syntax `{syntax}`; {shape}"),
+            );
+            refused = true;
+            return skip_value(&inner);
+        }
+        let Some(definition) = string(cx, &inner, &syntax)? else {
+            refused = true;
+            return Ok(());
+        };
+        if definition.value().trim().is_empty() {
+            cx.error_spanned_by(
+                &definition,
+                "the grammar is empty: write its definition, e.g. `grammar(regex = \"[0-9]{4}\")`",
+            );
+            refused = true;
+        } else if found.is_some() {
+            cx.error_spanned_by(
+                &inner.path,
+                "a grammar has one syntax: keep either `lark = ...` or `regex = ...`, not both",
+            );
+            refused = true;
+        } else {
+            let ident = inner.path.get_ident().cloned().expect("a one-word syntax");
+            found = Some((ident, definition));
+        }
+        Ok(())
+    })?;
+    if found.is_none() && !refused {
+        cx.error_spanned_by(
+            &meta.path,
+            format!("`grammar` needs a syntax and a definition: {shape}"),
+        );
+    }
+    Ok(found.filter(|_| !refused))
 }
 
 /// An MCP hint: a flag (`read_only`) or an explicit `read_only = false`.

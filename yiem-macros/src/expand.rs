@@ -12,7 +12,7 @@ use crate::ast::ToolFn;
 use crate::attr;
 use crate::ctxt::Ctxt;
 use crate::fallback;
-use crate::valid::{self, Extractor, Form, Mode, Runs, Signature, Tool};
+use crate::valid::{self, Extractor, Form, FreeText, Mode, Runs, Signature, Tool};
 
 fn default_crate() -> syn::Path {
     syn::parse_quote!(::yiem_core)
@@ -269,6 +269,16 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
     let strict = tool.strict;
     let eager_input_streaming = tool.eager_input_streaming;
     let defer_loading = tool.defer_loading;
+    let free_text = some(tool.free_text.as_ref().map(|free_text| match free_text {
+        FreeText::Text => quote!(#krate::TextFormat::Text),
+        FreeText::Grammar(syntax, definition) => {
+            let syntax = match syntax.to_string().as_str() {
+                "lark" => quote!(#krate::GrammarSyntax::Lark),
+                _ => quote!(#krate::GrammarSyntax::Regex),
+            };
+            quote!(#krate::TextFormat::Grammar(#krate::Grammar::new(#syntax, #definition)))
+        }
+    }));
     let hint = |value: Option<bool>| some(value.map(|value| quote!(#value)));
     let (read_only, destructive, idempotent, open_world) = (
         hint(tool.hints.read_only),
@@ -280,6 +290,12 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
     let extractors = tool.signature.extractors();
     let types: Vec<_> = extractors.iter().map(Extractor::ty).collect();
     let (kind, args_ty, args_spec) = match &tool.signature {
+        // A free-text tool's `String` is the text of its arguments `{"input": "<text>"}`.
+        Signature::WithArgs { args, .. } if tool.free_text.is_some() => (
+            quote!(WithArgs<(#(#types,)*)>),
+            quote!(#args),
+            quote_spanned! {args.span()=> #private::free_text_spec()},
+        ),
         Signature::WithArgs { args, .. } => (
             quote!(WithArgs<(#(#types,)*)>),
             quote!(#args),
@@ -359,6 +375,7 @@ fn build(tool: &Tool<'_>, krate: &syn::Path, callable: TokenStream) -> TokenStre
             strict: #strict,
             eager_input_streaming: #eager_input_streaming,
             defer_loading: #defer_loading,
+            free_text: #free_text,
             file,
             line,
         }

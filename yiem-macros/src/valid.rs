@@ -62,6 +62,14 @@ impl<'a> Signature<'a> {
     }
 }
 
+/// What a free-text tool's `String` parameter may hold.
+pub(crate) enum FreeText {
+    /// Any text (`free_text`).
+    Text,
+    /// Text in a grammar's language: its syntax (`lark` or `regex`) and definition.
+    Grammar(Ident, LitStr),
+}
+
 /// The MCP hints, each unsaid (`None`) or said.
 pub(crate) struct Hints {
     pub read_only: Option<bool>,
@@ -89,6 +97,8 @@ pub(crate) struct Tool<'a> {
     pub strict: bool,
     pub eager_input_streaming: bool,
     pub defer_loading: bool,
+    /// The tool takes free text, as its one `String` parameter.
+    pub free_text: Option<FreeText>,
     pub runs: Runs,
     pub signature: Signature<'a>,
     pub output: &'a ReturnType,
@@ -193,6 +203,14 @@ pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: F
         strict: attrs.strict.is_some(),
         eager_input_streaming: attrs.eager_input_streaming.is_some(),
         defer_loading: attrs.defer_loading.is_some(),
+        free_text: match (&attrs.grammar, &attrs.free_text) {
+            (Some(grammar), _) => {
+                let (syntax, definition) = &grammar.value;
+                Some(FreeText::Grammar(syntax.clone(), definition.clone()))
+            }
+            (None, Some(_)) => Some(FreeText::Text),
+            (None, None) => None,
+        },
         runs: if sig.asyncness.is_some() {
             Runs::Async
         } else {
@@ -369,12 +387,53 @@ fn check_args_type(cx: &mut Ctxt, ty: &Type) {
     }
 }
 
+/// `String` (by any path ending in `String`).
+fn is_string(ty: &Type) -> bool {
+    match ty {
+        Type::Path(path) if path.qself.is_none() => path
+            .path
+            .segments
+            .last()
+            .is_some_and(|segment| segment.ident == "String" && segment.arguments.is_none()),
+        _ => false,
+    }
+}
+
 fn check_attrs(cx: &mut Ctxt, attrs: &Attrs, signature: &Signature<'_>) {
     if let (Some(_), Some(sequential)) = (&attrs.parallel, &attrs.sequential) {
         cx.push(syn::Error::new(
             sequential.key,
             "a tool is either `parallel` or `sequential`, not both: remove one",
         ));
+    }
+    if let (Some(_), Some(free_text)) = (&attrs.grammar, &attrs.free_text) {
+        cx.push(syn::Error::new(
+            free_text.key,
+            "`grammar` already makes the tool's input free text: remove `free_text`",
+        ));
+    }
+    let free_text = attrs
+        .grammar
+        .as_ref()
+        .map(|keyed| (keyed.key, "grammar"))
+        .or_else(|| {
+            attrs
+                .free_text
+                .as_ref()
+                .map(|keyed| (keyed.key, "free_text"))
+        });
+    if let Some((key, name)) = free_text {
+        match signature {
+            Signature::Bare { .. } => cx.push(syn::Error::new(
+                key,
+                format!("`{name}` gives the tool one text input, which the function takes as a `String` parameter: add one, e.g. `async fn run_sql(query: String)`"),
+            )),
+            Signature::WithArgs { args, .. } if !is_string(args) => cx.error_spanned_by(
+                args,
+                format!("a tool with `{name}` takes its text as one `String` parameter (its arguments are `{{\"input\": \"<text>\"}}`): write `String` here, e.g. `async fn run_sql(query: String)`"),
+            ),
+            Signature::WithArgs { .. } => {}
+        }
     }
     if let (Some(validate), Signature::Bare { .. }) = (&attrs.validate, signature) {
         cx.push(syn::Error::new(

@@ -196,15 +196,15 @@ impl RequestTools {
 
 /// For a provider with its own tool search, when `request` has deferred tools: its tools without
 /// [`SEARCH_TOOLS`] (the provider's search takes its place) and without the deferred ones, and every
-/// deferred tool's definition in `dialect`, marked `"defer_loading": true`. `None` when the request has
-/// no deferred tools: send its tools as they are.
+/// deferred tool's entry in the request (`describe`, e.g. its definition in a dialect), marked
+/// `"defer_loading": true`. `None` when the request has no deferred tools: send its tools as they are.
 #[cfg_attr(
     not(any(feature = "anthropic", feature = "openai-responses")),
     allow(dead_code)
 )]
 pub(crate) fn provider_search(
     request: &crate::llm::ModelRequest,
-    dialect: crate::Dialect,
+    describe: impl Fn(&AgentTool) -> Result<Value, crate::DialectError>,
 ) -> Result<Option<(ToolList, Vec<Value>)>, crate::DialectError> {
     if request.deferred.is_empty() {
         return Ok(None);
@@ -220,7 +220,7 @@ pub(crate) fn provider_search(
         .deferred
         .iter()
         .map(|tool| {
-            let mut definition = tool.definition(dialect)?.clone();
+            let mut definition = describe(tool)?;
             if let Value::Object(fields) = &mut definition {
                 fields.insert("defer_loading".into(), Value::Bool(true));
             }

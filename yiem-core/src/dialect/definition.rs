@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Dialect, DialectError, rewrite};
+use crate::grammar::TextFormat;
 
 /// What a definition is made of.
 pub(crate) struct ToolFacts<'a> {
@@ -25,6 +26,9 @@ pub(crate) struct ToolFacts<'a> {
     /// The schemas were written by hand (`ToolBuilder`, an MCP server's tool), not derived: MCP gets
     /// them as written.
     pub schemas_as_written: bool,
+    /// The tool takes free text: no dialect has a field for it (OpenAI's Responses API sends such a
+    /// tool as a custom tool, without this definition), so the description says what the text is.
+    pub free_text: Option<&'a TextFormat>,
 }
 
 /// The `_meta` key of an MCP tool entry that says the tool's calls need a person's approval: an MCP
@@ -44,6 +48,9 @@ pub(crate) const NEEDS_APPROVAL_META: &str = "yiem/needsApproval";
 /// - `Gemini`: a function declaration `{name, description, parameters}`, without `parameters` for a tool
 ///   that takes none (Gemini refuses an object without properties); a schema the `parameters` subset
 ///   cannot express (a recursive type, a map, any JSON value) goes whole, as `parametersJsonSchema`.
+///
+/// A free-text tool is, in every dialect, a tool of one string parameter `input` whose description says
+/// what the text is (its grammar, when it has one).
 pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value, DialectError> {
     let name = tool.name;
     if !dialect.accepts_name(name) {
@@ -75,7 +82,11 @@ pub(crate) fn definition(tool: &ToolFacts<'_>, dialect: Dialect) -> Result<Value
         _ => rewrite::rewrite(name, dialect, tool.input_schema)?,
     };
     note_left_out(tool, dialect);
-    let description = tool.description;
+    let description = match tool.free_text {
+        Some(format) => format.describe(tool.description),
+        None => tool.description.into(),
+    };
+    let description = description.as_ref();
     Ok(match dialect {
         Dialect::Mcp => {
             let mut entry = Map::new();
@@ -177,6 +188,16 @@ fn note_left_out(tool: &ToolFacts<'_>, dialect: Dialect) {
     .into_iter()
     .filter_map(|(option, dropped)| dropped.then_some(option))
     .collect();
+    if let Some(grammar) = tool.free_text.and_then(TextFormat::grammar) {
+        tracing::debug!(
+            tool = tool.name,
+            %dialect,
+            "{dialect} has no tools that take text in a grammar's language: the {} grammar goes in the \
+             description and the provider does not enforce it (yiem checks a regex grammar itself, with \
+             the `schema-validation` feature)",
+            grammar.syntax()
+        );
+    }
     if !left_out.is_empty() {
         tracing::debug!(
             tool = tool.name,

@@ -387,7 +387,9 @@ impl AnthropicModel {
             .tool_search
             .native(&self.config.model, has_tool_search);
         let (tools, mut searched) = match native {
-            true => match catalog::provider_search(request, Dialect::Anthropic)? {
+            true => match catalog::provider_search(request, |tool| {
+                tool.definition(Dialect::Anthropic).cloned()
+            })? {
                 Some((tools, deferred)) => (
                     tools,
                     [vec![self.config.tool_search_kind.definition()], deferred].concat(),

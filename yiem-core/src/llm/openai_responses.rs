@@ -21,6 +21,7 @@ use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
+use crate::tool::AgentTool;
 
 /// OpenAI's API base URL, where requests go when no other is given.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -270,7 +271,8 @@ impl OpenAiResponsesConfig {
 /// Each request is a `POST <base_url>/responses` with `Authorization: Bearer <key>` (when there is a
 /// key) and a body of `model`, `instructions` (the system prompt, when not empty), `input` (see
 /// [`to_responses_input`](crate::llm::to_responses_input)), `tools` (function tools, `strict: false`
-/// unless [`strict_tools`](OpenAiResponsesConfig::strict_tools)), `stream: true`, `store`, `include:
+/// unless [`strict_tools`](OpenAiResponsesConfig::strict_tools); free-text tools as custom tools with
+/// their `format`), `stream: true`, `store`, `include:
 /// ["reasoning.encrypted_content"]` (unless turned off), `previous_response_id` (when chaining) and the
 /// extra fields.
 ///
@@ -284,6 +286,10 @@ impl OpenAiResponsesConfig {
 ///   `response.function_call_arguments.delta`s → `ToolCallDelta`s (each followed by the partial
 ///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
 ///   its arguments from `.done`;
+/// - a `custom_tool_call` item (the call of a free-text tool, sent as a custom tool: see
+///   [`TextFormat`](crate::TextFormat)) → the same events, its `input` as the arguments `{"input":
+///   "<text>"}`: its `response.custom_tool_call_input.delta`s stream that object's text (each piece escaped
+///   as JSON string content, so the partial arguments show the text so far), `"}` closes it;
 /// - a finished reasoning item, the item ids of messages and calls, and any other output item (a hosted
 ///   tool's) → [`ModelEvent::ProviderBlock`]s named `"openai-responses"`, which go back unchanged with
 ///   the conversation;
@@ -385,7 +391,15 @@ impl OpenAiResponsesModel {
             })
             .flatten();
         let from = chained.map_or(0, |(index, _)| index + 1);
-        let rendered = render(&request.messages, from, config.store);
+        // A call of a tool this request sends as a custom tool goes back as a custom tool's call.
+        let custom_tool = |name: &str| {
+            request
+                .tools
+                .iter()
+                .chain(request.deferred.iter())
+                .any(|tool| tool.name() == name && tool.provider_options().free_text.is_some())
+        };
+        let rendered = render(&request.messages, from, config.store, &custom_tool);
         for note in &rendered.notes {
             tracing::warn!(model = %config.model, "{note}");
         }
@@ -397,7 +411,7 @@ impl OpenAiResponsesModel {
             body.insert("tools".into(), self.tools(request)?);
             if let Some(choice) = request
                 .tool_choice_or(&config.tool_choice)
-                .openai_responses()
+                .openai_responses(&custom_tool)
             {
                 body.insert("tool_choice".into(), choice);
             }
@@ -413,13 +427,32 @@ impl OpenAiResponsesModel {
         Ok(Value::Object(body))
     }
 
-    /// The function tools: the chat-completions definitions, flattened (`{"type": "function", "name",
-    /// "description", "parameters", "strict"}`).
+    /// The tools: function tools, the chat-completions definitions flattened (`{"type": "function",
+    /// "name", "description", "parameters", "strict"}`), and free-text tools as custom tools (`{"type":
+    /// "custom", "name", "description", "format"}`).
     fn tools(&self, request: &ModelRequest) -> Result<Value, DialectError> {
         let dialect = if self.config.strict_tools {
             Dialect::OpenAiStrict
         } else {
             Dialect::OpenAi
+        };
+        let entry = |tool: &AgentTool| -> Result<Value, DialectError> {
+            let mut entry = Map::new();
+            if let Some(format) = &tool.provider_options().free_text {
+                entry.insert("type".into(), json!("custom"));
+                entry.insert("name".into(), json!(tool.name()));
+                entry.insert("description".into(), json!(tool.description()));
+                entry.insert("format".into(), format.openai_format());
+                return Ok(Value::Object(entry));
+            }
+            entry.insert("type".into(), json!("function"));
+            if let Some(Value::Object(function)) = tool.definition(dialect)?.get("function") {
+                entry.extend(function.clone());
+            }
+            entry
+                .entry("strict")
+                .or_insert(json!(self.config.strict_tools));
+            Ok(Value::Object(entry))
         };
         // With deferred tools and OpenAI's own search: the search tool, then the deferred tools.
         let native = self
@@ -427,33 +460,17 @@ impl OpenAiResponsesModel {
             .tool_search
             .native(&self.config.model, has_tool_search);
         let searched = match native {
-            true => catalog::provider_search(request, dialect)?,
+            true => catalog::provider_search(request, entry)?,
             false => None,
         };
         let (tools, deferred) = match searched {
             Some((tools, deferred)) => (tools, Some(deferred)),
             None => (request.tools.clone(), None),
         };
-        let Value::Array(definitions) = tools.definitions(dialect)? else {
-            return Ok(json!([]));
-        };
-        let flatten = |definition: Value| {
-            let mut tool = Map::new();
-            tool.insert("type".into(), json!("function"));
-            if let Some(Value::Object(function)) = definition.get("function") {
-                tool.extend(function.clone());
-            }
-            tool.entry("strict")
-                .or_insert(json!(self.config.strict_tools));
-            if definition["defer_loading"] == true {
-                tool.insert("defer_loading".into(), json!(true));
-            }
-            Value::Object(tool)
-        };
-        let mut tools: Vec<Value> = definitions.into_iter().map(flatten).collect();
+        let mut tools = tools.iter().map(entry).collect::<Result<Vec<_>, _>>()?;
         if let Some(deferred) = deferred {
             tools.push(json!({"type": "tool_search"}));
-            tools.extend(deferred.into_iter().map(flatten));
+            tools.extend(deferred);
         }
         if let Some(calling) = &self.config.programmatic_calling {
             calling.mark(
@@ -505,8 +522,11 @@ impl Model for OpenAiResponsesModel {
 #[derive(Clone, Copy, PartialEq)]
 enum Kind {
     Message,
-    /// A function call, with its position among the reply's calls.
-    Call(usize),
+    /// A function call (or, `custom`, a custom tool's call), with its position among the reply's calls.
+    Call {
+        slot: usize,
+        custom: bool,
+    },
     Reasoning,
     Other,
 }
@@ -539,6 +559,10 @@ struct EventParser {
     calls: usize,
     /// Calls whose `ToolCallEnd` went out.
     closed: Vec<usize>,
+    /// Custom tools' calls, whose text goes out as the arguments `{"input": "<text>"}`: the calls, and
+    /// those whose `{"input":"` went out.
+    custom: Vec<usize>,
+    opened: Vec<usize>,
     refusal: String,
     response_id: String,
     keep_response_id: bool,
@@ -583,13 +607,21 @@ impl EventParser {
                 }
                 Kind::Message
             }
-            "function_call" => {
+            kind @ ("function_call" | "custom_tool_call") => {
                 let slot = self.calls;
                 self.calls += 1;
+                let custom = kind == "custom_tool_call";
+                // A custom tool's call is marked even without an id: it goes back as a
+                // `custom_tool_call`, not a `function_call`.
                 if !id.is_empty() {
-                    events.push(self.block(
-                        json!({"type": "function_call", "id": id, "call_id": text("call_id")}),
-                    ));
+                    events.push(
+                        self.block(json!({"type": kind, "id": id, "call_id": text("call_id")})),
+                    );
+                } else if custom {
+                    events.push(self.block(json!({"type": kind, "call_id": text("call_id")})));
+                }
+                if custom {
+                    self.custom.push(slot);
                 }
                 events.push(ModelEvent::ToolCallStart {
                     index: slot,
@@ -608,7 +640,7 @@ impl EventParser {
                         caller: ToolCaller::new(PROVIDER, kind, id.unwrap_or_default()),
                     });
                 }
-                Kind::Call(slot)
+                Kind::Call { slot, custom }
             }
             "reasoning" => Kind::Reasoning,
             _ => Kind::Other,
@@ -621,14 +653,11 @@ impl EventParser {
             summary_index: None,
             done: false,
         };
-        if let Kind::Call(slot) = kind {
-            let arguments = text("arguments");
+        if let Kind::Call { slot, custom } = kind {
+            let arguments = text(if custom { "input" } else { "arguments" });
             if !arguments.is_empty() {
                 entry.streamed = true;
-                events.push(ModelEvent::ToolCallDelta {
-                    index: slot,
-                    arguments: arguments.to_owned(),
-                });
+                self.call_piece(slot, arguments, events);
             }
         }
         self.items.push(entry);
@@ -672,17 +701,15 @@ impl EventParser {
                     }
                 }
             }
-            Kind::Call(call) => {
+            Kind::Call { slot, custom } => {
+                let field = if custom { "input" } else { "arguments" };
                 if !streamed
-                    && let Some(arguments) = item.get("arguments").and_then(Value::as_str)
+                    && let Some(arguments) = item.get(field).and_then(Value::as_str)
                     && !arguments.is_empty()
                 {
-                    events.push(ModelEvent::ToolCallDelta {
-                        index: call,
-                        arguments: arguments.to_owned(),
-                    });
+                    self.call_piece(slot, arguments, events);
                 }
-                self.close_call(call, events);
+                self.close_call(slot, events);
             }
             Kind::Reasoning => {
                 if !streamed {
@@ -716,8 +743,46 @@ impl EventParser {
 
     fn close_call(&mut self, slot: usize, events: &mut Vec<ModelEvent>) {
         if !self.closed.contains(&slot) {
+            if self.custom.contains(&slot) {
+                // The text's end closes the arguments `{"input": "<text>"}`.
+                self.call_piece(slot, "", events);
+                events.push(ModelEvent::ToolCallDelta {
+                    index: slot,
+                    arguments: "\"}".into(),
+                });
+            }
             self.closed.push(slot);
             events.push(ModelEvent::ToolCallEnd { index: slot });
+        }
+    }
+
+    /// The next piece of call `slot`'s arguments: JSON text for a function call, the text itself for a
+    /// custom tool's call, whose arguments are `{"input": "<text>"}` (each piece escaped as JSON string
+    /// content, so the arguments parse as they grow, and partial-argument events show the text so far).
+    fn call_piece(&mut self, slot: usize, piece: &str, events: &mut Vec<ModelEvent>) {
+        if !self.custom.contains(&slot) {
+            if !piece.is_empty() {
+                events.push(ModelEvent::ToolCallDelta {
+                    index: slot,
+                    arguments: piece.to_owned(),
+                });
+            }
+            return;
+        }
+        let mut arguments = String::new();
+        if !self.opened.contains(&slot) {
+            self.opened.push(slot);
+            arguments.push_str("{\"input\":\"");
+        }
+        if !piece.is_empty() {
+            let quoted = Value::from(piece).to_string();
+            arguments.push_str(&quoted[1..quoted.len() - 1]);
+        }
+        if !arguments.is_empty() {
+            events.push(ModelEvent::ToolCallDelta {
+                index: slot,
+                arguments,
+            });
         }
     }
 
@@ -810,36 +875,46 @@ impl EventParser {
                     events.push(ModelEvent::ThinkingDelta(delta.to_owned()));
                 }
             }
-            "response.function_call_arguments.delta" | "response.function_call_arguments.done" => {
+            "response.function_call_arguments.delta"
+            | "response.function_call_arguments.done"
+            | "response.custom_tool_call_input.delta"
+            | "response.custom_tool_call_input.done" => {
                 let chunks = self.chunks;
+                let for_custom = kind.starts_with("response.custom_tool_call_input.");
                 let Some(found) = self.find(event) else {
                     return Err(format!(
                         "event {chunks}: `{kind}` for output item {}, which the stream never started",
                         describe(event)
                     ));
                 };
-                let Kind::Call(call) = self.items[found].kind else {
-                    return Err(format!(
-                        "event {chunks}: `{kind}` for output item {}, which is not a function call",
-                        describe(event)
-                    ));
+                let slot = match self.items[found].kind {
+                    Kind::Call { slot, custom } if custom == for_custom => slot,
+                    _ => {
+                        return Err(format!(
+                            "event {chunks}: `{kind}` for output item {}, which is not a {}",
+                            describe(event),
+                            if for_custom {
+                                "custom tool call"
+                            } else {
+                                "function call"
+                            }
+                        ));
+                    }
                 };
                 let item = &mut self.items[found];
-                let arguments = if kind.ends_with(".delta") {
+                let whole = if for_custom { "input" } else { "arguments" };
+                let piece = if kind.ends_with(".delta") {
                     item.streamed = true;
                     event.get("delta").and_then(Value::as_str).unwrap_or("")
                 } else if !item.streamed {
-                    // Arguments sent whole, without deltas.
+                    // Sent whole, without deltas.
                     item.streamed = true;
-                    event.get("arguments").and_then(Value::as_str).unwrap_or("")
+                    event.get(whole).and_then(Value::as_str).unwrap_or("")
                 } else {
                     ""
                 };
-                if !arguments.is_empty() {
-                    events.push(ModelEvent::ToolCallDelta {
-                        index: call,
-                        arguments: arguments.to_owned(),
-                    });
+                if !piece.is_empty() {
+                    self.call_piece(slot, piece, &mut events);
                 }
             }
             "response.completed" | "response.incomplete" | "response.failed" => {

@@ -10,6 +10,9 @@
 //! - the **item ids** of a message (`{"type": "message", "id", "phase"?}`, before its text blocks) and
 //!   of a function call (`{"type": "function_call", "id", "call_id"}`, before its tool call): the API
 //!   pairs a reasoning item with the items that followed it by these ids;
+//! - a **custom tool's call** (`{"type": "custom_tool_call", "id"?, "call_id"}`, before its tool call,
+//!   also without an id): the call goes back as a `custom_tool_call`, and its result as a
+//!   `custom_tool_call_output`;
 //! - any **other output item** (a hosted tool's call, `web_search_call`, ...), whole;
 //! - with `previous_response_id` on, the **response id** (`{"type": "response", "id"}`).
 //!
@@ -18,7 +21,7 @@
 use serde_json::{Map, Value, json};
 
 use super::replay::{Turn, arguments_object, turns};
-use crate::call::ToolResultMessage;
+use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
 
@@ -34,9 +37,14 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 ///   came from this API, as `output_text` parts; otherwise as plain text), its calls as
 ///   `function_call` items (`call_id`, `name`, `arguments` as JSON text, the item's `id` when it
 ///   came from this API, and the `caller` of a call a program made) and hosted tools' items (a
-///   `program` among them) unchanged.
-/// - A tool result is a `function_call_output` with the call's `call_id`; its `output` is the text, or
-///   `input_text` and `input_image` parts when the result has an image.
+///   `program` among them) unchanged. A call of a custom tool (a free-text tool: see
+///   [`TextFormat`](crate::TextFormat)) goes as a `custom_tool_call` (`call_id`, `name`, `input`: the
+///   text of its arguments `{"input": "<text>"}`, the item's `id` when it came from this API): one the
+///   API made as such, and (with [`OpenAiResponsesModel`](crate::OpenAiResponsesModel)) every call of a
+///   tool the request sends as a custom tool.
+/// - A tool result is a `function_call_output` (a `custom_tool_call_output` for a custom tool's call)
+///   with the call's `call_id`; its `output` is the text, or `input_text` and `input_image` parts when
+///   the result has an image.
 /// - Pairing and failed replies follow the same rules as [`to_openai_messages`](super::to_openai_messages):
 ///   unanswered calls and orphaned results are left out, and so is a reply that failed or was aborted,
 ///   or one that holds nothing but reasoning.
@@ -62,7 +70,7 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 /// ]));
 /// ```
 pub fn to_responses_input(messages: &[AgentMessage]) -> Vec<Value> {
-    let rendered = render(messages, 0, false);
+    let rendered = render(messages, 0, false, &|_| false);
     for note in &rendered.notes {
         tracing::warn!("{note}");
     }
@@ -77,8 +85,14 @@ pub(crate) struct Rendered {
 
 /// The input items of `messages[from..]` (the messages before `from` are the server's, with
 /// `previous_response_id`; results that answer their calls still go). `stored`: the request is
-/// stored, so reasoning items may go by id alone.
-pub(crate) fn render(messages: &[AgentMessage], from: usize, stored: bool) -> Rendered {
+/// stored, so reasoning items may go by id alone. `custom_tool`: whether the request sends the tool of
+/// this name as a custom tool (then its calls go back as custom tools' calls, whoever made them).
+pub(crate) fn render(
+    messages: &[AgentMessage],
+    from: usize,
+    stored: bool,
+    custom_tool: &dyn Fn(&str) -> bool,
+) -> Rendered {
     // `turns` pairs calls and results over the whole conversation; only the turns of messages from
     // `from` on go (each turn borrows from its message, so its address says which message it is).
     let sent = messages[from.min(messages.len())..].as_ptr_range();
@@ -89,7 +103,17 @@ pub(crate) fn render(messages: &[AgentMessage], from: usize, stored: bool) -> Re
         items: Vec::new(),
         notes: Vec::new(),
     };
+    // The ids of custom tools' calls: their results go back as `custom_tool_call_output`s.
+    let mut custom_calls: Vec<&str> = Vec::new();
     for turn in turns(messages) {
+        if let Turn::Assistant(reply, _) = &turn {
+            custom_calls.extend(
+                reply
+                    .tool_calls()
+                    .filter(|call| is_custom_call(reply, call, custom_tool))
+                    .map(|call| call.id.as_str()),
+            );
+        }
         let address = match &turn {
             Turn::User(user) => *user as *const UserMessage as *const u8,
             Turn::Assistant(reply, _) => *reply as *const AssistantMessage as *const u8,
@@ -102,9 +126,12 @@ pub(crate) fn render(messages: &[AgentMessage], from: usize, stored: bool) -> Re
             Turn::User(user) => out.items.extend(user_item(user)),
             Turn::Assistant(reply, calls) => {
                 let answered: Vec<&str> = calls.iter().map(|call| call.id.as_str()).collect();
-                assistant_items(reply, &answered, stored, &mut out);
+                assistant_items(reply, &answered, stored, custom_tool, &mut out);
             }
-            Turn::ToolResult(result) => out.items.push(tool_output(result)),
+            Turn::ToolResult(result) => {
+                let custom = custom_calls.contains(&result.tool_call_id.as_str());
+                out.items.push(tool_output(result, custom));
+            }
         }
     }
     out
@@ -160,7 +187,37 @@ fn user_item(message: &UserMessage) -> Option<Value> {
     (!parts.is_empty()).then(|| json!({"type": "message", "role": "user", "content": parts}))
 }
 
-fn tool_output(result: &ToolResultMessage) -> Value {
+/// Whether `call` of `reply` goes back as a custom tool's call: the API made it as one (its marker says
+/// so), or the request sends its tool as a custom tool.
+fn is_custom_call(
+    reply: &AssistantMessage,
+    call: &ToolCall,
+    custom_tool: &dyn Fn(&str) -> bool,
+) -> bool {
+    custom_tool(&call.name)
+        || reply.content.iter().any(|block| match block {
+            AssistantContent::ProviderBlock { provider, block } if provider == PROVIDER => {
+                block["type"] == "custom_tool_call" && block["call_id"] == call.id.as_str()
+            }
+            _ => false,
+        })
+}
+
+/// The text of a custom tool's call: the `input` of its arguments `{"input": "<text>"}`; arguments of
+/// another shape go as their JSON text.
+fn custom_input(call: &ToolCall) -> String {
+    match &call.arguments {
+        Value::Object(fields) => match fields.get(crate::grammar::INPUT) {
+            Some(Value::String(text)) if fields.len() == 1 => text.clone(),
+            _ => call.arguments.to_string(),
+        },
+        // Text that never parsed as arguments.
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn tool_output(result: &ToolResultMessage, custom: bool) -> Value {
     let content = result.content();
     let only_text = content
         .iter()
@@ -170,7 +227,12 @@ fn tool_output(result: &ToolResultMessage) -> Value {
     } else {
         json!(crate::content::joined_text(content))
     };
-    json!({"type": "function_call_output", "call_id": result.tool_call_id, "output": output})
+    let kind = if custom {
+        "custom_tool_call_output"
+    } else {
+        "function_call_output"
+    };
+    json!({"type": kind, "call_id": result.tool_call_id, "output": output})
 }
 
 /// An assistant message being gathered: its id and phase (when the reply came from this API) and its
@@ -224,7 +286,13 @@ fn carriable(item: &Value, stored: bool) -> bool {
     has_content || (stored && item.get("id").and_then(Value::as_str).is_some())
 }
 
-fn assistant_items(reply: &AssistantMessage, answered: &[&str], stored: bool, out: &mut Rendered) {
+fn assistant_items(
+    reply: &AssistantMessage,
+    answered: &[&str],
+    stored: bool,
+    custom_tool: &dyn Fn(&str) -> bool,
+    out: &mut Rendered,
+) {
     fn ours(block: &AssistantContent) -> Option<&Value> {
         match block {
             AssistantContent::ProviderBlock { provider, block } if provider == PROVIDER => {
@@ -251,7 +319,9 @@ fn assistant_items(reply: &AssistantMessage, answered: &[&str], stored: bool, ou
     }
     let call_item_id = |call_id: &str| -> Option<&str> {
         reply.content.iter().filter_map(ours).find_map(|block| {
-            (block["type"] == "function_call" && block["call_id"] == call_id)
+            let marks_a_call =
+                block["type"] == "function_call" || block["type"] == "custom_tool_call";
+            (marks_a_call && block["call_id"] == call_id)
                 .then(|| block["id"].as_str())
                 .flatten()
         })
@@ -272,17 +342,27 @@ fn assistant_items(reply: &AssistantMessage, answered: &[&str], stored: bool, ou
             }
             AssistantContent::ToolCall(call) if answered.contains(&call.id.as_str()) => {
                 flush(&mut pending, &mut items);
+                let custom = is_custom_call(reply, call, custom_tool);
                 let mut item = Map::new();
-                item.insert("type".into(), json!("function_call"));
+                let kind = if custom {
+                    "custom_tool_call"
+                } else {
+                    "function_call"
+                };
+                item.insert("type".into(), json!(kind));
                 if let Some(id) = call_item_id(&call.id).filter(|_| keep_ids) {
                     item.insert("id".into(), json!(id));
                 }
                 item.insert("call_id".into(), json!(call.id));
                 item.insert("name".into(), json!(call.name));
-                item.insert(
-                    "arguments".into(),
-                    json!(arguments_object(call).to_string()),
-                );
+                if custom {
+                    item.insert("input".into(), json!(custom_input(call)));
+                } else {
+                    item.insert(
+                        "arguments".into(),
+                        json!(arguments_object(call).to_string()),
+                    );
+                }
                 // A program of OpenAI's programmatic tool calling made it: its caller goes back with it.
                 if let Some(caller) = call.caller.as_ref().filter(|c| c.provider == PROVIDER) {
                     item.insert(
@@ -306,7 +386,7 @@ fn assistant_items(reply: &AssistantMessage, answered: &[&str], stored: bool, ou
                         });
                     }
                     // Item ids, read where the call is rendered; the response id goes in the request.
-                    Some("function_call" | "response") => {}
+                    Some("function_call" | "custom_tool_call" | "response") => {}
                     Some("reasoning") => {
                         flush(&mut pending, &mut items);
                         if carriable(block, stored) {
@@ -388,7 +468,7 @@ mod tests {
     fn a_reasoning_reply_goes_back_item_by_item_with_its_ids() {
         let (reply, call) = reasoning_reply(Some("gAAAA"));
         let result = ToolResultMessage::new(&call, AgentToolResult::text("x"));
-        let rendered = render(&[reply.into(), result.into()], 0, false);
+        let rendered = render(&[reply.into(), result.into()], 0, false, &|_| false);
         assert!(rendered.notes.is_empty());
         assert_eq!(
             rendered.items,
@@ -408,7 +488,7 @@ mod tests {
     fn a_reasoning_item_without_encrypted_content_is_left_out_and_said_plainly() {
         let (reply, call) = reasoning_reply(None);
         let result = ToolResultMessage::new(&call, AgentToolResult::text("x"));
-        let rendered = render(&[reply.into(), result.into()], 0, false);
+        let rendered = render(&[reply.into(), result.into()], 0, false, &|_| false);
         assert_eq!(
             rendered.items,
             vec![
@@ -430,7 +510,7 @@ mod tests {
         );
         // A stored conversation carries it by id.
         let (reply, _) = reasoning_reply(None);
-        let stored = render(&[reply.into()], 0, true);
+        let stored = render(&[reply.into()], 0, true, &|_| false);
         assert!(stored.notes.is_empty());
     }
 
@@ -442,7 +522,11 @@ mod tests {
             )],
             ..AssistantMessage::default()
         };
-        assert!(render(&[reply.into()], 0, false).items.is_empty());
+        assert!(
+            render(&[reply.into()], 0, false, &|_| false)
+                .items
+                .is_empty()
+        );
     }
 
     #[test]
@@ -480,7 +564,7 @@ mod content_kinds {
 
     #[test]
     fn the_responses_api_gets_a_pdf_as_a_file_and_the_rest_as_text() {
-        let output = tool_output(&result_of_every_kind());
+        let output = tool_output(&result_of_every_kind(), false);
         assert_eq!(
             output["output"],
             json!([

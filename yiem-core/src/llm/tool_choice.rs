@@ -87,10 +87,18 @@ impl ToolChoice {
         })
     }
 
-    /// The Responses API's `tool_choice`; `None` for `Auto`.
+    /// The Responses API's `tool_choice`; `None` for `Auto`. A tool the request sends as a custom tool
+    /// (`custom_tool`) is named as one (`{"type": "custom", "name"}`).
     #[cfg(feature = "openai-responses")]
-    pub(crate) fn openai_responses(&self) -> Option<Value> {
-        let function = |name: &str| json!({"type": "function", "name": name});
+    pub(crate) fn openai_responses(&self, custom_tool: &dyn Fn(&str) -> bool) -> Option<Value> {
+        let function = |name: &str| {
+            let kind = if custom_tool(name) {
+                "custom"
+            } else {
+                "function"
+            };
+            json!({"type": kind, "name": name})
+        };
         Some(match self {
             ToolChoice::Auto => return None,
             ToolChoice::Required => json!("required"),

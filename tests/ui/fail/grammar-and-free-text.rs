@@ -1,0 +1,9 @@
+use yiem_core::tool;
+
+/// Save a date.
+#[tool(free_text, grammar(regex = "[0-9]{4}"))]
+async fn save_year(year: String) -> String {
+    year
+}
+
+fn main() {}

@@ -1,0 +1,9 @@
+use yiem_core::tool;
+
+/// Run a query.
+#[tool(grammar = "start: /SELECT .+/")]
+async fn run_sql(query: String) -> String {
+    query
+}
+
+fn main() {}
