@@ -101,6 +101,20 @@ async def run(spec, transport, target, extra):
         if spec.get("log_level"):
             options["log_level"] = spec["log_level"]
         async with Client(server, **callbacks, **options) as client:
+            if spec.get("listen"):
+                # Subscribes to the tool list's changes, makes the calls, and waits for one change.
+                async with client.listen(tools_list_changed=True) as subscription:
+                    seen["honored"] = subscription.honored.model_dump(
+                        mode="json", by_alias=True, exclude_none=True
+                    )
+                    for name, arguments in spec["calls"]:
+                        await client.call_tool(name, arguments)
+                    async for event in subscription:
+                        seen["events"] = [type(event).__name__]
+                        break
+                listed = await client.list_tools()
+                seen["tools"] = [tool.name for tool in listed.tools]
+                return seen
             listed = await client.list_tools()
             seen["tools"] = [
                 tool.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -615,3 +615,93 @@ async fn a_tool_asks_the_clients_model_over_stdio_http_sessions_and_2026_07_28_r
     .await;
     assert_eq!(seen["results"][0]["error"]["code"], -32021);
 }
+
+#[tokio::test]
+async fn a_log_flood_is_cut_at_the_calls_bound_and_said_in_one_last_message() {
+    let seen = python_client(json!({"calls": [["flood", {}]]}), Transport::Stdio(vec![])).await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": false, "text": "flooded"}])
+    );
+    let logs = seen["logs"].as_array().unwrap();
+    assert_eq!(logs.len(), 1001, "1000 messages and the note");
+    assert_eq!(logs[999]["data"], "line 999");
+    assert_eq!(
+        logs[1000],
+        json!({"level": "warning", "logger": "yiem", "data": "4000 more log messages of this call were dropped: a call sends at most 1000 messages and 1048576 bytes of them"})
+    );
+}
+
+#[tokio::test]
+async fn a_50_mb_result_is_not_sent_and_the_client_is_told_why() {
+    let seen = python_client(
+        json!({"calls": [["big_audio", {}]]}),
+        Transport::Stdio(vec![]),
+    )
+    .await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": true, "text": "the result of `big_audio` is 50000000 bytes, more than this MCP server sends (16777216 bytes, `McpServer::with_max_result_bytes`); it was not sent. Ask for less (a shorter clip, a smaller page)"}])
+    );
+}
+
+#[tokio::test]
+async fn a_client_of_2026_07_28_hears_of_a_new_tool_on_its_subscription_over_http_and_stdio() {
+    let server = HttpServer::start(&[]).await;
+    for (transport, test) in [
+        (Transport::Http(server.url.clone()), "http"),
+        (Transport::Stdio(vec![]), "stdio"),
+    ] {
+        let seen = python_client(
+            modern(json!({"listen": true, "calls": [["grow", {}]]})),
+            transport,
+        )
+        .await;
+        assert_eq!(seen["honored"], json!({"toolsListChanged": true}), "{test}");
+        assert_eq!(
+            seen["events"].as_array().unwrap().len(),
+            1,
+            "{test}: {seen}"
+        );
+        assert!(
+            seen["tools"].as_array().unwrap().contains(&json!("grown")),
+            "{test}: {seen}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn yiems_own_client_listens_to_a_2026_07_28_server_and_registers_a_tool_added_later() {
+    use yiem_core::{ToolCall, ToolExecutor, ToolStore, mcp::McpClient};
+    let server = HttpServer::start(&[]).await;
+    let client = McpClient::http(server.url.clone())
+        .name("asking")
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    assert!(store.get("grown").is_none());
+    let mut changes = store.changes();
+    changes.mark_unchanged();
+    let batch = ToolExecutor::new()
+        .execute(
+            &store,
+            vec![ToolCall::new("c1", "grow", json!({}))],
+            &yiem_core::CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(
+        batch.messages[0].result.text_content(),
+        "registered `grown`"
+    );
+    // The server says so on the subscription; the client re-lists and registers the new tool.
+    let registered = async {
+        while store.get("grown").is_none() {
+            changes.changed().await.unwrap();
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), registered)
+        .await
+        .expect("the new tool is registered after the server's tools/list_changed");
+}

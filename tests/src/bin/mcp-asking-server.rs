@@ -7,7 +7,9 @@
 //! - `pick_color` asks which color (`ToolContext::elicit`) and says what the answer was;
 //! - `chatty` logs at `debug`, `info` and `warning` (`ToolContext::log`);
 //! - `repaint` needs approval and then asks which color, so a client is asked twice in one call;
-//! - `summarise` asks the client's model for a completion (`ToolContext::sample`).
+//! - `summarise` asks the client's model for a completion (`ToolContext::sample`);
+//! - `flood` logs 5000 times and `big_audio` returns 50 MB, against the server's bounds;
+//! - `grow` registers one more tool, `grown`, so the tool list changes.
 //!
 //! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--sessions` gives HTTP clients
 //! of revisions before 2026-07-28 sessions (at most 2 at once, so a test can reach the limit).
@@ -101,6 +103,42 @@ async fn summarise(ctx: ToolContext) -> Result<String, ElicitError> {
     })
 }
 
+/// The store served, for `grow` to register into.
+static STORE: std::sync::OnceLock<ToolStore> = std::sync::OnceLock::new();
+
+/// Register one more tool, `grown`.
+#[tool]
+async fn grow() -> Result<&'static str, yiem_core::RegistrationError> {
+    let grown = yiem_core::AgentTool::builder("grown")
+        .description("A tool registered while the server runs.")
+        .handler(|_, _| async { "grown" })
+        .build()
+        .expect("a valid tool");
+    STORE
+        .get()
+        .expect("the store is set before serving")
+        .register(grown)?;
+    Ok("registered `grown`")
+}
+
+/// Log five thousand times.
+#[tool]
+async fn flood(ctx: ToolContext) -> &'static str {
+    for n in 0..5000 {
+        ctx.log(LogLevel::Info, format!("line {n}"));
+    }
+    "flooded"
+}
+
+/// Return 50 MB of audio.
+#[tool]
+async fn big_audio() -> Vec<yiem_core::Content> {
+    vec![yiem_core::Content::audio(
+        "A".repeat(50_000_000),
+        "audio/wav",
+    )]
+}
+
 /// Do some work and log about it.
 #[tool]
 async fn chatty(ctx: ToolContext) -> &'static str {
@@ -118,6 +156,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.register(chatty_tool())?;
     store.register(repaint_tool())?;
     store.register(summarise_tool())?;
+    store.register(flood_tool())?;
+    store.register(big_audio_tool())?;
+    store.register(grow_tool())?;
+    let _ = STORE.set(store.clone());
     let args: Vec<String> = std::env::args().skip(1).collect();
     let values = |name: &str| -> Vec<String> {
         args.windows(2)

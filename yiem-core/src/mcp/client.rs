@@ -65,7 +65,7 @@ use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ElicitationCapability,
     FormElicitationCapability, Implementation, InputRequest, InputRequests, InputRequiredResult,
     InputResponses, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerResult, Tool,
+    ProgressToken, ProtocolVersion, ServerNotification, ServerResult, SubscriptionFilter, Tool,
 };
 // Logging and sampling are deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the
 // earlier revisions use them.
@@ -422,6 +422,9 @@ struct Inner {
 struct Connection {
     service: RunningService<RoleClient, Handler>,
     alive: Arc<AtomicBool>,
+    /// The `subscriptions/listen` stream of a 2026-07-28 server's tool-list changes, ended with the
+    /// connection.
+    _listening: Option<tokio_util::task::AbortOnDropHandle<()>>,
 }
 
 /// Without the `mcp-oauth` feature there is never an authorizer: the type has no values.
@@ -823,10 +826,59 @@ impl Inner {
                 }
             }
         };
+        let listening = self.listen(service.peer());
         Ok(Connection {
             service,
             alive: Arc::new(AtomicBool::new(true)),
+            _listening: listening,
         })
+    }
+
+    /// For a server of the 2026-07-28 revision that announces tool-list changes, which it sends only
+    /// on a `subscriptions/listen` stream: opens one and re-lists the tools at each change (the
+    /// earlier revisions' notification is handled by `Handler::on_tool_list_changed`).
+    fn listen(
+        self: &Arc<Self>,
+        peer: &Peer<RoleClient>,
+    ) -> Option<tokio_util::task::AbortOnDropHandle<()>> {
+        let server = peer.peer_info()?;
+        let announces = server
+            .capabilities
+            .tools
+            .as_ref()
+            .is_some_and(|tools| tools.list_changed == Some(true));
+        if server.protocol_version < ProtocolVersion::V_2026_07_28 || !announces {
+            return None;
+        }
+        let peer = peer.clone();
+        let client = Arc::downgrade(self);
+        let name = self.name.clone();
+        let listening = tokio::spawn(async move {
+            let mut filter = SubscriptionFilter::default();
+            filter.tools_list_changed = Some(true);
+            let mut subscription = match peer.listen(filter).await {
+                Ok(subscription) => subscription,
+                Err(error) => {
+                    tracing::debug!(server = name, %error, "could not listen for tool-list changes");
+                    return;
+                }
+            };
+            while let Ok(Some(notification)) = subscription.next().await {
+                if !matches!(
+                    notification,
+                    ServerNotification::ToolListChangedNotification(_)
+                ) {
+                    continue;
+                }
+                let Some(inner) = client.upgrade() else {
+                    return;
+                };
+                if let Err(error) = (McpClient { inner }).refresh().await {
+                    tracing::warn!(%error, "could not re-list the tools after tools/list_changed");
+                }
+            }
+        });
+        Some(tokio_util::task::AbortOnDropHandle::new(listening))
     }
 
     /// The live connection's peer, reconnecting (after a bounded backoff) if the last one died.

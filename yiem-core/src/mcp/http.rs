@@ -301,6 +301,8 @@ impl McpHttpServer {
         // This serve's own token: a server handler reused after an earlier shutdown starts afresh.
         let cancel_calls = CancellationToken::new();
         server.shutdown = cancel_calls.clone();
+        // Announced on 2026-07-28 clients' `subscriptions/listen` streams.
+        server.list_changed = true;
         if sessions.is_none() {
             server.cannot_ask = Some(CANNOT_ASK_OVER_STATELESS_HTTP);
         }

@@ -25,10 +25,11 @@
 //!   A store of more than [`DEFAULT_PAGE_SIZE`] tools is listed in pages ([`McpServer::with_page_size`]):
 //!   each response but the last has a `nextCursor`, and the pages resume after the last tool sent, so a
 //!   client that pages through a changing store sees every remaining tool once, in order.
-//! - `notifications/tools/list_changed`: over stdio ([`McpServer::serve`]) the server declares
-//!   `tools.listChanged` and sends the notification whenever the store's tools change
-//!   ([`ToolStore::changes`]), so a client re-lists. The stateless HTTP server (`McpHttpServer`) has no standing
-//!   stream to send it on and does not declare it: its clients re-list when they need to.
+//! - `notifications/tools/list_changed`: the server declares `tools.listChanged` and sends the notification
+//!   whenever the store's tools change ([`ToolStore::changes`]), so a client re-lists: over stdio
+//!   ([`McpServer::serve`]) on the connection, and to a client of the 2026-07-28 revision on its
+//!   `subscriptions/listen` stream (stdio or HTTP). A client of an earlier revision of the HTTP server
+//!   (`McpHttpServer`) has no standing stream to receive it on, and re-lists when it needs to.
 //! - `tools/call`: runs through a [`ToolExecutor`] (the pipeline an agent uses, hooks included), so an MCP
 //!   call and an agent call behave the same. Bad arguments, a blocking hook, an `Err`, a panic or a timeout
 //!   come back as a result with `isError: true` and the text the model would see; a tool the store does not
@@ -114,7 +115,8 @@ use rmcp::model::{
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation, InputRequest,
     InputRequests, InputRequiredResult, InputResponses, ListToolsRequestMethod, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, Tool,
+    ResourceContents, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter,
+    Tool,
 };
 // MCP logging and sampling are deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions
 // this server speaks have them.
@@ -123,7 +125,7 @@ use rmcp::model::{
     CreateMessageRequest, CreateMessageRequestParams, LoggingMessageNotificationParam,
     SetLevelRequestParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -162,6 +164,17 @@ use crate::tool::AgentTool;
 pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
     McpServer::new(store).serve_stdio().await
 }
+
+/// The largest tool result an [`McpServer`] sends by default, counted as the bytes of its content's text
+/// and data: 16 MiB, the size of the largest message the server reads.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most log messages one call sends; the ones after it are counted and said in one last message.
+pub const MAX_LOG_MESSAGES_PER_CALL: usize = 1000;
+
+/// The most bytes of log message data one call sends (its messages' data as JSON); past it, as past
+/// [`MAX_LOG_MESSAGES_PER_CALL`].
+pub const MAX_LOG_BYTES_PER_CALL: usize = 1024 * 1024;
 
 /// The most tools one `tools/list` response carries unless [`McpServer::with_page_size`] says otherwise.
 pub const DEFAULT_PAGE_SIZE: usize = 500;
@@ -245,7 +258,10 @@ pub struct McpServer {
     /// Cancelled when a server that owns this handler shuts down: running calls are cancelled.
     shutdown: CancellationToken,
     page_size: usize,
-    /// Whether this connection sends `notifications/tools/list_changed` (it does over stdio).
+    /// The largest result sent, in bytes of content.
+    max_result_bytes: usize,
+    /// Whether the server declares `tools.listChanged`: over stdio it sends the notification, over HTTP
+    /// on 2026-07-28 clients' `subscriptions/listen`.
     list_changed: bool,
     /// Which calls of tools that need approval run without asking the client.
     allowed: Arc<Allowed>,
@@ -279,6 +295,7 @@ impl McpServer {
             listing: Arc::default(),
             shutdown: CancellationToken::new(),
             page_size: DEFAULT_PAGE_SIZE,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             list_changed: false,
             allowed: Arc::default(),
             cannot_ask: None,
@@ -379,6 +396,21 @@ impl McpServer {
     /// ```
     pub fn with_page_size(mut self, tools: usize) -> Self {
         self.page_size = tools.max(1);
+        self
+    }
+
+    /// The largest tool result sent, in bytes of its content's text and data (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`]): a larger one — a 50 MB audio clip, say — is not sent; the client gets
+    /// an error result that says how large it was and what the limit is.
+    ///
+    /// ```
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_max_result_bytes(1 << 20);
+    /// # let _ = server;
+    /// ```
+    pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
         self
     }
 
@@ -707,6 +739,41 @@ impl ServerHandler for McpServer {
         }
     }
 
+    /// `subscriptions/listen` (2026-07-28): the tool list's changes, the only ones this server has.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    /// Sends `notifications/tools/list_changed` on the subscription whenever the store's tools change,
+    /// until the client ends it or the server shuts down.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.store.changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                () = self.shutdown.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(()); // the store is gone
+                    }
+                    changes.mark_unchanged();
+                    let notification = ServerNotification::ToolListChangedNotification(
+                        rmcp::model::ToolListChangedNotification::default(),
+                    );
+                    if subscription.sink().send(notification).await.is_err() {
+                        return Ok(()); // the subscription ended
+                    }
+                }
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -777,7 +844,9 @@ impl ServerHandler for McpServer {
             calling.instrument(span).await
         };
         Ok(match outcome {
-            Outcome::Done(message) => call_tool_result(message).into(),
+            Outcome::Done(message) => {
+                call_tool_result(bounded(message, self.max_result_bytes)).into()
+            }
             Outcome::Missing(capability) => {
                 return Err(missing_capability(tool.name(), capability));
             }
@@ -884,6 +953,8 @@ struct ClientAsker {
     rounds: Option<Arc<Rounds>>,
     level: Level,
     logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
+    /// What the call has logged so far, against its bounds.
+    budget: Arc<LogBudget>,
 }
 
 /// The lowest level of log message a call sends.
@@ -965,6 +1036,32 @@ impl Rounds {
     }
 }
 
+/// What one call has logged, against [`MAX_LOG_MESSAGES_PER_CALL`] and [`MAX_LOG_BYTES_PER_CALL`]: a tool
+/// that logs in a loop cannot flood the client or fill the server's memory.
+#[derive(Default)]
+struct LogBudget {
+    messages: std::sync::atomic::AtomicUsize,
+    bytes: std::sync::atomic::AtomicUsize,
+    dropped: std::sync::atomic::AtomicUsize,
+}
+
+impl LogBudget {
+    /// Counts a message of `data`: whether it is within the bounds (else it is counted as dropped).
+    fn take(&self, data: &Value) -> bool {
+        let size = match data {
+            Value::String(text) => text.len(),
+            other => other.to_string().len(),
+        };
+        let messages = self.messages.fetch_add(1, Ordering::Relaxed) + 1;
+        let bytes = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
+        let within = messages <= MAX_LOG_MESSAGES_PER_CALL && bytes <= MAX_LOG_BYTES_PER_CALL;
+        if !within {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        within
+    }
+}
+
 /// The forwarder of one call's log messages.
 struct Forwarding {
     forwarder: JoinHandle<()>,
@@ -1003,6 +1100,8 @@ impl ClientAsker {
         answers: InputResponses,
     ) -> (Arc<dyn Asker>, Forwarding, Option<Arc<Rounds>>) {
         let (logs, mut receiver) = mpsc::unbounded_channel();
+        let budget = Arc::new(LogBudget::default());
+        let dropped = Arc::clone(&budget);
         let peer = context.peer.clone();
         let close = CancellationToken::new();
         let closed = close.clone();
@@ -1029,6 +1128,18 @@ impl ClientAsker {
                 if !send(message).await {
                     return;
                 }
+            }
+            let dropped = dropped.dropped.load(Ordering::Relaxed);
+            if dropped > 0 {
+                let mut note = LoggingMessageNotificationParam::new(
+                    rmcp::model::LoggingLevel::Warning,
+                    Value::String(format!(
+                        "{dropped} more log messages of this call were dropped: a call sends at most \
+                         {MAX_LOG_MESSAGES_PER_CALL} messages and {MAX_LOG_BYTES_PER_CALL} bytes of them"
+                    )),
+                );
+                note.logger = Some("yiem".into());
+                send(note).await;
             }
         });
         let modern = context
@@ -1082,6 +1193,7 @@ impl ClientAsker {
             rounds: rounds.clone(),
             level,
             logs,
+            budget,
         };
         (Arc::new(asker), Forwarding { forwarder, close }, rounds)
     }
@@ -1247,6 +1359,9 @@ impl Asker for ClientAsker {
         let Ok(level) = serde_json::to_value(level).and_then(serde_json::from_value) else {
             return;
         };
+        if !self.budget.take(data) {
+            return;
+        }
         let mut message = LoggingMessageNotificationParam::new(level, data.clone());
         message.logger = Some(logger.to_owned());
         // A send fails only once the call is over, when nobody reads the log any more.
@@ -1330,6 +1445,31 @@ fn mcp_tool(tool: &AgentTool) -> Option<Tool> {
             None
         }
     }
+}
+
+/// `message`, or in place of a result larger than `limit` bytes, an error result that says so.
+fn bounded(mut message: ToolResultMessage, limit: usize) -> ToolResultMessage {
+    let size: usize = message
+        .result
+        .content
+        .iter()
+        .map(|block| match block {
+            Content::Text { text } => text.len(),
+            Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
+            Content::ResourceText { text, .. } => text.len(),
+            Content::ResourceBlob { blob, .. } => blob.len(),
+            _ => 0,
+        })
+        .sum();
+    if size > limit {
+        let tool = &message.tool_name;
+        message.result = AgentToolResult::error(format!(
+            "the result of `{tool}` is {size} bytes, more than this MCP server sends ({limit} bytes, \
+             `McpServer::with_max_result_bytes`); it was not sent. Ask for less (a shorter clip, a \
+             smaller page)"
+        ));
+    }
+    message
 }
 
 /// The MCP result of a finished call.
