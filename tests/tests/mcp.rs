@@ -847,3 +847,49 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn the_server_says_the_revisions_it_speaks_and_a_client_of_each_earlier_one_calls_a_tool() {
+    let mut server = RawServer::start();
+    server
+        .send(json!({
+            "jsonrpc": "2.0", "id": 1, "method": "server/discover",
+            "params": {"_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }},
+        }))
+        .await;
+    let discovered = server.receive().await;
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        json!(yiem_core::mcp::PROTOCOL_VERSIONS)
+    );
+    // 2026-07-28 is spoken by the Python SDK in mcp_asking.rs; each earlier one here, by hand.
+    for version in &yiem_core::mcp::PROTOCOL_VERSIONS[..4] {
+        let mut server = RawServer::start();
+        server
+            .send(json!({
+                "jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {},
+                           "clientInfo": {"name": "by-hand", "version": "1"}},
+            }))
+            .await;
+        let initialized = server.receive().await;
+        assert_eq!(initialized["result"]["protocolVersion"], *version);
+        server
+            .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .await;
+        server
+            .send(json!({
+                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": version}},
+            }))
+            .await;
+        let called = server.receive().await;
+        assert_eq!(
+            called["result"]["content"][0]["text"], *version,
+            "{version}"
+        );
+    }
+}

@@ -165,6 +165,16 @@ pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
     McpServer::new(store).serve_stdio().await
 }
 
+/// The revisions of MCP an [`McpServer`] speaks, oldest first: the ones its tests speak to it (a client
+/// of each initializes and calls a tool; 2026-07-28 by `server/discover`, with the official Python SDK).
+pub const PROTOCOL_VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
 /// The largest tool result an [`McpServer`] sends by default, counted as the bytes of its content's text
 /// and data: 16 MiB, the size of the largest message the server reads.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
@@ -737,6 +747,21 @@ impl ServerHandler for McpServer {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
         }
+    }
+
+    /// The revisions in [`PROTOCOL_VERSIONS`], said deliberately rather than whatever rmcp knows.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> =
+            std::sync::LazyLock::new(|| {
+                PROTOCOL_VERSIONS
+                    .iter()
+                    .map(|version| {
+                        serde_json::from_value(Value::String((*version).to_owned()))
+                            .expect("a protocol version is a string")
+                    })
+                    .collect()
+            });
+        std::borrow::Cow::Borrowed(VERSIONS.as_slice())
     }
 
     /// `subscriptions/listen` (2026-07-28): the tool list's changes, the only ones this server has.
