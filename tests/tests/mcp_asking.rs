@@ -348,6 +348,12 @@ async fn over_http_with_sessions_a_new_session_past_the_limit_is_refused_with_50
         body["error"]["message"],
         "the server holds 2 sessions, its limit; try again shortly, or end a session you no longer use (HTTP DELETE with its Mcp-Session-Id)"
     );
+    // A client of 2026-07-28 has no session: it is still served.
+    let file = victim("sessions-full-modern");
+    let spec = modern(json!({"answer": approve(true), "calls": remove_call(&file)}));
+    let seen = python_client(spec, Transport::Http(server.url.clone())).await;
+    assert_eq!(seen["results"][0]["isError"], false, "{seen}");
+    assert!(!file.exists());
 }
 
 fn modern(spec: Value) -> Value {

@@ -549,9 +549,11 @@ impl Checks {
             && post
             && !parts.headers.contains_key("mcp-session-id")
             && sessions.sessions.read().await.len() >= *max
+            && opens_session(&body)
         {
-            // A new session (or a request without one, which rmcp refuses anyway). Concurrent
-            // `initialize`s may pass together: the bound is the limit plus the connections open.
+            // A new session: an `initialize` (a 2026-07-28 request has no session and passes).
+            // Concurrent `initialize`s may pass together: the bound is the limit plus the connections
+            // open.
             let mut response = json_rpc_error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 -32000,
@@ -584,6 +586,17 @@ impl Checks {
         }
         response
     }
+}
+
+/// Whether `body` is an `initialize` request, which opens a session.
+fn opens_session(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+    }
+    serde_json::from_slice::<Method<'_>>(body)
+        .is_ok_and(|request| request.method.as_deref() == Some("initialize"))
 }
 
 /// Whether `request` carries `Authorization: Bearer <expected>`, compared in constant time.
