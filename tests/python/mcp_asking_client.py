@@ -40,6 +40,8 @@ async def run(spec, transport, target, extra):
             seen["questions"].append(
                 {"message": params.message, "schema": params.requested_schema}
             )
+            if answer["action"] == "hang":
+                await anyio.sleep_forever()
             return types.ElicitResult(action=answer["action"], content=answer.get("content"))
 
         callbacks["elicitation_callback"] = elicit

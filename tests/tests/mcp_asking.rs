@@ -711,3 +711,15 @@ async fn yiems_own_client_listens_to_a_2026_07_28_server_and_registers_a_tool_ad
         .await
         .expect("the new tool is registered after the server's tools/list_changed");
 }
+
+#[tokio::test]
+async fn a_client_that_never_answers_an_approval_is_given_up_at_the_calls_time_limit() {
+    let file = victim("never-answers");
+    let spec = json!({"answer": {"action": "hang"}, "calls": remove_call(&file)});
+    let seen = python_client(spec, Transport::Stdio(vec!["--timeout-ms", "300"])).await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": true, "text": "nobody answered whether `remove` may run within 300ms, the call's time limit; it did not run"}])
+    );
+    assert!(file.exists(), "`remove` ran without an answer");
+}

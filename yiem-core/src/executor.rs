@@ -163,6 +163,11 @@ impl ToolExecutor {
         self
     }
 
+    /// The time limit of calls whose tool sets none, if any.
+    pub(crate) fn default_timeout(&self) -> Option<Duration> {
+        self.default_timeout
+    }
+
     /// The hooks run around every call.
     pub fn with_hooks(mut self, hooks: ToolHooks) -> Self {
         self.hooks = hooks;

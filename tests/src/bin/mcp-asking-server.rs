@@ -11,7 +11,8 @@
 //! - `flood` logs 5000 times and `big_audio` returns 50 MB, against the server's bounds;
 //! - `grow` registers one more tool, `grown`, so the tool list changes.
 //!
-//! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--sessions` gives HTTP clients
+//! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--timeout-ms N` gives calls a
+//! time limit; `--sessions` gives HTTP clients
 //! of revisions before 2026-07-28 sessions (at most 2 at once, so a test can reach the limit).
 
 use schemars::JsonSchema;
@@ -167,7 +168,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|pair| pair[1].clone())
             .collect()
     };
+    let mut executor = yiem_core::ToolExecutor::new();
+    if let Some(millis) = values("--timeout-ms").pop() {
+        executor = executor.with_default_timeout(std::time::Duration::from_millis(millis.parse()?));
+    }
     let server = McpServer::new(store)
+        .with_executor(executor)
         .with_server_info("yiem-asking", "0.0.1")
         .with_allowed_tools(values("--allow"));
     let Some(address) = values("--http").pop() else {

@@ -530,7 +530,11 @@ impl McpServer {
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
         let asking = self.must_ask(tool);
         let work = async {
-            if asking && let Err(refusal) = self.approve(asker.as_ref(), &call, context).await {
+            if asking
+                && let Err(refusal) = self
+                    .approve(tool.timeout(), asker.as_ref(), &call, context)
+                    .await
+            {
                 return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
             }
             self.run(call.clone(), context, Arc::clone(&asker)).await
@@ -556,16 +560,25 @@ impl McpServer {
         outcome
     }
 
-    /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call
-    /// or the server shuts down: a call that was waiting for its approval then does not run, whatever
-    /// the answer.
+    /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call,
+    /// the server shuts down, or no answer comes within the call's time limit (the tool's, else the
+    /// executor's default): a call that was waiting for its approval then does not run, whatever the
+    /// answer.
     async fn approve(
         &self,
+        tool_limit: Option<std::time::Duration>,
         asker: &dyn Asker,
         call: &ToolCall,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), String> {
         let tool = &call.name;
+        let limit = tool_limit.or(self.executor.default_timeout());
+        let out_of_time = async {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
         // Cancellation wins over an answer that arrives with it.
         tokio::select! {
             biased;
@@ -575,6 +588,11 @@ impl McpServer {
             () = self.shutdown.cancelled() => Err(format!(
                 "the MCP server is shutting down: `{tool}` was waiting for the user's approval and did not \
                  run; call it again when the server is back"
+            )),
+            () = out_of_time => Err(format!(
+                "nobody answered whether `{tool}` may run within {:?}, the call's time limit; it did \
+                 not run",
+                limit.unwrap_or_default()
             )),
             decided = approve(asker, &self.info.name, call) => decided,
         }
