@@ -688,6 +688,19 @@ async fn yiems_own_client_listens_to_a_2026_07_28_server_and_registers_a_tool_ad
     let store = ToolStore::new("agent");
     client.register(&store).await.unwrap();
     assert!(store.get("grown").is_none());
+    // The server's tools are one namespace, for a provider's own tool search.
+    let namespace = store
+        .get("grow")
+        .unwrap()
+        .provider_options()
+        .namespace
+        .clone()
+        .unwrap();
+    assert_eq!(namespace.name, "asking");
+    assert_eq!(
+        namespace.description,
+        "The tools of the MCP server `asking`."
+    );
     let mut changes = store.changes();
     changes.mark_unchanged();
     let batch = ToolExecutor::new()

@@ -97,6 +97,7 @@ impl ToolSpec {
                     eager_input_streaming: self.eager_input_streaming,
                     defer_loading: self.defer_loading,
                     free_text: self.free_text,
+                    namespace: None,
                 },
                 source: SourceLocation {
                     file: self.file,

@@ -297,7 +297,7 @@ pub use state::{MissingState, State, StateKey, ToolState};
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     AgentTool, ExecutionMode, ProviderOptions, SourceLocation, ToolAnnotations, ToolBuilder,
-    ToolDefinitionError, ToolFuture, is_valid_tool_name,
+    ToolDefinitionError, ToolFuture, ToolNamespace, is_valid_tool_name,
 };
 
 /// Turns an `async fn` (or a plain `fn`) into a tool an LLM can call.

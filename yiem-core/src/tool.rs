@@ -110,6 +110,46 @@ pub struct ProviderOptions {
     /// The tool takes free text, `{"input": "<text>"}`, maybe in a grammar's language (OpenAI's custom
     /// tools; a string parameter elsewhere): see [`TextFormat`].
     pub free_text: Option<TextFormat>,
+    /// The group the tool belongs to, for a provider's own tool search: OpenAI's Responses API sends the
+    /// deferred tools of one namespace together (`{"type": "namespace", "name", "description",
+    /// "tools"}`), so the model sees the group's description until it searches it. An `McpClient` puts
+    /// each server's tools in a namespace of their own.
+    pub namespace: Option<ToolNamespace>,
+}
+
+/// A group of tools, with what the model is told of it (see [`ProviderOptions::namespace`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ToolNamespace {
+    /// The group's name: letters, digits, `_` and `-`.
+    pub name: String,
+    /// What the group's tools are for, in a sentence or two.
+    pub description: String,
+}
+
+impl ToolNamespace {
+    /// The group `name` (anything but letters, digits, `_` and `-` becomes `_`), described as
+    /// `description`.
+    ///
+    /// ```
+    /// let crm = yiem_core::ToolNamespace::new("crm tools", "Customers and their invoices.");
+    /// assert_eq!(crm.name, "crm_tools");
+    /// ```
+    pub fn new(name: &str, description: impl Into<String>) -> Self {
+        let name = name
+            .chars()
+            .map(
+                |c| match c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    true => c,
+                    false => '_',
+                },
+            )
+            .collect();
+        ToolNamespace {
+            name,
+            description: description.into(),
+        }
+    }
 }
 
 /// Where a tool was defined, for error messages such as a duplicate registration.
@@ -836,6 +876,12 @@ impl ToolBuilder {
     /// Defers the tool's definition until the model finds it (see [`catalog`](crate::catalog)).
     pub fn defer_loading(mut self) -> Self {
         self.options.defer_loading = true;
+        self
+    }
+
+    /// Puts the tool in a group for a provider's own tool search ([`ProviderOptions::namespace`]).
+    pub fn namespace(mut self, namespace: ToolNamespace) -> Self {
+        self.options.namespace = Some(namespace);
         self
     }
 

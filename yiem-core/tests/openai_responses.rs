@@ -1497,3 +1497,109 @@ fn a_custom_tool_call_round_trips_through_a_saved_message_and_still_goes_back_as
         ])
     );
 }
+
+#[tokio::test]
+async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes_back_naming_it() {
+    use yiem_core::{
+        Agent, AgentMessage, AgentSettings, AgentTool, RunStop, ToolNamespace, ToolStore,
+    };
+    let store = ToolStore::new("catalog");
+    store.register(weather_tool()).unwrap();
+    let billing = ToolNamespace::new("billing", "Invoices: send and void them.");
+    for name in ["send_invoice", "void_invoice"] {
+        let answer = format!("{name} ran");
+        let tool = AgentTool::builder(name)
+            .description(format!("{name}, as its name says."))
+            .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
+            .namespace(billing.clone())
+            .defer_loading()
+            .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
+                let text = format!("{answer} for {}", args["customer"]);
+                async move { text }
+            })
+            .build()
+            .unwrap();
+        store.register(tool).unwrap();
+    }
+    // The model calls a tool of the namespace: its item names the namespace.
+    let (call, mut call_item) = call_events(
+        0,
+        "fc_1",
+        "call_a",
+        "send_invoice",
+        &["{\"customer\":\"ada\"}"],
+    );
+    let call: Vec<Value> = call
+        .into_iter()
+        .map(|mut event| {
+            if let Some(item) = event.get_mut("item") {
+                item["namespace"] = json!("billing");
+            }
+            event
+        })
+        .collect();
+    call_item["namespace"] = json!("billing");
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(call);
+    sequence.push(completed(
+        "resp_1",
+        json!([call_item]),
+        usage_json(50, 0, 12, 0),
+    ));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Sent."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(90, 0, 2, 0),
+    ));
+    let server = Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await;
+    let agent = Agent::builder()
+        .model(model_for(&server, |config| {
+            config.with_tool_search(yiem_core::catalog::ToolSearchMode::Native)
+        }))
+        .tools(store)
+        .build();
+    let outcome = agent.prompt("Bill Ada.").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let ran: Vec<String> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolResult(result) => Some(result.result.text_content()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ran, ["send_invoice ran for \"ada\""]);
+
+    let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
+    let tools = bodies[0]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 3, "{tools:?}");
+    assert_eq!(tools[0]["name"], "get_weather");
+    assert_eq!(tools[1], json!({"type": "tool_search"}));
+    assert_eq!(tools[2]["type"], "namespace");
+    assert_eq!(tools[2]["name"], "billing");
+    assert_eq!(tools[2]["description"], "Invoices: send and void them.");
+    let members: Vec<&str> = tools[2]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(members, ["send_invoice", "void_invoice"]);
+    assert_eq!(tools[2]["tools"][0]["defer_loading"], true);
+    // The call goes back naming its namespace.
+    let input = bodies[1]["input"].as_array().unwrap();
+    let sent_call = input
+        .iter()
+        .find(|item| item["type"] == "function_call")
+        .unwrap();
+    assert_eq!(sent_call["namespace"], "billing");
+    assert_eq!(sent_call["name"], "send_invoice");
+    assert_sdk_accepts(&server);
+}

@@ -470,7 +470,7 @@ impl OpenAiResponsesModel {
         let mut tools = tools.iter().map(entry).collect::<Result<Vec<_>, _>>()?;
         if let Some(deferred) = deferred {
             tools.push(json!({"type": "tool_search"}));
-            tools.extend(deferred);
+            tools.extend(namespaced(&request.deferred, deferred));
         }
         if let Some(calling) = &self.config.programmatic_calling {
             calling.mark(
@@ -482,6 +482,37 @@ impl OpenAiResponsesModel {
         }
         Ok(Value::Array(tools))
     }
+}
+
+/// The deferred tools' entries, those of a namespace ([`ProviderOptions::namespace`](crate::ProviderOptions),
+/// an MCP server's tools) grouped in one `{"type": "namespace", "name", "description", "tools"}` entry
+/// where its first tool is, the others as they are.
+fn namespaced(tools: &crate::ToolList, entries: Vec<Value>) -> Vec<Value> {
+    let mut out: Vec<Value> = Vec::with_capacity(entries.len());
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for (tool, entry) in tools.iter().zip(entries) {
+        let Some(namespace) = &tool.provider_options().namespace else {
+            out.push(entry);
+            continue;
+        };
+        match groups.iter().find(|(name, _)| *name == namespace.name) {
+            Some((_, at)) => {
+                if let Some(Value::Array(members)) = out[*at].get_mut("tools") {
+                    members.push(entry);
+                }
+            }
+            None => {
+                groups.push((namespace.name.clone(), out.len()));
+                out.push(json!({
+                    "type": "namespace",
+                    "name": namespace.name,
+                    "description": namespace.description,
+                    "tools": [entry],
+                }));
+            }
+        }
+    }
+    out
 }
 
 impl Model for OpenAiResponsesModel {
@@ -613,12 +644,19 @@ impl EventParser {
                 let custom = kind == "custom_tool_call";
                 // A custom tool's call is marked even without an id: it goes back as a
                 // `custom_tool_call`, not a `function_call`.
-                if !id.is_empty() {
-                    events.push(
-                        self.block(json!({"type": kind, "id": id, "call_id": text("call_id")})),
-                    );
-                } else if custom {
-                    events.push(self.block(json!({"type": kind, "call_id": text("call_id")})));
+                // A call of a namespaced tool keeps its namespace, which goes back with it.
+                let namespace = item
+                    .get("namespace")
+                    .filter(|namespace| namespace.is_string());
+                if !id.is_empty() || custom || namespace.is_some() {
+                    let mut marker = json!({"type": kind, "call_id": text("call_id")});
+                    if !id.is_empty() {
+                        marker["id"] = json!(id);
+                    }
+                    if let Some(namespace) = namespace {
+                        marker["namespace"] = namespace.clone();
+                    }
+                    events.push(self.block(marker));
                 }
                 if custom {
                     self.custom.push(slot);

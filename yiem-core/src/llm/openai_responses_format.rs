@@ -326,6 +326,14 @@ fn assistant_items(
                 .flatten()
         })
     };
+    // A namespaced tool's call (its item named the namespace) goes back naming it.
+    let call_namespace = |call_id: &str| -> Option<&Value> {
+        reply.content.iter().filter_map(ours).find_map(|block| {
+            (block["type"] == "function_call" && block["call_id"] == call_id)
+                .then(|| block.get("namespace"))
+                .flatten()
+        })
+    };
     let mut items = Vec::new();
     let mut pending: Option<Pending> = None;
     for block in &reply.content {
@@ -354,6 +362,9 @@ fn assistant_items(
                     item.insert("id".into(), json!(id));
                 }
                 item.insert("call_id".into(), json!(call.id));
+                if let Some(namespace) = call_namespace(&call.id) {
+                    item.insert("namespace".into(), namespace.clone());
+                }
                 item.insert("name".into(), json!(call.name));
                 if custom {
                     item.insert("input".into(), json!(custom_input(call)));

@@ -94,7 +94,7 @@ use crate::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
 use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
-use crate::tool::{AgentTool, ToolAnnotations};
+use crate::tool::{AgentTool, ToolAnnotations, ToolNamespace};
 
 /// The time limit of one call to a server unless set otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -598,9 +598,13 @@ impl McpClient {
     pub async fn tools(&self) -> Result<Vec<AgentTool>, McpClientError> {
         let peer = self.inner.peer().await?;
         let listed = self.inner.list_all(&peer).await?;
+        let instructions = peer
+            .peer_info()
+            .and_then(|server| server.instructions.clone());
+        let namespace = self.inner.namespace(instructions.as_deref());
         let tools = listed
             .iter()
-            .map(|tool| self.inner.agent_tool(tool))
+            .map(|tool| self.inner.agent_tool(tool, &namespace))
             .collect::<Result<Vec<_>, _>>()?;
         let mut seen = std::collections::HashSet::new();
         if let Some(twice) = tools.iter().find(|tool| !seen.insert(tool.name())) {
@@ -1037,8 +1041,23 @@ impl Inner {
         }
     }
 
+    /// The group of this server's tools, for a provider's tool search: named after the server, described
+    /// by its instructions (their first 300 characters) when it gave some.
+    fn namespace(&self, instructions: Option<&str>) -> ToolNamespace {
+        let mut description = format!("The tools of the MCP server `{}`.", self.name);
+        if let Some(instructions) = instructions.map(str::trim).filter(|text| !text.is_empty()) {
+            description.push(' ');
+            description.extend(instructions.chars().take(300));
+        }
+        ToolNamespace::new(&self.name, description)
+    }
+
     /// The tool that forwards calls of `tool` to this server.
-    fn agent_tool(self: &Arc<Self>, tool: &Tool) -> Result<AgentTool, McpClientError> {
+    fn agent_tool(
+        self: &Arc<Self>,
+        tool: &Tool,
+        namespace: &ToolNamespace,
+    ) -> Result<AgentTool, McpClientError> {
         let listed = serde_json::to_value(tool).unwrap_or_default();
         let remote = tool.name.to_string();
         let name = format!("{}{}", self.prefix, remote);
@@ -1051,6 +1070,7 @@ impl Inner {
         let mut builder = AgentTool::builder(name)
             .description(description)
             .input_schema(Value::Object((*tool.input_schema).clone()))
+            .namespace(namespace.clone())
             .parallel()
             .annotations(annotations(&listed["annotations"]));
         if let Some(title) = tool.title.as_deref().filter(|title| !title.is_empty()) {
