@@ -163,7 +163,8 @@ impl ToolExecutor {
         self
     }
 
-    /// The time limit of calls whose tool sets none, if any.
+    /// The time limit of calls whose tool sets none, if any (an MCP server's approval waits as long).
+    #[cfg(feature = "mcp")]
     pub(crate) fn default_timeout(&self) -> Option<Duration> {
         self.default_timeout
     }

@@ -906,27 +906,62 @@ fn yiem_provider_openai_responses_selects_this_client() {
     );
 }
 
+/// A tool `name` that answers "`name` ran for <customer>".
+fn invoice_tool(name: &str) -> yiem_core::ToolBuilder {
+    let answer = format!("{name} ran");
+    yiem_core::AgentTool::builder(name)
+        .description(format!("{name}, as its name says."))
+        .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
+        .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
+            let text = format!("{answer} for {}", args["customer"]);
+            async move { text }
+        })
+}
+
+/// The texts of an outcome's tool results, in order.
+fn results_of(outcome: &yiem_core::RunOutcome) -> Vec<String> {
+    outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            yiem_core::AgentMessage::ToolResult(result) => Some(result.result.text_content()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A server whose first reply is `output` (events, then the completed response's items) and whose
+/// second is the text "Sent.".
+async fn first_then_sent(events: Vec<Value>, output: Value) -> Server {
+    let mut sequence = created("resp_1").to_vec();
+    sequence.extend(events);
+    sequence.push(completed("resp_1", output, usage_json(50, 0, 12, 0)));
+    let (answer, answer_item) = message_events(0, "msg_2", &["Sent."]);
+    let mut follow_up = created("resp_2").to_vec();
+    follow_up.extend(answer);
+    follow_up.push(completed(
+        "resp_2",
+        json!([answer_item]),
+        usage_json(90, 0, 2, 0),
+    ));
+    Server::start(vec![
+        Reply::Sse(stream(sequence)),
+        Reply::Sse(stream(follow_up)),
+    ])
+    .await
+}
+
 #[tokio::test]
 async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_through_the_pipeline() {
-    use yiem_core::{Agent, AgentMessage, AgentSettings, AgentTool, RunStop, ToolStore};
+    use yiem_core::{Agent, AgentSettings, RunStop, ToolStore};
     let store = ToolStore::new("catalog");
     store.register(weather_tool()).unwrap();
-    let plain = |name: &str| {
-        let answer = format!("{name} ran");
-        AgentTool::builder(name)
-            .description(format!("{name}, as its name says."))
-            .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
-            .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
-                let text = format!("{answer} for {}", args["customer"]);
-                async move { text }
-            })
-    };
     store
-        .register(plain("search_tools").build().unwrap())
+        .register(invoice_tool("search_tools").build().unwrap())
         .unwrap();
     for name in ["send_invoice", "void_invoice"] {
         store
-            .register(plain(name).defer_loading().build().unwrap())
+            .register(invoice_tool(name).defer_loading().build().unwrap())
             .unwrap();
     }
     // OpenAI's hosted search: a `tool_search_call` item, a `tool_search_output` item with the loaded
@@ -944,34 +979,17 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
         "send_invoice",
         &["{\"customer\":\"ada\"}"],
     );
-    let mut sequence = created("resp_1").to_vec();
+    let mut events = Vec::new();
     for (index, item) in [(0, &search_call), (1, &search_output)] {
-        sequence.push(
+        events.push(
             json!({"type": "response.output_item.added", "output_index": index, "item": item}),
         );
-        sequence.push(
+        events.push(
             json!({"type": "response.output_item.done", "output_index": index, "item": item}),
         );
     }
-    sequence.extend(call);
-    sequence.push(completed(
-        "resp_1",
-        json!([search_call, search_output, call_item]),
-        usage_json(50, 0, 12, 0),
-    ));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Sent."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(90, 0, 2, 0),
-    ));
-    let server = Server::start(vec![
-        Reply::Sse(stream(sequence)),
-        Reply::Sse(stream(follow_up)),
-    ])
-    .await;
+    events.extend(call);
+    let server = first_then_sent(events, json!([search_call, search_output, call_item])).await;
     // A model whose name does not tell: OpenAI's search asked for (GPT-5.4 and later get it by default).
     let agent = Agent::builder()
         .model(model_for(&server, |config| {
@@ -981,15 +999,7 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
         .build();
     let outcome = agent.prompt("Bill Ada.").await;
     assert_eq!(outcome.stop, RunStop::Finished);
-    let ran: Vec<String> = outcome
-        .messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::ToolResult(result) => Some(result.result.text_content()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ran, ["send_invoice ran for \"ada\""]);
+    assert_eq!(results_of(&outcome), ["send_invoice ran for \"ada\""]);
     assert_eq!(agent.run_state().loaded_tools(), ["send_invoice"]);
 
     let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
@@ -1500,26 +1510,15 @@ fn a_custom_tool_call_round_trips_through_a_saved_message_and_still_goes_back_as
 
 #[tokio::test]
 async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes_back_naming_it() {
-    use yiem_core::{
-        Agent, AgentMessage, AgentSettings, AgentTool, RunStop, ToolNamespace, ToolStore,
-    };
+    use yiem_core::{Agent, AgentSettings, RunStop, ToolNamespace, ToolStore};
     let store = ToolStore::new("catalog");
     store.register(weather_tool()).unwrap();
     let billing = ToolNamespace::new("billing", "Invoices: send and void them.");
     for name in ["send_invoice", "void_invoice"] {
-        let answer = format!("{name} ran");
-        let tool = AgentTool::builder(name)
-            .description(format!("{name}, as its name says."))
-            .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
+        let tool = invoice_tool(name)
             .namespace(billing.clone())
-            .defer_loading()
-            .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
-                let text = format!("{answer} for {}", args["customer"]);
-                async move { text }
-            })
-            .build()
-            .unwrap();
-        store.register(tool).unwrap();
+            .defer_loading();
+        store.register(tool.build().unwrap()).unwrap();
     }
     // The model calls a tool of the namespace: its item names the namespace.
     let (call, mut call_item) = call_events(
@@ -1539,26 +1538,7 @@ async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes
         })
         .collect();
     call_item["namespace"] = json!("billing");
-    let mut sequence = created("resp_1").to_vec();
-    sequence.extend(call);
-    sequence.push(completed(
-        "resp_1",
-        json!([call_item]),
-        usage_json(50, 0, 12, 0),
-    ));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Sent."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(90, 0, 2, 0),
-    ));
-    let server = Server::start(vec![
-        Reply::Sse(stream(sequence)),
-        Reply::Sse(stream(follow_up)),
-    ])
-    .await;
+    let server = first_then_sent(call, json!([call_item])).await;
     let agent = Agent::builder()
         .model(model_for(&server, |config| {
             config.with_tool_search(yiem_core::catalog::ToolSearchMode::Native)
@@ -1567,15 +1547,7 @@ async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes
         .build();
     let outcome = agent.prompt("Bill Ada.").await;
     assert_eq!(outcome.stop, RunStop::Finished);
-    let ran: Vec<String> = outcome
-        .messages
-        .iter()
-        .filter_map(|message| match message {
-            AgentMessage::ToolResult(result) => Some(result.result.text_content()),
-            _ => None,
-        })
-        .collect();
-    assert_eq!(ran, ["send_invoice ran for \"ada\""]);
+    assert_eq!(results_of(&outcome), ["send_invoice ran for \"ada\""]);
 
     let bodies: Vec<Value> = server.requests().into_iter().map(|r| r.body).collect();
     let tools = bodies[0]["tools"].as_array().unwrap();
