@@ -736,3 +736,35 @@ async fn a_client_that_never_answers_an_approval_is_given_up_at_the_calls_time_l
     );
     assert!(file.exists(), "`remove` ran without an answer");
 }
+
+#[tokio::test]
+async fn tools_list_tells_a_2026_07_28_client_how_long_to_keep_it() {
+    let list = |version: &str| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {
+            "io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }}})
+    };
+    for (flags, ttl) in [
+        (vec![], json!(0)),
+        (vec!["--list-ttl-ms", "60000"], json!(60000)),
+    ] {
+        let mut child = Command::new(SERVER)
+            .args(&flags)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let line = format!("{}\n", list("2026-07-28"));
+        tokio::io::AsyncWriteExt::write_all(&mut stdin, line.as_bytes())
+            .await
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let answer: Value =
+            serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+        assert_eq!(answer["result"]["ttlMs"], ttl, "{flags:?}");
+    }
+}

@@ -12,7 +12,7 @@
 //! - `grow` registers one more tool, `grown`, so the tool list changes.
 //!
 //! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--timeout-ms N` gives calls a
-//! time limit; `--sessions` gives HTTP clients
+//! time limit; `--list-ttl-ms N` lets 2026-07-28 clients keep `tools/list` answers that long; `--sessions` gives HTTP clients
 //! of revisions before 2026-07-28 sessions (at most 2 at once, so a test can reach the limit).
 
 use schemars::JsonSchema;
@@ -172,8 +172,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(millis) = values("--timeout-ms").pop() {
         executor = executor.with_default_timeout(std::time::Duration::from_millis(millis.parse()?));
     }
-    let server = McpServer::new(store)
-        .with_executor(executor)
+    let mut server = McpServer::new(store).with_executor(executor);
+    if let Some(millis) = values("--list-ttl-ms").pop() {
+        server = server.with_list_ttl(std::time::Duration::from_millis(millis.parse()?));
+    }
+    let server = server
         .with_server_info("yiem-asking", "0.0.1")
         .with_allowed_tools(values("--allow"));
     let Some(address) = values("--http").pop() else {

@@ -270,6 +270,8 @@ pub struct McpServer {
     page_size: usize,
     /// The largest result sent, in bytes of content.
     max_result_bytes: usize,
+    /// How long a 2026-07-28 client may keep a `tools/list` answer (`ttlMs`); none: rmcp's 0.
+    list_ttl: Option<std::time::Duration>,
     /// Whether the server declares `tools.listChanged`: over stdio it sends the notification, over HTTP
     /// on 2026-07-28 clients' `subscriptions/listen`.
     list_changed: bool,
@@ -306,6 +308,7 @@ impl McpServer {
             shutdown: CancellationToken::new(),
             page_size: DEFAULT_PAGE_SIZE,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            list_ttl: None,
             list_changed: false,
             allowed: Arc::default(),
             cannot_ask: None,
@@ -421,6 +424,22 @@ impl McpServer {
     /// ```
     pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
         self.max_result_bytes = bytes;
+        self
+    }
+
+    /// How long a client of the 2026-07-28 revision may keep a `tools/list` answer before it lists again
+    /// (`ttlMs`; without it, 0: list again each time). A client that listens for changes
+    /// (`subscriptions/listen`) hears of them at once either way; this is for those that do not.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use yiem_core::{ToolStore, mcp::McpServer};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_list_ttl(Duration::from_secs(60));
+    /// # let _ = server;
+    /// ```
+    pub fn with_list_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.list_ttl = Some(ttl);
         self
     }
 
@@ -834,6 +853,9 @@ impl ServerHandler for McpServer {
         let next_cursor = (end < tools.len()).then(|| format!("{end}:{}", tools[end - 1].name));
         let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
         page.next_cursor = next_cursor;
+        if let Some(ttl) = self.list_ttl {
+            page.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        }
         Ok(page)
     }
 
