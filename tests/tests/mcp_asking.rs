@@ -612,7 +612,7 @@ async fn a_tool_asks_the_clients_model_over_stdio_http_sessions_and_2026_07_28_r
     .await;
     assert_eq!(
         seen["results"],
-        json!([{"isError": true, "text": "the user cannot be asked: the MCP client did not declare the `sampling` capability, so its model cannot be asked for a completion over this connection"}])
+        json!([{"isError": true, "text": "no model can be asked for a completion: the MCP client did not declare the `sampling` capability, so its model cannot be asked over this connection"}])
     );
     let seen = python_client(
         modern(json!({"calls": [["summarise", {}]]})),

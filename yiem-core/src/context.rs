@@ -319,7 +319,7 @@ impl ToolContext {
     /// it still declares it); in an executor or an agent, its
     /// [`SamplingHandler`](crate::SamplingHandler) ([`ToolExecutor::with_sampling`](crate::ToolExecutor::with_sampling),
     /// which can be the agent's own model: [`model_sampler`](crate::llm::model_sampler)). Where nobody
-    /// can be asked it is [`ElicitError::CannotAsk`]; a refusal is
+    /// can be asked it is [`ElicitError::CannotSample`]; a refusal is
     /// [`SamplingAnswer::Refuse`](crate::SamplingAnswer::Refuse), with why.
     ///
     /// ```
@@ -347,9 +347,9 @@ impl ToolContext {
     /// ```
     pub async fn sample(&self, request: Sampling) -> Result<SamplingAnswer, ElicitError> {
         let Some(asker) = &self.inner.asker else {
-            return Err(ElicitError::CannotAsk(
-                "this call runs where no model can be asked for a completion (no MCP client that \
-                 offers sampling, no sampling handler)"
+            return Err(ElicitError::CannotSample(
+                "this call runs where there is none to ask (no MCP client that offers sampling, no \
+                 sampling handler)"
                     .into(),
             ));
         };

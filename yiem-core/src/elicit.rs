@@ -102,6 +102,10 @@ pub enum ElicitError {
     /// Nobody can be asked where the call runs; the text says why.
     #[error("the user cannot be asked: {0}")]
     CannotAsk(String),
+    /// No model can be asked for a completion where the call runs
+    /// ([`ToolContext::sample`](crate::ToolContext::sample)); the text says why.
+    #[error("no model can be asked for a completion: {0}")]
+    CannotSample(String),
     /// The question could not be asked or answered (the connection failed, the client refused it).
     #[error("asking the user failed: {0}")]
     Failed(String),
@@ -207,10 +211,8 @@ impl Asker for HandlerAsker {
 
     fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
         let Some(handler) = &self.sampling else {
-            return Box::pin(std::future::ready(Err(ElicitError::CannotAsk(
-                "no sampling handler was given to the agent or executor this call runs in, so no \
-                 model can be asked for a completion"
-                    .into(),
+            return Box::pin(std::future::ready(Err(ElicitError::CannotSample(
+                "no sampling handler was given to the agent or executor this call runs in".into(),
             ))));
         };
         let answer = handler.sample(request);

@@ -249,6 +249,22 @@ pub trait Model: Send + Sync {
     fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
 }
 
+/// A shared model is a model: one `Arc<dyn Model>` can serve an agent and, say, its tools' requests for
+/// a completion ([`model_sampler`]).
+impl<M: Model + ?Sized> Model for Arc<M> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn provider_name(&self) -> &str {
+        (**self).provider_name()
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        (**self).stream(request, cancel)
+    }
+}
+
 /// Builds an [`AssistantMessage`] from [`ModelEvent`]s as they arrive; after each event the partial
 /// message is complete enough to show.
 ///

@@ -1151,8 +1151,8 @@ fn asks_forms(capabilities: &ClientCapabilities) -> bool {
         .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
 }
 
-const NO_SAMPLING: &str = "the MCP client did not declare the `sampling` capability, so its model \
-     cannot be asked for a completion over this connection";
+const NO_SAMPLING: &str = "the MCP client did not declare the `sampling` capability, so its model cannot be asked over this \
+     connection";
 
 const NO_ELICITATION: &str = "the MCP client did not declare the `elicitation` capability (form \
      mode), so no person can be asked over this connection";
@@ -1384,7 +1384,7 @@ impl Asker for ClientAsker {
         let rounds = self.rounds.clone();
         Box::pin(async move {
             if let Some(why) = cannot_sample {
-                return Err(ElicitError::CannotAsk(why));
+                return Err(ElicitError::CannotSample(why));
             }
             let params = sampling_params(&request)?;
             let Some(rounds) = rounds else {

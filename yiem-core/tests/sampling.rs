@@ -1,0 +1,85 @@
+//! A tool that asks a model for a completion (`ToolContext::sample`) inside an agent: the agent's own
+//! model answers through `llm::model_sampler`, in the same scripted conversation, and without a sampling
+//! handler the tool is told nobody can be asked.
+
+use std::sync::Arc;
+
+use serde_json::json;
+use yiem_core::llm::{ScriptedModel, ScriptedTurn, model_sampler};
+use yiem_core::{
+    Agent, AgentMessage, AgentSettings, ElicitError, Model, RunStop, Sampling, SamplingAnswer,
+    ToolContext, ToolStore, tool,
+};
+
+/// Give a one-line summary of the notes.
+#[tool]
+async fn summarise_notes(ctx: ToolContext) -> Result<String, ElicitError> {
+    let request = Sampling::prompt("Summarise: the build is green, the docs are done.", 30);
+    Ok(match ctx.sample(request).await? {
+        SamplingAnswer::Text { text, model } => format!("{model} says: {text}"),
+        SamplingAnswer::Refuse(why) => format!("refused: {why}"),
+        _ => "no answer".into(),
+    })
+}
+
+fn store() -> ToolStore {
+    let store = ToolStore::new("notes");
+    store.register(summarise_notes_tool()).unwrap();
+    store
+}
+
+fn result_texts(messages: &[AgentMessage]) -> Vec<String> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolResult(result) => Some(result.result.text_content()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_tool_asks_the_agents_own_model_through_model_sampler() {
+    // The model is asked three times: the turn that calls the tool, the tool's own request, the answer.
+    let model: Arc<dyn Model> = Arc::new(ScriptedModel::from_fn(|request| {
+        let last = request.messages.last();
+        match last {
+            Some(AgentMessage::User(user)) if user.text_content().starts_with("Summarise:") => {
+                // The tool's request: one user message, no tools offered.
+                assert!(
+                    request.tools.is_empty(),
+                    "a sampling request offers no tools"
+                );
+                ScriptedTurn::text("all done")
+            }
+            Some(AgentMessage::User(_)) => ScriptedTurn::tool_call("summarise_notes", json!({})),
+            _ => ScriptedTurn::text("Everything is done."),
+        }
+    }));
+    let agent = Agent::builder()
+        .model(Arc::clone(&model))
+        .tools(store())
+        .sampling(model_sampler(model))
+        .build();
+    let outcome = agent.prompt("How are things?").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(result_texts(&outcome.messages), ["scripted says: all done"]);
+}
+
+#[tokio::test]
+async fn without_a_sampling_handler_the_tool_is_told_nobody_can_be_asked() {
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("summarise_notes", json!({})),
+            ScriptedTurn::text("Could not summarise."),
+        ]))
+        .tools(store())
+        .build();
+    let outcome = agent.prompt("How are things?").await;
+    assert_eq!(
+        result_texts(&outcome.messages),
+        [
+            "no model can be asked for a completion: this call runs where there is none to ask (no MCP client that offers sampling, no sampling handler)"
+        ]
+    );
+}
