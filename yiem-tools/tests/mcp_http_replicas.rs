@@ -239,3 +239,31 @@ async fn token_env_naming_an_unset_variable_is_bad_input_naming_it() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("YIEM_TEST_SURELY_UNSET"), "{stderr}");
 }
+
+/// POSTs an `initialize` of the 2025-11-25 revision to `yiem mcp --http` at `address`.
+async fn initialize(address: &str) -> reqwest::Response {
+    reqwest::Client::new()
+        .post(format!("http://{address}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&serde_json::json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "test", "version": "1"}},
+        }))
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn yiem_mcp_http_gives_sessions_only_when_asked_to() {
+    let root = tempfile::tempdir().unwrap();
+    let (_stateless, address) = replica(root.path()).await;
+    let answer = initialize(&address).await;
+    assert_eq!(answer.status(), 200);
+    assert!(!answer.headers().contains_key("mcp-session-id"));
+    let (_sessions, address) = replica_with(root.path(), &["--sessions"], &[]).await;
+    let answer = initialize(&address).await;
+    assert_eq!(answer.status(), 200);
+    assert!(answer.headers().contains_key("mcp-session-id"));
+}
