@@ -254,6 +254,25 @@ impl ToolExecutor {
         }
     }
 
+    /// Whether [`with_elicitation`](Self::with_elicitation) gave this executor a handler.
+    pub(crate) fn has_elicitation(&self) -> bool {
+        self.handlers.elicitation.is_some()
+    }
+
+    /// This executor (the same order and cap), its calls asking `questions` instead of a handler: an
+    /// agent without an elicitation handler runs its batches so, and pauses on their questions.
+    pub(crate) fn pausing(
+        &self,
+        answers: std::collections::BTreeMap<String, Vec<crate::ElicitationAnswer>>,
+    ) -> (ToolExecutor, crate::agent::asked::Questions) {
+        let questions = crate::agent::asked::Questions::new(self.handlers.clone(), answers);
+        let executor = ToolExecutor {
+            asker: Some(Arc::new(questions.clone())),
+            ..self.clone()
+        };
+        (executor, questions)
+    }
+
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.
     pub fn max_concurrent_calls(&self) -> Option<usize> {
         self.max_calls

@@ -33,6 +33,7 @@
 //! approval ends when its batch has run, after the resume.
 
 mod approval;
+pub(crate) mod asked;
 mod config;
 mod limits;
 pub(crate) mod paused;
@@ -46,6 +47,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
+pub use asked::PendingQuestion;
 pub use config::{AgentConfig, AgentSettings};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
@@ -148,6 +150,14 @@ impl RunOutcome {
     pub fn pending_approvals(&self) -> &[PendingApproval] {
         match &self.stop {
             RunStop::AwaitingApproval { pending } => pending,
+            _ => &[],
+        }
+    }
+
+    /// The tools' questions waiting for an answer (empty unless the run waits for answers).
+    pub fn pending_questions(&self) -> &[PendingQuestion] {
+        match &self.stop {
+            RunStop::AwaitingAnswer { questions } => questions,
             _ => &[],
         }
     }
@@ -413,6 +423,36 @@ impl Agent {
         Ok(self.drive(None).await)
     }
 
+    /// Answers the question `key` of the call `call_id` that the run waits on
+    /// ([`RunStop::AwaitingAnswer`]); once every question that waits has an answer, goes on (the calls
+    /// that asked run again from the start with their answers) and returns what the run then did.
+    /// Until then it returns at once, with no messages and the questions still waiting. An accepted
+    /// answer must fit the question's form; on an error — no such question waits, an answer that does
+    /// not fit (the field named) — the run is left as it was, still waiting. Waits for an active run
+    /// to finish first.
+    pub async fn answer(
+        &self,
+        call_id: &str,
+        key: &str,
+        answer: crate::ElicitationAnswer,
+    ) -> Result<RunOutcome, ResumeError> {
+        let _turn = self.shared.run_lock.lock().await;
+        {
+            let mut state = lock(&self.shared.state);
+            let mut run = state.run.clone();
+            run.answer(call_id, key, answer)?;
+            state.run = run;
+            if !state.run.pending_questions().is_empty() {
+                let questions = state.run.pending_questions().to_vec();
+                return Ok(RunOutcome {
+                    messages: Vec::new(),
+                    stop: RunStop::AwaitingAnswer { questions },
+                });
+            }
+        }
+        Ok(self.drive(None).await)
+    }
+
     /// The current run as a value (save it with [`AgentRun::to_json`]). While a run is active this is
     /// the state after its last completed step.
     pub fn run_state(&self) -> AgentRun {
@@ -650,10 +690,18 @@ impl Driving<'_> {
                 state.run.always_approved(),
             );
         }
-        let batch = self
-            .shared
-            .config
-            .executor
+        // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
+        let executor = &self.shared.config.executor;
+        let (pausing, questions) = if executor.has_elicitation() {
+            (None, None)
+        } else {
+            let answers = lock(&self.shared.state).run.question_answers();
+            let (pausing, questions) = executor.pausing(answers);
+            (Some(pausing), Some(questions))
+        };
+        let batch = pausing
+            .as_ref()
+            .unwrap_or(executor)
             .execute_plan(
                 &offered,
                 plan,
@@ -662,7 +710,8 @@ impl Driving<'_> {
             )
             .await;
         let results = batch.messages.clone();
-        self.with_run(|run| run.tools_ran(batch.messages, batch.terminate));
+        let asked = questions.map(|q| q.asked()).unwrap_or_default();
+        self.with_run(|run| run.tools_ran_asking(batch.messages, batch.terminate, asked));
         let goes_on = lock(&self.shared.state).run.stopped().is_none();
         if goes_on && self.cancel.is_cancelled() {
             lock(&self.shared.state).run.stop(RunStop::Aborted);
