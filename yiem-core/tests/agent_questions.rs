@@ -5,14 +5,16 @@
 //! saved run that was edited is refused.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentSettings, ElicitError, ElicitationAnswer, ResumeError,
-    RunKey, RunMismatch, RunStop, ScriptedModel, ScriptedTurn, Signature, ToolContext, ToolStore,
-    tool,
+    Agent, AgentEvent, AgentMessage, AgentRun, AgentSettings, ElicitError, ElicitationAnswer,
+    ResumeError, RunKey, RunMismatch, RunStop, ScriptedModel, ScriptedTurn, Signature, ToolContext,
+    ToolStore, tool,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -93,9 +95,11 @@ fn tools() -> ToolStore {
 }
 
 fn agent(turns: Vec<ScriptedTurn>, run: Option<AgentRun>) -> Agent {
+    // A call that waited on its question instead of stopping there would fail here, not hang.
     let builder = Agent::builder()
         .model(ScriptedModel::new(turns))
-        .tools(tools());
+        .tools(tools())
+        .default_tool_timeout(Duration::from_secs(5));
     match run {
         Some(run) => builder.run(run).build(),
         None => builder.build(),
@@ -140,7 +144,21 @@ fn restored(saved: &str, turns: Vec<ScriptedTurn>) -> Agent {
 #[tokio::test]
 async fn a_question_pauses_the_run_which_is_saved_and_finishes_in_a_fresh_agent_with_the_answer() {
     let agent = agent(vec![ScriptedTurn::tool_call("merge", json!({}))], None);
+    let ends = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&ends);
+    agent.on_event(move |event| {
+        if let AgentEvent::ToolExecutionEnd { result, .. } = event {
+            seen.lock().unwrap().push(result.text_content());
+        }
+    });
     let outcome = agent.prompt("merge it").await;
+    // The call was stopped at its question at once (not left to its time limit).
+    assert_eq!(
+        *ends.lock().unwrap(),
+        [
+            "tool `merge` stopped at a question for the user; it runs again from the start once answered"
+        ]
+    );
     let questions = outcome.pending_questions().to_vec();
     assert_eq!(questions.len(), 1);
     let question = &questions[0];
@@ -233,6 +251,15 @@ async fn an_answer_that_does_not_fit_is_refused_with_the_field_named_and_the_run
     );
     assert_eq!(fresh.run_state(), before);
     assert_eq!(fresh.run_state().pending_questions().len(), 1);
+    // The step machine itself changes nothing on a refusal.
+    let mut run = fresh.run_state();
+    run.answer(
+        "call_1",
+        "question-1",
+        ElicitationAnswer::Accept(fields(json!({"delete_branch": 1}))),
+    )
+    .unwrap_err();
+    assert_eq!(run, before);
 
     // It still goes on with an answer that fits.
     let outcome = fresh
