@@ -17,7 +17,9 @@
 //!
 //! A call whose tool needs approval ([`AgentTool::needs_approval`], or an [`ApprovalPolicy`]) pauses the
 //! run before any call of its batch runs; [`Agent::prompt`] returns with
-//! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A run stops at
+//! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A tool's
+//! question ([`ToolContext::elicit`](crate::ToolContext::elicit)) pauses an agent that has no elicitation
+//! handler the same way, with [`RunStop::AwaitingAnswer`]; [`Agent::answer`] goes on. A run stops at
 //! its [`RunLimits`] (50 model calls by default) with a distinct [`RunStop`]; raise the limit with
 //! [`Agent::set_limits`] and resume. [`Agent::run_state`] is the run as a value: save it as JSON, and
 //! [`Agent::restore`] it into an agent with the same tools and model, in this process or another.
@@ -430,6 +432,67 @@ impl Agent {
     /// answer must fit the question's form; on an error — no such question waits, an answer that does
     /// not fit (the field named) — the run is left as it was, still waiting. Waits for an active run
     /// to finish first.
+    ///
+    /// An agent pauses on a question when it has no elicitation handler
+    /// ([`AgentSettings::elicitation`]); one with a handler asks it while the call waits instead.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use yiem_core::{
+    ///     Agent, AgentRun, AgentSettings, ElicitError, ElicitationAnswer, ResumeError, RunKey, RunStop,
+    ///     ScriptedModel, ScriptedTurn, ToolContext, ToolStore, tool,
+    /// };
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm {
+    ///     delete_branch: bool,
+    /// }
+    ///
+    /// /// Merge pull request #12.
+    /// #[tool]
+    /// async fn merge(ctx: ToolContext) -> Result<String, ElicitError> {
+    ///     match ctx.elicit::<Confirm>("Merge #12 into main?").await? {
+    ///         ElicitationAnswer::Accept(c) => Ok(format!("merged (branch deleted: {})", c.delete_branch)),
+    ///         _ => Ok("not merged".into()),
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let tools = || {
+    ///     let tools = ToolStore::new("demo");
+    ///     tools.register(merge_tool()).unwrap();
+    ///     tools
+    /// };
+    /// let key = RunKey::new([7; 32]);
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([ScriptedTurn::tool_call("merge", json!({}))]))
+    ///     .tools(tools())
+    ///     .build();
+    /// let outcome = agent.prompt("merge it").await;
+    /// let RunStop::AwaitingAnswer { questions } = &outcome.stop else { panic!() };
+    /// assert_eq!((questions[0].key.as_str(), questions[0].message.as_str()), ("question-1", "Merge #12 into main?"));
+    /// let saved = agent.run_state().to_json_signed(&key);
+    ///
+    /// // Later, anywhere: the same tools and model, and the saved run.
+    /// let (run, _) = AgentRun::from_json_verified(&saved, &key).unwrap();
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([ScriptedTurn::text("Merged.")]))
+    ///     .tools(tools())
+    ///     .run(run)
+    ///     .build();
+    /// let (call, key) = (&questions[0].call_id, &questions[0].key);
+    /// let wrong = json!({"delete_branch": "yes"}).as_object().unwrap().clone();
+    /// let refused = agent.answer(call, key, ElicitationAnswer::Accept(wrong)).await.unwrap_err();
+    /// assert!(matches!(refused, ResumeError::InvalidAnswer { field, .. } if field == "delete_branch"));
+    ///
+    /// let form = json!({"delete_branch": true}).as_object().unwrap().clone();
+    /// let outcome = agent.answer(call, key, ElicitationAnswer::Accept(form)).await.unwrap();
+    /// assert_eq!(outcome.stop, RunStop::Finished);
+    /// assert_eq!(outcome.text(), "Merged.");
+    /// # });
+    /// ```
     pub async fn answer(
         &self,
         call_id: &str,
