@@ -263,7 +263,7 @@ impl ToolExecutor {
     /// agent without an elicitation handler runs its batches so, and pauses on their questions.
     pub(crate) fn pausing(
         &self,
-        answers: std::collections::BTreeMap<String, Vec<crate::ElicitationAnswer>>,
+        answers: Vec<(crate::PendingQuestion, crate::ElicitationAnswer)>,
     ) -> (ToolExecutor, crate::agent::asked::Questions) {
         let questions = crate::agent::asked::Questions::new(self.handlers.clone(), answers);
         let executor = ToolExecutor {

@@ -85,12 +85,29 @@ async fn count() -> String {
     format!("counted {}", COUNTS.fetch_add(1, Ordering::SeqCst) + 1)
 }
 
+/// How often `flaky` started: its question names it, so it asks otherwise each time.
+static FLAKY: AtomicUsize = AtomicUsize::new(0);
+
+/// Deploy a build whose number changes each time it runs.
+#[tool]
+async fn flaky(ctx: ToolContext) -> Result<String, ElicitError> {
+    let build = FLAKY.fetch_add(1, Ordering::SeqCst);
+    let answer = ctx
+        .elicit::<Confirm>(format!("Deploy build {build}?"))
+        .await?;
+    Ok(format!(
+        "build {build}: {}",
+        matches!(answer, ElicitationAnswer::Accept(_))
+    ))
+}
+
 fn tools() -> ToolStore {
     let tools = ToolStore::new("questions");
     tools.register(merge_tool()).unwrap();
     tools.register(rename_tool()).unwrap();
     tools.register(count_tool()).unwrap();
     tools.register(deploy_tool()).unwrap();
+    tools.register(flaky_tool()).unwrap();
     tools
 }
 
@@ -465,8 +482,12 @@ async fn an_edited_run_is_refused_and_runs_no_tool() {
     let deploys = DEPLOYS.load(Ordering::SeqCst);
     // An answer to a question that was never asked.
     let forged = edited(&saved, |run| {
-        run["asked"]["calls"][0]["answers"] =
-            json!([{"action": "accept", "content": {"delete_branch": true}}]);
+        let question = run["phase"]["questions"][0].clone();
+        run["asked"]["calls"][0]["answers"] = json!([{
+            "message": question["message"],
+            "schema": question["schema"],
+            "answer": {"action": "accept", "content": {"delete_branch": true}},
+        }]);
     });
     assert_eq!(
         forged,
@@ -520,4 +541,28 @@ async fn an_edited_run_is_refused_and_runs_no_tool() {
     assert!(matches!(unasked, ResumeError::UnknownQuestion { .. }));
     assert_eq!(fresh.run_state().pending_questions().len(), 1);
     assert_eq!(DEPLOYS.load(Ordering::SeqCst), deploys);
+}
+
+#[tokio::test]
+async fn an_answer_goes_back_only_to_the_question_it_answered() {
+    let agent = agent(vec![ScriptedTurn::tool_call("flaky", json!({}))], None);
+    let outcome = agent.prompt("deploy").await;
+    let first = outcome.pending_questions()[0].clone();
+    assert_eq!(first.key, "question-1");
+    let outcome = agent
+        .answer(
+            "call_1",
+            "question-1",
+            ElicitationAnswer::Accept(fields(json!({"delete_branch": true}))),
+        )
+        .await
+        .unwrap();
+    // Run again, the call asks something else at that place: it is asked again, not given the answer.
+    let again = &outcome.pending_questions()[0];
+    assert_eq!(again.key, "question-1");
+    assert_ne!(again.message, first.message);
+    assert!(result_texts(&agent.messages()).is_empty());
+    // The saved run holds no answer for it.
+    let saved: Value = serde_json::from_str(&agent.run_state().to_json_signed(&key())).unwrap();
+    assert_eq!(saved["asked"]["calls"][0].get("answers"), None);
 }

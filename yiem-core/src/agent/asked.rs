@@ -11,7 +11,9 @@
 //! their questions are answered in the order they are asked (keys `question-1`, `question-2`, ...): a
 //! tool must ask the same questions in the same order each time, and what it does before a question is
 //! done again on every round. The results of the batch's other calls are kept, and those calls do not
-//! run again.
+//! run again. An answer is given back only to the very question it answered: a call that asks another
+//! question at that place when it runs again (another message or form) is stopped there and asked again,
+//! and the answers from that place on are dropped.
 //!
 //! The answers given so far are consent a person gave, which the conversation cannot vouch for, and the
 //! kept results are what calls returned; so a run that carries them is read back only with a valid tag
@@ -105,7 +107,23 @@ struct AskingCall {
     call_id: String,
     /// The answers to its questions, in the order it asked them (the first is `question-1`'s).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    answers: Vec<Answer>,
+    answers: Vec<Answered>,
+}
+
+/// One answer, with the question it answers (given back only to that question).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Answered {
+    message: String,
+    schema: Value,
+    answer: Answer,
+}
+
+/// The number of a question key (`question-3`: 3).
+fn number_of(key: &str) -> Option<usize> {
+    key.strip_prefix("question-")?
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
 }
 
 impl Asked {
@@ -129,11 +147,21 @@ impl Asked {
             if let Some(call) = calls.iter().find(|call| call.id == question.call_id) {
                 question.tool_name.clone_from(&call.name);
             }
-            if !self.calls.iter().any(|c| c.call_id == question.call_id) {
-                self.calls.push(AskingCall {
+            match self
+                .calls
+                .iter_mut()
+                .find(|c| c.call_id == question.call_id)
+            {
+                // Asked again where it had an answer (it asked otherwise this time): the answers from
+                // there on go.
+                Some(asking) => {
+                    let earlier = number_of(&question.key).map_or(0, |n| n - 1);
+                    asking.answers.truncate(earlier);
+                }
+                None => self.calls.push(AskingCall {
                     call_id: question.call_id.clone(),
                     answers: Vec::new(),
-                });
+                }),
             }
         }
         // A call that asked before and finished this time is done.
@@ -149,15 +177,25 @@ impl Asked {
         questions
     }
 
-    /// Records the answers to the questions that waited; gives the calls to run again, in call order.
+    /// Records the answers to the `questions` that waited; gives the calls to run again, in call order.
     pub(super) fn answered(
         &mut self,
-        answers: BTreeMap<String, Answer>,
+        mut answers: BTreeMap<String, Answer>,
+        questions: &[PendingQuestion],
         calls: &[ToolCall],
     ) -> Vec<ToolCall> {
-        for (call_id, answer) in answers {
-            if let Some(asking) = self.calls.iter_mut().find(|c| c.call_id == call_id) {
-                asking.answers.push(answer);
+        for question in questions {
+            let answer = answers.remove(&question.call_id);
+            let asking = self
+                .calls
+                .iter_mut()
+                .find(|c| c.call_id == question.call_id);
+            if let (Some(answer), Some(asking)) = (answer, asking) {
+                asking.answers.push(Answered {
+                    message: question.message.clone(),
+                    schema: question.schema.clone(),
+                    answer,
+                });
             }
         }
         calls
@@ -175,17 +213,30 @@ impl Asked {
             .map(|c| c.answers.len() + 1)
     }
 
-    /// The answers each asking call runs again with, by call id.
-    pub(super) fn answers(&self) -> BTreeMap<String, Vec<ElicitationAnswer>> {
-        self.calls
-            .iter()
-            .map(|c| {
-                (
-                    c.call_id.clone(),
-                    c.answers.iter().map(Answer::to_answer).collect(),
-                )
-            })
-            .collect()
+    /// The questions each asking call had answered, with their answers, in call order and in the
+    /// order asked; `calls` gives the tool names.
+    pub(super) fn answers(&self, calls: &[ToolCall]) -> Vec<(PendingQuestion, ElicitationAnswer)> {
+        let mut all = Vec::new();
+        for asking in &self.calls {
+            let tool_name = calls
+                .iter()
+                .find(|call| call.id == asking.call_id)
+                .map(|call| call.name.clone())
+                .unwrap_or_default();
+            for (index, answered) in asking.answers.iter().enumerate() {
+                all.push((
+                    PendingQuestion {
+                        call_id: asking.call_id.clone(),
+                        tool_name: tool_name.clone(),
+                        key: key(index + 1),
+                        message: answered.message.clone(),
+                        schema: answered.schema.clone(),
+                    },
+                    answered.answer.to_answer(),
+                ));
+            }
+        }
+        all
     }
 
     /// The results of the batch: the kept ones and `results`, in the order of the reply's `calls`.
@@ -473,15 +524,16 @@ pub(crate) struct Questions {
 
 struct QuestionsInner {
     handlers: HandlerAsker,
-    answers: BTreeMap<String, Vec<ElicitationAnswer>>,
+    /// The questions answered, with their answers, of each call that runs again.
+    answers: Vec<(PendingQuestion, ElicitationAnswer)>,
     asked: Mutex<Vec<PendingQuestion>>,
 }
 
 impl Questions {
-    /// A batch's asker, with the answers of each call that runs again.
+    /// A batch's asker, with the questions the calls that run again had answered.
     pub(crate) fn new(
         handlers: HandlerAsker,
-        answers: BTreeMap<String, Vec<ElicitationAnswer>>,
+        answers: Vec<(PendingQuestion, ElicitationAnswer)>,
     ) -> Self {
         Questions {
             inner: Arc::new(QuestionsInner {
@@ -547,12 +599,15 @@ impl Asker for CallQuestions {
         question: Elicitation,
     ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
         let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
-        let given = self
-            .batch
-            .answers
-            .get(&self.call_id)
-            .and_then(|answers| answers.get(number - 1));
-        if let Some(answer) = given {
+        let key = key(number);
+        // The answer to this very question: the same place, message and form.
+        let given = self.batch.answers.iter().find(|(answered, _)| {
+            answered.call_id == self.call_id
+                && answered.key == key
+                && answered.message == question.message
+                && answered.schema == question.schema
+        });
+        if let Some((_, answer)) = given {
             return Box::pin(std::future::ready(Ok(answer.clone())));
         }
         if !self.stop.is_cancelled() {
@@ -563,7 +618,7 @@ impl Asker for CallQuestions {
                 .push(PendingQuestion {
                     call_id: self.call_id.clone(),
                     tool_name: self.tool_name.clone(),
-                    key: key(number),
+                    key,
                     message: question.message,
                     schema: question.schema,
                 });

@@ -855,10 +855,11 @@ impl AgentRun {
         }
         let assistant = *assistant;
         let answers = std::mem::take(answers);
+        let questions = std::mem::take(questions);
         let calls: Vec<ToolCall> = self.assistant(assistant).tool_calls().cloned().collect();
         let plan = self
             .asked
-            .answered(answers, &calls)
+            .answered(answers, &questions, &calls)
             .into_iter()
             .map(|call| PlannedCall::Run { call })
             .collect();
@@ -866,13 +867,18 @@ impl AgentRun {
         Ok(())
     }
 
-    /// The answers the calls of the batch about to run get, by call id, in the order of their
-    /// questions: the calls that stopped at questions and run again. A driver that pauses on questions
-    /// hands them to the batch's asker.
-    pub fn question_answers(&self) -> BTreeMap<String, Vec<ElicitationAnswer>> {
+    /// The questions the calls of the batch about to run had answered, each with its answer, in call
+    /// order and in the order asked: the calls that stopped at questions and run again. A driver that
+    /// pauses on questions hands them to the batch's asker, which gives an answer back only to the very
+    /// question it answered (the same call, key, message and form).
+    pub fn question_answers(&self) -> Vec<(PendingQuestion, ElicitationAnswer)> {
         match &self.phase {
-            Phase::RunTools { .. } => self.asked.answers(),
-            _ => BTreeMap::new(),
+            Phase::RunTools { assistant, .. } => {
+                let calls: Vec<ToolCall> =
+                    self.assistant(*assistant).tool_calls().cloned().collect();
+                self.asked.answers(&calls)
+            }
+            _ => Vec::new(),
         }
     }
 
