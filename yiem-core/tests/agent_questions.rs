@@ -101,6 +101,19 @@ async fn flaky(ctx: ToolContext) -> Result<String, ElicitError> {
     ))
 }
 
+/// Collect items, asking the same question until the user declines (at most five).
+#[tool]
+async fn collect(ctx: ToolContext) -> Result<String, ElicitError> {
+    let mut items = Vec::new();
+    while items.len() < 5 {
+        match ctx.elicit::<Name>("Another item?").await? {
+            ElicitationAnswer::Accept(item) => items.push(item.name),
+            _ => break,
+        }
+    }
+    Ok(items.join(", "))
+}
+
 fn tools() -> ToolStore {
     let tools = ToolStore::new("questions");
     tools.register(merge_tool()).unwrap();
@@ -108,6 +121,7 @@ fn tools() -> ToolStore {
     tools.register(count_tool()).unwrap();
     tools.register(deploy_tool()).unwrap();
     tools.register(flaky_tool()).unwrap();
+    tools.register(collect_tool()).unwrap();
     tools
 }
 
@@ -565,4 +579,36 @@ async fn an_answer_goes_back_only_to_the_question_it_answered() {
     // The saved run holds no answer for it.
     let saved: Value = serde_json::from_str(&agent.run_state().to_json_signed(&key())).unwrap();
     assert_eq!(saved["asked"]["calls"][0].get("answers"), None);
+}
+
+#[tokio::test]
+async fn the_same_question_asked_again_is_a_new_question_with_its_own_answer() {
+    let agent = agent(
+        vec![
+            ScriptedTurn::tool_call("collect", json!({})),
+            ScriptedTurn::text("Collected."),
+        ],
+        None,
+    );
+    let outcome = agent.prompt("collect").await;
+    assert_eq!(outcome.pending_questions()[0].key, "question-1");
+    let mut outcome = outcome;
+    for (key, name) in [("question-1", "apple"), ("question-2", "pear")] {
+        assert_eq!(outcome.pending_questions()[0].key, key);
+        outcome = agent
+            .answer(
+                "call_1",
+                key,
+                ElicitationAnswer::Accept(fields(json!({"name": name}))),
+            )
+            .await
+            .unwrap();
+    }
+    assert_eq!(outcome.pending_questions()[0].key, "question-3");
+    let outcome = agent
+        .answer("call_1", "question-3", ElicitationAnswer::Decline)
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(result_texts(&agent.messages()), ["apple, pear"]);
 }
