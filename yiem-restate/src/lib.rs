@@ -78,6 +78,12 @@
 //!     .await;
 //! # }
 //! ```
+//!
+//! # Questions from tools
+//!
+//! A durable run does not pause on a tool's question (`ToolContext::elicit`) as the in-process `Agent`
+//! does: without an elicitation handler (`AgentSettings::elicitation`, asked inside the call's step) the
+//! tool gets `ElicitError::CannotAsk`, whose text tells the model that nobody can be asked.
 
 mod agent;
 mod api;

@@ -4,7 +4,9 @@
 //!
 //! The step machine does no I/O. It is the agent protocol: a driver asks [`AgentRun::next_step`] what to
 //! do, does it (calls the model, runs a batch) and reports back with [`AgentRun::model_replied`] or
-//! [`AgentRun::tools_ran`]; a person answers pending approvals with [`AgentRun::decide`]. Every
+//! [`AgentRun::tools_ran`] (or [`AgentRun::tools_ran_asking`], with the questions calls stopped at); a
+//! person answers pending approvals with [`AgentRun::decide`] and tools' questions with
+//! [`AgentRun::answer`]. Every
 //! transition queues the [`AgentEvent`]s it causes (a turn's start and end, the messages the run adds
 //! itself, a drive's start and end), and a driver emits [`AgentRun::take_events`] after each one; the
 //! events of the work it performs (the model's streamed reply, the tools' calls) come from that work.
