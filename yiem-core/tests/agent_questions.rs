@@ -444,7 +444,10 @@ async fn a_new_prompt_gives_up_the_question_and_the_conversation_stays_valid() {
     let texts = result_texts(&agent.messages());
     assert_eq!(texts.len(), 2);
     assert!(texts[0].starts_with("counted "), "{texts:?}");
-    assert!(texts[1].contains("a new prompt came"), "{texts:?}");
+    assert!(
+        texts[1].contains("a new prompt came before the answer to its question"),
+        "{texts:?}"
+    );
 }
 
 /// Edits the saved run's JSON, re-tagged with the key (as storage the application trusts, or a forger

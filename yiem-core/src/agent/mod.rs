@@ -375,7 +375,8 @@ impl Agent {
     }
 
     /// Like [`prompt`](Self::prompt), with messages of your own. A run that was waiting for approvals
-    /// is given up: its waiting calls get a "not run" result first, so the conversation stays valid.
+    /// or answers is given up: its waiting calls get a "not run" result first, so the conversation
+    /// stays valid.
     pub async fn prompt_messages(&self, prompts: Vec<UserMessage>) -> RunOutcome {
         let _turn = self.shared.run_lock.lock().await;
         let settings = {
@@ -386,7 +387,12 @@ impl Agent {
             let mut state = lock(&self.shared.state);
             let run = &mut state.run;
             // Calls that wait will not run: each gets a result that says so, and the run goes on.
-            run.give_up_waiting("a new prompt came before the approval");
+            let waited_for = if run.pending_questions().is_empty() {
+                "a new prompt came before the approval"
+            } else {
+                "a new prompt came before the answer to its question"
+            };
+            run.give_up_waiting(waited_for);
             run.set_limits(settings.0);
             run.set_stop_at_tools(settings.1);
         }
