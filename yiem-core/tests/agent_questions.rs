@@ -114,6 +114,13 @@ async fn collect(ctx: ToolContext) -> Result<String, ElicitError> {
     Ok(items.join(", "))
 }
 
+/// Ship, asking first; its result ends the run.
+#[tool]
+async fn ship(ctx: ToolContext) -> Result<yiem_core::AgentToolResult, ElicitError> {
+    ctx.elicit::<Confirm>("Ship?").await?;
+    Ok(yiem_core::AgentToolResult::text("shipped").with_terminate(true))
+}
+
 fn tools() -> ToolStore {
     let tools = ToolStore::new("questions");
     tools.register(merge_tool()).unwrap();
@@ -122,6 +129,7 @@ fn tools() -> ToolStore {
     tools.register(deploy_tool()).unwrap();
     tools.register(flaky_tool()).unwrap();
     tools.register(collect_tool()).unwrap();
+    tools.register(ship_tool()).unwrap();
     tools
 }
 
@@ -614,4 +622,23 @@ async fn the_same_question_asked_again_is_a_new_question_with_its_own_answer() {
         .unwrap();
     assert_eq!(outcome.stop, RunStop::Finished);
     assert_eq!(result_texts(&agent.messages()), ["apple, pear"]);
+}
+
+#[tokio::test]
+async fn a_batch_terminates_only_when_its_kept_results_asked_to_as_well() {
+    let agent = agent(
+        vec![
+            ScriptedTurn::tool_calls([("count", json!({})), ("ship", json!({}))]),
+            ScriptedTurn::text("Counted and shipped."),
+        ],
+        None,
+    );
+    agent.prompt("count and ship").await;
+    let outcome = agent
+        .answer("call_2", "question-1", ElicitationAnswer::Decline)
+        .await
+        .unwrap();
+    // `count` did not ask to stop, so the batch does not end the run: the model answers.
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(outcome.text(), "Counted and shipped.");
 }

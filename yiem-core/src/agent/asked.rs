@@ -239,6 +239,12 @@ impl Asked {
         all
     }
 
+    /// Whether every kept result asked the loop to stop (a batch terminates only when all its results
+    /// do, those kept from before its calls asked included).
+    pub(super) fn kept_terminate(&self) -> bool {
+        self.done.iter().all(|result| result.result.terminate)
+    }
+
     /// The results of the batch: the kept ones and `results`, in the order of the reply's `calls`.
     /// Forgets what was kept.
     pub(super) fn merged(

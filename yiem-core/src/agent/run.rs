@@ -599,6 +599,7 @@ impl AgentRun {
                 return;
             }
         }
+        let terminate = terminate && self.asked.kept_terminate();
         let results = self.asked.merged(results, &calls);
         let results = match self.paused.pause(results) {
             Ok(results) => results,
