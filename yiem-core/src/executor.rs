@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::asked::AskedQuestions;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
@@ -254,23 +255,37 @@ impl ToolExecutor {
         }
     }
 
-    /// Whether [`with_elicitation`](Self::with_elicitation) gave this executor a handler.
-    pub(crate) fn has_elicitation(&self) -> bool {
-        self.handlers.elicitation.is_some()
-    }
-
-    /// This executor (the same order and cap), its calls asking `questions` instead of a handler: an
-    /// agent without an elicitation handler runs its batches so, and pauses on their questions.
-    pub(crate) fn pausing(
+    /// For a driver of the agent protocol that pauses on tools' questions, as [`Agent`](crate::Agent)
+    /// does without an elicitation handler: this executor (the same order, cap and sampling handler)
+    /// whose calls stop at a question that has no answer yet, and the [`AskedQuestions`] that collects
+    /// those questions. `answers` are the questions answered so far, with their answers
+    /// ([`AgentRun::question_answers`](crate::AgentRun::question_answers)); each goes back only to the
+    /// very question it answered. `None` when this executor has an elicitation handler
+    /// ([`with_elicitation`](Self::with_elicitation)): its calls ask the handler instead.
+    ///
+    /// ```
+    /// use yiem_core::{ElicitationAnswer, ToolExecutor};
+    ///
+    /// let (pausing, asked) = ToolExecutor::new().pausing_on_questions(Vec::new()).unwrap();
+    /// assert!(asked.take().is_empty());
+    /// # let _ = pausing;
+    /// let handled = ToolExecutor::new()
+    ///     .with_elicitation(|_question: yiem_core::Elicitation| async { ElicitationAnswer::Decline });
+    /// assert!(handled.pausing_on_questions(Vec::new()).is_none());
+    /// ```
+    pub fn pausing_on_questions(
         &self,
         answers: Vec<(crate::PendingQuestion, crate::ElicitationAnswer)>,
-    ) -> (ToolExecutor, crate::agent::asked::Questions) {
-        let questions = crate::agent::asked::Questions::new(self.handlers.clone(), answers);
+    ) -> Option<(ToolExecutor, AskedQuestions)> {
+        if self.handlers.elicitation.is_some() {
+            return None;
+        }
+        let questions = AskedQuestions::new(self.handlers.clone(), answers);
         let executor = ToolExecutor {
             asker: Some(Arc::new(questions.clone())),
             ..self.clone()
         };
-        (executor, questions)
+        Some((executor, questions))
     }
 
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.

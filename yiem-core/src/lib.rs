@@ -253,7 +253,7 @@ pub mod prelude {
 
 pub use agent::{
     Agent, AgentBuilder, AgentConfig, AgentContext, AgentRun, AgentSettings, ApprovalPolicy,
-    DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, PendingQuestion,
+    AskedQuestions, DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, PendingQuestion,
     RUN_FORMAT_VERSION, ResumeError, RunKey, RunLimits, RunMismatch, RunOutcome, RunStop,
     Signature, Step, TurnUpdate,
 };

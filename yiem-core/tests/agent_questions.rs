@@ -642,3 +642,62 @@ async fn a_batch_terminates_only_when_its_kept_results_asked_to_as_well() {
     assert_eq!(outcome.stop, RunStop::Finished);
     assert_eq!(outcome.text(), "Counted and shipped.");
 }
+
+/// The step machine driven by hand, as a driver of its own would: the executor pauses on questions, the
+/// run waits, and the answer goes back to the call that runs again.
+#[tokio::test]
+async fn a_driver_of_its_own_performs_the_same_pause_with_the_step_machine() {
+    use yiem_core::{
+        AssistantContent, AssistantMessage, Step, ToolCall, ToolExecutor, UserMessage,
+    };
+
+    let store = tools();
+    let executor = ToolExecutor::new();
+    let mut run = AgentRun::new("system", Vec::new());
+    run.start(vec![UserMessage::text("merge")]);
+    assert_eq!(run.next_step(), Step::CallModel);
+    let mut reply = AssistantMessage::default();
+    reply.content.push(AssistantContent::ToolCall(ToolCall::new(
+        "m1",
+        "merge",
+        json!({}),
+    )));
+    run.model_replied(reply, |_| None);
+
+    let mut rounds = 0;
+    loop {
+        match run.next_step() {
+            Step::RunTools { assistant, plan } => {
+                let (pausing, asked) = executor
+                    .pausing_on_questions(run.question_answers())
+                    .unwrap();
+                let batch = pausing
+                    .execute_plan(
+                        &store,
+                        plan,
+                        Some(std::sync::Arc::new(assistant)),
+                        &yiem_core::CancellationToken::new(),
+                    )
+                    .await;
+                run.tools_ran_asking(batch.messages, batch.terminate, asked.take());
+            }
+            Step::Stopped(RunStop::AwaitingAnswer { questions }) => {
+                rounds += 1;
+                assert_eq!(questions[0].call_id, "m1");
+                run.answer(
+                    "m1",
+                    &questions[0].key,
+                    ElicitationAnswer::Accept(fields(json!({"delete_branch": true}))),
+                )
+                .unwrap();
+            }
+            Step::CallModel => break,
+            other => panic!("unexpected step {other:?}"),
+        }
+    }
+    assert_eq!(rounds, 1);
+    assert_eq!(
+        result_texts(run.messages()),
+        ["merged (branch deleted: true)"]
+    );
+}

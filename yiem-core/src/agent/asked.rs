@@ -3,7 +3,7 @@
 //! approval. This module owns what that takes — the question as the run reports it
 //! ([`PendingQuestion`]), the answers and results the run keeps while it waits ([`Asked`], part of the
 //! saved run), the check of an answer against its question's form, and the [`Asker`] of a batch that
-//! stops a call at a question without an answer ([`Questions`]).
+//! stops a call at a question without an answer ([`AskedQuestions`]).
 //!
 //! The model is the MCP server's `input_required` rounds: a call that asks a question without an answer
 //! is stopped there (its future dropped, as a cancelled call's), the batch's other calls finish, and the
@@ -519,12 +519,17 @@ fn shown(value: &Value) -> String {
     }
 }
 
-/// The [`Asker`] of a batch an agent runs without an elicitation handler: each call gets its own
-/// ([`Asker::for_call`]), which answers the call's questions from the answers given so far, in the
-/// order it asks them, and stops the call at the first question without one (recording it).
-/// Requests for a completion go to the executor's sampling handler, if any.
+/// The questions the calls of one batch stopped at, when the batch runs on an executor made by
+/// [`ToolExecutor::pausing_on_questions`](crate::ToolExecutor::pausing_on_questions): after the batch,
+/// [`take`](Self::take) them and report them with
+/// [`AgentRun::tools_ran_asking`](crate::AgentRun::tools_ran_asking).
+///
+/// Inside, it is the batch's asker: each call gets its own, which answers the call's questions from the
+/// questions answered so far (the same call, key, message and form), in the order it asks them, and stops
+/// the call at the first question without one (recording it). Requests for a completion go to the
+/// executor's sampling handler, if any.
 #[derive(Clone)]
-pub(crate) struct Questions {
+pub struct AskedQuestions {
     inner: Arc<QuestionsInner>,
 }
 
@@ -535,13 +540,13 @@ struct QuestionsInner {
     asked: Mutex<Vec<PendingQuestion>>,
 }
 
-impl Questions {
+impl AskedQuestions {
     /// A batch's asker, with the questions the calls that run again had answered.
     pub(crate) fn new(
         handlers: HandlerAsker,
         answers: Vec<(PendingQuestion, ElicitationAnswer)>,
     ) -> Self {
-        Questions {
+        AskedQuestions {
             inner: Arc::new(QuestionsInner {
                 handlers,
                 answers,
@@ -550,8 +555,8 @@ impl Questions {
         }
     }
 
-    /// The questions the batch's calls stopped at.
-    pub(crate) fn asked(&self) -> Vec<PendingQuestion> {
+    /// The questions the batch's calls stopped at (each once: a second call gives none).
+    pub fn take(&self) -> Vec<PendingQuestion> {
         std::mem::take(
             &mut *self
                 .inner
@@ -562,7 +567,15 @@ impl Questions {
     }
 }
 
-impl Asker for Questions {
+impl std::fmt::Debug for AskedQuestions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AskedQuestions")
+            .field("answers", &self.inner.answers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Asker for AskedQuestions {
     fn elicit(
         &self,
         _question: Elicitation,
@@ -590,7 +603,7 @@ impl Asker for Questions {
     }
 }
 
-/// One call's [`Asker`] in a [`Questions`] batch.
+/// One call's [`Asker`] in an [`AskedQuestions`] batch.
 struct CallQuestions {
     batch: Arc<QuestionsInner>,
     call_id: String,

@@ -49,7 +49,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
-pub use asked::PendingQuestion;
+pub use asked::{AskedQuestions, PendingQuestion};
 pub use config::{AgentConfig, AgentSettings};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
@@ -761,13 +761,8 @@ impl Driving<'_> {
         }
         // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
         let executor = &self.shared.config.executor;
-        let (pausing, questions) = if executor.has_elicitation() {
-            (None, None)
-        } else {
-            let answers = lock(&self.shared.state).run.question_answers();
-            let (pausing, questions) = executor.pausing(answers);
-            (Some(pausing), Some(questions))
-        };
+        let answers = lock(&self.shared.state).run.question_answers();
+        let (pausing, questions) = executor.pausing_on_questions(answers).unzip();
         let batch = pausing
             .as_ref()
             .unwrap_or(executor)
@@ -779,7 +774,7 @@ impl Driving<'_> {
             )
             .await;
         let results = batch.messages.clone();
-        let asked = questions.map(|q| q.asked()).unwrap_or_default();
+        let asked = questions.map(|q| q.take()).unwrap_or_default();
         self.with_run(|run| run.tools_ran_asking(batch.messages, batch.terminate, asked));
         let goes_on = lock(&self.shared.state).run.stopped().is_none();
         if goes_on && self.cancel.is_cancelled() {
