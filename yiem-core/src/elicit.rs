@@ -62,8 +62,20 @@ impl Elicitation {
 }
 
 /// The answer to an [`Elicitation`]: the form's content (`T`: the fields as JSON, or the type a tool
-/// asked for with [`ToolContext::elicit`](crate::ToolContext::elicit)), or no answer.
-#[derive(Clone, Debug, PartialEq)]
+/// asked for with [`ToolContext::elicit`](crate::ToolContext::elicit)), or no answer. As JSON, MCP's
+/// elicitation result: `{"action": "accept", "content": {…}}`, `{"action": "decline"}`,
+/// `{"action": "cancel"}`.
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::ElicitationAnswer;
+///
+/// let answer: ElicitationAnswer = serde_json::from_value(json!({"action": "accept", "content": {"n": 2}})).unwrap();
+/// assert_eq!(answer, ElicitationAnswer::Accept(json!({"n": 2}).as_object().unwrap().clone()));
+/// assert_eq!(serde_json::to_value(ElicitationAnswer::<()>::Decline).unwrap(), json!({"action": "decline"}));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", content = "content", rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum ElicitationAnswer<T = Map<String, Value>> {
     /// The person answered; to a server, fields left out that have a `default` in the schema get it.

@@ -29,6 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use super::approval::ResumeError;
 use super::saved::RunMismatch;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel};
@@ -66,6 +67,44 @@ pub struct PendingQuestion {
     pub schema: Value,
 }
 
+impl PendingQuestion {
+    /// Checks `answer` against this question's form, as [`AgentRun::answer`](crate::AgentRun::answer)
+    /// does: an accepted answer's fields must be the form's, of their types and among their choices;
+    /// fields left out get the form's defaults (the answer given back has them); a required field
+    /// missing, or one that does not fit, is [`ResumeError::InvalidAnswer`] naming the field. A driver
+    /// that takes answers somewhere else (a mailbox) checks them with this before the run does.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{ElicitationAnswer, PendingQuestion, ResumeError};
+    ///
+    /// let question: PendingQuestion = serde_json::from_value(json!({
+    ///     "call_id": "c1", "tool_name": "t", "key": "question-1", "message": "How many?",
+    ///     "schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    /// })).unwrap();
+    /// let wrong = json!({"n": "two"}).as_object().unwrap().clone();
+    /// let refused = question.check_answer(ElicitationAnswer::Accept(wrong)).unwrap_err();
+    /// assert!(matches!(refused, ResumeError::InvalidAnswer { field, .. } if field == "n"));
+    /// assert!(question.check_answer(ElicitationAnswer::Decline).is_ok());
+    /// ```
+    pub fn check_answer(
+        &self,
+        answer: ElicitationAnswer,
+    ) -> Result<ElicitationAnswer, ResumeError> {
+        match answer {
+            ElicitationAnswer::Accept(content) => fit(&self.schema, content)
+                .map(ElicitationAnswer::Accept)
+                .map_err(|(field, reason)| ResumeError::InvalidAnswer {
+                    call_id: self.call_id.clone(),
+                    key: self.key.clone(),
+                    field,
+                    reason,
+                }),
+            other => Ok(other),
+        }
+    }
+}
+
 /// An answer as the run keeps it (`{"action": "accept", "content": {…}}`, `decline`, `cancel`: the
 /// shape of MCP's elicitation result).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -77,6 +116,15 @@ pub(super) enum Answer {
 }
 
 impl Answer {
+    /// The answer as the run keeps it.
+    pub(super) fn kept(answer: ElicitationAnswer) -> Answer {
+        match answer {
+            ElicitationAnswer::Accept(content) => Answer::Accept { content },
+            ElicitationAnswer::Decline => Answer::Decline,
+            ElicitationAnswer::Cancel => Answer::Cancel,
+        }
+    }
+
     fn to_answer(&self) -> ElicitationAnswer {
         match self {
             Answer::Accept { content } => ElicitationAnswer::Accept(content.clone()),

@@ -36,7 +36,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::approval::{Decision, PendingApproval, ResumeError};
-use super::asked::{self, Answer, Asked, PendingQuestion};
+use super::asked::{Answer, Asked, PendingQuestion};
 use super::limits::RunLimits;
 use super::paused::Paused;
 use super::saved::{self, RunKey, RunMismatch, Signature};
@@ -838,20 +838,7 @@ impl AgentRun {
                 key: key.to_owned(),
             });
         }
-        let answer = match answer {
-            ElicitationAnswer::Accept(content) => Answer::Accept {
-                content: asked::fit(&question.schema, content).map_err(|(field, reason)| {
-                    ResumeError::InvalidAnswer {
-                        call_id: call_id.to_owned(),
-                        key: key.to_owned(),
-                        field,
-                        reason,
-                    }
-                })?,
-            },
-            ElicitationAnswer::Decline => Answer::Decline,
-            ElicitationAnswer::Cancel => Answer::Cancel,
-        };
+        let answer = Answer::kept(question.check_answer(answer)?);
         answers.insert(call_id.to_owned(), answer);
         if questions.iter().any(|q| !answers.contains_key(&q.call_id)) {
             return Ok(());
