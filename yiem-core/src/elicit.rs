@@ -12,11 +12,11 @@
 //!   `notifications/message` at or above the level the client asked for.
 //! - **in an agent or an executor**: the [`ElicitationHandler`] given to
 //!   [`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation), if any.
-//! - **in an in-process [`Agent`](crate::Agent) without a handler**: the run pauses on the question as
+//! - **in an [`Agent`](crate::Agent) (or the durable runner) without a handler**: the run pauses on the question as
 //!   on an approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)); the call that asked
 //!   is stopped at the question and runs again from the start once it is answered
 //!   ([`Agent::answer`](crate::Agent::answer)).
-//! - otherwise (an executor or the durable runner without a handler, a call in hand, a client without
+//! - otherwise (an executor without a handler, a call in hand, a client without
 //!   the capability, one of a revision before 2026-07-28 over HTTP without sessions):
 //!   nobody — [`ElicitError::CannotAsk`], with why.
 //!

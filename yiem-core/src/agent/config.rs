@@ -301,8 +301,9 @@ pub trait AgentSettings: Sized {
     /// does not pause while the handler works: it is one await inside the call, under the call's time
     /// limit. Without one, an in-process [`Agent`](crate::Agent) pauses on the question as on an
     /// approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer), answered with
-    /// [`Agent::answer`](crate::Agent::answer)); the durable runner of `yiem-restate` does not pause
-    /// on questions, and there the tool gets [`ElicitError::CannotAsk`](crate::ElicitError).
+    /// [`Agent::answer`](crate::Agent::answer)), and so does the durable runner of `yiem-restate`; a
+    /// bare [`ToolExecutor`](crate::ToolExecutor) without one gives the tool
+    /// [`ElicitError::CannotAsk`](crate::ElicitError).
     fn elicitation(mut self, handler: impl crate::ElicitationHandler) -> Self {
         let settings = self.settings();
         settings.executor = settings.executor.clone().with_elicitation(handler);
