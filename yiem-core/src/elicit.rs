@@ -12,13 +12,13 @@
 //!   `notifications/message` at or above the level the client asked for.
 //! - **in an agent or an executor**: the [`ElicitationHandler`] given to
 //!   [`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation), if any.
-//! - **in an [`Agent`](crate::Agent) (or the durable runner) without a handler**: the run pauses on the question as
-//!   on an approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)); the call that asked
-//!   is stopped at the question and runs again from the start once it is answered
+//! - **in an [`Agent`](crate::Agent) (or the durable runner) without a handler**: the run pauses on
+//!   the question as on an approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)); the
+//!   call that asked is stopped at the question and runs again from the start once it is answered
 //!   ([`Agent::answer`](crate::Agent::answer)).
-//! - otherwise (an executor without a handler, a call in hand, a client without
-//!   the capability, one of a revision before 2026-07-28 over HTTP without sessions):
-//!   nobody — [`ElicitError::CannotAsk`], with why.
+//! - otherwise (an executor without a handler, a call in hand, a client without the capability, one of
+//!   a revision before 2026-07-28 over HTTP without sessions): nobody — [`ElicitError::CannotAsk`], with
+//!   why.
 //!
 //! Log messages always go to `tracing` too (target `yiem::tool`).
 //!
