@@ -57,6 +57,22 @@ pub struct ToolCallBatch {
     pub terminate: bool,
 }
 
+/// The member of a result's details that marks a call stopped at a question.
+pub(crate) const STOPPED_AT_QUESTION: &str = "stopped_at_question";
+
+impl ToolCallBatch {
+    /// Whether a call of the batch stopped at a question that had no answer yet (on an executor made by
+    /// [`ToolExecutor::pausing_on_questions`]): its result's details say so. A function of the results
+    /// alone, so a durable driver that replays recorded results decides the same way whether to read
+    /// the questions it journaled.
+    pub fn stopped_at_questions(&self) -> bool {
+        self.messages.iter().any(|message| {
+            message.result.details().get(STOPPED_AT_QUESTION)
+                == Some(&serde_json::Value::Bool(true))
+        })
+    }
+}
+
 /// One call of a planned batch: run it, or answer it with an error without running it (a call the user
 /// denied, say). See [`ToolExecutor::execute_plan`].
 ///

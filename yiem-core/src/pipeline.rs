@@ -1113,6 +1113,7 @@ fn stopped_at_question(name: &str) -> AgentToolResult {
     AgentToolResult::error(format!(
         "tool `{name}` stopped at a question for the user; it runs again from the start once answered"
     ))
+    .with_details(serde_json::json!({ crate::executor::STOPPED_AT_QUESTION: true }))
 }
 
 async fn sleep_or_never(limit: Option<Duration>) {

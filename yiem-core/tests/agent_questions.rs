@@ -679,7 +679,9 @@ async fn a_driver_of_its_own_performs_the_same_pause_with_the_step_machine() {
                         &yiem_core::CancellationToken::new(),
                     )
                     .await;
-                run.tools_ran_asking(batch.messages, batch.terminate, asked.take());
+                let asked = asked.take();
+                assert_eq!(batch.stopped_at_questions(), !asked.is_empty());
+                run.tools_ran_asking(batch.messages, batch.terminate, asked);
             }
             Step::Stopped(RunStop::AwaitingAnswer { questions }) => {
                 rounds += 1;

@@ -268,9 +268,10 @@ impl Driver<'_, '_> {
             .await;
         let results = batch.messages.clone();
         // The questions the calls stopped at, journaled: a replay gets the recorded calls' results
-        // without running them, so nothing would ask again.
+        // without running them, so nothing would ask again. Only a batch whose results show a stop has
+        // the step (the results are journaled, so a replay decides the same).
         let questions = match asked {
-            Some(asked) => {
+            Some(asked) if batch.stopped_at_questions() => {
                 let Json(questions) = self
                     .ctx
                     .run(|| async move { Ok(Json(asked.take())) })
@@ -278,7 +279,7 @@ impl Driver<'_, '_> {
                     .await?;
                 questions
             }
-            None => Vec::new(),
+            _ => Vec::new(),
         };
         if batch.terminate {
             self.stamped(run, "terminate", |run| {
