@@ -703,3 +703,35 @@ async fn a_driver_of_its_own_performs_the_same_pause_with_the_step_machine() {
         ["merged (branch deleted: true)"]
     );
 }
+
+#[tokio::test]
+async fn questions_of_calls_the_batch_did_not_make_are_ignored_and_nothing_is_kept_twice() {
+    use yiem_core::{
+        AssistantContent, AssistantMessage, PendingQuestion, Step, ToolCall, UserMessage,
+    };
+
+    let mut run = AgentRun::new("system", Vec::new());
+    run.start(vec![UserMessage::text("count")]);
+    run.next_step();
+    let mut reply = AssistantMessage::default();
+    reply.content.push(AssistantContent::ToolCall(ToolCall::new(
+        "c1",
+        "count",
+        json!({}),
+    )));
+    run.model_replied(reply, |_| None);
+    let Step::RunTools { plan, .. } = run.next_step() else {
+        panic!()
+    };
+    let batch = yiem_core::ToolExecutor::new()
+        .execute_plan(&tools(), plan, None, &yiem_core::CancellationToken::new())
+        .await;
+    let stray: PendingQuestion = serde_json::from_value(json!({
+        "call_id": "elsewhere", "tool_name": "count", "key": "question-1",
+        "message": "?", "schema": {"type": "object", "properties": {}},
+    }))
+    .unwrap();
+    run.tools_ran_asking(batch.messages, false, vec![stray]);
+    assert_eq!(run.next_step(), Step::CallModel);
+    assert_eq!(result_texts(run.messages()).len(), 1);
+}

@@ -182,6 +182,7 @@ impl Asked {
     /// Keeps a batch whose calls stopped at `questions`: the results of its other calls, and each call
     /// that asked (with the answers it had). Gives back the questions, with their tool names from the
     /// reply's `calls` and in its order; the calls that asked had answers to every earlier question.
+    /// Questions of no call of the reply are dropped; when none is left, nothing is kept.
     pub(super) fn stop(
         &mut self,
         results: Vec<ToolResultMessage>,
@@ -191,6 +192,10 @@ impl Asked {
         questions.retain(|q| calls.iter().any(|call| call.id == q.call_id));
         questions.sort_by_key(|q| calls.iter().position(|call| call.id == q.call_id));
         questions.dedup_by(|a, b| a.call_id == b.call_id);
+        if questions.is_empty() {
+            // No call of this batch asked: nothing is kept.
+            return questions;
+        }
         for question in &mut questions {
             if let Some(call) = calls.iter().find(|call| call.id == question.call_id) {
                 question.tool_name.clone_from(&call.name);
