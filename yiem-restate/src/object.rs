@@ -19,7 +19,8 @@ use crate::trace;
 #[restate_sdk::object(name = "Agent")]
 impl DurableAgent {
     /// Sends the prompt and runs until the run stops; answers what it added and why it stopped. A run
-    /// that waits for approval keeps this invocation open, suspended, until `approve` or `abort`.
+    /// that waits for approval or answers keeps this invocation open, suspended, until `approve` (or
+    /// `answer`) or `abort`.
     #[handler]
     async fn start(
         &self,
@@ -139,7 +140,7 @@ impl DurableAgent {
 
     /// Stops the run at the next step boundary (a running tool call finishes first): calls not yet run
     /// get an error result, so the conversation stays valid, and the run stops as `aborted`. A run
-    /// waiting for approval stops at once, its waiting calls denied.
+    /// waiting for approval or answers stops at once, its waiting calls not run.
     #[handler]
     async fn abort(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<()> {
         post(&ctx, Mail::Abort).await
