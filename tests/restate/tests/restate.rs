@@ -546,6 +546,32 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
         ["call_1 wait_for_release {}"]
     );
 
+    // While waiting on a question: the call that asked gets a result that says it did not run, the
+    // batch's other call keeps its own, the run stops.
+    let ship = server.send_prompt("ship", "ship").await;
+    wait_for_stop(server, "ship", "awaiting_answer").await;
+    let (status, body) = server.call("ship", "abort", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, report) = server.attach(&ship).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "aborted"}));
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "tool_result"]
+    );
+    assert_eq!(report["messages"][2]["is_error"], true, "{report}");
+    assert_eq!(
+        report["messages"][3]["content"][0]["text"],
+        "noted: shipping"
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            "call_1 wait_for_release {}",
+            r#"call_2 add_note {"text":"shipping"}"#,
+        ]
+    );
+
     // An abort while nothing runs is dropped: the next run goes to the end.
     let (status, _) = server.call("idle", "abort", None).await;
     assert_eq!(status, 200);
