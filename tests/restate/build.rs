@@ -64,6 +64,12 @@ const SETUP: &[(&str, &str, &str)] = &[
         "Ok(())\n}\nfn main() {}",
     ),
     (
+        "let outcome = agent.prompt(\"merge #12\").await;",
+        "use yiem_core::prelude::*;\nuse yiem_core::{AgentRun, ElicitationAnswer, OpenAiModel, RunKey};\n\
+         async fn readme(agent: Agent, model: OpenAiModel, store: ToolStore, key: RunKey) -> Result<(), Box<dyn std::error::Error>> {",
+        "Ok(())\n}\nfn main() {}",
+    ),
+    (
         "let key = RunKey::from_hex(&std::fs::read_to_string(key_file)?).unwrap();  // 32 bytes only you read",
         "use yiem_core::{Agent, AgentRun, RunKey};\n\
          fn readme(agent: Agent, key_file: &str) -> Result<(), Box<dyn std::error::Error>> {",

@@ -706,12 +706,37 @@ async fn a_tools_question_in_an_agent_goes_to_its_elicitation_handler() {
 }
 
 #[tokio::test]
-async fn without_an_elicitation_handler_a_tools_question_is_an_error_the_model_reads() {
-    assert_eq!(
-        make_items_result(Agent::builder()).await,
-        (
-            true,
-            "the user cannot be asked: this call runs where no person can be asked (no MCP client that accepts questions, no elicitation handler); go on without the answer, or tell the user what you need".to_owned()
+async fn without_an_elicitation_handler_an_agent_pauses_on_a_tools_question() {
+    let store = ToolStore::new("items");
+    store.register(make_items_tool()).unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([ScriptedTurn::tool_call(
+            "make_items",
+            json!({}),
+        )]))
+        .tools(store)
+        .build();
+    let outcome = agent.prompt("make some").await;
+    let questions = outcome.pending_questions();
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0].message, "How many items?");
+    assert_eq!(questions[0].key, "question-1");
+}
+
+#[tokio::test]
+async fn without_an_elicitation_handler_an_executors_call_cannot_ask() {
+    let store = ToolStore::new("items");
+    store.register(make_items_tool()).unwrap();
+    let batch = yiem_core::ToolExecutor::new()
+        .execute(
+            &store,
+            vec![yiem_core::ToolCall::new("c1", "make_items", json!({}))],
+            &yiem_core::CancellationToken::new(),
         )
+        .await;
+    assert!(batch.messages[0].is_error());
+    assert_eq!(
+        batch.messages[0].text_content(),
+        "the user cannot be asked: this call runs where no person can be asked (no MCP client that accepts questions, no elicitation handler); go on without the answer, or tell the user what you need"
     );
 }

@@ -245,8 +245,11 @@ impl ToolContext {
     /// booleans, enums of strings — MCP's form subset), showing `message`. Over MCP the client is asked
     /// (`elicitation/create`, form mode; a client of the 2026-07-28 revision by an `input_required`
     /// answer, after which the call runs again from the start); in an executor or an agent, its
-    /// [`ElicitationHandler`](crate::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation)).
-    /// Where nobody can be asked — no handler, a call in hand, a client without the `elicitation`
+    /// [`ElicitationHandler`](crate::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation));
+    /// in an in-process [`Agent`](crate::Agent) without one, the run pauses on the question
+    /// ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)) and the call runs again from the
+    /// start once it is answered, so ask the same questions in the same order each time.
+    /// Where nobody can be asked — an executor without a handler, a call in hand, a client without the `elicitation`
     /// capability, an earlier revision's client of the HTTP server without sessions — it is
     /// [`ElicitError::CannotAsk`], whose text tells the
     /// model why; a tool usually returns it with `?`.
@@ -385,6 +388,12 @@ impl ToolContext {
         if let Some(asker) = &self.inner.asker {
             asker.log(level, logger, &data);
         }
+    }
+
+    /// Cancelled when the call must stop at a question that has no answer yet (an agent's paused
+    /// question); `None` when nothing stops it so.
+    pub(crate) fn question_stop(&self) -> Option<CancellationToken> {
+        self.inner.asker.as_ref().and_then(|asker| asker.stopped())
     }
 
     /// The name of the called tool, when the context belongs to a call on the pipeline.

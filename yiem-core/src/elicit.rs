@@ -12,9 +12,13 @@
 //!   `notifications/message` at or above the level the client asked for.
 //! - **in an agent or an executor**: the [`ElicitationHandler`] given to
 //!   [`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation), if any.
-//! - otherwise (no handler, a call in hand, a client without the capability, one of a revision before
-//!   2026-07-28 over HTTP without sessions):
-//!   nobody — [`ElicitError::CannotAsk`], with why.
+//! - **in an [`Agent`](crate::Agent) (or the durable runner) without a handler**: the run pauses on
+//!   the question as on an approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)); the
+//!   call that asked is stopped at the question and runs again from the start once it is answered
+//!   ([`Agent::answer`](crate::Agent::answer)).
+//! - otherwise (an executor without a handler, a call in hand, a client without the capability, one of
+//!   a revision before 2026-07-28 over HTTP without sessions): nobody — [`ElicitError::CannotAsk`], with
+//!   why.
 //!
 //! Log messages always go to `tracing` too (target `yiem::tool`).
 //!
@@ -58,8 +62,20 @@ impl Elicitation {
 }
 
 /// The answer to an [`Elicitation`]: the form's content (`T`: the fields as JSON, or the type a tool
-/// asked for with [`ToolContext::elicit`](crate::ToolContext::elicit)), or no answer.
-#[derive(Clone, Debug, PartialEq)]
+/// asked for with [`ToolContext::elicit`](crate::ToolContext::elicit)), or no answer. As JSON, MCP's
+/// elicitation result: `{"action": "accept", "content": {…}}`, `{"action": "decline"}`,
+/// `{"action": "cancel"}`.
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::ElicitationAnswer;
+///
+/// let answer: ElicitationAnswer = serde_json::from_value(json!({"action": "accept", "content": {"n": 2}})).unwrap();
+/// assert_eq!(answer, ElicitationAnswer::Accept(json!({"n": 2}).as_object().unwrap().clone()));
+/// assert_eq!(serde_json::to_value(ElicitationAnswer::<()>::Decline).unwrap(), json!({"action": "decline"}));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", content = "content", rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum ElicitationAnswer<T = Map<String, Value>> {
     /// The person answered; to a server, fields left out that have a `default` in the schema get it.
@@ -175,6 +191,18 @@ pub(crate) trait Asker: Send + Sync {
 
     /// Sends a log message from `logger` (the tool's name), if the receiver wants this level.
     fn log(&self, level: LogLevel, logger: &str, data: &Value);
+
+    /// The asker of one call of a batch, when this one keeps something per call (an agent's paused
+    /// questions do); `None`: the call asks this one.
+    fn for_call(&self, _call: &crate::call::ToolCall) -> Option<Arc<dyn Asker>> {
+        None
+    }
+
+    /// Cancelled when the call must stop where it is, because it asked a question that has no answer
+    /// yet (it runs again once answered); `None` when this asker never stops a call.
+    fn stopped(&self) -> Option<tokio_util::sync::CancellationToken> {
+        None
+    }
 }
 
 /// An executor's handlers, as the [`Asker`] of its calls (log messages go to `tracing` only).

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent::asked::AskedQuestions;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
@@ -54,6 +55,22 @@ pub struct ToolCallBatch {
     pub messages: Vec<ToolResultMessage>,
     /// Whether the loop should stop: true only when the batch is not empty and every result asks to.
     pub terminate: bool,
+}
+
+/// The member of a result's details that marks a call stopped at a question.
+pub(crate) const STOPPED_AT_QUESTION: &str = "stopped_at_question";
+
+impl ToolCallBatch {
+    /// Whether a call of the batch stopped at a question that had no answer yet (on an executor made by
+    /// [`ToolExecutor::pausing_on_questions`]): its result's details say so. A function of the results
+    /// alone, so a durable driver that replays recorded results decides the same way whether to read
+    /// the questions it journaled.
+    pub fn stopped_at_questions(&self) -> bool {
+        self.messages.iter().any(|message| {
+            message.result.details().get(STOPPED_AT_QUESTION)
+                == Some(&serde_json::Value::Bool(true))
+        })
+    }
 }
 
 /// One call of a planned batch: run it, or answer it with an error without running it (a call the user
@@ -258,6 +275,39 @@ impl ToolExecutor {
             Some(calls) => executor.with_max_concurrent_calls(calls),
             None => executor,
         }
+    }
+
+    /// For a driver of the agent protocol that pauses on tools' questions, as [`Agent`](crate::Agent)
+    /// does without an elicitation handler: this executor (the same order, cap and sampling handler)
+    /// whose calls stop at a question that has no answer yet, and the [`AskedQuestions`] that collects
+    /// those questions. `answers` are the questions answered so far, with their answers
+    /// ([`AgentRun::question_answers`](crate::AgentRun::question_answers)); each goes back only to the
+    /// very question it answered. `None` when this executor has an elicitation handler
+    /// ([`with_elicitation`](Self::with_elicitation)): its calls ask the handler instead.
+    ///
+    /// ```
+    /// use yiem_core::{ElicitationAnswer, ToolExecutor};
+    ///
+    /// let (pausing, asked) = ToolExecutor::new().pausing_on_questions(Vec::new()).unwrap();
+    /// assert!(asked.take().is_empty());
+    /// # let _ = pausing;
+    /// let handled = ToolExecutor::new()
+    ///     .with_elicitation(|_question: yiem_core::Elicitation| async { ElicitationAnswer::Decline });
+    /// assert!(handled.pausing_on_questions(Vec::new()).is_none());
+    /// ```
+    pub fn pausing_on_questions(
+        &self,
+        answers: Vec<(crate::PendingQuestion, crate::ElicitationAnswer)>,
+    ) -> Option<(ToolExecutor, AskedQuestions)> {
+        if self.handlers.elicitation.is_some() {
+            return None;
+        }
+        let questions = AskedQuestions::new(self.handlers.clone(), answers);
+        let executor = ToolExecutor {
+            asker: Some(Arc::new(questions.clone())),
+            ..self.clone()
+        };
+        Some((executor, questions))
     }
 
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.

@@ -255,8 +255,9 @@ pub mod prelude {
 
 pub use agent::{
     Agent, AgentBuilder, AgentConfig, AgentContext, AgentRun, AgentSettings, ApprovalPolicy,
-    DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, RUN_FORMAT_VERSION, ResumeError,
-    RunKey, RunLimits, RunMismatch, RunOutcome, RunStop, Signature, Step, TurnUpdate,
+    AskedQuestions, DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, PendingQuestion,
+    RUN_FORMAT_VERSION, ResumeError, RunKey, RunLimits, RunMismatch, RunOutcome, RunStop,
+    Signature, Step, TurnUpdate,
 };
 pub use args::{ArgumentChecking, ArgumentError, ArgumentProblem};
 pub use call::{ToolCall, ToolCaller, ToolResultMessage};

@@ -539,13 +539,17 @@ impl Facts {
     fn context(&self, env: &CallEnv) -> ToolContext {
         let state = self.state.as_ref();
         match &self.subject {
-            Subject::Shared(call) => ToolContext::for_call(
-                call,
-                env.cancel.as_ref(),
-                updates(env, call),
-                state,
-                env.asker.as_ref(),
-            ),
+            Subject::Shared(call) => {
+                // An asker that keeps something per call (an agent's paused questions) gets its own.
+                let own = env.asker.as_ref().and_then(|asker| asker.for_call(call));
+                ToolContext::for_call(
+                    call,
+                    env.cancel.as_ref(),
+                    updates(env, call),
+                    state,
+                    own.as_ref().or(env.asker.as_ref()),
+                )
+            }
             Subject::InHand { id, .. } => {
                 let ctx = ToolContext::new(id.clone());
                 match state {
@@ -1016,9 +1020,11 @@ async fn watched(mut work: Work, watching: Watching<'_>) -> AgentToolResult {
         name,
         call_id,
     } = watching;
+    let question = ctx.and_then(ToolContext::question_stop);
     let outcome = tokio::select! {
         biased;
         () = wait_cancelled(abort, ctx) => Err(aborted(name)),
+        () = wait_question(question.as_ref()) => Err(stopped_at_question(name)),
         result = work.finished(name) => Ok(result),
         () = sleep_or_never(limit) => {
             if let Some(ctx) = ctx {
@@ -1092,6 +1098,22 @@ async fn wait_cancelled(abort: Option<&CancellationToken>, ctx: Option<&ToolCont
         (None, Some(ctx)) => ctx.cancelled().await,
         (None, None) => std::future::pending().await,
     }
+}
+
+async fn wait_question(question: Option<&CancellationToken>) {
+    match question {
+        Some(token) => token.cancelled().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The result of a call stopped at a question without an answer (the run keeps the question, and the
+/// call runs again from the start once it is answered).
+fn stopped_at_question(name: &str) -> AgentToolResult {
+    AgentToolResult::error(format!(
+        "tool `{name}` stopped at a question for the user; it runs again from the start once answered"
+    ))
+    .with_details(serde_json::json!({ crate::executor::STOPPED_AT_QUESTION: true }))
 }
 
 async fn sleep_or_never(limit: Option<Duration>) {

@@ -384,7 +384,7 @@ pub fn invoke_agent(conversation_id: &str, model: &str, provider: &str) -> Span 
     )
 }
 
-/// The run in `span` stopped with `stop`: records it (an event for a run that waits for approvals).
+/// The run in `span` stopped with `stop`: records it (an event for a run that waits for approvals or answers).
 pub fn agent_stopped(span: &Span, stop: &RunStop) {
     if span.is_disabled() {
         return;
@@ -397,6 +397,12 @@ pub fn agent_stopped(span: &Span, stop: &RunStop) {
                 tracing::info!(pending = pending.len(), "the run waits for approvals")
             });
             ("awaiting_approval", None)
+        }
+        RunStop::AwaitingAnswer { questions } => {
+            span.in_scope(|| {
+                tracing::info!(questions = questions.len(), "the run waits for answers")
+            });
+            ("awaiting_answer", None)
         }
         RunStop::StoppedAtTool { .. } => ("stopped_at_tool", None),
         RunStop::TurnLimit { .. } => ("turn_limit", None),

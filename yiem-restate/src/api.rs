@@ -1,7 +1,9 @@
 //! The JSON bodies of the agent's handlers, as a client sends and reads them through Restate's ingress.
 
 use serde::{Deserialize, Serialize};
-use yiem_core::{AgentMessage, Decision, PendingApproval, RunStop};
+use yiem_core::{
+    AgentMessage, Decision, ElicitationAnswer, PendingApproval, PendingQuestion, RunStop,
+};
 
 /// The body of `start`: the user's prompt.
 ///
@@ -64,6 +66,44 @@ pub struct ApproveRequest {
     pub decisions: Vec<CallDecision>,
 }
 
+/// One answer in an `answer` body: the question it is for (its call and key) and the answer, as MCP's
+/// elicitation result (`action`: `accept` with `content`, `decline` or `cancel`), flattened.
+///
+/// ```
+/// use yiem_core::ElicitationAnswer;
+/// use yiem_restate::CallAnswer;
+///
+/// let answer: CallAnswer = serde_json::from_str(
+///     r#"{"call_id": "c1", "key": "question-1", "action": "accept", "content": {"really": true}}"#,
+/// ).unwrap();
+/// assert_eq!(answer.key, "question-1");
+/// assert!(matches!(answer.answer, ElicitationAnswer::Accept(_)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CallAnswer {
+    /// The id of the call that asked.
+    pub call_id: String,
+    /// Which of its questions (`question-1`, ...).
+    pub key: String,
+    /// The answer.
+    #[serde(flatten)]
+    pub answer: ElicitationAnswer,
+}
+
+/// The body of `answer`: an answer for every question the run waits on.
+///
+/// ```
+/// let body: yiem_restate::AnswerRequest = serde_json::from_str(
+///     r#"{"answers": [{"call_id": "c1", "key": "question-1", "action": "decline"}]}"#,
+/// ).unwrap();
+/// assert_eq!(body.answers.len(), 1);
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnswerRequest {
+    /// The answers, one per waiting question.
+    pub answers: Vec<CallAnswer>,
+}
+
 /// What `start` answers once the run stops: the messages it added and why it stopped.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -84,4 +124,7 @@ pub struct ConversationView {
     pub stop: Option<RunStop>,
     /// The calls waiting for a decision (empty unless the run waits for approvals).
     pub pending_approvals: Vec<PendingApproval>,
+    /// The tools' questions waiting for an answer (empty unless the run waits for answers).
+    #[serde(default)]
+    pub pending_questions: Vec<PendingQuestion>,
 }

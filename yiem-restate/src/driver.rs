@@ -3,7 +3,7 @@
 //! a journaled step (`ctx.run`), and so is each tool call: a batch runs on the agent's one executor exactly
 //! as in process (its parallel calls at once, under the executor's cap and order), each call's run recorded
 //! through a [`CallJournal`] as a step of its own. The mailbox is read with a journaled call between
-//! steps, and a run that needs approval waits on an awakeable. Everything else is a pure function of what
+//! steps, and a run that needs approval, or waits on a tool's question, waits on an awakeable. Everything else is a pure function of what
 //! the journal returns, so a replay after a crash walks the same path without calling the model or a tool
 //! again; the few messages the run stamps itself take a journaled time. After every step the run is saved
 //! by appending (see [`store`](crate::store)).
@@ -65,7 +65,19 @@ impl Driver<'_, '_> {
                     self.emit(run);
                     // Saved once the inbox takes decisions: whoever reads the run waiting can decide.
                     let answer = self
-                        .await_decisions(&pending, || self.save(run, saved, false))
+                        .await_answer(pending, Vec::new(), || self.save(run, saved, false))
+                        .await?;
+                    run.begin();
+                    self.emit(run);
+                    self.take_answer(run, answer).await?;
+                    false
+                }
+                Step::Stopped(RunStop::AwaitingAnswer { questions }) => {
+                    added.extend(run.end());
+                    self.emit(run);
+                    // Saved once the inbox takes answers: whoever reads the run waiting can answer.
+                    let answer = self
+                        .await_answer(Vec::new(), questions, || self.save(run, saved, false))
                         .await?;
                     run.begin();
                     self.emit(run);
@@ -230,6 +242,10 @@ impl Driver<'_, '_> {
     ) -> Result<bool, HandlerError> {
         let agent = &self.config.agent;
         let (_, offered) = agent.context(run.system_prompt(), run.messages());
+        // Without an elicitation handler a tool's question pauses the run, as in process.
+        let answered = run.question_answers();
+        let round = answered.len();
+        let (pausing, asked) = self.executor.pausing_on_questions(answered).unzip();
         let journal = ToolJournal {
             driver: self,
             turn: run.turns(),
@@ -239,8 +255,9 @@ impl Driver<'_, '_> {
                 .collect(),
             recorded: tokio::sync::watch::channel(0).0,
         };
-        let batch = self
-            .executor
+        let batch = pausing
+            .as_ref()
+            .unwrap_or(&self.executor)
             .execute_plan_journaled(
                 &offered,
                 plan,
@@ -250,11 +267,27 @@ impl Driver<'_, '_> {
             )
             .await;
         let results = batch.messages.clone();
+        // The questions the calls stopped at, journaled: a replay gets the recorded calls' results
+        // without running them, so nothing would ask again. Only a batch whose results show a stop has
+        // the step (the results are journaled, so a replay decides the same).
+        let questions = match asked {
+            Some(asked) if batch.stopped_at_questions() => {
+                let Json(questions) = self
+                    .ctx
+                    .run(|| async move { Ok(Json(asked.take())) })
+                    .name(format!("turn {} questions {round}", run.turns()))
+                    .await?;
+                questions
+            }
+            _ => Vec::new(),
+        };
         if batch.terminate {
-            self.stamped(run, "terminate", |run| run.tools_ran(batch.messages, true))
-                .await?;
+            self.stamped(run, "terminate", |run| {
+                run.tools_ran_asking(batch.messages, true, questions)
+            })
+            .await?;
         } else {
-            run.tools_ran(batch.messages, false);
+            run.tools_ran_asking(batch.messages, false, questions);
         }
         self.emit(run);
         if run.stopped().is_some() || !agent.has_next_turn_hook() {
@@ -278,23 +311,27 @@ impl Driver<'_, '_> {
         Ok(rewritten)
     }
 
-    /// Waits, suspended, for the decisions on `pending` (or an abort): the inbox is told what waits, then
-    /// `registered` runs (the run is saved as waiting), then the wait begins.
-    async fn await_decisions(
+    /// Waits, suspended, for the decisions on `pending` or the answers to `questions` (or an abort):
+    /// the inbox is told what waits, then `registered` runs (the run is saved as waiting), then the wait
+    /// begins.
+    async fn await_answer(
         &self,
-        pending: &[yiem_core::PendingApproval],
+        pending: Vec<yiem_core::PendingApproval>,
+        questions: Vec<yiem_core::PendingQuestion>,
         registered: impl FnOnce(),
     ) -> Result<Answer, HandlerError> {
         let (awakeable, answer) = self.ctx.awakeable::<Json<Answer>>();
         tracing::info!(
             conversation = %self.key,
-            waiting = pending.len(),
-            "the run waits for approval"
+            approvals = pending.len(),
+            questions = questions.len(),
+            "the run waits for a person"
         );
         self.inbox()
             .wait(Json(Waiting {
                 awakeable,
-                pending: pending.to_vec(),
+                pending,
+                questions,
             }))
             .call()
             .await?;
@@ -311,6 +348,15 @@ impl Driver<'_, '_> {
                     // The mailbox checked the decisions against the same calls; if the run still
                     // disagrees it keeps waiting, and says why.
                     tracing::warn!(conversation = %self.key, %error, "decisions refused");
+                }
+            }
+            Answer::Answered { answers } => {
+                for given in answers {
+                    if let Err(error) = run.answer(&given.call_id, &given.key, given.answer) {
+                        // The mailbox checked the answers against the same questions; if the run
+                        // still refuses one it keeps waiting, and says why.
+                        tracing::warn!(conversation = %self.key, %error, "answer refused");
+                    }
                 }
             }
             Answer::Abort => {

@@ -7,9 +7,9 @@
 
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
-use yiem_core::{Decision, PendingApproval, UserMessage};
+use yiem_core::{Decision, PendingApproval, PendingQuestion, UserMessage};
 
-use crate::api::CallDecision;
+use crate::api::{CallAnswer, CallDecision};
 
 const MAIL: &str = "mail";
 const WAITING: &str = "waiting";
@@ -26,11 +26,15 @@ pub(crate) enum Mail {
     Abort,
 }
 
-/// A run waiting for decisions: the awakeable that resumes it and the calls that wait.
+/// A run waiting for decisions or answers: the awakeable that resumes it and the calls or questions
+/// that wait.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct Waiting {
     pub(crate) awakeable: String,
+    #[serde(default)]
     pub(crate) pending: Vec<PendingApproval>,
+    #[serde(default)]
+    pub(crate) questions: Vec<PendingQuestion>,
 }
 
 /// What resolves a waiting run's awakeable.
@@ -39,6 +43,8 @@ pub(crate) struct Waiting {
 pub(crate) enum Answer {
     /// Every waiting call has its decision.
     Decided { decisions: Vec<(String, Decision)> },
+    /// Every waiting question has its answer (checked against its form).
+    Answered { answers: Vec<CallAnswer> },
     /// The run was aborted while it waited.
     Abort,
 }
@@ -83,8 +89,9 @@ impl AgentInbox {
         Ok(Json(mail))
     }
 
-    /// The run waits for decisions on `waiting.pending`; `approve` resolves `waiting.awakeable`. An
-    /// abort queued before the run got here resumes it at once.
+    /// The run waits for decisions on `waiting.pending` (or answers to `waiting.questions`); `decide`
+    /// (or `answer`) resolves `waiting.awakeable`. An abort queued before the run got here resumes it at
+    /// once.
     #[handler]
     async fn wait(
         &self,
@@ -115,7 +122,12 @@ impl AgentInbox {
         ctx: ObjectContext<'_>,
         Json(decisions): Json<Vec<CallDecision>>,
     ) -> HandlerResult<u32> {
-        let Some(Json(waiting)) = ctx.get::<Json<Waiting>>(WAITING).await? else {
+        let waiting = ctx
+            .get::<Json<Waiting>>(WAITING)
+            .await?
+            .map(|Json(waiting)| waiting)
+            .filter(|waiting| !waiting.pending.is_empty());
+        let Some(waiting) = waiting else {
             return Err(TerminalError::new(format!(
                 "conversation `{}` has no call waiting for approval",
                 ctx.key()
@@ -132,6 +144,85 @@ impl AgentInbox {
         ctx.resolve_awakeable(&waiting.awakeable, Json(Answer::Decided { decisions }));
         Ok(count)
     }
+
+    /// Answers the waiting questions. Every waiting question needs an answer that fits its form; an
+    /// unknown question, one answered twice, a missing answer, one that does not fit (the field named)
+    /// or a run that waits on no question is a terminal error that says which, and nothing changes.
+    #[handler]
+    async fn answer(
+        &self,
+        ctx: ObjectContext<'_>,
+        Json(answers): Json<Vec<CallAnswer>>,
+    ) -> HandlerResult<u32> {
+        let waiting = ctx
+            .get::<Json<Waiting>>(WAITING)
+            .await?
+            .map(|Json(waiting)| waiting)
+            .filter(|waiting| !waiting.questions.is_empty());
+        let Some(waiting) = waiting else {
+            return Err(TerminalError::new(format!(
+                "conversation `{}` has no question waiting for an answer",
+                ctx.key()
+            ))
+            .into());
+        };
+        let answers = check_answers(&waiting.questions, answers).map_err(TerminalError::new)?;
+        ctx.clear(WAITING);
+        let count = answers.len() as u32;
+        ctx.resolve_awakeable(&waiting.awakeable, Json(Answer::Answered { answers }));
+        Ok(count)
+    }
+}
+
+/// Whether `answers` answer `questions` exactly, each fitting its form: the message says what is
+/// wrong. Gives the answers as the run takes them (defaults filled in).
+pub(crate) fn check_answers(
+    questions: &[PendingQuestion],
+    answers: Vec<CallAnswer>,
+) -> Result<Vec<CallAnswer>, String> {
+    let waiting = || {
+        questions
+            .iter()
+            .map(|q| format!("`{}` of `{}` ({})", q.key, q.call_id, q.tool_name))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut checked: Vec<CallAnswer> = Vec::with_capacity(answers.len());
+    for given in answers {
+        let Some(question) = questions
+            .iter()
+            .find(|q| q.call_id == given.call_id && q.key == given.key)
+        else {
+            return Err(format!(
+                "no question `{}` of call `{}` waits for an answer (waiting: {})",
+                given.key,
+                given.call_id,
+                waiting()
+            ));
+        };
+        if checked.iter().any(|seen| seen.call_id == given.call_id) {
+            return Err(format!(
+                "question `{}` of call `{}` was given two answers; give each waiting question one",
+                given.key, given.call_id
+            ));
+        }
+        let answer = question
+            .check_answer(given.answer)
+            .map_err(|error| error.to_string())?;
+        checked.push(CallAnswer { answer, ..given });
+    }
+    let missing: Vec<String> = questions
+        .iter()
+        .filter(|q| !checked.iter().any(|given| given.call_id == q.call_id))
+        .map(|q| format!("`{}` of `{}` ({})", q.key, q.call_id, q.tool_name))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "every waiting question needs an answer; missing: {}",
+            missing.join(", ")
+        ));
+    }
+    Ok(checked)
 }
 
 /// Whether `decisions` answer `pending` exactly: the message says what is wrong.

@@ -78,6 +78,15 @@
 //!     .await;
 //! # }
 //! ```
+//!
+//! # Questions from tools
+//!
+//! Without an elicitation handler (`AgentSettings::elicitation`, which is asked inside the call's step), a
+//! tool's question (`ToolContext::elicit`) suspends the run on an awakeable as an approval does, exactly
+//! as the in-process `Agent` pauses on it: the call that asked is stopped at the question, the batch's
+//! other calls finish (and are journaled), and the questions are a journaled step of their own. `answer`
+//! resumes it with an answer per question, checked against the question's form; the calls that asked run
+//! again from the start with their answers.
 
 mod agent;
 mod api;
@@ -91,7 +100,8 @@ mod trace;
 
 pub use agent::{DurableAgent, DurableAgentBuilder};
 pub use api::{
-    ApproveRequest, CallDecision, ConversationView, MessageRequest, PromptRequest, RunReport,
+    AnswerRequest, ApproveRequest, CallAnswer, CallDecision, ConversationView, MessageRequest,
+    PromptRequest, RunReport,
 };
 pub use inbox::AgentInbox;
 pub use restate_sdk;

@@ -8,7 +8,9 @@ use tracing::Instrument;
 use yiem_core::{AgentMessage, AgentRun, UserMessage, telemetry};
 
 use crate::agent::DurableAgent;
-use crate::api::{ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport};
+use crate::api::{
+    AnswerRequest, ApproveRequest, ConversationView, MessageRequest, PromptRequest, RunReport,
+};
 use crate::driver::Driver;
 use crate::inbox::{AgentInboxClient, Mail};
 use crate::store::{self, Saved};
@@ -17,7 +19,8 @@ use crate::trace;
 #[restate_sdk::object(name = "Agent")]
 impl DurableAgent {
     /// Sends the prompt and runs until the run stops; answers what it added and why it stopped. A run
-    /// that waits for approval keeps this invocation open, suspended, until `approve` or `abort`.
+    /// that waits for approval or answers keeps this invocation open, suspended, until `approve` (or
+    /// `answer`) or `abort`.
     #[handler]
     async fn start(
         &self,
@@ -115,16 +118,36 @@ impl DurableAgent {
         Ok(taken)
     }
 
+    /// Answers the tools' questions the run waits on, and resumes it: the calls that asked run again
+    /// from the start with their answers. Answers the number of answers taken; an answer to a question
+    /// that does not wait, a waiting question without one, an accepted answer that does not fit the
+    /// question's form (the field named), or a run that waits on no question is an error that says
+    /// which, and nothing changes.
+    #[handler]
+    async fn answer(
+        &self,
+        ctx: SharedObjectContext<'_>,
+        Json(request): Json<AnswerRequest>,
+    ) -> HandlerResult<u32> {
+        let key = ctx.key().to_owned();
+        let taken = ctx
+            .object_client::<AgentInboxClient>(key)
+            .answer(Json(request.answers))
+            .call()
+            .await?;
+        Ok(taken)
+    }
+
     /// Stops the run at the next step boundary (a running tool call finishes first): calls not yet run
     /// get an error result, so the conversation stays valid, and the run stops as `aborted`. A run
-    /// waiting for approval stops at once, its waiting calls denied.
+    /// waiting for approval or answers stops at once, its waiting calls not run.
     #[handler]
     async fn abort(&self, ctx: SharedObjectContext<'_>) -> HandlerResult<()> {
         post(&ctx, Mail::Abort).await
     }
 
     /// The conversation as of the last completed step, why the last run stopped (`null` while one is
-    /// under way) and the calls waiting for a decision.
+    /// under way), the calls waiting for a decision and the questions waiting for an answer.
     #[handler]
     async fn conversation(
         &self,
@@ -135,11 +158,13 @@ impl DurableAgent {
                 messages: run.messages().to_vec(),
                 stop: run.stopped(),
                 pending_approvals: run.pending_approvals().to_vec(),
+                pending_questions: run.pending_questions().to_vec(),
             },
             None => ConversationView {
                 messages: Vec::new(),
                 stop: None,
                 pending_approvals: Vec::new(),
+                pending_questions: Vec::new(),
             },
         };
         Ok(Json(view))

@@ -9,7 +9,8 @@
 //! in the effects file too (`model <prompt>`). `equivalence` asks for two `lookup`s at once (parallel),
 //! then `publish` (needs approval), then `final_answer` (the run stops at it); `barrier` asks for two
 //! `meet`s at once, which wait for each other in a process started with `YIEM_RESTATE_FIRST` (and the
-//! second then never finishes there). Any other last user message is answered `you said: ...`.
+//! second then never finishes there). `ship` asks for `ship` (which asks the user `Ship it?` and records
+//! its effect only once answered) and `add_note`. Any other last user message is answered `you said: ...`.
 //!
 //! [`config`] is the agent both drivers run: the durable service and, in the tests, the in-process
 //! agent.
@@ -20,8 +21,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentConfig, AgentEvent, AgentMessage, AgentSettings, AgentTool, ModelRequest, ScriptedModel,
-    ScriptedTurn, ToolContext, ToolStore,
+    AgentConfig, AgentEvent, AgentMessage, AgentSettings, AgentTool, ElicitationAnswer,
+    ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore,
 };
 
 /// Where the tools append their effects (`<conversation-free call id> <tool> <arguments>` per line).
@@ -223,6 +224,31 @@ pub fn tools() -> ToolStore {
         .build()
         .expect("a valid definition");
     store.register(meet).unwrap();
+    let ship = AgentTool::builder("ship")
+        .description("Ships, once the user says so.")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"]
+        }))
+        .handler(|ctx: ToolContext, _args: Value| async move {
+            let form = json!({
+                "type": "object",
+                "properties": {"really": {"type": "boolean"}},
+                "required": ["really"]
+            });
+            match ctx.elicit_with_schema("Ship it?", form).await {
+                Ok(ElicitationAnswer::Accept(content)) => {
+                    record(&ctx, "ship", &Value::Object(content.clone()));
+                    format!("shipped: {}", Value::Object(content))
+                }
+                Ok(_) => "not shipped".to_owned(),
+                Err(error) => error.to_string(),
+            }
+        })
+        .build()
+        .expect("a valid definition");
+    store.register(ship).unwrap();
     store
 }
 
@@ -253,6 +279,10 @@ pub fn model() -> ScriptedModel {
                 ("add_note", json!({"text": "published"})),
             ]),
             ("slow", 0) => ScriptedTurn::tool_call("wait_for_release", json!({})),
+            ("ship", 0) => ScriptedTurn::tool_calls([
+                ("ship", json!({"text": "v1"})),
+                ("add_note", json!({"text": "shipping"})),
+            ]),
             ("equivalence", 0) => ScriptedTurn::tool_calls([
                 ("lookup", json!({"key": "a"})),
                 ("lookup", json!({"key": "b"})),

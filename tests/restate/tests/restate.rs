@@ -259,6 +259,92 @@ async fn a_run_killed_at_every_step_boundary_completes_with_each_effect_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_question_suspends_the_run_survives_a_restart_and_resumes_with_the_answer() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-question");
+    let port = free_port();
+    let first = service(&server, &dir, port, None).await;
+    let invocation = server.send_prompt("question", "ship").await;
+
+    // The run waits on the question; the batch's other call ran, the one that asked did not go on.
+    let waiting = wait_for_stop(&server, "question", "awaiting_answer").await;
+    let question = &waiting["pending_questions"][0];
+    assert_eq!(question["call_id"], "call_1", "{waiting}");
+    assert_eq!(question["tool_name"], "ship");
+    assert_eq!(question["key"], "question-1");
+    assert_eq!(question["message"], "Ship it?");
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [r#"call_2 add_note {"text":"shipping"}"#]
+    );
+
+    // No process holds the run: the service dies and comes back.
+    first.kill();
+    let _second = service(&server, &dir, port, None).await;
+
+    // An answer that does not fit the form is refused with the field named; the run still waits.
+    let (status, refused) = server
+        .call(
+            "question",
+            "answer",
+            Some(json!({"answers": [{
+                "call_id": "call_1", "key": "question-1", "action": "accept", "content": {"really": "yes"}
+            }]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("field `really`: expected a boolean"),
+        "{refused}"
+    );
+    // So is an answer to a question that does not wait.
+    let (status, unknown) = server
+        .call(
+            "question",
+            "answer",
+            Some(json!({"answers": [{"call_id": "call_1", "key": "question-2", "action": "decline"}]})),
+        )
+        .await;
+    assert!(status >= 400, "{status} {unknown}");
+    assert!(
+        unknown
+            .to_string()
+            .contains("no question `question-2` of call `call_1` waits for an answer"),
+        "{unknown}"
+    );
+
+    // The answer resumes it, in the new process: the call runs again with it, the note does not.
+    let (status, taken) = server
+        .call(
+            "question",
+            "answer",
+            Some(json!({"answers": [{
+                "call_id": "call_1", "key": "question-1", "action": "accept", "content": {"really": true}
+            }]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    assert_eq!(taken, 1);
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}));
+    assert_eq!(
+        report["text"],
+        r#"done: shipped: {"really":true} | noted: shipping"#
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            r#"call_1 ship {"really":true}"#,
+            r#"call_2 add_note {"text":"shipping"}"#,
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_suspends_survives_a_restart_and_resumes_through_the_ingress() {
     let _alone = ONE_AT_A_TIME.lock().await;
     let server = RestateServer::start().await;
@@ -458,6 +544,32 @@ async fn an_abort_stops_a_run_at_the_next_step_and_one_waiting_for_approval_at_o
     assert_eq!(
         effects(&dir.join("effects")),
         ["call_1 wait_for_release {}"]
+    );
+
+    // While waiting on a question: the call that asked gets a result that says it did not run, the
+    // batch's other call keeps its own, the run stops.
+    let ship = server.send_prompt("ship", "ship").await;
+    wait_for_stop(server, "ship", "awaiting_answer").await;
+    let (status, body) = server.call("ship", "abort", None).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, report) = server.attach(&ship).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "aborted"}));
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "tool_result"]
+    );
+    assert_eq!(report["messages"][2]["is_error"], true, "{report}");
+    assert_eq!(
+        report["messages"][3]["content"][0]["text"],
+        "noted: shipping"
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            "call_1 wait_for_release {}",
+            r#"call_2 add_note {"text":"shipping"}"#,
+        ]
     );
 
     // An abort while nothing runs is dropped: the next run goes to the end.

@@ -209,6 +209,42 @@ pub enum ResumeError {
         /// The ids that are waiting.
         waiting: Vec<String>,
     },
+    /// An answer names a question that does not wait (no call with that id waits on a question, or
+    /// it waits on another one).
+    #[error(
+        "no question `{key}` of call `{call_id}` waits for an answer (waiting: {})",
+        if waiting.is_empty() { "none".to_owned() } else { waiting.join(", ") }
+    )]
+    UnknownQuestion {
+        /// The call id given.
+        call_id: String,
+        /// The key given.
+        key: String,
+        /// The questions that wait, as `call id/key`.
+        waiting: Vec<String>,
+    },
+    /// A question was answered twice.
+    #[error("question `{key}` of call `{call_id}` was answered already")]
+    DuplicateAnswer {
+        /// The call.
+        call_id: String,
+        /// The question.
+        key: String,
+    },
+    /// An accepted answer does not fit the question's form: the field is named.
+    #[error(
+        "the answer to question `{key}` of call `{call_id}` does not fit its form: field `{field}`: {reason}"
+    )]
+    InvalidAnswer {
+        /// The call.
+        call_id: String,
+        /// The question.
+        key: String,
+        /// The field that does not fit.
+        field: String,
+        /// Why.
+        reason: String,
+    },
     /// Two decisions name the same call.
     #[error("call `{id}` was given two decisions; give each waiting call one")]
     DuplicateDecision {

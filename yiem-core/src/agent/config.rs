@@ -297,10 +297,13 @@ pub trait AgentSettings: Sized {
     }
 
     /// Answers the questions the agent's tools ask ([`ToolContext::elicit`](crate::ToolContext::elicit))
-    /// with `handler`, which reaches the person however the program can (a terminal, a UI). Without
-    /// one, a tool's question is [`ElicitError::CannotAsk`](crate::ElicitError) and the tool decides
-    /// what to do without the answer. The run does not pause while the handler works: it is one await
-    /// inside the call, under the call's time limit.
+    /// with `handler`, which reaches the person however the program can (a terminal, a UI). The run
+    /// does not pause while the handler works: it is one await inside the call, under the call's time
+    /// limit. Without one, an in-process [`Agent`](crate::Agent) pauses on the question as on an
+    /// approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer), answered with
+    /// [`Agent::answer`](crate::Agent::answer)), and so does the durable runner of `yiem-restate`; a
+    /// bare [`ToolExecutor`](crate::ToolExecutor) without one gives the tool
+    /// [`ElicitError::CannotAsk`](crate::ElicitError).
     fn elicitation(mut self, handler: impl crate::ElicitationHandler) -> Self {
         let settings = self.settings();
         settings.executor = settings.executor.clone().with_elicitation(handler);

@@ -17,7 +17,9 @@
 //!
 //! A call whose tool needs approval ([`AgentTool::needs_approval`], or an [`ApprovalPolicy`]) pauses the
 //! run before any call of its batch runs; [`Agent::prompt`] returns with
-//! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A run stops at
+//! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A tool's
+//! question ([`ToolContext::elicit`](crate::ToolContext::elicit)) pauses an agent that has no elicitation
+//! handler the same way, with [`RunStop::AwaitingAnswer`]; [`Agent::answer`] goes on. A run stops at
 //! its [`RunLimits`] (50 model calls by default) with a distinct [`RunStop`]; raise the limit with
 //! [`Agent::set_limits`] and resume. [`Agent::run_state`] is the run as a value: save it as JSON, and
 //! [`Agent::restore`] it into an agent with the same tools and model, in this process or another.
@@ -33,6 +35,7 @@
 //! approval ends when its batch has run, after the resume.
 
 mod approval;
+pub(crate) mod asked;
 mod config;
 mod limits;
 pub(crate) mod paused;
@@ -46,6 +49,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
+pub use asked::{AskedQuestions, PendingQuestion};
 pub use config::{AgentConfig, AgentSettings};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
@@ -148,6 +152,14 @@ impl RunOutcome {
     pub fn pending_approvals(&self) -> &[PendingApproval] {
         match &self.stop {
             RunStop::AwaitingApproval { pending } => pending,
+            _ => &[],
+        }
+    }
+
+    /// The tools' questions waiting for an answer (empty unless the run waits for answers).
+    pub fn pending_questions(&self) -> &[PendingQuestion] {
+        match &self.stop {
+            RunStop::AwaitingAnswer { questions } => questions,
             _ => &[],
         }
     }
@@ -363,7 +375,8 @@ impl Agent {
     }
 
     /// Like [`prompt`](Self::prompt), with messages of your own. A run that was waiting for approvals
-    /// is given up: its waiting calls get a "not run" result first, so the conversation stays valid.
+    /// or answers is given up: its waiting calls get a "not run" result first, so the conversation
+    /// stays valid.
     pub async fn prompt_messages(&self, prompts: Vec<UserMessage>) -> RunOutcome {
         let _turn = self.shared.run_lock.lock().await;
         let settings = {
@@ -374,7 +387,12 @@ impl Agent {
             let mut state = lock(&self.shared.state);
             let run = &mut state.run;
             // Calls that wait will not run: each gets a result that says so, and the run goes on.
-            run.give_up_waiting("a new prompt came before the approval");
+            let waited_for = if run.pending_questions().is_empty() {
+                "a new prompt came before the approval"
+            } else {
+                "a new prompt came before the answer to its question"
+            };
+            run.give_up_waiting(waited_for);
             run.set_limits(settings.0);
             run.set_stop_at_tools(settings.1);
         }
@@ -409,6 +427,97 @@ impl Agent {
                 run.decide(decisions)?;
             }
             state.run = run;
+        }
+        Ok(self.drive(None).await)
+    }
+
+    /// Answers the question `key` of the call `call_id` that the run waits on
+    /// ([`RunStop::AwaitingAnswer`]); once every question that waits has an answer, goes on (the calls
+    /// that asked run again from the start with their answers) and returns what the run then did.
+    /// Until then it returns at once, with no messages and the questions still waiting. An accepted
+    /// answer must fit the question's form; on an error — no such question waits, an answer that does
+    /// not fit (the field named) — the run is left as it was, still waiting. Waits for an active run
+    /// to finish first.
+    ///
+    /// An agent pauses on a question when it has no elicitation handler
+    /// ([`AgentSettings::elicitation`]); one with a handler asks it while the call waits instead.
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use serde_json::json;
+    /// use yiem_core::{
+    ///     Agent, AgentRun, AgentSettings, ElicitError, ElicitationAnswer, ResumeError, RunKey, RunStop,
+    ///     ScriptedModel, ScriptedTurn, ToolContext, ToolStore, tool,
+    /// };
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Confirm {
+    ///     delete_branch: bool,
+    /// }
+    ///
+    /// /// Merge pull request #12.
+    /// #[tool]
+    /// async fn merge(ctx: ToolContext) -> Result<String, ElicitError> {
+    ///     match ctx.elicit::<Confirm>("Merge #12 into main?").await? {
+    ///         ElicitationAnswer::Accept(c) => Ok(format!("merged (branch deleted: {})", c.delete_branch)),
+    ///         _ => Ok("not merged".into()),
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let tools = || {
+    ///     let tools = ToolStore::new("demo");
+    ///     tools.register(merge_tool()).unwrap();
+    ///     tools
+    /// };
+    /// let key = RunKey::new([7; 32]);
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([ScriptedTurn::tool_call("merge", json!({}))]))
+    ///     .tools(tools())
+    ///     .build();
+    /// let outcome = agent.prompt("merge it").await;
+    /// let RunStop::AwaitingAnswer { questions } = &outcome.stop else { panic!() };
+    /// assert_eq!((questions[0].key.as_str(), questions[0].message.as_str()), ("question-1", "Merge #12 into main?"));
+    /// let saved = agent.run_state().to_json_signed(&key);
+    ///
+    /// // Later, anywhere: the same tools and model, and the saved run.
+    /// let (run, _) = AgentRun::from_json_verified(&saved, &key).unwrap();
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([ScriptedTurn::text("Merged.")]))
+    ///     .tools(tools())
+    ///     .run(run)
+    ///     .build();
+    /// let (call, key) = (&questions[0].call_id, &questions[0].key);
+    /// let wrong = json!({"delete_branch": "yes"}).as_object().unwrap().clone();
+    /// let refused = agent.answer(call, key, ElicitationAnswer::Accept(wrong)).await.unwrap_err();
+    /// assert!(matches!(refused, ResumeError::InvalidAnswer { field, .. } if field == "delete_branch"));
+    ///
+    /// let form = json!({"delete_branch": true}).as_object().unwrap().clone();
+    /// let outcome = agent.answer(call, key, ElicitationAnswer::Accept(form)).await.unwrap();
+    /// assert_eq!(outcome.stop, RunStop::Finished);
+    /// assert_eq!(outcome.text(), "Merged.");
+    /// # });
+    /// ```
+    pub async fn answer(
+        &self,
+        call_id: &str,
+        key: &str,
+        answer: crate::ElicitationAnswer,
+    ) -> Result<RunOutcome, ResumeError> {
+        let _turn = self.shared.run_lock.lock().await;
+        {
+            let mut state = lock(&self.shared.state);
+            let mut run = state.run.clone();
+            run.answer(call_id, key, answer)?;
+            state.run = run;
+            if !state.run.pending_questions().is_empty() {
+                let questions = state.run.pending_questions().to_vec();
+                return Ok(RunOutcome {
+                    messages: Vec::new(),
+                    stop: RunStop::AwaitingAnswer { questions },
+                });
+            }
         }
         Ok(self.drive(None).await)
     }
@@ -650,10 +759,13 @@ impl Driving<'_> {
                 state.run.always_approved(),
             );
         }
-        let batch = self
-            .shared
-            .config
-            .executor
+        // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
+        let executor = &self.shared.config.executor;
+        let answers = lock(&self.shared.state).run.question_answers();
+        let (pausing, questions) = executor.pausing_on_questions(answers).unzip();
+        let batch = pausing
+            .as_ref()
+            .unwrap_or(executor)
             .execute_plan(
                 &offered,
                 plan,
@@ -662,7 +774,8 @@ impl Driving<'_> {
             )
             .await;
         let results = batch.messages.clone();
-        self.with_run(|run| run.tools_ran(batch.messages, batch.terminate));
+        let asked = questions.map(|q| q.take()).unwrap_or_default();
+        self.with_run(|run| run.tools_ran_asking(batch.messages, batch.terminate, asked));
         let goes_on = lock(&self.shared.state).run.stopped().is_none();
         if goes_on && self.cancel.is_cancelled() {
             lock(&self.shared.state).run.stop(RunStop::Aborted);

@@ -4,7 +4,9 @@
 //!
 //! The step machine does no I/O. It is the agent protocol: a driver asks [`AgentRun::next_step`] what to
 //! do, does it (calls the model, runs a batch) and reports back with [`AgentRun::model_replied`] or
-//! [`AgentRun::tools_ran`]; a person answers pending approvals with [`AgentRun::decide`]. Every
+//! [`AgentRun::tools_ran`] (or [`AgentRun::tools_ran_asking`], with the questions calls stopped at); a
+//! person answers pending approvals with [`AgentRun::decide`] and tools' questions with
+//! [`AgentRun::answer`]. Every
 //! transition queues the [`AgentEvent`]s it causes (a turn's start and end, the messages the run adds
 //! itself, a drive's start and end), and a driver emits [`AgentRun::take_events`] after each one; the
 //! events of the work it performs (the model's streamed reply, the tools' calls) come from that work.
@@ -21,8 +23,11 @@
 //! `system_prompt`, `messages` (the conversation, as [`AgentMessage`] serializes), `turns`, `usage`,
 //! `limits`, `stop_at_tools`, `steering`, `follow_ups`, `always_approved` (tool names), `loaded_tools` (left out when empty: see [`AgentRun::loaded_tools`]), and `phase`, tagged
 //! by `state`: `call_model`, `awaiting_approval` (with `assistant`, the index of the message whose calls
-//! wait, `pending` and the `decisions` given so far), `run_tools` (with the `plan`) or `stopped` (with the
-//! [`RunStop`]). [`AgentRun::to_json_signed`] adds `tag`, the integrity tag of everything else (its
+//! wait, `pending` and the `decisions` given so far), `awaiting_answer` (with `assistant`, the
+//! `questions` that wait and the `answers` given so far), `run_tools` (with the `plan`) or `stopped`
+//! (with the [`RunStop`]). A batch whose calls stopped at questions keeps, in `asked` (left out when
+//! empty), the results of its other calls and the answers each call that asked has had (see
+//! `agent/asked.rs`); such a run is read back only with a valid tag. [`AgentRun::to_json_signed`] adds `tag`, the integrity tag of everything else (its
 //! definition, and what a run read back is checked against: the module docs of `agent/saved.rs`).
 
 use std::collections::BTreeMap;
@@ -31,10 +36,12 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::approval::{Decision, PendingApproval, ResumeError};
+use super::asked::{Answer, Asked, PendingQuestion};
 use super::limits::RunLimits;
 use super::paused::Paused;
 use super::saved::{self, RunKey, RunMismatch, Signature};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
+use crate::elicit::ElicitationAnswer;
 use crate::event::AgentEvent;
 use crate::executor::PlannedCall;
 use crate::llm::truncated::truncated_reason;
@@ -71,6 +78,13 @@ pub enum RunStop {
         /// The calls that wait, in call order.
         pending: Vec<PendingApproval>,
     },
+    /// Calls of the last batch stopped at a question for the user; the batch's other calls have their
+    /// results. Answer each question ([`Agent::answer`](crate::Agent::answer)): the calls that asked run
+    /// again from the start with the answers.
+    AwaitingAnswer {
+        /// The questions that wait, one per call that asked, in call order.
+        questions: Vec<PendingQuestion>,
+    },
     /// The run made as many model calls as its limit allows.
     TurnLimit {
         /// The model calls made.
@@ -97,7 +111,7 @@ pub enum RunStop {
 impl RunStop {
     /// Whether [`AgentRun::resume`] can continue the run (after raising a limit, say): true for limits,
     /// aborts, model errors and hook stops; false for a finished run (prompt again) and for one waiting
-    /// for approvals (decide instead).
+    /// for approvals (decide instead) or answers (answer instead).
     pub fn is_resumable(&self) -> bool {
         matches!(
             self,
@@ -115,6 +129,7 @@ impl RunStop {
             RunStop::Terminated => "was terminated by its tools",
             RunStop::StoppedAtTool { .. } => "stopped at a tool's result",
             RunStop::AwaitingApproval { .. } => "waits for approvals",
+            RunStop::AwaitingAnswer { .. } => "waits for answers to its tools' questions",
             _ => "stopped",
         }
     }
@@ -147,6 +162,11 @@ enum Phase {
         assistant: usize,
         pending: Vec<PendingApproval>,
         decisions: BTreeMap<String, Decision>,
+    },
+    AwaitingAnswer {
+        assistant: usize,
+        questions: Vec<PendingQuestion>,
+        answers: BTreeMap<String, Answer>,
     },
     RunTools {
         assistant: usize,
@@ -199,6 +219,9 @@ pub struct AgentRun {
     /// Code-mode programs that paused in the batch that waits or runs.
     #[serde(skip_serializing_if = "Paused::is_empty")]
     paused: Paused,
+    /// Calls that stopped at questions in the batch that waits or runs again, and its other results.
+    #[serde(skip_serializing_if = "Asked::is_empty")]
+    asked: Asked,
     #[serde(skip)]
     progress: Progress,
 }
@@ -243,6 +266,8 @@ struct Header<'a> {
     phase: &'a Phase,
     #[serde(skip_serializing_if = "Paused::is_empty")]
     paused: &'a Paused,
+    #[serde(skip_serializing_if = "Asked::is_empty")]
+    asked: &'a Asked,
 }
 
 /// The fields of a saved run, read once its version is known.
@@ -266,6 +291,8 @@ struct Saved {
     phase: Phase,
     #[serde(default)]
     paused: Paused,
+    #[serde(default)]
+    asked: Asked,
 }
 
 /// Read as [`AgentRun::from_json`] reads a run: checked, and not trusted for its grants.
@@ -295,6 +322,7 @@ impl AgentRun {
                 stop: RunStop::Finished,
             },
             paused: Paused::default(),
+            asked: Asked::default(),
             progress: Progress::default(),
         }
     }
@@ -403,6 +431,9 @@ impl AgentRun {
             },
             Phase::AwaitingApproval { pending, .. } => Step::Stopped(RunStop::AwaitingApproval {
                 pending: pending.clone(),
+            }),
+            Phase::AwaitingAnswer { questions, .. } => Step::Stopped(RunStop::AwaitingAnswer {
+                questions: questions.clone(),
             }),
             Phase::Stopped { stop } => Step::Stopped(stop.clone()),
         }
@@ -531,6 +562,19 @@ impl AgentRun {
     /// result, so the conversation stays valid). With `terminate`, the run ends with a reply built from the
     /// results; a result of a tool in the stop policy ends it with that result as its output.
     pub fn tools_ran(&mut self, results: Vec<ToolResultMessage>, terminate: bool) {
+        self.tools_ran_asking(results, terminate, Vec::new());
+    }
+
+    /// Records the results of [`Step::RunTools`] as [`tools_ran`](Self::tools_ran) does, when calls of
+    /// the batch stopped at `questions` (a driver that pauses on questions collects them while the batch
+    /// runs): the run then waits for their answers ([`RunStop::AwaitingAnswer`]), keeping the results of
+    /// the batch's other calls, which do not run again. Without questions this is `tools_ran`.
+    pub fn tools_ran_asking(
+        &mut self,
+        results: Vec<ToolResultMessage>,
+        terminate: bool,
+        questions: Vec<PendingQuestion>,
+    ) {
         let Phase::RunTools { assistant, .. } = &self.phase else {
             for result in results {
                 self.progress
@@ -543,6 +587,20 @@ impl AgentRun {
         let now = self.now();
         let assistant = *assistant;
         let calls: Vec<ToolCall> = self.assistant(assistant).tool_calls().cloned().collect();
+        if self.paused.is_empty() && !questions.is_empty() {
+            let questions = self.asked.stop(results.clone(), questions, &calls);
+            if !questions.is_empty() {
+                // Calls wait on questions: the batch waits with them.
+                self.phase = Phase::AwaitingAnswer {
+                    assistant,
+                    questions,
+                    answers: BTreeMap::new(),
+                };
+                return;
+            }
+        }
+        let terminate = terminate && self.asked.kept_terminate();
+        let results = self.asked.merged(results, &calls);
         let results = match self.paused.pause(results) {
             Ok(results) => results,
             Err(pending) => {
@@ -728,6 +786,100 @@ impl AgentRun {
         Ok(())
     }
 
+    /// Answers the question `key` of the call `call_id` ([`RunStop::AwaitingAnswer`]). An accepted
+    /// answer must fit the question's form (fields left out get the form's defaults). Once every
+    /// question that waits has an answer, the calls that asked run again from the start, their
+    /// questions answered in the order they ask them; the batch's other calls keep their results. On
+    /// an error — no such question waits, it was answered already, an answer that does not fit (the
+    /// field named) — nothing changes.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{AgentRun, ElicitationAnswer, ResumeError};
+    ///
+    /// let mut run = AgentRun::new("system", Vec::new());
+    /// let refused = run.answer("c1", "question-1", ElicitationAnswer::Decline).unwrap_err();
+    /// assert!(matches!(refused, ResumeError::UnknownQuestion { .. }));
+    /// ```
+    pub fn answer(
+        &mut self,
+        call_id: &str,
+        key: &str,
+        answer: ElicitationAnswer,
+    ) -> Result<(), ResumeError> {
+        let Phase::AwaitingAnswer {
+            assistant,
+            questions,
+            answers,
+        } = &mut self.phase
+        else {
+            return Err(ResumeError::UnknownQuestion {
+                call_id: call_id.to_owned(),
+                key: key.to_owned(),
+                waiting: Vec::new(),
+            });
+        };
+        let Some(question) = questions
+            .iter()
+            .find(|q| q.call_id == call_id && q.key == key)
+        else {
+            return Err(ResumeError::UnknownQuestion {
+                call_id: call_id.to_owned(),
+                key: key.to_owned(),
+                waiting: questions
+                    .iter()
+                    .map(|q| format!("{}/{}", q.call_id, q.key))
+                    .collect(),
+            });
+        };
+        if answers.contains_key(call_id) {
+            return Err(ResumeError::DuplicateAnswer {
+                call_id: call_id.to_owned(),
+                key: key.to_owned(),
+            });
+        }
+        let answer = Answer::kept(question.check_answer(answer)?);
+        answers.insert(call_id.to_owned(), answer);
+        if questions.iter().any(|q| !answers.contains_key(&q.call_id)) {
+            return Ok(());
+        }
+        let assistant = *assistant;
+        let answers = std::mem::take(answers);
+        let questions = std::mem::take(questions);
+        let calls: Vec<ToolCall> = self.assistant(assistant).tool_calls().cloned().collect();
+        let plan = self
+            .asked
+            .answered(answers, &questions, &calls)
+            .into_iter()
+            .map(|call| PlannedCall::Run { call })
+            .collect();
+        self.phase = Phase::RunTools { assistant, plan };
+        Ok(())
+    }
+
+    /// The questions the calls of the batch about to run had answered, each with its answer, in call
+    /// order and in the order asked: the calls that stopped at questions and run again. A driver that
+    /// pauses on questions hands them to the batch's asker, which gives an answer back only to the very
+    /// question it answered (the same call, key, message and form).
+    pub fn question_answers(&self) -> Vec<(PendingQuestion, ElicitationAnswer)> {
+        match &self.phase {
+            Phase::RunTools { assistant, .. } => {
+                let calls: Vec<ToolCall> =
+                    self.assistant(*assistant).tool_calls().cloned().collect();
+                self.asked.answers(&calls)
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// The questions waiting for an answer (empty unless the run waits for answers).
+    pub fn pending_questions(&self) -> &[PendingQuestion] {
+        match &self.phase {
+            Phase::AwaitingAnswer { questions, .. } => questions,
+            _ => &[],
+        }
+    }
+
     /// Continues a run that stopped for a reason that allows it ([`RunStop::is_resumable`]): the model is
     /// asked next (raise the limit first if one stopped it). A run waiting for approvals or about to run
     /// a batch is left as it is. A finished run gives [`ResumeError::NothingToResume`].
@@ -774,22 +926,39 @@ impl AgentRun {
                 self.stop(RunStop::Aborted);
             }
             Phase::CallModel => self.stop(RunStop::Aborted),
-            Phase::AwaitingApproval { .. } | Phase::Stopped { .. } => {}
+            Phase::AwaitingApproval { .. }
+            | Phase::AwaitingAnswer { .. }
+            | Phase::Stopped { .. } => {}
         }
     }
 
     /// Gives up a wait for approvals (a new prompt came first, say): no call of the reply runs, not even
     /// one already approved; each gets a result that says it was cancelled, with `reason`, so the
-    /// conversation stays valid, and the run stops as [`RunStop::Aborted`]. A run that does not wait is
-    /// left as it is.
+    /// conversation stays valid, and the run stops as [`RunStop::Aborted`]. A wait for answers is given
+    /// up the same way: the calls that asked get that result, the batch's other calls keep theirs. A
+    /// run that does not wait is left as it is.
     pub fn give_up_waiting(&mut self, reason: &str) {
-        let Phase::AwaitingApproval { assistant, .. } = &self.phase else {
-            return;
+        let (assistant, asking) = match &self.phase {
+            Phase::AwaitingApproval { assistant, .. } => (*assistant, None),
+            Phase::AwaitingAnswer {
+                assistant,
+                questions,
+                ..
+            } => (
+                *assistant,
+                Some(
+                    questions
+                        .iter()
+                        .map(|q| q.call_id.clone())
+                        .collect::<Vec<_>>(),
+                ),
+            ),
+            _ => return,
         };
-        let assistant = *assistant;
         let plan = self
             .assistant(assistant)
             .tool_calls()
+            .filter(|call| asking.as_ref().is_none_or(|ids| ids.contains(&call.id)))
             .map(|call| PlannedCall::Refuse {
                 call: call.clone(),
                 reason: reason.to_owned(),
@@ -830,7 +999,7 @@ impl AgentRun {
     pub fn set_messages(&mut self, messages: Vec<AgentMessage>) -> bool {
         if matches!(
             self.phase,
-            Phase::AwaitingApproval { .. } | Phase::RunTools { .. }
+            Phase::AwaitingApproval { .. } | Phase::AwaitingAnswer { .. } | Phase::RunTools { .. }
         ) {
             return false;
         }
@@ -874,6 +1043,9 @@ impl AgentRun {
             Phase::Stopped { stop } => Some(stop.clone()),
             Phase::AwaitingApproval { pending, .. } => Some(RunStop::AwaitingApproval {
                 pending: pending.clone(),
+            }),
+            Phase::AwaitingAnswer { questions, .. } => Some(RunStop::AwaitingAnswer {
+                questions: questions.clone(),
             }),
             _ => None,
         }
@@ -993,6 +1165,7 @@ impl AgentRun {
             loaded_tools: &self.loaded_tools,
             phase: &self.phase,
             paused: &self.paused,
+            asked: &self.asked,
         };
         let header =
             serde_json::to_value(header).expect("a run holds only JSON-representable values");
@@ -1066,6 +1239,7 @@ impl AgentRun {
             loaded_tools: saved.loaded_tools,
             phase: saved.phase,
             paused: saved.paused,
+            asked: saved.asked,
             progress: Progress::default(),
         };
         run.check()?;
@@ -1073,6 +1247,14 @@ impl AgentRun {
             return Err(ResumeError::InvalidState(
                 "it holds a paused program's recorded calls, which only a run with a valid tag may carry: \
                  save it with AgentRun::to_json_signed and read it with AgentRun::from_json_verified"
+                    .into(),
+            ));
+        }
+        if !trusted && !run.asked.is_empty() {
+            return Err(ResumeError::InvalidState(
+                "it holds answers to tools' questions and the results of calls that ran, which only a run \
+                 with a valid tag may carry: save it with AgentRun::to_json_signed and read it with \
+                 AgentRun::from_json_verified"
                     .into(),
             ));
         }
@@ -1086,7 +1268,30 @@ impl AgentRun {
     /// pending entries and the plan show them as they will run, decisions answer pending calls, and every
     /// other call has exactly one result.
     fn check(&self) -> Result<(), RunMismatch> {
+        if !self.asked.is_empty() && !self.paused.is_empty() {
+            return Err(RunMismatch::Asked(
+                "a batch waits on questions and on paused programs at once".into(),
+            ));
+        }
         let waiting = match &self.phase {
+            Phase::AwaitingAnswer {
+                assistant,
+                questions,
+                answers,
+            } => {
+                let calls = saved::waiting_calls(&self.messages, *assistant)?;
+                if questions.is_empty() {
+                    return Err(RunMismatch::Asked("`phase.questions` is empty".into()));
+                }
+                self.asked.check(&calls, Some((questions, answers)), &[])?;
+                Some(*assistant)
+            }
+            Phase::RunTools { assistant, plan } if !self.asked.is_empty() => {
+                let calls = saved::waiting_calls(&self.messages, *assistant)?;
+                let planned: Vec<&ToolCall> = plan.iter().map(PlannedCall::call).collect();
+                self.asked.check(&calls, None, &planned)?;
+                Some(*assistant)
+            }
             Phase::AwaitingApproval {
                 assistant,
                 pending,
@@ -1163,6 +1368,14 @@ impl AgentRun {
             Phase::Stopped {
                 stop: RunStop::AwaitingApproval { .. },
             } => return Err(RunMismatch::StopAwaiting),
+            Phase::Stopped {
+                stop: RunStop::AwaitingAnswer { .. },
+            } => return Err(RunMismatch::StopAwaitingAnswer),
+            Phase::CallModel | Phase::Stopped { .. } if !self.asked.is_empty() => {
+                return Err(RunMismatch::Asked(
+                    "`asked` holds calls, but no batch waits or runs".into(),
+                ));
+            }
             Phase::CallModel | Phase::Stopped { .. } if !self.paused.is_empty() => {
                 return Err(RunMismatch::Paused(
                     "`paused` holds programs, but no batch waits or runs".into(),

@@ -213,9 +213,16 @@ pub enum RunMismatch {
         "`phase.stop` is `awaiting_approval`: a run that waits has the state `awaiting_approval`"
     )]
     StopAwaiting,
+    /// A stopped phase claims to wait for answers.
+    #[error("`phase.stop` is `awaiting_answer`: a run that waits has the state `awaiting_answer`")]
+    StopAwaitingAnswer,
     /// The paused code-mode programs disagree with the reply whose batch waits or runs.
     #[error("`paused` disagrees with the last reply: {0}")]
     Paused(String),
+    /// The questions that wait, or the calls that asked them, disagree with the reply whose batch
+    /// waits or runs again.
+    #[error("`asked` disagrees with the last reply: {0}")]
+    Asked(String),
 }
 
 /// The calls of a reply that waits or runs, checked: `messages[index]` is the last message, a reply with

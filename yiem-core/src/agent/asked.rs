@@ -1,0 +1,782 @@
+//! Questions a tool asks while an agent runs it with nobody to answer at once (no
+//! [`ElicitationHandler`](crate::ElicitationHandler)): the run pauses on them as it pauses for an
+//! approval. This module owns what that takes — the question as the run reports it
+//! ([`PendingQuestion`]), the answers and results the run keeps while it waits ([`Asked`], part of the
+//! saved run), the check of an answer against its question's form, and the [`Asker`] of a batch that
+//! stops a call at a question without an answer ([`AskedQuestions`]).
+//!
+//! The model is the MCP server's `input_required` rounds: a call that asks a question without an answer
+//! is stopped there (its future dropped, as a cancelled call's), the batch's other calls finish, and the
+//! run waits. Once every question has an answer, the calls that asked run again **from the start**, and
+//! their questions are answered in the order they are asked (keys `question-1`, `question-2`, ...): a
+//! tool must ask the same questions in the same order each time, and what it does before a question is
+//! done again on every round. The results of the batch's other calls are kept, and those calls do not
+//! run again. An answer is given back only to the very question it answered: a call that asks another
+//! question at that place when it runs again (another message or form) is stopped there and asked again,
+//! and the answers from that place on are dropped.
+//!
+//! The answers given so far are consent a person gave, which the conversation cannot vouch for, and the
+//! kept results are what calls returned; so a run that carries them is read back only with a valid tag
+//! (see `saved.rs`), and is checked against its reply: the keys are not saved but derived from the order
+//! of the answers, and the question that waits is the next one of its call.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::approval::ResumeError;
+use super::saved::RunMismatch;
+use crate::call::{ToolCall, ToolResultMessage};
+use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel};
+use crate::sample::{Sampling, SamplingAnswer};
+
+/// A question a tool's call asked that waits for an answer ([`RunStop::AwaitingAnswer`]); answer it
+/// with [`Agent::answer`](crate::Agent::answer) (or [`AgentRun::answer`](crate::AgentRun::answer)).
+///
+/// [`RunStop::AwaitingAnswer`]: crate::RunStop::AwaitingAnswer
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::PendingQuestion;
+///
+/// let question: PendingQuestion = serde_json::from_value(json!({
+///     "call_id": "c1", "tool_name": "merge", "key": "question-1",
+///     "message": "Merge #12 into main?",
+///     "schema": {"type": "object", "properties": {"delete_branch": {"type": "boolean"}}},
+/// })).unwrap();
+/// assert_eq!(question.key, "question-1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PendingQuestion {
+    /// The call that asked, as the model gave its id.
+    pub call_id: String,
+    /// The tool the call is for.
+    pub tool_name: String,
+    /// Which of the call's questions this is: `question-1` for its first, `question-2` for the one it
+    /// asks once the first is answered, and so on.
+    pub key: String,
+    /// What is asked, written by the tool: escape it before showing it in a terminal.
+    pub message: String,
+    /// The form's schema (a flat object of strings, numbers, integers, booleans and enums).
+    pub schema: Value,
+}
+
+impl PendingQuestion {
+    /// Checks `answer` against this question's form, as [`AgentRun::answer`](crate::AgentRun::answer)
+    /// does: an accepted answer's fields must be the form's, of their types and among their choices;
+    /// fields left out get the form's defaults (the answer given back has them); a required field
+    /// missing, or one that does not fit, is [`ResumeError::InvalidAnswer`] naming the field. A driver
+    /// that takes answers somewhere else (a mailbox) checks them with this before the run does.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// use yiem_core::{ElicitationAnswer, PendingQuestion, ResumeError};
+    ///
+    /// let question: PendingQuestion = serde_json::from_value(json!({
+    ///     "call_id": "c1", "tool_name": "t", "key": "question-1", "message": "How many?",
+    ///     "schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    /// })).unwrap();
+    /// let wrong = json!({"n": "two"}).as_object().unwrap().clone();
+    /// let refused = question.check_answer(ElicitationAnswer::Accept(wrong)).unwrap_err();
+    /// assert!(matches!(refused, ResumeError::InvalidAnswer { field, .. } if field == "n"));
+    /// assert!(question.check_answer(ElicitationAnswer::Decline).is_ok());
+    /// ```
+    pub fn check_answer(
+        &self,
+        answer: ElicitationAnswer,
+    ) -> Result<ElicitationAnswer, ResumeError> {
+        match answer {
+            ElicitationAnswer::Accept(content) => fit(&self.schema, content)
+                .map(ElicitationAnswer::Accept)
+                .map_err(|(field, reason)| ResumeError::InvalidAnswer {
+                    call_id: self.call_id.clone(),
+                    key: self.key.clone(),
+                    field,
+                    reason,
+                }),
+            other => Ok(other),
+        }
+    }
+}
+
+/// An answer as the run keeps it (`{"action": "accept", "content": {…}}`, `decline`, `cancel`: the
+/// shape of MCP's elicitation result).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase")]
+pub(super) enum Answer {
+    Accept { content: Map<String, Value> },
+    Decline,
+    Cancel,
+}
+
+impl Answer {
+    /// The answer as the run keeps it.
+    pub(super) fn kept(answer: ElicitationAnswer) -> Answer {
+        match answer {
+            ElicitationAnswer::Accept(content) => Answer::Accept { content },
+            ElicitationAnswer::Decline => Answer::Decline,
+            ElicitationAnswer::Cancel => Answer::Cancel,
+        }
+    }
+
+    fn to_answer(&self) -> ElicitationAnswer {
+        match self {
+            Answer::Accept { content } => ElicitationAnswer::Accept(content.clone()),
+            Answer::Decline => ElicitationAnswer::Decline,
+            Answer::Cancel => ElicitationAnswer::Cancel,
+        }
+    }
+}
+
+/// The key of a call's question `number` (counted from 1).
+pub(super) fn key(number: usize) -> String {
+    format!("question-{number}")
+}
+
+/// What a run keeps while calls of its batch wait for answers, and while they run again.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(super) struct Asked {
+    /// Results of the batch's calls that finished.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    done: Vec<ToolResultMessage>,
+    /// The calls that asked, in call order, with the answers to their questions so far.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    calls: Vec<AskingCall>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct AskingCall {
+    call_id: String,
+    /// The answers to its questions, in the order it asked them (the first is `question-1`'s).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    answers: Vec<Answered>,
+}
+
+/// One answer, with the question it answers (given back only to that question).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Answered {
+    message: String,
+    schema: Value,
+    answer: Answer,
+}
+
+/// The number of a question key (`question-3`: 3).
+fn number_of(key: &str) -> Option<usize> {
+    key.strip_prefix("question-")?
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+}
+
+impl Asked {
+    pub(super) fn is_empty(&self) -> bool {
+        self.calls.is_empty()
+    }
+
+    /// Keeps a batch whose calls stopped at `questions`: the results of its other calls, and each call
+    /// that asked (with the answers it had). Gives back the questions, with their tool names from the
+    /// reply's `calls` and in its order; the calls that asked had answers to every earlier question.
+    /// Questions of no call of the reply are dropped; when none is left, nothing is kept.
+    pub(super) fn stop(
+        &mut self,
+        results: Vec<ToolResultMessage>,
+        mut questions: Vec<PendingQuestion>,
+        calls: &[ToolCall],
+    ) -> Vec<PendingQuestion> {
+        questions.retain(|q| calls.iter().any(|call| call.id == q.call_id));
+        questions.sort_by_key(|q| calls.iter().position(|call| call.id == q.call_id));
+        questions.dedup_by(|a, b| a.call_id == b.call_id);
+        if questions.is_empty() {
+            // No call of this batch asked: nothing is kept.
+            return questions;
+        }
+        for question in &mut questions {
+            if let Some(call) = calls.iter().find(|call| call.id == question.call_id) {
+                question.tool_name.clone_from(&call.name);
+            }
+            match self
+                .calls
+                .iter_mut()
+                .find(|c| c.call_id == question.call_id)
+            {
+                // Asked again where it had an answer (it asked otherwise this time): the answers from
+                // there on go.
+                Some(asking) => {
+                    let earlier = number_of(&question.key).map_or(0, |n| n - 1);
+                    asking.answers.truncate(earlier);
+                }
+                None => self.calls.push(AskingCall {
+                    call_id: question.call_id.clone(),
+                    answers: Vec::new(),
+                }),
+            }
+        }
+        // A call that asked before and finished this time is done.
+        self.calls
+            .retain(|c| questions.iter().any(|q| q.call_id == c.call_id));
+        self.calls
+            .sort_by_key(|c| calls.iter().position(|call| call.id == c.call_id));
+        self.done.extend(
+            results
+                .into_iter()
+                .filter(|r| !questions.iter().any(|q| q.call_id == r.tool_call_id)),
+        );
+        questions
+    }
+
+    /// Records the answers to the `questions` that waited; gives the calls to run again, in call order.
+    pub(super) fn answered(
+        &mut self,
+        mut answers: BTreeMap<String, Answer>,
+        questions: &[PendingQuestion],
+        calls: &[ToolCall],
+    ) -> Vec<ToolCall> {
+        for question in questions {
+            let answer = answers.remove(&question.call_id);
+            let asking = self
+                .calls
+                .iter_mut()
+                .find(|c| c.call_id == question.call_id);
+            if let (Some(answer), Some(asking)) = (answer, asking) {
+                asking.answers.push(Answered {
+                    message: question.message.clone(),
+                    schema: question.schema.clone(),
+                    answer,
+                });
+            }
+        }
+        calls
+            .iter()
+            .filter(|call| self.calls.iter().any(|c| c.call_id == call.id))
+            .cloned()
+            .collect()
+    }
+
+    /// The number of the question the call `call_id` asks next (one more than its answers).
+    pub(super) fn next_number(&self, call_id: &str) -> Option<usize> {
+        self.calls
+            .iter()
+            .find(|c| c.call_id == call_id)
+            .map(|c| c.answers.len() + 1)
+    }
+
+    /// The questions each asking call had answered, with their answers, in call order and in the
+    /// order asked; `calls` gives the tool names.
+    pub(super) fn answers(&self, calls: &[ToolCall]) -> Vec<(PendingQuestion, ElicitationAnswer)> {
+        let mut all = Vec::new();
+        for asking in &self.calls {
+            let tool_name = calls
+                .iter()
+                .find(|call| call.id == asking.call_id)
+                .map(|call| call.name.clone())
+                .unwrap_or_default();
+            for (index, answered) in asking.answers.iter().enumerate() {
+                all.push((
+                    PendingQuestion {
+                        call_id: asking.call_id.clone(),
+                        tool_name: tool_name.clone(),
+                        key: key(index + 1),
+                        message: answered.message.clone(),
+                        schema: answered.schema.clone(),
+                    },
+                    answered.answer.to_answer(),
+                ));
+            }
+        }
+        all
+    }
+
+    /// Whether every kept result asked the loop to stop (a batch terminates only when all its results
+    /// do, those kept from before its calls asked included).
+    pub(super) fn kept_terminate(&self) -> bool {
+        self.done.iter().all(|result| result.result.terminate)
+    }
+
+    /// The results of the batch: the kept ones and `results`, in the order of the reply's `calls`.
+    /// Forgets what was kept.
+    pub(super) fn merged(
+        &mut self,
+        results: Vec<ToolResultMessage>,
+        calls: &[ToolCall],
+    ) -> Vec<ToolResultMessage> {
+        if self.calls.is_empty() && self.done.is_empty() {
+            return results;
+        }
+        let mut all: Vec<ToolResultMessage> = std::mem::take(&mut self.done);
+        all.extend(results);
+        self.calls.clear();
+        let mut merged = Vec::with_capacity(all.len());
+        for call in calls {
+            if let Some(index) = all.iter().position(|r| r.tool_call_id == call.id) {
+                merged.push(all.remove(index));
+            }
+        }
+        merged.extend(all);
+        merged
+    }
+
+    /// Checks the kept state against the reply's `calls`, the questions that wait (`waiting`, with the
+    /// answers given so far) or the calls about to run again (`planned`): each asking call is a call of
+    /// the reply, every other call of the reply has one kept result, a waiting question is the next one
+    /// of an asking call (and every asking call has one), and the plan runs exactly the asking calls.
+    pub(super) fn check(
+        &self,
+        calls: &[&ToolCall],
+        waiting: Option<(&[PendingQuestion], &BTreeMap<String, Answer>)>,
+        planned: &[&ToolCall],
+    ) -> Result<(), RunMismatch> {
+        let field = |what: String| Err(RunMismatch::Asked(what));
+        for (index, asking) in self.calls.iter().enumerate() {
+            if !calls.iter().any(|call| call.id == asking.call_id) {
+                return field(format!(
+                    "`asked.calls[{index}]` names `{}`, which is not a call of the last reply",
+                    asking.call_id
+                ));
+            }
+        }
+        for (index, call) in calls.iter().enumerate() {
+            let kept = self
+                .done
+                .iter()
+                .filter(|r| r.tool_call_id == call.id)
+                .count();
+            let asking = self.calls.iter().filter(|c| c.call_id == call.id).count();
+            if kept + asking != 1 {
+                return field(format!(
+                    "call {index} (`{}`) of the last reply must have one kept result or be a call that asked",
+                    call.id
+                ));
+            }
+        }
+        if self.done.len() + self.calls.len() != calls.len() {
+            return field(
+                "`asked.done` holds results of calls that are not the last reply's".to_owned(),
+            );
+        }
+        if let Some((questions, answers)) = waiting {
+            if questions.len() != self.calls.len() {
+                return field(format!(
+                    "{} questions wait and {} calls asked: each call that asked waits on one question",
+                    questions.len(),
+                    self.calls.len()
+                ));
+            }
+            for (index, question) in questions.iter().enumerate() {
+                let Some(call) = calls.iter().find(|call| call.id == question.call_id) else {
+                    return field(format!(
+                        "`phase.questions[{index}]` names call `{}`, which the last reply did not make",
+                        question.call_id
+                    ));
+                };
+                let twice = questions[..index]
+                    .iter()
+                    .any(|q| q.call_id == question.call_id);
+                let Some(number) = self.next_number(&question.call_id).filter(|_| !twice) else {
+                    return field(format!(
+                        "`phase.questions[{index}]` is for call `{}`, which did not ask (or is asked twice)",
+                        question.call_id
+                    ));
+                };
+                if question.key != key(number) {
+                    return field(format!(
+                        "`phase.questions[{index}].key` is `{}`: call `{}` has {} answers, so it waits on `{}`",
+                        question.key,
+                        question.call_id,
+                        number - 1,
+                        key(number)
+                    ));
+                }
+                if question.tool_name != call.name {
+                    return field(format!(
+                        "`phase.questions[{index}].tool_name` differs from call `{}` of the last reply",
+                        question.call_id
+                    ));
+                }
+            }
+            if let Some(call_id) = answers
+                .keys()
+                .find(|id| !questions.iter().any(|q| &q.call_id == *id))
+            {
+                return field(format!(
+                    "`phase.answers` answers call `{call_id}`, which waits on no question"
+                ));
+            }
+        }
+        for call in planned {
+            if !self.calls.iter().any(|c| c.call_id == call.id) || !calls.contains(call) {
+                return field(format!(
+                    "the plan runs call `{}`, which is not a call that asked, as the reply made it",
+                    call.id
+                ));
+            }
+        }
+        if waiting.is_none() && planned.len() != self.calls.len() {
+            return field("the plan does not run again every call that asked".to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// Checks an accepted answer against its question's form: every field is one of the form's, of its
+/// type (and among its choices); fields left out get the form's default; a required field without
+/// one is missing. Gives the content the tool gets, or the field and what is wrong with it.
+pub(super) fn fit(
+    schema: &Value,
+    mut content: Map<String, Value>,
+) -> Result<Map<String, Value>, (String, String)> {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    for (name, value) in &content {
+        let Some(property) = properties.get(name) else {
+            let fields: Vec<&str> = properties.keys().map(String::as_str).collect();
+            return Err((
+                name.clone(),
+                format!(
+                    "it is not a field of the form (its fields: {})",
+                    if fields.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        fields.join(", ")
+                    }
+                ),
+            ));
+        };
+        if let Err(why) = fits(property, value) {
+            return Err((name.clone(), why));
+        }
+    }
+    for (name, property) in properties {
+        if !content.contains_key(name)
+            && let Some(default) = property.get("default")
+        {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if let Some(name) = required
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|name| !content.contains_key(*name))
+    {
+        return Err((name.to_owned(), "it is required and was not given".into()));
+    }
+    Ok(content)
+}
+
+/// Whether `value` fits one field of a form.
+fn fits(property: &Value, value: &Value) -> Result<(), String> {
+    let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
+    let ok = match kind {
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "array" => value.is_array(),
+        _ => true,
+    };
+    if !ok {
+        return Err(format!("expected {}, got {}", a(kind), shown(value)));
+    }
+    let in_range = |bound: &str, ok: fn(f64, f64) -> bool| match (
+        property.get(bound).and_then(Value::as_f64),
+        value.as_f64(),
+    ) {
+        (Some(bound_value), Some(number)) if !ok(number, bound_value) => Err(format!(
+            "{number} is not within the form's {bound} {bound_value}"
+        )),
+        _ => Ok(()),
+    };
+    in_range("minimum", |n, b| n >= b)?;
+    in_range("maximum", |n, b| n <= b)?;
+    let offered = choices(property);
+    if let (Some(choices), Some(text)) = (&offered, value.as_str())
+        && !choices.iter().any(|choice| choice == text)
+    {
+        return Err(format!(
+            "`{text}` is not one of its choices ({})",
+            choices.join(", ")
+        ));
+    }
+    if let Some(items) = value.as_array() {
+        let item_choices = property.get("items").and_then(choices);
+        for item in items {
+            match (item.as_str(), &item_choices) {
+                (Some(text), Some(choices)) if !choices.iter().any(|c| c == text) => {
+                    return Err(format!(
+                        "`{text}` is not one of its choices ({})",
+                        choices.join(", ")
+                    ));
+                }
+                (None, _) => {
+                    return Err(format!("expected a list of strings, got {}", shown(item)));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The choices of an enum field: `enum`, or the `const`s of `oneOf`/`anyOf` (titled choices).
+fn choices(property: &Value) -> Option<Vec<String>> {
+    if let Some(values) = property.get("enum").and_then(Value::as_array) {
+        return Some(
+            values
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+        );
+    }
+    let titled = property
+        .get("oneOf")
+        .or_else(|| property.get("anyOf"))
+        .and_then(Value::as_array)?;
+    Some(
+        titled
+            .iter()
+            .filter_map(|choice| choice.get("const").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+fn a(kind: &str) -> String {
+    match kind {
+        "integer" => "an integer".into(),
+        "array" => "a list".into(),
+        other => format!("a {other}"),
+    }
+}
+
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(_) => format!("the number {value}"),
+        Value::String(_) => format!("the string {value}"),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// The questions the calls of one batch stopped at, when the batch runs on an executor made by
+/// [`ToolExecutor::pausing_on_questions`](crate::ToolExecutor::pausing_on_questions): after the batch,
+/// [`take`](Self::take) them and report them with
+/// [`AgentRun::tools_ran_asking`](crate::AgentRun::tools_ran_asking).
+///
+/// Inside, it is the batch's asker: each call gets its own, which answers the call's questions from the
+/// questions answered so far (the same call, key, message and form), in the order it asks them, and stops
+/// the call at the first question without one (recording it). Requests for a completion go to the
+/// executor's sampling handler, if any.
+#[derive(Clone)]
+pub struct AskedQuestions {
+    inner: Arc<QuestionsInner>,
+}
+
+struct QuestionsInner {
+    handlers: HandlerAsker,
+    /// The questions answered, with their answers, of each call that runs again.
+    answers: Vec<(PendingQuestion, ElicitationAnswer)>,
+    asked: Mutex<Vec<PendingQuestion>>,
+}
+
+impl AskedQuestions {
+    /// A batch's asker, with the questions the calls that run again had answered.
+    pub(crate) fn new(
+        handlers: HandlerAsker,
+        answers: Vec<(PendingQuestion, ElicitationAnswer)>,
+    ) -> Self {
+        AskedQuestions {
+            inner: Arc::new(QuestionsInner {
+                handlers,
+                answers,
+                asked: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The questions the batch's calls stopped at (each once: a second call gives none).
+    pub fn take(&self) -> Vec<PendingQuestion> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .asked
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
+
+impl std::fmt::Debug for AskedQuestions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AskedQuestions")
+            .field("answers", &self.inner.answers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Asker for AskedQuestions {
+    fn elicit(
+        &self,
+        _question: Elicitation,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        // Only a call of the batch asks, through its own asker (`for_call`).
+        Box::pin(std::future::ready(Err(ElicitError::CannotAsk(
+            "the question was asked outside a tool call of the agent's batch".into(),
+        ))))
+    }
+
+    fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        self.inner.handlers.sample(request)
+    }
+
+    fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
+
+    fn for_call(&self, call: &ToolCall) -> Option<Arc<dyn Asker>> {
+        Some(Arc::new(CallQuestions {
+            batch: Arc::clone(&self.inner),
+            call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            asked: AtomicUsize::new(0),
+            stop: CancellationToken::new(),
+        }))
+    }
+}
+
+/// One call's [`Asker`] in an [`AskedQuestions`] batch.
+struct CallQuestions {
+    batch: Arc<QuestionsInner>,
+    call_id: String,
+    tool_name: String,
+    asked: AtomicUsize,
+    stop: CancellationToken,
+}
+
+impl Asker for CallQuestions {
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
+        let key = key(number);
+        // The answer to this very question: the same place, message and form.
+        let given = self.batch.answers.iter().find(|(answered, _)| {
+            answered.call_id == self.call_id
+                && answered.key == key
+                && answered.message == question.message
+                && answered.schema == question.schema
+        });
+        if let Some((_, answer)) = given {
+            return Box::pin(std::future::ready(Ok(answer.clone())));
+        }
+        if !self.stop.is_cancelled() {
+            self.batch
+                .asked
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(PendingQuestion {
+                    call_id: self.call_id.clone(),
+                    tool_name: self.tool_name.clone(),
+                    key,
+                    message: question.message,
+                    schema: question.schema,
+                });
+            self.stop.cancel();
+        }
+        // The call is stopped here (see `stopped`), and runs again once the question is answered.
+        Box::pin(std::future::pending())
+    }
+
+    fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        self.batch.handlers.sample(request)
+    }
+
+    fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
+
+    fn stopped(&self) -> Option<CancellationToken> {
+        Some(self.stop.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::fit;
+
+    fn form() -> serde_json::Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "minimum": 1},
+                "size": {"type": "string", "enum": ["small", "large"]},
+                "gift": {"type": "boolean", "default": false},
+            },
+            "required": ["count", "size", "gift"],
+        })
+    }
+
+    fn content(value: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        value.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn an_answer_that_fits_gets_the_defaults_of_the_fields_left_out() {
+        let fitted = fit(&form(), content(json!({"count": 2, "size": "large"}))).unwrap();
+        assert_eq!(
+            serde_json::Value::Object(fitted),
+            json!({"count": 2, "size": "large", "gift": false})
+        );
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_named() {
+        let refused = fit(&form(), content(json!({"count": "two", "size": "large"}))).unwrap_err();
+        assert_eq!(
+            refused,
+            (
+                "count".to_owned(),
+                "expected an integer, got the string \"two\"".to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn a_choice_not_offered_an_unknown_field_and_a_missing_one_are_named() {
+        let not_offered = fit(&form(), content(json!({"count": 1, "size": "huge"}))).unwrap_err();
+        assert_eq!(not_offered.0, "size");
+        assert_eq!(
+            not_offered.1,
+            "`huge` is not one of its choices (small, large)"
+        );
+        let unknown = fit(
+            &form(),
+            content(json!({"count": 1, "size": "small", "colour": "red"})),
+        )
+        .unwrap_err();
+        assert_eq!(unknown.0, "colour");
+        let missing = fit(&form(), content(json!({"size": "small"}))).unwrap_err();
+        assert_eq!(
+            missing,
+            (
+                "count".to_owned(),
+                "it is required and was not given".to_owned()
+            )
+        );
+        let below = fit(&form(), content(json!({"count": 0, "size": "small"}))).unwrap_err();
+        assert_eq!(below.0, "count");
+    }
+}
