@@ -79,7 +79,7 @@ async fn without_a_sampling_handler_the_tool_is_told_nobody_can_be_asked() {
     assert_eq!(
         result_texts(&outcome.messages),
         [
-            "no model can be asked for a completion: this call runs where there is none to ask (no MCP client that offers sampling, no sampling handler)"
+            "no model can be asked for a completion: no sampling handler was given to the agent or executor this call runs in"
         ]
     );
 }
