@@ -768,3 +768,57 @@ async fn tools_list_tells_a_2026_07_28_client_how_long_to_keep_it() {
         assert_eq!(answer["result"]["ttlMs"], ttl, "{flags:?}");
     }
 }
+
+#[tokio::test]
+async fn a_servers_question_pauses_the_agent_whose_call_waits_for_it_and_the_answer_goes_back() {
+    use yiem_core::mcp::McpClient;
+    use yiem_core::{
+        Agent, AgentSettings, ElicitationAnswer, RunStop, ScriptedModel, ScriptedTurn, ToolStore,
+    };
+    let server = HttpServer::start(&[]).await;
+    let client = McpClient::http(server.url.clone())
+        .name("asking")
+        .ask_through_calls()
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let file = victim("through-the-call");
+    let path = file.display().to_string();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("remove", json!({"path": path})),
+            ScriptedTurn::text("Removed."),
+        ]))
+        .tools(store)
+        .build();
+    // The server's approval question is the call's own: the run pauses on it.
+    let outcome = agent.prompt("Remove it.").await;
+    let RunStop::AwaitingAnswer { questions } = &outcome.stop else {
+        panic!(
+            "the run pauses on the server's question: {:?}",
+            outcome.stop
+        );
+    };
+    assert_eq!(questions.len(), 1);
+    assert!(
+        questions[0]
+            .message
+            .starts_with("Allow the tool `remove` to run"),
+        "{}",
+        questions[0].message
+    );
+    assert!(file.exists(), "nothing ran before the answer");
+    let yes = json!({"approve": true}).as_object().cloned().unwrap();
+    let outcome = agent
+        .answer(
+            &questions[0].call_id,
+            &questions[0].key,
+            ElicitationAnswer::Accept(yes),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert!(!file.exists(), "the call ran again with the answer");
+}

@@ -223,6 +223,7 @@ pub struct McpClientBuilder {
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     sampling: Option<Arc<dyn SamplingHandler>>,
     defer_loading: bool,
+    ask_through_calls: bool,
 }
 
 /// The bounds on waiting for a server and on what it lists (see the module docs).
@@ -291,6 +292,29 @@ impl McpClientBuilder {
     /// the client does not declare elicitation, and servers do not ask.
     pub fn elicitation(mut self, handler: impl ElicitationHandler) -> Self {
         self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Pass the server's questions to the call that is waiting for them: an elicitation (a tool's
+    /// approval, say) becomes the calling tool's own [`ToolContext::elicit`](crate::ToolContext::elicit)
+    /// question, a sampling request its [`ToolContext::sample`](crate::ToolContext::sample) — so in an
+    /// `Agent` without handlers the run pauses on it ([`RunStop::AwaitingAnswer`](crate::RunStop)) and
+    /// the call is made again with the answer, and behind an `McpServer` it goes on to that server's
+    /// client. The client declares both capabilities. It works with servers of the 2026-07-28 revision,
+    /// which ask by answering the call `input_required`; an earlier server's request is not tied to a
+    /// call, and is declined. A handler given with [`elicitation`](Self::elicitation) or
+    /// [`sampling`](Self::sampling) answers instead.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let client = yiem_core::mcp::McpClient::http("http://127.0.0.1:8000/mcp")
+    ///     .ask_through_calls()
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn ask_through_calls(mut self) -> Self {
+        self.ask_through_calls = true;
         self
     }
 
@@ -372,6 +396,7 @@ impl McpClientBuilder {
             authorizer,
             elicitation: self.elicitation,
             sampling: self.sampling,
+            ask_through_calls: self.ask_through_calls,
             name,
             prefix: self.prefix,
             target: self.target,
@@ -403,6 +428,8 @@ struct Inner {
     authorizer: Option<Arc<Authorizer>>,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     sampling: Option<Arc<dyn SamplingHandler>>,
+    /// Questions without a handler go to the waiting call's context.
+    ask_through_calls: bool,
     name: String,
     prefix: String,
     target: Target,
@@ -454,16 +481,17 @@ struct Handler {
     server: String,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     sampling: Option<Arc<dyn SamplingHandler>>,
+    ask_through_calls: bool,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
-        if self.elicitation.is_some() {
+        if self.elicitation.is_some() || self.ask_through_calls {
             capabilities.elicitation =
                 Some(ElicitationCapability::new().with_form(FormElicitationCapability::new()));
         }
-        if self.sampling.is_some() {
+        if self.sampling.is_some() || self.ask_through_calls {
             #[allow(deprecated)]
             let sampling = SamplingCapability::default();
             capabilities.sampling = Some(sampling);
@@ -555,6 +583,7 @@ impl McpClient {
             elicitation: None,
             sampling: None,
             defer_loading: false,
+            ask_through_calls: false,
         }
     }
 
@@ -574,6 +603,7 @@ impl McpClient {
             elicitation: None,
             sampling: None,
             defer_loading: false,
+            ask_through_calls: false,
         }
     }
 
@@ -739,6 +769,7 @@ impl Inner {
             server: self.name.clone(),
             elicitation: self.elicitation.clone(),
             sampling: self.sampling.clone(),
+            ask_through_calls: self.ask_through_calls,
         };
         let handshake = || async {
             match &self.target {
@@ -1183,7 +1214,7 @@ impl Inner {
                     "MCP server `{server}` did not answer `{remote}` within {:?}; the call was cancelled",
                     self.call_timeout
                 ))),
-                answers = self.answer_inputs(answer.input_requests.unwrap_or_default()) => answers,
+                answers = self.answer_inputs(ctx, answer.input_requests.unwrap_or_default()) => answers,
             };
             match answers {
                 Ok(answers) => params.input_responses = Some(answers),
@@ -1285,20 +1316,27 @@ impl Inner {
 
     /// The answers to a server's questions (elicitations and sampling requests), each from the handler
     /// the application gave; `Err` names a question this client cannot answer.
-    async fn answer_inputs(&self, asked: InputRequests) -> Result<InputResponses, String> {
+    async fn answer_inputs(
+        &self,
+        ctx: &ToolContext,
+        asked: InputRequests,
+    ) -> Result<InputResponses, String> {
         let mut answers = InputResponses::new();
         for (key, request) in asked {
+            let through_call = self.ask_through_calls.then_some(ctx);
             let answer = match request {
-                InputRequest::Elicitation(request) => {
-                    answer_elicitation(self.elicitation.as_ref(), &self.name, request.params)
+                InputRequest::Elicitation(request) => match (&self.elicitation, through_call) {
+                    (None, Some(ctx)) => elicit_through(ctx, request.params).await,
+                    _ => answer_elicitation(self.elicitation.as_ref(), &self.name, request.params)
                         .await
-                        .and_then(|answer| serde_json::to_value(answer).map_err(internal))
-                }
-                InputRequest::CreateMessage(request) => {
-                    answer_sampling(self.sampling.as_ref(), &self.name, request.params)
+                        .and_then(|answer| serde_json::to_value(answer).map_err(internal)),
+                },
+                InputRequest::CreateMessage(request) => match (&self.sampling, through_call) {
+                    (None, Some(ctx)) => sample_through(ctx, request.params).await,
+                    _ => answer_sampling(self.sampling.as_ref(), &self.name, request.params)
                         .await
-                        .and_then(|answer| serde_json::to_value(answer).map_err(internal))
-                }
+                        .and_then(|answer| serde_json::to_value(answer).map_err(internal)),
+                },
                 _ => Err(ErrorData::invalid_params(
                     "this client offers no roots",
                     None,
@@ -1311,6 +1349,89 @@ impl Inner {
         }
         Ok(answers)
     }
+}
+
+/// A server's question asked as the waiting call's own ([`McpClientBuilder::ask_through_calls`]); the
+/// answer as MCP's elicitation result.
+async fn elicit_through(
+    ctx: &ToolContext,
+    request: ElicitRequestParams,
+) -> Result<Value, ErrorData> {
+    let ElicitRequestParams::FormElicitationParams {
+        message,
+        requested_schema,
+        ..
+    } = request
+    else {
+        return Err(ErrorData::invalid_params(
+            "this client answers form elicitations only",
+            None,
+        ));
+    };
+    let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+    let answer = match ctx.elicit_with_schema(message, schema.clone()).await {
+        Ok(ElicitationAnswer::Accept(content)) => ElicitResult::new(ElicitationAction::Accept)
+            .with_content(Value::Object(with_defaults(content, &schema))),
+        Ok(ElicitationAnswer::Decline) => ElicitResult::new(ElicitationAction::Decline),
+        Ok(_) => ElicitResult::new(ElicitationAction::Cancel),
+        // Nobody to ask where the call runs: declined, as a client without a handler does.
+        Err(error) => {
+            tracing::debug!(%error, "a server's question could not be asked through the call");
+            ElicitResult::new(ElicitationAction::Decline)
+        }
+    };
+    serde_json::to_value(answer).map_err(internal)
+}
+
+/// A server's sampling request made as the waiting call's own ([`McpClientBuilder::ask_through_calls`]).
+#[allow(deprecated)]
+async fn sample_through(
+    ctx: &ToolContext,
+    params: CreateMessageRequestParams,
+) -> Result<Value, ErrorData> {
+    let mut request = Sampling::prompt("", params.max_tokens);
+    request.messages = sampled_messages(&params);
+    request.system_prompt = params.system_prompt;
+    match ctx.sample(request).await {
+        Ok(SamplingAnswer::Text { text, model }) => serde_json::to_value(
+            CreateMessageResult::new(
+                SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
+                model,
+            )
+            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN),
+        )
+        .map_err(internal),
+        Ok(SamplingAnswer::Refuse(reason)) => Err(ErrorData::new(ErrorCode(-1), reason, None)),
+        Err(error) => Err(ErrorData::new(ErrorCode(-1), error.to_string(), None)),
+    }
+}
+
+/// The messages of a sampling request, as text (content that is not text as its JSON).
+#[allow(deprecated)]
+fn sampled_messages(params: &CreateMessageRequestParams) -> Vec<SampledMessage> {
+    params
+        .messages
+        .iter()
+        .map(|message| {
+            let blocks = match &message.content {
+                SamplingContent::Single(block) => std::slice::from_ref(block),
+                SamplingContent::Multiple(blocks) => blocks.as_slice(),
+            };
+            let text = blocks
+                .iter()
+                .map(|block| match block {
+                    SamplingMessageContentBlock::Text(text) => text.text.clone(),
+                    other => serde_json::to_string(other).unwrap_or_default(),
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let role = match message.role {
+                Role::Assistant => "assistant",
+                _ => "user",
+            };
+            SampledMessage::new(role, text)
+        })
+        .collect()
 }
 
 /// How one round of a call ended.
@@ -1376,32 +1497,7 @@ async fn answer_sampling(
             None,
         ));
     };
-    let messages = params
-        .messages
-        .iter()
-        .map(|message| {
-            let blocks = match &message.content {
-                SamplingContent::Single(block) => std::slice::from_ref(block),
-                SamplingContent::Multiple(blocks) => blocks.as_slice(),
-            };
-            let text = blocks
-                .iter()
-                .map(|block| match block {
-                    SamplingMessageContentBlock::Text(text) => text.text.clone(),
-                    other => serde_json::to_string(other).unwrap_or_default(),
-                })
-                .collect::<Vec<_>>()
-                .join("\n");
-            let role = match message.role {
-                Role::Assistant => "assistant",
-                _ => "user",
-            };
-            SampledMessage {
-                role: role.to_owned(),
-                text,
-            }
-        })
-        .collect();
+    let messages = sampled_messages(&params);
     let request = Sampling {
         server: server.to_owned(),
         messages,
