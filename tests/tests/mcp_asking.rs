@@ -518,6 +518,10 @@ async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
         )
         .await;
     assert!(batch.messages[0].result.is_error);
+    assert_eq!(
+        batch.messages[0].result.text_content(),
+        "MCP server `asking` refused `remove` (error -32021): `remove` needs to ask the client its user a question, and this request did not declare the `elicitation` capability in `io.modelcontextprotocol/clientCapabilities`; it did not run. Declare the capability, or the server's operator can let the tool run without asking (`yiem mcp --allow remove`, `McpServer::with_allowed_tools`)"
+    );
     assert!(file.exists());
 }
 

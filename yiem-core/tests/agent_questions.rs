@@ -29,17 +29,21 @@ struct Name {
     name: String,
 }
 
-/// How often `rename` started.
-static RENAMES: AtomicUsize = AtomicUsize::new(0);
-/// How often `count` ran.
-static COUNTS: AtomicUsize = AtomicUsize::new(0);
-/// How often `deploy` started.
-static DEPLOYS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    // Per test: each `#[tokio::test]` runs its calls on its own thread (a current-thread runtime), so
+    // tests running at once do not count each other's calls.
+    /// How often `rename` started.
+    static RENAMES: AtomicUsize = const { AtomicUsize::new(0) };
+    /// How often `count` ran.
+    static COUNTS: AtomicUsize = const { AtomicUsize::new(0) };
+    /// How often `deploy` started.
+    static DEPLOYS: AtomicUsize = const { AtomicUsize::new(0) };
+}
 
 /// Deploy.
 #[tool]
 async fn deploy(ctx: ToolContext) -> Result<String, ElicitError> {
-    DEPLOYS.fetch_add(1, Ordering::SeqCst);
+    DEPLOYS.with(|n| n.fetch_add(1, Ordering::SeqCst));
     let answer = ctx.elicit::<Confirm>("Deploy?").await?;
     Ok(format!(
         "deployed: {}",
@@ -63,7 +67,7 @@ async fn merge(ctx: ToolContext) -> Result<String, ElicitError> {
 /// Rename the project: asks for the name, then for a confirmation.
 #[tool]
 async fn rename(ctx: ToolContext) -> Result<String, ElicitError> {
-    RENAMES.fetch_add(1, Ordering::SeqCst);
+    RENAMES.with(|n| n.fetch_add(1, Ordering::SeqCst));
     let ElicitationAnswer::Accept(name) = ctx.elicit::<Name>("New name?").await? else {
         return Ok("no name given".to_owned());
     };
@@ -82,7 +86,10 @@ async fn rename(ctx: ToolContext) -> Result<String, ElicitError> {
 /// Count.
 #[tool]
 async fn count() -> String {
-    format!("counted {}", COUNTS.fetch_add(1, Ordering::SeqCst) + 1)
+    format!(
+        "counted {}",
+        COUNTS.with(|n| n.fetch_add(1, Ordering::SeqCst)) + 1
+    )
 }
 
 /// How often `flaky` started: its question names it, so it asks otherwise each time.
@@ -324,7 +331,7 @@ async fn two_questions_of_one_call_are_two_rounds_and_the_call_runs_again_from_t
         ],
         None,
     );
-    let starts = RENAMES.load(Ordering::SeqCst);
+    let starts = RENAMES.with(|n| n.load(Ordering::SeqCst));
     let outcome = agent.prompt("rename it").await;
     assert_eq!(outcome.pending_questions()[0].key, "question-1");
     assert_eq!(outcome.pending_questions()[0].message, "New name?");
@@ -372,7 +379,7 @@ async fn two_questions_of_one_call_are_two_rounds_and_the_call_runs_again_from_t
         result_texts(&fresh.messages()),
         ["renamed to yarrow (branch deleted: true)"]
     );
-    assert_eq!(RENAMES.load(Ordering::SeqCst) - starts, 3);
+    assert_eq!(RENAMES.with(|n| n.load(Ordering::SeqCst)) - starts, 3);
 }
 
 #[tokio::test]
@@ -385,10 +392,10 @@ async fn the_other_calls_of_a_batch_that_waits_on_a_question_run_once_and_keep_t
         ])],
         None,
     );
-    let counted = COUNTS.load(Ordering::SeqCst);
+    let counted = COUNTS.with(|n| n.load(Ordering::SeqCst));
     let outcome = agent.prompt("count and merge").await;
     assert_eq!(outcome.pending_questions()[0].call_id, "call_2");
-    assert_eq!(COUNTS.load(Ordering::SeqCst) - counted, 2);
+    assert_eq!(COUNTS.with(|n| n.load(Ordering::SeqCst)) - counted, 2);
     let saved = agent.run_state().to_json_signed(&key());
 
     let fresh = restored(&saved, vec![ScriptedTurn::text("Done.")]);
@@ -401,7 +408,7 @@ async fn the_other_calls_of_a_batch_that_waits_on_a_question_run_once_and_keep_t
         .await
         .unwrap();
     assert_eq!(outcome.stop, RunStop::Finished);
-    assert_eq!(COUNTS.load(Ordering::SeqCst) - counted, 2);
+    assert_eq!(COUNTS.with(|n| n.load(Ordering::SeqCst)) - counted, 2);
     let ids: Vec<String> = fresh
         .messages()
         .iter()
@@ -504,7 +511,7 @@ async fn an_edited_run_is_refused_and_runs_no_tool() {
     let agent = agent(vec![ScriptedTurn::tool_call("deploy", json!({}))], None);
     agent.prompt("deploy").await;
     let saved = agent.run_state().to_json_signed(&key());
-    let deploys = DEPLOYS.load(Ordering::SeqCst);
+    let deploys = DEPLOYS.with(|n| n.load(Ordering::SeqCst));
     // An answer to a question that was never asked.
     let forged = edited(&saved, |run| {
         let question = run["phase"]["questions"][0].clone();
@@ -565,7 +572,7 @@ async fn an_edited_run_is_refused_and_runs_no_tool() {
         .unwrap_err();
     assert!(matches!(unasked, ResumeError::UnknownQuestion { .. }));
     assert_eq!(fresh.run_state().pending_questions().len(), 1);
-    assert_eq!(DEPLOYS.load(Ordering::SeqCst), deploys);
+    assert_eq!(DEPLOYS.with(|n| n.load(Ordering::SeqCst)), deploys);
 }
 
 #[tokio::test]

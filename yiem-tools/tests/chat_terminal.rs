@@ -538,3 +538,83 @@ fn tools_call_asks_on_the_terminal_shows_the_arguments_escaped_and_runs_only_on_
         }
     }
 }
+
+/// `yiem mcp --http 127.0.0.1:0 --root <root>`, killed when dropped, and its URL.
+struct McpHttp {
+    child: std::process::Child,
+    url: String,
+}
+
+impl McpHttp {
+    fn start(root: &Path) -> McpHttp {
+        use std::io::BufRead;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+            .args(["mcp", "--http", "127.0.0.1:0", "--root"])
+            .arg(root)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("yiem mcp --http starts");
+        let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let url = loop {
+            let line = lines.next().expect("yiem prints its address").unwrap();
+            if let Some(url) = line.strip_prefix("listening on ") {
+                break url.to_owned();
+            }
+        };
+        std::thread::spawn(move || for _ in lines {});
+        McpHttp { child, url }
+    }
+}
+
+impl Drop for McpHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_remote_servers_question_is_answered_inline_a_field_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    let server = McpHttp::start(served.path());
+    let model = ModelServer::start(vec![
+        calls(
+            "call_1",
+            "remote_write",
+            json!({"path": "note.txt", "content": "asked first"}),
+        ),
+        says("Written."),
+    ]);
+    let terminal = Terminal::start(
+        "question",
+        &model,
+        dir.path(),
+        &[
+            "--mcp-url",
+            &server.url,
+            "--mcp-prefix",
+            "remote_",
+            "--allow",
+            "remote_write",
+        ],
+        &[],
+    );
+    terminal.line("write a note over there");
+    // The server asks whether its `write` may run: the chat's run pauses on it and asks inline.
+    terminal.wait_text("[remote_write asks: Allow the tool `write` to run with these arguments?");
+    terminal.wait_text("[a]nswer / [d]ecline:");
+    assert!(!served.path().join("note.txt").exists());
+    terminal.line("a");
+    terminal.wait_text("(approve: y / n):");
+    terminal.line("maybe");
+    terminal.wait_text("answer y or n");
+    terminal.line("y");
+    terminal.wait_text("Written.");
+    assert_eq!(
+        std::fs::read_to_string(served.path().join("note.txt")).unwrap(),
+        "asked first"
+    );
+}

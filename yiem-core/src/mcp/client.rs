@@ -1303,6 +1303,13 @@ impl Inner {
                 if let Some(challenge) = error.auth_challenge() {
                     return Err(challenge.to_owned());
                 }
+                // The server answered with an error: the connection is fine.
+                if let ServiceError::McpError(refusal) = &error {
+                    return Ok(Round::Done(AgentToolResult::error(format!(
+                        "MCP server `{server}` refused `{remote}` (error {}): {}",
+                        refusal.code.0, refusal.message
+                    ))));
+                }
                 alive.store(false, Ordering::SeqCst);
                 AgentToolResult::error(format!(
                     "MCP server `{server}` failed during `{remote}` ({error}); the server is started \

@@ -50,7 +50,12 @@ impl McpServers {
         let mut added = Vec::new();
         for builder in builders {
             let client = runtime
-                .block_on(builder.prefix(self.prefix.clone()).connect())
+                .block_on(
+                    builder
+                        .prefix(self.prefix.clone())
+                        .ask_through_calls()
+                        .connect(),
+                )
                 .map_err(|error| bad_input(error.to_string()))?;
             let names = runtime
                 .block_on(client.register(store))

@@ -15,6 +15,7 @@ mod input;
 mod key;
 mod mcp;
 mod oauth;
+mod question;
 mod render;
 pub(crate) mod safe;
 
@@ -402,6 +403,11 @@ impl Session {
                         .ask(&mut self.input, &mut lock(&self.renderer), &pending);
                 self.resume(decisions);
             }
+            Some(RunStop::AwaitingAnswer { questions }) => {
+                if let Some(outcome) = questions.first().and_then(|first| self.answered(first)) {
+                    self.finish(outcome);
+                }
+            }
             Some(stop) if stop.is_resumable() => {
                 self.out()
                     .note("[the run had stopped before its end: send a prompt to go on]");
@@ -411,6 +417,25 @@ impl Session {
             None => self.resume(Vec::new()),
         }
         Ok(())
+    }
+
+    /// Asks `question` until the run takes the answer (one that does not fit is refused with the field
+    /// named, and asked again); what the run then did, or `None` when it could not go on (said).
+    fn answered(&mut self, question: &yiem_core::PendingQuestion) -> Option<RunOutcome> {
+        loop {
+            let answer = question::ask(&mut self.input, &mut lock(&self.renderer), question);
+            let answering = self.agent.answer(&question.call_id, &question.key, answer);
+            match self.runtime.block_on(answering) {
+                Ok(outcome) => return Some(outcome),
+                Err(error @ yiem_core::ResumeError::InvalidAnswer { .. }) => {
+                    self.out().error(&format!("{error}; answer again"));
+                }
+                Err(error) => {
+                    self.out().error(&format!("cannot resume: {error}"));
+                    return None;
+                }
+            }
+        }
     }
 
     fn resume(&mut self, decisions: Vec<(String, yiem_core::Decision)>) {
@@ -425,14 +450,23 @@ impl Session {
     fn finish(&mut self, mut outcome: RunOutcome) {
         loop {
             let pending = outcome.pending_approvals().to_vec();
-            if pending.is_empty() {
+            let questions = outcome.pending_questions().to_vec();
+            let next = if !pending.is_empty() {
+                let decisions =
+                    self.parts
+                        .approvals
+                        .ask(&mut self.input, &mut lock(&self.renderer), &pending);
+                self.runtime.block_on(self.agent.resume(decisions))
+            } else if let Some(question) = questions.first() {
+                // One question at a time; the run goes on once the last has its answer.
+                match self.answered(question) {
+                    Some(answered) => Ok(answered),
+                    None => return,
+                }
+            } else {
                 break;
-            }
-            let decisions =
-                self.parts
-                    .approvals
-                    .ask(&mut self.input, &mut lock(&self.renderer), &pending);
-            outcome = match self.runtime.block_on(self.agent.resume(decisions)) {
+            };
+            outcome = match next {
                 Ok(outcome) => outcome,
                 Err(error) => {
                     self.out().error(&format!("cannot resume: {error}"));
