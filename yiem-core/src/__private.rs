@@ -44,6 +44,8 @@ pub struct ToolSpec {
     pub defer_loading: bool,
     /// `#[tool(free_text)]` or `#[tool(grammar(...))]`.
     pub free_text: Option<crate::TextFormat>,
+    /// What the tool asks the person (`ctx.elicit::<T>`): each type's check, run at registration.
+    pub questions: &'static [fn() -> Result<(), String>],
     pub file: &'static str,
     pub line: u32,
 }
@@ -103,11 +105,20 @@ impl ToolSpec {
                     file: self.file,
                     line: self.line,
                 },
+                questions: self.questions,
                 arguments: ArgumentCache::default(),
                 dialects: DialectCache::default(),
             }),
         }
     }
+}
+
+/// Whether `T`, which a tool asks the person for (`ctx.elicit::<T>`), is a form MCP can show: the reason
+/// it is not, naming the type and the field.
+pub fn question_fits<T: schemars::JsonSchema>() -> Result<(), String> {
+    crate::dialect::elicitation_schema(&schemars::schema_for!(T).to_value())
+        .map(drop)
+        .map_err(|error| format!("`{}`: {error}", std::any::type_name::<T>()))
 }
 
 /// Checks, on the user's own token, that a `State<T>` parameter's `T` can be tool state, with yiem's note

@@ -74,6 +74,18 @@ pub enum ToolProblem {
         /// The regex engine's error.
         detail: String,
     },
+    /// The tool asks the person for a type MCP cannot show as a form (`ctx.elicit::<T>`).
+    #[error(
+        "tool `{tool}` (defined at {defined}) asks the person for {detail}; ask for a flat struct of strings, numbers, booleans and enums"
+    )]
+    InvalidQuestion {
+        /// The tool.
+        tool: String,
+        /// Where it was defined.
+        defined: SourceLocation,
+        /// The type and why it cannot be a form.
+        detail: String,
+    },
     /// A dialect cannot describe the tool (the documented refusal, naming the tool and the type).
     #[error(transparent)]
     Dialect(DialectError),
@@ -168,6 +180,13 @@ pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
             .and_then(|grammar| grammar.compile_error())
         {
             problems.push(ToolProblem::InvalidGrammar {
+                tool: name.to_owned(),
+                defined: tool.source(),
+                detail,
+            });
+        }
+        if let Err(detail) = tool.check_questions() {
+            problems.push(ToolProblem::InvalidQuestion {
                 tool: name.to_owned(),
                 defined: tool.source(),
                 detail,

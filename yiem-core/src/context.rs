@@ -242,7 +242,8 @@ impl ToolContext {
     }
 
     /// Asks the person behind the call to fill in a `T` (a struct of plain fields: strings, numbers,
-    /// booleans, enums of strings — MCP's form subset), showing `message`. Over MCP the client is asked
+    /// booleans, enums of strings — MCP's form subset), showing `message`. A `#[tool]` whose body asks for a `T`
+    /// that is not such a form is refused when it is registered, naming the type and the field. Over MCP the client is asked
     /// (`elicitation/create`, form mode; a client of the 2026-07-28 revision by an `input_required`
     /// answer, after which the call runs again from the start); in an executor or an agent, its
     /// [`ElicitationHandler`](crate::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation));

@@ -72,6 +72,16 @@ pub enum RegistrationError {
     /// The tool takes [`State<T>`](crate::State) of a type the store does not hold.
     #[error(transparent)]
     MissingState(#[from] MissingState),
+    /// The tool asks the person for a type (`ctx.elicit::<T>`) that MCP cannot show as a form.
+    #[error(
+        "tool `{tool}` asks the person for {detail}; ask for a flat struct of strings, numbers, booleans and enums (a nested value as its own question)"
+    )]
+    InvalidQuestion {
+        /// The tool.
+        tool: String,
+        /// The type and why it cannot be a form.
+        detail: String,
+    },
 }
 
 /// Seeded per process; names are short, so a fast hash keeps lookups cheap.
@@ -365,6 +375,12 @@ impl ToolStore {
             }
             if let Some(missing) = self.missing_state(&guard.state, tool) {
                 return Err(missing.into());
+            }
+            if let Err(detail) = tool.check_questions() {
+                return Err(RegistrationError::InvalidQuestion {
+                    tool: tool.name().to_owned(),
+                    detail,
+                });
             }
         }
         if !tools.is_empty() {

@@ -264,6 +264,8 @@ pub(crate) struct ToolInner {
     pub(crate) dialects: DialectCache<Value>,
     /// The state types a call needs from its store (see [`State`](crate::State)).
     pub(crate) needs: Box<[StateKey]>,
+    /// The checks of the types the tool asks the person for (`#[tool]`'s `ctx.elicit::<T>` calls).
+    pub(crate) questions: &'static [fn() -> Result<(), String>],
 }
 
 /// A tool the model can call.
@@ -609,6 +611,12 @@ impl AgentTool {
     ) -> Result<ToolFuture, Refusal> {
         self.grammar_mismatch(args)?;
         self.with_argument_check(checking, |check| self.inner.handler.bind(check, args, ctx))
+    }
+
+    /// Whether every type the tool asks the person for (`ctx.elicit::<T>` in a `#[tool]` body) is a form
+    /// MCP can show; the first that is not, with why.
+    pub(crate) fn check_questions(&self) -> Result<(), String> {
+        self.inner.questions.iter().try_for_each(|fits| fits())
     }
 
     /// Whether the tool's input is text in a grammar's language.
@@ -1012,6 +1020,7 @@ impl ToolBuilder {
                 arguments,
                 dialects: DialectCache::default(),
                 needs: Box::default(),
+                questions: &[],
                 name: name.into(),
             }),
         };
