@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::json;
 use yiem_core::llm::{ScriptedModel, ScriptedTurn, model_sampler};
 use yiem_core::{
-    Agent, AgentMessage, AgentSettings, ElicitError, Model, RunStop, Sampling, SamplingAnswer,
-    ToolContext, ToolStore, tool,
+    Agent, AgentMessage, AgentSettings, ElicitError, Model, RunLimits, RunStop, Sampling,
+    SamplingAnswer, ToolContext, ToolStore, tool,
 };
 
 /// Give a one-line summary of the notes.
@@ -81,5 +81,47 @@ async fn without_a_sampling_handler_the_tool_is_told_nobody_can_be_asked() {
         [
             "no model can be asked for a completion: no sampling handler was given to the agent or executor this call runs in"
         ]
+    );
+}
+
+/// The scripted model of these tests: the prompt gets a call of `summarise_notes` (1 output token), the
+/// tool's request "all done" (2), the tool's result "Everything is done." (5).
+fn notes_model() -> ScriptedModel {
+    ScriptedModel::from_fn(|request| match request.messages.last() {
+        Some(AgentMessage::User(user)) if user.text_content().starts_with("Summarise:") => {
+            ScriptedTurn::text("all done")
+        }
+        Some(AgentMessage::User(_)) => ScriptedTurn::tool_call("summarise_notes", json!({})),
+        _ => ScriptedTurn::text("Everything is done."),
+    })
+}
+
+#[tokio::test]
+async fn the_agents_own_model_answers_within_the_runs_usage_and_limits() {
+    let agent = Agent::builder()
+        .model(notes_model())
+        .tools(store())
+        .sampling_by_own_model()
+        .build();
+    let outcome = agent.prompt("How are things?").await;
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(result_texts(&outcome.messages), ["scripted says: all done"]);
+    // Both model calls of the run and the tool's request: 1 + 2 + 5.
+    assert_eq!(agent.run_state().usage().output_tokens, 8);
+
+    // A limit the tool's request uses up stops the run before its next model call.
+    let mut limits = RunLimits::unlimited();
+    limits.max_output_tokens = Some(3);
+    let agent = Agent::builder()
+        .model(notes_model())
+        .tools(store())
+        .sampling_by_own_model()
+        .limits(limits)
+        .build();
+    let outcome = agent.prompt("How are things?").await;
+    assert!(
+        matches!(&outcome.stop, RunStop::UsageLimit { detail, .. } if detail == "3 output tokens used of the 3 allowed"),
+        "{:?}",
+        outcome.stop
     );
 }

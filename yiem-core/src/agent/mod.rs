@@ -174,6 +174,7 @@ pub struct AgentBuilder {
     messages: Vec<AgentMessage>,
     run: Option<AgentRun>,
     conversation_id: Option<String>,
+    sampling_by_own_model: bool,
 }
 
 impl AgentSettings for AgentBuilder {
@@ -192,6 +193,26 @@ impl AgentBuilder {
     /// The model, already shared.
     pub fn shared_model(mut self, model: Arc<dyn Model>) -> Self {
         self.model = Some(model);
+        self
+    }
+
+    /// Lets the agent's tools ask its own model for a completion ([`ToolContext::sample`](crate::ToolContext::sample)),
+    /// within the run's accounts: what each request uses is added to the run's usage
+    /// ([`AgentRun::usage`]), so the run's token limits ([`RunLimits`](crate::RunLimits)) hold for it too
+    /// (a run past them stops before its next model call). A handler given with
+    /// [`AgentSettings::sampling`] is replaced.
+    ///
+    /// ```
+    /// use yiem_core::{Agent, ScriptedModel, ScriptedTurn};
+    ///
+    /// let agent = Agent::builder()
+    ///     .model(ScriptedModel::new([ScriptedTurn::text("hi")]))
+    ///     .sampling_by_own_model()
+    ///     .build();
+    /// # let _ = agent;
+    /// ```
+    pub fn sampling_by_own_model(mut self) -> Self {
+        self.sampling_by_own_model = true;
         self
     }
 
@@ -225,7 +246,12 @@ impl AgentBuilder {
         let model = self
             .model
             .expect("Agent::builder() needs .model(...) before .build()");
-        let config = self.config;
+        let mut config = self.config;
+        let sampled = self.sampling_by_own_model.then(Arc::default);
+        if let Some(used) = &sampled {
+            let sampler = crate::llm::counting_sampler(Arc::clone(&model), Arc::clone(used));
+            config.executor = config.executor.clone().with_sampling(sampler);
+        }
         #[cfg(feature = "code-mode")]
         config.install_code_mode();
         let run = self.run.map(|run| reapply_approvals(&config, run));
@@ -243,6 +269,7 @@ impl AgentBuilder {
                     stop_at_tools: config.stop_at_tools.clone(),
                 }),
                 config,
+                sampled,
                 conversation_id: self.conversation_id.unwrap_or_else(crate::id::fresh_uuid),
                 run_lock: tokio::sync::Mutex::new(()),
                 steering: Mutex::default(),
@@ -267,6 +294,8 @@ struct Settings {
 struct Shared {
     state: Mutex<State>,
     config: AgentConfig,
+    /// What the tools' requests to the agent's own model used, not yet counted in the run.
+    sampled: Option<Arc<Mutex<Vec<crate::Usage>>>>,
     settings: Mutex<Settings>,
     conversation_id: String,
     run_lock: tokio::sync::Mutex<()>,
@@ -365,6 +394,7 @@ impl Agent {
             messages: Vec::new(),
             run: None,
             conversation_id: None,
+            sampling_by_own_model: false,
         }
     }
 
@@ -774,6 +804,11 @@ impl Driving<'_> {
             )
             .await;
         let results = batch.messages.clone();
+        // The tools' requests to the agent's own model count toward the run's usage and limits.
+        if let Some(sampled) = &self.shared.sampled {
+            let used = std::mem::take(&mut *lock(sampled));
+            self.with_run(|run| used.iter().for_each(|usage| run.add_usage(usage)));
+        }
         let asked = questions.map(|q| q.take()).unwrap_or_default();
         self.with_run(|run| run.tools_ran_asking(batch.messages, batch.terminate, asked));
         let goes_on = lock(&self.shared.state).run.stopped().is_none();

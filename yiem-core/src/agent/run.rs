@@ -1012,6 +1012,12 @@ impl AgentRun {
         self.turns
     }
 
+    /// Counts `usage` spent for the run outside its own model calls (a tool's request to the agent's
+    /// model, say) toward its usage and its limits, which the next step checks.
+    pub fn add_usage(&mut self, usage: &Usage) {
+        add_usage(&mut self.usage, usage);
+    }
+
     /// Tokens the model reported in this run.
     pub fn usage(&self) -> Usage {
         self.usage

@@ -95,6 +95,7 @@ pub use programmatic::ProgrammaticCalling;
 pub use reply::stream_reply;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use retry::RetryPolicy;
+pub(crate) use sampler::counting_sampler;
 pub use sampler::model_sampler;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]

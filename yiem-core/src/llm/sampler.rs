@@ -32,11 +32,31 @@ use crate::sample::{Sampling, SamplingAnswer, SamplingHandler};
 pub fn model_sampler(model: Arc<dyn Model>) -> impl SamplingHandler {
     move |request: Sampling| {
         let model = Arc::clone(&model);
-        async move { sample(model.as_ref(), request).await }
+        async move { sample(model.as_ref(), request).await.0 }
     }
 }
 
-async fn sample(model: &dyn Model, request: Sampling) -> SamplingAnswer {
+/// [`model_sampler`] that adds each request's usage to `used`: an agent counts it toward its run's usage
+/// and limits ([`AgentBuilder::sampling_by_own_model`](crate::AgentBuilder::sampling_by_own_model)).
+pub(crate) fn counting_sampler(
+    model: Arc<dyn Model>,
+    used: Arc<std::sync::Mutex<Vec<crate::Usage>>>,
+) -> impl SamplingHandler {
+    move |request: Sampling| {
+        let model = Arc::clone(&model);
+        let used = Arc::clone(&used);
+        async move {
+            let (answer, usage) = sample(model.as_ref(), request).await;
+            used.lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(usage);
+            answer
+        }
+    }
+}
+
+/// The answer to `request`, and what the model reported using for it.
+async fn sample(model: &dyn Model, request: Sampling) -> (SamplingAnswer, crate::Usage) {
     let messages = request
         .messages
         .into_iter()
@@ -52,12 +72,13 @@ async fn sample(model: &dyn Model, request: Sampling) -> SamplingAnswer {
     };
     // A span of its own (`chat {model}`), with its usage, like every model request.
     let reply = stream_reply(model, request, &CancellationToken::new(), &EventBus::new()).await;
-    match reply.stop_reason {
+    let answer = match reply.stop_reason {
         StopReason::Error | StopReason::Aborted => SamplingAnswer::Refuse(format!(
             "the model `{}` failed to answer: {}",
             model.name(),
             reply.error.as_deref().unwrap_or("no reason given")
         )),
         _ => SamplingAnswer::text(reply.text_content(), model.name()),
-    }
+    };
+    (answer, reply.usage)
 }
