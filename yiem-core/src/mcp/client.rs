@@ -1358,12 +1358,8 @@ impl Inner {
     }
 }
 
-/// A server's question asked as the waiting call's own ([`McpClientBuilder::ask_through_calls`]); the
-/// answer as MCP's elicitation result.
-async fn elicit_through(
-    ctx: &ToolContext,
-    request: ElicitRequestParams,
-) -> Result<Value, ErrorData> {
+/// The message and the form's schema of a form elicitation; this client answers no other kind.
+fn form_of(request: ElicitRequestParams) -> Result<(String, Value), ErrorData> {
     let ElicitRequestParams::FormElicitationParams {
         message,
         requested_schema,
@@ -1376,6 +1372,16 @@ async fn elicit_through(
         ));
     };
     let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+    Ok((message, schema))
+}
+
+/// A server's question asked as the waiting call's own ([`McpClientBuilder::ask_through_calls`]); the
+/// answer as MCP's elicitation result.
+async fn elicit_through(
+    ctx: &ToolContext,
+    request: ElicitRequestParams,
+) -> Result<Value, ErrorData> {
+    let (message, schema) = form_of(request)?;
     let answer = match ctx.elicit_with_schema(message, schema.clone()).await {
         Ok(ElicitationAnswer::Accept(content)) => ElicitResult::new(ElicitationAction::Accept)
             .with_content(Value::Object(with_defaults(content, &schema))),
@@ -1465,18 +1471,7 @@ async fn answer_elicitation(
     let Some(handler) = handler else {
         return Ok(ElicitResult::new(ElicitationAction::Decline));
     };
-    let ElicitRequestParams::FormElicitationParams {
-        message,
-        requested_schema,
-        ..
-    } = request
-    else {
-        return Err(ErrorData::invalid_params(
-            "this client answers form elicitations only",
-            None,
-        ));
-    };
-    let schema = serde_json::to_value(&requested_schema).unwrap_or_default();
+    let (message, schema) = form_of(request)?;
     let question = Elicitation {
         server: server.to_owned(),
         message,
