@@ -264,10 +264,7 @@ impl AgentBuilder {
         Agent {
             shared: Arc::new(Shared {
                 state: Mutex::new(State { model, run }),
-                settings: Mutex::new(Settings {
-                    limits: config.limits,
-                    stop_at_tools: config.stop_at_tools.clone(),
-                }),
+                limits: Mutex::new(config.limits),
                 config,
                 sampled,
                 conversation_id: self.conversation_id.unwrap_or_else(crate::id::fresh_uuid),
@@ -286,17 +283,13 @@ struct State {
 }
 
 /// What each new run starts with.
-struct Settings {
-    limits: RunLimits,
-    stop_at_tools: Vec<String>,
-}
-
 struct Shared {
     state: Mutex<State>,
     config: AgentConfig,
     /// What the tools' requests to the agent's own model used, not yet counted in the run.
     sampled: Option<Arc<Mutex<Vec<crate::Usage>>>>,
-    settings: Mutex<Settings>,
+    /// The limits of the next runs: the configuration's until [`Agent::set_limits`] changes them.
+    limits: Mutex<RunLimits>,
     conversation_id: String,
     run_lock: tokio::sync::Mutex<()>,
     steering: Mutex<VecDeque<UserMessage>>,
@@ -409,10 +402,7 @@ impl Agent {
     /// stays valid.
     pub async fn prompt_messages(&self, prompts: Vec<UserMessage>) -> RunOutcome {
         let _turn = self.shared.run_lock.lock().await;
-        let settings = {
-            let settings = lock(&self.shared.settings);
-            (settings.limits, settings.stop_at_tools.clone())
-        };
+        let limits = *lock(&self.shared.limits);
         {
             let mut state = lock(&self.shared.state);
             let run = &mut state.run;
@@ -423,8 +413,8 @@ impl Agent {
                 "a new prompt came before the answer to its question"
             };
             run.give_up_waiting(waited_for);
-            run.set_limits(settings.0);
-            run.set_stop_at_tools(settings.1);
+            run.set_limits(limits);
+            run.set_stop_at_tools(self.shared.config.stop_at_tools.clone());
         }
         self.drive(Some(prompts)).await
     }
@@ -571,7 +561,7 @@ impl Agent {
 
     /// Changes the limits of the current run and of every run after it.
     pub fn set_limits(&self, limits: RunLimits) {
-        lock(&self.shared.settings).limits = limits;
+        *lock(&self.shared.limits) = limits;
         lock(&self.shared.state).run.set_limits(limits);
     }
 
