@@ -205,6 +205,21 @@ pub(crate) trait Asker: Send + Sync {
     }
 }
 
+/// The key of a call's question `number` (counted from 1), in the order the call asks: a call that
+/// runs again once its questions are answered (an agent's paused call, an MCP client's `input_required`
+/// round) finds each answer by it.
+pub(crate) fn question_key(number: usize) -> String {
+    format!("question-{number}")
+}
+
+/// The number of a question key (`question-3`: 3).
+pub(crate) fn question_number(key: &str) -> Option<usize> {
+    key.strip_prefix("question-")?
+        .parse()
+        .ok()
+        .filter(|n| *n > 0)
+}
+
 /// An executor's handlers, as the [`Asker`] of its calls (log messages go to `tracing` only).
 #[derive(Clone, Default)]
 pub(crate) struct HandlerAsker {

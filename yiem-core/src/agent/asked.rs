@@ -32,7 +32,10 @@ use tokio_util::sync::CancellationToken;
 use super::approval::ResumeError;
 use super::saved::RunMismatch;
 use crate::call::{ToolCall, ToolResultMessage};
-use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel};
+use crate::elicit::question_key as key;
+use crate::elicit::{
+    Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel, question_number,
+};
 use crate::sample::{Sampling, SamplingAnswer};
 
 /// A question a tool's call asked that waits for an answer ([`RunStop::AwaitingAnswer`]); answer it
@@ -134,11 +137,6 @@ impl Answer {
     }
 }
 
-/// The key of a call's question `number` (counted from 1).
-pub(super) fn key(number: usize) -> String {
-    format!("question-{number}")
-}
-
 /// What a run keeps while calls of its batch wait for answers, and while they run again.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub(super) struct Asked {
@@ -164,14 +162,6 @@ struct Answered {
     message: String,
     schema: Value,
     answer: Answer,
-}
-
-/// The number of a question key (`question-3`: 3).
-fn number_of(key: &str) -> Option<usize> {
-    key.strip_prefix("question-")?
-        .parse()
-        .ok()
-        .filter(|n| *n > 0)
 }
 
 impl Asked {
@@ -208,7 +198,7 @@ impl Asked {
                 // Asked again where it had an answer (it asked otherwise this time): the answers from
                 // there on go.
                 Some(asking) => {
-                    let earlier = number_of(&question.key).map_or(0, |n| n - 1);
+                    let earlier = question_number(&question.key).map_or(0, |n| n - 1);
                     asking.answers.truncate(earlier);
                 }
                 None => self.calls.push(AskingCall {
