@@ -1383,17 +1383,14 @@ async fn elicit_through(
 ) -> Result<Value, ErrorData> {
     let (message, schema) = form_of(request)?;
     let answer = match ctx.elicit_with_schema(message, schema.clone()).await {
-        Ok(ElicitationAnswer::Accept(content)) => ElicitResult::new(ElicitationAction::Accept)
-            .with_content(Value::Object(with_defaults(content, &schema))),
-        Ok(ElicitationAnswer::Decline) => ElicitResult::new(ElicitationAction::Decline),
-        Ok(_) => ElicitResult::new(ElicitationAction::Cancel),
+        Ok(answer) => answer,
         // Nobody to ask where the call runs: declined, as a client without a handler does.
         Err(error) => {
             tracing::debug!(%error, "a server's question could not be asked through the call");
-            ElicitResult::new(ElicitationAction::Decline)
+            ElicitationAnswer::Decline
         }
     };
-    serde_json::to_value(answer).map_err(internal)
+    serde_json::to_value(elicit_result(answer, &schema)).map_err(internal)
 }
 
 /// A server's sampling request made as the waiting call's own ([`McpClientBuilder::ask_through_calls`]).
@@ -1402,19 +1399,12 @@ async fn sample_through(
     ctx: &ToolContext,
     params: CreateMessageRequestParams,
 ) -> Result<Value, ErrorData> {
-    let mut request = Sampling::prompt("", params.max_tokens);
-    request.messages = sampled_messages(&params);
-    request.system_prompt = params.system_prompt;
+    // The call's context names who asks (its store).
+    let request = sampling_of(String::new(), params);
     match ctx.sample(request).await {
-        Ok(SamplingAnswer::Text { text, model }) => serde_json::to_value(
-            CreateMessageResult::new(
-                SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
-                model,
-            )
-            .with_stop_reason(CreateMessageResult::STOP_REASON_END_TURN),
-        )
-        .map_err(internal),
-        Ok(SamplingAnswer::Refuse(reason)) => Err(ErrorData::new(ErrorCode(-1), reason, None)),
+        Ok(answer) => {
+            message_result(answer).and_then(|result| serde_json::to_value(result).map_err(internal))
+        }
         Err(error) => Err(ErrorData::new(ErrorCode(-1), error.to_string(), None)),
     }
 }
@@ -1477,12 +1467,18 @@ async fn answer_elicitation(
         message,
         schema: schema.clone(),
     };
-    Ok(match handler.elicit(question).await {
+    Ok(elicit_result(handler.elicit(question).await, &schema))
+}
+
+/// The elicitation result of `answer` to the form `schema`: an accepted answer's fields with the
+/// schema's defaults filled in where it leaves them out (SEP-1034).
+fn elicit_result(answer: ElicitationAnswer, schema: &Value) -> ElicitResult {
+    match answer {
         ElicitationAnswer::Accept(content) => ElicitResult::new(ElicitationAction::Accept)
-            .with_content(Value::Object(with_defaults(content, &schema))),
+            .with_content(Value::Object(with_defaults(content, schema))),
         ElicitationAnswer::Decline => ElicitResult::new(ElicitationAction::Decline),
-        ElicitationAnswer::Cancel => ElicitResult::new(ElicitationAction::Cancel),
-    })
+        _ => ElicitResult::new(ElicitationAction::Cancel),
+    }
 }
 
 /// The answer of `handler` to a server's sampling request (none: refused as not offered).
@@ -1499,14 +1495,24 @@ async fn answer_sampling(
             None,
         ));
     };
-    let messages = sampled_messages(&params);
-    let request = Sampling {
-        server: server.to_owned(),
-        messages,
+    message_result(handler.sample(sampling_of(server.to_owned(), params)).await)
+}
+
+/// A server's sampling request, as the [`Sampling`] a handler or a call answers, from `server`.
+#[allow(deprecated)]
+fn sampling_of(server: String, params: CreateMessageRequestParams) -> Sampling {
+    Sampling {
+        server,
+        messages: sampled_messages(&params),
         system_prompt: params.system_prompt,
         max_tokens: params.max_tokens,
-    };
-    match handler.sample(request).await {
+    }
+}
+
+/// The `sampling/createMessage` result of `answer`: the completion, or the refusal as an error.
+#[allow(deprecated)]
+fn message_result(answer: SamplingAnswer) -> Result<CreateMessageResult, ErrorData> {
+    match answer {
         SamplingAnswer::Text { text, model } => Ok(CreateMessageResult::new(
             SamplingMessage::new(Role::Assistant, SamplingMessageContentBlock::text(text)),
             model,
