@@ -311,33 +311,26 @@ impl McpHttpServer {
             .with_cancellation_token(end_streams.clone());
         // Each session (or, stateless, each request) gets its own handler: its own log level.
         let handler = move || Ok(server.for_request());
-        let mut held = None;
-        let checks = |sessions| {
-            Arc::new(Checks {
-                token,
-                max_body_bytes,
-                body_read_timeout,
-                max_connections,
-                sessions,
-            })
-        };
-        let service = match sessions {
-            None => Service::Stateless(StreamableHttpService::new(
-                handler,
-                Arc::new(NeverSessionManager::default()),
-                config,
-            )),
+        let (service, held) = match sessions {
+            None => {
+                let manager = Arc::new(NeverSessionManager::default());
+                let service = StreamableHttpService::new(handler, manager, config);
+                (Service::Stateless(service), None)
+            }
             Some(max) => {
                 let manager = Arc::new(LocalSessionManager::default());
-                held = Some((Arc::clone(&manager), max));
-                Service::Sessions(StreamableHttpService::new(
-                    handler,
-                    manager,
-                    config.with_legacy_session_mode(true),
-                ))
+                let config = config.with_legacy_session_mode(true);
+                let service = StreamableHttpService::new(handler, Arc::clone(&manager), config);
+                (Service::Sessions(service), Some((manager, max)))
             }
         };
-        let checks = checks(held);
+        let checks = Arc::new(Checks {
+            token,
+            max_body_bytes,
+            body_read_timeout,
+            max_connections,
+            sessions: held,
+        });
         let mut http1 = hyper::server::conn::http1::Builder::new();
         http1
             .timer(TokioTimer::new())
@@ -416,18 +409,10 @@ fn refuse(
             // the client would lose the answer.
             let body = Limited::new(request.into_body(), checks.max_body_bytes).collect();
             let _ = tokio::time::timeout(checks.body_read_timeout, body).await;
-            let mut response = json_rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                -32000,
-                &format!(
-                    "the server is serving {} connections, its limit; try again shortly",
-                    checks.max_connections
-                ),
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-            Ok::<_, Infallible>(response)
+            Ok::<_, Infallible>(busy(&format!(
+                "the server is serving {} connections, its limit; try again shortly",
+                checks.max_connections
+            )))
         }
     });
     let mut http1 = http1.clone();
@@ -554,18 +539,10 @@ impl Checks {
             // A new session: an `initialize` (a 2026-07-28 request has no session and passes).
             // Concurrent `initialize`s may pass together: the bound is the limit plus the connections
             // open.
-            let mut response = json_rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                -32000,
-                &format!(
-                    "the server holds {max} sessions, its limit; try again shortly, or end a session \
-                     you no longer use (HTTP DELETE with its Mcp-Session-Id)"
-                ),
-            );
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
-            return response;
+            return busy(&format!(
+                "the server holds {max} sessions, its limit; try again shortly, or end a session you \
+                 no longer use (HTTP DELETE with its Mcp-Session-Id)"
+            ));
         }
         let response = service
             .handle(Request::from_parts(parts, Full::new(body.clone())))
@@ -613,6 +590,15 @@ fn bearer_matches(request: &Request<Incoming>, expected: &str) -> bool {
     };
     scheme.eq_ignore_ascii_case("bearer")
         && bool::from(token.trim().as_bytes().ct_eq(expected.as_bytes()))
+}
+
+/// `503` with a JSON-RPC error (`-32000`) saying which limit was reached, and `Retry-After: 1`.
+fn busy(message: &str) -> HttpResponse {
+    let mut response = json_rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32000, message);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    response
 }
 
 /// A response carrying a JSON-RPC error with id `null` (the request was not read).
