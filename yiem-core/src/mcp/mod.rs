@@ -1070,7 +1070,7 @@ impl Rounds {
             return std::future::pending().await;
         }
         let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
-        let key = format!("question-{number}");
+        let key = crate::elicit::question_key(number);
         if let Some(answer) = self.answers.get(&key) {
             return (key, answer.clone());
         }
@@ -1232,21 +1232,23 @@ impl ClientAsker {
                 .and_then(|level| serde_json::from_value(level).ok());
             (None, None, Some(rounds), Level::Request(level))
         } else {
-            let cannot_ask = match server.cannot_ask {
-                Some(why) => Some(why.to_owned()),
-                None => (!context
-                    .peer
-                    .supported_elicitation_modes()
-                    .contains(&rmcp::service::ElicitationMode::Form))
-                .then(|| NO_ELICITATION.to_owned()),
-            };
-            let cannot_sample = match server.cannot_ask {
-                Some(why) => Some(why.to_owned()),
-                None => context
-                    .peer
-                    .peer_info()
-                    .is_none_or(|client| client.capabilities.sampling.is_none())
-                    .then(|| NO_SAMPLING.to_owned()),
+            // The transport decides first (the stateless HTTP server cannot carry an answer back),
+            // then what the client declared when it connected.
+            let (cannot_ask, cannot_sample) = match server.cannot_ask {
+                Some(why) => (Some(why.to_owned()), Some(why.to_owned())),
+                None => {
+                    let peer = &context.peer;
+                    let forms = peer
+                        .supported_elicitation_modes()
+                        .contains(&rmcp::service::ElicitationMode::Form);
+                    let samples = peer
+                        .peer_info()
+                        .is_some_and(|client| client.capabilities.sampling.is_some());
+                    (
+                        (!forms).then(|| NO_ELICITATION.to_owned()),
+                        (!samples).then(|| NO_SAMPLING.to_owned()),
+                    )
+                }
             };
             let level = Level::Connection(Arc::clone(&server.log_level));
             (cannot_ask, cannot_sample, None, level)
