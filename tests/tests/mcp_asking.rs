@@ -15,6 +15,7 @@ use yiem_tests::installed::python;
 const SERVER: &str = env!("CARGO_BIN_EXE_mcp-asking-server");
 
 /// How the Python client reaches the server.
+#[derive(Clone)]
 enum Transport {
     Stdio(Vec<&'static str>),
     Http(String),
@@ -164,14 +165,21 @@ async fn over_stdio_the_client_is_asked_and_an_approval_runs_the_tool() {
 
 #[tokio::test]
 async fn over_stdio_a_declined_approval_is_an_error_result_and_the_tool_does_not_run() {
-    for (answer, test) in [
-        (json!({"action": "decline"}), "stdio-decline"),
-        (json!({"action": "cancel"}), "stdio-cancel"),
-        (approve(false), "stdio-no"),
+    each_refusal_is_declined("stdio", Transport::Stdio(vec![]), |spec| spec).await;
+}
+
+/// Declines, cancels and answers no to `remove`'s approval over `transport`, with the client's spec
+/// shaped by `revision`: each is asked once, answered with the declined result, and the file stays.
+async fn each_refusal_is_declined(test: &str, transport: Transport, revision: fn(Value) -> Value) {
+    for (answer, how) in [
+        (json!({"action": "decline"}), "decline"),
+        (json!({"action": "cancel"}), "cancel"),
+        (approve(false), "no"),
     ] {
-        let file = victim(test);
-        let spec = json!({"answer": answer, "calls": remove_call(&file)});
-        let seen = python_client(spec, Transport::Stdio(vec![])).await;
+        let test = format!("{test}-{how}");
+        let file = victim(&test);
+        let spec = revision(json!({"answer": answer, "calls": remove_call(&file)}));
+        let seen = python_client(spec, transport.clone()).await;
         assert_eq!(
             seen["results"],
             json!([{"isError": true, "text": DECLINED}]),
@@ -280,21 +288,12 @@ async fn over_http_with_sessions_a_client_of_an_earlier_revision_is_asked_and_it
     assert_eq!(seen["results"][0]["isError"], false, "{seen}");
     assert_eq!(seen["questions"].as_array().unwrap().len(), 1);
     assert!(!file.exists());
-    for (answer, test) in [
-        (json!({"action": "decline"}), "http-sessions-decline"),
-        (json!({"action": "cancel"}), "http-sessions-cancel"),
-        (approve(false), "http-sessions-no"),
-    ] {
-        let file = victim(test);
-        let spec = json!({"answer": answer, "calls": remove_call(&file)});
-        let seen = python_client(spec, Transport::Http(server.url.clone())).await;
-        assert_eq!(
-            seen["results"],
-            json!([{"isError": true, "text": DECLINED}]),
-            "{test}"
-        );
-        assert!(file.exists(), "{test}: `remove` ran although declined");
-    }
+    each_refusal_is_declined(
+        "http-sessions",
+        Transport::Http(server.url.clone()),
+        |spec| spec,
+    )
+    .await;
     // Without the capability: refused, as over stdio.
     let file = victim("http-sessions-no-elicitation");
     let seen = python_client(
@@ -394,21 +393,7 @@ async fn a_client_of_2026_07_28_is_asked_by_input_required_over_stateless_http_a
 async fn a_client_of_2026_07_28_that_declines_or_cannot_answer_is_refused_and_the_tool_does_not_run()
  {
     let server = HttpServer::start(&[]).await;
-    for (answer, test) in [
-        (json!({"action": "decline"}), "modern-decline"),
-        (json!({"action": "cancel"}), "modern-cancel"),
-        (approve(false), "modern-no"),
-    ] {
-        let file = victim(test);
-        let spec = modern(json!({"answer": answer, "calls": remove_call(&file)}));
-        let seen = python_client(spec, Transport::Http(server.url.clone())).await;
-        assert_eq!(
-            seen["results"],
-            json!([{"isError": true, "text": DECLINED}]),
-            "{test}"
-        );
-        assert!(file.exists(), "{test}: `remove` ran although declined");
-    }
+    each_refusal_is_declined("modern", Transport::Http(server.url.clone()), modern).await;
     // Without the capability the call is refused as the revision says: `-32021`, not a result.
     let file = victim("modern-no-elicitation");
     let seen = python_client(
