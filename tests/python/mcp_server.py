@@ -4,7 +4,10 @@ error result), `wait` (never returns until cancelled; records the cancellation),
 mid-call), `pid` (the process's id, to tell restarts apart), `grow` (adds the tool `late` and sends
 `notifications/tools/list_changed`), `note` (a warning-level log message with control characters in it),
 `ask` (an elicitation whose schema has defaults; returns the content the client sent, as JSON),
-`summarize` (asks the client's model, by sampling, to summarize a text).
+`summarize` (asks the client's model, by sampling, to summarize a text), `grow_quietly` (adds `late` and
+tells nobody), `lists` (how many `tools/list` requests the server has answered).
+
+With `YIEM_TEST_LIST_TTL_MS` set, its `tools/list` answers say they stay fresh that long (`ttlMs`, SEP-2549).
 
     python tests/python/mcp_server.py stdio
     python tests/python/mcp_server.py http PORT
@@ -19,6 +22,7 @@ import anyio
 from pydantic import BaseModel
 
 from mcp import types
+from mcp.server.caching import CacheHint
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -26,8 +30,23 @@ from mcp.server.mcpserver.exceptions import ToolError
 # servers of the earlier revisions still send them.
 warnings.filterwarnings("ignore", message=".*deprecated as of 2026-07-28.*")
 
-server = MCPServer("python-tools")
+TTL = os.environ.get("YIEM_TEST_LIST_TTL_MS")
+server = MCPServer(
+    "python-tools",
+    cache_hints={"tools/list": CacheHint(ttl_ms=int(TTL))} if TTL else None,
+)
 CANCELLED = os.environ.get("YIEM_TEST_CANCELLED_FILE")
+LISTS = 0
+_list_tools = server.list_tools
+
+
+async def counted_list_tools():
+    global LISTS
+    LISTS += 1
+    return await _list_tools()
+
+
+server.list_tools = counted_list_tools
 
 
 class Sum(BaseModel):
@@ -91,6 +110,19 @@ async def grow(ctx: Context) -> str:
     server.add_tool(late, name="late")
     await ctx.session.send_tool_list_changed()
     return "added late"
+
+
+@server.tool()
+def grow_quietly() -> str:
+    """Adds the tool `late` without telling the client."""
+    server.add_tool(late, name="late")
+    return "added late quietly"
+
+
+@server.tool()
+def lists() -> str:
+    """How many `tools/list` requests the server has answered."""
+    return str(LISTS)
 
 
 @server.tool()

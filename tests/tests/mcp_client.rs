@@ -209,6 +209,8 @@ async fn a_python_server_over_stdio_lists_calls_reports_progress_and_errors() {
             "py_crash",
             "py_pid",
             "py_grow",
+            "py_grow_quietly",
+            "py_lists",
             "py_note",
             "py_ask",
             "py_summarize"
@@ -356,7 +358,7 @@ async fn two_servers_without_prefixes_that_clash_are_refused_with_the_name() {
     );
     assert_eq!(
         store.len(),
-        10,
+        12,
         "nothing of the second server was registered"
     );
 }
@@ -801,4 +803,197 @@ async fn without_a_sampling_handler_a_servers_request_is_refused() {
     client.register(&store).await.unwrap();
     let result = run_one(&store, "summarize", json!({"text": "the forecast"})).await;
     assert!(result.is_error(), "{}", result.text_content());
+}
+
+/// How many `tools/list` requests the Python server has answered, asked through `store`.
+async fn lists_answered(store: &ToolStore) -> u32 {
+    let answer = run_one(store, "lists", json!({})).await;
+    answer.text_content().parse().expect("a count")
+}
+
+#[tokio::test]
+async fn a_tool_list_the_server_says_is_fresh_is_reused_until_its_ttl_and_only_then_listed_again() {
+    let hour = 3_600_000.to_string();
+    let server = python_http_on(free_port(), &[("YIEM_TEST_LIST_TTL_MS", hour)]).await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    assert_eq!(lists_answered(&store).await, 1);
+    // Fresh for an hour: asking for the tools again does not ask the server.
+    let tools = client.tools().await.unwrap();
+    assert!(tools.iter().any(|tool| tool.name() == "add"));
+    assert_eq!(lists_answered(&store).await, 1, "the fresh list was reused");
+    // A change the server does not announce stays unseen while the list is fresh...
+    run_one(&store, "grow_quietly", json!({})).await;
+    assert_eq!(lists_answered(&store).await, 1);
+    assert!(store.get("late").is_none());
+    // ...and `refresh` always asks.
+    client.refresh().await.unwrap();
+    assert_eq!(lists_answered(&store).await, 2);
+    assert!(store.get("late").is_some(), "{:?}", store.names());
+}
+
+#[tokio::test]
+async fn a_stale_tool_list_is_listed_again_before_the_next_call_and_brings_an_unannounced_tool() {
+    let ttl = Duration::from_millis(50);
+    let server = python_http_on(
+        free_port(),
+        &[("YIEM_TEST_LIST_TTL_MS", ttl.as_millis().to_string())],
+    )
+    .await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    // Past the list's time to live (a sleep can only make it more stale, never fresh again).
+    tokio::time::sleep(ttl * 2).await;
+    // Listed again before this call (the second listing), which then adds `late` unannounced.
+    run_one(&store, "grow_quietly", json!({})).await;
+    assert!(store.get("late").is_none());
+    tokio::time::sleep(ttl * 2).await;
+    // Listed again before this call too: the third listing, which has `late`.
+    assert_eq!(lists_answered(&store).await, 3);
+    let late = run_one(&store, "late", json!({})).await;
+    assert_eq!(late.text_content(), "late, but here");
+}
+
+#[tokio::test]
+async fn a_tool_list_without_a_ttl_is_never_reused() {
+    let server = python_http().await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .unwrap();
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    client.tools().await.unwrap();
+    client.tools().await.unwrap();
+    assert_eq!(lists_answered(&store).await, 3, "each asked the server");
+    // No time to live: a call does not list again by itself.
+    assert_eq!(lists_answered(&store).await, 3);
+}
+
+/// A client of the Python server over stdio (the 2025-11-25 revision, whose questions are requests of
+/// their own, tied to no call) that passes the server's questions to the waiting call.
+async fn asking_through_calls() -> McpClient {
+    McpClient::command(
+        python().display().to_string(),
+        [python_server(), "stdio".into()],
+    )
+    .name("python-tools")
+    .ask_through_calls()
+    .connect()
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn an_earlier_servers_question_pauses_the_agent_whose_one_call_waits_and_the_answer_goes_back()
+ {
+    use yiem_core::{
+        Agent, AgentMessage, AgentSettings, ElicitationAnswer, RunStop, ScriptedModel,
+        ScriptedTurn, ToolResultMessage,
+    };
+    let client = asking_through_calls().await;
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("ask", json!({})),
+            ScriptedTurn::text("Done."),
+        ]))
+        .tools(store)
+        .build();
+    let outcome = agent.prompt("Who am I?").await;
+    let RunStop::AwaitingAnswer { questions } = &outcome.stop else {
+        panic!(
+            "the run pauses on the server's question: {:?}",
+            outcome.stop
+        );
+    };
+    assert_eq!(questions.len(), 1);
+    assert_eq!(questions[0].message, "Who are you?");
+    assert_eq!(questions[0].schema["properties"]["age"]["default"], 30);
+    let ada = json!({"name": "Ada"}).as_object().cloned().unwrap();
+    let outcome = agent
+        .answer(
+            &questions[0].call_id,
+            &questions[0].key,
+            ElicitationAnswer::Accept(ada),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    let results: Vec<&ToolResultMessage> = outcome
+        .messages
+        .iter()
+        .filter_map(|message| match message {
+            AgentMessage::ToolResult(result) => Some(result),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 1, "one result for the one call");
+    assert_eq!(
+        results[0].text_content(),
+        r#"{"action": "accept", "content": {"age": 30, "name": "Ada"}}"#,
+        "the call ran again and the server got the answer, its default filled in"
+    );
+}
+
+#[tokio::test]
+async fn an_earlier_servers_question_while_two_calls_wait_is_declined_as_it_names_neither() {
+    let client = asking_through_calls().await;
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    let answer = |_question: yiem_core::Elicitation| async {
+        let ada = json!({"name": "Ada"}).as_object().cloned().unwrap();
+        yiem_core::ElicitationAnswer::Accept(ada)
+    };
+    // Alone, the call's own handler answers.
+    let executor = ToolExecutor::new().with_elicitation(answer);
+    let alone = executor
+        .execute(&store, call("ask", json!({})), &CancellationToken::new())
+        .await;
+    assert_eq!(
+        alone.messages[0].text_content(),
+        r#"{"action": "accept", "content": {"age": 30, "name": "Ada"}}"#
+    );
+    // With `wait` running on the server (it reported so), the question could be either call's; each
+    // of the two could answer it.
+    let (waiting, updates) = recording_updates();
+    let waiting = waiting.with_elicitation(answer);
+    let stop = CancellationToken::new();
+    let running = {
+        let (store, stop) = (store.clone(), stop.clone());
+        tokio::spawn(async move {
+            waiting
+                .execute(&store, call("wait", json!({})), &stop)
+                .await
+        })
+    };
+    assert!(
+        wait_until(
+            || !updates.lock().unwrap().is_empty(),
+            Duration::from_secs(20)
+        )
+        .await,
+        "`wait` runs"
+    );
+    let both = executor
+        .execute(&store, call("ask", json!({})), &CancellationToken::new())
+        .await;
+    assert_eq!(
+        both.messages[0].text_content(),
+        r#"{"action": "decline", "content": null}"#
+    );
+    stop.cancel();
+    running.await.unwrap();
 }

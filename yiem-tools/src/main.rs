@@ -113,8 +113,9 @@ enum Command {
             default_value = "You are a helpful assistant with tools for files and the shell."
         )]
         system: String,
-        /// Add the tools of an MCP server started as this command line (split at spaces), e.g.
-        /// `--mcp 'npx -y @modelcontextprotocol/server-everything'`. Repeatable.
+        /// Add the tools of an MCP server started as this command line (split as a shell would:
+        /// quote a path with spaces), e.g. `--mcp 'npx -y @modelcontextprotocol/server-everything'`.
+        /// Repeatable.
         #[arg(long, value_name = "COMMAND ARGS")]
         mcp: Vec<String>,
         /// Add the tools of an MCP server at this streamable-HTTP URL. Repeatable. A server that asks

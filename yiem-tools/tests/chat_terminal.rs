@@ -618,3 +618,48 @@ fn a_remote_servers_question_is_answered_inline_a_field_at_a_time() {
         "asked first"
     );
 }
+
+#[test]
+fn an_earlier_revision_servers_question_over_stdio_is_answered_inline_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = tempfile::tempdir().unwrap();
+    let model = ModelServer::start(vec![
+        calls(
+            "call_1",
+            "local_write",
+            json!({"path": "note.txt", "content": "asked over stdio"}),
+        ),
+        says("Written."),
+    ]);
+    // `yiem mcp` over stdio speaks the 2025-11-25 revision with this client: its question is a request
+    // of its own, which names no call, and goes to the one call waiting.
+    let served_root = served.path().display().to_string();
+    let command = shlex::try_join([env!("CARGO_BIN_EXE_yiem"), "mcp", "--root", &served_root])
+        .expect("the command line can be quoted");
+    let terminal = Terminal::start(
+        "question-stdio",
+        &model,
+        dir.path(),
+        &[
+            "--mcp",
+            &command,
+            "--mcp-prefix",
+            "local_",
+            "--allow",
+            "local_write",
+        ],
+        &[],
+    );
+    terminal.line("write a note through the local server");
+    terminal.wait_text("[local_write asks: Allow the tool `write` to run with these arguments?");
+    terminal.wait_text("[a]nswer / [d]ecline:");
+    assert!(!served.path().join("note.txt").exists());
+    terminal.line("a");
+    terminal.wait_text("(approve: y / n):");
+    terminal.line("y");
+    terminal.wait_text("Written.");
+    assert_eq!(
+        std::fs::read_to_string(served.path().join("note.txt")).unwrap(),
+        "asked over stdio"
+    );
+}

@@ -32,6 +32,10 @@
 //!   starts it again (or reconnects), waiting a bounded, growing delay after repeated failures.
 //! - `notifications/tools/list_changed` from the server re-lists its tools into every store they were
 //!   registered in; [`McpClient::refresh`] does the same on demand.
+//! - A tool list the server says stays fresh for a time (`ttlMs`, SEP-2549; at most a day is believed)
+//!   is a cache: [`McpClient::tools`] reuses it until then, and the first call after that lists the
+//!   tools again first (into every store), so a change the server does not announce still reaches the
+//!   model. A list without a time (or 0) is never reused, and calls do not list again by themselves.
 //!
 //! Every wait on a server is bounded, and so is what it may list: see [`McpClientBuilder`].
 //!
@@ -48,15 +52,16 @@
 //!
 //! - Elicitation goes to the [`ElicitationHandler`] given to [`McpClientBuilder::elicitation`], with the
 //!   schema's defaults filled into the answer; sampling to the [`SamplingHandler`] given to
-//!   [`McpClientBuilder::sampling`]. Without a handler the capability is not declared and such
-//!   requests are declined or refused.
+//!   [`McpClientBuilder::sampling`]. With [`McpClientBuilder::ask_through_calls`] they are the waiting
+//!   call's own questions instead. Without either the capability is not declared and such requests
+//!   are declined or refused.
 //! - Log messages become `tracing` events (target `yiem_core::mcp::client`, the server named, the data
 //!   escaped).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::ErrorData;
 use rmcp::model::{
@@ -84,6 +89,7 @@ use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, Peer, ServiceExt};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::elicitation::with_defaults;
 #[cfg(feature = "mcp-oauth")]
@@ -300,10 +306,11 @@ impl McpClientBuilder {
     /// question, a sampling request its [`ToolContext::sample`](crate::ToolContext::sample) — so in an
     /// `Agent` without handlers the run pauses on it ([`RunStop::AwaitingAnswer`](crate::RunStop)) and
     /// the call is made again with the answer, and behind an `McpServer` it goes on to that server's
-    /// client. The client declares both capabilities. It works with servers of the 2026-07-28 revision,
-    /// which ask by answering the call `input_required`; an earlier server's request is not tied to a
-    /// call, and is declined. A handler given with [`elicitation`](Self::elicitation) or
-    /// [`sampling`](Self::sampling) answers instead.
+    /// client. The client declares both capabilities. A server of the 2026-07-28 revision asks by
+    /// answering the call `input_required`, so its question is the call's. A server of an earlier
+    /// revision asks by a request of its own, which names no call: it goes to the one call of this
+    /// client waiting for that server, and is declined while none or several wait. A handler given
+    /// with [`elicitation`](Self::elicitation) or [`sampling`](Self::sampling) answers instead.
     ///
     /// ```no_run
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -407,6 +414,9 @@ impl McpClientBuilder {
             routes: Arc::default(),
             stores: Mutex::new(Vec::new()),
             defer: AtomicBool::new(self.defer_loading),
+            listing: Mutex::new(None),
+            waiting: Mutex::new(Vec::new()),
+            calls: AtomicU64::new(0),
         });
         let connection = inner.open().await?;
         *inner.connection.lock().await = Some(connection);
@@ -444,6 +454,51 @@ struct Inner {
     stores: Mutex<Vec<(ToolStore, Vec<String>)>>,
     /// The server's tools are deferred in the stores they are registered in (see [`crate::catalog`]).
     defer: AtomicBool,
+    /// The last `tools/list`, while the server's `ttlMs` says it is fresh.
+    listing: Mutex<Option<Listing>>,
+    /// The calls waiting for the server: a question of an earlier revision's server, which is not tied
+    /// to a call, is the call's own when exactly one waits ([`McpClientBuilder::ask_through_calls`]).
+    waiting: Mutex<Vec<WaitingCall>>,
+    /// Numbers the waiting calls.
+    calls: AtomicU64,
+}
+
+/// A `tools/list` answer kept as a cache (SEP-2549).
+struct Listing {
+    tools: Vec<Tool>,
+    /// Until when the server said it is fresh (its `ttlMs`, at most a day); `None` once it is being
+    /// listed again, and for a server that gave no time (or 0), whose list is never reused.
+    fresh_until: Option<Instant>,
+}
+
+/// The longest a listing is taken as fresh, whatever the server says (as the official SDKs do).
+const MAX_LIST_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// A call waiting for the server's answer.
+struct WaitingCall {
+    number: u64,
+    ctx: ToolContext,
+    /// Cancelled when the call ends, so a question it was asked stops waiting for the person.
+    ended: CancellationToken,
+}
+
+/// A call's place among the waiting ones, given up when the call ends (or its future is dropped).
+struct Waits {
+    client: Arc<Inner>,
+    number: u64,
+}
+
+impl Drop for Waits {
+    fn drop(&mut self) {
+        let mut waiting = self
+            .client
+            .waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = waiting.iter().position(|call| call.number == self.number) {
+            waiting.remove(at).ended.cancel();
+        }
+    }
 }
 
 struct Connection {
@@ -484,6 +539,18 @@ struct Handler {
     ask_through_calls: bool,
 }
 
+impl Handler {
+    /// The call a question without a handler goes to ([`McpClientBuilder::ask_through_calls`]): a
+    /// request of an earlier revision's server names no call, so it is the one waiting call's, if
+    /// exactly one waits. (2026-07-28 servers ask in the call's own answer instead.)
+    fn through_call(&self, handled: bool) -> Option<(ToolContext, CancellationToken)> {
+        if !self.ask_through_calls || handled {
+            return None;
+        }
+        self.client.upgrade()?.only_waiting_call()
+    }
+}
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
@@ -507,6 +574,12 @@ impl ClientHandler for Handler {
         request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
+        if let Some((ctx, ended)) = self.through_call(self.elicitation.is_some()) {
+            return tokio::select! {
+                answer = elicit_through(&ctx, request) => answer,
+                () = ended.cancelled() => Ok(ElicitResult::new(ElicitationAction::Cancel)),
+            };
+        }
         answer_elicitation(self.elicitation.as_ref(), &self.server, request).await
     }
 
@@ -516,6 +589,16 @@ impl ClientHandler for Handler {
         params: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
+        if let Some((ctx, ended)) = self.through_call(self.sampling.is_some()) {
+            return tokio::select! {
+                answer = sample_through(&ctx, params) => answer,
+                () = ended.cancelled() => Err(ErrorData::new(
+                    ErrorCode(-1),
+                    "the call that was waiting for this ended",
+                    None,
+                )),
+            };
+        }
         answer_sampling(self.sampling.as_ref(), &self.server, params).await
     }
 
@@ -625,9 +708,20 @@ impl McpClient {
 
     /// Every tool the server lists (all pages), as tools that call it; an error if the server goes past a
     /// limit or lists two tools under one name.
+    ///
+    /// A list the server said stays fresh for a while (its `ttlMs`, SEP-2549) is reused until then
+    /// without asking again; [`refresh`](Self::refresh) always asks.
     pub async fn tools(&self) -> Result<Vec<AgentTool>, McpClientError> {
+        self.listed(true).await
+    }
+
+    /// The server's tools, from the last listing while it is fresh and `reuse` allows it.
+    async fn listed(&self, reuse: bool) -> Result<Vec<AgentTool>, McpClientError> {
         let peer = self.inner.peer().await?;
-        let listed = self.inner.list_all(&peer).await?;
+        let listed = match self.inner.fresh_listing().filter(|_| reuse) {
+            Some(tools) => tools,
+            None => self.inner.list_all(&peer).await?,
+        };
         let instructions = peer
             .peer_info()
             .and_then(|server| server.instructions.clone());
@@ -685,7 +779,7 @@ impl McpClient {
     /// Lists the server's tools again and updates every store they were registered in: new tools are
     /// added, gone ones removed, changed ones replaced.
     pub async fn refresh(&self) -> Result<(), McpClientError> {
-        let tools = self.tools().await?;
+        let tools = self.listed(false).await?;
         let mut stores = self.inner.lock_stores();
         for (store, ours) in stores.iter_mut() {
             for name in ours.iter() {
@@ -759,6 +853,8 @@ impl Inner {
 
     /// Starts the server (or opens the HTTP session) and completes the handshake.
     async fn open(self: &Arc<Self>) -> Result<Connection, McpClientError> {
+        // A new connection (a restarted server, say) lists anew.
+        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let connect_error = |detail: String| McpClientError::Connect {
             server: self.name.clone(),
             detail,
@@ -958,9 +1054,34 @@ impl Inner {
         }
     }
 
+    /// The last listing's tools, if the server said they are still fresh.
+    fn fresh_listing(&self) -> Option<Vec<Tool>> {
+        let listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let listing = listing.as_ref()?;
+        let fresh = listing.fresh_until? > Instant::now();
+        fresh.then(|| listing.tools.clone())
+    }
+
     /// Every page of the server's `tools/list`, within the limits: each page answered in time, at most
-    /// so many pages and tools, no schema nested too deep.
+    /// so many pages and tools, no schema nested too deep. Kept as the listing, fresh for the shortest
+    /// `ttlMs` of its pages.
     async fn list_all(&self, peer: &Peer<RoleClient>) -> Result<Vec<Tool>, McpClientError> {
+        let asked = Instant::now();
+        let (tools, ttl) = self.list_pages(peer).await?;
+        let fresh_until = (ttl > 0).then(|| asked + Duration::from_millis(ttl).min(MAX_LIST_TTL));
+        *self.listing.lock().unwrap_or_else(|p| p.into_inner()) = Some(Listing {
+            tools: tools.clone(),
+            fresh_until,
+        });
+        Ok(tools)
+    }
+
+    /// Every page of the server's `tools/list` (see [`list_all`](Self::list_all)), with the shortest
+    /// `ttlMs` of the pages (a page without one counts as 0).
+    async fn list_pages(
+        &self,
+        peer: &Peer<RoleClient>,
+    ) -> Result<(Vec<Tool>, u64), McpClientError> {
         let Limits {
             list_timeout,
             max_pages,
@@ -974,6 +1095,7 @@ impl Inner {
             detail,
         };
         let mut tools = Vec::new();
+        let mut ttl = u64::MAX;
         let mut cursor = None;
         for page in 1.. {
             if page > max_pages {
@@ -1056,12 +1178,13 @@ impl Inner {
                 }
             }
             tools.extend(listed.tools);
+            ttl = ttl.min(listed.ttl_ms.unwrap_or(0));
             match listed.next_cursor {
                 Some(next) => cursor = Some(next),
                 None => break,
             }
         }
-        Ok(tools)
+        Ok((tools, ttl))
     }
 
     fn request_error(&self, request: &str, error: impl std::fmt::Display) -> McpClientError {
@@ -1141,6 +1264,17 @@ impl Inner {
                 ));
             }
         };
+        // A listing past the time the server said it is fresh is renewed first, so the next request
+        // to the model sees what the server offers now.
+        if self.take_stale_listing() {
+            let client = McpClient {
+                inner: Arc::clone(&self),
+            };
+            if let Err(error) = client.refresh().await {
+                tracing::warn!(%error, "could not list the tools again after their `ttlMs`");
+            }
+        }
+        let _waits = self.ask_through_calls.then(|| self.waits(&ctx));
         // A call refused for authorization is retried once it has been obtained (once per call).
         let mut tries = Tries::default();
         loop {
@@ -1152,6 +1286,53 @@ impl Inner {
             if let Err(error) = self.get_through(&challenge, generation, &mut tries).await {
                 return AgentToolResult::error(format!("{error}; `{remote}` was not run"));
             }
+        }
+    }
+
+    /// Whether the last listing was fresh for a time the server gave, which is over; if so it is marked
+    /// as being listed again, so one caller lists it.
+    fn take_stale_listing(&self) -> bool {
+        let mut listing = self.listing.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(listing) = listing.as_mut() else {
+            return false;
+        };
+        match listing.fresh_until {
+            Some(until) if Instant::now() >= until => {
+                listing.fresh_until = None;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Counts `ctx`'s call among those waiting for the server until the returned guard drops.
+    fn waits(self: &Arc<Self>, ctx: &ToolContext) -> Waits {
+        let number = self.calls.fetch_add(1, Ordering::Relaxed);
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(WaitingCall {
+                number,
+                ctx: ctx.clone(),
+                ended: CancellationToken::new(),
+            });
+        Waits {
+            client: Arc::clone(self),
+            number,
+        }
+    }
+
+    /// The context of the one call waiting for the server, with its end; none when no call or several
+    /// wait, as a question of an earlier revision's server cannot say which call it is for.
+    fn only_waiting_call(&self) -> Option<(ToolContext, CancellationToken)> {
+        match self
+            .waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .as_slice()
+        {
+            [call] => Some((call.ctx.clone(), call.ended.clone())),
+            _ => None,
         }
     }
 
@@ -1334,16 +1515,17 @@ impl Inner {
             let answer = match request {
                 InputRequest::Elicitation(request) => match (&self.elicitation, through_call) {
                     (None, Some(ctx)) => elicit_through(ctx, request.params).await,
-                    _ => answer_elicitation(self.elicitation.as_ref(), &self.name, request.params)
-                        .await
-                        .and_then(|answer| serde_json::to_value(answer).map_err(internal)),
-                },
+                    _ => {
+                        answer_elicitation(self.elicitation.as_ref(), &self.name, request.params)
+                            .await
+                    }
+                }
+                .and_then(|answer| serde_json::to_value(answer).map_err(internal)),
                 InputRequest::CreateMessage(request) => match (&self.sampling, through_call) {
                     (None, Some(ctx)) => sample_through(ctx, request.params).await,
-                    _ => answer_sampling(self.sampling.as_ref(), &self.name, request.params)
-                        .await
-                        .and_then(|answer| serde_json::to_value(answer).map_err(internal)),
-                },
+                    _ => answer_sampling(self.sampling.as_ref(), &self.name, request.params).await,
+                }
+                .and_then(|answer| serde_json::to_value(answer).map_err(internal)),
                 _ => Err(ErrorData::invalid_params(
                     "this client offers no roots",
                     None,
@@ -1380,7 +1562,7 @@ fn form_of(request: ElicitRequestParams) -> Result<(String, Value), ErrorData> {
 async fn elicit_through(
     ctx: &ToolContext,
     request: ElicitRequestParams,
-) -> Result<Value, ErrorData> {
+) -> Result<ElicitResult, ErrorData> {
     let (message, schema) = form_of(request)?;
     let answer = match ctx.elicit_with_schema(message, schema.clone()).await {
         Ok(answer) => answer,
@@ -1390,7 +1572,7 @@ async fn elicit_through(
             ElicitationAnswer::Decline
         }
     };
-    serde_json::to_value(elicit_result(answer, &schema)).map_err(internal)
+    Ok(elicit_result(answer, &schema))
 }
 
 /// A server's sampling request made as the waiting call's own ([`McpClientBuilder::ask_through_calls`]).
@@ -1398,13 +1580,11 @@ async fn elicit_through(
 async fn sample_through(
     ctx: &ToolContext,
     params: CreateMessageRequestParams,
-) -> Result<Value, ErrorData> {
+) -> Result<CreateMessageResult, ErrorData> {
     // The call's context names who asks (its store).
     let request = sampling_of(String::new(), params);
     match ctx.sample(request).await {
-        Ok(answer) => {
-            message_result(answer).and_then(|result| serde_json::to_value(result).map_err(internal))
-        }
+        Ok(answer) => message_result(answer),
         Err(error) => Err(ErrorData::new(ErrorCode(-1), error.to_string(), None)),
     }
 }

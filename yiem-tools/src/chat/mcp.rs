@@ -26,16 +26,20 @@ impl McpServers {
     ) -> Result<(Vec<McpClient>, Vec<String>), Failure> {
         let mut builders = Vec::new();
         for line in &self.commands {
-            let mut words = line.split_whitespace();
+            let Some(words) = shlex::split(line) else {
+                return Err(bad_input(format!(
+                    "--mcp {}: a quote is not closed; quote a path with spaces as a shell would, \
+                     e.g. --mcp \"'/my tools/server' --flag\"",
+                    super::safe::line(line)
+                )));
+            };
+            let mut words = words.into_iter();
             let Some(program) = words.next() else {
                 return Err(bad_input(
                     "--mcp: give a command line, e.g. --mcp 'npx -y some-server'",
                 ));
             };
-            builders.push(McpClient::command(
-                program,
-                words.map(str::to_owned).collect::<Vec<_>>(),
-            ));
+            builders.push(McpClient::command(program, words.collect::<Vec<_>>()));
         }
         for url in &self.urls {
             let oauth = super::oauth::for_server(url).map_err(|error| {
