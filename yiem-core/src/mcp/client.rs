@@ -43,6 +43,11 @@
 //!
 //! - The client speaks the 2026-07-28 revision (`server/discover`, no session) to servers that offer it,
 //!   and the `initialize` handshake at 2025-11-25 to those that do not, decided at each connection.
+//! - Over stdio it speaks 2025-11-25 to every server. A local server's tools are commonly written
+//!   against that revision's requests to the client (the official Python SDK's `elicit_form` and
+//!   `create_message`), which a server of both revisions refuses to send to a 2026-07-28 client on
+//!   stdio ("no back-channel"), so those tools would fail; under 2025-11-25 they work, and yiem's own
+//!   server asks its questions either way.
 //! - A server that answers `401` or `403` is authorized with OAuth 2.1 when the client has an
 //!   `OAuth` configuration (`McpClientBuilder::oauth`, feature `mcp-oauth`, module `mcp::oauth`);
 //!   each request is retried at most once after an authorization and once after a step-up. Without one,
