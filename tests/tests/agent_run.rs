@@ -92,10 +92,7 @@ async fn an_endless_model_is_stopped_by_the_default_turn_limit_and_resumes_with_
     assert_valid(&agent.messages());
     assert!(!agent.is_running());
 
-    agent.set_limits(RunLimits {
-        max_turns: Some(53),
-        ..RunLimits::default()
-    });
+    agent.set_limits(RunLimits::default().with_max_turns(Some(53)));
     let more = agent
         .resume(Vec::<(String, Decision)>::new())
         .await
@@ -122,10 +119,7 @@ async fn a_saved_run_at_the_largest_turn_count_resumes_without_overflowing() {
         .tools(work_tools())
         .run(AgentRun::from_json(&saved.to_string()).unwrap())
         .build();
-    resumed.set_limits(RunLimits {
-        max_turns: None,
-        ..RunLimits::default()
-    });
+    resumed.set_limits(RunLimits::default().with_max_turns(None));
     let outcome = resumed
         .resume(Vec::<(String, Decision)>::new())
         .await
@@ -175,10 +169,7 @@ async fn a_usage_limit_stops_the_run_with_its_own_reason() {
     let agent = Agent::builder()
         .model(endless())
         .tools(work_tools())
-        .limits(RunLimits {
-            max_output_tokens: Some(3),
-            ..RunLimits::default()
-        })
+        .limits(RunLimits::default().with_max_output_tokens(Some(3)))
         .build();
     let outcome = agent.prompt("go").await;
     let RunStop::UsageLimit { usage, detail } = &outcome.stop else {
@@ -832,13 +823,7 @@ async fn the_step_machine_can_be_driven_by_hand() {
     assert_eq!(stop, RunStop::Finished);
     assert_eq!(steps, ["model", "tools", "model"]);
     assert_eq!(run.turns(), 2);
-    assert_eq!(
-        run.usage(),
-        Usage {
-            output_tokens: 2,
-            ..Usage::default()
-        }
-    );
+    assert_eq!(run.usage(), Usage::new(0, 2));
     assert_valid(run.messages());
 }
 
@@ -1066,10 +1051,7 @@ async fn what_a_step_appends_does_not_grow_with_the_conversation() {
     });
     let tools = work_tools();
     let mut run = AgentRun::new("system", Vec::new());
-    run.set_limits(RunLimits {
-        max_turns: Some(200),
-        ..RunLimits::default()
-    });
+    run.set_limits(RunLimits::default().with_max_turns(Some(200)));
     run.start(vec!["go".into()]);
     let mut saved = 0;
     let mut written = Vec::new();
@@ -1167,13 +1149,9 @@ async fn drive_by_hand(
         let step = run.next_step();
         match step.clone() {
             Step::CallModel => {
-                let request = ModelRequest {
-                    system_prompt: run.system_prompt().to_owned(),
-                    messages: run.messages().to_vec(),
-                    tools: tools.tool_list(),
-                    deferred: Default::default(),
-                    tool_choice: None,
-                };
+                let request =
+                    ModelRequest::new(run.system_prompt().to_owned(), run.messages().to_vec())
+                        .with_tools(tools.tool_list());
                 let mut assembler = yiem_core::MessageAssembler::new();
                 let mut stream = model.stream(request, CancellationToken::new());
                 while let Some(event) = stream.next().await {

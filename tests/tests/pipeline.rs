@@ -94,11 +94,11 @@ fn hooks() -> ToolHooks {
         })
         .after_tool_call(|ctx| async move {
             match ctx.call.name.as_str() {
-                "patched" => Some(ToolResultPatch {
-                    content: Some(vec![Content::text("[redacted]")]),
-                    details: Some(json!({"redacted": true})),
-                    ..ToolResultPatch::default()
-                }),
+                "patched" => Some(
+                    ToolResultPatch::default()
+                        .with_content(vec![Content::text("[redacted]")])
+                        .with_details(json!({"redacted": true})),
+                ),
                 "after_panics" => panic!("the after hook fell over"),
                 _ => None,
             }
@@ -583,15 +583,15 @@ async fn the_before_hook_sees_validated_arguments_and_the_assistant_message() {
             .push((ctx.call.id.clone(), (*ctx.args).clone(), text));
         async { None }
     });
-    let message = AssistantMessage {
-        content: vec![
+    let message = AssistantMessage::new(
+        vec![
             AssistantContent::Text {
                 text: "echoing".into(),
             },
             AssistantContent::ToolCall(ToolCall::new("h1", "echo", json!("{\"text\": \"hi\"}"))),
         ],
-        ..AssistantMessage::default()
-    };
+        Default::default(),
+    );
     let batch = ToolExecutor::new()
         .with_hooks(hooks)
         .execute_message(&store(), Arc::new(message), &CancellationToken::new())
@@ -625,10 +625,10 @@ async fn a_failing_before_hook_becomes_an_error_result() {
 #[tokio::test]
 async fn the_after_hook_may_flip_is_error_and_terminate() {
     let hooks = ToolHooks::new().after_tool_call(|ctx| async move {
-        ctx.is_error.then(|| ToolResultPatch {
-            is_error: Some(false),
-            terminate: Some(true),
-            ..Default::default()
+        ctx.is_error.then(|| {
+            ToolResultPatch::new()
+                .with_is_error(false)
+                .with_terminate(true)
         })
     });
     let batch = ToolExecutor::new()
@@ -920,10 +920,7 @@ fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
 #[test]
 fn a_result_message_is_written_flat_and_read_back_with_every_part() {
     let mut result = AgentToolResult::text("3 rows")
-        .with_usage(yiem_core::Usage {
-            output_tokens: 4,
-            ..Default::default()
-        })
+        .with_usage(yiem_core::Usage::new(0, 4))
         .with_added_tools(vec!["late".into()]);
     result.set_details(Value::Null);
     let message =

@@ -236,12 +236,9 @@ fn name_and_description_keys_override_the_fn_name_and_doc_comment() {
     assert_eq!(tool.description(), "Tell the caller its own call id.");
     assert_eq!(
         *tool.annotations(),
-        ToolAnnotations {
-            read_only: Some(true),
-            destructive: Some(false),
-            idempotent: None,
-            open_world: None
-        }
+        ToolAnnotations::new()
+            .with_read_only(true)
+            .with_destructive(false)
     );
 }
 
@@ -251,12 +248,9 @@ fn timeout_and_annotations_are_carried_over() {
     assert_eq!(tool.timeout(), Some(Duration::from_millis(5000)));
     assert_eq!(
         *tool.annotations(),
-        ToolAnnotations {
-            read_only: None,
-            destructive: None,
-            idempotent: Some(true),
-            open_world: Some(false)
-        }
+        ToolAnnotations::new()
+            .with_idempotent(true)
+            .with_open_world(false)
     );
 }
 

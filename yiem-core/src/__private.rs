@@ -113,6 +113,21 @@ impl ToolSpec {
     }
 }
 
+/// A `#[tool]`'s hints, as its attribute gives them.
+pub const fn annotations(
+    read_only: Option<bool>,
+    destructive: Option<bool>,
+    idempotent: Option<bool>,
+    open_world: Option<bool>,
+) -> ToolAnnotations {
+    ToolAnnotations {
+        read_only,
+        destructive,
+        idempotent,
+        open_world,
+    }
+}
+
 /// Whether `T`, which a tool asks the person for (`ctx.elicit::<T>`), is a form MCP can show: the reason
 /// it is not, naming the type and the field.
 pub fn question_fits<T: schemars::JsonSchema>() -> Result<(), String> {

@@ -22,6 +22,7 @@ use crate::result::AgentToolResult;
 /// assert_eq!(call.name, "get_weather");
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The id the model gave the call; its result refers back to it.
     pub id: String,
@@ -115,6 +116,7 @@ impl ToolCaller {
 /// assert_eq!(serde_json::to_value(&message).unwrap()["content"], json!([{"type": "text", "text": "hi"}]));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolResultMessage {
     /// The id of the call this answers.
     pub tool_call_id: String,

@@ -97,6 +97,7 @@ pub enum ToolProblem {
 /// Every problem [`check_tools`] or [`ToolStore::check`] found, in the order of the tools. Its `Display`
 /// lists them one per line.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ToolCheck {
     /// The problems, in the order of the tools.
     pub problems: Vec<ToolProblem>,

@@ -16,6 +16,7 @@ use crate::tool::AgentTool;
 
 /// What `before_tool_call` sees: the call, its prepared and validated arguments, and the tool.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct BeforeToolCallContext {
     /// The call as the model sent it.
     pub call: Arc<ToolCall>,
@@ -29,6 +30,7 @@ pub struct BeforeToolCallContext {
 
 /// Returned by `before_tool_call` to refuse a call; the reason is the error result the model sees.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Block {
     /// Why the call was refused, for the model.
     pub reason: String,
@@ -45,6 +47,7 @@ impl Block {
 
 /// What `after_tool_call` sees: everything `before_tool_call` saw, plus the result.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct AfterToolCallContext {
     /// The call as the model sent it.
     pub call: Arc<ToolCall>,
@@ -65,10 +68,11 @@ pub struct AfterToolCallContext {
 /// ```
 /// use yiem_core::{Content, ToolResultPatch};
 ///
-/// let redact = ToolResultPatch { content: Some(vec![Content::text("[redacted]")]), ..Default::default() };
+/// let redact = ToolResultPatch::default().with_content(vec![Content::text("[redacted]")]);
 /// assert!(redact.terminate.is_none());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ToolResultPatch {
     /// New content.
     pub content: Option<Vec<Content>>,
@@ -83,6 +87,46 @@ pub struct ToolResultPatch {
 }
 
 impl ToolResultPatch {
+    /// A patch that changes nothing yet.
+    pub fn new() -> Self {
+        ToolResultPatch::default()
+    }
+
+    /// Replaces the content the model reads.
+    #[must_use]
+    pub fn with_content(mut self, content: Vec<Content>) -> Self {
+        self.content = Some(content);
+        self
+    }
+
+    /// Replaces the details.
+    #[must_use]
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// Replaces the usage.
+    #[must_use]
+    pub fn with_usage(mut self, usage: Usage) -> Self {
+        self.usage = Some(usage);
+        self
+    }
+
+    /// Sets whether the run ends after this batch.
+    #[must_use]
+    pub fn with_terminate(mut self, terminate: bool) -> Self {
+        self.terminate = Some(terminate);
+        self
+    }
+
+    /// Sets whether the result is an error.
+    #[must_use]
+    pub fn with_is_error(mut self, is_error: bool) -> Self {
+        self.is_error = Some(is_error);
+        self
+    }
+
     /// Applies the patch.
     pub fn apply(self, mut result: AgentToolResult) -> AgentToolResult {
         if let Some(content) = self.content {
@@ -144,7 +188,7 @@ pub(crate) type AfterHook = Arc<
 ///     })
 ///     .after_tool_call(|ctx| async move {
 ///         let failed = ctx.is_error;
-///         Ok::<_, String>(failed.then(|| ToolResultPatch { terminate: Some(false), ..Default::default() }))
+///         Ok::<_, String>(failed.then(|| ToolResultPatch::default().with_terminate(false)))
 ///     });
 /// assert!(hooks.has_before() && hooks.has_after());
 /// ```

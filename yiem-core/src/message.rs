@@ -16,6 +16,7 @@ use crate::result::Usage;
 /// assert_eq!(message.text_content(), "what is in text.txt?");
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct UserMessage {
     /// What the user said.
     pub content: Vec<Content>,
@@ -113,6 +114,7 @@ pub enum AssistantContent {
 /// assert_eq!(message.text_content(), "let me look");
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct AssistantMessage {
     /// Text, thinking and tool-call blocks, in the order the model produced them.
     pub content: Vec<AssistantContent>,
@@ -137,6 +139,25 @@ impl AssistantMessage {
         AssistantMessage {
             content: vec![AssistantContent::Text { text: text.into() }],
             timestamp: now_millis(),
+            ..AssistantMessage::default()
+        }
+    }
+
+    /// A finished reply of `content` with `stop_reason`, not stamped (`timestamp` 0).
+    pub fn new(content: Vec<AssistantContent>, stop_reason: StopReason) -> Self {
+        AssistantMessage {
+            content,
+            stop_reason,
+            ..AssistantMessage::default()
+        }
+    }
+
+    /// A reply that failed with `error` (stop reason [`StopReason::Error`], no content). Not stamped
+    /// (`timestamp` 0), so a driver that replays makes the same message each time.
+    pub fn failed(error: impl Into<String>) -> Self {
+        AssistantMessage {
+            stop_reason: StopReason::Error,
+            error: Some(error.into()),
             ..AssistantMessage::default()
         }
     }

@@ -14,11 +14,12 @@ use crate::content::{Content, Contents};
 /// ```
 /// use yiem_core::Usage;
 ///
-/// let usage = Usage { input_tokens: 10, output_tokens: 5, ..Usage::default() };
+/// let usage = Usage::new(10, 5);
 /// assert_eq!(usage.total(), 15);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct Usage {
     /// Tokens read.
     pub input_tokens: u64,
@@ -31,6 +32,23 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// `input` tokens read and `output` tokens written, nothing cached.
+    pub fn new(input: u64, output: u64) -> Self {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            ..Usage::default()
+        }
+    }
+
+    /// With `read` input tokens read from the provider's prompt cache and `written` written to it.
+    #[must_use]
+    pub fn with_cache(mut self, read: u64, written: u64) -> Self {
+        self.cache_read_tokens = read;
+        self.cache_write_tokens = written;
+        self
+    }
+
     /// Input plus output tokens.
     pub fn total(&self) -> u64 {
         self.input_tokens.saturating_add(self.output_tokens)
@@ -57,7 +75,7 @@ impl Usage {
 ///
 /// let measured = AgentToolResult::text("3 rows")
 ///     .with_details(json!({"rows": 3}))
-///     .with_usage(Usage { input_tokens: 7, ..Usage::default() });
+///     .with_usage(Usage::new(7, 0));
 /// assert_eq!(measured.details()["rows"], 3);
 /// assert_eq!(measured.usage().map(|usage| usage.input_tokens), Some(7));
 ///
@@ -65,6 +83,7 @@ impl Usage {
 /// assert!(err.is_error);
 /// ```
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct AgentToolResult {
     /// What the model sees.
     pub content: Contents,
@@ -467,10 +486,7 @@ mod tests {
         let full = AgentToolResult::text("{\"n\":1}")
             .with_details(json!({"rows": 1}))
             .with_structured_content(json!({"n": 1}))
-            .with_usage(Usage {
-                input_tokens: 2,
-                ..Usage::default()
-            })
+            .with_usage(Usage::new(2, 0))
             .with_added_tools(vec!["late".into()])
             .with_terminate(true);
         let written = serde_json::to_value(&full).unwrap();

@@ -174,6 +174,7 @@ impl StateMap {
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}", self.text())]
+#[non_exhaustive]
 pub struct MissingState {
     /// The tool.
     pub tool: String,

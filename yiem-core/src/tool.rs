@@ -31,6 +31,7 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = AgentToolResult> + Send + 'sta
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ExecutionMode {
     /// Runs alone; a batch containing one sequential tool runs every call in order. The safe default.
     #[default]
@@ -54,10 +55,11 @@ impl fmt::Display for ExecutionMode {
 /// ```
 /// use yiem_core::ToolAnnotations;
 ///
-/// let hints = ToolAnnotations { read_only: Some(true), ..ToolAnnotations::default() };
-/// assert_eq!(hints.destructive, None);
+/// let hints = ToolAnnotations::new().with_read_only(true);
+/// assert_eq!((hints.read_only, hints.destructive), (Some(true), None));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ToolAnnotations {
     /// The tool does not change its environment.
     pub read_only: Option<bool>,
@@ -70,6 +72,44 @@ pub struct ToolAnnotations {
 }
 
 impl ToolAnnotations {
+    /// No hints (each unknown).
+    pub const fn new() -> ToolAnnotations {
+        ToolAnnotations {
+            read_only: None,
+            destructive: None,
+            idempotent: None,
+            open_world: None,
+        }
+    }
+
+    /// Whether the tool does not change its environment.
+    #[must_use]
+    pub const fn with_read_only(mut self, read_only: bool) -> Self {
+        self.read_only = Some(read_only);
+        self
+    }
+
+    /// Whether the tool may destroy or overwrite data.
+    #[must_use]
+    pub const fn with_destructive(mut self, destructive: bool) -> Self {
+        self.destructive = Some(destructive);
+        self
+    }
+
+    /// Whether calling the tool twice with the same arguments has no further effect.
+    #[must_use]
+    pub const fn with_idempotent(mut self, idempotent: bool) -> Self {
+        self.idempotent = Some(idempotent);
+        self
+    }
+
+    /// Whether the tool reaches an open world (the internet, other people).
+    #[must_use]
+    pub const fn with_open_world(mut self, open_world: bool) -> Self {
+        self.open_world = Some(open_world);
+        self
+    }
+
     /// A tool that only looks something up in the agent's own tools: read-only, idempotent, closed
     /// world, not destructive (`list_tools`, `search_tools`).
     pub(crate) const LOOKUP: ToolAnnotations = ToolAnnotations {
@@ -154,6 +194,7 @@ impl ToolNamespace {
 
 /// Where a tool was defined, for error messages such as a duplicate registration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub struct SourceLocation {
     /// The source file.
     pub file: &'static str,
@@ -643,6 +684,7 @@ impl AgentTool {
 /// Why a call could not be bound: its arguments do not fit, or user code panicked while binding.
 #[doc(hidden)]
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum Refusal {
     /// The arguments do not fit the tool. (Boxed, like the state below: a refusal is rare, and a small
     /// one keeps the `Result` every call passes along small.)

@@ -120,10 +120,7 @@ fn the_out_of_line_parts_cost_one_allocation_only_when_there() {
     let (count, plain) = allocations(|| AgentToolResult::text("x").with_details(json!(null)));
     assert_eq!(count, 1, "a null detail is no detail: only the text");
     assert!(plain.details().is_null());
-    let usage = Usage {
-        input_tokens: 3,
-        ..Usage::default()
-    };
+    let usage = Usage::new(3, 0);
     let (count, measured) = allocations(|| AgentToolResult::text("x").with_usage(usage));
     assert_eq!(
         count, 2,

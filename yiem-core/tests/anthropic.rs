@@ -19,11 +19,11 @@ use yiem_core::{
 fn model(server: &Server) -> AnthropicModel {
     let config = AnthropicConfig::new("sk-ant-test", "claude-test")
         .with_base_url(server.root())
-        .with_retry(RetryPolicy {
-            max_retries: 3,
-            initial_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(10),
-        });
+        .with_retry(RetryPolicy::new(
+            3,
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ));
     AnthropicModel::new(config).unwrap()
 }
 
@@ -32,13 +32,7 @@ fn endpoint(server: &Server) -> String {
 }
 
 fn request(text: &str) -> ModelRequest {
-    ModelRequest {
-        system_prompt: "You are terse.".into(),
-        messages: vec![UserMessage::text(text).into()],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new("You are terse.", vec![UserMessage::text(text).into()])
 }
 
 fn message_start(input_tokens: u64) -> String {
@@ -719,12 +713,7 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
         streamed.last(),
         Some(&done(
             StopReason::Stop,
-            yiem_core::Usage {
-                input_tokens: 12,
-                output_tokens: 3,
-                cache_read_tokens: 4096,
-                cache_write_tokens: 2048,
-            }
+            yiem_core::Usage::new(12, 3).with_cache(4096, 2048)
         ))
     );
     let body = &server.requests()[0].body;
@@ -1041,10 +1030,7 @@ async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
     let destructive = AgentTool::builder("delete_city")
         .description("Deletes a city.")
         .input_schema(json!({"type": "object", "properties": {}}))
-        .annotations(ToolAnnotations {
-            destructive: Some(true),
-            ..ToolAnnotations::default()
-        })
+        .annotations(ToolAnnotations::default().with_destructive(true))
         .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "gone" })
         .build()
         .unwrap();

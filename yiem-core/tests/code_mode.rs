@@ -115,10 +115,7 @@ fn store(dir: &Path) -> ToolStore {
                 .unwrap(),
         )
         .unwrap();
-    let destructive = ToolAnnotations {
-        destructive: Some(true),
-        ..ToolAnnotations::default()
-    };
+    let destructive = ToolAnnotations::default().with_destructive(true);
     store
         .register(
             AgentTool::builder("wipe")

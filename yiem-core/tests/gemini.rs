@@ -19,11 +19,11 @@ use yiem_core::{
 fn model(server: &Server) -> GeminiModel {
     let config = GeminiConfig::new("AIza-test", "gemini-test")
         .with_base_url(format!("{}/v1beta", server.root()))
-        .with_retry(RetryPolicy {
-            max_retries: 3,
-            initial_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(10),
-        });
+        .with_retry(RetryPolicy::new(
+            3,
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ));
     GeminiModel::new(config).unwrap()
 }
 
@@ -35,13 +35,7 @@ fn endpoint(server: &Server) -> String {
 }
 
 fn request(text: &str) -> ModelRequest {
-    ModelRequest {
-        system_prompt: "You are terse.".into(),
-        messages: vec![UserMessage::text(text).into()],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new("You are terse.", vec![UserMessage::text(text).into()])
 }
 
 /// One streamed `GenerateContentResponse`.

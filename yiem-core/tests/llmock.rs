@@ -96,11 +96,7 @@ impl Llmock {
 
     /// The four clients, pointed at this server, with quick retries.
     fn models(&self) -> Vec<Arc<dyn Model>> {
-        let retry = RetryPolicy {
-            max_retries: 2,
-            initial_delay: Duration::from_millis(1),
-            max_delay: Duration::from_secs(2),
-        };
+        let retry = RetryPolicy::new(2, Duration::from_millis(1), Duration::from_secs(2));
         vec![
             Arc::new(
                 OpenAiModel::new(
@@ -147,13 +143,7 @@ impl Drop for Llmock {
 }
 
 fn request(text: &str) -> ModelRequest {
-    ModelRequest {
-        system_prompt: "You are terse.".into(),
-        messages: vec![UserMessage::text(text).into()],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new("You are terse.", vec![UserMessage::text(text).into()])
 }
 
 async fn events(model: &dyn Model, request: ModelRequest) -> Vec<ModelEvent> {

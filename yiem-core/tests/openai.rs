@@ -42,11 +42,11 @@ impl OpenAiServer for Server {
     fn model_with(&self, edit: impl FnOnce(OpenAiConfig) -> OpenAiConfig) -> OpenAiModel {
         let config = OpenAiConfig::new(self.base_url(), "gpt-test")
             .with_api_key("sk-test")
-            .with_retry(RetryPolicy {
-                max_retries: 3,
-                initial_delay: Duration::from_millis(1),
-                max_delay: Duration::from_millis(10),
-            });
+            .with_retry(RetryPolicy::new(
+                3,
+                Duration::from_millis(1),
+                Duration::from_millis(10),
+            ));
         OpenAiModel::new(edit(config)).unwrap()
     }
 }
@@ -84,13 +84,7 @@ fn usage_chunk(prompt: u64, completion: u64, cached: u64) -> String {
 }
 
 fn request(text: &str) -> ModelRequest {
-    ModelRequest {
-        system_prompt: "You are terse.".into(),
-        messages: vec![UserMessage::text(text).into()],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new("You are terse.", vec![UserMessage::text(text).into()])
 }
 
 fn start() -> ModelEvent {
@@ -123,21 +117,12 @@ fn call_end(index: usize) -> ModelEvent {
 }
 
 fn usage(input: u64, output: u64, cached: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        cache_read_tokens: cached,
-        cache_write_tokens: 0,
-    }
+    Usage::new(input, output).with_cache(cached, 0)
 }
 
 /// A small retry policy whose waits are long: the test must cancel during them.
 fn slow_retries() -> RetryPolicy {
-    RetryPolicy {
-        max_retries: 3,
-        initial_delay: Duration::from_secs(600),
-        max_delay: Duration::from_secs(1200),
-    }
+    RetryPolicy::new(3, Duration::from_secs(600), Duration::from_secs(1200))
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -192,17 +177,15 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
     );
     reply.content.push(AssistantContent::ToolCall(call.clone()));
     reply.stop_reason = StopReason::ToolUse;
-    let request = ModelRequest {
-        system_prompt: "You report weather.".into(),
-        messages: vec![
+    let request = ModelRequest::new(
+        "You report weather.",
+        vec![
             UserMessage::text("Weather in Tokyo?").into(),
             reply.into(),
             ToolResultMessage::new(&call, AgentToolResult::text("Sunny, 22 °C")).into(),
         ],
-        tools: vec![weather_tool()].into(),
-        deferred: Default::default(),
-        tool_choice: None,
-    };
+    )
+    .with_tools(vec![weather_tool()].into());
     let model = server.model_with(|config| config.with_extra("temperature", json!(0)));
     assert_eq!(
         events(&model, request).await,
@@ -754,23 +737,19 @@ async fn a_stream_of_only_the_legacy_function_call_is_still_a_call() {
 async fn the_tool_result_request_sends_tool_calls_with_empty_text_content() {
     let server = Server::start(vec![ok_stream()]).await;
     let call = ToolCall::new("call_1", "get_weather", json!({"city": "Oslo"}));
-    let assistant = AssistantMessage {
-        content: vec![AssistantContent::ToolCall(call.clone())],
-        stop_reason: StopReason::ToolUse,
-        ..AssistantMessage::default()
-    };
+    let assistant = AssistantMessage::new(
+        vec![AssistantContent::ToolCall(call.clone())],
+        StopReason::ToolUse,
+    );
     let result = ToolResultMessage::new(&call, AgentToolResult::text("sunny"));
-    let request = ModelRequest {
-        system_prompt: String::new(),
-        messages: vec![
+    let request = ModelRequest::new(
+        String::new(),
+        vec![
             UserMessage::text("Weather in Oslo?").into(),
             assistant.into(),
             result.into(),
         ],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    };
+    );
     let _ = events(&server.model(), request).await;
     let sent = &server.requests()[0].body["messages"];
     // `null` is refused by strict servers (llama-cpp-python answers it with a 500); `""` is accepted by all.
@@ -983,11 +962,7 @@ async fn a_refused_connection_is_retried_then_reported() {
     let port = listener.local_addr().unwrap().port();
     drop(listener);
     let config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "gpt-test").with_retry(
-        RetryPolicy {
-            max_retries: 2,
-            initial_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(5),
-        },
+        RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(5)),
     );
     let model = OpenAiModel::new(config).unwrap();
     assert_eq!(
@@ -1357,17 +1332,14 @@ async fn a_reply_cut_mid_stream_is_not_sent_back_as_a_finished_message() {
     let cut = assemble(&first);
     assert_eq!(cut.stop_reason, StopReason::Error);
     assert_eq!(cut.text_content(), "LLMock says ");
-    let next = ModelRequest {
-        system_prompt: String::new(),
-        messages: vec![
+    let next = ModelRequest::new(
+        String::new(),
+        vec![
             UserMessage::text("hello").into(),
             cut.into(),
             UserMessage::text("again?").into(),
         ],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    };
+    );
     let _ = events(&model, next).await;
     assert_eq!(
         server.requests()[1].body["messages"],

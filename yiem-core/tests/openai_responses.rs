@@ -36,22 +36,16 @@ fn model_for(
     let config = OpenAiResponsesConfig::new("gpt-test")
         .with_base_url(format!("{}/v1", server.root()))
         .with_api_key("sk-test")
-        .with_retry(RetryPolicy {
-            max_retries: 2,
-            initial_delay: Duration::from_millis(1),
-            max_delay: Duration::from_millis(10),
-        });
+        .with_retry(RetryPolicy::new(
+            2,
+            Duration::from_millis(1),
+            Duration::from_millis(10),
+        ));
     OpenAiResponsesModel::new(edit(config)).unwrap()
 }
 
 fn request(text: &str) -> ModelRequest {
-    ModelRequest {
-        system_prompt: "You are terse.".into(),
-        messages: vec![UserMessage::text(text).into()],
-        tools: Default::default(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new("You are terse.", vec![UserMessage::text(text).into()])
 }
 
 /// A stream of events as OpenAI writes them: `event: <type>` and the JSON with `type` and a
@@ -189,12 +183,7 @@ fn call_delta(index: usize, arguments: &str) -> ModelEvent {
 }
 
 fn usage(input: u64, output: u64, cached: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        cache_read_tokens: cached,
-        cache_write_tokens: 0,
-    }
+    Usage::new(input, output).with_cache(cached, 0)
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -46,13 +46,11 @@ fn request() -> ModelRequest {
         .handler(|_ctx: ToolContext, _args: Value| async move { "noon" })
         .build()
         .unwrap();
-    ModelRequest {
-        system_prompt: "Use the tools.".into(),
-        messages: vec![UserMessage::text("Weather and time in Oslo?").into()],
-        tools: vec![weather_tool(), time].into(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new(
+        "Use the tools.",
+        vec![UserMessage::text("Weather and time in Oslo?").into()],
+    )
+    .with_tools(vec![weather_tool(), time].into())
 }
 
 /// The request bodies of every provider for `choice`.

@@ -68,24 +68,20 @@ fn outline() -> AgentTool {
 }
 
 fn request(choice: Option<ToolChoice>) -> ModelRequest {
-    ModelRequest {
-        system_prompt: "Use the tools.".into(),
-        messages: vec![UserMessage::text("Flights from Oslo to Tokyo?").into()],
-        tools: vec![flights(), outline()].into(),
-        deferred: Default::default(),
-        tool_choice: choice,
-    }
+    let mut request = ModelRequest::new(
+        "Use the tools.",
+        vec![UserMessage::text("Flights from Oslo to Tokyo?").into()],
+    )
+    .with_tools(vec![flights(), outline()].into());
+    request.tool_choice = choice;
+    request
 }
 
 const PROVIDERS: [&str; 4] = ["openai", "openai-responses", "anthropic", "gemini"];
 
 /// Each provider's model, configured with `configured` as its tool choice, at `base` (a root URL).
 fn models(base: &str, configured: &ToolChoice) -> [Box<dyn ModelBody>; 4] {
-    let retry = RetryPolicy {
-        max_retries: 0,
-        initial_delay: Duration::from_millis(1),
-        max_delay: Duration::from_millis(1),
-    };
+    let retry = RetryPolicy::new(0, Duration::from_millis(1), Duration::from_millis(1));
     [
         Box::new(
             OpenAiModel::new(
@@ -514,13 +510,11 @@ fn note() -> AgentTool {
 }
 
 fn grammar_request() -> ModelRequest {
-    ModelRequest {
-        system_prompt: "Use the tools.".into(),
-        messages: vec![UserMessage::text("Save Christmas Eve.").into()],
-        tools: vec![save_date(), note()].into(),
-        deferred: Default::default(),
-        tool_choice: None,
-    }
+    ModelRequest::new(
+        "Use the tools.",
+        vec![UserMessage::text("Save Christmas Eve.").into()],
+    )
+    .with_tools(vec![save_date(), note()].into())
 }
 
 #[test]

@@ -428,12 +428,7 @@ fn build(
             mode: #mode,
             needs_approval: #needs_approval,
             timeout_ms: #timeout,
-            annotations: #krate::ToolAnnotations {
-                read_only: #read_only,
-                destructive: #destructive,
-                idempotent: #idempotent,
-                open_world: #open_world,
-            },
+            annotations: #private::annotations(#read_only, #destructive, #idempotent, #open_world),
             prepare: #prepare,
             examples: &[#(#examples),*],
             strict: #strict,

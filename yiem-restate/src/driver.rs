@@ -220,11 +220,7 @@ impl Driver<'_, '_> {
         let reply = match step {
             Ok(Json(reply)) => reply,
             // The retries are used up: the run stops with the model's error, as in process.
-            Err(error) => AssistantMessage {
-                stop_reason: StopReason::Error,
-                error: Some(error.message().to_owned()),
-                ..AssistantMessage::default()
-            },
+            Err(error) => AssistantMessage::failed(error.message()),
         };
         self.observe(name, StepKind::Model { turn });
         run.model_replied(reply, |call| agent.needs_approval(&offered, call));
@@ -293,11 +289,7 @@ impl Driver<'_, '_> {
         if run.stopped().is_some() || !agent.has_next_turn_hook() {
             return Ok(false);
         }
-        let context = NextTurnContext {
-            message: assistant,
-            tool_results: results,
-            messages: run.messages().to_vec(),
-        };
+        let context = NextTurnContext::new(assistant, results, run.messages().to_vec());
         let Some(update) = agent.next_turn(&context) else {
             return Ok(false);
         };

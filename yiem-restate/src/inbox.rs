@@ -287,12 +287,7 @@ mod tests {
     use super::*;
 
     fn waiting(id: &str, tool: &str) -> PendingApproval {
-        PendingApproval {
-            call_id: id.into(),
-            tool_name: tool.into(),
-            arguments: json!({}),
-            reason: "asks".into(),
-        }
+        PendingApproval::new(id, tool, json!({}), "asks")
     }
 
     fn decided(id: &str, decision: Decision) -> CallDecision {

@@ -53,11 +53,13 @@ fn register_all_tools_finds_every_builtin() {
 fn labels_modes_and_hints_are_set_truthfully() {
     let (_dir, store) = empty_store();
     register_all_tools(&store).unwrap();
-    let hints = |read_only, destructive, idempotent, open_world| ToolAnnotations {
-        read_only,
-        destructive,
-        idempotent,
-        open_world,
+    let hints = |read_only, destructive, idempotent, open_world| {
+        let mut hints = ToolAnnotations::new();
+        hints.read_only = read_only;
+        hints.destructive = destructive;
+        hints.idempotent = idempotent;
+        hints.open_world = open_world;
+        hints
     };
     let expected = [
         (

@@ -17,13 +17,12 @@ fn request(store: &ToolStore) -> ModelRequest {
     let RequestTools {
         tools, deferred, ..
     } = RequestTools::of(store, &[]);
-    ModelRequest {
-        system_prompt: "You are a helpful assistant.".into(),
-        messages: vec![UserMessage::text("What's the weather like in Boston?").into()],
-        tools,
-        deferred,
-        ..ModelRequest::default()
-    }
+    ModelRequest::new(
+        "You are a helpful assistant.",
+        vec![UserMessage::text("What's the weather like in Boston?").into()],
+    )
+    .with_tools(tools)
+    .with_deferred(deferred)
 }
 
 fn main() {

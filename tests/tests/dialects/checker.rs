@@ -167,6 +167,7 @@ pub fn check(dialect: Dialect, definition: &Value) -> Vec<String> {
             );
             (definition.get("name"), definition.get("parameters"))
         }
+        other => panic!("the checker knows no documented constraints of {other:?}"),
     };
     let name = name.and_then(Value::as_str).unwrap_or_default();
     if !name_is_valid(dialect, name) {

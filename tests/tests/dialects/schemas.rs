@@ -12,6 +12,7 @@ pub fn dialect_schema(dialect: Dialect, definition: &Value) -> Option<Value> {
         Dialect::OpenAi | Dialect::OpenAiStrict => definition["function"].get("parameters"),
         Dialect::Anthropic => definition.get("input_schema"),
         Dialect::Gemini => definition.get("parameters"),
+        other => panic!("no schema place known for {other:?}"),
     }?;
     let mut schema = schema.clone();
     if dialect == Dialect::Gemini {

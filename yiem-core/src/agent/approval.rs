@@ -17,15 +17,16 @@ use crate::tool::AgentTool;
 /// use serde_json::json;
 /// use yiem_core::PendingApproval;
 ///
-/// let pending = PendingApproval {
-///     call_id: "call_1".into(),
-///     tool_name: "bash".into(),
-///     arguments: json!({"command": "rm -rf build"}),
-///     reason: "the tool `bash` needs approval before it runs".into(),
-/// };
+/// let pending = PendingApproval::new(
+///     "call_1",
+///     "bash",
+///     json!({"command": "rm -rf build"}),
+///     "the tool `bash` needs approval before it runs",
+/// );
 /// assert_eq!(serde_json::to_value(&pending).unwrap()["tool_name"], "bash");
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct PendingApproval {
     /// The id of the call, as the model gave it; decisions refer to it.
     pub call_id: String,
@@ -35,6 +36,23 @@ pub struct PendingApproval {
     pub arguments: Value,
     /// Why the call needs approval (from the tool or the policy).
     pub reason: String,
+}
+
+impl PendingApproval {
+    /// The call `call_id` of `tool_name` with `arguments`, waiting for a decision because of `reason`.
+    pub fn new(
+        call_id: impl Into<String>,
+        tool_name: impl Into<String>,
+        arguments: Value,
+        reason: impl Into<String>,
+    ) -> Self {
+        PendingApproval {
+            call_id: call_id.into(),
+            tool_name: tool_name.into(),
+            arguments,
+            reason: reason.into(),
+        }
+    }
 }
 
 /// The answer to one [`PendingApproval`].

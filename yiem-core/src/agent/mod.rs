@@ -66,6 +66,7 @@ use crate::tool::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct AgentContext {
     /// The system prompt.
     pub system_prompt: String,
@@ -77,6 +78,7 @@ pub struct AgentContext {
 
 /// What `prepare_next_turn` sees after a turn.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct NextTurnContext {
     /// The turn's assistant message.
     pub message: AssistantMessage,
@@ -86,8 +88,25 @@ pub struct NextTurnContext {
     pub messages: Vec<AgentMessage>,
 }
 
+impl NextTurnContext {
+    /// What a driver shows `prepare_next_turn` after the turn of `message`, whose calls gave
+    /// `tool_results`, in the conversation `messages`.
+    pub fn new(
+        message: AssistantMessage,
+        tool_results: Vec<ToolResultMessage>,
+        messages: Vec<AgentMessage>,
+    ) -> Self {
+        NextTurnContext {
+            message,
+            tool_results,
+            messages,
+        }
+    }
+}
+
 /// Changes `prepare_next_turn` makes before the next model call; `None` keeps a field as it is.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct TurnUpdate {
     /// A new system prompt.
     pub system_prompt: Option<String>,
@@ -100,6 +119,39 @@ pub struct TurnUpdate {
 }
 
 impl TurnUpdate {
+    /// An update that changes nothing yet.
+    pub fn new() -> Self {
+        TurnUpdate::default()
+    }
+
+    /// A new system prompt.
+    #[must_use]
+    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+
+    /// A new conversation (e.g. compacted).
+    #[must_use]
+    pub fn with_messages(mut self, messages: Vec<AgentMessage>) -> Self {
+        self.messages = Some(messages);
+        self
+    }
+
+    /// Another model from the next model call on.
+    #[must_use]
+    pub fn with_model(mut self, model: Arc<dyn Model>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Ends the run after this turn.
+    #[must_use]
+    pub fn stopping(mut self) -> Self {
+        self.stop = true;
+        self
+    }
+
     /// Applies the update to `run`, as every driver does: the system prompt, the conversation (refused,
     /// as by [`AgentRun::set_messages`], while calls wait or run) and the stop
     /// ([`RunStop::StoppedByHook`]). Gives back the model it names, for the driver to use from the next

@@ -94,6 +94,7 @@ impl Default for ArgumentChecking {
 
 /// One problem with a tool's arguments: where it is and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ArgumentProblem {
     /// A JSON Pointer to the offending value (`/items/2/qty`); empty for the arguments object itself.
     pub path: String,

@@ -58,6 +58,7 @@ pub(crate) use definition::ToolFacts;
 /// assert_eq!(Dialect::OpenAiStrict.to_string(), "OpenAI strict mode");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Dialect {
     /// MCP `tools/list` entries (`inputSchema`, JSON Schema 2020-12).
     Mcp,

@@ -46,6 +46,7 @@ const CODE_EXECUTION: &str = "code_execution_20250825";
 /// assert!(!format!("{config:?}").contains("sk-ant-test"));
 /// ```
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct AnthropicConfig {
     /// The base URL (default `https://api.anthropic.com`); requests go to `<base_url>/v1/messages` (a URL that
     /// already ends in `/messages` is used as it is).
@@ -228,7 +229,7 @@ impl AnthropicConfig {
     ///
     /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5").with_prompt_cache(PromptCache::OneHour);
     /// let model = AnthropicModel::new(config).unwrap();
-    /// let body = model.request_body(&ModelRequest { system_prompt: "Be brief.".into(), ..ModelRequest::default() }).unwrap();
+    /// let body = model.request_body(&ModelRequest::new("Be brief.", Vec::new())).unwrap();
     /// assert_eq!(body["system"], serde_json::json!([
     ///     {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
     /// ]));
@@ -262,7 +263,7 @@ impl AnthropicConfig {
     /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
     ///     .with_programmatic_calling(ProgrammaticCalling::new());
     /// let model = AnthropicModel::new(config).unwrap();
-    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let request = ModelRequest::new(String::new(), Vec::new()).with_tools(vec![lookup()].into());
     /// let body = model.request_body(&request).unwrap();
     /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "code_execution_20250825"]));
     /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20250825", "name": "code_execution"}));
@@ -312,11 +313,7 @@ impl AnthropicConfig {
 ///
 /// let model = AnthropicModel::new(AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")).unwrap();
 /// assert_eq!(model.endpoint(), "https://api.anthropic.com/v1/messages");
-/// let body = model.request_body(&ModelRequest {
-///     system_prompt: "Be brief.".into(),
-///     messages: vec![UserMessage::text("hi").into()],
-///     ..Default::default()
-/// }).unwrap();
+/// let body = model.request_body(&ModelRequest::new("Be brief.", vec![UserMessage::text("hi").into()])).unwrap();
 /// assert_eq!(body["system"], "Be brief.");
 /// assert_eq!(body["max_tokens"], 4096);
 /// assert_eq!(body["stream"], true);
@@ -888,10 +885,7 @@ mod tests {
         };
         let done = |stop_reason| ModelEvent::Done {
             stop_reason,
-            usage: Usage {
-                output_tokens: 3,
-                ..Usage::default()
-            },
+            usage: Usage::new(0, 3),
         };
         assert_eq!(with("end_turn"), vec![done(StopReason::Stop)]);
         assert_eq!(with("stop_sequence"), vec![done(StopReason::Stop)]);

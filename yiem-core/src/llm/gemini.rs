@@ -35,6 +35,7 @@ pub(crate) const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.
 /// assert!(!format!("{config:?}").contains("AIza-test"));
 /// ```
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct GeminiConfig {
     /// The base URL (default `https://generativelanguage.googleapis.com/v1beta`); requests go to
     /// `<base_url>/models/<model>:streamGenerateContent?alt=sse`.
@@ -262,12 +263,11 @@ impl ResponseParser {
         }
         if let Some(usage) = response.get("usageMetadata") {
             let number = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-            self.usage = Usage {
-                input_tokens: number("promptTokenCount"),
-                output_tokens: number("candidatesTokenCount") + number("thoughtsTokenCount"),
-                cache_read_tokens: number("cachedContentTokenCount"),
-                cache_write_tokens: 0,
-            };
+            self.usage = Usage::new(
+                number("promptTokenCount"),
+                number("candidatesTokenCount") + number("thoughtsTokenCount"),
+            )
+            .with_cache(number("cachedContentTokenCount"), 0);
         }
         let candidate = response
             .get("candidates")

@@ -105,6 +105,7 @@ pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.
 #[derive(Clone, Debug, Default)]
+#[non_exhaustive]
 pub struct ModelRequest {
     /// The system prompt.
     pub system_prompt: String,
@@ -125,6 +126,36 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
+    /// A request with `system_prompt` and the conversation `messages`, no tools.
+    pub fn new(system_prompt: impl Into<String>, messages: Vec<AgentMessage>) -> Self {
+        ModelRequest {
+            system_prompt: system_prompt.into(),
+            messages,
+            ..ModelRequest::default()
+        }
+    }
+
+    /// The tools the model may call.
+    #[must_use]
+    pub fn with_tools(mut self, tools: ToolList) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Every deferred tool (see [`deferred`](Self::deferred)).
+    #[must_use]
+    pub fn with_deferred(mut self, deferred: ToolList) -> Self {
+        self.deferred = deferred;
+        self
+    }
+
+    /// Which of the tools the model may or must call in this request.
+    #[must_use]
+    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.tool_choice = Some(choice);
+        self
+    }
+
     /// The tool choice in force: the request's own, else `configured` (the provider configuration's).
     #[cfg_attr(
         not(any(

@@ -69,6 +69,7 @@ pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 /// assert_eq!(from_env.api_key.as_deref(), Some("sk-test"));
 /// ```
 #[derive(Clone, PartialEq)]
+#[non_exhaustive]
 pub struct OpenAiConfig {
     /// The base URL; requests go to `<base_url>/chat/completions` (a URL that already ends in
     /// `/chat/completions` is used as it is).
@@ -214,11 +215,7 @@ impl OpenAiConfig {
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// // YIEM_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... YIEM_MODEL=gpt-4o-mini
 /// let model = OpenAiModel::from_env().expect("configured");
-/// let request = ModelRequest {
-///     system_prompt: "Answer in one word.".into(),
-///     messages: vec![UserMessage::text("Capital of Japan?").into()],
-///     ..Default::default()
-/// };
+/// let request = ModelRequest::new("Answer in one word.", vec![UserMessage::text("Capital of Japan?").into()]);
 /// let mut assembler = MessageAssembler::new();
 /// let mut events = model.stream(request, CancellationToken::new());
 /// while let Some(event) = events.next().await {
@@ -285,10 +282,7 @@ impl OpenAiModel {
     ///     .with_format(|system: &str, messages: &[AgentMessage]| -> Vec<Value> {
     ///         to_openai_messages(system, &messages[messages.len().saturating_sub(10)..])
     ///     });
-    /// let request = ModelRequest {
-    ///     messages: (0..12).map(|i| UserMessage::text(i.to_string()).into()).collect(),
-    ///     ..ModelRequest::default()
-    /// };
+    /// let request = ModelRequest::new(String::new(), (0..12).map(|i| UserMessage::text(i.to_string()).into()).collect());
     /// assert_eq!(model.request_body(&request).unwrap()["messages"][0]["content"], "2");
     /// ```
     pub fn with_format(mut self, format: impl MessageFormat + 'static) -> Self {
@@ -313,11 +307,7 @@ impl OpenAiModel {
     /// use yiem_core::{ModelRequest, OpenAiConfig, OpenAiModel, UserMessage};
     ///
     /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")).unwrap();
-    /// let body = model.request_body(&ModelRequest {
-    ///     system_prompt: "Be brief.".into(),
-    ///     messages: vec![UserMessage::text("hi").into()],
-    ///     ..Default::default()
-    /// }).unwrap();
+    /// let body = model.request_body(&ModelRequest::new("Be brief.", vec![UserMessage::text("hi").into()])).unwrap();
     /// assert_eq!(body, json!({
     ///     "model": "llama3.2",
     ///     "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],

@@ -340,16 +340,18 @@ fn parsed_arguments(arguments: Value) -> Value {
 /// tokens from `prompt_tokens_details.cached_tokens` (OpenAI, vLLM) or `prompt_cache_hit_tokens` (DeepSeek).
 pub(crate) fn usage_from_openai(usage: &Value) -> Usage {
     let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
-    Usage {
-        input_tokens: count(usage.get("prompt_tokens")),
-        output_tokens: count(usage.get("completion_tokens")),
-        cache_read_tokens: count(
+    Usage::new(
+        count(usage.get("prompt_tokens")),
+        count(usage.get("completion_tokens")),
+    )
+    .with_cache(
+        count(
             usage
                 .pointer("/prompt_tokens_details/cached_tokens")
                 .or_else(|| usage.get("prompt_cache_hit_tokens")),
         ),
-        cache_write_tokens: 0,
-    }
+        0,
+    )
 }
 
 /// Reads the tool calls out of an assistant message in OpenAI's wire shapes, as the seeds do: a
@@ -648,12 +650,7 @@ mod tests {
         assert_eq!(
             usage_from_openai(&json!({"prompt_tokens": 100, "completion_tokens": 5,
                 "prompt_tokens_details": {"cached_tokens": 64}})),
-            Usage {
-                input_tokens: 100,
-                output_tokens: 5,
-                cache_read_tokens: 64,
-                cache_write_tokens: 0
-            }
+            Usage::new(100, 5).with_cache(64, 0)
         );
         assert_eq!(
             usage_from_openai(&json!({"prompt_tokens": 9, "prompt_cache_hit_tokens": 3}))

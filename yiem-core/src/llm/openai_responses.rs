@@ -240,7 +240,7 @@ impl OpenAiResponsesConfig {
     /// let config = OpenAiResponsesConfig::new("gpt-5.5")
     ///     .with_programmatic_calling(ProgrammaticCalling::new());
     /// let model = OpenAiResponsesModel::new(config).unwrap();
-    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let request = ModelRequest::new(String::new(), Vec::new()).with_tools(vec![lookup()].into());
     /// let body = model.request_body(&request).unwrap();
     /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "programmatic"]));
     /// assert_eq!(body["tools"][1], serde_json::json!({"type": "programmatic_tool_calling"}));
@@ -310,11 +310,7 @@ impl OpenAiResponsesConfig {
 ///
 /// let model = OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt-5-mini")).unwrap();
 /// assert_eq!(model.endpoint(), "https://api.openai.com/v1/responses");
-/// let body = model.request_body(&ModelRequest {
-///     system_prompt: "Be brief.".into(),
-///     messages: vec![UserMessage::text("hi").into()],
-///     ..Default::default()
-/// }).unwrap();
+/// let body = model.request_body(&ModelRequest::new("Be brief.", vec![UserMessage::text("hi").into()])).unwrap();
 /// assert_eq!(body, serde_json::json!({
 ///     "model": "gpt-5-mini",
 ///     "instructions": "Be brief.",
@@ -1132,11 +1128,7 @@ mod tests {
             incomplete("max_output_tokens"),
             vec![ModelEvent::Done {
                 stop_reason: StopReason::Length,
-                usage: Usage {
-                    input_tokens: 5,
-                    output_tokens: 7,
-                    ..Usage::default()
-                }
+                usage: Usage::new(5, 7)
             }]
         );
         assert_eq!(

@@ -17,11 +17,12 @@ use std::time::Duration;
 /// use std::time::Duration;
 /// use yiem_core::RetryPolicy;
 ///
-/// let policy = RetryPolicy { max_retries: 5, ..RetryPolicy::default() };
+/// let policy = RetryPolicy::default().with_max_retries(5);
 /// assert_eq!(policy.initial_delay, Duration::from_millis(500));
 /// assert_eq!(RetryPolicy::none().max_retries, 0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries after the first attempt (default 3, so at most 4 attempts).
     pub max_retries: u32,
@@ -33,15 +34,28 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy {
-            max_retries: 3,
-            initial_delay: Duration::from_millis(500),
-            max_delay: Duration::from_secs(30),
-        }
+        RetryPolicy::new(3, Duration::from_millis(500), Duration::from_secs(30))
     }
 }
 
 impl RetryPolicy {
+    /// At most `max_retries` retries, waiting `initial_delay` before the first and doubling (with
+    /// jitter) up to `max_delay`.
+    pub fn new(max_retries: u32, initial_delay: Duration, max_delay: Duration) -> Self {
+        RetryPolicy {
+            max_retries,
+            initial_delay,
+            max_delay,
+        }
+    }
+
+    /// At most `max_retries` retries, waiting as before.
+    #[must_use]
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
     /// No retries: the first failure is final.
     pub fn none() -> Self {
         RetryPolicy {
@@ -119,11 +133,7 @@ mod tests {
 
     #[test]
     fn backoff_doubles_and_is_capped_with_jitter() {
-        let policy = RetryPolicy {
-            max_retries: 10,
-            initial_delay: Duration::from_millis(100),
-            max_delay: Duration::from_millis(350),
-        };
+        let policy = RetryPolicy::new(10, Duration::from_millis(100), Duration::from_millis(350));
         for _ in 0..50 {
             let first = policy.backoff(1);
             assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));

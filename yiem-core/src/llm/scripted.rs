@@ -24,6 +24,7 @@ use crate::result::Usage;
 /// assert_eq!(turn.tool_calls.len(), 1);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
 pub struct ScriptedTurn {
     /// Reasoning to stream first.
     pub thinking: Option<String>,
@@ -222,11 +223,7 @@ impl ScriptedModel {
                 .sum::<usize>();
         events.push(ModelEvent::Done {
             stop_reason,
-            usage: Usage {
-                input_tokens: 0,
-                output_tokens: output.div_ceil(4) as u64,
-                ..Usage::default()
-            },
+            usage: Usage::new(0, output.div_ceil(4) as u64),
         });
         events
     }

@@ -37,11 +37,7 @@ use serde_json::{Value, json};
 /// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")
 ///     .with_tool_choice(ToolChoice::Tool("get_weather".into()));
 /// let model = OpenAiModel::new(config).unwrap();
-/// let body = model.request_body(&ModelRequest {
-///     messages: vec![UserMessage::text("Weather in Oslo?").into()],
-///     tools: vec![weather()].into(),
-///     ..ModelRequest::default()
-/// }).unwrap();
+/// let body = model.request_body(&ModelRequest::new(String::new(), vec![UserMessage::text("Weather in Oslo?").into()]).with_tools(vec![weather()].into())).unwrap();
 /// assert_eq!(body["tool_choice"], serde_json::json!({"type": "function", "function": {"name": "get_weather"}}));
 /// # }
 /// ```

@@ -341,11 +341,7 @@ pub fn last_error(events: &[ModelEvent]) -> &str {
 
 /// Usage with only the input and output counts.
 pub fn usage(input: u64, output: u64) -> Usage {
-    Usage {
-        input_tokens: input,
-        output_tokens: output,
-        ..Usage::default()
-    }
+    Usage::new(input, output)
 }
 
 /// The `Done` event.

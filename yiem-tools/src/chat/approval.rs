@@ -189,9 +189,10 @@ mod tests {
     fn tool(name: &str, read_only: Option<bool>) -> AgentTool {
         AgentTool::builder(name)
             .description("A tool.")
-            .annotations(ToolAnnotations {
-                read_only,
-                ..ToolAnnotations::default()
+            .annotations({
+                let mut hints = ToolAnnotations::new();
+                hints.read_only = read_only;
+                hints
             })
             .handler(|_ctx, _args| async { yiem_core::AgentToolResult::text("ok") })
             .build()
