@@ -21,10 +21,9 @@ pub use crate::tool::ErasedHandler;
 pub use crate::tool::SchemaCell;
 
 use crate::args::ArgumentCache;
-use crate::dialect::DialectCache;
 use crate::tool::{
-    AgentTool, ExecutionMode, ProviderOptions, SchemaSource, SourceLocation, ToolAnnotations,
-    ToolInner, title_case,
+    AgentTool, ExecutionMode, PrepareFn, ProviderOptions, SchemaSource, SourceLocation,
+    ToolAnnotations, ToolDefinition, title_case,
 };
 
 /// What `#[tool]` knows about a tool at compile time.
@@ -63,53 +62,51 @@ impl ToolSpec {
             Some(label) => Cow::Borrowed(label),
             None => Cow::Owned(title_case(self.name)),
         };
-        AgentTool {
-            inner: Arc::new(ToolInner {
-                name: Cow::Borrowed(self.name),
-                label,
-                description: Cow::Borrowed(self.description),
-                input_schema: SchemaSource::Lazy {
-                    cell: input,
-                    make: args.schema(),
-                },
-                output_schema: SchemaSource::Lazy {
-                    cell: output,
-                    make: result.schema(),
-                },
-                needs: handler.required_state().into(),
-                handler: Box::new(handler),
-                prepare_arguments: self
-                    .prepare
-                    .map(|prepare| Box::new(prepare) as Box<dyn Fn(Value) -> Value + Send + Sync>),
-                mode: self.mode,
-                timeout: self.timeout_ms.map(Duration::from_millis),
-                annotations: self.annotations,
-                needs_approval: self.needs_approval,
-                options: ProviderOptions {
-                    // Each parsed at compile time by `#[tool]`; one that somehow does not is kept as
-                    // text, for the examples check to refuse.
-                    examples: self
-                        .examples
-                        .iter()
-                        .map(|text| {
-                            serde_json::from_str(text).unwrap_or_else(|_| Value::from(*text))
-                        })
-                        .collect(),
-                    strict: self.strict,
-                    eager_input_streaming: self.eager_input_streaming,
-                    defer_loading: self.defer_loading,
-                    free_text: self.free_text,
-                    namespace: None,
-                },
-                source: SourceLocation {
-                    file: self.file,
-                    line: self.line,
-                },
-                questions: self.questions,
-                arguments: ArgumentCache::default(),
-                dialects: DialectCache::default(),
-            }),
-        }
+        let definition = ToolDefinition {
+            name: Cow::Borrowed(self.name),
+            label,
+            description: Cow::Borrowed(self.description),
+            input_schema: SchemaSource::Lazy {
+                cell: input,
+                make: args.schema(),
+            },
+            output_schema: SchemaSource::Lazy {
+                cell: output,
+                make: result.schema(),
+            },
+            mode: self.mode,
+            timeout: self.timeout_ms.map(Duration::from_millis),
+            annotations: self.annotations,
+            needs_approval: self.needs_approval,
+            options: ProviderOptions {
+                // Each parsed at compile time by `#[tool]`; one that somehow does not is kept as
+                // text, for the examples check to refuse.
+                examples: self
+                    .examples
+                    .iter()
+                    .map(|text| serde_json::from_str(text).unwrap_or_else(|_| Value::from(*text)))
+                    .collect(),
+                strict: self.strict,
+                eager_input_streaming: self.eager_input_streaming,
+                defer_loading: self.defer_loading,
+                free_text: self.free_text,
+                namespace: None,
+            },
+            source: SourceLocation {
+                file: self.file,
+                line: self.line,
+            },
+            questions: self.questions,
+        };
+        let prepare = self
+            .prepare
+            .map(|prepare| Box::new(prepare) as Box<PrepareFn>);
+        AgentTool::from_parts(
+            definition,
+            Box::new(handler),
+            prepare,
+            ArgumentCache::default(),
+        )
     }
 }
 

@@ -285,28 +285,36 @@ pub trait ErasedHandler: Send + Sync + 'static {
     }
 }
 
-type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
+pub(crate) type PrepareFn = dyn Fn(Value) -> Value + Send + Sync;
 
-pub(crate) struct ToolInner {
+/// What a tool is, apart from the code that runs it: fixed once the tool is built, whichever way it was
+/// defined (`#[tool]` or [`AgentTool::builder`]).
+pub(crate) struct ToolDefinition {
     pub(crate) name: Cow<'static, str>,
     pub(crate) label: Cow<'static, str>,
     pub(crate) description: Cow<'static, str>,
     pub(crate) input_schema: SchemaSource,
     pub(crate) output_schema: SchemaSource,
-    pub(crate) handler: Box<dyn ErasedHandler>,
-    pub(crate) prepare_arguments: Option<Box<PrepareFn>>,
     pub(crate) mode: ExecutionMode,
     pub(crate) timeout: Option<Duration>,
     pub(crate) annotations: ToolAnnotations,
     pub(crate) needs_approval: bool,
     pub(crate) options: ProviderOptions,
     pub(crate) source: SourceLocation,
-    pub(crate) arguments: ArgumentCache,
-    pub(crate) dialects: DialectCache<Value>,
-    /// The state types a call needs from its store (see [`State`](crate::State)).
-    pub(crate) needs: Box<[StateKey]>,
     /// The checks of the types the tool asks the person for (`#[tool]`'s `ctx.elicit::<T>` calls).
     pub(crate) questions: &'static [fn() -> Result<(), String>],
+}
+
+/// A tool: its definition, the code that runs a call, and what is worked out from the definition once
+/// and kept (the argument checker, each dialect's definition).
+pub(crate) struct ToolInner {
+    pub(crate) definition: ToolDefinition,
+    pub(crate) handler: Box<dyn ErasedHandler>,
+    pub(crate) prepare_arguments: Option<Box<PrepareFn>>,
+    /// The state types a call needs from its store (see [`State`](crate::State)), from the handler.
+    pub(crate) needs: Box<[StateKey]>,
+    pub(crate) arguments: ArgumentCache,
+    pub(crate) dialects: DialectCache<Value>,
 }
 
 /// A tool the model can call.
@@ -346,6 +354,26 @@ pub struct AgentTool {
 }
 
 impl AgentTool {
+    /// The one way a tool is made, from `#[tool]` and from [`AgentTool::builder`] alike: its definition,
+    /// the handler that runs its calls, the step that prepares its arguments, and its argument checker.
+    pub(crate) fn from_parts(
+        definition: ToolDefinition,
+        handler: Box<dyn ErasedHandler>,
+        prepare_arguments: Option<Box<PrepareFn>>,
+        arguments: ArgumentCache,
+    ) -> AgentTool {
+        AgentTool {
+            inner: Arc::new(ToolInner {
+                definition,
+                needs: handler.required_state().into(),
+                handler,
+                prepare_arguments,
+                arguments,
+                dialects: DialectCache::default(),
+            }),
+        }
+    }
+
     /// Starts a tool defined at run time (from configuration, another process or an MCP server). Its
     /// arguments are checked against the JSON Schema you give it: with the `schema-validation` feature
     /// against all of it, without it the top level (unknown properties, `required`, each property's `type`).
@@ -370,23 +398,23 @@ impl AgentTool {
 
     /// The name the model calls the tool by.
     pub fn name(&self) -> &str {
-        &self.inner.name
+        &self.inner.definition.name
     }
 
     /// The human-readable name.
     pub fn label(&self) -> &str {
-        &self.inner.label
+        &self.inner.definition.label
     }
 
     /// What the tool does, for the model.
     pub fn description(&self) -> &str {
-        &self.inner.description
+        &self.inner.definition.description
     }
 
     /// The canonical JSON Schema (2020-12) of the arguments, computed once per tool.
     pub fn input_schema(&self) -> &Value {
         static EMPTY: OnceLock<Value> = OnceLock::new();
-        match self.inner.input_schema.get() {
+        match self.inner.definition.input_schema.get() {
             Some(schema) => schema,
             None => EMPTY.get_or_init(|| serde_json::json!({"type": "object", "properties": {}})),
         }
@@ -394,34 +422,34 @@ impl AgentTool {
 
     /// The JSON Schema of the structured output, for tools that return [`Json<T>`](crate::Json).
     pub fn output_schema(&self) -> Option<&Value> {
-        self.inner.output_schema.get()
+        self.inner.definition.output_schema.get()
     }
 
     /// Whether the tool may run concurrently with others.
     pub fn execution_mode(&self) -> ExecutionMode {
-        self.inner.mode
+        self.inner.definition.mode
     }
 
     /// The tool's own time limit, if it has one.
     pub fn timeout(&self) -> Option<Duration> {
-        self.inner.timeout
+        self.inner.definition.timeout
     }
 
     /// Whether a call waits for a person's approval before an agent runs it (see
     /// [`ApprovalPolicy`](crate::ApprovalPolicy)).
     pub fn needs_approval(&self) -> bool {
-        self.inner.needs_approval
+        self.inner.definition.needs_approval
     }
 
     /// The MCP behaviour hints.
     pub fn annotations(&self) -> &ToolAnnotations {
-        &self.inner.annotations
+        &self.inner.definition.annotations
     }
 
     /// The options of the tool's definition that only some providers read: examples of good arguments,
     /// strict mode, eager input streaming.
     pub fn provider_options(&self) -> &ProviderOptions {
-        &self.inner.options
+        &self.inner.definition.options
     }
 
     /// Checks each of the tool's [examples](ProviderOptions::examples) against its input schema (the
@@ -442,7 +470,7 @@ impl AgentTool {
     /// assert!(tool.check_examples().is_ok());
     /// ```
     pub fn check_examples(&self) -> Result<(), (usize, ArgumentError)> {
-        for (index, example) in self.inner.options.examples.iter().enumerate() {
+        for (index, example) in self.inner.definition.options.examples.iter().enumerate() {
             let refused = self
                 .with_argument_check(ArgumentChecking::Full, |check| {
                     (!example.is_object() || !check.is_valid(example))
@@ -458,7 +486,7 @@ impl AgentTool {
 
     /// Where the tool was defined.
     pub fn source(&self) -> SourceLocation {
-        self.inner.source
+        self.inner.definition.source
     }
 
     /// The state types the tool takes as [`State<T>`](crate::State): a store must hold each before it
@@ -523,7 +551,7 @@ impl AgentTool {
     pub fn definition(&self, dialect: Dialect) -> Result<&Value, DialectError> {
         self.inner.dialects.get_or_init(dialect, || {
             let hints = self.annotations();
-            let options = &self.inner.options;
+            let options = &self.inner.definition.options;
             let facts = ToolFacts {
                 examples: &options.examples,
                 strict: options.strict,
@@ -541,7 +569,10 @@ impl AgentTool {
                     ("openWorldHint", hints.open_world),
                 ],
                 needs_approval: self.needs_approval(),
-                schemas_as_written: matches!(self.inner.input_schema, SchemaSource::Ready(_)),
+                schemas_as_written: matches!(
+                    self.inner.definition.input_schema,
+                    SchemaSource::Ready(_)
+                ),
             };
             definition::definition(&facts, dialect)
         })
@@ -596,7 +627,7 @@ impl AgentTool {
         &self,
         raw: &'a Value,
     ) -> Result<Cow<'a, Value>, ArgumentError> {
-        let args = args::normalize(&self.inner.name, raw)?;
+        let args = args::normalize(&self.inner.definition.name, raw)?;
         Ok(match &self.inner.prepare_arguments {
             Some(prepare) => Cow::Owned(prepare(args.into_owned())),
             None => args,
@@ -618,7 +649,7 @@ impl AgentTool {
     ) -> R {
         let schema = || self.input_schema();
         f(&ArgumentCheck {
-            tool: &self.inner.name,
+            tool: &self.inner.definition.name,
             schema: &schema,
             cache: &self.inner.arguments,
             checking,
@@ -657,12 +688,19 @@ impl AgentTool {
     /// Whether every type the tool asks the person for (`ctx.elicit::<T>` in a `#[tool]` body) is a form
     /// MCP can show; the first that is not, with why.
     pub(crate) fn check_questions(&self) -> Result<(), String> {
-        self.inner.questions.iter().try_for_each(|fits| fits())
+        self.inner
+            .definition
+            .questions
+            .iter()
+            .try_for_each(|fits| fits())
     }
 
     /// Whether the tool's input is text in a grammar's language.
     fn has_grammar(&self) -> bool {
-        matches!(self.inner.options.free_text, Some(TextFormat::Grammar(_)))
+        matches!(
+            self.inner.definition.options.free_text,
+            Some(TextFormat::Grammar(_))
+        )
     }
 
     /// Refuses arguments whose text is not in the language of the tool's grammar (as far as yiem checks
@@ -670,6 +708,7 @@ impl AgentTool {
     fn grammar_mismatch(&self, args: &Value) -> Result<(), ArgumentError> {
         match self
             .inner
+            .definition
             .options
             .free_text
             .as_ref()
@@ -714,10 +753,10 @@ impl fmt::Display for Refusal {
 impl fmt::Debug for AgentTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AgentTool")
-            .field("name", &self.inner.name)
-            .field("label", &self.inner.label)
-            .field("mode", &self.inner.mode)
-            .field("source", &self.inner.source)
+            .field("name", &self.inner.definition.name)
+            .field("label", &self.inner.definition.label)
+            .field("mode", &self.inner.definition.mode)
+            .field("source", &self.inner.definition.source)
             .finish_non_exhaustive()
     }
 }
@@ -1045,27 +1084,26 @@ impl ToolBuilder {
         #[cfg(not(feature = "schema-validation"))]
         let arguments = ArgumentCache::default();
         let label = self.label.unwrap_or_else(|| title_case(&name));
-        let tool = AgentTool {
-            inner: Arc::new(ToolInner {
-                label: label.into(),
-                description: description.into(),
-                input_schema: SchemaSource::Ready(Some(schema)),
-                output_schema: SchemaSource::Ready(self.output_schema),
-                handler: Box::new(SchemaHandler { handler }),
-                prepare_arguments: self.prepare_arguments,
-                mode: self.mode,
-                timeout: self.timeout,
-                annotations: self.annotations,
-                needs_approval: self.needs_approval,
-                options: self.options,
-                source: self.source,
-                arguments,
-                dialects: DialectCache::default(),
-                needs: Box::default(),
-                questions: &[],
-                name: name.into(),
-            }),
+        let definition = ToolDefinition {
+            label: label.into(),
+            description: description.into(),
+            input_schema: SchemaSource::Ready(Some(schema)),
+            output_schema: SchemaSource::Ready(self.output_schema),
+            mode: self.mode,
+            timeout: self.timeout,
+            annotations: self.annotations,
+            needs_approval: self.needs_approval,
+            options: self.options,
+            source: self.source,
+            questions: &[],
+            name: name.into(),
         };
+        let tool = AgentTool::from_parts(
+            definition,
+            Box::new(SchemaHandler { handler }),
+            self.prepare_arguments,
+            arguments,
+        );
         if let Err((index, error)) = tool.check_examples() {
             return Err(ToolDefinitionError::InvalidExample {
                 name: tool.name().to_owned(),
@@ -1073,7 +1111,7 @@ impl ToolBuilder {
                 detail: error.to_string(),
             });
         }
-        if tool.inner.options.strict
+        if tool.inner.definition.options.strict
             && let Err(error) = tool.definition(Dialect::OpenAiStrict)
         {
             return Err(ToolDefinitionError::NotStrict {
