@@ -9,6 +9,12 @@ use serde_json::Value;
 use crate::content::Content;
 use crate::result::AgentToolResult;
 
+/// The name of code mode's tool, whose results may carry a paused program.
+pub(crate) const RUN_CODE: &str = "run_code";
+
+/// The member of a `run_code` result's details that holds a paused program.
+pub(crate) const PAUSE_KEY: &str = "code_mode_paused";
+
 /// One tool call requested by the model.
 ///
 /// `arguments` is what the model sent: usually a JSON object, sometimes a JSON string that holds one

@@ -18,7 +18,6 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::asked::AskedQuestions;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
@@ -26,6 +25,7 @@ use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
 use crate::order::Order;
 use crate::pipeline::{Call, CallEnv, CallJournal};
+use crate::questions::{AskedQuestions, STOPPED_AT_QUESTION};
 use crate::registry::ToolStore;
 use crate::sample::SamplingHandler;
 
@@ -56,9 +56,6 @@ pub struct ToolCallBatch {
     /// Whether the loop should stop: true only when the batch is not empty and every result asks to.
     pub terminate: bool,
 }
-
-/// The member of a result's details that marks a call stopped at a question.
-pub(crate) const STOPPED_AT_QUESTION: &str = "stopped_at_question";
 
 impl ToolCallBatch {
     /// Whether a call of the batch stopped at a question that had no answer yet (on an executor made by

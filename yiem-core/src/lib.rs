@@ -124,7 +124,8 @@
 //! ## How the crate is laid out
 //!
 //! One concept per module; a call's whole path is in `pipeline`, and no module imports one that imports it
-//! back.
+//! back (the modules below are listed roughly from the bottom up: each uses only modules above it in its
+//! layer or below).
 //!
 //! | module | owns |
 //! |---|---|
@@ -133,8 +134,8 @@
 //! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
 //! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
-//! | `catalog` | large catalogs: deferred tools, the lists a request carries ([`catalog::RequestTools`]), the local tool search ([`catalog::ToolSearch`], [`catalog::Ranker`]) and the policy ([`catalog::defer_when_large`]) |
-//! | `registry` | [`ToolStore`] (tools and state), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once) |
+//! | `registry` | [`ToolStore`] (tools and state, which of them are deferred), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once), the lists a request carries ([`catalog::RequestTools`]) |
+//! | `catalog` | large catalogs: deferring tools, the local tool search ([`catalog::ToolSearch`], [`catalog::Ranker`]) and the policy ([`catalog::defer_when_large`]) |
 //! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); [`CallJournal`] for drivers that replay |
 //! | `executor` | [`ToolExecutor`]: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
 //! | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
@@ -143,6 +144,8 @@
 //! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
 //! | `telemetry` | the OpenTelemetry GenAI spans (`invoke_agent`, `chat`, `execute_tool`) as `tracing` spans, and whether they record content; (feature `otel`) `otel`: the bridge to OpenTelemetry, trace context, metrics, OTLP export |
 //! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
+//! | `questions` | the questions a batch's calls stop at when nobody can answer at once: [`PendingQuestion`], [`AskedQuestions`] (used by the executor and the agent) |
+//! | `approval` | [`ApprovalPolicy`], [`PendingApproval`], [`Decision`] (used by the agent and code mode) |
 //! | `elicit` | asking the person behind a call: [`Elicitation`], [`ElicitationAnswer`], [`ElicitationHandler`], [`ElicitError`], [`LogLevel`] |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
 //! | `check` | [`check_tools`](fn@check_tools), [`check_tools!`](macro@check_tools), [`ToolStore::check`]: what a provider would refuse, found in your tests |
@@ -196,6 +199,7 @@ mod feature_table {
 }
 
 mod agent;
+mod approval;
 mod args;
 mod call;
 pub mod catalog;
@@ -221,6 +225,7 @@ mod order;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod pipeline;
+mod questions;
 mod registry;
 mod result;
 mod sample;

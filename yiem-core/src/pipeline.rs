@@ -1113,7 +1113,7 @@ fn stopped_at_question(name: &str) -> AgentToolResult {
     AgentToolResult::error(format!(
         "tool `{name}` stopped at a question for the user; it runs again from the start once answered"
     ))
-    .with_details(serde_json::json!({ crate::executor::STOPPED_AT_QUESTION: true }))
+    .with_details(serde_json::json!({ crate::questions::STOPPED_AT_QUESTION: true }))
 }
 
 async fn sleep_or_never(limit: Option<Duration>) {
@@ -1155,7 +1155,7 @@ pub(crate) fn unknown_tool(store: &ToolStore, name: &str) -> String {
         text.push_str(&format!(", and {} more", shown.len() - LISTED_TOOLS));
     }
     if !deferred.is_empty() {
-        let how = if store.contains(crate::catalog::SEARCH_TOOLS) {
+        let how = if store.contains(crate::registry::SEARCH_TOOLS) {
             format!("find them with `{}`", crate::catalog::SEARCH_TOOLS)
         } else {
             "they are not listed".to_owned()

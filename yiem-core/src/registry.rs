@@ -10,7 +10,6 @@ use indexmap::IndexMap;
 use serde_json::{Value, json};
 
 use crate::args::ArgumentChecking;
-use crate::catalog::RequestTools;
 use crate::context::ToolContext;
 use crate::dialect::{Dialect, DialectCache, DialectError, definition};
 use crate::state::{MissingState, StateMap, ToolState};
@@ -127,10 +126,10 @@ impl Tools {
         self.version.send_modify(|version| *version += 1);
     }
 
-    /// Defers the tool called `name` (never [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS), which is how
+    /// Defers the tool called `name` (never [`SEARCH_TOOLS`](SEARCH_TOOLS), which is how
     /// deferred tools are found); whether it was not deferred before.
     fn defer(&mut self, name: &str) -> bool {
-        name != crate::catalog::SEARCH_TOOLS && self.deferred.insert(name.to_owned())
+        name != SEARCH_TOOLS && self.deferred.insert(name.to_owned())
     }
 
     fn list(&self) -> &ToolList {
@@ -567,7 +566,7 @@ impl ToolStore {
     }
 
     /// Defers the registered tools among `names` (see [`catalog`](crate::catalog)); names the store does
-    /// not have, and [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS), are left alone. Returns how many
+    /// not have, and [`SEARCH_TOOLS`](SEARCH_TOOLS), are left alone. Returns how many
     /// tools became deferred.
     pub fn defer_loading<S: AsRef<str>>(&self, names: impl IntoIterator<Item = S>) -> usize {
         let mut tools = self.write();
@@ -868,5 +867,81 @@ macro_rules! link_tools {
 impl std::fmt::Debug for ToolRegistration {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolRegistration").finish_non_exhaustive()
+    }
+}
+
+/// The name of the local tool-search tool ([`ToolSearch::tool`](crate::catalog::ToolSearch::tool)); a
+/// store never defers it.
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+/// The tool lists of one model request.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RequestTools {
+    /// What every provider sends as its tools: the tools that are not deferred, in registration order,
+    /// then the loaded deferred ones, in the order they were loaded.
+    pub tools: ToolList,
+    /// Every deferred tool, found or not, in registration order: a provider with its own tool search
+    /// sends them all with `defer_loading: true`, always the same list (and leaves them and
+    /// [`SEARCH_TOOLS`] out of `tools`: its own search and its `tool_reference`s load them); the others do
+    /// not send them.
+    pub deferred: ToolList,
+}
+
+impl RequestTools {
+    /// The lists for a request from `store`'s tools when the model has reached `loaded` (names that are
+    /// not deferred tools of the store are passed over): made once per store version and `loaded`.
+    pub fn of(store: &ToolStore, loaded: &[String]) -> RequestTools {
+        store.request_tools(loaded)
+    }
+
+    /// Splits `tools` (in registration order) as [`of`](Self::of) does, for any list: `deferred` says
+    /// which names are deferred, `find` finds a tool of the list by name.
+    pub(crate) fn split<'a>(
+        tools: &[&'a AgentTool],
+        deferred: impl Fn(&str) -> bool,
+        loaded: &[String],
+        find: impl Fn(&str) -> Option<&'a AgentTool>,
+    ) -> RequestTools {
+        let mut sent: Vec<AgentTool> = tools
+            .iter()
+            .filter(|tool| !deferred(tool.name()))
+            .map(|tool| (*tool).clone())
+            .collect();
+        let mut loaded_set: std::collections::HashSet<&str> =
+            std::collections::HashSet::with_capacity(loaded.len());
+        for name in loaded {
+            if deferred(name)
+                && loaded_set.insert(name.as_str())
+                && let Some(tool) = find(name)
+            {
+                sent.push(tool.clone());
+            }
+        }
+        let every_deferred = tools
+            .iter()
+            .filter(|tool| deferred(tool.name()))
+            .map(|tool| (*tool).clone())
+            .collect();
+        RequestTools {
+            tools: ToolList::new(sent),
+            deferred: ToolList::new(every_deferred),
+        }
+    }
+
+    /// The lists for a request offering only `offered` (the tools a `prepare_context` hook kept) of
+    /// `store`.
+    pub(crate) fn of_offered(
+        store: &ToolStore,
+        offered: &[AgentTool],
+        loaded: &[String],
+    ) -> RequestTools {
+        let all: Vec<&AgentTool> = offered.iter().collect();
+        RequestTools::split(
+            &all,
+            |name| store.is_deferred(name),
+            loaded,
+            |name| offered.iter().find(|tool| tool.name() == name),
+        )
     }
 }

@@ -48,9 +48,7 @@ use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
 
-use crate::agent::RunStop;
-use crate::llm::ModelRequest;
-use crate::message::{AssistantMessage, StopReason};
+use crate::message::{AgentMessage, AssistantMessage, StopReason};
 use crate::result::AgentToolResult;
 
 /// The most characters of one piece of content (a message list, a call's arguments, a result) a span
@@ -99,7 +97,7 @@ fn truncated(text: &str) -> &str {
 }
 
 /// `value` as JSON, cut to [`CONTENT_LIMIT`] characters (an ellipsis marks a cut).
-fn content_of(value: &impl serde::Serialize) -> String {
+fn content_of<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let text = serde_json::to_string(value).unwrap_or_default();
     let cut = truncated(&text);
     if cut.len() < text.len() {
@@ -247,8 +245,14 @@ pub(crate) struct Chat {
     model: String,
 }
 
-/// Opens the span of one model request (the current span is its parent).
-pub(crate) fn chat(provider: &str, model: &str, request: &ModelRequest) -> Chat {
+/// Opens the span of one model request (the current span is its parent), which sends `system_prompt`
+/// and `messages`.
+pub(crate) fn chat(
+    provider: &str,
+    model: &str,
+    system_prompt: &str,
+    messages: &[AgentMessage],
+) -> Chat {
     let span = tracing::info_span!(
         "chat",
         otel.name = %format_args!("chat {model}"),
@@ -268,13 +272,10 @@ pub(crate) fn chat(provider: &str, model: &str, request: &ModelRequest) -> Chat 
         "error.type" = Empty,
     );
     if !span.is_disabled() && captures_content() {
-        if !request.system_prompt.is_empty() {
-            span.record(
-                "gen_ai.system_instructions",
-                content_of(&request.system_prompt),
-            );
+        if !system_prompt.is_empty() {
+            span.record("gen_ai.system_instructions", content_of(system_prompt));
         }
-        span.record("gen_ai.input.messages", content_of(&request.messages));
+        span.record("gen_ai.input.messages", content_of(messages));
     }
     let started = timed(&span);
     Chat {
@@ -384,35 +385,12 @@ pub fn invoke_agent(conversation_id: &str, model: &str, provider: &str) -> Span 
     )
 }
 
-/// The run in `span` stopped with `stop`: records it (an event for a run that waits for approvals or answers).
-pub fn agent_stopped(span: &Span, stop: &RunStop) {
-    if span.is_disabled() {
-        return;
-    }
-    let (kind, error) = match stop {
-        RunStop::Finished => ("finished", None),
-        RunStop::Terminated => ("terminated", None),
-        RunStop::AwaitingApproval { pending } => {
-            span.in_scope(|| {
-                tracing::info!(pending = pending.len(), "the run waits for approvals")
-            });
-            ("awaiting_approval", None)
-        }
-        RunStop::AwaitingAnswer { questions } => {
-            span.in_scope(|| {
-                tracing::info!(questions = questions.len(), "the run waits for answers")
-            });
-            ("awaiting_answer", None)
-        }
-        RunStop::StoppedAtTool { .. } => ("stopped_at_tool", None),
-        RunStop::TurnLimit { .. } => ("turn_limit", None),
-        RunStop::UsageLimit { .. } => ("usage_limit", None),
-        RunStop::StoppedByHook => ("stopped_by_hook", None),
-        RunStop::Aborted => ("aborted", Some("aborted")),
-        RunStop::Error { .. } => ("error", Some("model_error")),
-    };
+/// The run in `span` stopped: records why (`kind`, the snake-case name of its
+/// [`RunStop`](crate::RunStop)) and, for a failed run, the error type. Drivers call
+/// [`RunStop::record`](crate::RunStop::record), which gives both.
+pub fn run_stopped(span: &Span, kind: &str, error_type: Option<&str>) {
     span.record("yiem.run.stop", kind);
-    if let Some(error) = error {
+    if let Some(error) = error_type {
         span.record("error.type", error);
         span.record("otel.status_code", "error");
     }

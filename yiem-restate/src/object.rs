@@ -71,7 +71,7 @@ impl DurableAgent {
         .instrument(span.clone())
         .await;
         if let Ok(report) = &run {
-            telemetry::agent_stopped(&span, &report.stop);
+            report.stop.record(&span);
         }
         run.map(Json)
     }

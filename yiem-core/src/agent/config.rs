@@ -8,9 +8,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::approval::ApprovalPolicy;
 use super::limits::RunLimits;
 use super::{AgentContext, NextTurnContext, TurnUpdate};
+use crate::approval::ApprovalPolicy;
 use crate::call::ToolCall;
 use crate::catalog::RequestTools;
 use crate::event::EventBus;

@@ -34,11 +34,11 @@
 //! the first `turn_start`; pi-agent-core emits one per turn, and so does yiem). A turn that waits for
 //! approval ends when its batch has run, after the resume.
 
-mod approval;
 pub(crate) mod asked;
 mod config;
 mod limits;
 pub(crate) mod paused;
+mod resume;
 mod run;
 mod saved;
 
@@ -48,10 +48,11 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-pub use approval::{ApprovalPolicy, Decision, PendingApproval, ResumeError};
-pub use asked::{AskedQuestions, PendingQuestion};
+pub use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
+pub use crate::questions::{AskedQuestions, PendingQuestion};
 pub use config::{AgentConfig, AgentSettings};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
+pub use resume::ResumeError;
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
 pub use saved::{RunKey, RunMismatch, Signature};
 
@@ -689,7 +690,7 @@ impl Agent {
         } else {
             driving.run(prompts).instrument(span.clone()).await
         };
-        telemetry::agent_stopped(&span, &stop);
+        stop.record(&span);
         driving.done = true;
         let messages = driving.with_run(AgentRun::end);
         RunOutcome { messages, stop }

@@ -11,15 +11,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::approval::{Decision, PendingApproval};
 use super::saved::RunMismatch;
-use crate::call::{ToolCall, ToolResultMessage};
-
-/// The tool whose results may carry a paused program.
-const RUN_CODE: &str = "run_code";
-
-/// The member of a `run_code` result's details that holds a paused program.
-pub(crate) const PAUSE_KEY: &str = "code_mode_paused";
+use crate::approval::{Decision, PendingApproval};
+use crate::call::{PAUSE_KEY, RUN_CODE, ToolCall, ToolResultMessage};
 
 /// The paused programs of the batch that waits or runs, and the results of its other calls.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

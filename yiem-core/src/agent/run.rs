@@ -35,17 +35,19 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
-use super::approval::{Decision, PendingApproval, ResumeError};
-use super::asked::{Answer, Asked, PendingQuestion};
+use super::asked::{Answer, Asked};
 use super::limits::RunLimits;
 use super::paused::Paused;
+use super::resume::ResumeError;
 use super::saved::{self, RunKey, RunMismatch, Signature};
+use crate::approval::{Decision, PendingApproval};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::elicit::ElicitationAnswer;
 use crate::event::AgentEvent;
 use crate::executor::PlannedCall;
 use crate::llm::truncated::truncated_reason;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
+use crate::questions::PendingQuestion;
 use crate::result::{AgentToolResult, Usage};
 
 /// The format version [`AgentRun`] writes and reads.
@@ -121,6 +123,37 @@ impl RunStop {
                 | RunStop::Aborted
                 | RunStop::Error { .. }
         )
+    }
+
+    /// Records on `span` (an `invoke_agent` span) why the run stopped, with an event for a run that
+    /// waits for approvals or answers, and the error type of a failed run.
+    pub fn record(&self, span: &tracing::Span) {
+        if span.is_disabled() {
+            return;
+        }
+        let (kind, error) = match self {
+            RunStop::Finished => ("finished", None),
+            RunStop::Terminated => ("terminated", None),
+            RunStop::AwaitingApproval { pending } => {
+                span.in_scope(|| {
+                    tracing::info!(pending = pending.len(), "the run waits for approvals")
+                });
+                ("awaiting_approval", None)
+            }
+            RunStop::AwaitingAnswer { questions } => {
+                span.in_scope(|| {
+                    tracing::info!(questions = questions.len(), "the run waits for answers")
+                });
+                ("awaiting_answer", None)
+            }
+            RunStop::StoppedAtTool { .. } => ("stopped_at_tool", None),
+            RunStop::TurnLimit { .. } => ("turn_limit", None),
+            RunStop::UsageLimit { .. } => ("usage_limit", None),
+            RunStop::StoppedByHook => ("stopped_by_hook", None),
+            RunStop::Aborted => ("aborted", Some("aborted")),
+            RunStop::Error { .. } => ("error", Some("model_error")),
+        };
+        crate::telemetry::run_stopped(span, kind, error);
     }
 
     fn describe(&self) -> &'static str {

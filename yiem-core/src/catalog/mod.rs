@@ -6,8 +6,8 @@
 //! like any other, but its definition is not sent until the model has found it:
 //!
 //! - mark a tool deferred with `#[tool(defer_loading)]` or [`ToolBuilder::defer_loading`](crate::ToolBuilder::defer_loading),
-//!   a whole store with [`ToolStore::with_deferred_loading`], or some of a store's tools with
-//!   [`ToolStore::defer_loading`] (an MCP server's, say: [`defer_when_large`] does it when the catalog is
+//!   a whole store with [`ToolStore::with_deferred_loading`](crate::ToolStore::with_deferred_loading), or some of a store's tools with
+//!   [`ToolStore::defer_loading`](crate::ToolStore::defer_loading) (an MCP server's, say: [`defer_when_large`] does it when the catalog is
 //!   large);
 //! - the model finds deferred tools by searching. Where the provider has its own tool search
 //!   (Anthropic's `tool_search_tool_bm25`, OpenAI Responses' `tool_search`), the provider searches: every
@@ -55,21 +55,16 @@
 mod rank;
 mod search;
 
-use std::collections::HashSet;
-
 use serde_json::Value;
 
 use crate::message::{AssistantContent, AssistantMessage};
-use crate::registry::{ToolList, ToolStore};
-use crate::tool::AgentTool;
 
 #[cfg(feature = "tool-search")]
 pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};
 pub use search::{ToolSearch, defer_when_large};
 
-/// The name of the local tool-search tool ([`ToolSearch::tool`]).
-pub const SEARCH_TOOLS: &str = "search_tools";
+pub use crate::registry::{RequestTools, SEARCH_TOOLS};
 
 /// Above this many tools, [`defer_when_large`] defers the tools it is given (an MCP server's) and adds
 /// the search tool; at or below it, nothing is deferred.
@@ -121,113 +116,6 @@ pub(crate) fn model_version(model: &str, family: &str) -> Option<(u32, u32)> {
         _ => 0,
     };
     Some((major, minor))
-}
-
-/// The tool lists of one model request.
-#[derive(Clone, Debug, Default)]
-#[non_exhaustive]
-pub struct RequestTools {
-    /// What every provider sends as its tools: the tools that are not deferred, in registration order,
-    /// then the loaded deferred ones, in the order they were loaded.
-    pub tools: ToolList,
-    /// Every deferred tool, found or not, in registration order: a provider with its own tool search
-    /// sends them all with `defer_loading: true`, always the same list (and leaves them and
-    /// [`SEARCH_TOOLS`] out of `tools`: its own search and its `tool_reference`s load them); the others do
-    /// not send them.
-    pub deferred: ToolList,
-}
-
-impl RequestTools {
-    /// The lists for a request from `store`'s tools when the model has reached `loaded` (names that are
-    /// not deferred tools of the store are passed over): made once per store version and `loaded`.
-    pub fn of(store: &ToolStore, loaded: &[String]) -> RequestTools {
-        store.request_tools(loaded)
-    }
-
-    /// Splits `tools` (in registration order) as [`of`](Self::of) does, for any list: `deferred` says
-    /// which names are deferred, `find` finds a tool of the list by name.
-    pub(crate) fn split<'a>(
-        tools: &[&'a AgentTool],
-        deferred: impl Fn(&str) -> bool,
-        loaded: &[String],
-        find: impl Fn(&str) -> Option<&'a AgentTool>,
-    ) -> RequestTools {
-        let mut sent: Vec<AgentTool> = tools
-            .iter()
-            .filter(|tool| !deferred(tool.name()))
-            .map(|tool| (*tool).clone())
-            .collect();
-        let mut loaded_set: HashSet<&str> = HashSet::with_capacity(loaded.len());
-        for name in loaded {
-            if deferred(name)
-                && loaded_set.insert(name.as_str())
-                && let Some(tool) = find(name)
-            {
-                sent.push(tool.clone());
-            }
-        }
-        let every_deferred = tools
-            .iter()
-            .filter(|tool| deferred(tool.name()))
-            .map(|tool| (*tool).clone())
-            .collect();
-        RequestTools {
-            tools: ToolList::new(sent),
-            deferred: ToolList::new(every_deferred),
-        }
-    }
-
-    /// The lists for a request offering only `offered` (the tools a `prepare_context` hook kept) of
-    /// `store`.
-    pub(crate) fn of_offered(
-        store: &ToolStore,
-        offered: &[AgentTool],
-        loaded: &[String],
-    ) -> RequestTools {
-        let all: Vec<&AgentTool> = offered.iter().collect();
-        RequestTools::split(
-            &all,
-            |name| store.is_deferred(name),
-            loaded,
-            |name| offered.iter().find(|tool| tool.name() == name),
-        )
-    }
-}
-
-/// For a provider with its own tool search, when `request` has deferred tools: its tools without
-/// [`SEARCH_TOOLS`] (the provider's search takes its place) and without the deferred ones, and every
-/// deferred tool's entry in the request (`describe`, e.g. its definition in a dialect), marked
-/// `"defer_loading": true`. `None` when the request has no deferred tools: send its tools as they are.
-#[cfg_attr(
-    not(any(feature = "anthropic", feature = "openai-responses")),
-    allow(dead_code)
-)]
-pub(crate) fn provider_search(
-    request: &crate::llm::ModelRequest,
-    describe: impl Fn(&AgentTool) -> Result<Value, crate::DialectError>,
-) -> Result<Option<(ToolList, Vec<Value>)>, crate::DialectError> {
-    if request.deferred.is_empty() {
-        return Ok(None);
-    }
-    let deferred_names: HashSet<&str> = request.deferred.iter().map(AgentTool::name).collect();
-    let tools = request
-        .tools
-        .iter()
-        .filter(|tool| tool.name() != SEARCH_TOOLS && !deferred_names.contains(tool.name()))
-        .cloned()
-        .collect();
-    let deferred = request
-        .deferred
-        .iter()
-        .map(|tool| {
-            let mut definition = describe(tool)?;
-            if let Value::Object(fields) = &mut definition {
-                fields.insert("defer_loading".into(), Value::Bool(true));
-            }
-            Ok(definition)
-        })
-        .collect::<Result<Vec<Value>, crate::DialectError>>()?;
-    Ok(Some((tools, deferred)))
 }
 
 /// The names of the tools a reply reached: the tools it calls, and those a provider's own tool search

@@ -78,7 +78,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::agent::{ApprovalPolicy, Decision, PendingApproval};
+use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
 use crate::call::ToolCall;
 use crate::context::ToolContext;
 use crate::executor::{PlannedCall, ToolExecutor};
@@ -89,10 +89,10 @@ use crate::tool::AgentTool;
 use sandbox::{FromProgram, Outcome, Program, ProgramError};
 
 /// The name of the code-mode tool.
-pub const RUN_CODE: &str = "run_code";
+pub const RUN_CODE: &str = crate::call::RUN_CODE;
 
 /// The key of a paused program in the details of `run_code`'s result (see [`ProgramPause`]).
-pub const PAUSE_KEY: &str = crate::agent::paused::PAUSE_KEY;
+pub const PAUSE_KEY: &str = crate::call::PAUSE_KEY;
 
 /// What a program may use. Each exceeded limit stops the program with a [`LimitExceeded`] naming it.
 ///

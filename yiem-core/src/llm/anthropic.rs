@@ -384,7 +384,7 @@ impl AnthropicModel {
             .tool_search
             .native(&self.config.model, has_tool_search);
         let (tools, mut searched) = match native {
-            true => match catalog::provider_search(request, |tool| {
+            true => match super::provider_search(request, |tool| {
                 tool.definition(Dialect::Anthropic).cloned()
             })? {
                 Some((tools, deferred)) => (

@@ -605,3 +605,45 @@ fn parse_arguments(text: &str) -> Value {
     }
     serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
 }
+
+/// For a provider with its own tool search, when `request` has deferred tools: its tools without
+/// [`SEARCH_TOOLS`](crate::catalog::SEARCH_TOOLS) (the provider's search takes its place) and without the deferred ones, and every
+/// deferred tool's entry in the request (`describe`, e.g. its definition in a dialect), marked
+/// `"defer_loading": true`. `None` when the request has no deferred tools: send its tools as they are.
+#[cfg_attr(
+    not(any(feature = "anthropic", feature = "openai-responses")),
+    allow(dead_code)
+)]
+pub(crate) fn provider_search(
+    request: &ModelRequest,
+    describe: impl Fn(&crate::tool::AgentTool) -> Result<Value, crate::DialectError>,
+) -> Result<Option<(ToolList, Vec<Value>)>, crate::DialectError> {
+    if request.deferred.is_empty() {
+        return Ok(None);
+    }
+    let deferred_names: std::collections::HashSet<&str> = request
+        .deferred
+        .iter()
+        .map(crate::tool::AgentTool::name)
+        .collect();
+    let tools = request
+        .tools
+        .iter()
+        .filter(|tool| {
+            tool.name() != crate::catalog::SEARCH_TOOLS && !deferred_names.contains(tool.name())
+        })
+        .cloned()
+        .collect();
+    let deferred = request
+        .deferred
+        .iter()
+        .map(|tool| {
+            let mut definition = describe(tool)?;
+            if let Value::Object(fields) = &mut definition {
+                fields.insert("defer_loading".into(), Value::Bool(true));
+            }
+            Ok(definition)
+        })
+        .collect::<Result<Vec<Value>, crate::DialectError>>()?;
+    Ok(Some((tools, deferred)))
+}

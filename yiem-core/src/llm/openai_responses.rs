@@ -456,7 +456,7 @@ impl OpenAiResponsesModel {
             .tool_search
             .native(&self.config.model, has_tool_search);
         let searched = match native {
-            true => catalog::provider_search(request, entry)?,
+            true => super::provider_search(request, entry)?,
             false => None,
         };
         let (tools, deferred) = match searched {

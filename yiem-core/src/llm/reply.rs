@@ -36,7 +36,12 @@ pub async fn stream_reply(
     cancel: &CancellationToken,
     events: &EventBus,
 ) -> AssistantMessage {
-    let chat = telemetry::chat(model.provider_name(), model.name(), &request);
+    let chat = telemetry::chat(
+        model.provider_name(),
+        model.name(),
+        &request.system_prompt,
+        &request.messages,
+    );
     let replying = reply_of(model, request, cancel, events);
     let reply = if chat.span().is_disabled() {
         replying.await

@@ -96,6 +96,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+pub use super::client_error::McpClientError;
 use super::elicitation::with_defaults;
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{Authorizer, Tries};
@@ -125,68 +126,6 @@ pub const DEFAULT_MAX_TOOLS: usize = 10_000;
 /// The deepest nesting of a tool's input or output schema taken unless set otherwise (objects and
 /// arrays, the schema itself counting as 1).
 pub const DEFAULT_MAX_SCHEMA_DEPTH: usize = 64;
-
-/// What went wrong talking to an MCP server.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum McpClientError {
-    /// The server could not be started or reached, or the handshake failed.
-    #[error("MCP server `{server}` could not be connected: {detail}")]
-    Connect {
-        /// The server's name.
-        server: String,
-        /// What failed.
-        detail: String,
-    },
-    /// A request to the server failed.
-    #[error("MCP server `{server}` failed to answer `{request}`: {detail}")]
-    Request {
-        /// The server's name.
-        server: String,
-        /// The request.
-        request: String,
-        /// What failed.
-        detail: String,
-    },
-    /// A listed tool cannot be offered (its name or schema is not valid here).
-    #[error("MCP server `{server}` lists a tool yiem cannot offer: {detail}")]
-    Tool {
-        /// The server's name.
-        server: String,
-        /// What is wrong.
-        detail: String,
-    },
-    /// Registering the server's tools clashed with tools already in the store.
-    #[error("MCP server `{server}`: {detail}")]
-    Register {
-        /// The server's name.
-        server: String,
-        /// The registration error.
-        detail: String,
-    },
-    /// The server asked for authorization and it could not be obtained: no OAuth configured, the
-    /// authorization server refused or failed, or the server still refused after the one try each
-    /// request gets.
-    #[error("MCP server `{server}` refused access: {detail}")]
-    Authorization {
-        /// The server's name.
-        server: String,
-        /// What failed, and what to do.
-        detail: String,
-    },
-    /// The server went past one of the client's limits (see [`McpClientBuilder`]).
-    #[error("MCP server `{server}` went past the `{limit}` limit: {detail}")]
-    Limit {
-        /// The server's name.
-        server: String,
-        /// The setting of [`McpClientBuilder`] that raises the limit (`connect_timeout`, `list_timeout`,
-        /// `max_pages`, `max_tools` or `max_schema_depth`), or `authorization_timeout` of the OAuth
-        /// configuration.
-        limit: &'static str,
-        /// What happened, and how to raise the limit.
-        detail: String,
-    },
-}
 
 #[derive(Clone, Debug)]
 enum Target {

@@ -86,6 +86,8 @@
 #[cfg(feature = "mcp-client")]
 mod client;
 #[cfg(feature = "mcp-client")]
+mod client_error;
+#[cfg(feature = "mcp-client")]
 mod elicitation;
 #[cfg(feature = "mcp-http")]
 mod http;

@@ -61,7 +61,7 @@ use rmcp::transport::auth::{
     WWWAuthenticateParams,
 };
 
-use super::client::McpClientError;
+use super::client_error::McpClientError;
 
 /// How long one authorization may take unless set otherwise: discovery, registration, the person at
 /// the browser and the token exchange together.

@@ -1,0 +1,208 @@
+//! No module of the workspace imports a module that imports it back, at any depth: the modules of each
+//! crate's `src` form layers. A `use` (or a path in code) of `crate::a::…`, `super::…` or `self::…` is an
+//! edge from the module that writes it to the module it names, counted between the two siblings under
+//! their common parent (so `agent::run` using `executor` is `agent` → `executor`); comments and `#[cfg(test)]
+//! mod tests` do not count. A cycle among siblings fails the test and names them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir`.
+fn sources(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            sources(&path, found);
+        } else if path.extension().is_some_and(|ext| ext == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+/// The module path of a source file (`agent::run` for `src/agent/run.rs`, `agent` for
+/// `src/agent/mod.rs`, the root for `lib.rs` and `main.rs`).
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let relative = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = relative
+        .components()
+        .map(|part| part.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if parts.last().is_some_and(|last| last == "mod") {
+        parts.pop();
+    }
+    if parts.len() == 1 && (parts[0] == "lib" || parts[0] == "main") {
+        parts.clear();
+    }
+    parts
+}
+
+/// The code of a file without its comments and its `#[cfg(test)] mod tests`.
+fn code(text: &str) -> String {
+    let text = text
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default();
+    text.lines()
+        .filter(|line| !line.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The paths written in `code` that start at `crate`, `super` or `self`.
+fn paths(code: &str) -> Vec<Vec<String>> {
+    let mut found = Vec::new();
+    let bytes = code.as_bytes();
+    for start in ["crate::", "super::", "self::"] {
+        let mut from = 0;
+        while let Some(at) = code[from..].find(start) {
+            let at = from + at;
+            from = at + start.len();
+            let before = at.checked_sub(1).map(|i| bytes[i] as char);
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let end = code[at..]
+                .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .map_or(code.len(), |end| at + end);
+            let path: Vec<String> = code[at..end]
+                .split("::")
+                .filter(|part| !part.is_empty())
+                .map(str::to_owned)
+                .collect();
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// The module `path` names, written in module `from`: the longest prefix that is a module.
+fn target(
+    modules: &BTreeSet<Vec<String>>,
+    from: &[String],
+    path: &[String],
+) -> Option<Vec<String>> {
+    let (mut base, mut rest) = match path.first().map(String::as_str) {
+        Some("crate") => (Vec::new(), &path[1..]),
+        Some("self") => (from.to_vec(), &path[1..]),
+        Some("super") => (from[..from.len().saturating_sub(1)].to_vec(), &path[1..]),
+        _ => return None,
+    };
+    while rest.first().is_some_and(|part| part == "super") {
+        base.pop();
+        rest = &rest[1..];
+    }
+    let mut best = None;
+    for take in 0..=rest.len() {
+        let mut candidate = base.clone();
+        candidate.extend(rest[..take].iter().cloned());
+        if modules.contains(&candidate) {
+            best = Some(candidate);
+        }
+    }
+    best
+}
+
+/// The sibling modules' edges of one crate, each with one place that makes it.
+fn sibling_edges(src: &Path) -> BTreeMap<(String, String), String> {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|file| module_of(src, file)).collect();
+    let mut edges = BTreeMap::new();
+    for file in &files {
+        let from = module_of(src, file);
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in paths(&code(&text)) {
+            let Some(to) = target(&modules, &from, &path) else {
+                continue;
+            };
+            let common = from.iter().zip(&to).take_while(|(a, b)| a == b).count();
+            // A module and its own parent or child are one unit here.
+            if common == from.len() || common == to.len() {
+                continue;
+            }
+            let name = |module: &[String]| module[..=common].join("::");
+            edges
+                .entry((name(&from), name(&to)))
+                .or_insert_with(|| format!("{}: {}", file.display(), path.join("::")));
+        }
+    }
+    edges
+}
+
+/// The cycles among the edges: each strongly connected set of more than one module.
+fn cycles(edges: &BTreeMap<(String, String), String>) -> Vec<Vec<String>> {
+    let nodes: BTreeSet<&String> = edges.keys().flat_map(|(a, b)| [a, b]).collect();
+    let reaches = |from: &String| {
+        let mut seen = BTreeSet::from([from.clone()]);
+        let mut todo = vec![from.clone()];
+        while let Some(node) = todo.pop() {
+            for (a, b) in edges.keys() {
+                if *a == node && seen.insert(b.clone()) {
+                    todo.push(b.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reach: BTreeMap<&String, BTreeSet<String>> =
+        nodes.iter().map(|node| (*node, reaches(node))).collect();
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for node in &nodes {
+        let set: Vec<String> = nodes
+            .iter()
+            .filter(|other| reach[*node].contains(**other) && reach[**other].contains(*node))
+            .map(|other| (*other).clone())
+            .collect();
+        if set.len() > 1 && !found.contains(&set) {
+            found.push(set);
+        }
+    }
+    found
+}
+
+fn crate_sources() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    ["yiem-core", "yiem-macros", "yiem-tools", "yiem-restate"]
+        .iter()
+        .map(|name| root.join(name).join("src"))
+        .collect()
+}
+
+#[test]
+fn no_module_imports_one_that_imports_it_back() {
+    let mut report = Vec::new();
+    for src in crate_sources() {
+        let edges = sibling_edges(&src);
+        assert!(!edges.is_empty(), "{} has modules", src.display());
+        for cycle in cycles(&edges) {
+            let uses: Vec<&String> = edges
+                .iter()
+                .filter(|((a, b), _)| cycle.contains(a) && cycle.contains(b))
+                .map(|(_, place)| place)
+                .collect();
+            report.push(format!("{}: {cycle:?}, by {uses:#?}", src.display()));
+        }
+    }
+    assert!(report.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn the_check_finds_a_cycle() {
+    let src = &Path::new(env!("CARGO_TARGET_TMPDIR")).join("layers-check");
+    let _ = std::fs::remove_dir_all(src);
+    std::fs::create_dir_all(src).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(src.join("a.rs"), "use crate::b::Thing;\n").unwrap();
+    std::fs::create_dir(src.join("b")).unwrap();
+    std::fs::write(src.join("b/mod.rs"), "mod inner;\npub struct Thing;\n").unwrap();
+    std::fs::write(src.join("b/inner.rs"), "fn f() { super::super::a::g() }\n").unwrap();
+    let edges = sibling_edges(src);
+    assert_eq!(cycles(&edges), [vec!["a".to_owned(), "b".to_owned()]]);
+    // Comments and tests do not count.
+    std::fs::write(
+        src.join("b/inner.rs"),
+        "// super::super::a\n#[cfg(test)]\nmod tests { use crate::a; }\n",
+    )
+    .unwrap();
+    assert!(cycles(&sibling_edges(src)).is_empty());
+}

@@ -1,0 +1,192 @@
+//! The questions a batch's calls stop at when nobody can answer them at once: [`PendingQuestion`] (a
+//! question as a run reports it) and [`AskedQuestions`] (the batch's asker, which answers a call's
+//! questions from those already answered and stops the call at the first without an answer). Below the
+//! executor and the agent, which both use it; the agent's side (the answers a run keeps, the check of an
+//! answer against its form, the saved run) is in `agent::asked`.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::call::ToolCall;
+use crate::elicit::question_key as key;
+use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel};
+use crate::sample::{Sampling, SamplingAnswer};
+
+/// The member of a result's details that marks a call stopped at a question.
+pub(crate) const STOPPED_AT_QUESTION: &str = "stopped_at_question";
+
+/// A question a tool's call asked that waits for an answer ([`RunStop::AwaitingAnswer`]); answer it
+/// with [`Agent::answer`](crate::Agent::answer) (or [`AgentRun::answer`](crate::AgentRun::answer)).
+///
+/// [`RunStop::AwaitingAnswer`]: crate::RunStop::AwaitingAnswer
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::PendingQuestion;
+///
+/// let question: PendingQuestion = serde_json::from_value(json!({
+///     "call_id": "c1", "tool_name": "merge", "key": "question-1",
+///     "message": "Merge #12 into main?",
+///     "schema": {"type": "object", "properties": {"delete_branch": {"type": "boolean"}}},
+/// })).unwrap();
+/// assert_eq!(question.key, "question-1");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct PendingQuestion {
+    /// The call that asked, as the model gave its id.
+    pub call_id: String,
+    /// The tool the call is for.
+    pub tool_name: String,
+    /// Which of the call's questions this is: `question-1` for its first, `question-2` for the one it
+    /// asks once the first is answered, and so on.
+    pub key: String,
+    /// What is asked, written by the tool: escape it before showing it in a terminal.
+    pub message: String,
+    /// The form's schema (a flat object of strings, numbers, integers, booleans and enums).
+    pub schema: Value,
+}
+
+/// The questions the calls of one batch stopped at, when the batch runs on an executor made by
+/// [`ToolExecutor::pausing_on_questions`](crate::ToolExecutor::pausing_on_questions): after the batch,
+/// [`take`](Self::take) them and report them with
+/// [`AgentRun::tools_ran_asking`](crate::AgentRun::tools_ran_asking).
+///
+/// Inside, it is the batch's asker: each call gets its own, which answers the call's questions from the
+/// questions answered so far (the same call, key, message and form), in the order it asks them, and stops
+/// the call at the first question without one (recording it). Requests for a completion go to the
+/// executor's sampling handler, if any.
+#[derive(Clone)]
+pub struct AskedQuestions {
+    inner: Arc<QuestionsInner>,
+}
+
+struct QuestionsInner {
+    handlers: HandlerAsker,
+    /// The questions answered, with their answers, of each call that runs again.
+    answers: Vec<(PendingQuestion, ElicitationAnswer)>,
+    asked: Mutex<Vec<PendingQuestion>>,
+}
+
+impl AskedQuestions {
+    /// A batch's asker, with the questions the calls that run again had answered.
+    pub(crate) fn new(
+        handlers: HandlerAsker,
+        answers: Vec<(PendingQuestion, ElicitationAnswer)>,
+    ) -> Self {
+        AskedQuestions {
+            inner: Arc::new(QuestionsInner {
+                handlers,
+                answers,
+                asked: Mutex::default(),
+            }),
+        }
+    }
+
+    /// The questions the batch's calls stopped at (each once: a second call gives none).
+    pub fn take(&self) -> Vec<PendingQuestion> {
+        std::mem::take(
+            &mut *self
+                .inner
+                .asked
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
+
+impl std::fmt::Debug for AskedQuestions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AskedQuestions")
+            .field("answers", &self.inner.answers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Asker for AskedQuestions {
+    fn elicit(
+        &self,
+        _question: Elicitation,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        // Only a call of the batch asks, through its own asker (`for_call`).
+        Box::pin(std::future::ready(Err(ElicitError::CannotAsk(
+            "the question was asked outside a tool call of the agent's batch".into(),
+        ))))
+    }
+
+    fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        self.inner.handlers.sample(request)
+    }
+
+    fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
+
+    fn for_call(&self, call: &ToolCall) -> Option<Arc<dyn Asker>> {
+        Some(Arc::new(CallQuestions {
+            batch: Arc::clone(&self.inner),
+            call_id: call.id.clone(),
+            tool_name: call.name.clone(),
+            asked: AtomicUsize::new(0),
+            stop: CancellationToken::new(),
+        }))
+    }
+}
+
+/// One call's [`Asker`] in an [`AskedQuestions`] batch.
+struct CallQuestions {
+    batch: Arc<QuestionsInner>,
+    call_id: String,
+    tool_name: String,
+    asked: AtomicUsize,
+    stop: CancellationToken,
+}
+
+impl Asker for CallQuestions {
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
+        let key = key(number);
+        // The answer to this very question: the same place, message and form.
+        let given = self.batch.answers.iter().find(|(answered, _)| {
+            answered.call_id == self.call_id
+                && answered.key == key
+                && answered.message == question.message
+                && answered.schema == question.schema
+        });
+        if let Some((_, answer)) = given {
+            return Box::pin(std::future::ready(Ok(answer.clone())));
+        }
+        if !self.stop.is_cancelled() {
+            self.batch
+                .asked
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(PendingQuestion {
+                    call_id: self.call_id.clone(),
+                    tool_name: self.tool_name.clone(),
+                    key,
+                    message: question.message,
+                    schema: question.schema,
+                });
+            self.stop.cancel();
+        }
+        // The call is stopped here (see `stopped`), and runs again once the question is answered.
+        Box::pin(std::future::pending())
+    }
+
+    fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        self.batch.handlers.sample(request)
+    }
+
+    fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
+
+    fn stopped(&self) -> Option<CancellationToken> {
+        Some(self.stop.clone())
+    }
+}
