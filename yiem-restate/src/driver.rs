@@ -50,6 +50,8 @@ impl Driver<'_, '_> {
         saved: &mut Saved,
         added: &mut Vec<AgentMessage>,
     ) -> Result<RunStop, HandlerError> {
+        // A rewrite by a hook not saved yet: the step before a wait is saved with the wait.
+        let mut unsaved_rewrite = false;
         loop {
             self.read_mail(run).await?;
             let step = run.next_step();
@@ -64,8 +66,9 @@ impl Driver<'_, '_> {
                     added.extend(run.end());
                     self.emit(run);
                     // Saved once the inbox takes decisions: whoever reads the run waiting can decide.
+                    let rewritten = std::mem::take(&mut unsaved_rewrite);
                     let answer = self
-                        .await_answer(pending, Vec::new(), || self.save(run, saved, false))
+                        .await_answer(pending, Vec::new(), || self.save(run, saved, rewritten))
                         .await?;
                     run.begin();
                     self.emit(run);
@@ -76,8 +79,9 @@ impl Driver<'_, '_> {
                     added.extend(run.end());
                     self.emit(run);
                     // Saved once the inbox takes answers: whoever reads the run waiting can answer.
+                    let rewritten = std::mem::take(&mut unsaved_rewrite);
                     let answer = self
-                        .await_answer(Vec::new(), questions, || self.save(run, saved, false))
+                        .await_answer(Vec::new(), questions, || self.save(run, saved, rewritten))
                         .await?;
                     run.begin();
                     self.emit(run);
@@ -85,7 +89,7 @@ impl Driver<'_, '_> {
                     false
                 }
                 Step::Stopped(stop) => {
-                    self.save(run, saved, false);
+                    self.save(run, saved, unsaved_rewrite);
                     return Ok(stop);
                 }
                 _ => {
@@ -93,10 +97,20 @@ impl Driver<'_, '_> {
                         message: "the durable driver met a step it does not know".into(),
                     };
                     run.stop(stop.clone());
-                    self.save(run, saved, false);
+                    self.save(run, saved, unsaved_rewrite);
                     return Ok(stop);
                 }
             };
+            // A run that now waits (a call needs approval, a tool asked) is saved only once the inbox
+            // takes the answer (above): saved earlier, whoever reads it waiting could answer before the
+            // inbox knows what waits, and be refused.
+            if matches!(
+                run.stopped(),
+                Some(RunStop::AwaitingApproval { .. } | RunStop::AwaitingAnswer { .. })
+            ) {
+                unsaved_rewrite |= rewritten;
+                continue;
+            }
             self.save(run, saved, rewritten);
         }
     }
