@@ -71,6 +71,10 @@ struct Inner {
     state: Option<Arc<StateMap>>,
     /// Who the call can ask and log to (an MCP client, an executor's elicitation handler).
     asker: Option<Arc<dyn Asker>>,
+    /// Where the calls a program of this call makes are journaled (code mode on a durable driver; see
+    /// [`ToolExecutor::journaling_program_calls`](crate::ToolExecutor::journaling_program_calls)).
+    #[cfg(feature = "code-mode")]
+    programs: Option<Arc<dyn crate::pipeline::CallJournal>>,
 }
 
 impl ToolContext {
@@ -88,6 +92,8 @@ impl ToolContext {
                 updates: None,
                 state: None,
                 asker: None,
+                #[cfg(feature = "code-mode")]
+                programs: None,
             }),
         }
     }
@@ -114,6 +120,8 @@ impl ToolContext {
                 }),
                 state: state.map(Arc::clone),
                 asker: asker.map(Arc::clone),
+                #[cfg(feature = "code-mode")]
+                programs: None,
             }),
         }
     }
@@ -178,6 +186,23 @@ impl ToolContext {
     pub(crate) fn with_state_map(mut self, state: Arc<StateMap>) -> Self {
         self.inner_mut().state = Some(state);
         self
+    }
+
+    /// Journals the calls a program of this call makes in `journal` (see [`program_journal`](Self::program_journal)).
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn with_program_journal(
+        mut self,
+        journal: Arc<dyn crate::pipeline::CallJournal>,
+    ) -> Self {
+        self.inner_mut().programs = Some(journal);
+        self
+    }
+
+    /// Where the calls a program of this call makes are journaled, if they are: code mode's `run_code`
+    /// runs its program's batches through it.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn program_journal(&self) -> Option<&Arc<dyn crate::pipeline::CallJournal>> {
+        self.inner.programs.as_ref()
     }
 
     /// The state of type `T` the call was given, if any (a tool usually takes [`State<T>`](crate::State)

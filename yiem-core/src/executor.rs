@@ -160,6 +160,22 @@ pub struct ToolExecutor {
     asker: Option<Arc<dyn Asker>>,
     /// The handlers behind `asker`.
     handlers: HandlerAsker,
+    /// Where the calls of code-mode programs are journaled
+    /// ([`journaling_program_calls`](Self::journaling_program_calls)).
+    #[cfg(feature = "code-mode")]
+    programs: Option<ProgramJournal>,
+}
+
+/// A journal of programs' calls, shown by `Debug` as such.
+#[cfg(feature = "code-mode")]
+#[derive(Clone)]
+struct ProgramJournal(Arc<dyn CallJournal>);
+
+#[cfg(feature = "code-mode")]
+impl std::fmt::Debug for ProgramJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ProgramJournal")
+    }
 }
 
 impl ToolExecutor {
@@ -310,6 +326,41 @@ impl ToolExecutor {
         Some((executor, questions))
     }
 
+    /// For a driver that journals each call (a durable one, which runs a batch with
+    /// [`execute_plan_journaled`](Self::execute_plan_journaled)): this executor (the same order, cap and
+    /// handlers) whose calls that run a program — code mode's `run_code` (see [`crate::code`]) — run
+    /// each batch of their program's calls journaled in `journal`, one record per call of the program
+    /// (ids `<run_code call id>/code/<n>`), so that a replay gives the program its calls' recorded results
+    /// instead of running them again. Without it a program's calls run unjournaled, inside the `run_code`
+    /// call's own record.
+    ///
+    /// ```
+    /// use yiem_core::{CallJournal, CallRecord, ToolCall, ToolExecutor};
+    /// use futures::future::BoxFuture;
+    ///
+    /// /// Records nothing: runs every call.
+    /// struct Passing;
+    /// impl CallJournal for Passing {
+    ///     fn record<'a>(
+    ///         &'a self,
+    ///         _call: &ToolCall,
+    ///         run: BoxFuture<'static, CallRecord>,
+    ///     ) -> BoxFuture<'a, CallRecord> {
+    ///         run
+    ///     }
+    /// }
+    ///
+    /// let executor = ToolExecutor::new().journaling_program_calls(std::sync::Arc::new(Passing));
+    /// # let _ = executor;
+    /// ```
+    #[cfg(feature = "code-mode")]
+    pub fn journaling_program_calls(&self, journal: Arc<dyn CallJournal>) -> ToolExecutor {
+        ToolExecutor {
+            programs: Some(ProgramJournal(journal)),
+            ..self.clone()
+        }
+    }
+
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.
     pub fn max_concurrent_calls(&self) -> Option<usize> {
         self.max_calls
@@ -400,6 +451,8 @@ impl ToolExecutor {
             assistant,
             cancel: Some(cancel.clone()),
             asker: self.asker.clone(),
+            #[cfg(feature = "code-mode")]
+            programs: self.programs.as_ref().map(|journal| Arc::clone(&journal.0)),
         }
     }
 

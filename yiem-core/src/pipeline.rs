@@ -113,6 +113,9 @@ pub(crate) struct CallEnv {
     pub(crate) cancel: Option<CancellationToken>,
     /// Who the calls can ask and log to ([`ToolContext::elicit`]); `None`: nobody.
     pub(crate) asker: Option<Arc<dyn Asker>>,
+    /// Where the calls of the calls' programs are journaled (code mode on a durable driver).
+    #[cfg(feature = "code-mode")]
+    pub(crate) programs: Option<Arc<dyn CallJournal>>,
 }
 
 impl CallEnv {
@@ -542,13 +545,18 @@ impl Facts {
             Subject::Shared(call) => {
                 // An asker that keeps something per call (an agent's paused questions) gets its own.
                 let own = env.asker.as_ref().and_then(|asker| asker.for_call(call));
-                ToolContext::for_call(
+                let ctx = ToolContext::for_call(
                     call,
                     env.cancel.as_ref(),
                     updates(env, call),
                     state,
                     own.as_ref().or(env.asker.as_ref()),
-                )
+                );
+                #[cfg(feature = "code-mode")]
+                if let Some(programs) = &env.programs {
+                    return ctx.with_program_journal(Arc::clone(programs));
+                }
+                ctx
             }
             Subject::InHand { id, .. } => {
                 let ctx = ToolContext::new(id.clone());

@@ -214,6 +214,55 @@ async fn calls_started_together_run_as_one_batch_with_program_call_ids() {
     assert_eq!(yiem_core::code::program_call_of("c9/code/2"), Some("c9"));
 }
 
+/// A journal that gives the program's first call a recorded result (as a durable driver's replay
+/// would) and runs the others, noting the ids of all.
+struct ReplayingFirst {
+    seen: Mutex<Vec<String>>,
+}
+
+impl yiem_core::CallJournal for ReplayingFirst {
+    fn record<'a>(
+        &'a self,
+        call: &yiem_core::ToolCall,
+        run: futures::future::BoxFuture<'static, yiem_core::CallRecord>,
+    ) -> futures::future::BoxFuture<'a, yiem_core::CallRecord> {
+        self.seen.lock().unwrap().push(call.id.clone());
+        if call.id.ends_with("/code/0") {
+            let recorded = AgentToolResult::text("recorded before");
+            return Box::pin(async move { yiem_core::CallRecord::new(recorded, 0) });
+        }
+        run
+    }
+}
+
+#[tokio::test]
+async fn a_program_run_on_an_executor_journaling_program_calls_records_each_call_there() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let run_code = CodeMode::new().tool(&tools, ToolExecutor::new(), ApprovalPolicy::default());
+    tools.register(run_code).unwrap();
+    let journal = Arc::new(ReplayingFirst {
+        seen: Mutex::new(Vec::new()),
+    });
+    let executor = ToolExecutor::new().journaling_program_calls(journal.clone());
+    let program = r#"
+        const a = await tools.append({ name: "log", line: "one" });
+        const b = await tools.append({ name: "log", line: "two" });
+        print(a + ", " + b);
+    "#;
+    let call = yiem_core::ToolCall::new("c1", "run_code", json!({ "code": program }));
+    let batch = executor
+        .execute(&tools, vec![call], &yiem_core::CancellationToken::new())
+        .await;
+    assert_eq!(
+        batch.messages[0].text_content(),
+        "recorded before, appended\n"
+    );
+    assert_eq!(*journal.seen.lock().unwrap(), ["c1/code/0", "c1/code/1"]);
+    // The recorded call did not run again; the other ran once.
+    assert_eq!(std::fs::read_to_string(dir.0.join("log")).unwrap(), "two\n");
+}
+
 // ---- bad programs ----
 
 #[tokio::test]

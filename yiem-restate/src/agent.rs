@@ -170,6 +170,8 @@ impl DurableAgentBuilder {
         if self.log_events {
             self.config.events().on_event(log_event);
         }
+        #[cfg(feature = "code-mode")]
+        self.config.install_code_mode();
         DurableAgent {
             config: Arc::new(Config {
                 agent: self.config,

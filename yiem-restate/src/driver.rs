@@ -198,7 +198,7 @@ impl Driver<'_, '_> {
         Ok(())
     }
 
-    fn observe(&self, name: String, kind: StepKind) {
+    pub(crate) fn observe(&self, name: String, kind: StepKind) {
         if let Some(observer) = &self.config.on_step {
             observer(&StepDone {
                 conversation: self.key.clone(),
@@ -260,6 +260,8 @@ impl Driver<'_, '_> {
         let answered = run.question_answers();
         let round = answered.len();
         let (pausing, asked) = self.executor.pausing_on_questions(answered).unzip();
+        #[cfg(feature = "code-mode")]
+        agent.ready_programs(run, &plan);
         let journal = ToolJournal {
             driver: self,
             turn: run.turns(),
@@ -268,18 +270,39 @@ impl Driver<'_, '_> {
                 .map(|planned| planned.call().id.clone())
                 .collect(),
             recorded: tokio::sync::watch::channel(0).0,
+            #[cfg(feature = "code-mode")]
+            programs: agent.code_mode_setting().is_some(),
         };
-        let batch = pausing
-            .as_ref()
-            .unwrap_or(&self.executor)
-            .execute_plan_journaled(
-                &offered,
-                plan,
-                Some(Arc::new(assistant.clone())),
-                &CancellationToken::new(),
-                &journal,
-            )
-            .await;
+        let executor = pausing.as_ref().unwrap_or(&self.executor);
+        // With code mode, each call of a program is a step of its own, which the handler runs while
+        // the batch goes on (see `program`).
+        #[cfg(feature = "code-mode")]
+        let (executor, served) = match journal.programs {
+            true => {
+                let (programs, served) = crate::program::ProgramCalls::channel();
+                (executor.journaling_program_calls(programs), Some(served))
+            }
+            false => (executor.clone(), None),
+        };
+        let never_cancelled = CancellationToken::new();
+        let batch = executor.execute_plan_journaled(
+            &offered,
+            plan,
+            Some(Arc::new(assistant.clone())),
+            &never_cancelled,
+            &journal,
+        );
+        #[cfg(feature = "code-mode")]
+        let batch = async {
+            let Some(served) = served else {
+                return batch.await;
+            };
+            tokio::select! {
+                batch = batch => batch,
+                never = journal.serve_programs(served) => match never {},
+            }
+        };
+        let batch = batch.await;
         let results = batch.messages.clone();
         // The questions the calls stopped at, journaled: a replay gets the recorded calls' results
         // without running them, so nothing would ask again. Only a batch whose results show a stop has
@@ -396,20 +419,43 @@ impl Driver<'_, '_> {
 /// be read by the other's future, and the first then waits for ever — seen as a stalled batch under load,
 /// ended only by Restate's inactivity timeout and a replay. Recorded in order, at most one step waits for
 /// its acknowledgement at a time, and the tools still run concurrently.
-struct ToolJournal<'d, 'a, 'ctx> {
-    driver: &'d Driver<'a, 'ctx>,
-    turn: u32,
+pub(crate) struct ToolJournal<'d, 'a, 'ctx> {
+    pub(crate) driver: &'d Driver<'a, 'ctx>,
+    pub(crate) turn: u32,
     /// The ids of the batch's calls, in order.
-    calls: Vec<String>,
+    pub(crate) calls: Vec<String>,
     /// How many of the batch's first calls have their step recorded.
-    recorded: tokio::sync::watch::Sender<usize>,
+    pub(crate) recorded: tokio::sync::watch::Sender<usize>,
+    /// Whether the batch's `run_code` calls are code mode's programs, whose calls are steps of their
+    /// own (see [`program`](crate::program)).
+    #[cfg(feature = "code-mode")]
+    pub(crate) programs: bool,
+}
+
+impl ToolJournal<'_, '_, '_> {
+    /// The place in the batch of the call `call_id`.
+    pub(crate) fn index_of(&self, call_id: &str) -> usize {
+        self.calls.iter().position(|id| id == call_id).unwrap_or(0)
+    }
 }
 
 /// Marks a call's step recorded when its recording ends, however it ends (a dropped or failed step too),
 /// so that the calls after it are never held back.
-struct Recorded<'j> {
-    recorded: &'j tokio::sync::watch::Sender<usize>,
-    index: usize,
+pub(crate) struct Recorded<'j> {
+    pub(crate) recorded: &'j tokio::sync::watch::Sender<usize>,
+    pub(crate) index: usize,
+}
+
+/// The record of a call whose step failed for good: a run with no retry policy is retried until it
+/// succeeds, so this is the invocation's failure (it was cancelled), and the call gets it as its result.
+pub(crate) fn failed_step(tool: &str, error: &TerminalError) -> CallRecord {
+    CallRecord::new(
+        yiem_core::AgentToolResult::error(format!(
+            "the durable step of tool `{tool}` failed: {}",
+            error.message()
+        )),
+        0,
+    )
 }
 
 impl Drop for Recorded<'_> {
@@ -426,8 +472,12 @@ impl CallJournal for ToolJournal<'_, '_, '_> {
         call: &ToolCall,
         run: Pin<Box<dyn Future<Output = CallRecord> + Send + 'static>>,
     ) -> Pin<Box<dyn Future<Output = CallRecord> + Send + 's>> {
+        #[cfg(feature = "code-mode")]
+        if self.programs && call.name == yiem_core::code::RUN_CODE {
+            return Box::pin(self.record_program(call.clone(), run));
+        }
         let name = tool_step_name(self.turn, call);
-        let index = self.calls.iter().position(|id| *id == call.id).unwrap_or(0);
+        let index = self.index_of(&call.id);
         let kind = StepKind::Tool {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -453,15 +503,7 @@ impl CallJournal for ToolJournal<'_, '_, '_> {
             };
             let record = match step.await {
                 Ok(Json(record)) => record,
-                // A run with no retry policy is retried until it succeeds; a terminal failure is the
-                // invocation's (it was cancelled), and the call gets it as its result.
-                Err(error) => CallRecord::new(
-                    yiem_core::AgentToolResult::error(format!(
-                        "the durable step of tool `{tool}` failed: {}",
-                        error.message()
-                    )),
-                    0,
-                ),
+                Err(error) => failed_step(&tool, &error),
             };
             self.driver.observe(name, kind);
             record

@@ -203,6 +203,17 @@ impl AgentConfig {
         self.code_mode.as_ref()
     }
 
+    /// Readies the `run_code` calls of the batch `run` is about to run (`plan`, its
+    /// [`Step::RunTools`](crate::Step)): a program that paused for approval resumes with its recorded
+    /// calls and the decisions, and every program knows the tools the run approved for the rest of it.
+    /// Every driver calls it before it runs a batch; without code mode it does nothing.
+    #[cfg(feature = "code-mode")]
+    pub fn ready_programs(&self, run: &crate::AgentRun, plan: &[crate::PlannedCall]) {
+        if let Some(mode) = &self.code_mode {
+            mode.ready(plan, run.program_resumes(), run.always_approved());
+        }
+    }
+
     /// Adds the `run_code` tool of the code mode, if one is set, to the tools (replacing one registered
     /// before): its programs call the tools through a fresh copy of the executor (same hooks, events and
     /// time limit) and wait for approvals as this configuration's policy says. A driver calls it once,

@@ -771,14 +771,9 @@ impl Driving<'_> {
             None => self.context().1,
         };
         #[cfg(feature = "code-mode")]
-        if let Some(mode) = self.shared.config.code_mode_setting() {
-            let state = lock(&self.shared.state);
-            mode.ready(
-                &plan,
-                state.run.program_resumes(),
-                state.run.always_approved(),
-            );
-        }
+        self.shared
+            .config
+            .ready_programs(&lock(&self.shared.state).run, &plan);
         // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
         let executor = &self.shared.config.executor;
         let answers = lock(&self.shared.state).run.question_answers();

@@ -66,6 +66,16 @@
 //! model calls it. The recorded
 //! calls ([`ProgramPause`]) are part of the saved run, covered by its integrity tag; a run read without a
 //! valid tag is refused rather than trusted to say what earlier calls returned.
+//!
+//! # Durable runs
+//!
+//! The durable runner (`yiem-restate`, with its `code-mode` feature) installs code mode from the same
+//! configuration and readies each batch's programs as the in-process agent does
+//! ([`AgentConfig::ready_programs`](crate::AgentConfig::ready_programs)). It runs each batch on an executor
+//! [journaling the programs' calls](crate::ToolExecutor::journaling_program_calls): each batch of a
+//! program's calls then goes through that [`CallJournal`](crate::CallJournal), one record per call, and a
+//! replay after a crash runs the program again with each earlier call's recorded result — the same
+//! replay as after an approval, fed by the runner's journal instead of the saved run.
 
 mod declare;
 mod sandbox;
@@ -708,10 +718,25 @@ impl Runner {
             return Ok(outcomes);
         }
         let inner_store = self.store.offering(&callable);
-        let batch = self
-            .executor
-            .execute_plan(&inner_store, plan, None, ctx.cancellation_token())
-            .await;
+        // On a durable driver each call is journaled: a replay gives it its recorded result.
+        let batch = match ctx.program_journal() {
+            Some(journal) => {
+                self.executor
+                    .execute_plan_journaled(
+                        &inner_store,
+                        plan,
+                        None,
+                        ctx.cancellation_token(),
+                        journal.as_ref(),
+                    )
+                    .await
+            }
+            None => {
+                self.executor
+                    .execute_plan(&inner_store, plan, None, ctx.cancellation_token())
+                    .await
+            }
+        };
         for message in batch.messages {
             let index = index_of(&message.tool_call_id);
             let result = &message.result;
