@@ -591,6 +591,13 @@ impl Facts {
         let (Some(tool), None) = (&self.tool, unknown.as_ref()) else {
             return Err(Ending::Refused(unknown.unwrap_or_default()));
         };
+        // A code-only tool called by the model itself (no program made the call).
+        if let Subject::Shared(call) = &self.subject
+            && tool.is_code_only()
+            && call.caller.is_none()
+        {
+            return Err(Ending::Refused(code_only_refusal(tool.name())));
+        }
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
         let arguments = match &self.subject {
             Subject::Shared(call) => &call.arguments,
@@ -692,6 +699,14 @@ impl Facts {
             )),
         }
     }
+}
+
+/// What the model reads when it calls a code-only tool directly.
+fn code_only_refusal(name: &str) -> String {
+    format!(
+        "tool `{name}` can only be called from code, not directly: call it from a program (in \
+         `run_code`, or in your code-execution tool)"
+    )
 }
 
 /// Where a call's partial results go: `ToolExecutionUpdate` events, when someone listens.

@@ -316,6 +316,103 @@ async fn a_tool_not_callable_from_code_is_refused_with_what_to_do() {
     );
 }
 
+/// `tally`: a code-only tool that needs approval, counting its runs.
+fn tally(runs: &Arc<AtomicUsize>) -> AgentTool {
+    let runs = Arc::clone(runs);
+    AgentTool::builder("tally")
+        .description("Count one more.")
+        .code_only()
+        .needs_approval()
+        .parallel()
+        .handler(move |_ctx: ToolContext, _args: Value| {
+            let runs = Arc::clone(&runs);
+            async move { (runs.fetch_add(1, Ordering::SeqCst) + 1).to_string() }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_code_only_tool_is_declared_in_run_code_and_never_sent_as_a_tool_of_its_own() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    tools.register(tally(&runs)).unwrap();
+    // Per request: the names of the tools sent, and `run_code`'s description.
+    type Sent = Vec<(Vec<String>, String)>;
+    let sent: Arc<Mutex<Sent>> = Arc::default();
+    let seen = Arc::clone(&sent);
+    let agent = Agent::builder()
+        .model(ScriptedModel::from_fn(
+            move |request: &yiem_core::ModelRequest| {
+                let names = request.tools.iter().map(|t| t.name().to_owned()).collect();
+                let run_code = request
+                    .tools
+                    .iter()
+                    .find(|t| t.name() == "run_code")
+                    .map(|t| t.description().to_owned())
+                    .unwrap_or_default();
+                seen.lock().unwrap().push((names, run_code));
+                ScriptedTurn::text("nothing to do")
+            },
+        ))
+        .tools(tools)
+        .code_mode(CodeMode::new())
+        .build();
+    agent.prompt("hi").await;
+    let sent = sent.lock().unwrap();
+    let (names, run_code) = &sent[0];
+    assert!(!names.contains(&"tally".to_owned()), "{names:?}");
+    assert!(names.contains(&"lookup".to_owned()), "{names:?}");
+    assert!(run_code.contains("tally(args"), "{run_code}");
+    assert!(run_code.contains("Count one more."), "{run_code}");
+}
+
+#[tokio::test]
+async fn a_direct_call_of_a_code_only_tool_is_refused_with_what_to_do_and_a_program_call_runs() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    tools.register(tally(&runs)).unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("tally", json!({})),
+            ScriptedTurn::tool_call(
+                "run_code",
+                json!({ "code": "print(await tools.tally({}))" }),
+            ),
+            ScriptedTurn::text("counted"),
+        ]))
+        .tools(tools)
+        .code_mode(CodeMode::new())
+        .build();
+    // The direct call: refused through the pipeline, nobody asked to approve it.
+    let outcome = agent.prompt("count").await;
+    let AgentMessage::ToolResult(direct) = &outcome.messages[2] else {
+        panic!("{:?}", outcome.messages);
+    };
+    assert!(direct.is_error());
+    assert_eq!(
+        direct.text_content(),
+        "tool `tally` can only be called from code, not directly: call it from a program (in \
+         `run_code`, or in your code-execution tool)"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    // The program's call waits for approval like any other, then runs.
+    let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+        panic!("{:?}", outcome.stop);
+    };
+    assert_eq!(pending[0].tool_name, "tally");
+    let decisions = [(pending[0].call_id.clone(), Decision::Approve)];
+    let outcome = agent.resume(decisions).await.unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let AgentMessage::ToolResult(program) = &outcome.messages[0] else {
+        panic!("{:?}", outcome.messages);
+    };
+    assert_eq!(program.text_content(), "1\n");
+}
+
 #[tokio::test]
 async fn an_uncaught_tool_error_fails_the_program_with_its_message() {
     let result = run("await tools.lookup({})").await;

@@ -35,6 +35,7 @@ fn validate(args: &Args) -> Result<(), String> {
     strict,
     eager_input_streaming,
     defer_loading,
+    code_only,
 )]
 async fn every_key(args: Args) -> String {
     args.n.to_string()
@@ -63,5 +64,7 @@ fn main() {
     let options = tool.provider_options();
     assert_eq!(options.examples, [json!({"n": 1}), json!({"n": 2})]);
     assert!(options.strict && options.eager_input_streaming && options.defer_loading);
+    assert!(tool.is_code_only());
+    assert!(!explicit_sequential_tool().is_code_only());
     assert_eq!(explicit_sequential_tool().execution_mode(), ExecutionMode::Sequential);
 }

@@ -116,6 +116,10 @@ impl AgentConfig {
     /// are shown as they came; the call then ends with an error result and runs nothing.)
     pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
         let tool = offered.get(&call.name)?;
+        // A direct call of a code-only tool is refused without running: nobody is asked.
+        if tool.is_code_only() && call.caller.is_none() {
+            return None;
+        }
         self.approval.check_prepared(call, &tool)
     }
 

@@ -52,7 +52,13 @@
 //! their events ([`AgentEvent::ToolExecutionStart`](crate::AgentEvent) and the rest) say where they come
 //! from ([`program_call_of`]). By default every tool of the agent's store but `run_code` and the tools
 //! marked `destructive` is callable from code ([`CodeMode::callable_tools`] names them instead); a call of
-//! another tool is refused with an error that says to call it directly.
+//! another tool is refused with an error that says to call it directly. Each call carries its caller,
+//! `ToolCaller { provider: "yiem", kind: "run_code", id: <run_code call id> }`, for hooks and events.
+//!
+//! A [code-only](AgentTool::is_code_only) tool (`#[tool(code_only)]`, [`ToolBuilder::code_only`](crate::ToolBuilder::code_only))
+//! is callable from every program, and only from one: it is declared in `run_code`'s API but not sent
+//! to the model as a tool of its own, and a direct call of it is refused with an error that says to
+//! call it from `run_code`.
 //!
 //! # Approvals
 //!
@@ -89,7 +95,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::agent::{ApprovalPolicy, Decision, PendingApproval};
-use crate::call::ToolCall;
+use crate::call::{ToolCall, ToolCaller};
 use crate::context::ToolContext;
 use crate::executor::{PlannedCall, ToolExecutor};
 use crate::registry::{ToolList, ToolStore};
@@ -399,10 +405,13 @@ impl CodeMode {
         self
     }
 
-    /// Whether a program may call `tool`.
+    /// Whether a program may call `tool`: a [code-only](AgentTool::is_code_only) tool always.
     pub fn is_callable(&self, tool: &AgentTool) -> bool {
         if tool.name() == RUN_CODE {
             return false;
+        }
+        if tool.is_code_only() {
+            return true;
         }
         match &self.callable {
             Callable::NotDestructive => tool.annotations().destructive != Some(true),
@@ -494,13 +503,22 @@ impl CodeMode {
             return output.clone();
         }
         let description = self.description(&self.declared(sent));
-        let output = match declared.runner.upgrade() {
-            Some(runner) if sent[position].description() != description => {
+        let runner = declared
+            .runner
+            .upgrade()
+            .filter(|_| sent[position].description() != description);
+        // Code-only tools are declared in the program's API, never sent as direct tools.
+        let code_only = sent.iter().any(AgentTool::is_code_only);
+        let output = match (runner, code_only) {
+            (None, false) => sent.clone(),
+            (runner, _) => {
                 let mut tools = sent.to_vec();
-                tools[position] = runner.tool(description);
+                if let Some(runner) = runner {
+                    tools[position] = runner.tool(description);
+                }
+                tools.retain(|tool| !tool.is_code_only());
                 ToolList::new(tools)
             }
-            _ => sent.clone(),
         };
         declared.last = Some((sent.clone(), output.clone()));
         output
@@ -659,7 +677,9 @@ impl Runner {
                 continue;
             }
             asked.insert(request.index, request.arguments.clone());
-            let call = ToolCall::new(call_id.clone(), request.tool.clone(), request.arguments);
+            // Made by the program: hooks and events see who made it, and a code-only tool runs.
+            let call = ToolCall::new(call_id.clone(), request.tool.clone(), request.arguments)
+                .with_caller(ToolCaller::new("yiem", RUN_CODE, ctx.call_id()));
             let tool = callable.iter().find(|tool| tool.name() == call.name);
             if tool.is_none() && self.store.contains(&call.name) {
                 plan.push(PlannedCall::Refuse {
