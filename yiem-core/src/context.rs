@@ -71,10 +71,10 @@ struct Inner {
     state: Option<Arc<StateMap>>,
     /// Who the call can ask and log to (an MCP client, an executor's elicitation handler).
     asker: Option<Arc<dyn Asker>>,
-    /// Where the calls a program of this call makes are journaled (code mode on a durable driver; see
-    /// [`ToolExecutor::journaling_program_calls`](crate::ToolExecutor::journaling_program_calls)).
+    /// What a program of this call runs with: its resume, where its calls are journaled (code mode;
+    /// see `code::Programs`).
     #[cfg(feature = "code-mode")]
-    programs: Option<Arc<dyn crate::pipeline::CallJournal>>,
+    programs: Option<Arc<crate::code::Programs>>,
 }
 
 impl ToolContext {
@@ -188,21 +188,18 @@ impl ToolContext {
         self
     }
 
-    /// Journals the calls a program of this call makes in `journal` (see [`program_journal`](Self::program_journal)).
+    /// Runs a program of this call with `programs` (see [`programs`](Self::programs)).
     #[cfg(feature = "code-mode")]
-    pub(crate) fn with_program_journal(
-        mut self,
-        journal: Arc<dyn crate::pipeline::CallJournal>,
-    ) -> Self {
-        self.inner_mut().programs = Some(journal);
+    pub(crate) fn with_programs(mut self, programs: Arc<crate::code::Programs>) -> Self {
+        self.inner_mut().programs = Some(programs);
         self
     }
 
-    /// Where the calls a program of this call makes are journaled, if they are: code mode's `run_code`
-    /// runs its program's batches through it.
+    /// What a program of this call runs with, if the driver gave anything: code mode's `run_code`
+    /// resumes from it and journals its program's batches in it.
     #[cfg(feature = "code-mode")]
-    pub(crate) fn program_journal(&self) -> Option<&Arc<dyn crate::pipeline::CallJournal>> {
-        self.inner.programs.as_ref()
+    pub(crate) fn programs(&self) -> Option<&crate::code::Programs> {
+        self.inner.programs.as_deref()
     }
 
     /// The state of type `T` the call was given, if any (a tool usually takes [`State<T>`](crate::State)

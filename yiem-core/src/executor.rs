@@ -160,22 +160,10 @@ pub struct ToolExecutor {
     asker: Option<Arc<dyn Asker>>,
     /// The handlers behind `asker`.
     handlers: HandlerAsker,
-    /// Where the calls of code-mode programs are journaled
-    /// ([`journaling_program_calls`](Self::journaling_program_calls)).
+    /// What code-mode programs run with: where their calls are journaled
+    /// ([`journaling_program_calls`](Self::journaling_program_calls)), which resume.
     #[cfg(feature = "code-mode")]
-    programs: Option<ProgramJournal>,
-}
-
-/// A journal of programs' calls, shown by `Debug` as such.
-#[cfg(feature = "code-mode")]
-#[derive(Clone)]
-struct ProgramJournal(Arc<dyn CallJournal>);
-
-#[cfg(feature = "code-mode")]
-impl std::fmt::Debug for ProgramJournal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProgramJournal")
-    }
+    programs: crate::code::Programs,
 }
 
 impl ToolExecutor {
@@ -355,10 +343,21 @@ impl ToolExecutor {
     /// ```
     #[cfg(feature = "code-mode")]
     pub fn journaling_program_calls(&self, journal: Arc<dyn CallJournal>) -> ToolExecutor {
-        ToolExecutor {
-            programs: Some(ProgramJournal(journal)),
-            ..self.clone()
-        }
+        let mut executor = self.clone();
+        executor.programs.journal = Some(journal);
+        executor
+    }
+
+    /// This executor, whose `run_code` calls resume the programs of `resumes` (by call id): what
+    /// `AgentConfig::ready_programs` gives a driver's batch.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn resuming_programs(
+        &self,
+        resumes: std::collections::HashMap<String, crate::code::ProgramResume>,
+    ) -> ToolExecutor {
+        let mut executor = self.clone();
+        executor.programs.resumes = Arc::new(resumes);
+        executor
     }
 
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.
@@ -452,7 +451,7 @@ impl ToolExecutor {
             cancel: Some(cancel.clone()),
             asker: self.asker.clone(),
             #[cfg(feature = "code-mode")]
-            programs: self.programs.as_ref().map(|journal| Arc::clone(&journal.0)),
+            programs: (!self.programs.is_empty()).then(|| Arc::new(self.programs.clone())),
         }
     }
 

@@ -113,9 +113,9 @@ pub(crate) struct CallEnv {
     pub(crate) cancel: Option<CancellationToken>,
     /// Who the calls can ask and log to ([`ToolContext::elicit`]); `None`: nobody.
     pub(crate) asker: Option<Arc<dyn Asker>>,
-    /// Where the calls of the calls' programs are journaled (code mode on a durable driver).
+    /// What the calls' programs run with (code mode); `None` when nothing.
     #[cfg(feature = "code-mode")]
-    pub(crate) programs: Option<Arc<dyn CallJournal>>,
+    pub(crate) programs: Option<Arc<crate::code::Programs>>,
 }
 
 impl CallEnv {
@@ -554,7 +554,7 @@ impl Facts {
                 );
                 #[cfg(feature = "code-mode")]
                 if let Some(programs) = &env.programs {
-                    return ctx.with_program_journal(Arc::clone(programs));
+                    return ctx.with_programs(Arc::clone(programs));
                 }
                 ctx
             }

@@ -659,6 +659,70 @@ async fn a_call_that_needs_approval_pauses_the_run_and_an_approval_resumes_it_in
     assert!(!dir.0.join("c.txt").exists());
 }
 
+/// Two runs that share one code mode, their programs paused at the same `run_code` call id, resume at
+/// once (each `run_code` call held until both batches are readied): each program resumes with its own
+/// recorded calls, not the other run's, and every effect happens once.
+#[tokio::test]
+async fn runs_sharing_a_code_mode_resume_their_own_programs_whatever_their_call_ids() {
+    use yiem_core::ToolHooks;
+    let mode = CodeMode::new();
+    let resuming = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let both_readied = Arc::new(tokio::sync::Barrier::new(2));
+    let hooks = {
+        let (resuming, both_readied) = (Arc::clone(&resuming), Arc::clone(&both_readied));
+        ToolHooks::new().before_tool_call(move |ctx| {
+            let hold = ctx.call.name == "run_code" && resuming.load(Ordering::SeqCst);
+            let both_readied = Arc::clone(&both_readied);
+            async move {
+                if hold {
+                    both_readied.wait().await;
+                }
+                None
+            }
+        })
+    };
+    let dirs = [TempDir::new(), TempDir::new()];
+    let programs = [PROGRAM.to_owned(), PROGRAM.replace("\"one\"", "\"uno\"")];
+    let mut agents = Vec::new();
+    let mut waiting = Vec::new();
+    for (dir, program) in dirs.iter().zip(&programs) {
+        std::fs::write(dir.0.join("c.txt"), "keep?").unwrap();
+        let agent = Agent::builder()
+            .model(ScriptedModel::new([
+                ScriptedTurn::tool_call("run_code", json!({ "code": program })),
+                ScriptedTurn::text("Tidied."),
+            ]))
+            .tools(store(&dir.0))
+            .code_mode(mode.clone())
+            .tool_hooks(hooks.clone())
+            .build();
+        let outcome = agent.prompt("tidy up").await;
+        let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+            panic!("{:?}", outcome.stop)
+        };
+        waiting.push(pending[0].call_id.clone());
+        agents.push(agent);
+    }
+    assert_eq!(
+        waiting[0], waiting[1],
+        "the same program call id in both runs"
+    );
+    resuming.store(true, Ordering::SeqCst);
+    let (first, second) = tokio::join!(
+        agents[0].resume([(waiting[0].clone(), Decision::Approve)]),
+        agents[1].resume([(waiting[1].clone(), Decision::Approve)]),
+    );
+    for (outcome, dir) in [first.unwrap(), second.unwrap()].iter().zip(&dirs) {
+        assert_eq!(run_code_result(&outcome.messages), "deleted\n");
+        assert_eq!((lines(&dir.0, "a.txt"), lines(&dir.0, "b.txt")), (1, 1));
+    }
+    let read = |dir: &TempDir| std::fs::read_to_string(dir.0.join("a.txt")).unwrap();
+    assert_eq!(
+        (read(&dirs[0]), read(&dirs[1])),
+        ("one\n".into(), "uno\n".into())
+    );
+}
+
 #[tokio::test]
 async fn a_denied_call_is_an_exception_the_program_catches() {
     let dir = TempDir::new();

@@ -260,8 +260,6 @@ impl Driver<'_, '_> {
         let answered = run.question_answers();
         let round = answered.len();
         let (pausing, asked) = self.executor.pausing_on_questions(answered).unzip();
-        #[cfg(feature = "code-mode")]
-        agent.ready_programs(run, &plan);
         let journal = ToolJournal {
             driver: self,
             turn: run.turns(),
@@ -274,15 +272,18 @@ impl Driver<'_, '_> {
             programs: agent.code_mode_setting().is_some(),
         };
         let executor = pausing.as_ref().unwrap_or(&self.executor);
-        // With code mode, each call of a program is a step of its own, which the handler runs while
-        // the batch goes on (see `program`).
+        // With code mode, the programs that paused resume (as in process), and each call of a program
+        // is a step of its own, which the handler runs while the batch goes on (see `program`).
         #[cfg(feature = "code-mode")]
-        let (executor, served) = match journal.programs {
-            true => {
-                let (programs, served) = crate::program::ProgramCalls::channel();
-                (executor.journaling_program_calls(programs), Some(served))
+        let (executor, served) = {
+            let executor = agent.ready_programs(executor, run, &plan);
+            match journal.programs {
+                true => {
+                    let (programs, served) = crate::program::ProgramCalls::channel();
+                    (executor.journaling_program_calls(programs), Some(served))
+                }
+                false => (executor, None),
             }
-            false => (executor.clone(), None),
         };
         let never_cancelled = CancellationToken::new();
         let batch = executor.execute_plan_journaled(

@@ -207,14 +207,26 @@ impl AgentConfig {
         self.code_mode.as_ref()
     }
 
-    /// Readies the `run_code` calls of the batch `run` is about to run (`plan`, its
-    /// [`Step::RunTools`](crate::Step)): a program that paused for approval resumes with its recorded
-    /// calls and the decisions, and every program knows the tools the run approved for the rest of it.
-    /// Every driver calls it before it runs a batch; without code mode it does nothing.
+    /// The executor to run the batch `run` is about to run (`plan`, its [`Step::RunTools`](crate::Step))
+    /// on: `executor`, its `run_code` calls readied — a program that paused for approval resumes with
+    /// its recorded calls and the decisions, and every program knows the tools the run approved for the
+    /// rest of it. What it readies is this batch's alone, so runs that share the configuration never
+    /// take each other's programs. Every driver runs its batches on it; without code mode it is
+    /// `executor` itself.
     #[cfg(feature = "code-mode")]
-    pub fn ready_programs(&self, run: &crate::AgentRun, plan: &[crate::PlannedCall]) {
-        if let Some(mode) = &self.code_mode {
-            mode.ready(plan, run.program_resumes(), run.always_approved());
+    pub fn ready_programs(
+        &self,
+        executor: &ToolExecutor,
+        run: &crate::AgentRun,
+        plan: &[crate::PlannedCall],
+    ) -> ToolExecutor {
+        match &self.code_mode {
+            Some(mode) => executor.resuming_programs(mode.ready(
+                plan,
+                run.program_resumes(),
+                run.always_approved(),
+            )),
+            None => executor.clone(),
         }
     }
 

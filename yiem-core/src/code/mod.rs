@@ -299,6 +299,33 @@ pub fn program_call_of(call_id: &str) -> Option<&str> {
         .filter(|_| !number.is_empty())
 }
 
+/// What the `run_code` calls of one batch run with, given by the driver through the executor (and so
+/// of that batch alone, whichever other runs share the code mode): the programs that resume, by
+/// `run_code` call id, and where their calls are journaled.
+#[derive(Clone, Default)]
+pub(crate) struct Programs {
+    /// Where each batch of a program's calls is journaled (a durable driver's journal).
+    pub(crate) journal: Option<Arc<dyn crate::pipeline::CallJournal>>,
+    /// The programs that resume, by `run_code` call id.
+    pub(crate) resumes: Arc<HashMap<String, ProgramResume>>,
+}
+
+impl Programs {
+    /// Whether the batch's calls need to know it.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.journal.is_none() && self.resumes.is_empty()
+    }
+}
+
+impl fmt::Debug for Programs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Programs")
+            .field("journaled", &self.journal.is_some())
+            .field("resumes", &self.resumes.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
 /// Which tools a program may call.
 #[derive(Clone, Debug)]
 enum Callable {
@@ -419,20 +446,26 @@ impl CodeMode {
         }
     }
 
-    /// Resumes the program of `run_code` call `call_id` when that call runs next.
+    /// Resumes the program of `run_code` call `call_id` when that call runs next (for a `run_code` tool
+    /// made with [`tool`](Self::tool) and run by hand; an agent's drivers resume their programs
+    /// themselves).
     pub fn resume(&self, call_id: impl Into<String>, resume: ProgramResume) {
         lock(&self.resumes).insert(call_id.into(), resume);
     }
 
     /// Readies the `run_code` calls of a batch about to run (a driver's way in): each program runs knowing
     /// the tools the run approved for the rest of it (`always_approved`), and the paused ones among them
-    /// (`resumes`: per call id, the journal as the saved run keeps it and the decisions) resume.
+    /// (`resumes`: per call id, the journal as the saved run keeps it and the decisions) resume. What
+    /// each program resumes with, by call id, for the batch's executor
+    /// ([`Programs::resumes`]): of this batch alone, so that runs sharing a code mode never take each
+    /// other's programs, whatever their call ids.
     pub(crate) fn ready(
         &self,
         plan: &[PlannedCall],
         resumes: Vec<(String, Value, BTreeMap<String, Decision>)>,
         always_approved: &[String],
-    ) {
+    ) -> HashMap<String, ProgramResume> {
+        let mut ready = HashMap::new();
         let mut resumes: HashMap<String, (Value, BTreeMap<String, Decision>)> = resumes
             .into_iter()
             .map(|(call_id, journal, decisions)| (call_id, (journal, decisions)))
@@ -456,8 +489,9 @@ impl CodeMode {
                 decisions,
                 always_approved: always_approved.to_vec(),
             };
-            self.resume(call.id.clone(), resume);
+            ready.insert(call.id.clone(), resume);
         }
+        ready
     }
 
     /// The `run_code` tool over `store`'s tools, running each program's calls on `executor` and asking
@@ -592,8 +626,11 @@ impl Runner {
     }
 
     async fn run(&self, ctx: ToolContext, code: String) -> AgentToolResult {
-        let resume = lock(&self.mode.resumes)
-            .remove(ctx.call_id())
+        // The driver's, for this batch; else one given to the code mode by hand.
+        let resume = ctx
+            .programs()
+            .and_then(|programs| programs.resumes.get(ctx.call_id()).cloned())
+            .or_else(|| lock(&self.mode.resumes).remove(ctx.call_id()))
             .unwrap_or_default();
         let mut program = match Program::start(code, self.mode.limits.clone()) {
             Ok(program) => program,
@@ -739,7 +776,10 @@ impl Runner {
         }
         let inner_store = self.store.offering(&callable);
         // On a durable driver each call is journaled: a replay gives it its recorded result.
-        let batch = match ctx.program_journal() {
+        let batch = match ctx
+            .programs()
+            .and_then(|programs| programs.journal.as_ref())
+        {
             Some(journal) => {
                 self.executor
                     .execute_plan_journaled(
