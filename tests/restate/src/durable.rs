@@ -11,8 +11,9 @@
 //! `meet`s at once, which wait for each other in a process started with `YIEM_RESTATE_FIRST` (and the
 //! second then never finishes there). `ship` asks for `ship` (which asks the user `Ship it?` and records
 //! its effect only once answered) and `add_note`. `program` has code mode's `run_code` run [`PROGRAM`]:
-//! `add_note`, `get_weather`, then `publish` (needs approval), which it catches if denied. Any other
-//! last user message is answered `you said: ...`.
+//! `add_note`, `get_weather`, then `publish` (needs approval), which it catches if denied; `program
+//! barrier` has it start two `meet`s at once (`Promise.all`). Any other last user message is answered
+//! `you said: ...`.
 //!
 //! [`config`] is the agent both drivers run: the durable service and, in the tests, the in-process
 //! agent.
@@ -298,6 +299,11 @@ pub fn model() -> ScriptedModel {
                 ("add_note", json!({"text": "published"})),
             ]),
             ("program", 0) => ScriptedTurn::tool_call("run_code", json!({ "code": PROGRAM })),
+            ("program barrier", 0) => ScriptedTurn::tool_call(
+                "run_code",
+                json!({ "code": "const met = await Promise.all([tools.meet({ name: \"a\" }), \
+                                  tools.meet({ name: \"b\" })]);\nprint(met.join(\", \"));" }),
+            ),
             ("slow", 0) => ScriptedTurn::tool_call("wait_for_release", json!({})),
             ("ship", 0) => ScriptedTurn::tool_calls([
                 ("ship", json!({"text": "v1"})),

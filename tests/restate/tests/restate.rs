@@ -1005,3 +1005,43 @@ async fn a_program_killed_between_its_calls_runs_each_call_once() {
         );
     }
 }
+
+/// A program's calls started together (`Promise.all` of two `meet`s that wait for each other) run at
+/// once on the durable runner too, each a step of its own; with the process killed after the first
+/// call's step is durable and the second still running, the replay gives the first its journaled result
+/// and runs the second: each effect once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_s_calls_started_together_run_at_once_and_each_is_journaled_once_across_a_kill() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-program-barrier");
+    let port = free_port();
+    let boundary = "turn 1 tool meet call_1/code/0";
+    let first = service_with(&server, &dir, port, Some(boundary), true).await;
+    let invocation = server
+        .send_prompt("program-barrier", "program barrier")
+        .await;
+    let marker = dir.join("marker");
+    assert!(
+        wait_until(|| marker.exists(), PATIENCE).await,
+        "the program's first call never got its step: did its two calls run one after another?"
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [r#"call_1/code/0 meet {"name":"a"}"#]
+    );
+    first.kill();
+    let _again = service(&server, &dir, port, None).await;
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}), "{report}");
+    assert_eq!(report["text"], "done: met a, met b\n");
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            r#"call_1/code/0 meet {"name":"a"}"#,
+            r#"call_1/code/1 meet {"name":"b"}"#
+        ],
+        "each call's effect once: `a` from the journal, `b` run again"
+    );
+}
