@@ -414,6 +414,25 @@ async fn a_direct_call_of_a_code_only_tool_is_refused_with_what_to_do_and_a_prog
 }
 
 #[tokio::test]
+async fn a_call_of_a_code_only_tool_from_a_providers_sandbox_runs() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    tools.register(tally(&runs)).unwrap();
+    let caller = yiem_core::ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_1");
+    let from_sandbox = yiem_core::ToolCall::new("toolu_1", "tally", json!({})).with_caller(caller);
+    let batch = ToolExecutor::new()
+        .execute(
+            &tools,
+            vec![from_sandbox],
+            &yiem_core::CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(batch.messages[0].text_content(), "1");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn an_uncaught_tool_error_fails_the_program_with_its_message() {
     let result = run("await tools.lookup({})").await;
     assert!(result.is_error);
