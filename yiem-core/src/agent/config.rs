@@ -201,6 +201,20 @@ impl AgentConfig {
         self.prepare_next_turn.is_some()
     }
 
+    /// Whether code mode is set (always `false` without the `code-mode` feature): a driver that cannot
+    /// run it refuses such a configuration rather than leave `run_code` out unsaid.
+    #[cfg(feature = "code-mode")]
+    pub fn has_code_mode(&self) -> bool {
+        self.code_mode.is_some()
+    }
+
+    /// Whether code mode is set (always `false` without the `code-mode` feature): a driver that cannot
+    /// run it refuses such a configuration rather than leave `run_code` out unsaid.
+    #[cfg(not(feature = "code-mode"))]
+    pub fn has_code_mode(&self) -> bool {
+        false
+    }
+
     /// The code mode set with [`AgentSettings::code_mode`], if any.
     #[cfg(feature = "code-mode")]
     pub fn code_mode_setting(&self) -> Option<&crate::code::CodeMode> {
