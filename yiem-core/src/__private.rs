@@ -33,6 +33,8 @@ pub struct ToolSpec {
     pub description: &'static str,
     pub mode: ExecutionMode,
     pub needs_approval: bool,
+    /// `#[tool(code_only)]`.
+    pub code_only: bool,
     pub timeout_ms: Option<u64>,
     pub annotations: ToolAnnotations,
     pub prepare: Option<fn(Value) -> Value>,
@@ -78,6 +80,7 @@ impl ToolSpec {
             timeout: self.timeout_ms.map(Duration::from_millis),
             annotations: self.annotations,
             needs_approval: self.needs_approval,
+            code_only: self.code_only,
             options: ProviderOptions {
                 // Each parsed at compile time by `#[tool]`; one that somehow does not is kept as
                 // text, for the examples check to refuse.

@@ -60,10 +60,12 @@ impl ToolCall {
     }
 }
 
-/// A program running in the model provider's own sandbox that made a [`ToolCall`] (provider-native
+/// A program that made a [`ToolCall`]: one running in the model provider's own sandbox (provider-native
 /// programmatic calling: Anthropic's code-execution tool with `allowed_callers`, OpenAI's
 /// `programmatic_tool_calling` on the Responses API; see `AnthropicConfig::with_programmatic_calling`
-/// and `OpenAiResponsesConfig::with_programmatic_calling`).
+/// and `OpenAiResponsesConfig::with_programmatic_calling`), or a program of code mode's `run_code`
+/// (provider `yiem`, kind `run_code`, the `run_code` call's id; see `yiem_core::code`). A call
+/// without a caller is the model's own.
 ///
 /// Such a call runs like any other (hooks, approvals, events) and its caller goes back with it in later
 /// requests, as the provider requires; a provider is sent only the callers it made.
@@ -82,7 +84,7 @@ impl ToolCall {
 #[non_exhaustive]
 pub struct ToolCaller {
     /// The provider whose sandbox made the call, as [`AssistantContent::ProviderBlock`](crate::AssistantContent)
-    /// names providers (`anthropic`, `openai-responses`).
+    /// names providers (`anthropic`, `openai-responses`); `yiem` for code mode.
     pub provider: String,
     /// The caller's type as the provider names it: Anthropic's code-execution tool version
     /// (`code_execution_20250825`, `code_execution_20260120`), OpenAI's `program`.

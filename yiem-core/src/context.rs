@@ -71,6 +71,10 @@ struct Inner {
     state: Option<Arc<StateMap>>,
     /// Who the call can ask and log to (an MCP client, an executor's elicitation handler).
     asker: Option<Arc<dyn Asker>>,
+    /// What a program of this call runs with: its resume, where its calls are journaled (code mode;
+    /// see `code::Programs`).
+    #[cfg(feature = "code-mode")]
+    programs: Option<Arc<crate::program::Programs>>,
 }
 
 impl ToolContext {
@@ -88,6 +92,8 @@ impl ToolContext {
                 updates: None,
                 state: None,
                 asker: None,
+                #[cfg(feature = "code-mode")]
+                programs: None,
             }),
         }
     }
@@ -114,6 +120,8 @@ impl ToolContext {
                 }),
                 state: state.map(Arc::clone),
                 asker: asker.map(Arc::clone),
+                #[cfg(feature = "code-mode")]
+                programs: None,
             }),
         }
     }
@@ -178,6 +186,20 @@ impl ToolContext {
     pub(crate) fn with_state_map(mut self, state: Arc<StateMap>) -> Self {
         self.inner_mut().state = Some(state);
         self
+    }
+
+    /// Runs a program of this call with `programs` (see [`programs`](Self::programs)).
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn with_programs(mut self, programs: Arc<crate::program::Programs>) -> Self {
+        self.inner_mut().programs = Some(programs);
+        self
+    }
+
+    /// What a program of this call runs with, if the driver gave anything: code mode's `run_code`
+    /// resumes from it and journals its program's batches in it.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn programs(&self) -> Option<&crate::program::Programs> {
+        self.inner.programs.as_deref()
     }
 
     /// The state of type `T` the call was given, if any (a tool usually takes [`State<T>`](crate::State)

@@ -157,6 +157,10 @@ pub struct ToolExecutor {
     asker: Option<Arc<dyn Asker>>,
     /// The handlers behind `asker`.
     handlers: HandlerAsker,
+    /// What code-mode programs run with: where their calls are journaled
+    /// ([`journaling_program_calls`](Self::journaling_program_calls)), which resume.
+    #[cfg(feature = "code-mode")]
+    programs: crate::program::Programs,
 }
 
 impl ToolExecutor {
@@ -307,6 +311,52 @@ impl ToolExecutor {
         Some((executor, questions))
     }
 
+    /// For a driver that journals each call (a durable one, which runs a batch with
+    /// [`execute_plan_journaled`](Self::execute_plan_journaled)): this executor (the same order, cap and
+    /// handlers) whose calls that run a program — code mode's `run_code` (see [`crate::code`]) — run
+    /// each batch of their program's calls journaled in `journal`, one record per call of the program
+    /// (ids `<run_code call id>/code/<n>`), so that a replay gives the program its calls' recorded results
+    /// instead of running them again. Without it a program's calls run unjournaled, inside the `run_code`
+    /// call's own record.
+    ///
+    /// ```
+    /// use yiem_core::{CallJournal, CallRecord, ToolCall, ToolExecutor};
+    /// use futures::future::BoxFuture;
+    ///
+    /// /// Records nothing: runs every call.
+    /// struct Passing;
+    /// impl CallJournal for Passing {
+    ///     fn record<'a>(
+    ///         &'a self,
+    ///         _call: &ToolCall,
+    ///         run: BoxFuture<'static, CallRecord>,
+    ///     ) -> BoxFuture<'a, CallRecord> {
+    ///         run
+    ///     }
+    /// }
+    ///
+    /// let executor = ToolExecutor::new().journaling_program_calls(std::sync::Arc::new(Passing));
+    /// # let _ = executor;
+    /// ```
+    #[cfg(feature = "code-mode")]
+    pub fn journaling_program_calls(&self, journal: Arc<dyn CallJournal>) -> ToolExecutor {
+        let mut executor = self.clone();
+        executor.programs.journal = Some(journal);
+        executor
+    }
+
+    /// This executor, whose `run_code` calls resume the programs of `resumes` (by call id): what
+    /// `AgentConfig::ready_programs` gives a driver's batch.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn resuming_programs(
+        &self,
+        resumes: std::collections::HashMap<String, crate::program::ProgramResume>,
+    ) -> ToolExecutor {
+        let mut executor = self.clone();
+        executor.programs.resumes = Arc::new(resumes);
+        executor
+    }
+
     /// The cap set by [`with_max_concurrent_calls`](Self::with_max_concurrent_calls), if any.
     pub fn max_concurrent_calls(&self) -> Option<usize> {
         self.max_calls
@@ -397,6 +447,8 @@ impl ToolExecutor {
             assistant,
             cancel: Some(cancel.clone()),
             asker: self.asker.clone(),
+            #[cfg(feature = "code-mode")]
+            programs: (!self.programs.is_empty()).then(|| Arc::new(self.programs.clone())),
         }
     }
 

@@ -136,7 +136,7 @@
 //! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
 //! | `registry` | [`ToolStore`] (tools and state, which of them are deferred), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once), the lists a request carries ([`catalog::RequestTools`]) |
 //! | `catalog` | large catalogs: deferring tools, the local tool search ([`catalog::ToolSearch`], [`catalog::Ranker`]) and the policy ([`catalog::defer_when_large`]) |
-//! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); [`CallJournal`] for drivers that replay |
+//! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); the journal for drivers that replay |
 //! | `executor` | [`ToolExecutor`]: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
 //! | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
 //! | `guard` | the unwind guards around user code, its futures and their drops |
@@ -145,7 +145,10 @@
 //! | `telemetry` | the OpenTelemetry GenAI spans (`invoke_agent`, `chat`, `execute_tool`) as `tracing` spans, and whether they record content; (feature `otel`) `otel`: the bridge to OpenTelemetry, trace context, metrics, OTLP export |
 //! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
 //! | `questions` | the questions a batch's calls stop at when nobody can answer at once: [`PendingQuestion`], [`AskedQuestions`] (used by the executor and the agent) |
-//! | `approval` | [`ApprovalPolicy`], [`PendingApproval`], [`Decision`] (used by the agent and code mode) |
+//! | `decision` | data: [`PendingApproval`] (a call that waits for a person) and [`Decision`] (the answer) |
+//! | `approval` | [`ApprovalPolicy`]: which calls wait for a person (used by the agent and code mode) |
+//! | `journal` | [`CallJournal`], [`CallRecord`]: where a driver that replays records each call's run |
+//! | `program` | (feature `code-mode`) a program's recorded calls, its pause and resume, and what a batch's `run_code` calls run with, carried below the executor |
 //! | `elicit` | asking the person behind a call: [`Elicitation`], [`ElicitationAnswer`], [`ElicitationHandler`], [`ElicitError`], [`LogLevel`] |
 //! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
 //! | `check` | [`check_tools`](fn@check_tools), [`check_tools!`](macro@check_tools), [`ToolStore::check`]: what a provider would refuse, found in your tests |
@@ -208,6 +211,7 @@ mod check;
 pub mod code;
 mod content;
 mod context;
+mod decision;
 mod dialect;
 mod elicit;
 mod event;
@@ -217,6 +221,7 @@ mod guard;
 mod handler;
 mod hooks;
 mod id;
+mod journal;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
@@ -225,6 +230,8 @@ mod order;
 #[cfg(feature = "otel")]
 pub mod otel;
 mod pipeline;
+#[cfg(feature = "code-mode")]
+mod program;
 mod questions;
 mod registry;
 mod result;
@@ -277,6 +284,7 @@ pub use grammar::{Grammar, GrammarSyntax, MAX_GRAMMAR_IN_DESCRIPTION, TextFormat
 pub use hooks::{
     AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
 };
+pub use journal::{CallJournal, CallRecord};
 #[cfg(feature = "anthropic")]
 pub use llm::{AnthropicConfig, AnthropicModel};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
@@ -292,7 +300,6 @@ pub use llm::{OpenAiConfig, OpenAiModel};
 #[cfg(feature = "openai-responses")]
 pub use llm::{OpenAiResponsesConfig, OpenAiResponsesModel};
 pub use message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
-pub use pipeline::{CallJournal, CallRecord};
 pub use registry::{
     LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
     static_tools,

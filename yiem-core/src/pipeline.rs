@@ -39,8 +39,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
-use futures::future::{BoxFuture, Either};
-use serde::{Deserialize, Serialize};
+use futures::future::Either;
 use serde_json::Value;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio_util::sync::CancellationToken;
@@ -54,6 +53,7 @@ use crate::elicit::Asker;
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
 use crate::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
+pub(crate) use crate::journal::{CallJournal, CallRecord};
 use crate::message::{AgentMessage, AssistantMessage};
 use crate::registry::{Found, ToolStore};
 use crate::result::AgentToolResult;
@@ -61,42 +61,6 @@ use crate::state::StateMap;
 use crate::suggest;
 use crate::telemetry::{self, ToolFailure};
 use crate::tool::{AgentTool, ExecutionMode, Refusal, ToolFuture};
-
-/// Where the run of each call of a batch is recorded, for a driver that replays what it recorded (a
-/// durable one): [`record`](Self::record) gets a call's run — the tool under its limit, then the
-/// `after_tool_call` hook — as a future, and gives back its result: the recorded one on a replay,
-/// without awaiting the future, so the call does not run again. Everything else of the call (its lookup,
-/// its binding, the `before_tool_call` hook, its events) happens as without a journal, on a replay too.
-/// See [`ToolExecutor::execute_plan_journaled`](crate::ToolExecutor::execute_plan_journaled).
-pub trait CallJournal: Send + Sync {
-    /// Records `call`'s `run`, or gives the record made for it before.
-    fn record<'a>(
-        &'a self,
-        call: &ToolCall,
-        run: BoxFuture<'static, CallRecord>,
-    ) -> BoxFuture<'a, CallRecord>;
-}
-
-/// What a [`CallJournal`] records of a call: its result, and when the call finished (the time its result
-/// message is stamped with, so that a replay makes the very same message).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct CallRecord {
-    /// The call's result.
-    pub result: AgentToolResult,
-    /// When the call finished, in milliseconds since the Unix epoch.
-    pub finished_at: u64,
-}
-
-impl CallRecord {
-    /// The record of a call that finished with `result` at `finished_at`.
-    pub fn new(result: AgentToolResult, finished_at: u64) -> Self {
-        CallRecord {
-            result,
-            finished_at,
-        }
-    }
-}
 
 /// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::in_hand`]).
 #[derive(Clone, Default)]
@@ -113,6 +77,9 @@ pub(crate) struct CallEnv {
     pub(crate) cancel: Option<CancellationToken>,
     /// Who the calls can ask and log to ([`ToolContext::elicit`]); `None`: nobody.
     pub(crate) asker: Option<Arc<dyn Asker>>,
+    /// What the calls' programs run with (code mode); `None` when nothing.
+    #[cfg(feature = "code-mode")]
+    pub(crate) programs: Option<Arc<crate::program::Programs>>,
 }
 
 impl CallEnv {
@@ -542,13 +509,18 @@ impl Facts {
             Subject::Shared(call) => {
                 // An asker that keeps something per call (an agent's paused questions) gets its own.
                 let own = env.asker.as_ref().and_then(|asker| asker.for_call(call));
-                ToolContext::for_call(
+                let ctx = ToolContext::for_call(
                     call,
                     env.cancel.as_ref(),
                     updates(env, call),
                     state,
                     own.as_ref().or(env.asker.as_ref()),
-                )
+                );
+                #[cfg(feature = "code-mode")]
+                if let Some(programs) = &env.programs {
+                    return ctx.with_programs(Arc::clone(programs));
+                }
+                ctx
             }
             Subject::InHand { id, .. } => {
                 let ctx = ToolContext::new(id.clone());
@@ -583,6 +555,13 @@ impl Facts {
         let (Some(tool), None) = (&self.tool, unknown.as_ref()) else {
             return Err(Ending::Refused(unknown.unwrap_or_default()));
         };
+        // A code-only tool called by the model itself (no program made the call).
+        if let Subject::Shared(call) = &self.subject
+            && tool.is_code_only()
+            && call.caller.is_none()
+        {
+            return Err(Ending::Refused(code_only_refusal(tool.name())));
+        }
         let hooked = env.hooks.before.is_some() || env.hooks.after.is_some();
         let arguments = match &self.subject {
             Subject::Shared(call) => &call.arguments,
@@ -684,6 +663,14 @@ impl Facts {
             )),
         }
     }
+}
+
+/// What the model reads when it calls a code-only tool directly.
+fn code_only_refusal(name: &str) -> String {
+    format!(
+        "tool `{name}` can only be called from code, not directly: call it from a program (in \
+         `run_code`, or in your code-execution tool)"
+    )
 }
 
 /// Where a call's partial results go: `ToolExecutionUpdate` events, when someone listens.

@@ -299,6 +299,8 @@ pub(crate) struct ToolDefinition {
     pub(crate) timeout: Option<Duration>,
     pub(crate) annotations: ToolAnnotations,
     pub(crate) needs_approval: bool,
+    /// Callable only from a program (see [`AgentTool::is_code_only`]).
+    pub(crate) code_only: bool,
     pub(crate) options: ProviderOptions,
     pub(crate) source: SourceLocation,
     /// The checks of the types the tool asks the person for (`#[tool]`'s `ctx.elicit::<T>` calls).
@@ -391,6 +393,7 @@ impl AgentTool {
             timeout: None,
             annotations: ToolAnnotations::default(),
             needs_approval: false,
+            code_only: false,
             options: ProviderOptions::default(),
             source: SourceLocation::caller(),
         }
@@ -439,6 +442,38 @@ impl AgentTool {
     /// [`ApprovalPolicy`](crate::ApprovalPolicy)).
     pub fn needs_approval(&self) -> bool {
         self.inner.definition.needs_approval
+    }
+
+    /// Whether the model may call the tool only from a program — code mode's `run_code` (see
+    /// `yiem_core::code`) or a provider's sandbox (see `llm::ProgrammaticCalling`) — and not directly: `#[tool(code_only)]`
+    /// or [`ToolBuilder::code_only`]. A direct call of it is refused in the pipeline, with an error that
+    /// tells the model to call it from a program; its definition is not sent as a direct tool, but
+    /// declared in `run_code`'s API, or sent with `allowed_callers` naming only the provider's sandbox.
+    /// A program may call it whatever `CodeMode::callable_tools` or `ProgrammaticCalling::callable_tools`
+    /// name. A call in hand ([`AgentTool::execute`]) is your
+    /// program's, and runs.
+    ///
+    /// ```
+    /// use yiem_core::{AgentTool, ToolCall, ToolContext, ToolExecutor, ToolStore, CancellationToken};
+    ///
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// let lookup = AgentTool::builder("lookup")
+    ///     .description("Look a record up.")
+    ///     .code_only()
+    ///     .handler(|_ctx: ToolContext, _args: serde_json::Value| async { "found" })
+    ///     .build()
+    ///     .unwrap();
+    /// assert!(lookup.is_code_only());
+    /// let store = ToolStore::new("records");
+    /// store.register(lookup).unwrap();
+    /// let direct = ToolCall::new("c1", "lookup", serde_json::json!({}));
+    /// let batch = ToolExecutor::new().execute(&store, vec![direct], &CancellationToken::new()).await;
+    /// assert!(batch.messages[0].is_error());
+    /// assert!(batch.messages[0].text_content().contains("call it from a program"));
+    /// # });
+    /// ```
+    pub fn is_code_only(&self) -> bool {
+        self.inner.definition.code_only
     }
 
     /// The MCP behaviour hints.
@@ -880,6 +915,7 @@ pub struct ToolBuilder {
     timeout: Option<Duration>,
     annotations: ToolAnnotations,
     needs_approval: bool,
+    code_only: bool,
     options: ProviderOptions,
     source: SourceLocation,
 }
@@ -939,6 +975,13 @@ impl ToolBuilder {
     /// Makes an agent wait for a person's approval before it runs a call of this tool.
     pub fn needs_approval(mut self) -> Self {
         self.needs_approval = true;
+        self
+    }
+
+    /// Lets the model call the tool only from a program (code mode's `run_code`, or a provider's
+    /// sandbox), not directly: see [`AgentTool::is_code_only`].
+    pub fn code_only(mut self) -> Self {
+        self.code_only = true;
         self
     }
 
@@ -1093,6 +1136,7 @@ impl ToolBuilder {
             timeout: self.timeout,
             annotations: self.annotations,
             needs_approval: self.needs_approval,
+            code_only: self.code_only,
             options: self.options,
             source: self.source,
             questions: &[],

@@ -933,7 +933,7 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
             block_start(
                 1,
                 json!({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {},
-                       "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}}),
+                       "caller": {"type": "code_execution_20260120", "tool_id": "srvtoolu_01"}}),
             ),
             delta(
                 1,
@@ -974,7 +974,7 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
     assert_eq!(outcome.stop, RunStop::Finished);
 
     // The call the program made ran through the pipeline, its hooks seeing who made it.
-    let caller = ToolCaller::new("anthropic", "code_execution_20250825", "srvtoolu_01");
+    let caller = ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_01");
     assert_eq!(*seen.lock().unwrap(), [Some(caller.clone())]);
     let yiem_core::AgentMessage::Assistant(reply) = &outcome.messages[1] else {
         panic!("{:?}", outcome.messages[1]);
@@ -992,11 +992,11 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
     for body in &bodies {
         assert_eq!(
             body["tools"][0]["allowed_callers"],
-            json!(["direct", "code_execution_20250825"])
+            json!(["direct", "code_execution_20260120"])
         );
         assert_eq!(
             body["tools"][1],
-            json!({"type": "code_execution_20250825", "name": "code_execution"})
+            json!({"type": "code_execution_20260120", "name": "code_execution"})
         );
         assert_eq!(body["tools"].as_array().unwrap().len(), 2);
     }
@@ -1014,7 +1014,7 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
     assert_eq!(
         reply[1],
         json!({"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "Tokyo"},
-               "caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_01"}})
+               "caller": {"type": "code_execution_20260120", "tool_id": "srvtoolu_01"}})
     );
     assert_eq!(
         bodies[1]["messages"][2]["content"][0]["tool_use_id"],
@@ -1054,7 +1054,7 @@ async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
             .map(|tool| tool.get("allowed_callers").cloned().unwrap_or(Value::Null))
             .collect()
     };
-    let both = json!(["direct", "code_execution_20250825"]);
+    let both = json!(["direct", "code_execution_20260120"]);
     assert_eq!(
         callers(ProgrammaticCalling::new()),
         [both.clone(), Value::Null, Value::Null]
@@ -1067,6 +1067,88 @@ async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
     let body = model_without_server().request_body(&request).unwrap();
     assert_eq!(body["tools"].as_array().unwrap().len(), 2);
     assert!(!body.to_string().contains("allowed_callers"));
+}
+
+/// A tool only a program may call.
+fn code_only_lookup() -> AgentTool {
+    AgentTool::builder("lookup")
+        .description("Looks a record up.")
+        .input_schema(json!({"type": "object", "properties": {"id": {"type": "integer"}}}))
+        .code_only()
+        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "found" })
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn a_code_only_tool_is_offered_to_the_newest_sandbox_alone_and_not_sent_without_one() {
+    use yiem_core::llm::{CodeExecutionVersion, ProgrammaticCalling};
+    let mut request = request("Look record 7 up.");
+    request.tools = vec![weather_tool(), code_only_lookup()].into();
+    let body_of = |config: AnthropicConfig| -> Value {
+        let body = AnthropicModel::new(config)
+            .unwrap()
+            .request_body(&request)
+            .unwrap();
+        common::sdk::assert_sdk_accepts_bodies(
+            common::sdk::Request::Anthropic,
+            std::slice::from_ref(&body),
+        );
+        body
+    };
+    let callers = |body: &Value| -> Vec<Value> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|tool| tool.get("allowed_callers").cloned().unwrap_or(Value::Null))
+            .collect()
+    };
+    let config = || AnthropicConfig::new("sk-ant-test", "claude-test");
+
+    // The newest code-execution tool by default; the code-only tool is the sandbox's alone.
+    let body = body_of(config().with_programmatic_calling(ProgrammaticCalling::new()));
+    assert_eq!(
+        callers(&body),
+        [
+            json!(["direct", "code_execution_20260120"]),
+            json!(["code_execution_20260120"]),
+            Value::Null
+        ]
+    );
+    assert_eq!(
+        body["tools"][2],
+        json!({"type": "code_execution_20260120", "name": "code_execution"})
+    );
+    // Code-only is the tool's own rule: a list of callable tools that leaves it out does not make it
+    // direct, nor take it from the sandbox.
+    let named = ProgrammaticCalling::new().callable_tools(["get_weather"]);
+    let body = body_of(config().with_programmatic_calling(named));
+    assert_eq!(callers(&body)[1], json!(["code_execution_20260120"]));
+    // The older version, chosen.
+    let body = body_of(
+        config()
+            .with_programmatic_calling(ProgrammaticCalling::new())
+            .with_code_execution(CodeExecutionVersion::V20250825),
+    );
+    assert_eq!(
+        callers(&body),
+        [
+            json!(["direct", "code_execution_20250825"]),
+            json!(["code_execution_20250825"]),
+            Value::Null
+        ]
+    );
+    assert_eq!(body["tools"][2]["type"], "code_execution_20250825");
+    // Without a sandbox the model could only call it directly, which is refused: it is not sent.
+    let body = body_of(config());
+    let names: Vec<&str> = body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["get_weather"]);
 }
 
 fn model_without_server() -> AnthropicModel {

@@ -211,6 +211,55 @@ async fn calls_started_together_run_as_one_batch_with_program_call_ids() {
     assert_eq!(yiem_core::code::program_call_of("c9/code/2"), Some("c9"));
 }
 
+/// A journal that gives the program's first call a recorded result (as a durable driver's replay
+/// would) and runs the others, noting the ids of all.
+struct ReplayingFirst {
+    seen: Mutex<Vec<String>>,
+}
+
+impl yiem_core::CallJournal for ReplayingFirst {
+    fn record<'a>(
+        &'a self,
+        call: &yiem_core::ToolCall,
+        run: futures::future::BoxFuture<'static, yiem_core::CallRecord>,
+    ) -> futures::future::BoxFuture<'a, yiem_core::CallRecord> {
+        self.seen.lock().unwrap().push(call.id.clone());
+        if call.id.ends_with("/code/0") {
+            let recorded = AgentToolResult::text("recorded before");
+            return Box::pin(async move { yiem_core::CallRecord::new(recorded, 0) });
+        }
+        run
+    }
+}
+
+#[tokio::test]
+async fn a_program_run_on_an_executor_journaling_program_calls_records_each_call_there() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let run_code = CodeMode::new().tool(&tools, ToolExecutor::new(), ApprovalPolicy::default());
+    tools.register(run_code).unwrap();
+    let journal = Arc::new(ReplayingFirst {
+        seen: Mutex::new(Vec::new()),
+    });
+    let executor = ToolExecutor::new().journaling_program_calls(journal.clone());
+    let program = r#"
+        const a = await tools.append({ name: "log", line: "one" });
+        const b = await tools.append({ name: "log", line: "two" });
+        print(a + ", " + b);
+    "#;
+    let call = yiem_core::ToolCall::new("c1", "run_code", json!({ "code": program }));
+    let batch = executor
+        .execute(&tools, vec![call], &yiem_core::CancellationToken::new())
+        .await;
+    assert_eq!(
+        batch.messages[0].text_content(),
+        "recorded before, appended\n"
+    );
+    assert_eq!(*journal.seen.lock().unwrap(), ["c1/code/0", "c1/code/1"]);
+    // The recorded call did not run again; the other ran once.
+    assert_eq!(std::fs::read_to_string(dir.0.join("log")).unwrap(), "two\n");
+}
+
 // ---- bad programs ----
 
 #[tokio::test]
@@ -262,6 +311,122 @@ async fn a_tool_not_callable_from_code_is_refused_with_what_to_do() {
         "{}",
         text(&result)
     );
+}
+
+/// `tally`: a code-only tool that needs approval, counting its runs.
+fn tally(runs: &Arc<AtomicUsize>) -> AgentTool {
+    let runs = Arc::clone(runs);
+    AgentTool::builder("tally")
+        .description("Count one more.")
+        .code_only()
+        .needs_approval()
+        .parallel()
+        .handler(move |_ctx: ToolContext, _args: Value| {
+            let runs = Arc::clone(&runs);
+            async move { (runs.fetch_add(1, Ordering::SeqCst) + 1).to_string() }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_code_only_tool_is_declared_in_run_code_and_never_sent_as_a_tool_of_its_own() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    tools.register(tally(&runs)).unwrap();
+    // Per request: the names of the tools sent, and `run_code`'s description.
+    type Sent = Vec<(Vec<String>, String)>;
+    let sent: Arc<Mutex<Sent>> = Arc::default();
+    let seen = Arc::clone(&sent);
+    let agent = Agent::builder()
+        .model(ScriptedModel::from_fn(
+            move |request: &yiem_core::ModelRequest| {
+                let names = request.tools.iter().map(|t| t.name().to_owned()).collect();
+                let run_code = request
+                    .tools
+                    .iter()
+                    .find(|t| t.name() == "run_code")
+                    .map(|t| t.description().to_owned())
+                    .unwrap_or_default();
+                seen.lock().unwrap().push((names, run_code));
+                ScriptedTurn::text("nothing to do")
+            },
+        ))
+        .tools(tools)
+        .code_mode(CodeMode::new())
+        .build();
+    agent.prompt("hi").await;
+    let sent = sent.lock().unwrap();
+    let (names, run_code) = &sent[0];
+    assert!(!names.contains(&"tally".to_owned()), "{names:?}");
+    assert!(names.contains(&"lookup".to_owned()), "{names:?}");
+    assert!(run_code.contains("tally(args"), "{run_code}");
+    assert!(run_code.contains("Count one more."), "{run_code}");
+}
+
+#[tokio::test]
+async fn a_direct_call_of_a_code_only_tool_is_refused_with_what_to_do_and_a_program_call_runs() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    tools.register(tally(&runs)).unwrap();
+    let agent = Agent::builder()
+        .model(ScriptedModel::new([
+            ScriptedTurn::tool_call("tally", json!({})),
+            ScriptedTurn::tool_call(
+                "run_code",
+                json!({ "code": "print(await tools.tally({}))" }),
+            ),
+            ScriptedTurn::text("counted"),
+        ]))
+        .tools(tools)
+        .code_mode(CodeMode::new())
+        .build();
+    // The direct call: refused through the pipeline, nobody asked to approve it.
+    let outcome = agent.prompt("count").await;
+    let AgentMessage::ToolResult(direct) = &outcome.messages[2] else {
+        panic!("{:?}", outcome.messages);
+    };
+    assert!(direct.is_error());
+    assert_eq!(
+        direct.text_content(),
+        "tool `tally` can only be called from code, not directly: call it from a program (in \
+         `run_code`, or in your code-execution tool)"
+    );
+    assert_eq!(runs.load(Ordering::SeqCst), 0);
+    // The program's call waits for approval like any other, then runs.
+    let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+        panic!("{:?}", outcome.stop);
+    };
+    assert_eq!(pending[0].tool_name, "tally");
+    let decisions = [(pending[0].call_id.clone(), Decision::Approve)];
+    let outcome = agent.resume(decisions).await.unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let AgentMessage::ToolResult(program) = &outcome.messages[0] else {
+        panic!("{:?}", outcome.messages);
+    };
+    assert_eq!(program.text_content(), "1\n");
+}
+
+#[tokio::test]
+async fn a_call_of_a_code_only_tool_from_a_providers_sandbox_runs() {
+    let dir = TempDir::new();
+    let tools = store(&dir.0);
+    let runs = Arc::new(AtomicUsize::new(0));
+    tools.register(tally(&runs)).unwrap();
+    let caller = yiem_core::ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_1");
+    let from_sandbox = yiem_core::ToolCall::new("toolu_1", "tally", json!({})).with_caller(caller);
+    let batch = ToolExecutor::new()
+        .execute(
+            &tools,
+            vec![from_sandbox],
+            &yiem_core::CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(batch.messages[0].text_content(), "1");
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
 }
 
 #[tokio::test]
@@ -508,6 +673,70 @@ async fn a_call_that_needs_approval_pauses_the_run_and_an_approval_resumes_it_in
     assert_eq!(run_code_result(&outcome.messages), "deleted\n");
     assert_eq!((lines(&dir.0, "a.txt"), lines(&dir.0, "b.txt")), (1, 1));
     assert!(!dir.0.join("c.txt").exists());
+}
+
+/// Two runs that share one code mode, their programs paused at the same `run_code` call id, resume at
+/// once (each `run_code` call held until both batches are readied): each program resumes with its own
+/// recorded calls, not the other run's, and every effect happens once.
+#[tokio::test]
+async fn runs_sharing_a_code_mode_resume_their_own_programs_whatever_their_call_ids() {
+    use yiem_core::ToolHooks;
+    let mode = CodeMode::new();
+    let resuming = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let both_readied = Arc::new(tokio::sync::Barrier::new(2));
+    let hooks = {
+        let (resuming, both_readied) = (Arc::clone(&resuming), Arc::clone(&both_readied));
+        ToolHooks::new().before_tool_call(move |ctx| {
+            let hold = ctx.call.name == "run_code" && resuming.load(Ordering::SeqCst);
+            let both_readied = Arc::clone(&both_readied);
+            async move {
+                if hold {
+                    both_readied.wait().await;
+                }
+                None
+            }
+        })
+    };
+    let dirs = [TempDir::new(), TempDir::new()];
+    let programs = [PROGRAM.to_owned(), PROGRAM.replace("\"one\"", "\"uno\"")];
+    let mut agents = Vec::new();
+    let mut waiting = Vec::new();
+    for (dir, program) in dirs.iter().zip(&programs) {
+        std::fs::write(dir.0.join("c.txt"), "keep?").unwrap();
+        let agent = Agent::builder()
+            .model(ScriptedModel::new([
+                ScriptedTurn::tool_call("run_code", json!({ "code": program })),
+                ScriptedTurn::text("Tidied."),
+            ]))
+            .tools(store(&dir.0))
+            .code_mode(mode.clone())
+            .tool_hooks(hooks.clone())
+            .build();
+        let outcome = agent.prompt("tidy up").await;
+        let RunStop::AwaitingApproval { pending } = &outcome.stop else {
+            panic!("{:?}", outcome.stop)
+        };
+        waiting.push(pending[0].call_id.clone());
+        agents.push(agent);
+    }
+    assert_eq!(
+        waiting[0], waiting[1],
+        "the same program call id in both runs"
+    );
+    resuming.store(true, Ordering::SeqCst);
+    let (first, second) = tokio::join!(
+        agents[0].resume([(waiting[0].clone(), Decision::Approve)]),
+        agents[1].resume([(waiting[1].clone(), Decision::Approve)]),
+    );
+    for (outcome, dir) in [first.unwrap(), second.unwrap()].iter().zip(&dirs) {
+        assert_eq!(run_code_result(&outcome.messages), "deleted\n");
+        assert_eq!((lines(&dir.0, "a.txt"), lines(&dir.0, "b.txt")), (1, 1));
+    }
+    let read = |dir: &TempDir| std::fs::read_to_string(dir.0.join("a.txt")).unwrap();
+    assert_eq!(
+        (read(&dirs[0]), read(&dirs[1])),
+        ("one\n".into(), "uno\n".into())
+    );
 }
 
 #[tokio::test]

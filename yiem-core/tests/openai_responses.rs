@@ -1564,3 +1564,46 @@ async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes
     assert_eq!(sent_call["name"], "send_invoice");
     assert_sdk_accepts(&server);
 }
+
+#[test]
+fn a_code_only_tool_is_offered_to_programs_alone_and_not_sent_without_programmatic_calling() {
+    use yiem_core::llm::ProgrammaticCalling;
+    let lookup = yiem_core::AgentTool::builder("lookup")
+        .description("Looks a record up.")
+        .input_schema(json!({"type": "object", "properties": {"id": {"type": "integer"}}}))
+        .code_only()
+        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "found" })
+        .build()
+        .unwrap();
+    let mut request = request("Look record 7 up.");
+    request.tools = vec![weather_tool(), lookup].into();
+    let body_of = |config: OpenAiResponsesConfig| -> Value {
+        OpenAiResponsesModel::new(config.with_api_key("sk-test"))
+            .unwrap()
+            .request_body(&request)
+            .unwrap()
+    };
+    let config = || OpenAiResponsesConfig::new("gpt-test");
+    let with = body_of(config().with_programmatic_calling(ProgrammaticCalling::new()));
+    assert_eq!(with["tools"][0]["name"], "get_weather");
+    assert_eq!(
+        with["tools"][0]["allowed_callers"],
+        json!(["direct", "programmatic"])
+    );
+    assert_eq!(with["tools"][1]["name"], "lookup");
+    assert_eq!(with["tools"][1]["allowed_callers"], json!(["programmatic"]));
+    assert_eq!(
+        with["tools"][2],
+        json!({"type": "programmatic_tool_calling"})
+    );
+    // Without programmatic calling the model could only call it directly, which is refused.
+    let without = body_of(config());
+    let names: Vec<&str> = without["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["get_weather"]);
+    assert_sdk_accepts_bodies(Request::Responses, &[with, without]);
+}

@@ -704,3 +704,22 @@ impl Model for ArcModel {
         self.0.stream(request, cancel)
     }
 }
+
+/// A provider that runs no program of the model's (none of them, without programmatic calling) is not
+/// sent a code-only tool: the model could only call it directly, which is refused.
+#[test]
+fn no_provider_without_programmatic_calling_is_sent_a_code_only_tool() {
+    let code_only = AgentTool::builder("tally")
+        .description("Count one more.")
+        .code_only()
+        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "1" })
+        .build()
+        .unwrap();
+    let mut request = request(None);
+    request.tools = vec![flights(), code_only].into();
+    for (provider, body) in bodies(&request, &ToolChoice::Auto) {
+        let text = body["tools"].to_string();
+        assert!(text.contains("find_flights"), "{provider}: {text}");
+        assert!(!text.contains("tally"), "{provider}: {text}");
+    }
+}

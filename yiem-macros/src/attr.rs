@@ -26,6 +26,7 @@ pub(crate) struct Attrs {
     pub parallel: Option<Keyed<()>>,
     pub sequential: Option<Keyed<()>>,
     pub needs_approval: Option<Keyed<()>>,
+    pub code_only: Option<Keyed<()>>,
     /// The time limit, already a positive number of milliseconds.
     pub timeout_ms: Option<Keyed<u64>>,
     pub prepare: Option<Keyed<syn::Path>>,
@@ -66,6 +67,7 @@ pub(crate) const KEYS: &[(&str, ParseKey)] = &[
     key!("parallel", parallel, flag),
     key!("sequential", sequential, flag),
     key!("needs_approval", needs_approval, flag),
+    key!("code_only", code_only, flag),
     key!("timeout_ms", timeout_ms, millis),
     key!("prepare", prepare, path),
     key!("validate", validate, path),

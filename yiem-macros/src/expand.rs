@@ -329,6 +329,7 @@ fn build(
     };
     let timeout = some(tool.timeout_ms.map(|ms| quote!(#ms)));
     let needs_approval = tool.needs_approval;
+    let code_only = tool.code_only;
     let examples = &tool.examples;
     let strict = tool.strict;
     let eager_input_streaming = tool.eager_input_streaming;
@@ -427,6 +428,7 @@ fn build(
             description: #description,
             mode: #mode,
             needs_approval: #needs_approval,
+            code_only: #code_only,
             timeout_ms: #timeout,
             annotations: #private::annotations(#read_only, #destructive, #idempotent, #open_world),
             prepare: #prepare,

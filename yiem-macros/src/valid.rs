@@ -88,6 +88,8 @@ pub(crate) struct Tool<'a> {
     pub mode: Mode,
     /// Whether an agent waits for a person's approval before it runs a call.
     pub needs_approval: bool,
+    /// Whether the model may call it only from a program.
+    pub code_only: bool,
     pub timeout_ms: Option<u64>,
     pub hints: Hints,
     pub prepare: Option<syn::Path>,
@@ -190,6 +192,7 @@ pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: F
             Mode::Sequential
         },
         needs_approval: attrs.needs_approval.is_some(),
+        code_only: attrs.code_only.is_some(),
         timeout_ms: attrs.timeout_ms.as_ref().map(|keyed| keyed.value),
         hints: Hints {
             read_only: said(&attrs.read_only),

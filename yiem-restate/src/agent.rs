@@ -162,14 +162,26 @@ impl DurableAgentBuilder {
     ///
     /// # Panics
     ///
-    /// If no model was given: that is a programming error, not a run-time condition.
+    /// If no model was given, or code mode was set (`.code_mode(...)`, which `yiem-core`'s `code-mode`
+    /// feature offers) on a build of this crate without its own `code-mode` feature, which journals a
+    /// program's calls: those are programming errors, not run-time conditions.
     pub fn build(self) -> DurableAgent {
         let model = self
             .model
             .expect("DurableAgent::builder() needs .model(...) before .build()");
+        #[cfg(not(feature = "code-mode"))]
+        if self.config.has_code_mode() {
+            panic!(
+                "this DurableAgent has code mode set, but yiem-restate was built without its \
+                 `code-mode` feature, which runs it: add `features = [\"code-mode\"]` to the \
+                 yiem-restate dependency"
+            );
+        }
         if self.log_events {
             self.config.events().on_event(log_event);
         }
+        #[cfg(feature = "code-mode")]
+        self.config.install_code_mode();
         DurableAgent {
             config: Arc::new(Config {
                 agent: self.config,
@@ -178,5 +190,22 @@ impl DurableAgentBuilder {
                 on_step: self.on_step,
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Its own `code-mode` feature off while yiem-core's is on (this crate's dev-dependencies turn it
+    /// on): code mode set is refused, not left out unsaid.
+    #[cfg(not(feature = "code-mode"))]
+    #[test]
+    #[should_panic(expected = "built without its `code-mode` feature")]
+    fn code_mode_without_the_feature_that_runs_it_is_refused() {
+        use yiem_core::code::CodeMode;
+        use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn};
+        let _ = super::DurableAgent::builder()
+            .model(|_conversation| ScriptedModel::from_fn(|_| ScriptedTurn::text("hi")))
+            .code_mode(CodeMode::new())
+            .build();
     }
 }

@@ -88,6 +88,35 @@
 //! resumes it with an answer per question, checked against the question's form; the calls that asked run
 //! again from the start with their answers.
 
+//!
+//! # Code mode
+//!
+//! With the `code-mode` feature, a durable agent built with `.code_mode(CodeMode::new())` offers
+//! `run_code` as the in-process agent does, from the same [`AgentConfig`](yiem_core::AgentConfig): the
+//! program's calls go through the same pipeline, approval policy and hooks. Each call the program makes
+//! is a journaled step of its own (`turn 1 tool get_weather call_1/code/0`, observed as
+//! [`StepKind::ProgramCall`]), and the program's result one more (`turn 1 tool run_code call_1`). The
+//! program itself runs outside any step: after a crash it runs again from its start, and each call it
+//! made before gets its journaled result instead of running again, so each call's effect happens once
+//! (at least once, as for any step, if the process dies while the call runs). A call that needs
+//! approval pauses the run on an awakeable like a direct call; `approve` with its program call id
+//! (`call_1/code/2`) resumes it, and a denied call is an exception the program can catch.
+//!
+//! ```
+//! # #[cfg(feature = "code-mode")] {
+//! use yiem_core::code::CodeMode;
+//! use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn, ToolStore};
+//! use yiem_restate::DurableAgent;
+//!
+//! let agent = DurableAgent::builder()
+//!     .model(|_conversation| ScriptedModel::from_fn(|_| ScriptedTurn::text("hello")))
+//!     .tools(ToolStore::new("demo"))
+//!     .code_mode(CodeMode::new())
+//!     .build();
+//! # let _ = agent;
+//! # }
+//! ```
+
 mod agent;
 mod api;
 mod driver;

@@ -23,6 +23,13 @@ pub enum StepKind {
         /// How many calls the batch has.
         of: usize,
     },
+    /// One call a code-mode program made (see the crate docs, "Code mode").
+    ProgramCall {
+        /// The call's id: `<run_code call id>/code/<n>`, the program's `n`th call.
+        call_id: String,
+        /// The tool.
+        tool: String,
+    },
 }
 
 /// A step whose result is journaled and acknowledged: after a crash, a replay returns that result
@@ -55,7 +62,8 @@ pub(crate) fn model_step_name(turn: u32) -> String {
 }
 
 /// The journal name of a tool call of model call `turn`: the tool and the call id (names are for people
-/// reading the journal; Restate matches a replay to the journal by position).
+/// reading the journal; Restate matches a replay to the journal by position). A program's call is named
+/// the same way, by its program call id (`turn 3 tool get_weather call_1/code/0`).
 pub(crate) fn tool_step_name(turn: u32, call: &ToolCall) -> String {
     format!("turn {turn} tool {} {}", call.name, call.id)
 }

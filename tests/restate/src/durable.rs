@@ -10,7 +10,10 @@
 //! then `publish` (needs approval), then `final_answer` (the run stops at it); `barrier` asks for two
 //! `meet`s at once, which wait for each other in a process started with `YIEM_RESTATE_FIRST` (and the
 //! second then never finishes there). `ship` asks for `ship` (which asks the user `Ship it?` and records
-//! its effect only once answered) and `add_note`. Any other last user message is answered `you said: ...`.
+//! its effect only once answered) and `add_note`. `program` has code mode's `run_code` run [`PROGRAM`]:
+//! `add_note`, `get_weather`, then `publish` (needs approval), which it catches if denied; `program
+//! barrier` has it start two `meet`s at once (`Promise.all`). Any other last user message is answered
+//! `you said: ...`.
 //!
 //! [`config`] is the agent both drivers run: the durable service and, in the tests, the in-process
 //! agent.
@@ -20,6 +23,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
+use yiem_core::code::CodeMode;
 use yiem_core::{
     AgentConfig, AgentEvent, AgentMessage, AgentSettings, AgentTool, ElicitationAnswer,
     ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore,
@@ -63,11 +67,27 @@ pub fn append_to(path: &std::path::Path, line: &str) {
     writeln!(file, "{line}").expect("the line is written");
 }
 
-/// The agent both drivers run: the system prompt, the tools, and the run's stop at `final_answer`.
+/// The program of the `program` prompt: three calls one after another, the third needing approval; a
+/// denial is an exception it catches.
+pub const PROGRAM: &str = r#"
+const first = await tools.add_note({ text: "from code" });
+const second = await tools.get_weather({ city: "Oslo" });
+let third;
+try {
+    third = await tools.publish({ text: "from code" });
+} catch (error) {
+    third = "caught: " + error.message;
+}
+print(first + " / " + second + " / " + third);
+"#;
+
+/// The agent both drivers run: the system prompt, the tools, code mode, and the run's stop at
+/// `final_answer`.
 pub fn config() -> AgentConfig {
     AgentConfig::new()
         .system_prompt("You check the weather and keep notes.")
         .tools(tools())
+        .code_mode(CodeMode::new())
         .stop_at_tools(["final_answer"])
 }
 
@@ -278,6 +298,12 @@ pub fn model() -> ScriptedModel {
                 ("publish", json!({"text": "the long version"})),
                 ("add_note", json!({"text": "published"})),
             ]),
+            ("program", 0) => ScriptedTurn::tool_call("run_code", json!({ "code": PROGRAM })),
+            ("program barrier", 0) => ScriptedTurn::tool_call(
+                "run_code",
+                json!({ "code": "const met = await Promise.all([tools.meet({ name: \"a\" }), \
+                                  tools.meet({ name: \"b\" })]);\nprint(met.join(\", \"));" }),
+            ),
             ("slow", 0) => ScriptedTurn::tool_call("wait_for_release", json!({})),
             ("ship", 0) => ScriptedTurn::tool_calls([
                 ("ship", json!({"text": "v1"})),

@@ -856,3 +856,192 @@ async fn a_run_killed_and_restarted_is_one_trace() {
         );
     }
 }
+
+/// The effects of the `program` prompt's three calls, each once, `publish` with what it published.
+fn program_effects() -> Vec<String> {
+    vec![
+        r#"call_1/code/0 add_note {"text":"from code"}"#.to_owned(),
+        r#"call_1/code/1 get_weather {"city":"Oslo"}"#.to_owned(),
+        r#"call_1/code/2 publish {"text":"from code"}"#.to_owned(),
+    ]
+}
+
+/// Waits until the `program` run waits for the decision on its program's third call, and checks that
+/// the call waits and its first two calls ran once each.
+async fn program_waits_at_its_third_call(
+    server: &RestateServer,
+    conversation: &str,
+    dir: &TempDir,
+) {
+    let waiting = wait_for_stop(server, conversation, "awaiting_approval").await;
+    let pending = &waiting["pending_approvals"];
+    assert_eq!(pending.as_array().map(Vec::len), Some(1), "{waiting}");
+    assert_eq!(pending[0]["call_id"], "call_1/code/2", "{waiting}");
+    assert_eq!(pending[0]["tool_name"], "publish");
+    assert_eq!(pending[0]["arguments"], json!({"text": "from code"}));
+    assert_eq!(
+        effects(&dir.join("effects")),
+        program_effects()[..2],
+        "the program's first two calls ran once each, the third did not"
+    );
+}
+
+/// Code mode on the durable runner: a program whose third call needs approval pauses the run as a
+/// direct call does (its first two calls done), survives a restart while it waits, and, approved
+/// through the `approve` handler in the new process, finishes with every call's effect once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_waits_at_its_third_call_and_finishes_once_approved_with_each_effect_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-program");
+    let port = free_port();
+    let first = service(&server, &dir, port, None).await;
+    let invocation = server.send_prompt("program", "program").await;
+    program_waits_at_its_third_call(&server, "program", &dir).await;
+
+    // No process holds the run: the service dies and comes back.
+    first.kill();
+    let _second = service(&server, &dir, port, None).await;
+    let (status, taken) = server
+        .call(
+            "program",
+            "approve",
+            Some(json!({"decisions": [{"call_id": "call_1/code/2", "decision": "approve"}]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    assert_eq!(taken, 1);
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}), "{report}");
+    assert_eq!(
+        report["text"],
+        "done: noted: from code / sunny in Oslo / published: from code\n"
+    );
+    assert_eq!(effects(&dir.join("effects")), program_effects());
+    // The conversation holds the model's program and its one result; the program's calls are not
+    // messages of their own.
+    assert_eq!(
+        roles(&report["messages"]),
+        ["user", "assistant", "tool_result", "assistant"]
+    );
+}
+
+/// A denied call of a durable program is an exception the program catches: it goes on, and the denied
+/// call never runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_of_a_durable_program_is_an_exception_it_catches() {
+    let Setup { server, dir, .. } = &setup("restate-program-denied").await;
+    let invocation = server.send_prompt("program", "program").await;
+    program_waits_at_its_third_call(server, "program", dir).await;
+    let (status, taken) = server
+        .call(
+            "program",
+            "approve",
+            Some(json!({"decisions": [{
+                "call_id": "call_1/code/2", "decision": "deny", "reason": "not today"
+            }]})),
+        )
+        .await;
+    assert_eq!(status, 200, "{taken}");
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}), "{report}");
+    assert_eq!(
+        report["text"],
+        "done: noted: from code / sunny in Oslo / caught: the user denied this call: not today\n"
+    );
+    assert_eq!(effects(&dir.join("effects")), program_effects()[..2]);
+}
+
+/// Each call of a durable program is a journaled step: with the service killed right after a program
+/// call's step is durable (after the first call; after the second), the run replays the program in a
+/// new process, the journaled calls give their recorded results without running again, and every
+/// call's effect happens once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_killed_between_its_calls_runs_each_call_once() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    for (boundary, done) in [
+        ("turn 1 tool add_note call_1/code/0", 1),
+        ("turn 1 tool get_weather call_1/code/1", 2),
+    ] {
+        let conversation = format!("program-killed-{done}");
+        let dir = TempDir::new("restate-program-crash");
+        let port = free_port();
+        let doomed = service(&server, &dir, port, Some(boundary)).await;
+        let invocation = server.send_prompt(&conversation, "program").await;
+        let marker = dir.join("marker");
+        assert!(
+            wait_until(|| marker.exists(), PATIENCE).await,
+            "the service never reached `{boundary}`"
+        );
+        assert_eq!(
+            effects(&dir.join("effects")),
+            program_effects()[..done],
+            "killed at `{boundary}`"
+        );
+        doomed.kill();
+        let _again = service(&server, &dir, port, None).await;
+        program_waits_at_its_third_call(&server, &conversation, &dir).await;
+        let (status, taken) = server
+            .call(
+                &conversation,
+                "approve",
+                Some(json!({"decisions": [{"call_id": "call_1/code/2", "decision": "approve"}]})),
+            )
+            .await;
+        assert_eq!(status, 200, "{taken}");
+        let (status, report) = server.attach(&invocation).await;
+        assert_eq!(status, 200, "{report}");
+        assert_eq!(
+            report["text"], "done: noted: from code / sunny in Oslo / published: from code\n",
+            "killed at `{boundary}`"
+        );
+        assert_eq!(
+            effects(&dir.join("effects")),
+            program_effects(),
+            "each call's effect once, killed at `{boundary}`"
+        );
+    }
+}
+
+/// A program's calls started together (`Promise.all` of two `meet`s that wait for each other) run at
+/// once on the durable runner too, each a step of its own; with the process killed after the first
+/// call's step is durable and the second still running, the replay gives the first its journaled result
+/// and runs the second: each effect once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_s_calls_started_together_run_at_once_and_each_is_journaled_once_across_a_kill() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new("restate-program-barrier");
+    let port = free_port();
+    let boundary = "turn 1 tool meet call_1/code/0";
+    let first = service_with(&server, &dir, port, Some(boundary), true).await;
+    let invocation = server
+        .send_prompt("program-barrier", "program barrier")
+        .await;
+    let marker = dir.join("marker");
+    assert!(
+        wait_until(|| marker.exists(), PATIENCE).await,
+        "the program's first call never got its step: did its two calls run one after another?"
+    );
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [r#"call_1/code/0 meet {"name":"a"}"#]
+    );
+    first.kill();
+    let _again = service(&server, &dir, port, None).await;
+    let (status, report) = server.attach(&invocation).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["stop"], json!({"reason": "finished"}), "{report}");
+    assert_eq!(report["text"], "done: met a, met b\n");
+    assert_eq!(
+        effects(&dir.join("effects")),
+        [
+            r#"call_1/code/0 meet {"name":"a"}"#,
+            r#"call_1/code/1 meet {"name":"b"}"#
+        ],
+        "each call's effect once: `a` from the journal, `b` run again"
+    );
+}

@@ -35,6 +35,7 @@ fn validate(args: &Args) -> Result<(), String> {
     strict,
     eager_input_streaming,
     defer_loading,
+    code_only,
 )]
 async fn every_key(args: Args) -> String {
     args.n.to_string()
@@ -53,15 +54,16 @@ fn main() {
     assert_eq!(tool.timeout(), Some(std::time::Duration::from_millis(1500)));
     assert_eq!(
         *tool.annotations(),
-        ToolAnnotations {
-            read_only: Some(true),
-            destructive: Some(false),
-            idempotent: Some(true),
-            open_world: Some(false)
-        }
+        ToolAnnotations::new()
+            .with_read_only(true)
+            .with_destructive(false)
+            .with_idempotent(true)
+            .with_open_world(false)
     );
     let options = tool.provider_options();
     assert_eq!(options.examples, [json!({"n": 1}), json!({"n": 2})]);
     assert!(options.strict && options.eager_input_streaming && options.defer_loading);
+    assert!(tool.is_code_only());
+    assert!(!explicit_sequential_tool().is_code_only());
     assert_eq!(explicit_sequential_tool().execution_mode(), ExecutionMode::Sequential);
 }

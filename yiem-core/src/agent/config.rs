@@ -116,6 +116,10 @@ impl AgentConfig {
     /// are shown as they came; the call then ends with an error result and runs nothing.)
     pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
         let tool = offered.get(&call.name)?;
+        // A direct call of a code-only tool is refused without running: nobody is asked.
+        if tool.is_code_only() && call.caller.is_none() {
+            return None;
+        }
         self.approval.check_prepared(call, &tool)
     }
 
@@ -197,10 +201,47 @@ impl AgentConfig {
         self.prepare_next_turn.is_some()
     }
 
+    /// Whether code mode is set (always `false` without the `code-mode` feature): a driver that cannot
+    /// run it refuses such a configuration rather than leave `run_code` out unsaid.
+    #[cfg(feature = "code-mode")]
+    pub fn has_code_mode(&self) -> bool {
+        self.code_mode.is_some()
+    }
+
+    /// Whether code mode is set (always `false` without the `code-mode` feature): a driver that cannot
+    /// run it refuses such a configuration rather than leave `run_code` out unsaid.
+    #[cfg(not(feature = "code-mode"))]
+    pub fn has_code_mode(&self) -> bool {
+        false
+    }
+
     /// The code mode set with [`AgentSettings::code_mode`], if any.
     #[cfg(feature = "code-mode")]
     pub fn code_mode_setting(&self) -> Option<&crate::code::CodeMode> {
         self.code_mode.as_ref()
+    }
+
+    /// The executor to run the batch `run` is about to run (`plan`, its [`Step::RunTools`](crate::Step))
+    /// on: `executor`, its `run_code` calls readied — a program that paused for approval resumes with
+    /// its recorded calls and the decisions, and every program knows the tools the run approved for the
+    /// rest of it. What it readies is this batch's alone, so runs that share the configuration never
+    /// take each other's programs. Every driver runs its batches on it; without code mode it is
+    /// `executor` itself.
+    #[cfg(feature = "code-mode")]
+    pub fn ready_programs(
+        &self,
+        executor: &ToolExecutor,
+        run: &crate::AgentRun,
+        plan: &[crate::PlannedCall],
+    ) -> ToolExecutor {
+        match &self.code_mode {
+            Some(mode) => executor.resuming_programs(mode.ready(
+                plan,
+                run.program_resumes(),
+                run.always_approved(),
+            )),
+            None => executor.clone(),
+        }
     }
 
     /// Adds the `run_code` tool of the code mode, if one is set, to the tools (replacing one registered

@@ -823,17 +823,15 @@ impl Driving<'_> {
             Some(offered) => offered,
             None => self.context().1,
         };
-        #[cfg(feature = "code-mode")]
-        if let Some(mode) = self.shared.config.code_mode_setting() {
-            let state = lock(&self.shared.state);
-            mode.ready(
-                &plan,
-                state.run.program_resumes(),
-                state.run.always_approved(),
-            );
-        }
-        // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
         let executor = &self.shared.config.executor;
+        #[cfg(feature = "code-mode")]
+        let readied =
+            self.shared
+                .config
+                .ready_programs(executor, &lock(&self.shared.state).run, &plan);
+        #[cfg(feature = "code-mode")]
+        let executor = &readied;
+        // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
         let answers = lock(&self.shared.state).run.question_answers();
         let (pausing, questions) = executor.pausing_on_questions(answers).unzip();
         let batch = pausing

@@ -52,7 +52,13 @@
 //! their events ([`AgentEvent::ToolExecutionStart`](crate::AgentEvent) and the rest) say where they come
 //! from ([`program_call_of`]). By default every tool of the agent's store but `run_code` and the tools
 //! marked `destructive` is callable from code ([`CodeMode::callable_tools`] names them instead); a call of
-//! another tool is refused with an error that says to call it directly.
+//! another tool is refused with an error that says to call it directly. Each call carries its caller,
+//! `ToolCaller { provider: "yiem", kind: "run_code", id: <run_code call id> }`, for hooks and events.
+//!
+//! A [code-only](AgentTool::is_code_only) tool (`#[tool(code_only)]`, [`ToolBuilder::code_only`](crate::ToolBuilder::code_only))
+//! is callable from every program, and only from one: it is declared in `run_code`'s API but not sent
+//! to the model as a tool of its own, and a direct call of it is refused with an error that says to
+//! call it from `run_code`.
 //!
 //! # Approvals
 //!
@@ -66,6 +72,16 @@
 //! model calls it. The recorded
 //! calls ([`ProgramPause`]) are part of the saved run, covered by its integrity tag; a run read without a
 //! valid tag is refused rather than trusted to say what earlier calls returned.
+//!
+//! # Durable runs
+//!
+//! The durable runner (`yiem-restate`, with its `code-mode` feature) installs code mode from the same
+//! configuration and readies each batch's programs as the in-process agent does
+//! ([`AgentConfig::ready_programs`](crate::AgentConfig::ready_programs)). It runs each batch on an executor
+//! [journaling the programs' calls](crate::ToolExecutor::journaling_program_calls): each batch of a
+//! program's calls then goes through that [`CallJournal`](crate::CallJournal), one record per call, and a
+//! replay after a crash runs the program again with each earlier call's recorded result — the same
+//! replay as after an approval, fed by the runner's journal instead of the saved run.
 
 mod declare;
 mod sandbox;
@@ -75,13 +91,13 @@ use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
-use crate::call::ToolCall;
+use crate::call::{ToolCall, ToolCaller};
 use crate::context::ToolContext;
 use crate::executor::{PlannedCall, ToolExecutor};
+pub use crate::program::{ProgramPause, ProgramResume, RecordedCall};
 use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
 use crate::tool::AgentTool;
@@ -199,73 +215,6 @@ pub enum LimitExceeded {
         /// The limit.
         calls: u32,
     },
-}
-
-/// One call a program made, as recorded for replay: what it called and what it got.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct RecordedCall {
-    /// The program call id (`<run_code call id>/code/<n>`).
-    pub call_id: String,
-    /// The tool called.
-    pub tool: String,
-    /// The arguments the program passed.
-    pub arguments: Value,
-    /// Whether the call succeeded.
-    pub ok: bool,
-    /// What the program got: the value its promise resolved to, or the error text it rejected with.
-    pub value: Value,
-}
-
-/// A program that paused because some of its calls need approval: those calls, and every call it made
-/// before them with its result. It travels in the details of `run_code`'s result (under [`PAUSE_KEY`])
-/// to the agent, which keeps it in the saved run until the decisions come.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ProgramPause {
-    /// The calls that wait, in call order; their `call_id`s are program call ids.
-    pub pending: Vec<PendingApproval>,
-    /// The calls made before, in order.
-    pub journal: Vec<RecordedCall>,
-}
-
-impl ProgramPause {
-    /// The pause a `run_code` result carries, if it paused.
-    pub fn of(result: &AgentToolResult) -> Option<ProgramPause> {
-        let value = result.details().get(PAUSE_KEY)?;
-        serde_json::from_value(value.clone()).ok()
-    }
-}
-
-/// What a paused program resumes with: its recorded calls and the decisions on the calls that waited.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[non_exhaustive]
-pub struct ProgramResume {
-    /// The calls made before the pause.
-    pub journal: Vec<RecordedCall>,
-    /// A decision per program call id that waited.
-    pub decisions: BTreeMap<String, Decision>,
-    /// The tools the run approved for the rest of the run ([`Decision::AlwaysApprove`]): the program's
-    /// calls of them do not wait.
-    pub always_approved: Vec<String>,
-}
-
-impl ProgramResume {
-    /// Resumes `pause` with `decisions`.
-    pub fn new(pause: ProgramPause, decisions: BTreeMap<String, Decision>) -> Self {
-        ProgramResume {
-            journal: pause.journal,
-            decisions,
-            always_approved: Vec::new(),
-        }
-    }
-
-    /// Sets [`always_approved`](Self::always_approved).
-    #[must_use]
-    pub fn always_approved(mut self, tools: Vec<String>) -> Self {
-        self.always_approved = tools;
-        self
-    }
 }
 
 /// The `run_code` call a program call id belongs to: `Some("c7")` for `"c7/code/2"`.
@@ -389,10 +338,13 @@ impl CodeMode {
         self
     }
 
-    /// Whether a program may call `tool`.
+    /// Whether a program may call `tool`: a [code-only](AgentTool::is_code_only) tool always.
     pub fn is_callable(&self, tool: &AgentTool) -> bool {
         if tool.name() == RUN_CODE {
             return false;
+        }
+        if tool.is_code_only() {
+            return true;
         }
         match &self.callable {
             Callable::NotDestructive => tool.annotations().destructive != Some(true),
@@ -400,20 +352,26 @@ impl CodeMode {
         }
     }
 
-    /// Resumes the program of `run_code` call `call_id` when that call runs next.
+    /// Resumes the program of `run_code` call `call_id` when that call runs next (for a `run_code` tool
+    /// made with [`tool`](Self::tool) and run by hand; an agent's drivers resume their programs
+    /// themselves).
     pub fn resume(&self, call_id: impl Into<String>, resume: ProgramResume) {
         lock(&self.resumes).insert(call_id.into(), resume);
     }
 
     /// Readies the `run_code` calls of a batch about to run (a driver's way in): each program runs knowing
     /// the tools the run approved for the rest of it (`always_approved`), and the paused ones among them
-    /// (`resumes`: per call id, the journal as the saved run keeps it and the decisions) resume.
+    /// (`resumes`: per call id, the journal as the saved run keeps it and the decisions) resume. What
+    /// each program resumes with, by call id, for the batch's executor
+    /// ([`Programs::resumes`]): of this batch alone, so that runs sharing a code mode never take each
+    /// other's programs, whatever their call ids.
     pub(crate) fn ready(
         &self,
         plan: &[PlannedCall],
         resumes: Vec<(String, Value, BTreeMap<String, Decision>)>,
         always_approved: &[String],
-    ) {
+    ) -> HashMap<String, ProgramResume> {
+        let mut ready = HashMap::new();
         let mut resumes: HashMap<String, (Value, BTreeMap<String, Decision>)> = resumes
             .into_iter()
             .map(|(call_id, journal, decisions)| (call_id, (journal, decisions)))
@@ -437,8 +395,9 @@ impl CodeMode {
                 decisions,
                 always_approved: always_approved.to_vec(),
             };
-            self.resume(call.id.clone(), resume);
+            ready.insert(call.id.clone(), resume);
         }
+        ready
     }
 
     /// The `run_code` tool over `store`'s tools, running each program's calls on `executor` and asking
@@ -484,13 +443,22 @@ impl CodeMode {
             return output.clone();
         }
         let description = self.description(&self.declared(sent));
-        let output = match declared.runner.upgrade() {
-            Some(runner) if sent[position].description() != description => {
+        let runner = declared
+            .runner
+            .upgrade()
+            .filter(|_| sent[position].description() != description);
+        // Code-only tools are declared in the program's API, never sent as direct tools.
+        let code_only = sent.iter().any(AgentTool::is_code_only);
+        let output = match (runner, code_only) {
+            (None, false) => sent.clone(),
+            (runner, _) => {
                 let mut tools = sent.to_vec();
-                tools[position] = runner.tool(description);
+                if let Some(runner) = runner {
+                    tools[position] = runner.tool(description);
+                }
+                tools.retain(|tool| !tool.is_code_only());
                 ToolList::new(tools)
             }
-            _ => sent.clone(),
         };
         declared.last = Some((sent.clone(), output.clone()));
         output
@@ -564,8 +532,11 @@ impl Runner {
     }
 
     async fn run(&self, ctx: ToolContext, code: String) -> AgentToolResult {
-        let resume = lock(&self.mode.resumes)
-            .remove(ctx.call_id())
+        // The driver's, for this batch; else one given to the code mode by hand.
+        let resume = ctx
+            .programs()
+            .and_then(|programs| programs.resumes.get(ctx.call_id()).cloned())
+            .or_else(|| lock(&self.mode.resumes).remove(ctx.call_id()))
             .unwrap_or_default();
         let mut program = match Program::start(code, self.mode.limits.clone()) {
             Ok(program) => program,
@@ -649,7 +620,9 @@ impl Runner {
                 continue;
             }
             asked.insert(request.index, request.arguments.clone());
-            let call = ToolCall::new(call_id.clone(), request.tool.clone(), request.arguments);
+            // Made by the program: hooks and events see who made it, and a code-only tool runs.
+            let call = ToolCall::new(call_id.clone(), request.tool.clone(), request.arguments)
+                .with_caller(ToolCaller::new("yiem", RUN_CODE, ctx.call_id()));
             let tool = callable.iter().find(|tool| tool.name() == call.name);
             if tool.is_none() && self.store.contains(&call.name) {
                 plan.push(PlannedCall::Refuse {
@@ -708,10 +681,28 @@ impl Runner {
             return Ok(outcomes);
         }
         let inner_store = self.store.offering(&callable);
-        let batch = self
-            .executor
-            .execute_plan(&inner_store, plan, None, ctx.cancellation_token())
-            .await;
+        // On a durable driver each call is journaled: a replay gives it its recorded result.
+        let batch = match ctx
+            .programs()
+            .and_then(|programs| programs.journal.as_ref())
+        {
+            Some(journal) => {
+                self.executor
+                    .execute_plan_journaled(
+                        &inner_store,
+                        plan,
+                        None,
+                        ctx.cancellation_token(),
+                        journal.as_ref(),
+                    )
+                    .await
+            }
+            None => {
+                self.executor
+                    .execute_plan(&inner_store, plan, None, ctx.cancellation_token())
+                    .await
+            }
+        };
         for message in batch.messages {
             let index = index_of(&message.tool_call_id);
             let result = &message.result;

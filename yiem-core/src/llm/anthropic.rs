@@ -30,8 +30,37 @@ pub(crate) const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 /// The `anthropic-version` header sent by default.
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
-/// The code-execution tool version that programmatic calling adds.
-const CODE_EXECUTION: &str = "code_execution_20250825";
+/// The version of Anthropic's code-execution tool that programmatic calling adds to requests
+/// ([`AnthropicConfig::with_code_execution`]). Replies are read whichever version made them: a
+/// `tool_use` block's `caller` names the version of the program that made the call.
+///
+/// ```
+/// use yiem_core::llm::CodeExecutionVersion;
+///
+/// assert_eq!(CodeExecutionVersion::default(), CodeExecutionVersion::V20260120);
+/// assert_eq!(CodeExecutionVersion::V20250825.tool_type(), "code_execution_20250825");
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum CodeExecutionVersion {
+    /// `code_execution_20250825`, the first version with programmatic tool calling, for models and
+    /// deployments that do not have the newer one.
+    V20250825,
+    /// `code_execution_20260120` (the default): the version Anthropic's programmatic tool calling
+    /// documents, whose sandbox keeps its REPL state between runs.
+    #[default]
+    V20260120,
+}
+
+impl CodeExecutionVersion {
+    /// The tool's `type`, which is also what `allowed_callers` and a call's `caller` name it by.
+    pub fn tool_type(self) -> &'static str {
+        match self {
+            CodeExecutionVersion::V20250825 => "code_execution_20250825",
+            CodeExecutionVersion::V20260120 => "code_execution_20260120",
+        }
+    }
+}
 
 /// Where and how an [`AnthropicModel`] sends its requests.
 ///
@@ -77,6 +106,9 @@ pub struct AnthropicConfig {
     /// Programmatic tool calling (default `None`, off): see
     /// [`with_programmatic_calling`](Self::with_programmatic_calling).
     pub programmatic_calling: Option<ProgrammaticCalling>,
+    /// The code-execution tool programmatic calling adds (default the newest,
+    /// [`CodeExecutionVersion::V20260120`]): see [`with_code_execution`](Self::with_code_execution).
+    pub code_execution: CodeExecutionVersion,
     /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
     pub retry: RetryPolicy,
     /// The longest wait for a TCP (and TLS) connection (default 30 s).
@@ -101,6 +133,7 @@ impl fmt::Debug for AnthropicConfig {
             .field("tool_search", &self.tool_search)
             .field("tool_search_kind", &self.tool_search_kind)
             .field("programmatic_calling", &self.programmatic_calling)
+            .field("code_execution", &self.code_execution)
             .field("retry", &self.retry)
             .finish_non_exhaustive()
     }
@@ -189,6 +222,7 @@ impl AnthropicConfig {
             tool_search: ToolSearchMode::Auto,
             tool_search_kind: AnthropicToolSearch::Bm25,
             programmatic_calling: None,
+            code_execution: CodeExecutionVersion::default(),
             retry: RetryPolicy::default(),
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
@@ -240,9 +274,12 @@ impl AnthropicConfig {
     }
 
     /// Lets Claude call tools from programs it runs in Anthropic's code-execution sandbox: requests
-    /// that carry tools add the code-execution tool (`code_execution_20250825`) and give each tool
-    /// `calling` allows `allowed_callers: ["direct", "code_execution_20250825"]` (the model can still
-    /// call it itself). A call a program makes comes back as a `tool_use` block with its `caller`,
+    /// that carry tools add the code-execution tool (`{"type": "code_execution_20260120", "name":
+    /// "code_execution"}`, the version [`with_code_execution`](Self::with_code_execution) chooses) and
+    /// give each tool `calling` allows `allowed_callers: ["direct", "code_execution_20260120"]` (the
+    /// model can still call it itself); a [code-only](crate::AgentTool::is_code_only) tool gets
+    /// `allowed_callers: ["code_execution_20260120"]`, the sandbox alone. Without programmatic
+    /// calling, code-only tools are not sent. A call a program makes comes back as a `tool_use` block with its `caller`,
     /// becomes a [`ToolCall`](crate::ToolCall) with that [`ToolCaller`](crate::ToolCaller), runs
     /// through the pipeline like any other, and goes back with its caller. The program itself and its
     /// output (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
@@ -265,11 +302,37 @@ impl AnthropicConfig {
     /// let model = AnthropicModel::new(config).unwrap();
     /// let request = ModelRequest::new(String::new(), Vec::new()).with_tools(vec![lookup()].into());
     /// let body = model.request_body(&request).unwrap();
-    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "code_execution_20250825"]));
-    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20250825", "name": "code_execution"}));
+    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "code_execution_20260120"]));
+    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20260120", "name": "code_execution"}));
     /// ```
     pub fn with_programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
         self.programmatic_calling = Some(calling);
+        self
+    }
+
+    /// The version of the code-execution tool [programmatic calling](Self::with_programmatic_calling)
+    /// adds (default [`CodeExecutionVersion::V20260120`], the newest): the older one for a model or a
+    /// deployment that has only it.
+    ///
+    /// ```
+    /// use yiem_core::llm::{CodeExecutionVersion, ProgrammaticCalling};
+    /// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest};
+    /// # fn lookup() -> yiem_core::AgentTool {
+    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
+    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// #         .build().unwrap()
+    /// # }
+    ///
+    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
+    ///     .with_programmatic_calling(ProgrammaticCalling::new())
+    ///     .with_code_execution(CodeExecutionVersion::V20250825);
+    /// let model = AnthropicModel::new(config).unwrap();
+    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let body = model.request_body(&request).unwrap();
+    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20250825", "name": "code_execution"}));
+    /// ```
+    pub fn with_code_execution(mut self, version: CodeExecutionVersion) -> Self {
+        self.code_execution = version;
         self
     }
 
@@ -358,6 +421,12 @@ impl AnthropicModel {
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the Anthropic dialect.
     pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        // Code-only tools go only to a sandbox that can call them.
+        let request = match &self.config.programmatic_calling {
+            Some(_) => std::borrow::Cow::Borrowed(request),
+            None => request.without_code_only(),
+        };
+        let request = &*request;
         let mut body = Map::new();
         body.insert("model".into(), json!(self.config.model));
         body.insert("max_tokens".into(), json!(self.config.max_tokens));
@@ -423,8 +492,14 @@ impl AnthropicModel {
             if let Value::Array(list) = &mut tools {
                 list.extend(searched);
                 if let Some(calling) = &self.config.programmatic_calling {
-                    calling.mark(list.iter_mut(), request, &json!(["direct", CODE_EXECUTION]));
-                    list.push(json!({"type": CODE_EXECUTION, "name": "code_execution"}));
+                    let sandbox = self.config.code_execution.tool_type();
+                    calling.mark(
+                        list.iter_mut(),
+                        request,
+                        &json!(["direct", sandbox]),
+                        &json!([sandbox]),
+                    );
+                    list.push(json!({"type": sandbox, "name": "code_execution"}));
                 }
             }
             body.insert("tools".into(), tools);

@@ -187,6 +187,7 @@ impl GeminiModel {
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the Gemini dialect.
     pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let request = &*request.without_code_only();
         let mut body = Map::new();
         body.insert(
             "contents".into(),

@@ -59,7 +59,9 @@ use crate::result::Usage;
 #[cfg(feature = "anthropic")]
 pub use anthropic::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
 #[cfg(feature = "anthropic")]
-pub use anthropic::{AnthropicConfig, AnthropicModel, AnthropicToolSearch, PromptCache};
+pub use anthropic::{
+    AnthropicConfig, AnthropicModel, AnthropicToolSearch, CodeExecutionVersion, PromptCache,
+};
 #[cfg(feature = "anthropic")]
 pub use anthropic_format::to_anthropic_messages;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
@@ -168,6 +170,39 @@ impl ModelRequest {
     )]
     pub(crate) fn tool_choice_or<'a>(&'a self, configured: &'a ToolChoice) -> &'a ToolChoice {
         self.tool_choice.as_ref().unwrap_or(configured)
+    }
+
+    /// The request without its [code-only](crate::AgentTool::is_code_only) tools, for a provider that
+    /// runs no program of the model's here (no programmatic calling): the model could only call them
+    /// directly, which is refused. The request itself when it has none.
+    #[cfg_attr(
+        not(any(
+            feature = "openai",
+            feature = "openai-responses",
+            feature = "anthropic",
+            feature = "gemini"
+        )),
+        allow(dead_code)
+    )]
+    pub(crate) fn without_code_only(&self) -> std::borrow::Cow<'_, ModelRequest> {
+        let code_only = |tools: &ToolList| tools.iter().any(crate::AgentTool::is_code_only);
+        if !code_only(&self.tools) && !code_only(&self.deferred) {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let direct = |tools: &ToolList| {
+            ToolList::new(
+                tools
+                    .iter()
+                    .filter(|tool| !tool.is_code_only())
+                    .cloned()
+                    .collect(),
+            )
+        };
+        std::borrow::Cow::Owned(ModelRequest {
+            tools: direct(&self.tools),
+            deferred: direct(&self.deferred),
+            ..self.clone()
+        })
     }
 }
 

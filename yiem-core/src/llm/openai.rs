@@ -316,6 +316,7 @@ impl OpenAiModel {
     /// }));
     /// ```
     pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        let request = &*request.without_code_only();
         let mut body = self.body_without_tools(request);
         if self.sends_tools(request) {
             body.insert("tools".into(), request.tools.definitions(Dialect::OpenAi)?);
@@ -326,6 +327,7 @@ impl OpenAiModel {
     /// The bytes of the request body: [`request_body`](Self::request_body) as JSON, with the tool list's
     /// cached text spliced in rather than serialized again.
     fn request_bytes(&self, request: &ModelRequest) -> Result<Vec<u8>, DialectError> {
+        let request = &*request.without_code_only();
         let body = self.body_without_tools(request);
         let mut bytes = serde_json::to_vec(&Value::Object(body)).unwrap_or_default();
         if self.sends_tools(request) {

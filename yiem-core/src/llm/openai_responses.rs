@@ -365,6 +365,12 @@ impl OpenAiResponsesModel {
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the tools' dialect.
     pub fn request_body(&self, request: &ModelRequest) -> Result<Value, DialectError> {
+        // Code-only tools go only to a sandbox that can call them.
+        let request = match &self.config.programmatic_calling {
+            Some(_) => std::borrow::Cow::Borrowed(request),
+            None => request.without_code_only(),
+        };
+        let request = &*request;
         let config = &self.config;
         let mut body = Map::new();
         body.insert("model".into(), json!(config.model));
@@ -473,6 +479,7 @@ impl OpenAiResponsesModel {
                 tools.iter_mut(),
                 request,
                 &json!(["direct", "programmatic"]),
+                &json!(["programmatic"]),
             );
             tools.push(json!({"type": "programmatic_tool_calling"}));
         }

@@ -13,7 +13,8 @@ use crate::tool::AgentTool;
 /// Which tools a program in the provider's sandbox may call, as
 /// `AnthropicConfig::with_programmatic_calling` and `OpenAiResponsesConfig::with_programmatic_calling`
 /// take it. By default every tool but the `destructive` ones, as in code mode's (`CodeMode`) default;
-/// the model can still call each tool itself.
+/// the model can still call each tool itself, but for the [code-only](AgentTool::is_code_only) ones,
+/// which only the sandbox may call (`allowed_callers` names the sandbox alone), named or not.
 ///
 /// ```
 /// use yiem_core::llm::ProgrammaticCalling;
@@ -54,26 +55,32 @@ impl ProgrammaticCalling {
         }
     }
 
-    /// Sets `allowed_callers` to `callers` on each of `definitions` (a request's tool definitions, by
-    /// their `name`) whose tool is callable.
+    /// Sets `allowed_callers` on each of `definitions` (a request's tool definitions, by their `name`)
+    /// whose tool is callable: `callers` (the model and the sandbox), or `sandbox` alone for a
+    /// [code-only](AgentTool::is_code_only) tool, which is always callable from the sandbox.
     pub(crate) fn mark<'a>(
         &self,
         definitions: impl IntoIterator<Item = &'a mut Value>,
         request: &ModelRequest,
         callers: &Value,
+        sandbox: &Value,
     ) {
         for definition in definitions {
             let Some(name) = definition.get("name").and_then(Value::as_str) else {
                 continue;
             };
-            let callable = request
+            let tool = request
                 .tools
                 .iter()
                 .chain(request.deferred.iter())
-                .find(|tool| tool.name() == name)
-                .is_some_and(|tool| self.is_callable(tool));
-            if let (true, Value::Object(fields)) = (callable, definition) {
-                fields.insert("allowed_callers".into(), callers.clone());
+                .find(|tool| tool.name() == name);
+            let allowed = match tool {
+                Some(tool) if tool.is_code_only() => sandbox,
+                Some(tool) if self.is_callable(tool) => callers,
+                _ => continue,
+            };
+            if let Value::Object(fields) = definition {
+                fields.insert("allowed_callers".into(), allowed.clone());
             }
         }
     }

@@ -684,6 +684,32 @@ enum Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ToolContext;
+
+    #[test]
+    fn tools_list_leaves_out_the_code_only_tools() {
+        let tool = |name: &str, code_only: bool| {
+            let builder = AgentTool::builder(name).description("A tool.");
+            let builder = if code_only {
+                builder.code_only()
+            } else {
+                builder
+            };
+            builder
+                .handler(|_ctx: ToolContext, _args: Value| async { "done" })
+                .build()
+                .unwrap()
+        };
+        let store = ToolStore::new("listed");
+        store.register(tool("direct", false)).unwrap();
+        store.register(tool("from_code", true)).unwrap();
+        let names: Vec<String> = Listing::default()
+            .tools(&store)
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        assert_eq!(names, ["direct"]);
+    }
 
     #[test]
     fn a_calls_answers_are_those_of_its_state_and_its_new_ones_and_a_foreign_state_is_refused() {
@@ -1493,7 +1519,12 @@ impl Listing {
         match &*cached {
             Some((seen, tools)) if seen.is_same(&list) => tools.clone(),
             _ => {
-                let tools: Vec<Tool> = list.iter().filter_map(mcp_tool).collect();
+                // A code-only tool is one no client can call: it runs only from a program.
+                let tools: Vec<Tool> = list
+                    .iter()
+                    .filter(|tool| !tool.is_code_only())
+                    .filter_map(mcp_tool)
+                    .collect();
                 *cached = Some((list, tools.clone()));
                 tools
             }

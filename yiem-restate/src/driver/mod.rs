@@ -8,6 +8,9 @@
 //! again; the few messages the run stamps itself take a journaled time. After every step the run is saved
 //! by appending (see [`store`](crate::store)).
 
+#[cfg(feature = "code-mode")]
+mod program;
+
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -50,6 +53,8 @@ impl Driver<'_, '_> {
         saved: &mut Saved,
         added: &mut Vec<AgentMessage>,
     ) -> Result<RunStop, HandlerError> {
+        // A rewrite by a hook not saved yet: the step before a wait is saved with the wait.
+        let mut unsaved_rewrite = false;
         loop {
             self.read_mail(run).await?;
             let step = run.next_step();
@@ -64,8 +69,9 @@ impl Driver<'_, '_> {
                     added.extend(run.end());
                     self.emit(run);
                     // Saved once the inbox takes decisions: whoever reads the run waiting can decide.
+                    let rewritten = std::mem::take(&mut unsaved_rewrite);
                     let answer = self
-                        .await_answer(pending, Vec::new(), || self.save(run, saved, false))
+                        .await_answer(pending, Vec::new(), || self.save(run, saved, rewritten))
                         .await?;
                     run.begin();
                     self.emit(run);
@@ -76,8 +82,9 @@ impl Driver<'_, '_> {
                     added.extend(run.end());
                     self.emit(run);
                     // Saved once the inbox takes answers: whoever reads the run waiting can answer.
+                    let rewritten = std::mem::take(&mut unsaved_rewrite);
                     let answer = self
-                        .await_answer(Vec::new(), questions, || self.save(run, saved, false))
+                        .await_answer(Vec::new(), questions, || self.save(run, saved, rewritten))
                         .await?;
                     run.begin();
                     self.emit(run);
@@ -85,7 +92,7 @@ impl Driver<'_, '_> {
                     false
                 }
                 Step::Stopped(stop) => {
-                    self.save(run, saved, false);
+                    self.save(run, saved, unsaved_rewrite);
                     return Ok(stop);
                 }
                 _ => {
@@ -93,10 +100,20 @@ impl Driver<'_, '_> {
                         message: "the durable driver met a step it does not know".into(),
                     };
                     run.stop(stop.clone());
-                    self.save(run, saved, false);
+                    self.save(run, saved, unsaved_rewrite);
                     return Ok(stop);
                 }
             };
+            // A run that now waits (a call needs approval, a tool asked) is saved only once the inbox
+            // takes the answer (above): saved earlier, whoever reads it waiting could answer before the
+            // inbox knows what waits, and be refused.
+            if matches!(
+                run.stopped(),
+                Some(RunStop::AwaitingApproval { .. } | RunStop::AwaitingAnswer { .. })
+            ) {
+                unsaved_rewrite |= rewritten;
+                continue;
+            }
             self.save(run, saved, rewritten);
         }
     }
@@ -184,7 +201,7 @@ impl Driver<'_, '_> {
         Ok(())
     }
 
-    fn observe(&self, name: String, kind: StepKind) {
+    pub(crate) fn observe(&self, name: String, kind: StepKind) {
         if let Some(observer) = &self.config.on_step {
             observer(&StepDone {
                 conversation: self.key.clone(),
@@ -250,18 +267,42 @@ impl Driver<'_, '_> {
                 .map(|planned| planned.call().id.clone())
                 .collect(),
             recorded: tokio::sync::watch::channel(0).0,
+            #[cfg(feature = "code-mode")]
+            programs: agent.code_mode_setting().is_some(),
         };
-        let batch = pausing
-            .as_ref()
-            .unwrap_or(&self.executor)
-            .execute_plan_journaled(
-                &offered,
-                plan,
-                Some(Arc::new(assistant.clone())),
-                &CancellationToken::new(),
-                &journal,
-            )
-            .await;
+        let executor = pausing.as_ref().unwrap_or(&self.executor);
+        // With code mode, the programs that paused resume (as in process), and each call of a program
+        // is a step of its own, which the handler runs while the batch goes on (see `program`).
+        #[cfg(feature = "code-mode")]
+        let (executor, served) = {
+            let executor = agent.ready_programs(executor, run, &plan);
+            match journal.programs {
+                true => {
+                    let (programs, served) = program::ProgramCalls::channel();
+                    (executor.journaling_program_calls(programs), Some(served))
+                }
+                false => (executor, None),
+            }
+        };
+        let never_cancelled = CancellationToken::new();
+        let batch = executor.execute_plan_journaled(
+            &offered,
+            plan,
+            Some(Arc::new(assistant.clone())),
+            &never_cancelled,
+            &journal,
+        );
+        #[cfg(feature = "code-mode")]
+        let batch = async {
+            let Some(served) = served else {
+                return batch.await;
+            };
+            tokio::select! {
+                batch = batch => batch,
+                never = journal.serve_programs(served) => match never {},
+            }
+        };
+        let batch = batch.await;
         let results = batch.messages.clone();
         // The questions the calls stopped at, journaled: a replay gets the recorded calls' results
         // without running them, so nothing would ask again. Only a batch whose results show a stop has
@@ -374,20 +415,43 @@ impl Driver<'_, '_> {
 /// be read by the other's future, and the first then waits for ever — seen as a stalled batch under load,
 /// ended only by Restate's inactivity timeout and a replay. Recorded in order, at most one step waits for
 /// its acknowledgement at a time, and the tools still run concurrently.
-struct ToolJournal<'d, 'a, 'ctx> {
-    driver: &'d Driver<'a, 'ctx>,
-    turn: u32,
+pub(crate) struct ToolJournal<'d, 'a, 'ctx> {
+    pub(crate) driver: &'d Driver<'a, 'ctx>,
+    pub(crate) turn: u32,
     /// The ids of the batch's calls, in order.
-    calls: Vec<String>,
+    pub(crate) calls: Vec<String>,
     /// How many of the batch's first calls have their step recorded.
-    recorded: tokio::sync::watch::Sender<usize>,
+    pub(crate) recorded: tokio::sync::watch::Sender<usize>,
+    /// Whether the batch's `run_code` calls are code mode's programs, whose calls are steps of their
+    /// own (see [`program`]).
+    #[cfg(feature = "code-mode")]
+    pub(crate) programs: bool,
+}
+
+impl ToolJournal<'_, '_, '_> {
+    /// The place in the batch of the call `call_id`.
+    pub(crate) fn index_of(&self, call_id: &str) -> usize {
+        self.calls.iter().position(|id| id == call_id).unwrap_or(0)
+    }
 }
 
 /// Marks a call's step recorded when its recording ends, however it ends (a dropped or failed step too),
 /// so that the calls after it are never held back.
-struct Recorded<'j> {
-    recorded: &'j tokio::sync::watch::Sender<usize>,
-    index: usize,
+pub(crate) struct Recorded<'j> {
+    pub(crate) recorded: &'j tokio::sync::watch::Sender<usize>,
+    pub(crate) index: usize,
+}
+
+/// The record of a call whose step failed for good: a run with no retry policy is retried until it
+/// succeeds, so this is the invocation's failure (it was cancelled), and the call gets it as its result.
+pub(crate) fn failed_step(tool: &str, error: &TerminalError) -> CallRecord {
+    CallRecord::new(
+        yiem_core::AgentToolResult::error(format!(
+            "the durable step of tool `{tool}` failed: {}",
+            error.message()
+        )),
+        0,
+    )
 }
 
 impl Drop for Recorded<'_> {
@@ -404,8 +468,12 @@ impl CallJournal for ToolJournal<'_, '_, '_> {
         call: &ToolCall,
         run: Pin<Box<dyn Future<Output = CallRecord> + Send + 'static>>,
     ) -> Pin<Box<dyn Future<Output = CallRecord> + Send + 's>> {
+        #[cfg(feature = "code-mode")]
+        if self.programs && call.name == yiem_core::code::RUN_CODE {
+            return Box::pin(self.record_program(call.clone(), run));
+        }
         let name = tool_step_name(self.turn, call);
-        let index = self.calls.iter().position(|id| *id == call.id).unwrap_or(0);
+        let index = self.index_of(&call.id);
         let kind = StepKind::Tool {
             call_id: call.id.clone(),
             tool: call.name.clone(),
@@ -431,15 +499,7 @@ impl CallJournal for ToolJournal<'_, '_, '_> {
             };
             let record = match step.await {
                 Ok(Json(record)) => record,
-                // A run with no retry policy is retried until it succeeds; a terminal failure is the
-                // invocation's (it was cancelled), and the call gets it as its result.
-                Err(error) => CallRecord::new(
-                    yiem_core::AgentToolResult::error(format!(
-                        "the durable step of tool `{tool}` failed: {}",
-                        error.message()
-                    )),
-                    0,
-                ),
+                Err(error) => failed_step(&tool, &error),
             };
             self.driver.observe(name, kind);
             record
