@@ -401,6 +401,19 @@ async fn python_http_on(port: u16, env: &[(&str, String)]) -> HttpServer {
     }
 }
 
+/// The Python server over streamable HTTP with `env` set, a client of it, and a store holding its tools.
+async fn python_http_registered(env: &[(&str, String)]) -> (HttpServer, McpClient, ToolStore) {
+    let server = python_http_on(free_port(), env).await;
+    let client = McpClient::http(&server.url)
+        .name("python-http")
+        .connect()
+        .await
+        .expect("the HTTP handshake completes");
+    let store = ToolStore::new("agent");
+    client.register(&store).await.unwrap();
+    (server, client, store)
+}
+
 #[tokio::test]
 async fn a_python_server_over_streamable_http_lists_and_answers() {
     let server = python_http().await;
@@ -447,14 +460,7 @@ async fn an_http_server_that_goes_away_gives_an_error_and_a_new_one_is_reached_a
 
 #[tokio::test]
 async fn progress_over_http_becomes_tool_updates() {
-    let server = python_http().await;
-    let client = McpClient::http(&server.url)
-        .name("python-http")
-        .connect()
-        .await
-        .unwrap();
-    let store = ToolStore::new("agent");
-    client.register(&store).await.unwrap();
+    let (_server, _client, store) = python_http_registered(&[]).await;
     count_to_three_with_progress(&store, "count").await;
 }
 
@@ -814,14 +820,7 @@ async fn lists_answered(store: &ToolStore) -> u32 {
 #[tokio::test]
 async fn a_tool_list_the_server_says_is_fresh_is_reused_until_its_ttl_and_only_then_listed_again() {
     let hour = 3_600_000.to_string();
-    let server = python_http_on(free_port(), &[("YIEM_TEST_LIST_TTL_MS", hour)]).await;
-    let client = McpClient::http(&server.url)
-        .name("python-http")
-        .connect()
-        .await
-        .unwrap();
-    let store = ToolStore::new("agent");
-    client.register(&store).await.unwrap();
+    let (_server, client, store) = python_http_registered(&[("YIEM_TEST_LIST_TTL_MS", hour)]).await;
     assert_eq!(lists_answered(&store).await, 1);
     // Fresh for an hour: asking for the tools again does not ask the server.
     let tools = client.tools().await.unwrap();
@@ -840,18 +839,8 @@ async fn a_tool_list_the_server_says_is_fresh_is_reused_until_its_ttl_and_only_t
 #[tokio::test]
 async fn a_stale_tool_list_is_listed_again_before_the_next_call_and_brings_an_unannounced_tool() {
     let ttl = Duration::from_millis(50);
-    let server = python_http_on(
-        free_port(),
-        &[("YIEM_TEST_LIST_TTL_MS", ttl.as_millis().to_string())],
-    )
-    .await;
-    let client = McpClient::http(&server.url)
-        .name("python-http")
-        .connect()
-        .await
-        .unwrap();
-    let store = ToolStore::new("agent");
-    client.register(&store).await.unwrap();
+    let (_server, _client, store) =
+        python_http_registered(&[("YIEM_TEST_LIST_TTL_MS", ttl.as_millis().to_string())]).await;
     // Past the list's time to live (a sleep can only make it more stale, never fresh again).
     tokio::time::sleep(ttl * 2).await;
     // Listed again before this call (the second listing), which then adds `late` unannounced.
@@ -866,14 +855,7 @@ async fn a_stale_tool_list_is_listed_again_before_the_next_call_and_brings_an_un
 
 #[tokio::test]
 async fn a_tool_list_without_a_ttl_is_never_reused() {
-    let server = python_http().await;
-    let client = McpClient::http(&server.url)
-        .name("python-http")
-        .connect()
-        .await
-        .unwrap();
-    let store = ToolStore::new("agent");
-    client.register(&store).await.unwrap();
+    let (_server, client, store) = python_http_registered(&[]).await;
     client.tools().await.unwrap();
     client.tools().await.unwrap();
     assert_eq!(lists_answered(&store).await, 3, "each asked the server");

@@ -1039,15 +1039,7 @@ async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
     let callers = |calling: ProgrammaticCalling| -> Vec<Value> {
         let config =
             AnthropicConfig::new("sk-ant-test", "claude-test").with_programmatic_calling(calling);
-        let body = AnthropicModel::new(config)
-            .unwrap()
-            .request_body(&request)
-            .unwrap();
-        common::sdk::assert_sdk_accepts_bodies(
-            common::sdk::Request::Anthropic,
-            std::slice::from_ref(&body),
-        );
-        body["tools"]
+        sdk_checked_body(config, &request)["tools"]
             .as_array()
             .unwrap()
             .iter()
@@ -1085,17 +1077,7 @@ fn a_code_only_tool_is_offered_to_the_newest_sandbox_alone_and_not_sent_without_
     use yiem_core::llm::{CodeExecutionVersion, ProgrammaticCalling};
     let mut request = request("Look record 7 up.");
     request.tools = vec![weather_tool(), code_only_lookup()].into();
-    let body_of = |config: AnthropicConfig| -> Value {
-        let body = AnthropicModel::new(config)
-            .unwrap()
-            .request_body(&request)
-            .unwrap();
-        common::sdk::assert_sdk_accepts_bodies(
-            common::sdk::Request::Anthropic,
-            std::slice::from_ref(&body),
-        );
-        body
-    };
+    let body_of = |config: AnthropicConfig| sdk_checked_body(config, &request);
     let callers = |body: &Value| -> Vec<Value> {
         body["tools"]
             .as_array()
@@ -1206,4 +1188,17 @@ fn anthropic_events_of_a_call_from_code() -> Vec<ModelEvent> {
     yiem_core::llm::parse_anthropic_events_for_fuzzing(
         events.iter().map(|data| ("", data.as_str())),
     )
+}
+
+/// The body `config`'s model sends for `request`, checked by the Anthropic SDK's types.
+fn sdk_checked_body(config: AnthropicConfig, request: &ModelRequest) -> Value {
+    let body = AnthropicModel::new(config)
+        .unwrap()
+        .request_body(request)
+        .unwrap();
+    common::sdk::assert_sdk_accepts_bodies(
+        common::sdk::Request::Anthropic,
+        std::slice::from_ref(&body),
+    );
+    body
 }

@@ -327,7 +327,7 @@ impl AnthropicConfig {
     ///     .with_programmatic_calling(ProgrammaticCalling::new())
     ///     .with_code_execution(CodeExecutionVersion::V20250825);
     /// let model = AnthropicModel::new(config).unwrap();
-    /// let request = ModelRequest { tools: vec![lookup()].into(), ..ModelRequest::default() };
+    /// let request = ModelRequest::default().with_tools(vec![lookup()].into());
     /// let body = model.request_body(&request).unwrap();
     /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20250825", "name": "code_execution"}));
     /// ```
