@@ -105,7 +105,6 @@ pub mod floor {
 /// or boxed future. What the pipeline costs above this is what those promises cost.
 pub mod floor_batch {
     use std::sync::Arc;
-    use std::time::{SystemTime, UNIX_EPOCH};
 
     use serde::Deserialize;
     use serde_json::Value;
@@ -149,15 +148,12 @@ pub mod floor_batch {
         });
         let result = Arc::try_unwrap(result).unwrap_or_else(|kept| (*kept).clone());
         let call = Arc::try_unwrap(call).unwrap_or_else(|kept| (*kept).clone());
-        let timestamp = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| since.as_millis() as u64);
-        let message = Arc::new(AgentMessage::ToolResult(ToolResultMessage {
-            tool_call_id: call.id,
-            tool_name: call.name,
-            result,
-            timestamp,
-        }));
+        // `ToolResultMessage` is `#[non_exhaustive]`: stamp it through its constructor (an empty call,
+        // no allocation) and move the call's id and name in, as before.
+        let mut message = ToolResultMessage::new(&ToolCall::new("", "", Value::Null), result);
+        message.tool_call_id = call.id;
+        message.tool_name = call.name;
+        let message = Arc::new(AgentMessage::ToolResult(message));
         sink(&AgentEvent::MessageStart {
             message: Arc::clone(&message),
         });

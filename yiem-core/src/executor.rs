@@ -537,26 +537,32 @@ impl ToolExecutor {
     /// finish, then the result messages in call order.
     async fn run_concurrent(
         &self,
-        mut calls: Vec<Call>,
+        calls: Vec<Call>,
         env: &CallEnv,
         journal: Option<&dyn CallJournal>,
     ) -> Vec<ToolResultMessage> {
-        for call in calls.iter_mut() {
-            call.prepare(env).await;
+        let mut prepared = Vec::with_capacity(calls.len());
+        for mut call in calls {
+            let ready = call.prepare(env).await;
+            prepared.push((call, ready));
         }
-        {
+        let ended = {
             let _alongside = self.order.shared().await;
             // `join_all` polls in call order, so permits go out in call order.
-            join_all(calls.iter_mut().map(|call| async move {
-                let _permit = match call.is_ready() {
+            join_all(prepared.into_iter().map(|(mut call, ready)| async move {
+                let _permit = match ready.is_ready() {
                     true => self.permit().await,
                     false => None,
                 };
-                call.execute(env, journal).await;
+                let result = call.execute(ready, env, journal).await;
+                (call, result)
             }))
-            .await;
-        }
-        calls.into_iter().map(|call| call.finish(env)).collect()
+            .await
+        };
+        ended
+            .into_iter()
+            .map(|(call, result)| call.finish(result, env))
+            .collect()
     }
 }
 

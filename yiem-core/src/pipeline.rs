@@ -62,7 +62,7 @@ use crate::suggest;
 use crate::telemetry::{self, ToolFailure};
 use crate::tool::{AgentTool, ExecutionMode, Refusal, ToolFuture};
 
-/// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::in_hand`]).
+/// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::IN_HAND`]).
 #[derive(Clone, Default)]
 pub(crate) struct CallEnv {
     pub(crate) hooks: ToolHooks,
@@ -84,9 +84,19 @@ pub(crate) struct CallEnv {
 
 impl CallEnv {
     /// The environment of a call in hand: no hooks, no events, no default limit, no batch.
-    pub(crate) fn in_hand() -> CallEnv {
-        CallEnv::default()
-    }
+    pub(crate) const IN_HAND: &CallEnv = &CallEnv {
+        hooks: ToolHooks {
+            before: None,
+            after: None,
+        },
+        events: None,
+        default_timeout: None,
+        assistant: None,
+        cancel: None,
+        asker: None,
+        #[cfg(feature = "code-mode")]
+        programs: None,
+    };
 
     /// The emitter, when someone listens.
     fn observed(&self) -> Option<&Emitter> {
@@ -100,13 +110,17 @@ impl CallEnv {
     }
 }
 
-/// One tool call, from its lookup to its result message (see the module docs).
+/// One tool call, from its lookup to its result message (see the module docs). Its steps are functions
+/// over its parts that hand each other their outcome — [`prepare`](Self::prepare) gives the [`Prepared`]
+/// call that [`execute`](Self::execute) runs to its result, which [`finish`](Self::finish) makes into
+/// the message — so the order of the steps is in their types.
 pub(crate) struct Call {
     facts: Facts,
     span: tracing::Span,
     /// When the call started, read only for a span someone records.
     started: Option<Instant>,
-    stage: Stage,
+    /// What preparing the call starts from (taken by it).
+    start: Start,
     /// The arguments' problem, when they did not fit the tool (for [`AgentTool::try_execute`]).
     invalid: Option<Box<ArgumentError>>,
     /// When the call finished, as a journal recorded it (else the message is stamped when it is made).
@@ -133,35 +147,38 @@ enum Subject {
     InHand { id: Box<str>, arguments: Value },
 }
 
-/// Where a call is in its life.
-enum Stage {
-    /// Not prepared yet.
-    New {
-        /// Answer the call with this error instead of running it (a denied approval); no hook sees it.
-        refused: Option<String>,
-        /// The tool is not in the store: the error result, listing the tools.
-        unknown: Option<String>,
-        /// A context the caller made (a call in hand), else made by binding if the tool takes one.
-        ctx: Option<ToolContext>,
-    },
-    /// Bound and let through by the hooks: ready to run.
-    Ready {
-        future: ToolFuture,
-        /// The call's context, made only if the tool took one.
-        ctx: Option<ToolContext>,
-        /// The prepared arguments, kept only when a hook will look at them.
-        args: Option<Arc<Value>>,
-    },
-    /// Ended with its result; its end is recorded and announced.
-    Ended(AgentToolResult),
-    /// Between two stages (only while a step runs).
-    Moving,
+/// What a call starts from, before it is prepared.
+#[derive(Default)]
+struct Start {
+    /// Answer the call with this error instead of running it (a denied approval); no hook sees it.
+    refused: Option<String>,
+    /// The tool is not in the store: the error result, listing the tools.
+    unknown: Option<String>,
+    /// A context the caller made (a call in hand), else made by binding if the tool takes one.
+    ctx: Option<ToolContext>,
 }
 
-/// A bound call: what [`Stage::Ready`] holds.
-struct Bound {
+/// A prepared call: ready to run, or ended while preparing (its end recorded and announced).
+pub(crate) enum Prepared {
+    /// Bound and let through by the hooks.
+    Ready(Bound),
+    /// Ended with this result.
+    Ended(AgentToolResult),
+}
+
+impl Prepared {
+    /// Whether the call is ready to run.
+    pub(crate) fn is_ready(&self) -> bool {
+        matches!(self, Prepared::Ready(_))
+    }
+}
+
+/// A bound call, ready to run.
+pub(crate) struct Bound {
     future: ToolFuture,
+    /// The call's context, made only if the tool took one.
     ctx: Option<ToolContext>,
+    /// The prepared arguments, kept only when a hook will look at them.
     args: Option<Arc<Value>>,
 }
 
@@ -260,7 +277,7 @@ impl Call {
             facts,
             span,
             started: None,
-            stage: Stage::New {
+            start: Start {
                 refused,
                 unknown,
                 ctx,
@@ -272,7 +289,7 @@ impl Call {
 
     /// Whether the call's tool must run alone (a call that will not run never forces order).
     pub(crate) fn is_sequential(&self) -> bool {
-        matches!(self.stage, Stage::New { refused: None, .. })
+        self.start.refused.is_none()
             && self
                 .facts
                 .tool
@@ -280,25 +297,25 @@ impl Call {
                 .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
     }
 
-    /// Whether the call is ready to run (prepared, and not ended while preparing).
-    pub(crate) fn is_ready(&self) -> bool {
-        matches!(self.stage, Stage::Ready { .. })
-    }
-
     /// Runs every step, one after another, to the call's result message.
-    pub(crate) async fn run(
+    #[expect(clippy::manual_async_fn, reason = "an `async fn` holds the call twice")]
+    pub(crate) fn run<'a>(
         mut self,
-        env: &CallEnv,
-        journal: Option<&dyn CallJournal>,
-    ) -> ToolResultMessage {
-        self.prepare(env).await;
-        self.execute(env, journal).await;
-        self.finish(env)
+        env: &'a CallEnv,
+        journal: Option<&'a dyn CallJournal>,
+    ) -> impl Future<Output = ToolResultMessage> + 'a {
+        // A block rather than an `async fn`, whose future would hold the call twice (as its argument,
+        // and as the local it is moved into): a `Call` more to copy with every move of the future.
+        async move {
+            let prepared = self.prepare(env).await;
+            let result = self.execute(prepared, env, journal).await;
+            self.finish(result, env)
+        }
     }
 
     /// Starts and prepares the call (steps 2 and, for a call that ends here, 4). Never fails. Only the
     /// `before_tool_call` hook is awaited: the rest is done at once.
-    pub(crate) async fn prepare(&mut self, env: &CallEnv) {
+    pub(crate) async fn prepare(&mut self, env: &CallEnv) -> Prepared {
         self.started = telemetry::tool_started(&self.span, || match &self.facts.subject {
             Subject::Shared(call) => Some(call.arguments.clone()),
             Subject::InHand { arguments, .. } => Some(arguments.clone()),
@@ -308,51 +325,55 @@ impl Call {
                 call: self.facts.shared(),
             });
         }
-        let stage = std::mem::replace(&mut self.stage, Stage::Moving);
-        let bound = self.span.in_scope(|| self.facts.bound(stage, env));
-        let Bound { future, ctx, args } = match bound {
+        let start = std::mem::take(&mut self.start);
+        let bound = match self.span.in_scope(|| self.facts.bound(start, env)) {
             Ok(bound) => bound,
-            Err(ending) => return self.end(env, ending),
+            Err(ending) => return Prepared::Ended(self.end(env, ending)),
         };
-        if let (Some(before), Some(args), Some(tool)) = (&env.hooks.before, &args, &self.facts.tool)
+        if let (Some(before), Some(args), Some(tool)) =
+            (&env.hooks.before, &bound.args, &self.facts.tool)
         {
-            let span = self.span.clone();
-            let asked = in_span(&span, self.facts.before(tool, before, args, env)).await;
+            let asked = in_span(&self.span, self.facts.before(tool, before, args, env)).await;
             if let Err(refusal) = asked {
-                guard::drop_quietly(future);
-                return self.end(env, Ending::Refused(refusal));
+                guard::drop_quietly(bound.future);
+                return Prepared::Ended(self.end(env, Ending::Refused(refusal)));
             }
         }
-        self.stage = Stage::Ready { future, ctx, args };
+        Prepared::Ready(bound)
     }
 
     /// Runs a ready call under its time limit and the batch's token, then `after_tool_call`, and ends it
-    /// (steps 3 and 4). A call that ended while preparing is left as it is. With a `journal`, the run and
-    /// the hook go through it (on a replay it gives the recorded result and the call does not run).
-    pub(crate) async fn execute(&mut self, env: &CallEnv, journal: Option<&dyn CallJournal>) {
-        let span = self.span.clone();
-        match (std::mem::replace(&mut self.stage, Stage::Moving), journal) {
-            (Stage::Ready { future, ctx, args }, None) => {
-                let result = in_span(&span, self.facts.executed(future, ctx, args, env)).await;
-                self.end(env, Ending::Result(result));
+    /// (steps 3 and 4), to its result; a call that ended while preparing keeps its result. With a
+    /// `journal`, the run and the hook go through it (on a replay it gives the recorded result and the
+    /// call does not run).
+    pub(crate) async fn execute(
+        &mut self,
+        prepared: Prepared,
+        env: &CallEnv,
+        journal: Option<&dyn CallJournal>,
+    ) -> AgentToolResult {
+        match (prepared, journal) {
+            (Prepared::Ready(bound), None) => {
+                let result = in_span(&self.span, self.facts.executed(bound, env)).await;
+                self.end(env, Ending::Result(result))
             }
-            (Stage::Ready { future, ctx, args }, Some(journal)) => {
+            (Prepared::Ready(bound), Some(journal)) => {
                 let (facts, owned) = (self.facts.clone(), env.clone());
                 let run = Box::pin(async move {
-                    let result = facts.executed(future, ctx, args, &owned).await;
+                    let result = facts.executed(bound, &owned).await;
                     CallRecord {
                         result,
                         finished_at: now_millis(),
                     }
                 });
                 let call = self.facts.shared();
-                let record = in_span(&span, journal.record(&call, run)).await;
+                let record = in_span(&self.span, journal.record(&call, run)).await;
                 self.finished_at = Some(record.finished_at);
-                self.end(env, Ending::Result(record.result));
+                self.end(env, Ending::Result(record.result))
             }
             // A call that ended while preparing is recorded too, so that every call of a journaled
             // batch has its entry and its message the same stamp on a replay.
-            (Stage::Ended(result), Some(journal)) => {
+            (Prepared::Ended(result), Some(journal)) => {
                 let record = CallRecord {
                     result,
                     finished_at: now_millis(),
@@ -360,15 +381,15 @@ impl Call {
                 let run = Box::pin(std::future::ready(record));
                 let record = journal.record(&self.facts.shared(), run).await;
                 self.finished_at = Some(record.finished_at);
-                self.stage = Stage::Ended(record.result);
+                record.result
             }
-            (stage, _) => self.stage = stage,
+            (Prepared::Ended(result), None) => result,
         }
     }
 
-    /// Ends the call (step 4): keeps its result (and, for arguments that did not fit, their problem),
-    /// records the span's outcome and emits `ToolExecutionEnd`.
-    fn end(&mut self, env: &CallEnv, ending: Ending) {
+    /// Ends the call (step 4), to its result: keeps the problem of arguments that did not fit, records
+    /// the span's outcome and emits `ToolExecutionEnd`.
+    fn end(&mut self, env: &CallEnv, ending: Ending) -> AgentToolResult {
         let (result, failure) = match ending {
             Ending::Result(result) => {
                 let failure = result.is_error.then_some(ToolFailure::Failed);
@@ -391,37 +412,22 @@ impl Call {
             &result,
             failure,
         );
-        let result = match env.observed() {
-            Some(events) => {
-                let is_error = result.is_error;
-                let shared = Arc::new(result);
-                events.emit(AgentEvent::ToolExecutionEnd {
-                    call: self.facts.shared(),
-                    result: Arc::clone(&shared),
-                    is_error,
-                });
-                Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone())
-            }
-            None => result,
+        let Some(events) = env.observed() else {
+            return result;
         };
-        self.stage = Stage::Ended(result);
+        let is_error = result.is_error;
+        let shared = Arc::new(result);
+        events.emit(AgentEvent::ToolExecutionEnd {
+            call: self.facts.shared(),
+            result: Arc::clone(&shared),
+            is_error,
+        });
+        Arc::try_unwrap(shared).unwrap_or_else(|kept| (*kept).clone())
     }
 
-    /// The call's result, after [`execute`](Self::execute).
-    fn take_result(&mut self) -> AgentToolResult {
-        match std::mem::replace(&mut self.stage, Stage::Moving) {
-            Stage::Ended(result) => result,
-            _ => AgentToolResult::error(format!(
-                "tool call `{}` was finished before it ran",
-                self.facts.name()
-            )),
-        }
-    }
-
-    /// The call's result message (step 5), with its `MessageStart` and `MessageEnd`. The call's id and
-    /// name move into the message when nothing else holds the call any more.
-    pub(crate) fn finish(mut self, env: &CallEnv) -> ToolResultMessage {
-        let result = self.take_result();
+    /// The message of the call's `result` (step 5), with its `MessageStart` and `MessageEnd`. The call's
+    /// id and name move into the message when nothing else holds the call any more.
+    pub(crate) fn finish(self, result: AgentToolResult, env: &CallEnv) -> ToolResultMessage {
         let timestamp = self.finished_at.unwrap_or_else(now_millis);
         let (tool_call_id, tool_name) = match self.facts.subject {
             Subject::Shared(call) => match Arc::try_unwrap(call) {
@@ -459,13 +465,20 @@ impl Call {
     }
 
     /// A call in hand, run to its result: arguments that did not fit come back as their problem.
-    pub(crate) async fn run_in_hand(mut self) -> Result<AgentToolResult, ArgumentError> {
-        let env = CallEnv::in_hand();
-        self.prepare(&env).await;
-        self.execute(&env, None).await;
-        match self.invalid.take() {
-            Some(error) => Err(*error),
-            None => Ok(self.take_result()),
+    #[expect(clippy::manual_async_fn, reason = "an `async fn` holds the call twice")]
+    pub(crate) fn run_in_hand(
+        mut self,
+    ) -> impl Future<Output = Result<AgentToolResult, ArgumentError>> + Send + 'static {
+        // A block rather than an `async fn`, whose future would hold the call twice (as its argument,
+        // and as the local it is moved into): a `Call` more to copy with every move of the future.
+        async move {
+            let env = CallEnv::IN_HAND;
+            let prepared = self.prepare(env).await;
+            let result = self.execute(prepared, env, None).await;
+            match self.invalid.take() {
+                Some(error) => Err(*error),
+                None => Ok(result),
+            }
         }
     }
 }
@@ -534,18 +547,12 @@ impl Facts {
 
     /// Binds the call: its future, its context (if made), and the prepared arguments when a hook will see
     /// them; or why the call ends.
-    fn bound(&self, stage: Stage, env: &CallEnv) -> Result<Bound, Ending> {
-        let Stage::New {
+    fn bound(&self, start: Start, env: &CallEnv) -> Result<Bound, Ending> {
+        let Start {
             refused,
             unknown,
             ctx,
-        } = stage
-        else {
-            return Err(Ending::Refused(format!(
-                "tool call `{}` was prepared twice",
-                self.name()
-            )));
-        };
+        } = start;
         if let Some(reason) = refused {
             return Err(Ending::Refused(reason));
         }
@@ -618,13 +625,9 @@ impl Facts {
         }
     }
 
-    async fn executed(
-        &self,
-        future: ToolFuture,
-        ctx: Option<ToolContext>,
-        args: Option<Arc<Value>>,
-        env: &CallEnv,
-    ) -> AgentToolResult {
+    /// Runs a bound call (see [`run_bound`]), then lets the `after_tool_call` hook see its result.
+    async fn executed(&self, bound: Bound, env: &CallEnv) -> AgentToolResult {
+        let Bound { future, ctx, args } = bound;
         let Some(tool) = &self.tool else {
             return AgentToolResult::error(format!("tool `{}` not found", self.name()));
         };

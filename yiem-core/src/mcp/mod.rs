@@ -548,36 +548,45 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Outcome {
         let (asker, forwarding, rounds) = ClientAsker::open(self, context, answers);
+        let Forwarding { forwarder, close } = forwarding;
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
         let asking = self.must_ask(tool);
-        let work = async {
-            if asking
-                && let Err(refusal) = self
-                    .approve(tool.timeout(), asker.as_ref(), &call, context)
-                    .await
-            {
-                return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
-            }
-            self.run(call.clone(), context, Arc::clone(&asker)).await
-        };
-        let outcome = match &rounds {
-            None => Outcome::Done(work.await),
-            Some(rounds) => tokio::select! {
-                // A question without an answer yet: the call stops (dropping it cancels the tool,
-                // see `run`) and the client gets the questions.
-                biased;
-                () = rounds.unanswered.cancelled() => match rounds.missing() {
-                    Some(capability) => Outcome::Missing(capability),
-                    None => Outcome::Ask {
-                        questions: rounds.questions(),
-                        answers: rounds.answers.clone(),
+        let running = async {
+            // Made here rather than captured, so that this future holds it once.
+            let work = async {
+                if asking
+                    && let Err(refusal) = self
+                        .approve(tool.timeout(), asker.as_ref(), &call, context)
+                        .await
+                {
+                    return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
+                }
+                self.run(call.clone(), context, Arc::clone(&asker)).await
+            };
+            let outcome = match &rounds {
+                None => Outcome::Done(work.await),
+                Some(rounds) => tokio::select! {
+                    // A question without an answer yet: the call stops (dropping it cancels the tool,
+                    // see `run`) and the client gets the questions.
+                    biased;
+                    () = rounds.unanswered.cancelled() => match rounds.missing() {
+                        Some(capability) => Outcome::Missing(capability),
+                        None => Outcome::Ask {
+                            questions: rounds.questions(),
+                            answers: rounds.answers.clone(),
+                        },
                     },
+                    message = work => Outcome::Done(message),
                 },
-                message = work => Outcome::Done(message),
-            },
+            };
+            // The forwarder sends what the call logged and stops: every log message of the call
+            // reaches the client before its result (one logged later, by a task the tool left behind,
+            // is dropped).
+            close.cancel();
+            outcome
         };
-        // Every log message of the call reaches the client before its result.
-        forwarding.finish().await;
+        // The call's log messages go to the client while it runs, from this task.
+        let (outcome, ()) = futures::join!(running, forwarder);
         outcome
     }
 
@@ -1155,19 +1164,11 @@ impl LogBudget {
     }
 }
 
-/// The forwarder of one call's log messages.
+/// The forwarder of one call's log messages, run beside the call in its task.
 struct Forwarding {
-    forwarder: JoinHandle<()>,
+    /// Sends the call's log messages to the client until `close`, then what is left.
+    forwarder: futures::future::BoxFuture<'static, ()>,
     close: CancellationToken,
-}
-
-impl Forwarding {
-    /// Sends what the call has logged so far and stops forwarding: a message logged after the call
-    /// ended (by a task the tool left behind) is dropped.
-    async fn finish(self) {
-        self.close.cancel();
-        let _ = self.forwarder.await;
-    }
 }
 
 /// Whether `capabilities` include form elicitation (a bare `elicitation: {}` means form, as the
@@ -1198,7 +1199,9 @@ impl ClientAsker {
         let peer = context.peer.clone();
         let close = CancellationToken::new();
         let closed = close.clone();
-        let forwarder = tokio::spawn(async move {
+        // Run beside the call, in its task (see `McpServer::call`): a task of its own would cost every
+        // call a spawn, and a hop to it and back at the end, though most calls log nothing.
+        let forwarder = Box::pin(async move {
             let send = async |message| match peer.notify_logging_message(message).await {
                 Ok(()) => true,
                 Err(error) => {
