@@ -157,17 +157,20 @@ impl ModelRequest {
         self.tool_choice = Some(choice);
         self
     }
+}
 
+/// What the providers' clients ask of a request.
+#[cfg_attr(
+    not(any(
+        feature = "openai",
+        feature = "openai-responses",
+        feature = "anthropic",
+        feature = "gemini"
+    )),
+    allow(dead_code)
+)]
+impl ModelRequest {
     /// The tool choice in force: the request's own, else `configured` (the provider configuration's).
-    #[cfg_attr(
-        not(any(
-            feature = "openai",
-            feature = "openai-responses",
-            feature = "anthropic",
-            feature = "gemini"
-        )),
-        allow(dead_code)
-    )]
     pub(crate) fn tool_choice_or<'a>(&'a self, configured: &'a ToolChoice) -> &'a ToolChoice {
         self.tool_choice.as_ref().unwrap_or(configured)
     }
@@ -175,15 +178,6 @@ impl ModelRequest {
     /// The request without its [code-only](crate::AgentTool::is_code_only) tools, for a provider that
     /// runs no program of the model's here (no programmatic calling): the model could only call them
     /// directly, which is refused. The request itself when it has none.
-    #[cfg_attr(
-        not(any(
-            feature = "openai",
-            feature = "openai-responses",
-            feature = "anthropic",
-            feature = "gemini"
-        )),
-        allow(dead_code)
-    )]
     pub(crate) fn without_code_only(&self) -> std::borrow::Cow<'_, ModelRequest> {
         let code_only = |tools: &ToolList| tools.iter().any(crate::AgentTool::is_code_only);
         if !code_only(&self.tools) && !code_only(&self.deferred) {
