@@ -376,10 +376,6 @@ impl Drop for HttpServer {
     }
 }
 
-async fn python_http() -> HttpServer {
-    python_http_on(free_port(), &[]).await
-}
-
 /// The Python server over streamable HTTP on `port`, with `env` set.
 async fn python_http_on(port: u16, env: &[(&str, String)]) -> HttpServer {
     let child = Command::new(python())
@@ -416,15 +412,8 @@ async fn python_http_registered(env: &[(&str, String)]) -> (HttpServer, McpClien
 
 #[tokio::test]
 async fn a_python_server_over_streamable_http_lists_and_answers() {
-    let server = python_http().await;
-    let client = McpClient::http(&server.url)
-        .name("python-http")
-        .connect()
-        .await
-        .expect("the HTTP handshake completes");
-    let store = ToolStore::new("agent");
-    let names = client.register(&store).await.unwrap();
-    assert!(names.contains(&"add".to_owned()), "{names:?}");
+    let (_server, _client, store) = python_http_registered(&[]).await;
+    assert!(store.get("add").is_some(), "{:?}", store.names());
     let sum = run_one(&store, "add", json!({"a": 20, "b": 22})).await;
     assert_eq!(sum.result.structured_content(), Some(&json!({"sum": 42})));
     let failed = run_one(&store, "fail", json!({"reason": "over http"})).await;

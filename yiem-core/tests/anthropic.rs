@@ -835,10 +835,7 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
     // every deferred tool marked — the same list, so the cached prefix holds.
     for body in &bodies {
         let tools = body["tools"].as_array().unwrap();
-        let names: Vec<&str> = tools
-            .iter()
-            .map(|tool| tool["name"].as_str().unwrap())
-            .collect();
+        let names = common::tool_names(&body["tools"]);
         assert_eq!(
             names,
             [
@@ -1124,12 +1121,7 @@ fn a_code_only_tool_is_offered_to_the_newest_sandbox_alone_and_not_sent_without_
     assert_eq!(body["tools"][2]["type"], "code_execution_20250825");
     // Without a sandbox the model could only call it directly, which is refused: it is not sent.
     let body = body_of(config());
-    let names: Vec<&str> = body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let names = common::tool_names(&body["tools"]);
     assert_eq!(names, ["get_weather"]);
 }
 

@@ -91,6 +91,16 @@ fn completed(id: &str, output: Value, usage: Value) -> Value {
     json!({"type": "response.completed", "response": response(id, "completed", output, usage)})
 }
 
+/// The whole second response (`resp_2`): one message (`msg_2`) saying `text`, then its completion with
+/// `usage`.
+fn answered(text: &str, usage: Value) -> Vec<Value> {
+    let (answer, answer_item) = message_events(0, "msg_2", &[text]);
+    let mut events = created("resp_2").to_vec();
+    events.extend(answer);
+    events.push(completed("resp_2", json!([answer_item]), usage));
+    events
+}
+
 /// The events of an assistant message item `id` at `index` whose text streams in `pieces`.
 fn message_events(index: u64, id: &str, pieces: &[&str]) -> (Vec<Value>, Value) {
     let text: String = pieces.concat();
@@ -250,14 +260,7 @@ async fn a_parallel_pair_of_function_calls_streams_and_goes_back_with_its_result
         json!([first_item, second_item]),
         usage_json(80, 0, 17, 0),
     ));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Sunny in both."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(120, 0, 5, 0),
-    ));
+    let follow_up = answered("Sunny in both.", usage_json(120, 0, 5, 0));
     let server = Server::start(vec![
         Reply::Sse(stream(sequence)),
         Reply::Sse(stream(follow_up)),
@@ -365,14 +368,7 @@ fn reasoning_turn() -> Vec<Value> {
 
 #[tokio::test]
 async fn reasoning_items_are_kept_and_sent_back_with_their_encrypted_content() {
-    let (answer, answer_item) = message_events(0, "msg_2", &["Sunny."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(140, 128, 3, 0),
-    ));
+    let follow_up = answered("Sunny.", usage_json(140, 128, 3, 0));
     let server = Server::start(vec![
         Reply::Sse(stream(reasoning_turn())),
         Reply::Sse(stream(follow_up)),
@@ -584,14 +580,7 @@ async fn unknown_event_types_are_skipped_and_hosted_tool_items_kept() {
         json!([search, message_item]),
         usage_json(10, 0, 3, 0),
     ));
-    let (again, again_item) = message_events(0, "msg_2", &["ok"]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(again);
-    follow_up.push(completed(
-        "resp_2",
-        json!([again_item]),
-        usage_json(10, 0, 1, 0),
-    ));
+    let follow_up = answered("ok", usage_json(10, 0, 1, 0));
     let server = Server::start(vec![
         Reply::Sse(stream(sequence)),
         Reply::Sse(stream(follow_up)),
@@ -925,14 +914,7 @@ async fn first_then_sent(events: Vec<Value>, output: Value) -> Server {
     let mut sequence = created("resp_1").to_vec();
     sequence.extend(events);
     sequence.push(completed("resp_1", output, usage_json(50, 0, 12, 0)));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Sent."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(90, 0, 2, 0),
-    ));
+    let follow_up = answered("Sent.", usage_json(90, 0, 2, 0));
     Server::start(vec![
         Reply::Sse(stream(sequence)),
         Reply::Sse(stream(follow_up)),
@@ -1057,14 +1039,7 @@ async fn programmatic_calling_sends_the_tool_and_allowed_callers_and_a_call_from
         json!([program, call_item]),
         usage_json(50, 0, 12, 0),
     ));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Sunny."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(90, 0, 2, 0),
-    ));
+    let follow_up = answered("Sunny.", usage_json(90, 0, 2, 0));
     let server = Server::start(vec![
         Reply::Sse(stream(sequence)),
         Reply::Sse(stream(follow_up)),
@@ -1247,14 +1222,7 @@ async fn a_grammar_tool_goes_as_a_custom_tool_and_its_call_streams_its_text_and_
         json!([call_item]),
         usage_json(60, 0, 12, 0),
     ));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Two users."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(90, 0, 4, 0),
-    ));
+    let follow_up = answered("Two users.", usage_json(90, 0, 4, 0));
     let server = Server::start(vec![
         Reply::Sse(stream(sequence)),
         Reply::Sse(stream(follow_up)),
@@ -1342,14 +1310,7 @@ async fn a_custom_tool_call_without_ids_amid_unknown_events_gets_a_fresh_id_and_
         json!([call_item]),
         usage_json(5, 0, 5, 0),
     ));
-    let (answer, answer_item) = message_events(0, "msg_2", &["Done."]);
-    let mut follow_up = created("resp_2").to_vec();
-    follow_up.extend(answer);
-    follow_up.push(completed(
-        "resp_2",
-        json!([answer_item]),
-        usage_json(9, 0, 1, 0),
-    ));
+    let follow_up = answered("Done.", usage_json(9, 0, 1, 0));
     let server = Server::start(vec![
         Reply::Sse(stream(sequence)),
         Reply::Sse(stream(follow_up)),
@@ -1546,12 +1507,7 @@ async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes
     assert_eq!(tools[2]["type"], "namespace");
     assert_eq!(tools[2]["name"], "billing");
     assert_eq!(tools[2]["description"], "Invoices: send and void them.");
-    let members: Vec<&str> = tools[2]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let members = common::tool_names(&tools[2]["tools"]);
     assert_eq!(members, ["send_invoice", "void_invoice"]);
     assert_eq!(tools[2]["tools"][0]["defer_loading"], true);
     // The call goes back naming its namespace.
@@ -1598,12 +1554,7 @@ fn a_code_only_tool_is_offered_to_programs_alone_and_not_sent_without_programmat
     );
     // Without programmatic calling the model could only call it directly, which is refused.
     let without = body_of(config());
-    let names: Vec<&str> = without["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|tool| tool["name"].as_str().unwrap())
-        .collect();
+    let names = common::tool_names(&without["tools"]);
     assert_eq!(names, ["get_weather"]);
     assert_sdk_accepts_bodies(Request::Responses, &[with, without]);
 }

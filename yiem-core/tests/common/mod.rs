@@ -348,3 +348,13 @@ pub fn usage(input: u64, output: u64) -> Usage {
 pub fn done(stop_reason: StopReason, usage: Usage) -> ModelEvent {
     ModelEvent::Done { stop_reason, usage }
 }
+
+/// The `name` of each tool of a request's `tools` array, in order.
+pub fn tool_names(tools: &Value) -> Vec<&str> {
+    tools
+        .as_array()
+        .expect("a list of tools")
+        .iter()
+        .map(|tool| tool["name"].as_str().expect("a named tool"))
+        .collect()
+}
