@@ -14,8 +14,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentSettings, Decision, ModelRequest, RunStop, ScriptedModel,
-    ScriptedTurn, ToolStore, tool,
+    agent::{Agent, AgentRun, AgentSettings, Decision, RunStop},
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -18,10 +18,13 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
+use yiem_core::ask::{Elicitation, ElicitationAnswer};
 use yiem_core::mcp::McpClient;
 use yiem_core::mcp::oauth::OAuth;
-use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
-use yiem_core::{Elicitation, ElicitationAnswer};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 
 /// The client ID metadata document the suite's authorization servers accept as is.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";

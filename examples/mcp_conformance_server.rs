@@ -17,8 +17,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer};
 use yiem_core::{
-    AgentTool, Content, ElicitError, ElicitationAnswer, LogLevel, ResourceInfo, Sampling,
-    SamplingAnswer, ToolContext, ToolStore, tool,
+    ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
+    store::ToolStore,
+    tool,
+    tool::{AgentTool, Content, ResourceInfo, ToolContext},
 };
 
 /// A 1×1 red pixel, as PNG.

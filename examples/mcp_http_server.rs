@@ -12,7 +12,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use yiem_core::mcp::{McpHttpServer, McpServer};
-use yiem_core::{ToolContext, ToolStore, register_all_tools, tool};
+use yiem_core::{
+    store::{ToolStore, register_all_tools},
+    tool,
+    tool::ToolContext,
+};
 
 #[derive(Deserialize, JsonSchema)]
 struct SlugArgs {

@@ -7,7 +7,11 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{Json, ToolContext, ToolStore, register_all_tools, tool};
+use yiem_core::{
+    store::{ToolStore, register_all_tools},
+    tool,
+    tool::{Json, ToolContext},
+};
 
 #[derive(Deserialize, JsonSchema)]
 struct WeatherArgs {

@@ -30,8 +30,12 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentSettings, ModelRequest, ScriptedModel, ScriptedTurn,
-    StopReason, ToolStore, tool,
+    agent::{Agent, AgentSettings},
+    event::AgentEvent,
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::{AgentMessage, StopReason},
+    store::ToolStore,
+    tool,
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -13,7 +13,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{BatchMode, CancellationToken, ToolCall, ToolExecutor, ToolStore, tool};
+use yiem_core::{
+    tool, exec::{BatchMode, CancellationToken, ToolCall, ToolExecutor}, store::ToolStore,
+};
 
 const NAP: Duration = Duration::from_millis(50);
 

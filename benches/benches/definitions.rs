@@ -15,7 +15,7 @@ use std::hint::black_box;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rig_agent::tool::ToolSet;
 use yiem_benches::{RmcpServer, rig_filler, rmcp_filler, yiem_filler};
-use yiem_core::{Dialect, ToolStore};
+use yiem_core::store::{Dialect, ToolStore};
 
 fn name(i: usize) -> String {
     format!("tool_{i:05}")

@@ -15,7 +15,7 @@ use yiem_benches::{
     ANSWER, RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object,
     arguments_string, floor, floor_batch, yiem_filler,
 };
-use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{exec::{CancellationToken, ToolCall, ToolExecutor}, store::ToolStore};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -54,7 +54,7 @@ fn dispatch(c: &mut Criterion) {
     let (executor, seen) = executor_with_sink();
     // The hand-written batch's sink does what the executor's does.
     let batch_seen = AtomicUsize::new(0);
-    let sink = |_: &yiem_core::AgentEvent| {
+    let sink = |_: &yiem_core::event::AgentEvent| {
         batch_seen.fetch_add(1, Ordering::Relaxed);
     };
     let cancel = CancellationToken::new();

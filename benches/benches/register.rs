@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::{Dialect, ToolStore, register_all_tools};
+use yiem_core::store::{Dialect, ToolStore, register_all_tools};
 
 /// Counts the bytes allocated and freed, so a bench can read what an operation allocated and kept.
 struct Counting;

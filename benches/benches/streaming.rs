@@ -6,7 +6,9 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use yiem_core::llm::stream_reply;
-use yiem_core::{CancellationToken, EventBus, ModelRequest, ScriptedModel, ScriptedTurn};
+use yiem_core::{
+    event::EventBus, exec::CancellationToken, llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+};
 
 fn streamed_arguments(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -2,7 +2,7 @@
 //! repeated with numbered names up to any count.
 
 use serde_json::Value;
-use yiem_core::AgentTool;
+use yiem_core::tool::AgentTool;
 
 /// The first `count` tools of the BFCL catalog, repeated (`name`, `name_2x`, `name_3x`, ...) as often
 /// as needed.

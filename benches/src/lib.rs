@@ -26,7 +26,7 @@ use rmcp::service::{Peer, RequestContext, RoleServer, RunningService};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
-use yiem_core::{AgentTool, tool};
+use yiem_core::{tool, tool::AgentTool};
 
 /// The arguments of `add`, shared by every toolkit.
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
@@ -97,7 +97,7 @@ pub mod floor {
     }
 }
 
-/// The pipeline's floor: what [`ToolExecutor::execute`](yiem_core::ToolExecutor::execute) does for a call
+/// The pipeline's floor: what [`ToolExecutor::execute`](yiem_core::exec::ToolExecutor::execute) does for a call
 /// that every promise lets through, written by hand for the one tool. The same input (the caller's
 /// `Vec<ToolCall>`), the same output (one result message per call, the call's id and name moved in, stamped
 /// now; the list reuses the calls' allocation) and the same four events with shared payloads to a sink —
@@ -108,7 +108,10 @@ pub mod floor_batch {
 
     use serde::Deserialize;
     use serde_json::Value;
-    use yiem_core::{AgentEvent, AgentMessage, AgentToolResult, ToolCall, ToolResultMessage};
+    use yiem_core::{
+        event::AgentEvent, exec::ToolCall, message::{AgentMessage, ToolResultMessage},
+        tool::AgentToolResult,
+    };
 
     use super::{AddArgs, add_impl};
 
@@ -334,7 +337,7 @@ pub mod http {
     };
     use tokio::net::TcpListener;
     use yiem_core::mcp::{McpHttpServer, McpServer};
-    use yiem_core::{ToolStore, register_all_tools};
+    use yiem_core::store::{ToolStore, register_all_tools};
 
     use super::{ANSWER, RmcpServer, arguments};
 

@@ -8,7 +8,11 @@ use std::sync::{Arc, Mutex};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use yiem_core::mcp::McpClient;
-use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{
+    event::AgentEvent,
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 
 /// The example binary, which `cargo test` builds beside this test (target/<profile>/examples/...).
 fn example() -> PathBuf {

@@ -15,24 +15,24 @@ use std::path::Path;
 /// Each fragment of the README, by its first line: what comes before it and after it.
 const SETUP: &[(&str, &str, &str)] = &[
     (
-        "use yiem_core::{Agent, AgentSettings, OpenAiResponsesConfig, OpenAiResponsesModel};",
-        "fn readme(store: yiem_core::ToolStore) -> Result<(), Box<dyn std::error::Error>> {",
+        "use yiem_core::{agent::{Agent, AgentSettings}, llm::{OpenAiResponsesConfig, OpenAiResponsesModel}};",
+        "fn readme(store: yiem_core::store::ToolStore) -> Result<(), Box<dyn std::error::Error>> {",
         "let _ = agent;\nOk(())\n}\nfn main() {}",
     ),
     (
         "use yiem_core::llm::{PromptCache, ToolChoice};",
-        "use yiem_core::{AnthropicConfig, OpenAiResponsesConfig};\nfn readme(key: String) {",
+        "use yiem_core::llm::{AnthropicConfig, OpenAiResponsesConfig};\nfn readme(key: String) {",
         "let _ = (anthropic, openai);\n}\nfn main() {}",
     ),
     (
         "use yiem_core::mcp::{McpHttpServer, McpServer};",
-        "async fn readme(\n    store: yiem_core::ToolStore,\n    token: String,\n    shutdown: std::future::Pending<()>,\n\
+        "async fn readme(\n    store: yiem_core::store::ToolStore,\n    token: String,\n    shutdown: std::future::Pending<()>,\n\
          ) -> Result<(), Box<dyn std::error::Error>> {",
         "Ok(())\n}\nfn main() {}",
     ),
     ("// tests/tools.rs", "", "fn main() {}"),
     (
-        "use yiem_core::{AgentTool, ToolStore, catalog::{RequestTools, ToolSearch}};",
+        "use yiem_core::{catalog::{RequestTools, ToolSearch}, store::ToolStore, tool::AgentTool};",
         "fn readme() {",
         "}\nfn main() {}",
     ),
@@ -47,43 +47,43 @@ const SETUP: &[(&str, &str, &str)] = &[
         "fn main() {}",
     ),
     (
-        "use yiem_core::Dialect;",
-        "use serde_json::Value;\nuse yiem_core::{AgentTool, ToolStore};\n\
+        "use yiem_core::store::Dialect;",
+        "use serde_json::Value;\nuse yiem_core::{store::ToolStore, tool::AgentTool};\n\
          fn readme(store: ToolStore, tool: AgentTool, args: Value) -> Result<(), Box<dyn std::error::Error>> {",
         "let _ = (tools, text, args);\nOk(())\n}\nfn main() {}",
     ),
     (
         "use yiem_core::prelude::*;   // Agent, AgentSettings (the setters), ToolStore, ...",
-        "async fn readme(store: yiem_core::ToolStore) -> Result<(), Box<dyn std::error::Error>> {",
+        "async fn readme(store: yiem_core::store::ToolStore) -> Result<(), Box<dyn std::error::Error>> {",
         "Ok(())\n}\nfn main() {}",
     ),
     (
         "let agent = Agent::builder()",
-        "use yiem_core::prelude::*;\nuse yiem_core::{AgentRun, OpenAiModel};\n\
+        "use yiem_core::prelude::*;\nuse yiem_core::{agent::AgentRun, llm::OpenAiModel};\n\
          async fn readme(model: OpenAiModel, store: ToolStore) -> Result<(), Box<dyn std::error::Error>> {",
         "Ok(())\n}\nfn main() {}",
     ),
     (
         "let outcome = agent.prompt(\"merge #12\").await;",
-        "use yiem_core::prelude::*;\nuse yiem_core::{AgentRun, ElicitationAnswer, OpenAiModel, RunKey};\n\
+        "use yiem_core::prelude::*;\nuse yiem_core::{agent::{AgentRun, RunKey}, ask::ElicitationAnswer, llm::OpenAiModel};\n\
          async fn readme(agent: Agent, model: OpenAiModel, store: ToolStore, key: RunKey) -> Result<(), Box<dyn std::error::Error>> {",
         "Ok(())\n}\nfn main() {}",
     ),
     (
         "let key = RunKey::from_hex(&std::fs::read_to_string(key_file)?).unwrap();  // 32 bytes only you read",
-        "use yiem_core::{Agent, AgentRun, RunKey};\n\
+        "use yiem_core::agent::{Agent, AgentRun, RunKey};\n\
          fn readme(agent: Agent, key_file: &str) -> Result<(), Box<dyn std::error::Error>> {",
         "let _ = (run, signature);\nOk(())\n}\nfn main() {}",
     ),
     (
         "let store = ToolStore::new(\"my-tools\");",
-        "use yiem_core::{ToolStore, register_all_tools};\n\
+        "use yiem_core::store::{ToolStore, register_all_tools};\n\
          async fn readme() -> Result<(), Box<dyn std::error::Error>> {",
         "Ok(())\n}\nfn main() {}",
     ),
     (
         "let store = ToolStore::new(\"agent\");",
-        "use std::time::Duration;\nuse yiem_core::ToolStore;\nuse yiem_core::mcp::McpClient;\n\
+        "use std::time::Duration;\nuse yiem_core::store::ToolStore;\nuse yiem_core::mcp::McpClient;\n\
          async fn readme(token: String) -> Result<(), Box<dyn std::error::Error>> {",
         "let _ = remote;\nOk(())\n}\nfn main() {}",
     ),
@@ -96,8 +96,8 @@ const SETUP: &[(&str, &str, &str)] = &[
     ),
     (
         "use restate_sdk::prelude::*;",
-        "use yiem_core::ToolStore;\n\
-         fn my_model() -> yiem_core::ScriptedModel { yiem_core::ScriptedModel::new([]) }\n\
+        "use yiem_core::store::ToolStore;\n\
+         fn my_model() -> yiem_core::llm::ScriptedModel { yiem_core::llm::ScriptedModel::new([]) }\n\
          async fn readme(store: ToolStore) -> Result<(), Box<dyn std::error::Error>> {",
         "Ok(())\n}\nfn main() {}",
     ),

@@ -8,8 +8,11 @@
 use serde_json::{Value, json};
 use yiem_core::catalog::{SEARCH_TOOLS, ToolSearch};
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentSettings, AgentTool, ModelRequest, ScriptedModel,
-    ScriptedTurn, ToolContext, ToolStore,
+    agent::{Agent, AgentRun, AgentSettings},
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool::{AgentTool, ToolContext},
 };
 
 /// How many generated tools the store holds beside the scenario's own.

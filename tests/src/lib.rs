@@ -5,7 +5,11 @@ use std::sync::Mutex;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::{State, ToolContext, tool, tools};
+use yiem_core::{
+    tool,
+    tool::{State, ToolContext},
+    tools,
+};
 
 /// The notes of one agent.
 #[derive(Default)]

@@ -9,8 +9,11 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentSettings, AgentTool, ModelRequest, ScriptedModel,
-    ScriptedTurn, ToolContext, ToolStore,
+    agent::{Agent, AgentRun, AgentSettings},
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool::{AgentTool, ToolContext},
 };
 
 /// Every command `shell` was asked to run in this process, in order.

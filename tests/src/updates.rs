@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use yiem_core::{AgentEvent, ToolExecutor};
+use yiem_core::{event::AgentEvent, exec::ToolExecutor};
 
 /// A fresh executor, and the text of every `ToolExecutionUpdate` it emits, in order.
 pub fn recording_updates() -> (ToolExecutor, Arc<Mutex<Vec<String>>>) {

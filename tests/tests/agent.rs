@@ -11,8 +11,14 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::sync::Notify;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentSettings, AgentToolResult, BatchMode, ModelRequest,
-    ScriptedModel, ScriptedTurn, StopReason, ToolContext, ToolStore, TurnUpdate, UserMessage, tool,
+    agent::{Agent, AgentSettings, TurnUpdate},
+    event::AgentEvent,
+    exec::BatchMode,
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::{AgentMessage, StopReason, UserMessage},
+    store::ToolStore,
+    tool,
+    tool::{AgentToolResult, ToolContext},
 };
 
 /// The files the scenario tools read and write.
@@ -117,7 +123,7 @@ fn role(message: &AgentMessage) -> String {
     }
 }
 
-fn assistant(message: &AgentMessage) -> &yiem_core::AssistantMessage {
+fn assistant(message: &AgentMessage) -> &yiem_core::message::AssistantMessage {
     match message {
         AgentMessage::Assistant(message) => message,
         other => panic!("expected an assistant message, got {other:?}"),
@@ -659,15 +665,15 @@ struct Size {
 
 /// Ask the user how many items to make.
 #[tool]
-async fn make_items(ctx: ToolContext) -> Result<String, yiem_core::ElicitError> {
+async fn make_items(ctx: ToolContext) -> Result<String, yiem_core::ask::ElicitError> {
     Ok(match ctx.elicit::<Size>("How many items?").await? {
-        yiem_core::ElicitationAnswer::Accept(size) => format!("made {} items", size.count),
+        yiem_core::ask::ElicitationAnswer::Accept(size) => format!("made {} items", size.count),
         _ => "the user did not say how many".into(),
     })
 }
 
 /// The text of the tool result an agent got for one `make_items` call, with `agent` built from `builder`.
-async fn make_items_result(builder: yiem_core::AgentBuilder) -> (bool, String) {
+async fn make_items_result(builder: yiem_core::agent::AgentBuilder) -> (bool, String) {
     let store = ToolStore::new("items");
     store.register(make_items_tool()).unwrap();
     let model = ScriptedModel::new([
@@ -686,12 +692,14 @@ async fn make_items_result(builder: yiem_core::AgentBuilder) -> (bool, String) {
 async fn a_tools_question_in_an_agent_goes_to_its_elicitation_handler() {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&asked);
-    let builder = Agent::builder().elicitation(move |question: yiem_core::Elicitation| {
+    let builder = Agent::builder().elicitation(move |question: yiem_core::ask::Elicitation| {
         seen.lock()
             .unwrap()
             .push((question.server, question.message, question.schema));
         async move {
-            yiem_core::ElicitationAnswer::Accept(json!({"count": 3}).as_object().unwrap().clone())
+            yiem_core::ask::ElicitationAnswer::Accept(
+                json!({"count": 3}).as_object().unwrap().clone(),
+            )
         }
     });
     assert_eq!(
@@ -727,11 +735,15 @@ async fn without_an_elicitation_handler_an_agent_pauses_on_a_tools_question() {
 async fn without_an_elicitation_handler_an_executors_call_cannot_ask() {
     let store = ToolStore::new("items");
     store.register(make_items_tool()).unwrap();
-    let batch = yiem_core::ToolExecutor::new()
+    let batch = yiem_core::exec::ToolExecutor::new()
         .execute(
             &store,
-            vec![yiem_core::ToolCall::new("c1", "make_items", json!({}))],
-            &yiem_core::CancellationToken::new(),
+            vec![yiem_core::exec::ToolCall::new(
+                "c1",
+                "make_items",
+                json!({}),
+            )],
+            &yiem_core::exec::CancellationToken::new(),
         )
         .await;
     assert!(batch.messages[0].is_error());

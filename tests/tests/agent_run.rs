@@ -13,10 +13,16 @@ use futures::Stream;
 use serde_json::{Value, json};
 use tokio::sync::{Barrier, mpsc};
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentRun, AgentSettings, AgentTool, ApprovalPolicy,
-    CancellationToken, Decision, Model, ModelEvent, ModelRequest, ModelStream, PlannedCall,
-    ResumeError, RunLimits, RunMismatch, RunStop, ScriptedModel, ScriptedTurn, Step, StopReason,
-    ToolCall, ToolContext, ToolExecutor, ToolStore, Usage,
+    agent::{
+        Agent, AgentRun, AgentSettings, ApprovalPolicy, Decision, ResumeError, RunLimits,
+        RunMismatch, RunStop, Step,
+    },
+    event::AgentEvent,
+    exec::{CancellationToken, PlannedCall, ToolCall, ToolExecutor},
+    llm::{Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel, ScriptedTurn},
+    message::{AgentMessage, StopReason, Usage},
+    store::ToolStore,
+    tool::{AgentTool, ToolContext},
 };
 use yiem_tests::resumable;
 
@@ -927,7 +933,7 @@ struct Greeting(&'static str);
 
 /// Greet in the store's language.
 #[yiem_core::tool]
-async fn greet(yiem_core::State(greeting): yiem_core::State<Greeting>) -> &'static str {
+async fn greet(yiem_core::tool::State(greeting): yiem_core::tool::State<Greeting>) -> &'static str {
     greeting.0
 }
 
@@ -1152,7 +1158,7 @@ async fn drive_by_hand(
                 let request =
                     ModelRequest::new(run.system_prompt().to_owned(), run.messages().to_vec())
                         .with_tools(tools.tool_list());
-                let mut assembler = yiem_core::MessageAssembler::new();
+                let mut assembler = yiem_core::llm::MessageAssembler::new();
                 let mut stream = model.stream(request, CancellationToken::new());
                 while let Some(event) = stream.next().await {
                     assembler.apply(event);

@@ -12,8 +12,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentEvent, AgentTool, CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolHooks,
-    ToolStore, tool,
+    event::AgentEvent,
+    exec::{CancellationToken, ToolCall, ToolExecutor, ToolHooks},
+    store::ToolStore,
+    tool,
+    tool::{AgentTool, ToolContext},
 };
 
 // ---------------------------------------------------------------------------------------------------

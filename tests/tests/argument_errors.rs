@@ -8,7 +8,11 @@ use std::collections::HashMap;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentTool, ArgumentChecking, Dialect, DialectError, ToolStore, tool};
+use yiem_core::{
+    store::{ArgumentChecking, Dialect, DialectError, ToolStore},
+    tool,
+    tool::AgentTool,
+};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WeatherArgs {
@@ -436,15 +440,15 @@ async fn argument_checking_is_a_value_of_the_store() {
              - at `/sku`: expected a string matching `^[A-Z]{3}-[0-9]{4}$`, got the number 7\n\
              valid properties: `sku`"
         );
-        let batch = yiem_core::ToolExecutor::new()
+        let batch = yiem_core::exec::ToolExecutor::new()
             .execute(
                 store,
-                vec![yiem_core::ToolCall::new(
+                vec![yiem_core::exec::ToolCall::new(
                     "c4",
                     "stock",
                     json!({"sku": "abc"}),
                 )],
-                &yiem_core::CancellationToken::new(),
+                &yiem_core::exec::CancellationToken::new(),
             )
             .await;
         assert_eq!(

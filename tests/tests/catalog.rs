@@ -7,7 +7,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use yiem_core::catalog::SEARCH_TOOLS;
 use yiem_core::{
-    Agent, AgentMessage, RunLimits, RunStop, ScriptedModel, ScriptedTurn, ToolResultMessage,
+    agent::{Agent, RunLimits, RunStop},
+    llm::{ScriptedModel, ScriptedTurn},
+    message::{AgentMessage, ToolResultMessage},
 };
 use yiem_tests::catalog;
 
@@ -147,7 +149,7 @@ async fn a_tool_removed_between_the_search_and_the_call_gets_the_usual_unknown_t
     assert!(agent.tools().remove("send_invoice").is_some());
     agent.set_limits(RunLimits::default());
     let outcome = agent
-        .resume(Vec::<(String, yiem_core::Decision)>::new())
+        .resume(Vec::<(String, yiem_core::agent::Decision)>::new())
         .await
         .unwrap();
     assert_eq!(outcome.stop, RunStop::Finished);
@@ -215,10 +217,10 @@ async fn bad_searches_are_refused_with_what_was_wrong() {
 }
 
 /// The plain tools a store holds before an MCP server's join it.
-fn plain_store(tools: usize) -> yiem_core::ToolStore {
-    let store = yiem_core::ToolStore::new("chat");
+fn plain_store(tools: usize) -> yiem_core::store::ToolStore {
+    let store = yiem_core::store::ToolStore::new("chat");
     for at in 0..tools {
-        let tool = yiem_core::AgentTool::builder(format!("local_{at}"))
+        let tool = yiem_core::tool::AgentTool::builder(format!("local_{at}"))
             .description("A local tool.")
             .handler(|_, _| async { "" })
             .build()
@@ -283,8 +285,8 @@ async fn a_large_catalog_defers_an_mcp_servers_tools_and_adds_the_search_a_small
 async fn one_search_over_two_stores_at_the_same_version_finds_each_stores_own_tools() {
     use yiem_core::catalog::ToolSearch;
     let store = |name: &str, description: &str| {
-        let store = yiem_core::ToolStore::new(name).with_deferred_loading();
-        let tool = yiem_core::AgentTool::builder(name)
+        let store = yiem_core::store::ToolStore::new(name).with_deferred_loading();
+        let tool = yiem_core::tool::AgentTool::builder(name)
             .description(description)
             .handler(|_, _| async { "" })
             .build()
@@ -296,7 +298,7 @@ async fn one_search_over_two_stores_at_the_same_version_finds_each_stores_own_to
     let weather = store("get_weather", "The weather forecast for a city.");
     assert_eq!(*invoices.changes().borrow(), *weather.changes().borrow());
     let search = ToolSearch::bm25();
-    let found = |store: &yiem_core::ToolStore, query: &str| -> Vec<String> {
+    let found = |store: &yiem_core::store::ToolStore, query: &str| -> Vec<String> {
         search
             .search(store, query, 5)
             .into_iter()

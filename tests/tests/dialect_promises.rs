@@ -14,7 +14,11 @@ mod schemas;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, Dialect, DialectError, tool};
+use yiem_core::{
+    store::{Dialect, DialectError},
+    tool,
+    tool::AgentTool,
+};
 
 use schemas::{dialect_schema, fill_nulls, problems};
 

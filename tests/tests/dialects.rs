@@ -19,7 +19,7 @@ use proptest::prelude::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use yiem_core::Dialect;
+use yiem_core::store::Dialect;
 
 use dialects::schemas::{dialect_schema, fill_nulls, problems};
 use dialects::{checker, corpus, strategies};
@@ -29,7 +29,7 @@ fn golden_dir() -> PathBuf {
 }
 
 /// A definition as its golden file holds it: the definition, or `{"error": "..."}`.
-fn golden_value(tool: &yiem_core::AgentTool, dialect: Dialect) -> Value {
+fn golden_value(tool: &yiem_core::tool::AgentTool, dialect: Dialect) -> Value {
     match tool.definition(dialect) {
         Ok(definition) => definition.clone(),
         Err(error) => json!({"error": error.to_string()}),
@@ -96,7 +96,7 @@ fn every_golden_definition_passes_the_provider_checker() {
     assert_eq!(checked, 138);
 }
 
-fn corpus_tool(name: &str) -> yiem_core::AgentTool {
+fn corpus_tool(name: &str) -> yiem_core::tool::AgentTool {
     corpus::tools()
         .into_iter()
         .find(|(tool, _)| *tool == name)
@@ -309,7 +309,7 @@ fn a_schema_written_by_hand_goes_to_mcp_as_written_and_to_providers_rewritten() 
         "if": {"required": ["address"]},
         "then": {"required": ["address"]},
     });
-    let tool = yiem_core::AgentTool::builder("as_written")
+    let tool = yiem_core::tool::AgentTool::builder("as_written")
         .description("A hand-written 2020-12 schema.")
         .input_schema(schema.clone())
         .handler(|_, _| async { "ok" })

@@ -1,7 +1,7 @@
 //! Reading tool calls out of assistant messages in both OpenAI shapes.
 
 use serde_json::json;
-use yiem_core::extract_tool_calls;
+use yiem_core::llm::extract_tool_calls;
 
 #[test]
 fn an_openai_chat_message_with_a_tool_calls_array() {

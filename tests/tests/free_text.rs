@@ -5,8 +5,11 @@
 
 use serde_json::json;
 use yiem_core::{
-    Agent, AgentMessage, AgentSettings, Dialect, ScriptedModel, ScriptedTurn, ToolProblem,
-    ToolStore, check_tools, tool,
+    agent::{Agent, AgentSettings},
+    llm::{ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::{Dialect, ToolProblem, ToolStore, check_tools},
+    tool,
 };
 
 /// Save a date.

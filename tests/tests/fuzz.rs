@@ -26,8 +26,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use yiem_core::__private::fuzz;
 use yiem_core::llm::assistant_from_openai;
 use yiem_core::{
-    AgentTool, CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolStore,
-    extract_tool_calls, tool,
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    llm::extract_tool_calls,
+    store::ToolStore,
+    tool,
+    tool::{AgentTool, ToolContext},
 };
 use yiem_tests::rng::Rng;
 
@@ -372,7 +375,9 @@ fn the_openai_chunk_parser_ends_every_stream_in_events_without_panicking() {
         assert!(
             matches!(
                 events.last(),
-                Some(yiem_core::ModelEvent::Done { .. } | yiem_core::ModelEvent::Error(_))
+                Some(
+                    yiem_core::llm::ModelEvent::Done { .. } | yiem_core::llm::ModelEvent::Error(_)
+                )
             ),
             "{stream:?} gave {events:?}"
         );
@@ -380,11 +385,11 @@ fn the_openai_chunk_parser_ends_every_stream_in_events_without_panicking() {
 }
 
 /// Whatever came, a stream ends in `Done` or an `Error`, and every call that started has a name.
-fn assert_ends(events: &[yiem_core::ModelEvent], input: &dyn std::fmt::Debug) {
+fn assert_ends(events: &[yiem_core::llm::ModelEvent], input: &dyn std::fmt::Debug) {
     assert!(
         matches!(
             events.last(),
-            Some(yiem_core::ModelEvent::Done { .. } | yiem_core::ModelEvent::Error(_))
+            Some(yiem_core::llm::ModelEvent::Done { .. } | yiem_core::llm::ModelEvent::Error(_))
         ),
         "{input:?} gave {events:?}"
     );

@@ -762,7 +762,11 @@ async fn a_request_over_the_size_limit_gets_an_error_and_the_server_keeps_servin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_returns() {
-    use yiem_core::{AgentTool, ToolContext, ToolStore, mcp::McpServer};
+    use yiem_core::{
+        mcp::McpServer,
+        store::ToolStore,
+        tool::{AgentTool, ToolContext},
+    };
     let (cancelled_tx, cancelled_rx) = tokio::sync::oneshot::channel::<()>();
     let cancelled_tx = std::sync::Mutex::new(Some(cancelled_tx));
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();

@@ -454,13 +454,18 @@ async fn a_client_of_2026_07_28_gets_log_messages_only_at_the_level_its_request_
 
 #[tokio::test]
 async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
-    use yiem_core::{ElicitationAnswer, ToolCall, ToolExecutor, ToolStore, mcp::McpClient};
+    use yiem_core::{
+        ask::ElicitationAnswer,
+        exec::{ToolCall, ToolExecutor},
+        mcp::McpClient,
+        store::ToolStore,
+    };
     let server = HttpServer::start(&[]).await;
     let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let record = std::sync::Arc::clone(&asked);
     let client = McpClient::http(server.url.clone())
         .name("asking")
-        .elicitation(move |question: yiem_core::Elicitation| {
+        .elicitation(move |question: yiem_core::ask::Elicitation| {
             record.lock().unwrap().push(question.message);
             async {
                 let answer = json!({"approve": true, "color": "red", "bright": true});
@@ -476,7 +481,7 @@ async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
         .execute(
             &store,
             vec![ToolCall::new("c1", "repaint", json!({}))],
-            &yiem_core::CancellationToken::new(),
+            &yiem_core::exec::CancellationToken::new(),
         )
         .await;
     let result = &batch.messages[0].result;
@@ -499,7 +504,7 @@ async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
                 "remove",
                 json!({"path": file.display().to_string()}),
             )],
-            &yiem_core::CancellationToken::new(),
+            &yiem_core::exec::CancellationToken::new(),
         )
         .await;
     assert!(batch.messages[0].result.is_error);
@@ -667,7 +672,11 @@ async fn a_client_of_2026_07_28_hears_of_a_new_tool_on_its_subscription_over_htt
 
 #[tokio::test]
 async fn yiems_own_client_listens_to_a_2026_07_28_server_and_registers_a_tool_added_later() {
-    use yiem_core::{ToolCall, ToolExecutor, ToolStore, mcp::McpClient};
+    use yiem_core::{
+        exec::{ToolCall, ToolExecutor},
+        mcp::McpClient,
+        store::ToolStore,
+    };
     let server = HttpServer::start(&[]).await;
     let client = McpClient::http(server.url.clone())
         .name("asking")
@@ -696,7 +705,7 @@ async fn yiems_own_client_listens_to_a_2026_07_28_server_and_registers_a_tool_ad
         .execute(
             &store,
             vec![ToolCall::new("c1", "grow", json!({}))],
-            &yiem_core::CancellationToken::new(),
+            &yiem_core::exec::CancellationToken::new(),
         )
         .await;
     assert_eq!(
@@ -762,7 +771,10 @@ async fn tools_list_tells_a_2026_07_28_client_how_long_to_keep_it() {
 async fn a_servers_question_pauses_the_agent_whose_call_waits_for_it_and_the_answer_goes_back() {
     use yiem_core::mcp::McpClient;
     use yiem_core::{
-        Agent, AgentSettings, ElicitationAnswer, RunStop, ScriptedModel, ScriptedTurn, ToolStore,
+        agent::{Agent, AgentSettings, RunStop},
+        ask::ElicitationAnswer,
+        llm::{ScriptedModel, ScriptedTurn},
+        store::ToolStore,
     };
     let server = HttpServer::start(&[]).await;
     let client = McpClient::http(server.url.clone())

@@ -16,7 +16,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use yiem_core::mcp::McpClient;
-use yiem_core::{AgentEvent, CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{
+    event::AgentEvent,
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 use yiem_tests::installed::{npm_package, python};
 use yiem_tests::poll::{free_port, listens, wait_until};
 use yiem_tests::updates::recording_updates;
@@ -55,7 +59,11 @@ fn call(name: &str, arguments: Value) -> Vec<ToolCall> {
     vec![ToolCall::new("c1", name, arguments)]
 }
 
-async fn run_one(store: &ToolStore, name: &str, arguments: Value) -> yiem_core::ToolResultMessage {
+async fn run_one(
+    store: &ToolStore,
+    name: &str,
+    arguments: Value,
+) -> yiem_core::message::ToolResultMessage {
     let batch = ToolExecutor::new()
         .execute(store, call(name, arguments), &CancellationToken::new())
         .await;
@@ -90,7 +98,7 @@ async fn the_reference_server_lists_its_tools_with_their_schemas_and_answers_cal
     assert!(schema["properties"]["a"].is_object() && schema["properties"]["b"].is_object());
     // Every listed tool has a definition in every dialect the model may speak.
     for tool in store.tools() {
-        for dialect in yiem_core::Dialect::ALL {
+        for dialect in yiem_core::store::Dialect::ALL {
             assert!(
                 tool.definition(dialect).is_ok(),
                 "{} in {dialect:?}",
@@ -109,16 +117,16 @@ async fn the_reference_server_lists_its_tools_with_their_schemas_and_answers_cal
         image
             .content()
             .iter()
-            .any(|block| matches!(block, yiem_core::Content::Image { mime_type, .. } if mime_type == "image/png")),
+            .any(|block| matches!(block, yiem_core::tool::Content::Image { mime_type, .. } if mime_type == "image/png")),
         "{image:?}"
     );
     // Resource links and embedded resources arrive as their own blocks, not as JSON text.
     let links = run_one(&store, "ev_get-resource-links", json!({"count": 2})).await;
-    let links: Vec<&yiem_core::ResourceInfo> = links
+    let links: Vec<&yiem_core::tool::ResourceInfo> = links
         .content()
         .iter()
         .filter_map(|block| match block {
-            yiem_core::Content::ResourceLink { resource } => Some(&**resource),
+            yiem_core::tool::Content::ResourceLink { resource } => Some(&**resource),
             _ => None,
         })
         .collect();
@@ -137,8 +145,12 @@ async fn the_reference_server_lists_its_tools_with_their_schemas_and_answers_cal
         )
         .await;
         let found = embedded.content().iter().find_map(|block| match block {
-            yiem_core::Content::ResourceText { resource, .. } => Some(("text", &resource.uri)),
-            yiem_core::Content::ResourceBlob { resource, .. } => Some(("blob", &resource.uri)),
+            yiem_core::tool::Content::ResourceText { resource, .. } => {
+                Some(("text", &resource.uri))
+            }
+            yiem_core::tool::Content::ResourceBlob { resource, .. } => {
+                Some(("blob", &resource.uri))
+            }
             _ => None,
         });
         assert!(
@@ -714,14 +726,14 @@ async fn an_elicitation_is_answered_by_the_handler_with_the_schemas_defaults_fil
         [python_server(), "stdio".into()],
     )
     .name("python-tools")
-    .elicitation(move |question: yiem_core::Elicitation| {
+    .elicitation(move |question: yiem_core::ask::Elicitation| {
         record
             .lock()
             .unwrap()
             .push((question.server, question.message, question.schema));
         async {
             let answer = json!({"name": "Ada"}).as_object().cloned().unwrap();
-            yiem_core::ElicitationAnswer::Accept(answer)
+            yiem_core::ask::ElicitationAnswer::Accept(answer)
         }
     })
     .connect()
@@ -870,8 +882,10 @@ async fn asking_through_calls() -> McpClient {
 async fn an_earlier_servers_question_pauses_the_agent_whose_one_call_waits_and_the_answer_goes_back()
  {
     use yiem_core::{
-        Agent, AgentMessage, AgentSettings, ElicitationAnswer, RunStop, ScriptedModel,
-        ScriptedTurn, ToolResultMessage,
+        agent::{Agent, AgentSettings, RunStop},
+        ask::ElicitationAnswer,
+        llm::{ScriptedModel, ScriptedTurn},
+        message::{AgentMessage, ToolResultMessage},
     };
     let client = asking_through_calls().await;
     let store = ToolStore::new("agent");
@@ -924,9 +938,9 @@ async fn an_earlier_servers_question_while_two_calls_wait_is_declined_as_it_name
     let client = asking_through_calls().await;
     let store = ToolStore::new("agent");
     client.register(&store).await.unwrap();
-    let answer = |_question: yiem_core::Elicitation| async {
+    let answer = |_question: yiem_core::ask::Elicitation| async {
         let ada = json!({"name": "Ada"}).as_object().cloned().unwrap();
-        yiem_core::ElicitationAnswer::Accept(ada)
+        yiem_core::ask::ElicitationAnswer::Accept(ada)
     };
     // Alone, the call's own handler answers.
     let executor = ToolExecutor::new().with_elicitation(answer);

@@ -15,7 +15,10 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 use yiem_core::mcp::{McpClient, McpHttpServer, McpServer};
-use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 use yiem_tests::installed::{npm_package, python};
 use yiem_tests::poll::wait_until;
 use yiem_tests::updates::recording_updates;
@@ -149,7 +152,11 @@ async fn the_typescript_sdk_client_is_refused_without_the_token_and_served_with_
     assert!(!markers.join("finished").exists());
 }
 
-async fn run_one(store: &ToolStore, name: &str, arguments: Value) -> yiem_core::ToolResultMessage {
+async fn run_one(
+    store: &ToolStore,
+    name: &str,
+    arguments: Value,
+) -> yiem_core::message::ToolResultMessage {
     ToolExecutor::new()
         .execute(
             store,
@@ -400,7 +407,7 @@ async fn shutdown_cancels_running_calls_answers_them_and_exits() {
 async fn large_store_served(count: usize) -> (String, ToolStore) {
     let store = ToolStore::new("large");
     for i in 0..count {
-        let tool = yiem_core::AgentTool::builder(format!("t{i:04}"))
+        let tool = yiem_core::tool::AgentTool::builder(format!("t{i:04}"))
             .description("Answer its own name.")
             .handler(move |_, _| async move { format!("t{i:04}") })
             .build()
@@ -499,7 +506,7 @@ async fn served(configure: impl FnOnce(McpHttpServer) -> McpHttpServer) -> Strin
     let store = ToolStore::new("limits");
     store
         .register(
-            yiem_core::AgentTool::builder("echo")
+            yiem_core::tool::AgentTool::builder("echo")
                 .description("Answer the text.")
                 .parallel()
                 .handler(|_, args: Value| async move { args["text"].to_string() })

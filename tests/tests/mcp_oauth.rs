@@ -17,7 +17,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use yiem_core::mcp::oauth::{MemoryTokenStore, OAuth, TokenStore};
 use yiem_core::mcp::{McpClient, McpClientError};
-use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 use yiem_tests::installed::{python, target_dir};
 use yiem_tests::poll::{free_port, listens, wait_until};
 

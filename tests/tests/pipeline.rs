@@ -10,9 +10,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentEvent, AgentToolResult, AssistantContent, AssistantMessage, BatchMode, Block,
-    CancellationToken, Content, EventBus, ToolCall, ToolContext, ToolExecutor, ToolHooks,
-    ToolResultPatch, ToolStore, tool,
+    event::{AgentEvent, EventBus},
+    exec::{
+        BatchMode, Block, CancellationToken, ToolCall, ToolExecutor, ToolHooks, ToolResultPatch,
+    },
+    message::{AssistantContent, AssistantMessage},
+    store::ToolStore,
+    tool,
+    tool::{AgentToolResult, Content, ToolContext},
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -119,13 +124,15 @@ fn recorder(bus: &EventBus) -> Arc<Mutex<Vec<String>>> {
                 format!("end {} {}", call.id, if *is_error { "error" } else { "ok" })
             }
             AgentEvent::MessageStart { message } => match &**message {
-                yiem_core::AgentMessage::ToolResult(m) => {
+                yiem_core::message::AgentMessage::ToolResult(m) => {
                     format!("message_start {}", m.tool_call_id)
                 }
                 other => format!("{other:?}"),
             },
             AgentEvent::MessageEnd { message } => match &**message {
-                yiem_core::AgentMessage::ToolResult(m) => format!("message_end {}", m.tool_call_id),
+                yiem_core::message::AgentMessage::ToolResult(m) => {
+                    format!("message_end {}", m.tool_call_id)
+                }
                 other => format!("{other:?}"),
             },
             other => format!("{other:?}"),
@@ -537,7 +544,7 @@ async fn a_batch_aborted_before_it_starts_answers_every_call() {
 
 /// Finishes and asks the loop to stop, depending on its argument.
 #[tool(parallel)]
-async fn finish(args: TerminateArgs) -> yiem_core::AgentToolResult {
+async fn finish(args: TerminateArgs) -> yiem_core::tool::AgentToolResult {
     AgentToolResult::text("finished").with_terminate(args.terminate)
 }
 
@@ -760,7 +767,7 @@ async fn a_blocked_call_never_runs_its_tool() {
 /// A tool whose prepare step cancels `token` (as an abort arriving while the call binds) and whose body
 /// notes that it ran.
 fn aborts_while_binding(token: CancellationToken, ran: Arc<AtomicUsize>) -> ToolStore {
-    let tool = yiem_core::AgentTool::builder("late")
+    let tool = yiem_core::tool::AgentTool::builder("late")
         .description("Note that the body ran.")
         .prepare_arguments(move |args| {
             token.cancel();
@@ -858,9 +865,9 @@ impl Gate {
         (release, gate)
     }
 
-    fn tool(&self, name: &str, parallel: bool) -> yiem_core::AgentTool {
+    fn tool(&self, name: &str, parallel: bool) -> yiem_core::tool::AgentTool {
         let (started, released) = (Arc::clone(&self.started), Arc::clone(&self.released));
-        let builder = yiem_core::AgentTool::builder(name)
+        let builder = yiem_core::tool::AgentTool::builder(name)
             .description("Record the start; the first call also waits until released.")
             .handler(move |ctx: ToolContext, _| {
                 let (started, released) = (Arc::clone(&started), Arc::clone(&released));
@@ -920,11 +927,11 @@ fn a_batch_of_one_call_waits_for_its_permit_beside_another_batch() {
 #[test]
 fn a_result_message_is_written_flat_and_read_back_with_every_part() {
     let mut result = AgentToolResult::text("3 rows")
-        .with_usage(yiem_core::Usage::new(0, 4))
+        .with_usage(yiem_core::message::Usage::new(0, 4))
         .with_added_tools(vec!["late".into()]);
     result.set_details(Value::Null);
     let message =
-        yiem_core::ToolResultMessage::new(&ToolCall::new("c1", "rows", json!({})), result);
+        yiem_core::message::ToolResultMessage::new(&ToolCall::new("c1", "rows", json!({})), result);
     let written = serde_json::to_value(&message).unwrap();
     assert_eq!(written["tool_call_id"], "c1");
     assert_eq!(written["details"], Value::Null);
@@ -934,7 +941,7 @@ fn a_result_message_is_written_flat_and_read_back_with_every_part() {
         written["content"],
         json!([{"type": "text", "text": "3 rows"}])
     );
-    let read: yiem_core::ToolResultMessage = serde_json::from_value(written).unwrap();
+    let read: yiem_core::message::ToolResultMessage = serde_json::from_value(written).unwrap();
     assert_eq!(read, message);
 }
 
@@ -1003,7 +1010,7 @@ fn a_recorded_span_encloses_the_call_and_records_its_outcome() {
         .with_ansi(false)
         .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
         .finish();
-    let logs = yiem_core::AgentTool::builder("logs")
+    let logs = yiem_core::tool::AgentTool::builder("logs")
         .description("Log a line, then answer.")
         .parallel()
         .handler(|_, _| async {
@@ -1076,13 +1083,13 @@ async fn a_panic_whose_payload_panics_when_dropped_costs_no_result_anywhere() {
 
     // The hooks.
     let hooks = ToolHooks::new()
-        .before_tool_call(|ctx: yiem_core::BeforeToolCallContext| async move {
+        .before_tool_call(|ctx: yiem_core::exec::BeforeToolCallContext| async move {
             if ctx.call.id == "b1" {
                 std::panic::panic_any(PanicsWhenDropped);
             }
             None
         })
-        .after_tool_call(|ctx: yiem_core::AfterToolCallContext| async move {
+        .after_tool_call(|ctx: yiem_core::exec::AfterToolCallContext| async move {
             if ctx.call.id == "a1" {
                 std::panic::panic_any(PanicsWhenDropped);
             }
@@ -1111,7 +1118,7 @@ async fn a_panic_whose_payload_panics_when_dropped_costs_no_result_anywhere() {
     );
 
     // The tool itself, and an update it streams to a panicking sink.
-    let tool = yiem_core::AgentTool::builder("payload")
+    let tool = yiem_core::tool::AgentTool::builder("payload")
         .description("Panics with a payload that panics when dropped.")
         .parallel()
         .handler(|ctx: ToolContext, _| async move {

@@ -4,8 +4,9 @@ use std::time::Duration;
 
 use serde_json::json;
 use yiem_core::{
-    AgentTool, RegistrationError, ToolContext, ToolDefinitionError, ToolStore, register_all_tools,
+    store::{RegistrationError, ToolStore, register_all_tools},
     tool,
+    tool::{AgentTool, ToolContext, ToolDefinitionError},
 };
 
 /// Zebra facts.

@@ -9,9 +9,14 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentSettings, AgentTool, Decision, ModelRequest,
-    PendingApproval, ResumeError, RunKey, RunMismatch, RunStop, ScriptedModel, ScriptedTurn,
-    Signature, StopReason, ToolContext, ToolStore,
+    agent::{
+        Agent, AgentRun, AgentSettings, Decision, PendingApproval, ResumeError, RunKey,
+        RunMismatch, RunStop, Signature,
+    },
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::{AgentMessage, StopReason},
+    store::ToolStore,
+    tool::{AgentTool, ToolContext},
 };
 use yiem_tests::rng::Rng;
 

@@ -15,9 +15,13 @@ use serde_json::{Value, json};
 use tokio::process::Command;
 use tokio::sync::Barrier;
 use yiem_core::{
-    Agent, AgentMessage, AgentSettings, CancellationToken, RegistrationError, ScriptedModel,
-    ScriptedTurn, State, ToolCall, ToolContext, ToolExecutor, ToolStore, check_tools,
-    register_all_tools, tool,
+    agent::{Agent, AgentSettings},
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    llm::{ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::{RegistrationError, ToolStore, check_tools, register_all_tools},
+    tool,
+    tool::{State, ToolContext},
 };
 use yiem_tests::{Bullet, Notes};
 

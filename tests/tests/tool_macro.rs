@@ -9,7 +9,10 @@ use std::time::Duration;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use yiem_core::{AgentToolResult, ExecutionMode, Json, ToolAnnotations, ToolContext, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentToolResult, ExecutionMode, Json, ToolAnnotations, ToolContext},
+};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 pub struct WeatherArgs {
@@ -611,8 +614,8 @@ async fn futures_join(
 #[test]
 fn tools_are_send_and_sync() {
     fn assert_send_sync<T: Send + Sync + 'static>() {}
-    assert_send_sync::<yiem_core::AgentTool>();
-    assert_send_sync::<yiem_core::ToolStore>();
+    assert_send_sync::<yiem_core::tool::AgentTool>();
+    assert_send_sync::<yiem_core::store::ToolStore>();
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -655,7 +658,7 @@ fn provider_option_keys_reach_the_tool_in_the_order_written() {
 
 #[test]
 fn provider_option_keys_shape_the_anthropic_and_openai_definitions() {
-    use yiem_core::Dialect;
+    use yiem_core::store::Dialect;
     let tool = find_flights_tool();
     let anthropic = tool.definition(Dialect::Anthropic).unwrap();
     assert_eq!(

@@ -19,8 +19,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentToolResult, CancellationToken, IntoToolResult, ToolCall, ToolContext, ToolExecutor,
-    ToolStore, tool,
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+    tool,
+    tool::{AgentToolResult, IntoToolResult, ToolContext},
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -10,6 +10,8 @@ pub use std::vec::Vec;
 
 pub use crate::args::ArgumentCheck;
 pub use crate::context::ContextSlot;
+pub use crate::definition::ErasedHandler;
+pub use crate::definition::SchemaCell;
 pub use crate::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
     OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, free_text_spec, no_args_spec,
@@ -17,11 +19,9 @@ pub use crate::handler::{
 };
 pub use crate::registry::ToolRegistration;
 pub use crate::state::{StateKey, ToolState};
-pub use crate::tool::ErasedHandler;
-pub use crate::tool::SchemaCell;
 
 use crate::args::ArgumentCache;
-use crate::tool::{
+use crate::definition::{
     AgentTool, ExecutionMode, PrepareFn, ProviderOptions, SchemaSource, SourceLocation,
     ToolAnnotations, ToolDefinition, title_case,
 };
@@ -44,7 +44,7 @@ pub struct ToolSpec {
     pub eager_input_streaming: bool,
     pub defer_loading: bool,
     /// `#[tool(free_text)]` or `#[tool(grammar(...))]`.
-    pub free_text: Option<crate::TextFormat>,
+    pub free_text: Option<crate::grammar::TextFormat>,
     /// What the tool asks the person (`ctx.elicit::<T>`): each type's check, run at registration.
     pub questions: &'static [fn() -> Result<(), String>],
     pub file: &'static str,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use crate::call::ToolCall;
 pub use crate::decision::{Decision, PendingApproval};
-use crate::tool::AgentTool;
+use crate::definition::AgentTool;
 
 /// Decides, per call, whether it needs approval: `Some(reason)` pauses the run before its batch runs.
 ///
@@ -16,7 +16,7 @@ use crate::tool::AgentTool;
 /// not care about.
 ///
 /// ```
-/// use yiem_core::ApprovalPolicy;
+/// use yiem_core::agent::ApprovalPolicy;
 ///
 /// // `bash` needs approval unless it only lists files; every other tool as it says.
 /// let policy = ApprovalPolicy::new(|call, tool| {
@@ -53,12 +53,12 @@ impl ApprovalPolicy {
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::{AgentTool, ApprovalPolicy, ToolCall};
+    /// use yiem_core::{agent::ApprovalPolicy, exec::ToolCall, tool::AgentTool};
     ///
     /// let policy = ApprovalPolicy::for_tools(["bash"]);
     /// let bash = AgentTool::builder("bash")
     ///     .description("Run a command.")
-    ///     .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async { "ran" })
+    ///     .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async { "ran" })
     ///     .build()
     ///     .unwrap();
     /// let call = ToolCall::new("c1", "bash", json!({}));
@@ -88,7 +88,7 @@ impl ApprovalPolicy {
     /// [`check`](Self::check) on the arguments `call` will run with: decoded from a JSON string and
     /// through the tool's `prepare` step, by the same function the call's own path uses. (Arguments that
     /// do not decode are shown as they came; the call then ends with an error result and runs nothing.)
-    /// Every call is checked here: the model's own ([`AgentConfig::needs_approval`](crate::AgentConfig::needs_approval))
+    /// Every call is checked here: the model's own ([`AgentConfig::needs_approval`](crate::agent::AgentConfig::needs_approval))
     /// and a code-mode program's.
     pub(crate) fn check_prepared(&self, call: &ToolCall, tool: &AgentTool) -> Option<String> {
         let prepared = match crate::guard::catch(|| tool.prepare_arguments(&call.arguments)) {

@@ -22,7 +22,7 @@ pub(crate) const PAUSE_KEY: &str = "code_mode_paused";
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::ToolCall;
+/// use yiem_core::exec::ToolCall;
 ///
 /// let call = ToolCall::new("call_1", "get_weather", json!({"city": "Tokyo"}));
 /// assert_eq!(call.name, "get_weather");
@@ -72,7 +72,7 @@ impl ToolCall {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{ToolCall, ToolCaller};
+/// use yiem_core::exec::{ToolCall, ToolCaller};
 ///
 /// let caller = ToolCaller::new("anthropic", "code_execution_20250825", "srvtoolu_1");
 /// let call = ToolCall::new("toolu_1", "get_weather", json!({"city": "Tokyo"})).with_caller(caller);
@@ -83,7 +83,7 @@ impl ToolCall {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[non_exhaustive]
 pub struct ToolCaller {
-    /// The provider whose sandbox made the call, as [`AssistantContent::ProviderBlock`](crate::AssistantContent)
+    /// The provider whose sandbox made the call, as [`AssistantContent::ProviderBlock`](crate::message::AssistantContent)
     /// names providers (`anthropic`, `openai-responses`); `yiem` for code mode.
     pub provider: String,
     /// The caller's type as the provider names it: Anthropic's code-execution tool version
@@ -114,7 +114,7 @@ impl ToolCaller {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{AgentToolResult, ToolCall, ToolResultMessage};
+/// use yiem_core::{exec::ToolCall, message::ToolResultMessage, tool::AgentToolResult};
 ///
 /// let call = ToolCall::new("call_1", "echo", json!({}));
 /// let message = ToolResultMessage::new(&call, AgentToolResult::text("hi"));

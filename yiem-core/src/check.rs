@@ -6,11 +6,11 @@
 
 use std::fmt;
 
+use crate::definition::{AgentTool, SourceLocation, is_valid_tool_name};
 use crate::dialect::{Dialect, DialectError};
 use crate::grammar::TextFormat;
 use crate::registry::ToolStore;
 use crate::state::MissingState;
-use crate::tool::{AgentTool, SourceLocation, is_valid_tool_name};
 
 /// One thing wrong with a tool.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -62,7 +62,7 @@ pub enum ToolProblem {
         /// What is wrong with it.
         detail: String,
     },
-    /// The tool's regex grammar does not compile (see [`TextFormat`](crate::TextFormat)).
+    /// The tool's regex grammar does not compile (see [`TextFormat`](crate::tool::TextFormat)).
     #[error(
         "tool `{tool}` (defined at {defined}) has a regex grammar that does not compile, so no call of it can be checked: {detail}"
     )]
@@ -128,7 +128,7 @@ impl std::error::Error for ToolCheck {}
 /// ```
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{ToolProblem, check_tools, tool};
+/// use yiem_core::{store::{ToolProblem, check_tools}, tool};
 ///
 /// #[derive(Deserialize, JsonSchema)]
 /// struct WeatherArgs {
@@ -216,10 +216,10 @@ pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
 
 impl ToolStore {
     /// Checks the whole store up front: [`check_tools`] over its tools, and that the store holds the
-    /// [state](crate::State) of every tool.
+    /// [state](crate::tool::State) of every tool.
     ///
     /// ```
-    /// use yiem_core::{State, ToolStore, tool};
+    /// use yiem_core::{store::ToolStore, tool, tool::State};
     ///
     /// struct Db;
     ///

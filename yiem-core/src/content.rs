@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// becomes a one-line note saying what was left out, so the model knows something was there.
 ///
 /// ```
-/// use yiem_core::Content;
+/// use yiem_core::tool::Content;
 ///
 /// let text = Content::text("42 °C");
 /// assert_eq!(text.as_text(), Some("42 °C"));
@@ -180,7 +180,7 @@ impl Content {
     /// say): a text resource's text under its URI, a note for the rest. `None` for a text block.
     ///
     /// ```
-    /// use yiem_core::Content;
+    /// use yiem_core::tool::Content;
     ///
     /// let note = Content::audio("UklGRg==", "audio/wav").described_for("tool messages");
     /// assert_eq!(note.as_deref(), Some("[audio/wav audio (4 bytes) left out: tool messages cannot carry audio]"));
@@ -249,7 +249,7 @@ pub(crate) fn joined_text(blocks: &[Content]) -> String {
 /// and compares equal to a `Vec<Content>` or an array with the same blocks.
 ///
 /// ```
-/// use yiem_core::{Content, Contents};
+/// use yiem_core::tool::{Content, Contents};
 ///
 /// let mut blocks = Contents::from(Content::text("first"));
 /// assert_eq!(blocks.len(), 1);
@@ -298,7 +298,7 @@ impl Contents {
     /// The blocks as a `Vec` to change in place (to `retain`, `insert`, `truncate`, ...).
     ///
     /// ```
-    /// use yiem_core::{Content, Contents};
+    /// use yiem_core::tool::{Content, Contents};
     ///
     /// let mut blocks = Contents::from(vec![Content::text("keep"), Content::image("iVBO", "image/png")]);
     /// blocks.as_mut_vec().retain(|block| block.as_text().is_some());

@@ -41,7 +41,7 @@ enum CallId {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use yiem_core::ToolContext;
+/// use yiem_core::tool::ToolContext;
 ///
 /// let seen = Arc::new(Mutex::new(Vec::new()));
 /// let sink = seen.clone();
@@ -67,7 +67,7 @@ struct Inner {
     /// This call's token, made only when something asks for it (most quick tools never do).
     token: OnceLock<CancellationToken>,
     updates: Option<Arc<UpdateSink>>,
-    /// The state of the store the call runs in (see [`State`](crate::State)).
+    /// The state of the store the call runs in (see [`State`](crate::tool::State)).
     state: Option<Arc<StateMap>>,
     /// Who the call can ask and log to (an MCP client, an executor's elicitation handler).
     asker: Option<Arc<dyn Asker>>,
@@ -160,11 +160,11 @@ impl ToolContext {
     }
 
     /// Gives the call `value` as state of type `T`, beside any state it already has: for a tool that takes
-    /// [`State<T>`](crate::State), called in hand with [`AgentTool::execute_with`](crate::AgentTool::execute_with).
+    /// [`State<T>`](crate::tool::State), called in hand with [`AgentTool::execute_with`](crate::tool::AgentTool::execute_with).
     /// A call through a store gets the store's state instead.
     ///
     /// ```
-    /// use yiem_core::ToolContext;
+    /// use yiem_core::tool::ToolContext;
     ///
     /// let ctx = ToolContext::new("c1").with_state(String::from("/srv/data"));
     /// assert_eq!(ctx.state::<String>().unwrap().as_str(), "/srv/data");
@@ -202,7 +202,7 @@ impl ToolContext {
         self.inner.programs.as_deref()
     }
 
-    /// The state of type `T` the call was given, if any (a tool usually takes [`State<T>`](crate::State)
+    /// The state of type `T` the call was given, if any (a tool usually takes [`State<T>`](crate::tool::State)
     /// instead).
     pub fn state<T: ToolState>(&self) -> Option<Arc<T>> {
         self.inner.state.as_ref()?.get::<T>()
@@ -268,9 +268,9 @@ impl ToolContext {
     /// that is not such a form is refused when it is registered, naming the type and the field. Over MCP the client is asked
     /// (`elicitation/create`, form mode; a client of the 2026-07-28 revision by an `input_required`
     /// answer, after which the call runs again from the start); in an executor or an agent, its
-    /// [`ElicitationHandler`](crate::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation));
-    /// in an in-process [`Agent`](crate::Agent) without one, the run pauses on the question
-    /// ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)) and the call runs again from the
+    /// [`ElicitationHandler`](crate::ask::ElicitationHandler) ([`ToolExecutor::with_elicitation`](crate::exec::ToolExecutor::with_elicitation));
+    /// in an in-process [`Agent`](crate::agent::Agent) without one, the run pauses on the question
+    /// ([`RunStop::AwaitingAnswer`](crate::agent::RunStop::AwaitingAnswer)) and the call runs again from the
     /// start once it is answered, so ask the same questions in the same order each time.
     /// Where nobody can be asked — an executor without a handler, a call in hand, a client without the `elicitation`
     /// capability, an earlier revision's client of the HTTP server without sessions — it is
@@ -280,7 +280,7 @@ impl ToolContext {
     /// ```
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
-    /// use yiem_core::{ElicitError, ElicitationAnswer, ToolContext, tool};
+    /// use yiem_core::{ask::{ElicitError, ElicitationAnswer}, tool, tool::ToolContext};
     ///
     /// #[derive(Deserialize, JsonSchema)]
     /// struct Confirm {
@@ -343,13 +343,16 @@ impl ToolContext {
     /// the client's model answers (`sampling/createMessage`, when the client declared `sampling`; a
     /// client of the 2026-07-28 revision, where sampling is deprecated, by an `input_required` answer if
     /// it still declares it); in an executor or an agent, its
-    /// [`SamplingHandler`](crate::SamplingHandler) ([`ToolExecutor::with_sampling`](crate::ToolExecutor::with_sampling),
+    /// [`SamplingHandler`](crate::ask::SamplingHandler) ([`ToolExecutor::with_sampling`](crate::exec::ToolExecutor::with_sampling),
     /// which can be the agent's own model: [`model_sampler`](crate::llm::model_sampler)). Where nobody
     /// can be asked it is [`ElicitError::CannotSample`]; a refusal is
-    /// [`SamplingAnswer::Refuse`](crate::SamplingAnswer::Refuse), with why.
+    /// [`SamplingAnswer::Refuse`](crate::ask::SamplingAnswer::Refuse), with why.
     ///
     /// ```
-    /// use yiem_core::{ElicitError, Sampling, SamplingAnswer, ToolContext, ToolExecutor, ToolStore, tool};
+    /// use yiem_core::{
+    ///     ask::{ElicitError, Sampling, SamplingAnswer}, exec::ToolExecutor, store::ToolStore,
+    ///     tool, tool::ToolContext,
+    /// };
     ///
     /// /// Give a one-line summary of a text.
     /// #[tool]
@@ -366,8 +369,8 @@ impl ToolContext {
     /// store.register(summarise_tool()).unwrap();
     /// let executor = ToolExecutor::new()
     ///     .with_sampling(|_request: Sampling| async { SamplingAnswer::text("a short line", "stand-in") });
-    /// let call = yiem_core::ToolCall::new("c1", "summarise", serde_json::json!({}));
-    /// let batch = executor.execute(&store, vec![call], &yiem_core::CancellationToken::new()).await;
+    /// let call = yiem_core::exec::ToolCall::new("c1", "summarise", serde_json::json!({}));
+    /// let batch = executor.execute(&store, vec![call], &yiem_core::exec::CancellationToken::new()).await;
     /// assert_eq!(batch.messages[0].result.text_content(), "a short line");
     /// # });
     /// ```
@@ -391,7 +394,7 @@ impl ToolContext {
     /// sets one), and always a `tracing` event (target `yiem::tool`).
     ///
     /// ```
-    /// use yiem_core::{LogLevel, ToolContext};
+    /// use yiem_core::{ask::LogLevel, tool::ToolContext};
     ///
     /// let ctx = ToolContext::new("c1");
     /// ctx.log(LogLevel::Info, "indexing 3 files");
@@ -436,7 +439,7 @@ impl ToolContext {
 }
 
 /// A call's context, made on first use: binding a tool that takes neither a [`ToolContext`] nor
-/// [`State`](crate::State) never makes one, so such a call pays for no allocation of its own.
+/// [`State`](crate::tool::State) never makes one, so such a call pays for no allocation of its own.
 #[doc(hidden)]
 pub enum ContextSlot<'a> {
     /// Not made yet; made by this when a tool asks for it.

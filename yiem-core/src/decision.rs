@@ -8,7 +8,7 @@ use serde_json::Value;
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::PendingApproval;
+/// use yiem_core::agent::PendingApproval;
 ///
 /// let pending = PendingApproval::new(
 ///     "call_1",
@@ -52,7 +52,7 @@ impl PendingApproval {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::Decision;
+/// use yiem_core::agent::Decision;
 ///
 /// let edited = Decision::ApproveWith { arguments: json!({"command": "ls"}) };
 /// assert_eq!(serde_json::to_value(&edited).unwrap()["decision"], "approve_with");

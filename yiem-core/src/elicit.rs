@@ -2,20 +2,20 @@
 //! question ([`Elicitation`]), its answer ([`ElicitationAnswer`]), who answers ([`ElicitationHandler`]),
 //! why nobody could ([`ElicitError`]) and the levels of a log message ([`LogLevel`]).
 //!
-//! A tool asks through its [`ToolContext`](crate::ToolContext) ([`elicit`](crate::ToolContext::elicit),
-//! [`elicit_with_schema`](crate::ToolContext::elicit_with_schema)) and logs with
-//! [`log`](crate::ToolContext::log). Who is asked depends on where the call runs:
+//! A tool asks through its [`ToolContext`](crate::tool::ToolContext) ([`elicit`](crate::tool::ToolContext::elicit),
+//! [`elicit_with_schema`](crate::tool::ToolContext::elicit_with_schema)) and logs with
+//! [`log`](crate::tool::ToolContext::log). Who is asked depends on where the call runs:
 //!
 //! - **over MCP** (`mcp::McpServer`): the client, when it declared the `elicitation` capability (form
 //!   mode) — with `elicitation/create` before the 2026-07-28 revision (stdio, or HTTP with sessions),
 //!   by answering the call `input_required` from 2026-07-28 on; log messages become
 //!   `notifications/message` at or above the level the client asked for.
 //! - **in an agent or an executor**: the [`ElicitationHandler`] given to
-//!   [`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation), if any.
-//! - **in an [`Agent`](crate::Agent) (or the durable runner) without a handler**: the run pauses on
-//!   the question as on an approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer)); the
+//!   [`ToolExecutor::with_elicitation`](crate::exec::ToolExecutor::with_elicitation), if any.
+//! - **in an [`Agent`](crate::agent::Agent) (or the durable runner) without a handler**: the run pauses on
+//!   the question as on an approval ([`RunStop::AwaitingAnswer`](crate::agent::RunStop::AwaitingAnswer)); the
 //!   call that asked is stopped at the question and runs again from the start once it is answered
-//!   ([`Agent::answer`](crate::Agent::answer)).
+//!   ([`Agent::answer`](crate::agent::Agent::answer)).
 //! - otherwise (an executor without a handler, a call in hand, a client without the capability, one of
 //!   a revision before 2026-07-28 over HTTP without sessions): nobody — [`ElicitError::CannotAsk`], with
 //!   why.
@@ -62,13 +62,13 @@ impl Elicitation {
 }
 
 /// The answer to an [`Elicitation`]: the form's content (`T`: the fields as JSON, or the type a tool
-/// asked for with [`ToolContext::elicit`](crate::ToolContext::elicit)), or no answer. As JSON, MCP's
+/// asked for with [`ToolContext::elicit`](crate::tool::ToolContext::elicit)), or no answer. As JSON, MCP's
 /// elicitation result: `{"action": "accept", "content": {…}}`, `{"action": "decline"}`,
 /// `{"action": "cancel"}`.
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::ElicitationAnswer;
+/// use yiem_core::ask::ElicitationAnswer;
 ///
 /// let answer: ElicitationAnswer = serde_json::from_value(json!({"action": "accept", "content": {"n": 2}})).unwrap();
 /// assert_eq!(answer, ElicitationAnswer::Accept(json!({"n": 2}).as_object().unwrap().clone()));
@@ -87,7 +87,7 @@ pub enum ElicitationAnswer<T = Map<String, Value>> {
 }
 
 /// Answers an [`Elicitation`]: a tool's, for an executor
-/// ([`ToolExecutor::with_elicitation`](crate::ToolExecutor::with_elicitation)), or a server's, for an
+/// ([`ToolExecutor::with_elicitation`](crate::exec::ToolExecutor::with_elicitation)), or a server's, for an
 /// `mcp::McpClient`. A closure `Fn(Elicitation) -> impl Future<Output =
 /// ElicitationAnswer>` is one.
 pub trait ElicitationHandler: Send + Sync + 'static {
@@ -119,7 +119,7 @@ pub enum ElicitError {
     #[error("the user cannot be asked: {0}")]
     CannotAsk(String),
     /// No model can be asked for a completion where the call runs
-    /// ([`ToolContext::sample`](crate::ToolContext::sample)); the text says why.
+    /// ([`ToolContext::sample`](crate::tool::ToolContext::sample)); the text says why.
     #[error("no model can be asked for a completion: {0}")]
     CannotSample(String),
     /// The question could not be asked or answered (the connection failed, the client refused it).
@@ -177,7 +177,7 @@ impl fmt::Display for LogLevel {
     }
 }
 
-/// Who a running call can reach besides its result: asked by [`ToolContext`](crate::ToolContext)'s
+/// Who a running call can reach besides its result: asked by [`ToolContext`](crate::tool::ToolContext)'s
 /// `elicit`, `sample` and `log`, and by the MCP server's approval of a call (the same path).
 pub(crate) trait Asker: Send + Sync {
     /// Asks `question`; the answer's content is the form's fields.
@@ -276,8 +276,8 @@ mod tests {
     use schemars::JsonSchema;
     use serde_json::json;
 
-    use crate::ElicitError;
     use crate::dialect::elicitation_schema;
+    use crate::elicit::ElicitError;
 
     #[allow(dead_code)]
     #[derive(JsonSchema)]

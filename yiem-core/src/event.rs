@@ -102,7 +102,7 @@ struct Bus {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use yiem_core::{AgentEvent, EventBus};
+/// use yiem_core::event::{AgentEvent, EventBus};
 ///
 /// let bus = EventBus::new();
 /// let seen = Arc::new(Mutex::new(Vec::new()));

@@ -32,7 +32,7 @@ use crate::sample::SamplingHandler;
 /// How an executor runs the calls of a batch.
 ///
 /// ```
-/// use yiem_core::BatchMode;
+/// use yiem_core::exec::BatchMode;
 ///
 /// assert_eq!(BatchMode::default(), BatchMode::ToolsDecide);
 /// ```
@@ -75,7 +75,7 @@ impl ToolCallBatch {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{PlannedCall, ToolCall};
+/// use yiem_core::exec::{PlannedCall, ToolCall};
 ///
 /// let denied = PlannedCall::Refuse {
 ///     call: ToolCall::new("1", "bash", json!({"command": "rm -rf /"})),
@@ -119,7 +119,7 @@ impl PlannedCall {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore, tool};
+/// use yiem_core::{exec::{CancellationToken, ToolCall, ToolExecutor}, store::ToolStore, tool};
 ///
 /// /// Say hello.
 /// #[tool(parallel)]
@@ -203,7 +203,7 @@ impl ToolExecutor {
     /// in call order, and results still come back in call order. `0` is taken as `1`.
     ///
     /// ```
-    /// use yiem_core::ToolExecutor;
+    /// use yiem_core::exec::ToolExecutor;
     ///
     /// let executor = ToolExecutor::new().with_max_concurrent_calls(4);
     /// assert_eq!(executor.max_concurrent_calls(), Some(4));
@@ -215,15 +215,15 @@ impl ToolExecutor {
         self
     }
 
-    /// Answers the questions the calls ask with [`ToolContext::elicit`](crate::ToolContext::elicit)
-    /// with `handler` (without one, a question is [`ElicitError::CannotAsk`](crate::ElicitError)). An
+    /// Answers the questions the calls ask with [`ToolContext::elicit`](crate::tool::ToolContext::elicit)
+    /// with `handler` (without one, a question is [`ElicitError::CannotAsk`](crate::ask::ElicitError)). An
     /// agent's calls run on its executor, so this is how an agent's tools reach a person; an MCP server
     /// asks its client instead.
     ///
     /// ```
-    /// use yiem_core::{ElicitationAnswer, ToolExecutor};
+    /// use yiem_core::{ask::ElicitationAnswer, exec::ToolExecutor};
     ///
-    /// let executor = ToolExecutor::new().with_elicitation(|question: yiem_core::Elicitation| async move {
+    /// let executor = ToolExecutor::new().with_elicitation(|question: yiem_core::ask::Elicitation| async move {
     ///     eprintln!("a tool asks: {}", question.message);
     ///     ElicitationAnswer::Decline
     /// });
@@ -235,13 +235,13 @@ impl ToolExecutor {
         self
     }
 
-    /// Answers the calls' requests for a completion ([`ToolContext::sample`](crate::ToolContext::sample))
-    /// with `handler` (without one, a request is [`ElicitError::CannotAsk`](crate::ElicitError)); an MCP
+    /// Answers the calls' requests for a completion ([`ToolContext::sample`](crate::tool::ToolContext::sample))
+    /// with `handler` (without one, a request is [`ElicitError::CannotAsk`](crate::ask::ElicitError)); an MCP
     /// server asks its client's model instead. For an agent's own model, see
     /// [`model_sampler`](crate::llm::model_sampler).
     ///
     /// ```
-    /// use yiem_core::{Sampling, SamplingAnswer, ToolExecutor};
+    /// use yiem_core::{ask::{Sampling, SamplingAnswer}, exec::ToolExecutor};
     ///
     /// let executor = ToolExecutor::new().with_sampling(|request: Sampling| async move {
     ///     SamplingAnswer::text(format!("{} messages read", request.messages.len()), "a-stand-in")
@@ -260,7 +260,7 @@ impl ToolExecutor {
     /// calls of one run share its cap and order.
     ///
     /// ```
-    /// use yiem_core::ToolExecutor;
+    /// use yiem_core::exec::ToolExecutor;
     ///
     /// let shared = ToolExecutor::new().with_max_concurrent_calls(2);
     /// assert_eq!(shared.fresh().max_concurrent_calls(), Some(2));
@@ -278,27 +278,30 @@ impl ToolExecutor {
         }
     }
 
-    /// For a driver of the agent protocol that pauses on tools' questions, as [`Agent`](crate::Agent)
+    /// For a driver of the agent protocol that pauses on tools' questions, as [`Agent`](crate::agent::Agent)
     /// does without an elicitation handler: this executor (the same order, cap and sampling handler)
     /// whose calls stop at a question that has no answer yet, and the [`AskedQuestions`] that collects
     /// those questions. `answers` are the questions answered so far, with their answers
-    /// ([`AgentRun::question_answers`](crate::AgentRun::question_answers)); each goes back only to the
+    /// ([`AgentRun::question_answers`](crate::agent::AgentRun::question_answers)); each goes back only to the
     /// very question it answered. `None` when this executor has an elicitation handler
     /// ([`with_elicitation`](Self::with_elicitation)): its calls ask the handler instead.
     ///
     /// ```
-    /// use yiem_core::{ElicitationAnswer, ToolExecutor};
+    /// use yiem_core::{ask::ElicitationAnswer, exec::ToolExecutor};
     ///
     /// let (pausing, asked) = ToolExecutor::new().pausing_on_questions(Vec::new()).unwrap();
     /// assert!(asked.take().is_empty());
     /// # let _ = pausing;
     /// let handled = ToolExecutor::new()
-    ///     .with_elicitation(|_question: yiem_core::Elicitation| async { ElicitationAnswer::Decline });
+    ///     .with_elicitation(|_question: yiem_core::ask::Elicitation| async { ElicitationAnswer::Decline });
     /// assert!(handled.pausing_on_questions(Vec::new()).is_none());
     /// ```
     pub fn pausing_on_questions(
         &self,
-        answers: Vec<(crate::PendingQuestion, crate::ElicitationAnswer)>,
+        answers: Vec<(
+            crate::questions::PendingQuestion,
+            crate::elicit::ElicitationAnswer,
+        )>,
     ) -> Option<(ToolExecutor, AskedQuestions)> {
         if self.handlers.elicitation.is_some() {
             return None;
@@ -320,7 +323,7 @@ impl ToolExecutor {
     /// call's own record.
     ///
     /// ```
-    /// use yiem_core::{CallJournal, CallRecord, ToolCall, ToolExecutor};
+    /// use yiem_core::exec::{CallJournal, CallRecord, ToolCall, ToolExecutor};
     /// use futures::future::BoxFuture;
     ///
     /// /// Records nothing: runs every call.

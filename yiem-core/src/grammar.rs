@@ -27,7 +27,7 @@ pub(crate) fn free_text_schema() -> Value {
 /// The syntax a [`Grammar`] is written in, as OpenAI's custom tools name it.
 ///
 /// ```
-/// use yiem_core::GrammarSyntax;
+/// use yiem_core::tool::GrammarSyntax;
 ///
 /// assert_eq!(GrammarSyntax::Lark.to_string(), "lark");
 /// assert_eq!(GrammarSyntax::Regex.to_string(), "regex");
@@ -55,7 +55,7 @@ impl fmt::Display for GrammarSyntax {
 /// The language a free-text tool's input is written in: a [`GrammarSyntax`] and the grammar's definition.
 ///
 /// ```
-/// use yiem_core::{Grammar, GrammarSyntax};
+/// use yiem_core::tool::{Grammar, GrammarSyntax};
 ///
 /// let date = Grammar::regex(r"\d{4}-\d{2}-\d{2}");
 /// assert_eq!(date.syntax(), GrammarSyntax::Regex);
@@ -167,9 +167,9 @@ impl fmt::Debug for Grammar {
 
 /// What a free-text tool's input may be: any text, or text in a grammar's language. Set with
 /// `#[tool(free_text)]` or `#[tool(grammar(lark = "..."))]` on a function that takes one `String`, or
-/// [`ToolBuilder::free_text`](crate::ToolBuilder::free_text) and
-/// [`ToolBuilder::grammar`](crate::ToolBuilder::grammar); it is the tool's
-/// [`ProviderOptions::free_text`](crate::ProviderOptions::free_text).
+/// [`ToolBuilder::free_text`](crate::tool::ToolBuilder::free_text) and
+/// [`ToolBuilder::grammar`](crate::tool::ToolBuilder::grammar); it is the tool's
+/// [`ProviderOptions::free_text`](crate::tool::ProviderOptions::free_text).
 ///
 /// # One rule for the text
 ///
@@ -202,7 +202,7 @@ impl fmt::Debug for Grammar {
 /// # #[cfg(feature = "schema-validation")]
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// use serde_json::json;
-/// use yiem_core::{AgentTool, GrammarSyntax, ToolContext};
+/// use yiem_core::tool::{AgentTool, GrammarSyntax, ToolContext};
 ///
 /// let save = AgentTool::builder("save_date")
 ///     .description("Save a date.")

@@ -12,10 +12,10 @@ use serde_json::Value;
 
 use crate::args::{self, ArgumentCheck, ArgumentError, ArgumentProblem};
 use crate::context::{ContextSlot, ToolContext};
+use crate::definition::{ErasedHandler, Refusal, ToolFuture};
 use crate::guard;
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{MissingState, State, StateKey, ToolState};
-use crate::tool::{ErasedHandler, Refusal, ToolFuture};
 
 /// Parses JSON text in one pass, given which top-level keys are allowed.
 type ParseText<A> = fn(&str, &dyn Fn(&str) -> bool) -> Option<A>;
@@ -61,7 +61,7 @@ pub fn no_args_spec() -> ArgsSpec<NoArgs> {
     }
 }
 
-/// The text of a free-text tool's arguments, `{"input": "<text>"}` (see [`TextFormat`](crate::TextFormat)).
+/// The text of a free-text tool's arguments, `{"input": "<text>"}` (see [`TextFormat`](crate::tool::TextFormat)).
 #[derive(serde::Deserialize)]
 struct FreeText {
     input: String,

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::call::ToolCall;
 use crate::content::Content;
+use crate::definition::AgentTool;
 use crate::message::AssistantMessage;
 use crate::result::{AgentToolResult, Usage};
-use crate::tool::AgentTool;
 
 /// What `before_tool_call` sees: the call, its prepared and validated arguments, and the tool.
 #[derive(Clone, Debug)]
@@ -66,7 +66,7 @@ pub struct AfterToolCallContext {
 /// Changes `after_tool_call` makes to a result; `None` keeps a field as it is.
 ///
 /// ```
-/// use yiem_core::{Content, ToolResultPatch};
+/// use yiem_core::{exec::ToolResultPatch, tool::Content};
 ///
 /// let redact = ToolResultPatch::default().with_content(vec![Content::text("[redacted]")]);
 /// assert!(redact.terminate.is_none());
@@ -180,7 +180,7 @@ pub(crate) type AfterHook = Arc<
 /// The hooks run around every tool call of a batch.
 ///
 /// ```
-/// use yiem_core::{Block, ToolHooks, ToolResultPatch};
+/// use yiem_core::exec::{Block, ToolHooks, ToolResultPatch};
 ///
 /// let hooks = ToolHooks::new()
 ///     .before_tool_call(|ctx| async move {

@@ -13,7 +13,7 @@ use crate::result::AgentToolResult;
 /// `after_tool_call` hook — as a future, and gives back its result: the recorded one on a replay,
 /// without awaiting the future, so the call does not run again. Everything else of the call (its lookup,
 /// its binding, the `before_tool_call` hook, its events) happens as without a journal, on a replay too.
-/// See [`ToolExecutor::execute_plan_journaled`](crate::ToolExecutor::execute_plan_journaled).
+/// See [`ToolExecutor::execute_plan_journaled`](crate::exec::ToolExecutor::execute_plan_journaled).
 pub trait CallJournal: Send + Sync {
     /// Records `call`'s `run`, or gives the record made for it before.
     fn record<'a>(

@@ -9,14 +9,14 @@
 //! schemars = "1"
 //! ```
 //!
-//! Write an `async fn` over a serde argument struct and put [`#[tool]`](tool) on it. The tool gets its name
+//! Write an `async fn` over a serde argument struct and put [`#[tool]`](macro@tool) on it. The tool gets its name
 //! from the function, its description from the doc comment and its JSON Schema from `schemars`; it registers
-//! itself, so [`register_all_tools`] finds it without a hand-kept list.
+//! itself, so [`register_all_tools`](store::register_all_tools) finds it without a hand-kept list.
 //!
 //! ```standalone_crate
 //! use schemars::JsonSchema;
 //! use serde::Deserialize;
-//! use yiem_core::{ToolStore, register_all_tools, tool};
+//! use yiem_core::prelude::*;
 //!
 //! #[derive(Deserialize, JsonSchema)]
 //! struct AddArgs {
@@ -48,22 +48,22 @@
 //!
 //! ## Defining tools
 //!
-//! See [`tool`] for the accepted signatures, return types and attribute keys. A tool reaches shared state
-//! (a pool, a client, a root directory) as [`State<T>`], held per store ([`ToolStore::with_state`]); tools
+//! See [`#[tool]`](macro@tool) for the accepted signatures, return types and attribute keys. A tool reaches shared state
+//! (a pool, a client, a root directory) as [`State<T>`](tool::State), held per store ([`ToolStore::with_state`](store::ToolStore::with_state)); tools
 //! that are methods of one instance come from [`tools`] on an `impl` block. [`check_tools!`] in a test
 //! file checks every tool for what a provider would refuse. Tools built at run time (from configuration or
-//! another process) use [`AgentTool::builder`]. Examples of arguments, strict mode and eager input
-//! streaming ([`ProviderOptions`]) go to the providers that take them.
+//! another process) use [`AgentTool::builder`](tool::AgentTool::builder). Examples of arguments, strict mode and eager input
+//! streaming ([`ProviderOptions`](tool::ProviderOptions)) go to the providers that take them.
 //!
 //! ## Features
 //!
 //! The default build is what a tool author needs and nothing that talks to a network: `#[tool]`, the
 //! types, the store and registration, dialects, the pipeline and executor, events, the agent loop and
-//! [`ScriptedModel`]. No HTTP client, no TLS, no OpenSSL.
+//! [`ScriptedModel`](llm::ScriptedModel). No HTTP client, no TLS, no OpenSSL.
 //!
 //! | feature | default | adds |
 //! |---|---|---|
-//! | `schema-validation` | no | the full JSON Schema validator (`jsonschema`) beside yiem's own check: it adds what that check cannot judge (`pattern`, `format`, which form of a union at the root was meant), and `regex` for yiem's own check of a free-text tool's regex grammar ([`TextFormat`]). Without it, every tool's arguments are still checked at every depth for unknown properties, required ones, types, ranges and allowed values, in the same words |
+//! | `schema-validation` | no | the full JSON Schema validator (`jsonschema`) beside yiem's own check: it adds what that check cannot judge (`pattern`, `format`, which form of a union at the root was meant), and `regex` for yiem's own check of a free-text tool's regex grammar ([`TextFormat`](tool::TextFormat)). Without it, every tool's arguments are still checked at every depth for unknown properties, required ones, types, ranges and allowed values, in the same words |
 //! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
 //! | `openai-responses` | no | `OpenAiResponsesModel`, `OpenAiResponsesConfig`: OpenAI's Responses API (`/v1/responses`), reasoning items carried from turn to turn; turns on `openai` |
 //! | `anthropic` | no | `AnthropicModel`, `AnthropicConfig`: Anthropic's Messages API, over the same transport |
@@ -92,9 +92,9 @@
 //!
 //! ## Asking the user from a tool
 //!
-//! [`ToolContext::elicit`] asks the person behind the call to fill in a typed form, and
-//! [`ToolContext::log`] logs to them: over MCP through the client, in an agent through the handler given
-//! to [`AgentSettings::elicitation`]; where nobody can be asked, [`ElicitError::CannotAsk`] says why.
+//! [`ToolContext::elicit`](tool::ToolContext::elicit) asks the person behind the call to fill in a typed form, and
+//! [`ToolContext::log`](tool::ToolContext::log) logs to them: over MCP through the client, in an agent through the handler given
+//! to [`AgentSettings::elicitation`](agent::AgentSettings::elicitation); where nobody can be asked, [`ElicitError::CannotAsk`](ask::ElicitError::CannotAsk) says why.
 //!
 //! ## Errors the model can act on
 //!
@@ -121,48 +121,73 @@
 //! # });
 //! ```
 
-//! ## How the crate is laid out
+//! ## Modules
 //!
-//! One concept per module; a call's whole path is in `pipeline`, and no module imports one that imports it
-//! back (the modules below are listed roughly from the bottom up: each uses only modules above it in its
-//! layer or below).
+//! The crate root holds the three macros ([`#[tool]`](macro@tool), [`#[tools]`](macro@tools),
+//! [`check_tools!`](macro@check_tools)), the [`prelude`] and one module per concept. Every public name has
+//! one home, the module of its concept; the prelude re-exports what most programs name.
 //!
 //! | module | owns |
 //! |---|---|
-//! | `tool` | [`AgentTool`]: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, [`ToolBuilder`] |
-//! | `grammar` | free-text tools: [`TextFormat`], [`Grammar`], the one argument shape `{"input": text}`, the grammar told in a description, yiem's own check of a regex grammar |
-//! | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
-//! | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
-//! | `dialect` | a leaf: [`Dialect`], the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
-//! | `registry` | [`ToolStore`] (tools and state, which of them are deferred), [`register_all_tools`], [`ToolMethods`], [`ToolList`] (the request-ready lists, serialized once), the lists a request carries ([`catalog::RequestTools`]) |
-//! | `catalog` | large catalogs: deferring tools, the local tool search ([`catalog::ToolSearch`], [`catalog::Ranker`]) and the policy ([`catalog::defer_when_large`]) |
-//! | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: [`AgentTool::execute`]); the journal for drivers that replay |
-//! | `executor` | [`ToolExecutor`]: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
-//! | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
-//! | `guard` | the unwind guards around user code, its futures and their drops |
-//! | `hooks` | [`ToolHooks`]: `before_tool_call` and `after_tool_call` |
-//! | `event` | [`AgentEvent`] and [`EventBus`] (sinks and bounded streams) |
-//! | `telemetry` | the OpenTelemetry GenAI spans (`invoke_agent`, `chat`, `execute_tool`) as `tracing` spans, and whether they record content; (feature `otel`) `otel`: the bridge to OpenTelemetry, trace context, metrics, OTLP export |
-//! | `context` | [`ToolContext`]: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
-//! | `questions` | the questions a batch's calls stop at when nobody can answer at once: [`PendingQuestion`], [`AskedQuestions`] (used by the executor and the agent) |
-//! | `decision` | data: [`PendingApproval`] (a call that waits for a person) and [`Decision`] (the answer) |
-//! | `approval` | [`ApprovalPolicy`]: which calls wait for a person (used by the agent and code mode) |
-//! | `journal` | [`CallJournal`], [`CallRecord`]: where a driver that replays records each call's run |
-//! | `program` | (feature `code-mode`) a program's recorded calls, its pause and resume, and what a batch's `run_code` calls run with, carried below the executor |
-//! | `elicit` | asking the person behind a call: [`Elicitation`], [`ElicitationAnswer`], [`ElicitationHandler`], [`ElicitError`], [`LogLevel`] |
-//! | `state` | [`State<T>`]: typed state per store, the type map behind it, [`MissingState`] |
-//! | `check` | [`check_tools`](fn@check_tools), [`check_tools!`](macro@check_tools), [`ToolStore::check`]: what a provider would refuse, found in your tests |
-//! | `call`, `content`, `result`, `message` | the data: [`ToolCall`], [`ToolResultMessage`], [`Content`] and [`Contents`] (one block inline), [`AgentToolResult`], the conversation's messages |
-//! | `agent` | the agent protocol ([`AgentRun`]: the step machine, whose transitions queue their events), [`AgentConfig`] and [`AgentSettings`] (what an agent is made of, for every driver), and [`Agent`], the in-process driver |
-//! | `llm` | the [`Model`] trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
-//! | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
-//! | `code` | (feature `code-mode`) the `run_code` tool: the QuickJS sandbox, tool declarations, programs' calls through the executor, pauses and replay |
-//! | `suggest` | "did you mean" for tool and property names |
+//! | [`tool`](mod@tool) | what a tool is and what its author names: [`AgentTool`](tool::AgentTool), [`ToolBuilder`](tool::ToolBuilder), [`ToolContext`](tool::ToolContext), [`State`](tool::State), results and content, free-text grammars |
+//! | [`store`] | the tools of an agent or a server: [`ToolStore`](store::ToolStore), registration, dialects and the request-ready lists, argument checking, [`check_tools`](fn@store::check_tools) |
+//! | [`exec`] | running calls: [`ToolCall`](exec::ToolCall), [`ToolExecutor`](exec::ToolExecutor) and its batches, [`ToolHooks`](exec::ToolHooks), the call journal, cancellation |
+//! | [`ask`] | asking from inside a call: elicitation, sampling, logging |
+//! | [`message`] | the conversation: user, assistant and tool-result messages, [`Usage`](message::Usage) |
+//! | [`event`] | [`AgentEvent`](event::AgentEvent) and [`EventBus`](event::EventBus): what happens, for sinks and streams |
+//! | [`agent`] | the agent protocol ([`AgentRun`](agent::AgentRun), the step machine), its configuration, approvals, and [`Agent`](agent::Agent), the in-process driver |
+//! | [`llm`] | the [`Model`](llm::Model) trait, the scripted model, the message formats, and (features) the OpenAI, Anthropic and Gemini clients |
+//! | [`catalog`] | large catalogs: deferred tools, the local tool search, the policy |
+//! | `code` | (feature `code-mode`) the `run_code` tool: programs that call tools through the pipeline |
+//! | `mcp` | (features `mcp`, `mcp-client`, `mcp-http`, `mcp-oauth`) MCP servers over a store, and MCP servers' tools in a store |
+//! | [`telemetry`] | the OpenTelemetry GenAI spans as `tracing` spans; (feature `otel`) `otel`, the bridge to OpenTelemetry |
+
+// How the crate is laid out inside. One concept per module; a call's whole path is in `pipeline`, and no
+// module imports one that imports it back (`tests/tests/layers.rs` checks it). The modules are listed
+// roughly from the bottom up: each uses only modules above it in its layer or below.
+//
+// | module | owns |
+// |---|---|
+// | `definition` | `AgentTool`: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, `ToolBuilder` |
+// | `grammar` | free-text tools: `TextFormat`, `Grammar`, the one argument shape `{"input": text}`, the grammar told in a description, yiem's own check of a regex grammar |
+// | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
+// | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
+// | `dialect` | a leaf: `Dialect`, the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
+// | `registry` | `ToolStore` (tools and state, which of them are deferred), `register_all_tools`, `ToolMethods`, `ToolList` (the request-ready lists, serialized once), the lists a request carries (`catalog::RequestTools`) |
+// | `catalog` | large catalogs: deferring tools, the local tool search (`catalog::ToolSearch`, `catalog::Ranker`) and the policy (`catalog::defer_when_large`) |
+// | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: `AgentTool::execute`); the journal for drivers that replay |
+// | `executor` | `ToolExecutor`: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
+// | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
+// | `guard` | the unwind guards around user code, its futures and their drops |
+// | `hooks` | `ToolHooks`: `before_tool_call` and `after_tool_call` |
+// | `event` | `AgentEvent` and `EventBus` (sinks and bounded streams) |
+// | `telemetry` | the OpenTelemetry GenAI spans (`invoke_agent`, `chat`, `execute_tool`) as `tracing` spans, and whether they record content; (feature `otel`) `otel`: the bridge to OpenTelemetry, trace context, metrics, OTLP export |
+// | `context` | `ToolContext`: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
+// | `questions` | the questions a batch's calls stop at when nobody can answer at once: `PendingQuestion`, `AskedQuestions` (used by the executor and the agent) |
+// | `decision` | data: `PendingApproval` (a call that waits for a person) and `Decision` (the answer) |
+// | `approval` | `ApprovalPolicy`: which calls wait for a person (used by the agent and code mode) |
+// | `journal` | `CallJournal`, `CallRecord`: where a driver that replays records each call's run |
+// | `program` | (feature `code-mode`) a program's recorded calls, its pause and resume, and what a batch's `run_code` calls run with, carried below the executor |
+// | `elicit` | asking the person behind a call: `Elicitation`, `ElicitationAnswer`, `ElicitationHandler`, `ElicitError`, `LogLevel` |
+// | `state` | `State<T>`: typed state per store, the type map behind it, `MissingState` |
+// | `check` | `check_tools`, `check_tools!`, `ToolStore::check`: what a provider would refuse, found in your tests |
+// | `call`, `content`, `result`, `message` | the data: `ToolCall`, `ToolResultMessage`, `Content` and `Contents` (one block inline), `AgentToolResult`, the conversation's messages |
+// | `agent` | the agent protocol (`AgentRun`: the step machine, whose transitions queue their events), `AgentConfig` and `AgentSettings` (what an agent is made of, for every driver), and `Agent`, the in-process driver |
+// | `llm` | the `Model` trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
+// | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
+// | `code` | (feature `code-mode`) the `run_code` tool: the QuickJS sandbox, tool declarations, programs' calls through the executor, pauses and replay |
+// | `sample` | asking the model behind a call: `Sampling`, `SampledMessage`, `SamplingAnswer`, `SamplingHandler` |
+// | `suggest` | "did you mean" for tool and property names |
+//
+// The public modules `tool`, `store`, `exec` and `ask` are written in this file: each gathers the public
+// names of the inner modules its concept spans, so an inner module can be split or moved without a
+// public path changing. `agent`, `event`, `message`, `llm`, `catalog`, `code`, `mcp`, `otel` and
+// `telemetry` are public as they are.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
 #[cfg(test)]
-mod feature_table {
+mod crate_docs {
     /// The features of the manifest, default first.
     fn features() -> Vec<String> {
         let manifest = include_str!("../Cargo.toml");
@@ -179,6 +204,30 @@ mod feature_table {
             })
             .filter(|name| !name.starts_with('#') && !name.starts_with('"'))
             .collect()
+    }
+
+    #[test]
+    fn the_crate_root_holds_only_modules_the_macros_and_the_prelude() {
+        let root = include_str!("lib.rs");
+        let names: Vec<&str> = root
+            .lines()
+            .filter(|line| line.starts_with("pub use "))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "pub use yiem_macros::tool;",
+                "pub use yiem_macros::tools;",
+                "pub use yiem_macros::check_tools;"
+            ],
+            "a public name belongs in the module of its concept, not at the crate root"
+        );
+        for line in root.lines().filter(|line| line.starts_with("pub ")) {
+            assert!(
+                line.starts_with("pub mod ") || line.starts_with("pub use yiem_macros::"),
+                "the crate root declares `{line}`: move it into the module of its concept"
+            );
+        }
     }
 
     #[test]
@@ -201,7 +250,7 @@ mod feature_table {
     }
 }
 
-mod agent;
+pub mod agent;
 mod approval;
 mod args;
 mod call;
@@ -212,9 +261,10 @@ pub mod code;
 mod content;
 mod context;
 mod decision;
+mod definition;
 mod dialect;
 mod elicit;
-mod event;
+pub mod event;
 mod executor;
 mod grammar;
 mod guard;
@@ -225,7 +275,7 @@ mod journal;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
-mod message;
+pub mod message;
 mod order;
 #[cfg(feature = "otel")]
 pub mod otel;
@@ -239,89 +289,105 @@ mod sample;
 mod state;
 mod suggest;
 pub mod telemetry;
-mod tool;
 
 #[doc(hidden)]
 pub mod __private;
 
+/// What a tool is and what its author names: [`AgentTool`](tool::AgentTool) and
+/// [`ToolBuilder`](tool::ToolBuilder), the call's [`ToolContext`](tool::ToolContext) and the store's
+/// [`State`](tool::State), what a tool returns ([`AgentToolResult`](tool::AgentToolResult),
+/// [`IntoToolResult`](tool::IntoToolResult), [`Json`](tool::Json), [`Content`](tool::Content)), and
+/// free-text tools ([`TextFormat`](tool::TextFormat), [`Grammar`](tool::Grammar)).
+///
+/// The [`#[tool]`](macro@crate::tool) attribute that makes one from an `async fn` is at the crate root.
+pub mod tool {
+    pub use crate::content::{Content, Contents, ContentsIntoIter, ResourceInfo};
+    pub use crate::context::ToolContext;
+    pub use crate::definition::{
+        AgentTool, ExecutionMode, ProviderOptions, SourceLocation, ToolAnnotations, ToolBuilder,
+        ToolDefinitionError, ToolFuture, ToolNamespace, is_valid_tool_name,
+    };
+    pub use crate::grammar::{Grammar, GrammarSyntax, MAX_GRAMMAR_IN_DESCRIPTION, TextFormat};
+    pub use crate::result::{AgentToolResult, IntoToolResult, Json};
+    pub use crate::state::{MissingState, State, StateKey, ToolState};
+}
+
+/// The tools of an agent or a server: [`ToolStore`](store::ToolStore) (tools, their state, how arguments
+/// are checked), registration ([`register_all_tools`](store::register_all_tools),
+/// [`ToolMethods`](store::ToolMethods)), the request-ready lists in each provider's
+/// [`Dialect`](store::Dialect) ([`ToolList`](store::ToolList)), and the checks of what a provider would
+/// refuse ([`check_tools`](fn@store::check_tools)).
+pub mod store {
+    pub use crate::args::{ArgumentChecking, ArgumentError, ArgumentProblem};
+    pub use crate::check::{ToolCheck, ToolProblem, check_tools};
+    pub use crate::dialect::{Dialect, DialectError, UnknownDialect};
+    pub use crate::registry::{
+        LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
+        static_tools,
+    };
+}
+
+/// Running calls: [`ToolCall`](exec::ToolCall), the [`ToolExecutor`](exec::ToolExecutor) that runs a
+/// batch of them (one by one or at once, results in call order), the [`ToolHooks`](exec::ToolHooks) that
+/// run before and after each call, the [`CallJournal`](exec::CallJournal) of drivers that replay, and the
+/// [`CancellationToken`](exec::CancellationToken) that aborts a batch.
+pub mod exec {
+    pub use crate::call::{ToolCall, ToolCaller};
+    pub use crate::executor::{
+        BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls,
+    };
+    pub use crate::hooks::{
+        AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
+    };
+    pub use crate::journal::{CallJournal, CallRecord};
+    pub use tokio_util::sync::CancellationToken;
+}
+
+/// Asking from inside a call: the person behind it ([`Elicitation`](ask::Elicitation), answered by an
+/// [`ElicitationHandler`](ask::ElicitationHandler)), their model ([`Sampling`](ask::Sampling)), and
+/// logging to them ([`LogLevel`](ask::LogLevel)). A tool asks through
+/// [`ToolContext::elicit`](tool::ToolContext::elicit) and [`ToolContext::sample`](tool::ToolContext::sample).
+pub mod ask {
+    pub use crate::elicit::{
+        ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel,
+    };
+    pub use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
+}
+
 /// What most programs import: `use yiem_core::prelude::*;` brings the tool macros, the store, the agent and
-/// its setters ([`AgentSettings`]), the executor and the types a tool or a hook names.
+/// its setters ([`AgentSettings`](agent::AgentSettings)), the executor, the scripted model and the types a
+/// tool or a hook names.
 ///
 /// ```
 /// use yiem_core::prelude::*;
 ///
 /// let agent = Agent::builder()
-///     .model(yiem_core::ScriptedModel::new([]))
+///     .model(ScriptedModel::new([]))
 ///     .tools(ToolStore::new("demo"))
 ///     .max_turns(Some(5))
 ///     .build();
 /// # let _ = agent;
 /// ```
 pub mod prelude {
-    pub use crate::{
-        Agent, AgentConfig, AgentSettings, AgentTool, AgentToolResult, CancellationToken, Decision,
-        RunStop, State, ToolCall, ToolContext, ToolExecutor, ToolHooks, ToolMethods, ToolStore,
-        register_all_tools, tool, tools,
-    };
+    pub use crate::agent::{Agent, AgentConfig, AgentSettings, Decision, RunStop};
+    pub use crate::event::AgentEvent;
+    pub use crate::exec::{CancellationToken, ToolCall, ToolExecutor, ToolHooks};
+    pub use crate::llm::{Model, ScriptedModel, ScriptedTurn};
+    pub use crate::message::AgentMessage;
+    pub use crate::store::{ToolMethods, ToolStore, register_all_tools};
+    pub use crate::tool::{AgentTool, AgentToolResult, Content, Json, State, ToolContext};
+    pub use crate::{tool, tools};
 }
-
-pub use agent::{
-    Agent, AgentBuilder, AgentConfig, AgentContext, AgentRun, AgentSettings, ApprovalPolicy,
-    AskedQuestions, DEFAULT_MAX_TURNS, Decision, NextTurnContext, PendingApproval, PendingQuestion,
-    RUN_FORMAT_VERSION, ResumeError, RunKey, RunLimits, RunMismatch, RunOutcome, RunStop,
-    Signature, Step, TurnUpdate,
-};
-pub use args::{ArgumentChecking, ArgumentError, ArgumentProblem};
-pub use call::{ToolCall, ToolCaller, ToolResultMessage};
-pub use check::{ToolCheck, ToolProblem, check_tools};
-pub use content::{Content, Contents, ContentsIntoIter, ResourceInfo};
-pub use context::ToolContext;
-pub use dialect::{Dialect, DialectError, UnknownDialect};
-pub use elicit::{ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel};
-pub use event::{AgentEvent, EventBus, EventStream};
-pub use executor::{BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls};
-pub use grammar::{Grammar, GrammarSyntax, MAX_GRAMMAR_IN_DESCRIPTION, TextFormat};
-pub use hooks::{
-    AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
-};
-pub use journal::{CallJournal, CallRecord};
-#[cfg(feature = "anthropic")]
-pub use llm::{AnthropicConfig, AnthropicModel};
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-pub use llm::{ConfigError, RetryPolicy};
-#[cfg(feature = "gemini")]
-pub use llm::{GeminiConfig, GeminiModel};
-pub use llm::{
-    MessageAssembler, MessageFormat, Model, ModelEvent, ModelRequest, ModelStream, ScriptedModel,
-    ScriptedTurn, extract_tool_calls, truncated_tool_results,
-};
-#[cfg(feature = "openai")]
-pub use llm::{OpenAiConfig, OpenAiModel};
-#[cfg(feature = "openai-responses")]
-pub use llm::{OpenAiResponsesConfig, OpenAiResponsesModel};
-pub use message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
-pub use registry::{
-    LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
-    static_tools,
-};
-pub use result::{AgentToolResult, IntoToolResult, Json, Usage};
-pub use sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
-pub use state::{MissingState, State, StateKey, ToolState};
-pub use tokio_util::sync::CancellationToken;
-pub use tool::{
-    AgentTool, ExecutionMode, ProviderOptions, SourceLocation, ToolAnnotations, ToolBuilder,
-    ToolDefinitionError, ToolFuture, ToolNamespace, is_valid_tool_name,
-};
 
 /// Turns an `async fn` (or a plain `fn`) into a tool an LLM can call.
 ///
 /// The function stays callable exactly as written. Beside it, with the same visibility, the macro adds a
-/// constructor `<fn>_tool() -> AgentTool` and registers the tool with [`register_all_tools`].
+/// constructor `<fn>_tool() -> AgentTool` and registers the tool with [`register_all_tools`](store::register_all_tools).
 ///
 /// ```
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{ExecutionMode, tool};
+/// use yiem_core::{tool, tool::ExecutionMode};
 ///
 /// #[derive(Deserialize, JsonSchema)]
 /// struct WeatherArgs {
@@ -347,7 +413,7 @@ pub use tool::{
 ///
 /// `async fn f(args: A)`, `async fn f(ctx: ToolContext, args: A)`, `async fn f()` and
 /// `async fn f(ctx: ToolContext)`, where `A: Deserialize + JsonSchema` (a struct deriving both). Before the
-/// argument struct a tool may also take [`State<T>`] parameters, the state of the store it runs in
+/// argument struct a tool may also take [`State<T>`](tool::State) parameters, the state of the store it runs in
 /// (`async fn f(State(db): State<Db>, args: A)`; at most five `ToolContext` and `State` parameters, in any
 /// order). Plain `fn`s with the same parameters are accepted too and run on tokio's blocking threads, so they
 /// never stall other tools. The future of an async tool must be `Send`. Methods with `&self` are tools in an
@@ -355,8 +421,8 @@ pub use tool::{
 ///
 /// # Return types
 ///
-/// Anything that implements [`IntoToolResult`]: `String`, `&'static str`, `()`, [`AgentToolResult`],
-/// [`Json<T>`] (text plus structured content and an output schema), [`Content`], `Vec<Content>`, and
+/// Anything that implements [`IntoToolResult`](tool::IntoToolResult): `String`, `&'static str`, `()`, [`AgentToolResult`](tool::AgentToolResult),
+/// [`Json<T>`](tool::Json) (text plus structured content and an output schema), [`Content`](tool::Content), `Vec<Content>`, and
 /// `Result<T, E>` where `T` is one of these and `E: Display`; an `Err` becomes an error result whose text is
 /// the error's `Display`, so the model sees it and can recover.
 ///
@@ -368,21 +434,21 @@ pub use tool::{
 /// | `label = "..."` | human-readable name | the name in title case |
 /// | `description = "..."` | what the tool does | the doc comment (one of the two is required) |
 /// | `parallel` / `sequential` | may it run concurrently with other tools of a batch | `sequential` |
-/// | `needs_approval` | an agent waits for a person's decision before it runs a call ([`Decision`]) | off |
+/// | `needs_approval` | an agent waits for a person's decision before it runs a call ([`Decision`](agent::Decision)) | off |
 /// | `timeout_ms = N` | time limit; the call gets an error result when it passes | none |
 /// | `prepare = path` | `fn(serde_json::Value) -> serde_json::Value`, rewrites raw arguments first | none |
 /// | `validate = path` | `fn(&A) -> Result<(), String>`, extra checks after parsing | none |
 /// | `read_only`, `destructive`, `idempotent`, `open_world` | MCP hints, as flags or `= true/false` | unsaid |
 /// | `crate = "path"` | where the runtime is, for re-exports | `::yiem_core` |
-/// | `example = r#"{...}"#` | an example of good arguments as JSON text, repeatable; Anthropic's `input_examples` ([`ProviderOptions`]); [`check_tools!`] checks it against the schema | none |
+/// | `example = r#"{...}"#` | an example of good arguments as JSON text, repeatable; Anthropic's `input_examples` ([`ProviderOptions`](tool::ProviderOptions)); [`check_tools!`] checks it against the schema | none |
 /// | `strict` | strict mode where the provider has it (OpenAI, Anthropic); the schema must be one strict mode expresses | off |
 /// | `eager_input_streaming` | Anthropic streams the arguments unbuffered | off |
 /// | `defer_loading` | the definition is sent only once the model has found the tool ([`catalog`]) | off |
-/// | `free_text` | the tool takes free text, as its one `String` parameter: OpenAI's Responses API sends it as a custom tool, other providers as one string parameter `input` ([`TextFormat`]) | off |
-/// | `grammar(lark = "...")`, `grammar(regex = "...")` | as `free_text`, the text in the grammar's language: the Responses API constrains the model to it, other providers read it in the description, yiem checks a regex grammar itself ([`TextFormat`]) | none |
+/// | `free_text` | the tool takes free text, as its one `String` parameter: OpenAI's Responses API sends it as a custom tool, other providers as one string parameter `input` ([`TextFormat`](tool::TextFormat)) | off |
+/// | `grammar(lark = "...")`, `grammar(regex = "...")` | as `free_text`, the text in the grammar's language: the Responses API constrains the model to it, other providers read it in the description, yiem checks a regex grammar itself ([`TextFormat`](tool::TextFormat)) | none |
 ///
 /// ```
-/// use yiem_core::{Dialect, GrammarSyntax, tool};
+/// use yiem_core::{store::Dialect, tool, tool::GrammarSyntax};
 ///
 /// /// Save a date.
 /// #[tool(grammar(regex = r"\d{4}-\d{2}-\d{2}"))]
@@ -461,17 +527,17 @@ pub use yiem_macros::tool;
 /// Turns the `#[tool]` methods of an inherent `impl` block into the tools of one instance.
 ///
 /// Each `#[tool]` method takes `&self` first, then the same parameters as a free `#[tool]` fn
-/// (`ToolContext`, [`State<T>`], one argument struct), and accepts the same keys. The macro implements
-/// [`ToolMethods`] for the type: `instance.tools()` on an `Arc<Self>` gives one tool per method, in the
-/// order of the block, each calling the method on that instance; [`ToolStore::register_methods`]
+/// (`ToolContext`, [`State<T>`](tool::State), one argument struct), and accepts the same keys. The macro implements
+/// [`ToolMethods`](store::ToolMethods) for the type: `instance.tools()` on an `Arc<Self>` gives one tool per method, in the
+/// order of the block, each calling the method on that instance; [`ToolStore::register_methods`](store::ToolStore::register_methods)
 /// registers them in one call. Method tools are not registered statically (they need an instance), so
-/// [`register_all_tools`] does not see them.
+/// [`register_all_tools`](store::register_all_tools) does not see them.
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{ToolMethods, tool, tools};
+/// use yiem_core::{store::ToolMethods, tool, tools};
 ///
 /// struct Inventory {
 ///     items: Mutex<Vec<String>>,
@@ -530,7 +596,7 @@ pub use yiem_macros::tool;
 /// ```
 pub use yiem_macros::tools;
 
-/// A test that checks every tool of the crate with [`check_tools`](fn@check_tools) (plus any tools you list, such as the
+/// A test that checks every tool of the crate with [`check_tools`](fn@store::check_tools) (plus any tools you list, such as the
 /// tools of a `#[tools]` instance), and fails with every problem listed. Put it in a test file of the crate
 /// that defines the tools:
 ///

@@ -1,16 +1,17 @@
 //! The conversation: [`UserMessage`], [`AssistantMessage`] (text, thinking and tool-call blocks) and
-//! [`ToolResultMessage`](crate::ToolResultMessage), gathered in [`AgentMessage`].
+//! [`ToolResultMessage`], gathered in [`AgentMessage`], and the [`Usage`] a model reports.
 
 use serde::{Deserialize, Serialize};
 
-use crate::call::{ToolCall, ToolResultMessage, now_millis};
+pub use crate::call::ToolResultMessage;
+use crate::call::{ToolCall, now_millis};
 use crate::content::Content;
-use crate::result::Usage;
+pub use crate::result::Usage;
 
 /// A message from the user.
 ///
 /// ```
-/// use yiem_core::UserMessage;
+/// use yiem_core::message::UserMessage;
 ///
 /// let message = UserMessage::text("what is in text.txt?");
 /// assert_eq!(message.text_content(), "what is in text.txt?");
@@ -94,7 +95,7 @@ pub enum AssistantContent {
     /// `web_search_tool_result`, `code_execution_tool_result`, ...), which a paused turn
     /// ([`StopReason::Paused`]) must carry back for the model to go on.
     ProviderBlock {
-        /// The provider that sent it, as [`ModelEvent::ProviderBlock`](crate::ModelEvent) names it
+        /// The provider that sent it, as [`ModelEvent::ProviderBlock`](crate::llm::ModelEvent) names it
         /// (`"anthropic"`).
         provider: String,
         /// The block as the provider sent it (a streamed block with its input assembled).
@@ -106,7 +107,7 @@ pub enum AssistantContent {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{AssistantContent, AssistantMessage, ToolCall};
+/// use yiem_core::{exec::ToolCall, message::{AssistantContent, AssistantMessage}};
 ///
 /// let mut message = AssistantMessage::text("let me look");
 /// message.content.push(AssistantContent::ToolCall(ToolCall::new("c1", "read", json!({"path": "a.txt"}))));
@@ -200,7 +201,7 @@ impl AgentMessage {
     /// The text of the last assistant message of `messages` (empty if there is none).
     ///
     /// ```
-    /// use yiem_core::{AgentMessage, UserMessage};
+    /// use yiem_core::message::{AgentMessage, UserMessage};
     ///
     /// assert_eq!(AgentMessage::last_assistant_text(&[UserMessage::text("hi").into()]), "");
     /// ```

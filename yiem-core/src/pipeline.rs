@@ -49,6 +49,7 @@ use tracing::instrument::Instrumented;
 use crate::args::{ArgumentChecking, ArgumentError};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
+use crate::definition::{AgentTool, ExecutionMode, Refusal, ToolFuture};
 use crate::elicit::Asker;
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
@@ -60,7 +61,6 @@ use crate::result::AgentToolResult;
 use crate::state::StateMap;
 use crate::suggest;
 use crate::telemetry::{self, ToolFailure};
-use crate::tool::{AgentTool, ExecutionMode, Refusal, ToolFuture};
 
 /// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::IN_HAND`]).
 #[derive(Clone, Default)]
@@ -696,10 +696,10 @@ impl AgentTool {
     ///
     /// Approval is the caller's decision here: a call in hand is a program deciding to run the tool, so
     /// a tool that [needs approval](Self::needs_approval) runs without asking anyone. Where a model
-    /// decides, the caller asks first — an [`Agent`](crate::Agent) pauses, an
+    /// decides, the caller asks first — an [`Agent`](crate::agent::Agent) pauses, an
     /// `mcp::McpServer` asks its client, `yiem tools call` asks on the terminal — or
     /// asks itself before calling this (see [`ToolStore::execute`]). Nobody can be asked from inside the
-    /// call either: a tool's [`ToolContext::elicit`] gets [`ElicitError::CannotAsk`](crate::ElicitError).
+    /// call either: a tool's [`ToolContext::elicit`] gets [`ElicitError::CannotAsk`](crate::ask::ElicitError).
     ///
     /// ```
     /// use yiem_core::tool;
@@ -736,7 +736,7 @@ impl AgentTool {
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::{AgentTool, ToolContext};
+    /// use yiem_core::tool::{AgentTool, ToolContext};
     ///
     /// let echo = AgentTool::builder("echo")
     ///     .description("Repeat the given text.")
@@ -765,14 +765,14 @@ impl AgentTool {
 impl ToolStore {
     /// Executes the tool called `name` with the store's [state](ToolStore::with_state), outside any batch
     /// (no hooks, no events), as [`AgentTool::execute`] does. An unknown name is an error result listing
-    /// the tools. Useful in tests; an agent runs its calls through a [`ToolExecutor`](crate::ToolExecutor).
+    /// the tools. Useful in tests; an agent runs its calls through a [`ToolExecutor`](crate::exec::ToolExecutor).
     ///
     /// Approval is the caller's decision: a tool that [needs approval](AgentTool::needs_approval) runs
     /// here without anyone being asked, because the code that calls this is the one deciding. Code that
     /// runs calls a model chose asks first:
     ///
     /// ```
-    /// use yiem_core::{AgentTool, ToolStore};
+    /// use yiem_core::{store::ToolStore, tool::AgentTool};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let store = ToolStore::new("files");
@@ -800,7 +800,7 @@ impl ToolStore {
     /// ```
     ///
     /// ```
-    /// use yiem_core::{AgentTool, ToolStore};
+    /// use yiem_core::{store::ToolStore, tool::AgentTool};
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let store = ToolStore::new("agent");
@@ -834,7 +834,7 @@ impl ToolStore {
     /// [state](ToolStore::with_state): for [`AgentTool::execute_with`] and [`AgentTool::try_execute`].
     ///
     /// ```
-    /// use yiem_core::{State, ToolStore, tool};
+    /// use yiem_core::{store::ToolStore, tool, tool::State};
     ///
     /// struct Greeting(&'static str);
     ///

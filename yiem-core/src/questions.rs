@@ -21,13 +21,13 @@ use crate::sample::{Sampling, SamplingAnswer};
 pub(crate) const STOPPED_AT_QUESTION: &str = "stopped_at_question";
 
 /// A question a tool's call asked that waits for an answer ([`RunStop::AwaitingAnswer`]); answer it
-/// with [`Agent::answer`](crate::Agent::answer) (or [`AgentRun::answer`](crate::AgentRun::answer)).
+/// with [`Agent::answer`](crate::agent::Agent::answer) (or [`AgentRun::answer`](crate::agent::AgentRun::answer)).
 ///
-/// [`RunStop::AwaitingAnswer`]: crate::RunStop::AwaitingAnswer
+/// [`RunStop::AwaitingAnswer`]: crate::agent::RunStop::AwaitingAnswer
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::PendingQuestion;
+/// use yiem_core::agent::PendingQuestion;
 ///
 /// let question: PendingQuestion = serde_json::from_value(json!({
 ///     "call_id": "c1", "tool_name": "merge", "key": "question-1",
@@ -53,9 +53,9 @@ pub struct PendingQuestion {
 }
 
 /// The questions the calls of one batch stopped at, when the batch runs on an executor made by
-/// [`ToolExecutor::pausing_on_questions`](crate::ToolExecutor::pausing_on_questions): after the batch,
+/// [`ToolExecutor::pausing_on_questions`](crate::exec::ToolExecutor::pausing_on_questions): after the batch,
 /// [`take`](Self::take) them and report them with
-/// [`AgentRun::tools_ran_asking`](crate::AgentRun::tools_ran_asking).
+/// [`AgentRun::tools_ran_asking`](crate::agent::AgentRun::tools_ran_asking).
 ///
 /// Inside, it is the batch's asker: each call gets its own, which answers the call's questions from the
 /// questions answered so far (the same call, key, message and form), in the order it asks them, and stops

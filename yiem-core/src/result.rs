@@ -12,7 +12,7 @@ use crate::content::{Content, Contents};
 /// Token usage that a tool (or a model) reports.
 ///
 /// ```
-/// use yiem_core::Usage;
+/// use yiem_core::message::Usage;
 ///
 /// let usage = Usage::new(10, 5);
 /// assert_eq!(usage.total(), 15);
@@ -66,7 +66,7 @@ impl Usage {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{AgentToolResult, Usage};
+/// use yiem_core::{message::Usage, tool::AgentToolResult};
 ///
 /// let ok = AgentToolResult::text("done").with_terminate(true);
 /// assert_eq!(ok.text_content(), "done");
@@ -357,7 +357,7 @@ impl<'de> Deserialize<'de> for AgentToolResult {
 /// `T: IntoToolResult` and `E: Display` (an `Err` becomes an error result whose text is the error's `Display`).
 ///
 /// ```
-/// use yiem_core::IntoToolResult;
+/// use yiem_core::tool::IntoToolResult;
 ///
 /// let ok: Result<String, std::io::Error> = Ok("fine".into());
 /// assert!(!ok.into_tool_result().is_error);
@@ -440,7 +440,7 @@ impl<T: IntoToolResult, E: Display> IntoToolResult for Result<T, E> {
 /// ```
 /// use schemars::JsonSchema;
 /// use serde::Serialize;
-/// use yiem_core::{IntoToolResult, Json};
+/// use yiem_core::tool::{IntoToolResult, Json};
 ///
 /// #[derive(Serialize, JsonSchema)]
 /// struct Sum {

@@ -1,10 +1,10 @@
 //! Asking a model for a completion on behalf of a tool or a server (sampling): the request ([`Sampling`]),
 //! its answer ([`SamplingAnswer`]) and who answers ([`SamplingHandler`]).
 //!
-//! - A **tool** asks with [`ToolContext::sample`](crate::ToolContext::sample). Over MCP the client's model
+//! - A **tool** asks with [`ToolContext::sample`](crate::tool::ToolContext::sample). Over MCP the client's model
 //!   answers (`sampling/createMessage`, when the client declared `sampling`); in an executor or an agent,
-//!   the handler given to [`ToolExecutor::with_sampling`](crate::ToolExecutor::with_sampling) — for an
-//!   agent, [`AgentSettings::sampling`](crate::AgentSettings::sampling), which can be the agent's own model
+//!   the handler given to [`ToolExecutor::with_sampling`](crate::exec::ToolExecutor::with_sampling) — for an
+//!   agent, [`AgentSettings::sampling`](crate::agent::AgentSettings::sampling), which can be the agent's own model
 //!   ([`model_sampler`](crate::llm::model_sampler)).
 //! - An **MCP server** asks an `mcp::McpClient`, which answers only when the application gives a handler
 //!   to `McpClientBuilder::sampling`, which decides what model answers, within which limits. Without one
@@ -16,7 +16,7 @@
 //! ```no_run
 //! # #[cfg(feature = "mcp-client")]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use yiem_core::{Sampling, SamplingAnswer, mcp::McpClient};
+//! use yiem_core::{ask::{Sampling, SamplingAnswer}, mcp::McpClient};
 //!
 //! let client = McpClient::http("http://127.0.0.1:8000/mcp")
 //!     .sampling(|request: Sampling| async move {
@@ -62,7 +62,7 @@ impl Sampling {
     /// A request to complete one user message, `prompt`, in at most `max_tokens` tokens.
     ///
     /// ```
-    /// let request = yiem_core::Sampling::prompt("Summarise: ...", 200).with_system_prompt("Be brief.");
+    /// let request = yiem_core::ask::Sampling::prompt("Summarise: ...", 200).with_system_prompt("Be brief.");
     /// assert_eq!(request.messages[0].role, "user");
     /// ```
     pub fn prompt(prompt: impl Into<String>, max_tokens: u32) -> Self {

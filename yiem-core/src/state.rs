@@ -2,8 +2,8 @@
 //! client, a root directory; the per-store map that holds one value per type; and [`MissingState`], the
 //! error when a tool asks for a type its store does not hold.
 //!
-//! State belongs to a [`ToolStore`](crate::ToolStore) (`ToolStore::new("a").with_state(db)`), so two agents
-//! in one process can give the same tool different state. A call's [`ToolContext`](crate::ToolContext)
+//! State belongs to a [`ToolStore`](crate::store::ToolStore) (`ToolStore::new("a").with_state(db)`), so two agents
+//! in one process can give the same tool different state. A call's [`ToolContext`](crate::tool::ToolContext)
 //! carries its store's state to the tool.
 
 use std::any::{Any, TypeId};
@@ -15,7 +15,7 @@ use indexmap::IndexMap;
 
 /// Shared state a tool takes as a parameter: `State(db): State<Db>`, before the argument struct.
 ///
-/// The value comes from the store the call runs in ([`ToolStore::with_state`](crate::ToolStore::with_state)),
+/// The value comes from the store the call runs in ([`ToolStore::with_state`](crate::store::ToolStore::with_state)),
 /// shared as an `Arc`, so `T` needs no `Clone`. A store that lacks the type refuses to register the tool,
 /// and a call made without it is an error result naming the tool and the type.
 ///
@@ -23,7 +23,7 @@ use indexmap::IndexMap;
 /// use std::sync::Mutex;
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{State, ToolStore, tool};
+/// use yiem_core::{store::ToolStore, tool, tool::State};
 ///
 /// /// A counter shared by the calls of one store.
 /// #[derive(Default)]
@@ -153,7 +153,7 @@ impl StateMap {
 /// A tool needs state its store does not hold.
 ///
 /// ```
-/// use yiem_core::{State, ToolStore, tool};
+/// use yiem_core::{store::ToolStore, tool, tool::State};
 ///
 /// struct Db;
 ///

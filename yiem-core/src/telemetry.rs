@@ -5,7 +5,7 @@
 //!
 //! | span | opened by | attributes |
 //! |---|---|---|
-//! | `invoke_agent` | each run of an [`Agent`](crate::Agent) (a prompt or a resume) and each attempt of a durable run (yiem-restate: its start, and each replay after a crash or a wait, joined to the run's one trace) | `gen_ai.operation.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`, `gen_ai.request.model`, `yiem.run.stop` |
+//! | `invoke_agent` | each run of an [`Agent`](crate::agent::Agent) (a prompt or a resume) and each attempt of a durable run (yiem-restate: its start, and each replay after a crash or a wait, joined to the run's one trace) | `gen_ai.operation.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`, `gen_ai.request.model`, `yiem.run.stop` |
 //! | `chat {model}` | each model request ([`stream_reply`](crate::llm::stream_reply)) | `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.response.model`, `gen_ai.response.finish_reasons` (with `otel`), `gen_ai.usage.input_tokens`, `gen_ai.usage.output_tokens`, `gen_ai.usage.cache_read.input_tokens`, `gen_ai.usage.cache_creation.input_tokens`, `error.type` |
 //! | `execute_tool {tool}` | each tool call, whoever runs it (one place: the call's pipeline) | `gen_ai.operation.name`, `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`, `error.type` |
 //! | `tools/call {tool}` | an MCP server answering a call (feature `mcp`) | `mcp.method.name`, `gen_ai.operation.name`, `gen_ai.tool.name`, `jsonrpc.request.id` |
@@ -362,7 +362,7 @@ fn finish_reason(stop: StopReason) -> &'static str {
 
 // ---- invoke_agent ----------------------------------------------------------------------------------
 
-/// The span of one run of an agent — one prompt or resume of an [`Agent`](crate::Agent), one attempt of
+/// The span of one run of an agent — one prompt or resume of an [`Agent`](crate::agent::Agent), one attempt of
 /// a durable run — in the conversation `conversation_id`, with the model it starts with. The current span
 /// is its parent; drivers that carry a trace across processes set its parent (feature `otel`).
 ///
@@ -386,8 +386,8 @@ pub fn invoke_agent(conversation_id: &str, model: &str, provider: &str) -> Span 
 }
 
 /// The run in `span` stopped: records why (`kind`, the snake-case name of its
-/// [`RunStop`](crate::RunStop)) and, for a failed run, the error type. Drivers call
-/// [`RunStop::record`](crate::RunStop::record), which gives both.
+/// [`RunStop`](crate::agent::RunStop)) and, for a failed run, the error type. Drivers call
+/// [`RunStop::record`](crate::agent::RunStop::record), which gives both.
 pub fn run_stopped(span: &Span, kind: &str, error_type: Option<&str>) {
     span.record("yiem.run.stop", kind);
     if let Some(error) = error_type {

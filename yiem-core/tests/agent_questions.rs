@@ -12,9 +12,14 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentRun, AgentSettings, ElicitError, ElicitationAnswer,
-    ResumeError, RunKey, RunMismatch, RunStop, ScriptedModel, ScriptedTurn, Signature, ToolContext,
-    ToolStore, tool,
+    agent::{Agent, AgentRun, AgentSettings, ResumeError, RunKey, RunMismatch, RunStop, Signature},
+    ask::{ElicitError, ElicitationAnswer},
+    event::AgentEvent,
+    llm::{ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool,
+    tool::ToolContext,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -123,9 +128,9 @@ async fn collect(ctx: ToolContext) -> Result<String, ElicitError> {
 
 /// Ship, asking first; its result ends the run.
 #[tool]
-async fn ship(ctx: ToolContext) -> Result<yiem_core::AgentToolResult, ElicitError> {
+async fn ship(ctx: ToolContext) -> Result<yiem_core::tool::AgentToolResult, ElicitError> {
     ctx.elicit::<Confirm>("Ship?").await?;
-    Ok(yiem_core::AgentToolResult::text("shipped").with_terminate(true))
+    Ok(yiem_core::tool::AgentToolResult::text("shipped").with_terminate(true))
 }
 
 fn tools() -> ToolStore {
@@ -432,7 +437,7 @@ async fn an_agent_with_an_elicitation_handler_asks_it_and_does_not_pause() {
             ScriptedTurn::text("Merged."),
         ]))
         .tools(tools())
-        .elicitation(|_question: yiem_core::Elicitation| async move {
+        .elicitation(|_question: yiem_core::ask::Elicitation| async move {
             ElicitationAnswer::Accept(fields(json!({"delete_branch": true})))
         })
         .build();
@@ -655,7 +660,9 @@ async fn a_batch_terminates_only_when_its_kept_results_asked_to_as_well() {
 #[tokio::test]
 async fn a_driver_of_its_own_performs_the_same_pause_with_the_step_machine() {
     use yiem_core::{
-        AssistantContent, AssistantMessage, Step, ToolCall, ToolExecutor, UserMessage,
+        agent::Step,
+        exec::{ToolCall, ToolExecutor},
+        message::{AssistantContent, AssistantMessage, UserMessage},
     };
 
     let store = tools();
@@ -683,7 +690,7 @@ async fn a_driver_of_its_own_performs_the_same_pause_with_the_step_machine() {
                         &store,
                         plan,
                         Some(std::sync::Arc::new(assistant)),
-                        &yiem_core::CancellationToken::new(),
+                        &yiem_core::exec::CancellationToken::new(),
                     )
                     .await;
                 let asked = asked.take();
@@ -714,7 +721,9 @@ async fn a_driver_of_its_own_performs_the_same_pause_with_the_step_machine() {
 #[tokio::test]
 async fn questions_of_calls_the_batch_did_not_make_are_ignored_and_nothing_is_kept_twice() {
     use yiem_core::{
-        AssistantContent, AssistantMessage, PendingQuestion, Step, ToolCall, UserMessage,
+        agent::{PendingQuestion, Step},
+        exec::ToolCall,
+        message::{AssistantContent, AssistantMessage, UserMessage},
     };
 
     let mut run = AgentRun::new("system", Vec::new());
@@ -730,8 +739,13 @@ async fn questions_of_calls_the_batch_did_not_make_are_ignored_and_nothing_is_ke
     let Step::RunTools { plan, .. } = run.next_step() else {
         panic!()
     };
-    let batch = yiem_core::ToolExecutor::new()
-        .execute_plan(&tools(), plan, None, &yiem_core::CancellationToken::new())
+    let batch = yiem_core::exec::ToolExecutor::new()
+        .execute_plan(
+            &tools(),
+            plan,
+            None,
+            &yiem_core::exec::CancellationToken::new(),
+        )
         .await;
     let stray: PendingQuestion = serde_json::from_value(json!({
         "call_id": "elsewhere", "tool_name": "count", "key": "question-1",

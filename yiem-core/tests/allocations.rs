@@ -14,7 +14,11 @@ use std::cell::Cell;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentTool, AgentToolResult, ToolContext, Usage, tool};
+use yiem_core::{
+    message::Usage,
+    tool,
+    tool::{AgentTool, AgentToolResult, ToolContext},
+};
 
 struct Counting;
 

@@ -12,8 +12,10 @@ use common::{
 };
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentTool, AgentToolResult, AnthropicConfig, AnthropicModel, AssistantContent, ModelEvent,
-    ModelRequest, RetryPolicy, StopReason, ToolCall, ToolResultMessage, UserMessage,
+    exec::ToolCall,
+    llm::{AnthropicConfig, AnthropicModel, ModelEvent, ModelRequest, RetryPolicy},
+    message::{AssistantContent, StopReason, ToolResultMessage, UserMessage},
+    tool::{AgentTool, AgentToolResult},
 };
 
 fn model(server: &Server) -> AnthropicModel {
@@ -641,9 +643,11 @@ async fn a_paused_turn_goes_back_with_its_server_blocks_and_the_agent_lets_the_m
         text_stream("Oslo is 21 °C."),
     ])
     .await;
-    let agent = yiem_core::Agent::builder().model(model(&server)).build();
+    let agent = yiem_core::agent::Agent::builder()
+        .model(model(&server))
+        .build();
     let outcome = agent.prompt("Weather in Oslo?").await;
-    assert_eq!(outcome.stop, yiem_core::RunStop::Finished);
+    assert_eq!(outcome.stop, yiem_core::agent::RunStop::Finished);
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "the paused turn was continued once");
     let server_use = json!({"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search",
@@ -661,7 +665,7 @@ async fn a_paused_turn_goes_back_with_its_server_blocks_and_the_agent_lets_the_m
         .messages
         .iter()
         .filter_map(|message| match message {
-            yiem_core::AgentMessage::Assistant(reply) => {
+            yiem_core::message::AgentMessage::Assistant(reply) => {
                 Some((reply.stop_reason, reply.text_content()))
             }
             _ => None,
@@ -703,7 +707,7 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
     let second = AgentTool::builder("get_time")
         .description("The time in a zone.")
         .input_schema(json!({"type": "object", "properties": {}}))
-        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "noon" })
+        .handler(|_ctx: yiem_core::tool::ToolContext, _args: Value| async move { "noon" })
         .build()
         .unwrap();
     let mut ask = request("hi");
@@ -713,7 +717,7 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
         streamed.last(),
         Some(&done(
             StopReason::Stop,
-            yiem_core::Usage::new(12, 3).with_cache(4096, 2048)
+            yiem_core::message::Usage::new(12, 3).with_cache(4096, 2048)
         ))
     );
     let body = &server.requests()[0].body;
@@ -730,15 +734,15 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
 }
 
 /// A store of `get_weather` (not deferred), a local `search_tools` and two deferred invoice tools.
-fn catalog_store() -> yiem_core::ToolStore {
-    let store = yiem_core::ToolStore::new("catalog");
+fn catalog_store() -> yiem_core::store::ToolStore {
+    let store = yiem_core::store::ToolStore::new("catalog");
     store.register(weather_tool()).unwrap();
     let plain = |name: &str, description: &str| {
         let answer = format!("{name} ran");
         AgentTool::builder(name)
             .description(description)
             .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
-            .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
+            .handler(move |_ctx: yiem_core::tool::ToolContext, args: Value| {
                 let text = format!("{answer} for {}", args["customer"]);
                 async move { text }
             })
@@ -767,7 +771,7 @@ fn catalog_store() -> yiem_core::ToolStore {
 
 #[tokio::test]
 async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_through_the_pipeline() {
-    use yiem_core::{Agent, AgentSettings, RunStop};
+    use yiem_core::agent::{Agent, AgentSettings, RunStop};
     let server = Server::start(vec![
         Reply::Sse(vec![
             message_start(40),
@@ -817,7 +821,7 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
         .messages
         .iter()
         .filter_map(|message| match message {
-            yiem_core::AgentMessage::ToolResult(result) => Some(result),
+            yiem_core::message::AgentMessage::ToolResult(result) => Some(result),
             _ => None,
         })
         .collect();
@@ -914,7 +918,10 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
  {
     use std::sync::{Arc, Mutex};
     use yiem_core::llm::ProgrammaticCalling;
-    use yiem_core::{Agent, AgentSettings, RunStop, ToolCaller, ToolHooks};
+    use yiem_core::{
+        agent::{Agent, AgentSettings, RunStop},
+        exec::{ToolCaller, ToolHooks},
+    };
     let server = Server::start(vec![
         Reply::Sse(vec![
             message_start(40),
@@ -949,7 +956,7 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
         text_stream("Tokyo is sunny."),
     ])
     .await;
-    let store = yiem_core::ToolStore::new("weather");
+    let store = yiem_core::store::ToolStore::new("weather");
     store.register(weather_tool()).unwrap();
     let seen: Arc<Mutex<Vec<Option<ToolCaller>>>> = Arc::default();
     let hooks = {
@@ -973,12 +980,12 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
     // The call the program made ran through the pipeline, its hooks seeing who made it.
     let caller = ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_01");
     assert_eq!(*seen.lock().unwrap(), [Some(caller.clone())]);
-    let yiem_core::AgentMessage::Assistant(reply) = &outcome.messages[1] else {
+    let yiem_core::message::AgentMessage::Assistant(reply) = &outcome.messages[1] else {
         panic!("{:?}", outcome.messages[1]);
     };
     let call = reply.tool_calls().next().unwrap();
     assert_eq!(call.caller, Some(caller));
-    let yiem_core::AgentMessage::ToolResult(result) = &outcome.messages[2] else {
+    let yiem_core::message::AgentMessage::ToolResult(result) = &outcome.messages[2] else {
         panic!("{:?}", outcome.messages[2]);
     };
     assert_eq!(result.result.text_content(), "sunny");
@@ -1022,13 +1029,13 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
 
 #[tokio::test]
 async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
-    use yiem_core::ToolAnnotations;
     use yiem_core::llm::ProgrammaticCalling;
+    use yiem_core::tool::ToolAnnotations;
     let destructive = AgentTool::builder("delete_city")
         .description("Deletes a city.")
         .input_schema(json!({"type": "object", "properties": {}}))
         .annotations(ToolAnnotations::default().with_destructive(true))
-        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "gone" })
+        .handler(|_ctx: yiem_core::tool::ToolContext, _args: Value| async move { "gone" })
         .build()
         .unwrap();
     let mut request = request("Weather in Tokyo?");
@@ -1064,7 +1071,7 @@ fn code_only_lookup() -> AgentTool {
         .description("Looks a record up.")
         .input_schema(json!({"type": "object", "properties": {"id": {"type": "integer"}}}))
         .code_only()
-        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "found" })
+        .handler(|_ctx: yiem_core::tool::ToolContext, _args: Value| async move { "found" })
         .build()
         .unwrap()
 }
@@ -1131,7 +1138,7 @@ fn model_without_server() -> AnthropicModel {
 
 #[test]
 fn a_reply_with_a_call_from_code_round_trips_through_a_saved_run() {
-    use yiem_core::{AgentMessage, ToolCaller};
+    use yiem_core::{exec::ToolCaller, message::AgentMessage};
     let events = anthropic_events_of_a_call_from_code();
     let reply = assemble(&events);
     let saved = serde_json::to_string(&AgentMessage::Assistant(reply.clone())).unwrap();

@@ -6,7 +6,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, tool};
+use yiem_core::{tool, tool::AgentTool};
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]

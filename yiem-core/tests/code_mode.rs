@@ -9,9 +9,16 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use yiem_core::code::{CodeLimits, CodeMode, LimitExceeded};
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentRun, AgentSettings, AgentTool, AgentToolResult,
-    ApprovalPolicy, Decision, ResumeError, RunKey, RunStop, ScriptedModel, ScriptedTurn, Signature,
-    ToolAnnotations, ToolContext, ToolExecutor, ToolStore,
+    agent::{
+        Agent, AgentRun, AgentSettings, ApprovalPolicy, Decision, ResumeError, RunKey, RunStop,
+        Signature,
+    },
+    event::AgentEvent,
+    exec::ToolExecutor,
+    llm::{ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool::{AgentTool, AgentToolResult, ToolAnnotations, ToolContext},
 };
 
 /// A directory of its own under the system's temporary directory, removed when dropped.
@@ -217,16 +224,16 @@ struct ReplayingFirst {
     seen: Mutex<Vec<String>>,
 }
 
-impl yiem_core::CallJournal for ReplayingFirst {
+impl yiem_core::exec::CallJournal for ReplayingFirst {
     fn record<'a>(
         &'a self,
-        call: &yiem_core::ToolCall,
-        run: futures::future::BoxFuture<'static, yiem_core::CallRecord>,
-    ) -> futures::future::BoxFuture<'a, yiem_core::CallRecord> {
+        call: &yiem_core::exec::ToolCall,
+        run: futures::future::BoxFuture<'static, yiem_core::exec::CallRecord>,
+    ) -> futures::future::BoxFuture<'a, yiem_core::exec::CallRecord> {
         self.seen.lock().unwrap().push(call.id.clone());
         if call.id.ends_with("/code/0") {
             let recorded = AgentToolResult::text("recorded before");
-            return Box::pin(async move { yiem_core::CallRecord::new(recorded, 0) });
+            return Box::pin(async move { yiem_core::exec::CallRecord::new(recorded, 0) });
         }
         run
     }
@@ -247,9 +254,13 @@ async fn a_program_run_on_an_executor_journaling_program_calls_records_each_call
         const b = await tools.append({ name: "log", line: "two" });
         print(a + ", " + b);
     "#;
-    let call = yiem_core::ToolCall::new("c1", "run_code", json!({ "code": program }));
+    let call = yiem_core::exec::ToolCall::new("c1", "run_code", json!({ "code": program }));
     let batch = executor
-        .execute(&tools, vec![call], &yiem_core::CancellationToken::new())
+        .execute(
+            &tools,
+            vec![call],
+            &yiem_core::exec::CancellationToken::new(),
+        )
         .await;
     assert_eq!(
         batch.messages[0].text_content(),
@@ -341,7 +352,7 @@ async fn a_code_only_tool_is_declared_in_run_code_and_never_sent_as_a_tool_of_it
     let seen = Arc::clone(&sent);
     let agent = Agent::builder()
         .model(ScriptedModel::from_fn(
-            move |request: &yiem_core::ModelRequest| {
+            move |request: &yiem_core::llm::ModelRequest| {
                 let names = request.tools.iter().map(|t| t.name().to_owned()).collect();
                 let run_code = request
                     .tools
@@ -416,13 +427,15 @@ async fn a_call_of_a_code_only_tool_from_a_providers_sandbox_runs() {
     let tools = store(&dir.0);
     let runs = Arc::new(AtomicUsize::new(0));
     tools.register(tally(&runs)).unwrap();
-    let caller = yiem_core::ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_1");
-    let from_sandbox = yiem_core::ToolCall::new("toolu_1", "tally", json!({})).with_caller(caller);
+    let caller =
+        yiem_core::exec::ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_1");
+    let from_sandbox =
+        yiem_core::exec::ToolCall::new("toolu_1", "tally", json!({})).with_caller(caller);
     let batch = ToolExecutor::new()
         .execute(
             &tools,
             vec![from_sandbox],
-            &yiem_core::CancellationToken::new(),
+            &yiem_core::exec::CancellationToken::new(),
         )
         .await;
     assert_eq!(batch.messages[0].text_content(), "1");
@@ -680,7 +693,7 @@ async fn a_call_that_needs_approval_pauses_the_run_and_an_approval_resumes_it_in
 /// recorded calls, not the other run's, and every effect happens once.
 #[tokio::test]
 async fn runs_sharing_a_code_mode_resume_their_own_programs_whatever_their_call_ids() {
-    use yiem_core::ToolHooks;
+    use yiem_core::exec::ToolHooks;
     let mode = CodeMode::new();
     let resuming = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let both_readied = Arc::new(tokio::sync::Barrier::new(2));
@@ -837,11 +850,11 @@ struct Sent {
     requests: usize,
 }
 
-fn measure(request: &yiem_core::ModelRequest, sent: &Mutex<Sent>) {
+fn measure(request: &yiem_core::llm::ModelRequest, sent: &Mutex<Sent>) {
     let messages = serde_json::to_string(&request.messages).unwrap();
     let tools = request
         .tools
-        .definitions_json(yiem_core::Dialect::OpenAi)
+        .definitions_json(yiem_core::store::Dialect::OpenAi)
         .unwrap()
         .len();
     let mut sent = sent.lock().unwrap();
@@ -849,7 +862,7 @@ fn measure(request: &yiem_core::ModelRequest, sent: &Mutex<Sent>) {
     sent.requests += 1;
 }
 
-fn last_result(request: &yiem_core::ModelRequest) -> Option<Value> {
+fn last_result(request: &yiem_core::llm::ModelRequest) -> Option<Value> {
     request
         .messages
         .iter()
@@ -1005,7 +1018,7 @@ async fn cancelling_the_call_stops_a_program_that_would_run_on() {
         CodeMode::new()
             .limits(limits)
             .tool(&tools, ToolExecutor::new(), ApprovalPolicy::default());
-    let token = yiem_core::CancellationToken::new();
+    let token = yiem_core::exec::CancellationToken::new();
     token.cancel();
     let ctx = ToolContext::new("c1").with_cancellation(token);
     let result = run_code
@@ -1021,7 +1034,7 @@ async fn cancelling_the_call_stops_a_program_that_would_run_on() {
 // ---- what `run_code` declares: deferred tools once loaded, tools registered later ----
 
 /// `run_code`'s description in `request`.
-fn run_code_description(request: &yiem_core::ModelRequest) -> String {
+fn run_code_description(request: &yiem_core::llm::ModelRequest) -> String {
     request
         .tools
         .iter()
@@ -1053,7 +1066,7 @@ fn simple_tool(name: &str, deferred: bool) -> AgentTool {
 /// An agent over `lookup` and the deferred `archive_lookup`, with `late_lookup` registered after it was
 /// built, whose model calls `archive_lookup` from code, answers, and answers a second prompt: the agent,
 /// the `run_code` result and the three requests.
-async fn catalog_run() -> (Agent, String, Vec<yiem_core::ModelRequest>) {
+async fn catalog_run() -> (Agent, String, Vec<yiem_core::llm::ModelRequest>) {
     let tools = ToolStore::new("catalog");
     tools.register(simple_tool("lookup", false)).unwrap();
     tools.register(simple_tool("archive_lookup", true)).unwrap();

@@ -12,8 +12,10 @@ use common::{
 };
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentToolResult, AssistantContent, GeminiConfig, GeminiModel, ModelEvent, ModelRequest,
-    RetryPolicy, StopReason, ToolCall, ToolResultMessage, UserMessage,
+    exec::ToolCall,
+    llm::{GeminiConfig, GeminiModel, ModelEvent, ModelRequest, RetryPolicy},
+    message::{AssistantContent, StopReason, ToolResultMessage, UserMessage},
+    tool::AgentToolResult,
 };
 
 fn model(server: &Server) -> GeminiModel {

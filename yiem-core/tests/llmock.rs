@@ -19,10 +19,16 @@ use std::time::{Duration, Instant};
 use common::weather_tool;
 use futures::StreamExt;
 use yiem_core::{
-    Agent, AgentEvent, AgentMessage, AgentSettings, AnthropicConfig, AnthropicModel,
-    CancellationToken, GeminiConfig, GeminiModel, MessageAssembler, Model, ModelEvent,
-    ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel,
-    RetryPolicy, StopReason, ToolStore, UserMessage,
+    agent::{Agent, AgentSettings},
+    event::AgentEvent,
+    exec::CancellationToken,
+    llm::{
+        AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, MessageAssembler, Model,
+        ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig,
+        OpenAiResponsesModel, RetryPolicy,
+    },
+    message::{AgentMessage, StopReason, UserMessage},
+    store::ToolStore,
 };
 
 /// A running llmock, stopped on drop.

@@ -8,9 +8,16 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use yiem_core::llm::to_openai_messages;
 use yiem_core::{
-    AgentMessage, AgentToolResult, AssistantContent, AssistantMessage, CancellationToken,
-    ConfigError, Model, ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel, RetryPolicy,
-    StopReason, ToolCall, ToolResultMessage, Usage, UserMessage, truncated_tool_results,
+    exec::{CancellationToken, ToolCall},
+    llm::{
+        ConfigError, Model, ModelEvent, ModelRequest, OpenAiConfig, OpenAiModel, RetryPolicy,
+        truncated_tool_results,
+    },
+    message::{
+        AgentMessage, AssistantContent, AssistantMessage, StopReason, ToolResultMessage, Usage,
+        UserMessage,
+    },
+    tool::AgentToolResult,
 };
 
 mod common;

@@ -13,8 +13,10 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentToolResult, AssistantContent, ModelEvent, ModelRequest, OpenAiResponsesConfig,
-    OpenAiResponsesModel, RetryPolicy, StopReason, ToolCall, ToolResultMessage, Usage, UserMessage,
+    exec::ToolCall,
+    llm::{ModelEvent, ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel, RetryPolicy},
+    message::{AssistantContent, StopReason, ToolResultMessage, Usage, UserMessage},
+    tool::AgentToolResult,
 };
 
 use common::sdk::{Request, assert_sdk_accepts_bodies};
@@ -885,24 +887,26 @@ fn yiem_provider_openai_responses_selects_this_client() {
 }
 
 /// A tool `name` that answers "`name` ran for <customer>".
-fn invoice_tool(name: &str) -> yiem_core::ToolBuilder {
+fn invoice_tool(name: &str) -> yiem_core::tool::ToolBuilder {
     let answer = format!("{name} ran");
-    yiem_core::AgentTool::builder(name)
+    yiem_core::tool::AgentTool::builder(name)
         .description(format!("{name}, as its name says."))
         .input_schema(json!({"type": "object", "properties": {"customer": {"type": "string"}}}))
-        .handler(move |_ctx: yiem_core::ToolContext, args: Value| {
+        .handler(move |_ctx: yiem_core::tool::ToolContext, args: Value| {
             let text = format!("{answer} for {}", args["customer"]);
             async move { text }
         })
 }
 
 /// The texts of an outcome's tool results, in order.
-fn results_of(outcome: &yiem_core::RunOutcome) -> Vec<String> {
+fn results_of(outcome: &yiem_core::agent::RunOutcome) -> Vec<String> {
     outcome
         .messages
         .iter()
         .filter_map(|message| match message {
-            yiem_core::AgentMessage::ToolResult(result) => Some(result.result.text_content()),
+            yiem_core::message::AgentMessage::ToolResult(result) => {
+                Some(result.result.text_content())
+            }
             _ => None,
         })
         .collect()
@@ -924,7 +928,10 @@ async fn first_then_sent(events: Vec<Value>, output: Value) -> Server {
 
 #[tokio::test]
 async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_through_the_pipeline() {
-    use yiem_core::{Agent, AgentSettings, RunStop, ToolStore};
+    use yiem_core::{
+        agent::{Agent, AgentSettings, RunStop},
+        store::ToolStore,
+    };
     let store = ToolStore::new("catalog");
     store.register(weather_tool()).unwrap();
     store
@@ -1008,7 +1015,10 @@ async fn programmatic_calling_sends_the_tool_and_allowed_callers_and_a_call_from
     use std::sync::{Arc, Mutex};
     use yiem_core::llm::ProgrammaticCalling;
     use yiem_core::{
-        Agent, AgentMessage, AgentSettings, RunStop, ToolCaller, ToolHooks, ToolStore,
+        agent::{Agent, AgentSettings, RunStop},
+        exec::{ToolCaller, ToolHooks},
+        message::AgentMessage,
+        store::ToolStore,
     };
     let store = ToolStore::new("weather");
     store.register(weather_tool()).unwrap();
@@ -1102,7 +1112,7 @@ async fn programmatic_calling_sends_the_tool_and_allowed_callers_and_a_call_from
 
 #[test]
 fn a_call_from_a_program_round_trips_through_a_saved_run_and_a_direct_one_has_no_caller() {
-    use yiem_core::{AgentMessage, ToolCaller};
+    use yiem_core::{exec::ToolCaller, message::AgentMessage};
     let call = |call_id: &str, caller: Value| {
         json!({"type": "function_call", "id": format!("fc_{call_id}"), "call_id": call_id,
                "name": "get_weather", "arguments": "{\"city\":\"Lima\"}", "status": "completed",
@@ -1145,13 +1155,15 @@ const SQL_GRAMMAR: &str =
     "start: \"SELECT \" COLUMNS \" FROM \" TABLE\nCOLUMNS: /[a-z_, ]+/\nTABLE: /[a-z_\"]+/";
 
 /// A tool whose input is a query in a lark grammar.
-fn sql_tool() -> yiem_core::AgentTool {
-    yiem_core::AgentTool::builder("run_sql")
+fn sql_tool() -> yiem_core::tool::AgentTool {
+    yiem_core::tool::AgentTool::builder("run_sql")
         .description("Run a read-only SQL query.")
-        .grammar(yiem_core::GrammarSyntax::Lark, SQL_GRAMMAR)
-        .handler(|_ctx: yiem_core::ToolContext, args: Value| async move {
-            format!("ran {}", args["input"].as_str().unwrap_or_default())
-        })
+        .grammar(yiem_core::tool::GrammarSyntax::Lark, SQL_GRAMMAR)
+        .handler(
+            |_ctx: yiem_core::tool::ToolContext, args: Value| async move {
+                format!("ran {}", args["input"].as_str().unwrap_or_default())
+            },
+        )
         .build()
         .unwrap()
 }
@@ -1431,7 +1443,7 @@ async fn a_tool_choice_of_a_grammar_tool_names_it_as_custom() {
 
 #[test]
 fn a_custom_tool_call_round_trips_through_a_saved_message_and_still_goes_back_as_custom() {
-    use yiem_core::AgentMessage;
+    use yiem_core::message::AgentMessage;
     let output = json!([{"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1",
                          "name": "run_sql", "input": "SELECT a FROM t"}]);
     let body = json!({"type": "response.completed",
@@ -1460,7 +1472,11 @@ fn a_custom_tool_call_round_trips_through_a_saved_message_and_still_goes_back_as
 
 #[tokio::test]
 async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes_back_naming_it() {
-    use yiem_core::{Agent, AgentSettings, RunStop, ToolNamespace, ToolStore};
+    use yiem_core::{
+        agent::{Agent, AgentSettings, RunStop},
+        store::ToolStore,
+        tool::ToolNamespace,
+    };
     let store = ToolStore::new("catalog");
     store.register(weather_tool()).unwrap();
     let billing = ToolNamespace::new("billing", "Invoices: send and void them.");
@@ -1524,11 +1540,11 @@ async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes
 #[test]
 fn a_code_only_tool_is_offered_to_programs_alone_and_not_sent_without_programmatic_calling() {
     use yiem_core::llm::ProgrammaticCalling;
-    let lookup = yiem_core::AgentTool::builder("lookup")
+    let lookup = yiem_core::tool::AgentTool::builder("lookup")
         .description("Looks a record up.")
         .input_schema(json!({"type": "object", "properties": {"id": {"type": "integer"}}}))
         .code_only()
-        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "found" })
+        .handler(|_ctx: yiem_core::tool::ToolContext, _args: Value| async move { "found" })
         .build()
         .unwrap();
     let mut request = request("Look record 7 up.");

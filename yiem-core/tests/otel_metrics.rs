@@ -4,7 +4,12 @@
 
 use opentelemetry_sdk::metrics::{InMemoryMetricExporter, PeriodicReader, SdkMeterProvider};
 use serde_json::json;
-use yiem_core::{AgentTool, CancellationToken, ToolCall, ToolExecutor, ToolStore, otel};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    otel,
+    store::ToolStore,
+    tool::AgentTool,
+};
 
 /// The names of the metrics `exporter` got so far.
 fn exported(provider: &SdkMeterProvider, exporter: &InMemoryMetricExporter) -> Vec<String> {

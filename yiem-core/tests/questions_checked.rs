@@ -3,7 +3,12 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::{ElicitError, ElicitationAnswer, RegistrationError, ToolContext, ToolStore, tool};
+use yiem_core::{
+    ask::{ElicitError, ElicitationAnswer},
+    store::{RegistrationError, ToolStore},
+    tool,
+    tool::ToolContext,
+};
 
 #[derive(Deserialize, JsonSchema)]
 #[allow(dead_code)]
@@ -72,7 +77,7 @@ fn a_question_mcp_cannot_show_is_refused_at_registration_naming_the_type_and_the
 
 #[test]
 fn check_tools_reports_the_question_too() {
-    let problems = yiem_core::check_tools(&[ship_tool(), ship_now_tool()]).unwrap_err();
+    let problems = yiem_core::store::check_tools(&[ship_tool(), ship_now_tool()]).unwrap_err();
     let text = problems.to_string();
     assert!(text.contains("tool `ship`"), "{text}");
     assert!(

@@ -7,8 +7,13 @@ use std::sync::Arc;
 use serde_json::json;
 use yiem_core::llm::{ScriptedModel, ScriptedTurn, model_sampler};
 use yiem_core::{
-    Agent, AgentMessage, AgentSettings, ElicitError, Model, RunLimits, RunStop, Sampling,
-    SamplingAnswer, ToolContext, ToolStore, tool,
+    agent::{Agent, AgentSettings, RunLimits, RunStop},
+    ask::{ElicitError, Sampling, SamplingAnswer},
+    llm::Model,
+    message::AgentMessage,
+    store::ToolStore,
+    tool,
+    tool::ToolContext,
 };
 
 /// Give a one-line summary of the notes.

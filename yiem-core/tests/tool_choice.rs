@@ -11,9 +11,12 @@ use common::weather_tool;
 use serde_json::{Map, Value, json};
 use yiem_core::llm::ToolChoice;
 use yiem_core::{
-    AgentTool, AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest,
-    OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel, ToolContext,
-    UserMessage,
+    llm::{
+        AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest, OpenAiConfig,
+        OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel,
+    },
+    message::UserMessage,
+    tool::{AgentTool, ToolContext},
 };
 
 fn choices() -> Vec<(&'static str, ToolChoice)> {

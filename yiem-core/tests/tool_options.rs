@@ -15,10 +15,15 @@ use common::{Reply, Server, all_events, data, named};
 use serde_json::{Map, Value, json};
 use yiem_core::llm::ToolChoice;
 use yiem_core::{
-    Agent, AgentSettings, AgentTool, AnthropicConfig, AnthropicModel, Dialect, GeminiConfig,
-    GeminiModel, GrammarSyntax, Model, ModelRequest, OpenAiConfig, OpenAiModel,
-    OpenAiResponsesConfig, OpenAiResponsesModel, RetryPolicy, ScriptedModel, ScriptedTurn,
-    ToolContext, ToolDefinitionError, UserMessage,
+    agent::{Agent, AgentSettings},
+    llm::{
+        AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, Model, ModelRequest,
+        OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel, RetryPolicy,
+        ScriptedModel, ScriptedTurn,
+    },
+    message::UserMessage,
+    store::Dialect,
+    tool::{AgentTool, GrammarSyntax, ToolContext, ToolDefinitionError},
 };
 
 /// A tool with every option: two examples, strict mode, eager input streaming; `date` and `passengers`
@@ -583,12 +588,10 @@ fn a_long_grammar_is_cut_in_the_description_and_said_to_be() {
         "\n[the grammar is cut here: it is {} characters long]",
         long.len()
     )));
-    assert!(description.len() < yiem_core::MAX_GRAMMAR_IN_DESCRIPTION + 200);
-    assert!(
-        long.starts_with(
-            &description[head.len()..head.len() + yiem_core::MAX_GRAMMAR_IN_DESCRIPTION]
-        )
-    );
+    assert!(description.len() < yiem_core::tool::MAX_GRAMMAR_IN_DESCRIPTION + 200);
+    assert!(long.starts_with(
+        &description[head.len()..head.len() + yiem_core::tool::MAX_GRAMMAR_IN_DESCRIPTION]
+    ));
 }
 
 #[test]
@@ -658,7 +661,7 @@ async fn a_grammar_tool_on_chat_completions_is_called_as_a_function_and_its_text
     ])
     .await;
     let models = models(&server.root(), &ToolChoice::Auto);
-    let store = yiem_core::ToolStore::new("dates");
+    let store = yiem_core::store::ToolStore::new("dates");
     store.register(save_date()).unwrap();
     let agent = Agent::builder()
         .model(ArcModel(Arc::from(models.into_iter().next().unwrap())))
@@ -699,8 +702,8 @@ impl Model for ArcModel {
     fn stream(
         &self,
         request: ModelRequest,
-        cancel: yiem_core::CancellationToken,
-    ) -> yiem_core::ModelStream {
+        cancel: yiem_core::exec::CancellationToken,
+    ) -> yiem_core::llm::ModelStream {
         self.0.stream(request, cancel)
     }
 }
@@ -712,7 +715,7 @@ fn no_provider_without_programmatic_calling_is_sent_a_code_only_tool() {
     let code_only = AgentTool::builder("tally")
         .description("Count one more.")
         .code_only()
-        .handler(|_ctx: yiem_core::ToolContext, _args: Value| async move { "1" })
+        .handler(|_ctx: yiem_core::tool::ToolContext, _args: Value| async move { "1" })
         .build()
         .unwrap();
     let mut request = request(None);

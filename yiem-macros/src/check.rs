@@ -51,19 +51,19 @@ pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
         "yiem_core::check_tools! found no tool to check in package `{package}`: this test binary links no `#[tool]`. \
          If the tools live in a library of another name, name it: `yiem_core::check_tools!(crate = my_tools);`. \
          Tools of a `#[tools]` impl are passed in: `yiem_core::check_tools!(std::sync::Arc::new(MyTools::default()).tools());` \
-         (with `use yiem_core::ToolMethods;`)."
+         (with `use yiem_core::store::ToolMethods;`)."
     );
     quote! {
         #link
         #[test]
         fn yiem_check_tools() {
             #[allow(unused_mut)]
-            let mut tools = ::yiem_core::static_tools();
+            let mut tools = ::yiem_core::store::static_tools();
             #(tools.extend(#extra);)*
             if tools.is_empty() {
                 ::core::panic!(#none);
             }
-            if let ::core::result::Result::Err(report) = ::yiem_core::check_tools(&tools) {
+            if let ::core::result::Result::Err(report) = ::yiem_core::store::check_tools(&tools) {
                 ::core::panic!("{report}");
             }
         }

@@ -16,7 +16,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    AgentMessage, AgentSettings, ModelRequest, ScriptedModel, ScriptedTurn, ToolStore, tool,
+    agent::AgentSettings,
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool,
 };
 use yiem_restate::DurableAgent;
 

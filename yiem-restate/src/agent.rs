@@ -10,7 +10,11 @@ use std::time::Duration;
 
 use restate_sdk::context::RunRetryPolicy;
 use restate_sdk::endpoint::Endpoint;
-use yiem_core::{AgentConfig, AgentEvent, AgentSettings, EventBus, Model};
+use yiem_core::{
+    agent::{AgentConfig, AgentSettings},
+    event::{AgentEvent, EventBus},
+    llm::Model,
+};
 
 use crate::inbox::AgentInbox;
 use crate::log::log_event;
@@ -34,7 +38,7 @@ pub(crate) struct Config {
 /// ingress. See the [crate docs](crate) for the handlers.
 ///
 /// ```
-/// use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn, ToolStore};
+/// use yiem_core::{agent::AgentSettings, llm::{ScriptedModel, ScriptedTurn}, store::ToolStore};
 /// use yiem_restate::DurableAgent;
 ///
 /// let agent = DurableAgent::builder()
@@ -111,7 +115,7 @@ impl DurableAgentBuilder {
     /// once per attempt of a run: when it starts, and again whenever it is replayed (after a crash, or
     /// resuming after a wait for approval, in whatever process), so the model must not depend on what it
     /// answered before in this process (a real model does not; a scripted one should be a function of
-    /// the request, [`ScriptedModel::from_fn`](yiem_core::ScriptedModel::from_fn)). Required.
+    /// the request, [`ScriptedModel::from_fn`](yiem_core::llm::ScriptedModel::from_fn)). Required.
     pub fn model<M: Model + 'static>(
         mut self,
         factory: impl Fn(&str) -> M + Send + Sync + 'static,
@@ -202,7 +206,10 @@ mod tests {
     #[should_panic(expected = "built without its `code-mode` feature")]
     fn code_mode_without_the_feature_that_runs_it_is_refused() {
         use yiem_core::code::CodeMode;
-        use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn};
+        use yiem_core::{
+            agent::AgentSettings,
+            llm::{ScriptedModel, ScriptedTurn},
+        };
         let _ = super::DurableAgent::builder()
             .model(|_conversation| ScriptedModel::from_fn(|_| ScriptedTurn::text("hi")))
             .code_mode(CodeMode::new())

@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 use yiem_core::{
-    AgentMessage, Decision, ElicitationAnswer, PendingApproval, PendingQuestion, RunStop,
+    agent::{Decision, PendingApproval, PendingQuestion, RunStop},
+    ask::ElicitationAnswer,
+    message::AgentMessage,
 };
 
 /// The body of `start`: the user's prompt.
@@ -32,7 +34,7 @@ pub struct MessageRequest {
 /// One answer in an `approve` body: the call it is for and the [`Decision`], flattened.
 ///
 /// ```
-/// use yiem_core::Decision;
+/// use yiem_core::agent::Decision;
 /// use yiem_restate::CallDecision;
 ///
 /// let edit: CallDecision = serde_json::from_str(
@@ -70,7 +72,7 @@ pub struct ApproveRequest {
 /// elicitation result (`action`: `accept` with `content`, `decline` or `cancel`), flattened.
 ///
 /// ```
-/// use yiem_core::ElicitationAnswer;
+/// use yiem_core::ask::ElicitationAnswer;
 /// use yiem_restate::CallAnswer;
 ///
 /// let answer: CallAnswer = serde_json::from_str(

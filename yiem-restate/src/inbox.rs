@@ -7,7 +7,10 @@
 
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
-use yiem_core::{Decision, PendingApproval, PendingQuestion, UserMessage};
+use yiem_core::{
+    agent::{Decision, PendingApproval, PendingQuestion},
+    message::UserMessage,
+};
 
 use crate::api::{CallAnswer, CallDecision};
 

@@ -2,10 +2,10 @@
 //! approvals that wait for days.
 //!
 //! [`DurableAgent`] is a Restate virtual object, `Agent`, keyed by conversation id. It performs the same
-//! agent protocol as the in-process [`Agent`](yiem_core::Agent) — the step machine of
-//! [`AgentRun`](yiem_core::AgentRun), its transitions and its events, in the same order — from the same
-//! [`AgentConfig`](yiem_core::AgentConfig) (tools, hooks, approval policy, limits, stop rules; the setters
-//! are [`AgentSettings`](yiem_core::AgentSettings)'s), but every model call and every tool call is a
+//! agent protocol as the in-process [`Agent`](yiem_core::agent::Agent) — the step machine of
+//! [`AgentRun`](yiem_core::agent::AgentRun), its transitions and its events, in the same order — from the same
+//! [`AgentConfig`](yiem_core::agent::AgentConfig) (tools, hooks, approval policy, limits, stop rules; the setters
+//! are [`AgentSettings`](yiem_core::agent::AgentSettings)'s), but every model call and every tool call is a
 //! journaled step: once Restate has acknowledged its result, a replay after a crash returns that result
 //! instead of calling the model or the tool again. After every step the run is saved by appending: the
 //! run's header and the step's new messages, so what a step writes does not grow with the conversation.
@@ -37,7 +37,7 @@
 //! invocation on a healthy process: journaled steps are replayed from the journal, and the run goes on
 //! from the first step without a result. A step is at-least-once: a process killed after a tool's side
 //! effect but before Restate acknowledged the step's result runs that call again, so tools with effects
-//! outside the process should make them idempotent by [`ToolContext::call_id`](yiem_core::ToolContext).
+//! outside the process should make them idempotent by [`ToolContext::call_id`](yiem_core::tool::ToolContext).
 //! A failed model call is retried by [`model_retry`](DurableAgentBuilder::model_retry); a tool's error
 //! result is a result the model reads, never a retry.
 //!
@@ -65,7 +65,7 @@
 //!
 //! ```no_run
 //! use restate_sdk::prelude::*;
-//! use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn, ToolStore};
+//! use yiem_core::{agent::AgentSettings, llm::{ScriptedModel, ScriptedTurn}, store::ToolStore};
 //! use yiem_restate::DurableAgent;
 //!
 //! # async fn serve() {
@@ -92,7 +92,7 @@
 //! # Code mode
 //!
 //! With the `code-mode` feature, a durable agent built with `.code_mode(CodeMode::new())` offers
-//! `run_code` as the in-process agent does, from the same [`AgentConfig`](yiem_core::AgentConfig): the
+//! `run_code` as the in-process agent does, from the same [`AgentConfig`](yiem_core::agent::AgentConfig): the
 //! program's calls go through the same pipeline, approval policy and hooks. Each call the program makes
 //! is a journaled step of its own (`turn 1 tool get_weather call_1/code/0`, observed as
 //! [`StepKind::ProgramCall`]), and the program's result one more (`turn 1 tool run_code call_1`). The
@@ -105,7 +105,7 @@
 //! ```
 //! # #[cfg(feature = "code-mode")] {
 //! use yiem_core::code::CodeMode;
-//! use yiem_core::{AgentSettings, ScriptedModel, ScriptedTurn, ToolStore};
+//! use yiem_core::{agent::AgentSettings, llm::{ScriptedModel, ScriptedTurn}, store::ToolStore};
 //! use yiem_restate::DurableAgent;
 //!
 //! let agent = DurableAgent::builder()

@@ -1,7 +1,7 @@
 //! The agent's events in the logs: one `tracing` line per event (target `yiem_restate::event`), inside the
 //! span of the run, which names the conversation.
 
-use yiem_core::{AgentEvent, AgentMessage};
+use yiem_core::{event::AgentEvent, message::AgentMessage};
 
 /// Writes `event` to `tracing`: starts and ends at info, streaming updates at trace.
 pub(crate) fn log_event(event: &AgentEvent) {

@@ -5,7 +5,11 @@
 
 use restate_sdk::prelude::*;
 use tracing::Instrument;
-use yiem_core::{AgentMessage, AgentRun, UserMessage, telemetry};
+use yiem_core::{
+    agent::AgentRun,
+    message::{AgentMessage, UserMessage},
+    telemetry,
+};
 
 use crate::agent::DurableAgent;
 use crate::api::{

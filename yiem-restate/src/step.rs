@@ -1,7 +1,7 @@
 //! [`StepDone`]: what an [`on_step`](crate::DurableAgentBuilder::on_step) observer learns after each
 //! durable step, and the names steps have in Restate's journal.
 
-use yiem_core::ToolCall;
+use yiem_core::exec::ToolCall;
 
 /// The kind of a durable step.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 
 use restate_sdk::prelude::*;
 use serde_json::Value;
-use yiem_core::{AgentMessage, AgentRun};
+use yiem_core::{agent::AgentRun, message::AgentMessage};
 
 /// The object's state key that holds the run's header.
 pub(crate) const RUN: &str = "run";
@@ -142,7 +142,11 @@ pub(crate) fn save<'ctx>(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use yiem_core::{AssistantContent, AssistantMessage, Decision, Step, ToolCall, UserMessage};
+    use yiem_core::{
+        agent::{Decision, Step},
+        exec::ToolCall,
+        message::{AssistantContent, AssistantMessage, UserMessage},
+    };
 
     use super::*;
 

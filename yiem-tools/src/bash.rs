@@ -14,7 +14,10 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use yiem_core::{AgentToolResult, State, ToolContext, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentToolResult, State, ToolContext},
+};
 
 use crate::root::ToolRoot;
 use crate::sandbox::{self, Confinement, ShellPolicy};
@@ -66,7 +69,7 @@ pub async fn bash(
 /// as in the result).
 ///
 /// ```
-/// use yiem_core::ToolContext;
+/// use yiem_core::tool::ToolContext;
 /// use yiem_tools::{ShellPolicy, ToolRoot, bash::{BashArgs, bash_in_with}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

@@ -4,7 +4,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use similar::{Algorithm, DiffTag, TextDiff};
-use yiem_core::{AgentToolResult, State, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentToolResult, State},
+};
 
 use std::io::Read as _;
 

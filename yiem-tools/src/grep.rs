@@ -9,7 +9,10 @@ use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, State, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentToolResult, State},
+};
 
 use crate::confined::{OpenError, is_escape, open_regular};
 use crate::root::ToolRoot;

@@ -20,7 +20,7 @@
 //! | `list_tools` | the tools of the store (from `yiem-core`, added by `register_all_tools`) | read-only |
 //!
 //! A tool that *needs approval* waits for a person before each call wherever a model decides to call it:
-//! an [`Agent`](yiem_core::Agent) pauses ([`RunStop::AwaitingApproval`](yiem_core::RunStop)), `yiem chat`
+//! an [`Agent`](yiem_core::agent::Agent) pauses ([`RunStop::AwaitingApproval`](yiem_core::agent::RunStop)), `yiem chat`
 //! asks, `yiem mcp` asks its client (or refuses, unless `--allow`ed), and `yiem tools call` asks on the
 //! terminal (from a pipe it refuses, unless `--allow`ed).
 //!
@@ -28,12 +28,12 @@
 //! in mid-call reaches outside it. Unix only (Linux, macOS); on macOS `bash` has no sandbox and refuses to
 //! run unless the unconfined shell is opted into.
 //!
-//! Linking this crate registers them all, so [`register_all_tools`](yiem_core::register_all_tools) finds
+//! Linking this crate registers them all, so [`register_all_tools`](yiem_core::store::register_all_tools) finds
 //! them. The file tools and `bash` take their root directory as the store's state (a [`ToolRoot`]), and
 //! `write_tool` its directory (a [`ToolsDir`]); a store must hold both before it registers them:
 //!
 //! ```
-//! use yiem_core::{ToolStore, register_all_tools};
+//! use yiem_core::store::{ToolStore, register_all_tools};
 //! use yiem_tools::{ToolRoot, ToolsDir};
 //! yiem_core::link_tools!(yiem_tools);
 //!
@@ -80,13 +80,13 @@ pub use root::ToolRoot;
 pub use sandbox::{HostFiles, SandboxKind, ShellPolicy};
 pub use write_tool::ToolsDir;
 
-use yiem_core::AgentTool;
+use yiem_core::tool::AgentTool;
 
 /// `bash`, `edit`, `grep`, `ls`, `read` and `write` (sorted by name): the tools that work in a
 /// [`ToolRoot`]. Register them into a store that holds the root as its state.
 ///
 /// ```
-/// use yiem_core::ToolStore;
+/// use yiem_core::store::ToolStore;
 /// use yiem_tools::{ToolRoot, file_tools};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

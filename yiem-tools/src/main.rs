@@ -35,7 +35,10 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, Content, Dialect, ToolStore, register_all_tools};
+use yiem_core::{
+    store::{Dialect, ToolStore, register_all_tools},
+    tool::{AgentTool, Content},
+};
 
 mod chat;
 mod telemetry;

@@ -6,7 +6,10 @@ use std::io::{BufRead, BufReader, Read as _, Seek as _, SeekFrom};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, Content, State, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentToolResult, Content, State},
+};
 
 use crate::confined::open_regular;
 use crate::root::ToolRoot;

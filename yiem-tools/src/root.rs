@@ -14,7 +14,7 @@ use std::sync::Arc;
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 
-/// The directory a set of file tools works in: the [`State`](yiem_core::State) of a store that holds the
+/// The directory a set of file tools works in: the [`State`](yiem_core::tool::State) of a store that holds the
 /// file tools and `bash`, so each store (each agent) can have its own. Every path a model sends is resolved against it and
 /// refused when it leads outside: through `..`, as an absolute path elsewhere, or through a symlink.
 ///

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use yiem_core::ToolContext;
+use yiem_core::tool::ToolContext;
 
 /// Which sandbox `bash` uses.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -56,11 +56,11 @@ pub enum HostFiles {
 /// files read-only, `.git` read-only, and a refusal when no sandbox is available.
 ///
 /// A policy is state of the store that holds `bash` (and `write_tool`, whose compile check runs in the
-/// same sandbox): give it with [`ToolStore::with_state`](yiem_core::ToolStore::with_state); a store
+/// same sandbox): give it with [`ToolStore::with_state`](yiem_core::store::ToolStore::with_state); a store
 /// without one uses the default. Two stores in one process can so have two policies.
 ///
 /// ```
-/// use yiem_core::ToolStore;
+/// use yiem_core::store::ToolStore;
 /// use yiem_tools::ShellPolicy;
 ///
 /// let policy = ShellPolicy::default();
@@ -135,7 +135,7 @@ impl Default for ShellPolicy {
 }
 
 impl ShellPolicy {
-    /// The policy of the store a call runs in (its [state](yiem_core::ToolStore::with_state)), else the
+    /// The policy of the store a call runs in (its [state](yiem_core::store::ToolStore::with_state)), else the
     /// default: each store that holds `bash` decides for its own calls.
     pub fn of(ctx: &ToolContext) -> ShellPolicy {
         ctx.state::<ShellPolicy>()

@@ -5,8 +5,8 @@ use std::io::{BufRead, Write};
 use std::path::Path;
 
 use serde_json::{Value, json};
-use yiem_core::AgentTool;
 use yiem_core::catalog::{Bm25Ranker, Ranker};
+use yiem_core::tool::AgentTool;
 
 use crate::{Failure, bad_input};
 

@@ -3,7 +3,10 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, State, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentToolResult, State},
+};
 
 use crate::confined::{is_escape, not_regular, special_kind, write_atomically_beneath};
 use crate::root::ToolRoot;

@@ -16,7 +16,9 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use yiem_core::{
-    AgentTool, AgentToolResult, LIST_TOOLS, State, ToolContext, ToolStore, static_tools, tool,
+    store::{LIST_TOOLS, ToolStore, static_tools},
+    tool,
+    tool::{AgentTool, AgentToolResult, State, ToolContext},
 };
 
 use crate::sandbox::{self, HostFiles, ShellPolicy};
@@ -30,7 +32,7 @@ pub const BUILT_TOOLS_DIR: &str = env!("YIEM_TOOLS_DIR_BUILT");
 /// names a store lists, when told which store ([`refusing_names_of`](Self::refusing_names_of)).
 ///
 /// ```
-/// use yiem_core::ToolStore;
+/// use yiem_core::store::ToolStore;
 /// use yiem_tools::write_tool::{ToolsDir, write_tool_tool};
 ///
 /// let dir = tempfile::tempdir().unwrap();
@@ -314,7 +316,7 @@ fn is_snake_identifier(name: &str) -> bool {
 }
 
 fn check_name(name: &str) -> Result<(), String> {
-    if name.len() > 64 || !is_snake_identifier(name) || !yiem_core::is_valid_tool_name(name) {
+    if name.len() > 64 || !is_snake_identifier(name) || !yiem_core::tool::is_valid_tool_name(name) {
         return Err(format!(
             "`name` `{name}` is not usable: it must be a snake_case Rust identifier (lowercase letters, digits and single `_`, starting with a letter, not a keyword) of at most 64 characters, e.g. `search_wine`"
         ));

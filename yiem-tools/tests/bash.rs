@@ -9,12 +9,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use yiem_core::{CancellationToken, ToolCall, ToolContext, ToolExecutor, ToolStore};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+    tool::ToolContext,
+};
 use yiem_tools::bash::{BashArgs, bash_in_with};
 use yiem_tools::{ShellPolicy, ToolRoot};
 
 /// `bash` in `root` under the process's shell policy.
-async fn bash_in(root: &ToolRoot, ctx: &ToolContext, args: BashArgs) -> yiem_core::AgentToolResult {
+async fn bash_in(
+    root: &ToolRoot,
+    ctx: &ToolContext,
+    args: BashArgs,
+) -> yiem_core::tool::AgentToolResult {
     bash_in_with(root, &ShellPolicy::default(), ctx, args).await
 }
 

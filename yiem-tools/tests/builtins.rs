@@ -4,7 +4,10 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
-use yiem_core::{ExecutionMode, ToolAnnotations, ToolStore, register_all_tools};
+use yiem_core::{
+    store::{ToolStore, register_all_tools},
+    tool::{ExecutionMode, ToolAnnotations},
+};
 use yiem_tools::tools::get_time::time_at;
 
 yiem_core::link_tools!(yiem_tools);

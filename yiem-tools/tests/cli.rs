@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 mod model_server;
 
 use model_server::{ModelServer, Part, sse};
-use yiem_core::AgentSettings;
+use yiem_core::agent::AgentSettings;
 
 fn yiem(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_yiem"))
@@ -320,7 +320,7 @@ fn tools_schema_with_a_dialect_prints_the_providers_definition() {
     assert!(output.status.success(), "{}", stderr(&output));
     let definition: Value = serde_json::from_str(&stdout(&output)).unwrap();
     let expected = yiem_tools::edit::edit_tool()
-        .definition(yiem_core::Dialect::OpenAiStrict)
+        .definition(yiem_core::store::Dialect::OpenAiStrict)
         .unwrap()
         .clone();
     assert_eq!(definition, expected);
@@ -835,17 +835,20 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
     assert!(said.contains("[saved 0 messages to"), "{said}");
     // Signed with the user's key, made on the first save and readable by the user only.
     let key_file = dir.path().join("data/yiem/run-key");
-    let key = yiem_core::RunKey::from_hex(&std::fs::read_to_string(&key_file).unwrap()).unwrap();
+    let key =
+        yiem_core::agent::RunKey::from_hex(&std::fs::read_to_string(&key_file).unwrap()).unwrap();
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&key_file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
-    let (run, signature) =
-        yiem_core::AgentRun::from_json_verified(&std::fs::read_to_string(&saved).unwrap(), &key)
-            .unwrap();
-    assert_eq!(signature, yiem_core::Signature::Valid);
+    let (run, signature) = yiem_core::agent::AgentRun::from_json_verified(
+        &std::fs::read_to_string(&saved).unwrap(),
+        &key,
+    )
+    .unwrap();
+    assert_eq!(signature, yiem_core::agent::Signature::Valid);
     assert_eq!(run.messages().len(), 2);
     // Loading it goes on from there.
     let output = chat_with(
@@ -918,7 +921,11 @@ fn chat_exit_status_follows_the_last_run() {
 
 #[test]
 fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
-    use yiem_core::{Agent, RunStop, ScriptedModel, ScriptedTurn, ToolStore};
+    use yiem_core::{
+        agent::{Agent, RunStop},
+        llm::{ScriptedModel, ScriptedTurn},
+        store::ToolStore,
+    };
     let root = tempfile::tempdir().unwrap();
     // Another program's agent stopped at a call of `write` that waits for approval, and saved the run.
     let store = ToolStore::new("saved").with_state(yiem_tools::ToolRoot::new(root.path()).unwrap());
@@ -972,7 +979,11 @@ fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
 
 #[test]
 fn chat_resume_of_a_run_edited_to_approve_a_call_asks_again() {
-    use yiem_core::{Agent, Decision, RunKey, ScriptedModel, ScriptedTurn, ToolStore};
+    use yiem_core::{
+        agent::{Agent, Decision, RunKey},
+        llm::{ScriptedModel, ScriptedTurn},
+        store::ToolStore,
+    };
     let root = tempfile::tempdir().unwrap();
     // The user's key, and a run of theirs that waits for `write`, decided and signed.
     let key = RunKey::new([9; 32]);

@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use yiem_core::{AgentToolResult, IntoToolResult, State, ToolStore};
+use yiem_core::{
+    store::ToolStore,
+    tool::{AgentToolResult, IntoToolResult, State},
+};
 use yiem_tools::edit::{EditArgs, edit};
 use yiem_tools::grep::{GrepArgs, grep};
 use yiem_tools::ls::{LsArgs, ls};
@@ -309,7 +312,7 @@ fn every_file_tool_has_a_time_limit() {
     let store = ToolStore::new("limits")
         .with_state(ToolRoot::new(dir.path()).unwrap())
         .with_state(yiem_tools::ToolsDir::new(dir.path()));
-    yiem_core::register_all_tools(&store).unwrap();
+    yiem_core::store::register_all_tools(&store).unwrap();
     for name in ["read", "write", "edit", "ls", "grep"] {
         let tool = store.get(name).unwrap();
         assert!(

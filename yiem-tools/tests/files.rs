@@ -5,7 +5,10 @@ use std::fs;
 use std::path::Path;
 
 use serde_json::{Value, json};
-use yiem_core::{AgentToolResult, Content, ToolStore};
+use yiem_core::{
+    store::ToolStore,
+    tool::{AgentToolResult, Content},
+};
 use yiem_tools::{ToolRoot, file_tools};
 
 struct Sandbox {

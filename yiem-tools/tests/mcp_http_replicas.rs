@@ -19,7 +19,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::process::{Child, Command};
 use yiem_core::mcp::McpClient;
-use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 
 /// `yiem mcp --http 127.0.0.1:0 --root <root>`: the process and its address.
 async fn replica(root: &Path) -> (Child, String) {

@@ -20,7 +20,10 @@ use tracing_subscriber::util::SubscriberInitExt;
 use yiem_core::mcp::McpClient;
 use yiem_core::otel::Otlp;
 use yiem_core::{
-    Agent, AgentMessage, AgentSettings, RunStop, ScriptedModel, ScriptedTurn, ToolStore,
+    agent::{Agent, AgentSettings, RunStop},
+    llm::{ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
 };
 
 /// The Phoenix release the test runs against.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::json;
-use yiem_core::{ToolStore, register_all_tools};
+use yiem_core::store::{ToolStore, register_all_tools};
 
 yiem_core::link_tools!(yiem_tools);
 

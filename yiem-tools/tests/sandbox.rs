@@ -12,7 +12,10 @@ use common::{died, host_pid};
 use std::net::TcpListener;
 use std::path::Path;
 
-use yiem_core::{AgentToolResult, CancellationToken, ToolContext};
+use yiem_core::{
+    exec::CancellationToken,
+    tool::{AgentToolResult, ToolContext},
+};
 use yiem_tools::bash::{BashArgs, bash_in_with};
 use yiem_tools::{HostFiles, SandboxKind, ShellPolicy, ToolRoot};
 
@@ -446,7 +449,7 @@ async fn the_sandbox_in_use_is_in_the_details() {
 async fn each_store_runs_bash_under_its_own_policy() {
     let place = place();
     let store = |name: &str, policy: Option<ShellPolicy>| {
-        let store = yiem_core::ToolStore::new(name).with_state(place.root.clone());
+        let store = yiem_core::store::ToolStore::new(name).with_state(place.root.clone());
         let store = match policy {
             Some(policy) => store.with_state(policy),
             None => store,

@@ -3,7 +3,10 @@
 use std::path::Path;
 
 use serde_json::{Value, json};
-use yiem_core::{AgentTool, AgentToolResult, ToolStore};
+use yiem_core::{
+    store::ToolStore,
+    tool::{AgentTool, AgentToolResult},
+};
 use yiem_tools::write_tool::{ToolsDir, WriteToolArgs, write_tool_tool};
 
 /// A store with `write_tool` writing into `dir`, and builder tools named `taken` (an MCP server's, say).

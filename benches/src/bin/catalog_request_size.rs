@@ -9,8 +9,8 @@
 use yiem_core::catalog::ToolSearchMode;
 use yiem_core::catalog::{RequestTools, ToolSearch};
 use yiem_core::{
-    AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest, OpenAiConfig,
-    OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel, ToolStore, UserMessage,
+    llm::{AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel},
+    message::UserMessage, store::ToolStore,
 };
 
 fn request(store: &ToolStore) -> ModelRequest {

@@ -19,7 +19,7 @@ use yiem_benches::{
     RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object, arguments_string,
     floor, floor_batch,
 };
-use yiem_core::{CancellationToken, ToolCall, ToolExecutor, ToolStore};
+use yiem_core::{exec::{CancellationToken, ToolCall, ToolExecutor}, store::ToolStore};
 
 const VARIANTS: &[&str] = &[
     "floor_value",
@@ -165,7 +165,7 @@ fn main() {
             } else {
                 calls(|| Value::String(arguments_string()))
             };
-            let sink = |event: &yiem_core::AgentEvent| {
+            let sink = |event: &yiem_core::event::AgentEvent| {
                 black_box(event);
             };
             run_all(&runtime, inputs, |calls| {

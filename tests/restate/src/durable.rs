@@ -25,8 +25,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use serde_json::{Value, json};
 use yiem_core::code::CodeMode;
 use yiem_core::{
-    AgentConfig, AgentEvent, AgentMessage, AgentSettings, AgentTool, ElicitationAnswer,
-    ModelRequest, ScriptedModel, ScriptedTurn, ToolContext, ToolStore,
+    agent::{AgentConfig, AgentSettings},
+    ask::ElicitationAnswer,
+    event::AgentEvent,
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
+    tool::{AgentTool, ToolContext},
 };
 
 /// Where the tools append their effects (`<conversation-free call id> <tool> <arguments>` per line).

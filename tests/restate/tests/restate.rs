@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 
-use yiem_core::{Agent, AgentSettings, Decision, RunStop};
+use yiem_core::agent::{Agent, AgentSettings, Decision, RunStop};
 use yiem_restate_tests::durable::{
     self, EFFECTS_ENV, EVENTS_ENV, FIRST_ENV, RELEASE_ENV, STARTED_ENV,
 };

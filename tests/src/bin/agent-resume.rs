@@ -5,7 +5,7 @@
 
 use std::io::Read;
 
-use yiem_core::{AgentRun, Decision};
+use yiem_core::agent::{AgentRun, Decision};
 use yiem_tests::resumable;
 
 #[tokio::main]

@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::sync::Arc;
 
-use yiem_core::{AgentRun, RunLimits};
+use yiem_core::agent::{AgentRun, RunLimits};
 use yiem_tests::catalog;
 
 #[tokio::main]
@@ -26,7 +26,7 @@ async fn main() {
     let agent = catalog::agent(Arc::clone(&model), Some(run));
     agent.set_limits(RunLimits::default());
     match agent
-        .resume(Vec::<(String, yiem_core::Decision)>::new())
+        .resume(Vec::<(String, yiem_core::agent::Decision)>::new())
         .await
     {
         Ok(outcome) => println!(

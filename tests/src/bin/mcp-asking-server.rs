@@ -19,8 +19,10 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use yiem_core::mcp::{McpHttpServer, McpServer};
 use yiem_core::{
-    ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer, ToolContext, ToolStore,
+    ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
+    store::ToolStore,
     tool,
+    tool::ToolContext,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -109,8 +111,8 @@ static STORE: std::sync::OnceLock<ToolStore> = std::sync::OnceLock::new();
 
 /// Register one more tool, `grown`.
 #[tool]
-async fn grow() -> Result<&'static str, yiem_core::RegistrationError> {
-    let grown = yiem_core::AgentTool::builder("grown")
+async fn grow() -> Result<&'static str, yiem_core::store::RegistrationError> {
+    let grown = yiem_core::tool::AgentTool::builder("grown")
         .description("A tool registered while the server runs.")
         .handler(|_, _| async { "grown" })
         .build()
@@ -133,8 +135,8 @@ async fn flood(ctx: ToolContext) -> &'static str {
 
 /// Return 50 MB of audio.
 #[tool]
-async fn big_audio() -> Vec<yiem_core::Content> {
-    vec![yiem_core::Content::audio(
+async fn big_audio() -> Vec<yiem_core::tool::Content> {
+    vec![yiem_core::tool::Content::audio(
         "A".repeat(50_000_000),
         "audio/wav",
     )]
@@ -168,7 +170,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .map(|pair| pair[1].clone())
             .collect()
     };
-    let mut executor = yiem_core::ToolExecutor::new();
+    let mut executor = yiem_core::exec::ToolExecutor::new();
     if let Some(millis) = values("--timeout-ms").pop() {
         executor = executor.with_default_timeout(std::time::Duration::from_millis(millis.parse()?));
     }

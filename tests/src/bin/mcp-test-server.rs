@@ -15,8 +15,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use yiem_core::mcp::{McpHttpServer, McpServer};
 use yiem_core::{
-    AgentTool, Block, Content, Json, State, ToolContext, ToolExecutor, ToolHooks, ToolStore,
-    register_all_tools, tool,
+    exec::{Block, ToolExecutor, ToolHooks},
+    store::{ToolStore, register_all_tools},
+    tool,
+    tool::{AgentTool, Content, Json, State, ToolContext},
 };
 
 #[derive(Deserialize, JsonSchema)]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use yiem_core::ToolStore;
+use yiem_core::store::ToolStore;
 use yiem_tests::{Bullet, Notes};
 
 #[tokio::main]

@@ -20,7 +20,7 @@
 //!   properties, required}` and handed on to those providers by the clients.
 
 use serde_json::{Map, Value};
-use yiem_core::Dialect;
+use yiem_core::store::Dialect;
 
 const STRICT_KEYWORDS: &[&str] = &[
     "type",

@@ -6,7 +6,10 @@ use std::collections::HashMap;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use yiem_core::{AgentTool, Json, tool};
+use yiem_core::{
+    tool,
+    tool::{AgentTool, Json},
+};
 
 /// Temperature unit.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -2,7 +2,7 @@
 //! model following it would send.
 
 use serde_json::{Value, json};
-use yiem_core::Dialect;
+use yiem_core::store::Dialect;
 
 /// The schema inside a definition, as JSON Schema a validator understands (Gemini's OpenAPI `nullable`
 /// becomes an `anyOf` with `null`); `None` for a Gemini tool without parameters.

@@ -1,6 +1,6 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::{ToolContext, tool};
+use yiem_core::{tool, tool::ToolContext};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {

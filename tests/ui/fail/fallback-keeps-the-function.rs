@@ -9,7 +9,7 @@ async fn now() -> String {
 }
 
 async fn uses_both() -> String {
-    let _tool: yiem_core::AgentTool = now_tool();
+    let _tool: yiem_core::tool::AgentTool = now_tool();
     now().await
 }
 

@@ -1,6 +1,6 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::{State, tool};
+use yiem_core::{tool, tool::State};
 
 struct Db;
 

@@ -1,6 +1,6 @@
 use std::cell::RefCell;
 
-use yiem_core::{State, tool};
+use yiem_core::{tool, tool::State};
 
 /// A connection that is `Send` but not `Sync`, like `rusqlite::Connection`.
 struct Connection {

@@ -1,6 +1,6 @@
 use std::rc::Rc;
 
-use yiem_core::{State, tool};
+use yiem_core::{tool, tool::State};
 
 /// Read a counter that is not shared safely.
 #[tool]

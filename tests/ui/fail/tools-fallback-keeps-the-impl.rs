@@ -2,7 +2,7 @@
 // so is a `ToolMethods` impl, so registering the instance reports nothing more.
 use std::sync::Arc;
 
-use yiem_core::{ToolStore, tool, tools};
+use yiem_core::{tool, tools, store::ToolStore};
 
 #[derive(Default)]
 struct Notes(Vec<String>);

@@ -2,7 +2,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use yiem_core::{ExecutionMode, ToolAnnotations, tool};
+use yiem_core::{tool, tool::{ExecutionMode, ToolAnnotations}};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {

@@ -1,6 +1,6 @@
 //! A free-text tool: `free_text` and `grammar(...)` on a fn whose one `String` is the text, beside the
 //! context, state and `validate`.
-use yiem_core::{GrammarSyntax, State, TextFormat, ToolContext, ToolStore, tool};
+use yiem_core::{tool, tool::{GrammarSyntax, State, TextFormat, ToolContext}, store::ToolStore};
 
 struct Prefix(&'static str);
 

@@ -3,7 +3,7 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::{ExecutionMode, State, ToolContext, ToolStore, tool};
+use yiem_core::{tool, tool::{ExecutionMode, State, ToolContext}, store::ToolStore};
 
 struct Prefix(&'static str);
 struct Suffix(&'static str);

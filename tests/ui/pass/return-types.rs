@@ -2,7 +2,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, Content, Json, tool};
+use yiem_core::{tool, tool::{AgentToolResult, Content, Json}};
 
 #[derive(Serialize, JsonSchema)]
 struct Point {

@@ -2,7 +2,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{ToolContext, tool};
+use yiem_core::{tool, tool::ToolContext};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {
@@ -29,7 +29,7 @@ async fn async_nothing() -> String {
 
 /// Async, context only.
 #[tool]
-async fn async_ctx(ctx: yiem_core::ToolContext) -> String {
+async fn async_ctx(ctx: yiem_core::tool::ToolContext) -> String {
     ctx.call_id().to_owned()
 }
 

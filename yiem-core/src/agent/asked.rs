@@ -1,5 +1,5 @@
 //! Questions a tool asks while an agent runs it with nobody to answer at once (no
-//! [`ElicitationHandler`](crate::ElicitationHandler)): the run pauses on them as it pauses for an
+//! [`ElicitationHandler`](crate::ask::ElicitationHandler)): the run pauses on them as it pauses for an
 //! approval. This module owns what that takes — the question as the run reports it
 //! ([`PendingQuestion`]), the answers and results the run keeps while it waits ([`Asked`], part of the
 //! saved run) and the check of an answer against its question's form. The batch's asker that stops a
@@ -33,7 +33,7 @@ use crate::elicit::{ElicitationAnswer, question_number};
 use crate::questions::PendingQuestion;
 
 impl PendingQuestion {
-    /// Checks `answer` against this question's form, as [`AgentRun::answer`](crate::AgentRun::answer)
+    /// Checks `answer` against this question's form, as [`AgentRun::answer`](crate::agent::AgentRun::answer)
     /// does: an accepted answer's fields must be the form's, of their types and among their choices;
     /// fields left out get the form's defaults (the answer given back has them); a required field
     /// missing, or one that does not fit, is [`ResumeError::InvalidAnswer`] naming the field. A driver
@@ -41,7 +41,7 @@ impl PendingQuestion {
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::{ElicitationAnswer, PendingQuestion, ResumeError};
+    /// use yiem_core::{agent::{PendingQuestion, ResumeError}, ask::ElicitationAnswer};
     ///
     /// let question: PendingQuestion = serde_json::from_value(json!({
     ///     "call_id": "c1", "tool_name": "t", "key": "question-1", "message": "How many?",

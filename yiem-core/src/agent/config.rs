@@ -23,11 +23,11 @@ pub(crate) type PrepareContext = Arc<dyn Fn(&mut AgentContext) + Send + Sync>;
 pub(crate) type PrepareNextTurn = Arc<dyn Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync>;
 
 /// What an agent is made of, whichever driver performs its runs. One value feeds both the in-process
-/// [`Agent`](crate::Agent) and the durable runner of `yiem-restate`; the setters are those of
+/// [`Agent`](crate::agent::Agent) and the durable runner of `yiem-restate`; the setters are those of
 /// [`AgentSettings`].
 ///
 /// ```
-/// use yiem_core::{AgentConfig, AgentSettings, ToolStore};
+/// use yiem_core::{agent::{AgentConfig, AgentSettings}, store::ToolStore};
 ///
 /// let config = AgentConfig::new()
 ///     .system_prompt("You are terse.")
@@ -146,7 +146,7 @@ impl AgentConfig {
     }
 
     /// The tool lists of a request made from `context` when the model has reached `loaded`
-    /// ([`AgentRun::loaded_tools`](crate::AgentRun::loaded_tools)): the tools sent and the deferred ones
+    /// ([`AgentRun::loaded_tools`](crate::agent::AgentRun::loaded_tools)): the tools sent and the deferred ones
     /// not found yet (see [`catalog`](crate::catalog)). Without `prepare_context` they are the store's
     /// own, made once per store version and set of loaded tools, their serialized text shared by every
     /// request until either changes.
@@ -221,7 +221,7 @@ impl AgentConfig {
         self.code_mode.as_ref()
     }
 
-    /// The executor to run the batch `run` is about to run (`plan`, its [`Step::RunTools`](crate::Step))
+    /// The executor to run the batch `run` is about to run (`plan`, its [`Step::RunTools`](crate::agent::Step))
     /// on: `executor`, its `run_code` calls readied — a program that paused for approval resumes with
     /// its recorded calls and the decisions, and every program knows the tools the run approved for the
     /// rest of it. What it readies is this batch's alone, so runs that share the configuration never
@@ -231,8 +231,8 @@ impl AgentConfig {
     pub fn ready_programs(
         &self,
         executor: &ToolExecutor,
-        run: &crate::AgentRun,
-        plan: &[crate::PlannedCall],
+        run: &crate::agent::AgentRun,
+        plan: &[crate::executor::PlannedCall],
     ) -> ToolExecutor {
         match &self.code_mode {
             Some(mode) => executor.resuming_programs(mode.ready(
@@ -274,11 +274,11 @@ impl fmt::Debug for AgentConfig {
 }
 
 /// The setters of an [`AgentConfig`], written once and shared by every builder of an agent: `AgentConfig`
-/// itself, [`Agent::builder`](crate::Agent::builder) and the durable runner's builder. In scope through
-/// `use yiem_core::AgentSettings` (or the [`prelude`](crate::prelude)).
+/// itself, [`Agent::builder`](crate::agent::Agent::builder) and the durable runner's builder. In scope through
+/// `use yiem_core::agent::AgentSettings` (or the [`prelude`](crate::prelude)).
 ///
 /// ```
-/// use yiem_core::{Agent, AgentSettings, ScriptedModel};
+/// use yiem_core::{agent::{Agent, AgentSettings}, llm::ScriptedModel};
 ///
 /// let agent = Agent::builder()
 ///     .model(ScriptedModel::new([]))
@@ -337,26 +337,26 @@ pub trait AgentSettings: Sized {
         self
     }
 
-    /// Answers the questions the agent's tools ask ([`ToolContext::elicit`](crate::ToolContext::elicit))
+    /// Answers the questions the agent's tools ask ([`ToolContext::elicit`](crate::tool::ToolContext::elicit))
     /// with `handler`, which reaches the person however the program can (a terminal, a UI). The run
     /// does not pause while the handler works: it is one await inside the call, under the call's time
-    /// limit. Without one, an in-process [`Agent`](crate::Agent) pauses on the question as on an
-    /// approval ([`RunStop::AwaitingAnswer`](crate::RunStop::AwaitingAnswer), answered with
-    /// [`Agent::answer`](crate::Agent::answer)), and so does the durable runner of `yiem-restate`; a
-    /// bare [`ToolExecutor`](crate::ToolExecutor) without one gives the tool
-    /// [`ElicitError::CannotAsk`](crate::ElicitError).
-    fn elicitation(mut self, handler: impl crate::ElicitationHandler) -> Self {
+    /// limit. Without one, an in-process [`Agent`](crate::agent::Agent) pauses on the question as on an
+    /// approval ([`RunStop::AwaitingAnswer`](crate::agent::RunStop::AwaitingAnswer), answered with
+    /// [`Agent::answer`](crate::agent::Agent::answer)), and so does the durable runner of `yiem-restate`; a
+    /// bare [`ToolExecutor`](crate::exec::ToolExecutor) without one gives the tool
+    /// [`ElicitError::CannotAsk`](crate::ask::ElicitError).
+    fn elicitation(mut self, handler: impl crate::elicit::ElicitationHandler) -> Self {
         let settings = self.settings();
         settings.executor = settings.executor.clone().with_elicitation(handler);
         self
     }
 
     /// Answers the agent's tools' requests for a completion
-    /// ([`ToolContext::sample`](crate::ToolContext::sample)) with `handler`; `llm::model_sampler(model)`
+    /// ([`ToolContext::sample`](crate::tool::ToolContext::sample)) with `handler`; `llm::model_sampler(model)`
     /// lets them ask the agent's own model. Without one, such a request is
-    /// [`ElicitError::CannotAsk`](crate::ElicitError). Like a question, it is one await inside the call,
+    /// [`ElicitError::CannotAsk`](crate::ask::ElicitError). Like a question, it is one await inside the call,
     /// under the call's time limit.
-    fn sampling(mut self, handler: impl crate::SamplingHandler) -> Self {
+    fn sampling(mut self, handler: impl crate::sample::SamplingHandler) -> Self {
         let settings = self.settings();
         settings.executor = settings.executor.clone().with_sampling(handler);
         self
@@ -407,7 +407,7 @@ pub trait AgentSettings: Sized {
     ///
     /// ```
     /// use yiem_core::llm::ToolChoice;
-    /// use yiem_core::{AgentConfig, AgentSettings};
+    /// use yiem_core::agent::{AgentConfig, AgentSettings};
     ///
     /// let config = AgentConfig::new().tool_choice(ToolChoice::Allowed {
     ///     tools: vec!["search".into(), "read".into()],
@@ -431,7 +431,7 @@ pub trait AgentSettings: Sized {
     }
 
     /// Ends a run after a result of any of these tools, with that result as the run's output
-    /// ([`RunStop::StoppedAtTool`](crate::RunStop::StoppedAtTool)).
+    /// ([`RunStop::StoppedAtTool`](crate::agent::RunStop::StoppedAtTool)).
     fn stop_at_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.settings().stop_at_tools = tools.into_iter().map(Into::into).collect();
         self

@@ -1,5 +1,5 @@
 //! [`RunLimits`]: how far one run may go — model calls (turns) and tokens — before it stops with a
-//! distinct [`RunStop`](crate::RunStop), resumable with higher limits.
+//! distinct [`RunStop`](crate::agent::RunStop), resumable with higher limits.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,12 +9,12 @@ use crate::result::Usage;
 pub const DEFAULT_MAX_TURNS: u32 = 50;
 
 /// Limits of one run, checked before every model call. Reaching one stops the run with
-/// [`RunStop::TurnLimit`](crate::RunStop::TurnLimit) or [`RunStop::UsageLimit`](crate::RunStop::UsageLimit);
+/// [`RunStop::TurnLimit`](crate::agent::RunStop::TurnLimit) or [`RunStop::UsageLimit`](crate::agent::RunStop::UsageLimit);
 /// the conversation stays valid (every tool call has its result) and the run resumes once the limit is
 /// raised.
 ///
 /// ```
-/// use yiem_core::{RunLimits, Usage};
+/// use yiem_core::{agent::RunLimits, message::Usage};
 ///
 /// let limits = RunLimits::default();
 /// assert_eq!(limits.max_turns, Some(50));

@@ -1,4 +1,8 @@
-//! [`Agent`]: keeps the conversation, asks the model, executes the tool calls it returns, feeds the results
+//! Agents: the protocol as a step machine ([`AgentRun`]), what an agent is made of ([`AgentConfig`], set
+//! through [`AgentSettings`]), which calls wait for a person ([`ApprovalPolicy`], [`Decision`]), and the
+//! in-process driver.
+//!
+//! [`Agent`] keeps the conversation, asks the model, executes the tool calls it returns, feeds the results
 //! back, and loops until the model answers without tool calls, a batch terminates, a limit is reached or a
 //! call waits for approval. It is a thin driver over the step machine in [`AgentRun`], which holds the
 //! run's whole state as a serializable value.
@@ -18,7 +22,7 @@
 //! A call whose tool needs approval ([`AgentTool::needs_approval`], or an [`ApprovalPolicy`]) pauses the
 //! run before any call of its batch runs; [`Agent::prompt`] returns with
 //! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A tool's
-//! question ([`ToolContext::elicit`](crate::ToolContext::elicit)) pauses an agent that has no elicitation
+//! question ([`ToolContext::elicit`](crate::tool::ToolContext::elicit)) pauses an agent that has no elicitation
 //! handler the same way, with [`RunStop::AwaitingAnswer`]; [`Agent::answer`] goes on. A run stops at
 //! its [`RunLimits`] (50 model calls by default) with a distinct [`RunStop`]; raise the limit with
 //! [`Agent::set_limits`] and resume. [`Agent::run_state`] is the run as a value: save it as JSON, and
@@ -29,8 +33,8 @@
 //! A call of `prompt` or `resume` emits, in order: `AgentStart`, `TurnStart`, `MessageStart`/`MessageEnd`
 //! for each prompt, then per turn (its `TurnStart` first, but for the first turn's, which came already)
 //! `MessageStart`, `MessageUpdate`s and `MessageEnd` for the assistant
-//! message, the tool events of its calls (see [`ToolExecutor`]) and `TurnEnd`; finally `AgentEnd` with
-//! every message it added. Every turn has its `TurnStart` and its `TurnEnd` (the seeds' trace lists only
+//! message, the tool events of its calls (see [`ToolExecutor`](crate::exec::ToolExecutor)) and
+//! `TurnEnd`; finally `AgentEnd` with every message it added. Every turn has its `TurnStart` and its `TurnEnd` (the seeds' trace lists only
 //! the first `turn_start`; pi-agent-core emits one per turn, and so does yiem). A turn that waits for
 //! approval ends when its batch has run, after the resume.
 
@@ -57,13 +61,13 @@ pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
 pub use saved::{RunKey, RunMismatch, Signature};
 
 use crate::call::ToolResultMessage;
+use crate::definition::AgentTool;
 use crate::event::{AgentEvent, EventBus, EventStream};
 use crate::executor::PlannedCall;
 use crate::llm::{Model, stream_reply};
 use crate::message::{AgentMessage, AssistantMessage, UserMessage};
 use crate::registry::ToolStore;
 use crate::telemetry;
-use crate::tool::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
 #[derive(Clone, Debug)]
@@ -176,7 +180,7 @@ impl TurnUpdate {
 /// stopped.
 ///
 /// ```
-/// use yiem_core::{Agent, RunStop, ScriptedModel, ScriptedTurn};
+/// use yiem_core::{agent::{Agent, RunStop}, llm::{ScriptedModel, ScriptedTurn}};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let agent = Agent::builder().model(ScriptedModel::new([ScriptedTurn::text("hi")])).build();
@@ -249,14 +253,14 @@ impl AgentBuilder {
         self
     }
 
-    /// Lets the agent's tools ask its own model for a completion ([`ToolContext::sample`](crate::ToolContext::sample)),
+    /// Lets the agent's tools ask its own model for a completion ([`ToolContext::sample`](crate::tool::ToolContext::sample)),
     /// within the run's accounts: what each request uses is added to the run's usage
-    /// ([`AgentRun::usage`]), so the run's token limits ([`RunLimits`](crate::RunLimits)) hold for it too
+    /// ([`AgentRun::usage`]), so the run's token limits ([`RunLimits`]) hold for it too
     /// (a run past them stops before its next model call). A handler given with
     /// [`AgentSettings::sampling`] is replaced.
     ///
     /// ```
-    /// use yiem_core::{Agent, ScriptedModel, ScriptedTurn};
+    /// use yiem_core::{agent::Agent, llm::{ScriptedModel, ScriptedTurn}};
     ///
     /// let agent = Agent::builder()
     ///     .model(ScriptedModel::new([ScriptedTurn::text("hi")]))
@@ -284,7 +288,7 @@ impl AgentBuilder {
     }
 
     /// The id of the conversation, on every run's `invoke_agent` span as `gen_ai.conversation.id`
-    /// (see [`telemetry`](crate::telemetry)); by default a fresh UUID per agent.
+    /// (see [`telemetry`]); by default a fresh UUID per agent.
     pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
         self.conversation_id = Some(id.into());
         self
@@ -340,7 +344,7 @@ struct Shared {
     state: Mutex<State>,
     config: AgentConfig,
     /// What the tools' requests to the agent's own model used, not yet counted in the run.
-    sampled: Option<Arc<Mutex<Vec<crate::Usage>>>>,
+    sampled: Option<Arc<Mutex<Vec<crate::result::Usage>>>>,
     /// The limits of the next runs: the configuration's until [`Agent::set_limits`] changes them.
     limits: Mutex<RunLimits>,
     conversation_id: String,
@@ -361,7 +365,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{Agent, AgentMessage, AgentSettings, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
+/// use yiem_core::{
+///     agent::{Agent, AgentSettings, RunStop}, llm::{ScriptedModel, ScriptedTurn},
+///     message::AgentMessage, store::ToolStore, tool,
+/// };
 ///
 /// /// Read a file.
 /// #[tool]
@@ -391,7 +398,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{Agent, AgentRun, AgentSettings, Decision, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
+/// use yiem_core::{
+///     agent::{Agent, AgentRun, AgentSettings, Decision, RunStop},
+///     llm::{ScriptedModel, ScriptedTurn}, store::ToolStore, tool,
+/// };
 ///
 /// /// Delete a file.
 /// #[tool]
@@ -519,10 +529,9 @@ impl Agent {
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     /// use serde_json::json;
-    /// use yiem_core::{
-    ///     Agent, AgentRun, AgentSettings, ElicitError, ElicitationAnswer, ResumeError, RunKey, RunStop,
-    ///     ScriptedModel, ScriptedTurn, ToolContext, ToolStore, tool,
-    /// };
+    /// use yiem_core::agent::{AgentRun, AgentSettings, ResumeError, RunKey, RunStop};
+    /// use yiem_core::ask::{ElicitError, ElicitationAnswer};
+    /// use yiem_core::prelude::*;
     ///
     /// #[derive(Deserialize, JsonSchema)]
     /// struct Confirm {
@@ -576,7 +585,7 @@ impl Agent {
         &self,
         call_id: &str,
         key: &str,
-        answer: crate::ElicitationAnswer,
+        answer: crate::elicit::ElicitationAnswer,
     ) -> Result<RunOutcome, ResumeError> {
         let _turn = self.shared.run_lock.lock().await;
         {

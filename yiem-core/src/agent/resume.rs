@@ -3,7 +3,7 @@
 /// Why a run could not be resumed or restored. The run is left as it was.
 ///
 /// ```
-/// use yiem_core::{AgentRun, ResumeError};
+/// use yiem_core::agent::{AgentRun, ResumeError};
 ///
 /// let error = AgentRun::from_json(r#"{"version": 99}"#).unwrap_err();
 /// assert_eq!(error, ResumeError::UnknownVersion { found: 99, supported: 1 });

@@ -10,7 +10,7 @@
 //! transition queues the [`AgentEvent`]s it causes (a turn's start and end, the messages the run adds
 //! itself, a drive's start and end), and a driver emits [`AgentRun::take_events`] after each one; the
 //! events of the work it performs (the model's streamed reply, the tools' calls) come from that work.
-//! [`Agent`](crate::Agent) and the durable runner of `yiem-restate` are two such drivers, performing the
+//! [`Agent`](crate::agent::Agent) and the durable runner of `yiem-restate` are two such drivers, performing the
 //! same protocol; a test can be a third.
 //!
 //! A drive reads: [`begin`](AgentRun::begin), [`start`](AgentRun::start) with the prompts (or a resume),
@@ -56,7 +56,7 @@ pub const RUN_FORMAT_VERSION: u32 = 1;
 /// Why a run stopped, and whether it can go on.
 ///
 /// ```
-/// use yiem_core::RunStop;
+/// use yiem_core::agent::RunStop;
 ///
 /// assert!(RunStop::TurnLimit { turns: 50 }.is_resumable());
 /// assert!(!RunStop::Finished.is_resumable());
@@ -81,7 +81,7 @@ pub enum RunStop {
         pending: Vec<PendingApproval>,
     },
     /// Calls of the last batch stopped at a question for the user; the batch's other calls have their
-    /// results. Answer each question ([`Agent::answer`](crate::Agent::answer)): the calls that asked run
+    /// results. Answer each question ([`Agent::answer`](crate::agent::Agent::answer)): the calls that asked run
     /// again from the start with the answers.
     AwaitingAnswer {
         /// The questions that wait, one per call that asked, in call order.
@@ -215,7 +215,10 @@ enum Phase {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{AgentRun, AssistantMessage, AssistantContent, RunStop, Step, ToolCall, UserMessage};
+/// use yiem_core::{
+///     agent::{AgentRun, RunStop, Step}, exec::ToolCall,
+///     message::{AssistantMessage, AssistantContent, UserMessage},
+/// };
 ///
 /// let mut run = AgentRun::new("You are terse.", Vec::new());
 /// run.start(vec![UserMessage::text("delete build/")]);
@@ -230,9 +233,9 @@ enum Phase {
 ///
 /// // It survives a trip through JSON, and goes on with a decision.
 /// let mut run = AgentRun::from_json(&run.to_json()).unwrap();
-/// run.decide([("c1".to_owned(), yiem_core::Decision::deny("keep it"))]).unwrap();
+/// run.decide([("c1".to_owned(), yiem_core::agent::Decision::deny("keep it"))]).unwrap();
 /// let Step::RunTools { plan, .. } = run.next_step() else { panic!() };
-/// assert!(matches!(&plan[0], yiem_core::PlannedCall::Refuse { reason, .. } if reason == "the user denied this call: keep it"));
+/// assert!(matches!(&plan[0], yiem_core::exec::PlannedCall::Refuse { reason, .. } if reason == "the user denied this call: keep it"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct AgentRun {
@@ -570,7 +573,7 @@ impl AgentRun {
     /// For a run read without a valid tag, whose every waiting call asks again: applies the driver's
     /// approval policy to the calls of its reply, as when the reply came, so that only the calls it asks
     /// about wait (and, when it asks about none, the batch runs). Call it once, after reading the run and
-    /// before a person is asked; [`Agent`](crate::Agent) does. Any other run is left as it is.
+    /// before a person is asked; [`Agent`](crate::agent::Agent) does. Any other run is left as it is.
     pub fn reapply_approvals(&mut self, needs_approval: impl Fn(&ToolCall) -> Option<String>) {
         if !std::mem::take(&mut self.progress.reapply) {
             return;
@@ -828,7 +831,7 @@ impl AgentRun {
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::{AgentRun, ElicitationAnswer, ResumeError};
+    /// use yiem_core::{agent::{AgentRun, ResumeError}, ask::ElicitationAnswer};
     ///
     /// let mut run = AgentRun::new("system", Vec::new());
     /// let refused = run.answer("c1", "question-1", ElicitationAnswer::Decline).unwrap_err();
@@ -1118,7 +1121,7 @@ impl AgentRun {
     /// run, a batch about to run).
     ///
     /// ```
-    /// use yiem_core::{AgentRun, RunKey, Signature, UserMessage};
+    /// use yiem_core::{agent::{AgentRun, RunKey, Signature}, message::UserMessage};
     ///
     /// let key = RunKey::new([42; 32]);
     /// let mut run = AgentRun::new("system", Vec::new());
@@ -1179,7 +1182,7 @@ impl AgentRun {
     /// [`from_appended`](Self::from_appended) reads it back.
     ///
     /// ```
-    /// use yiem_core::{AgentRun, UserMessage};
+    /// use yiem_core::{agent::AgentRun, message::UserMessage};
     ///
     /// let mut run = AgentRun::new("system", Vec::new());
     /// run.start(vec![UserMessage::text("hi")]);

@@ -44,7 +44,7 @@ pub(super) const TAG: &str = "tag";
 /// keeps one per user, in its data directory, readable by the user only).
 ///
 /// ```
-/// use yiem_core::RunKey;
+/// use yiem_core::agent::RunKey;
 ///
 /// let key = RunKey::new([7; 32]);
 /// assert_eq!(RunKey::from_hex(&key.to_hex()).unwrap().to_hex(), key.to_hex());

@@ -60,10 +60,10 @@ pub(crate) use text::parse_text;
 /// How a store checks the arguments of its tools' calls ([`ToolStore::with_argument_checking`]): a value
 /// of the store, the same error text whichever runs (see the module docs).
 ///
-/// [`ToolStore::with_argument_checking`]: crate::ToolStore::with_argument_checking
+/// [`ToolStore::with_argument_checking`]: crate::store::ToolStore::with_argument_checking
 ///
 /// ```
-/// use yiem_core::{ArgumentChecking, ToolStore};
+/// use yiem_core::store::{ArgumentChecking, ToolStore};
 ///
 /// // The walk only, even in a build with `schema-validation`: no `pattern` or `format` checks, and no
 /// // validator compiled for a failing call.
@@ -116,7 +116,7 @@ impl fmt::Display for ArgumentProblem {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::ArgumentError;
+/// use yiem_core::store::ArgumentError;
 ///
 /// let error = ArgumentError::not_an_object("get_weather", &json!([1, 2]));
 /// assert_eq!(
@@ -172,7 +172,7 @@ impl ArgumentError {
     /// The error for one problem in the arguments object.
     ///
     /// ```
-    /// use yiem_core::ArgumentError;
+    /// use yiem_core::store::ArgumentError;
     ///
     /// let error = ArgumentError::invalid("book", "/nights", "at most 30 nights");
     /// assert_eq!(error.to_string(), "invalid arguments for tool `book`: at `/nights`: at most 30 nights");

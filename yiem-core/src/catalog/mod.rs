@@ -5,9 +5,9 @@
 //! list changes, and makes the model pick worse. A **deferred** tool is registered, checked and callable
 //! like any other, but its definition is not sent until the model has found it:
 //!
-//! - mark a tool deferred with `#[tool(defer_loading)]` or [`ToolBuilder::defer_loading`](crate::ToolBuilder::defer_loading),
-//!   a whole store with [`ToolStore::with_deferred_loading`](crate::ToolStore::with_deferred_loading), or some of a store's tools with
-//!   [`ToolStore::defer_loading`](crate::ToolStore::defer_loading) (an MCP server's, say: [`defer_when_large`] does it when the catalog is
+//! - mark a tool deferred with `#[tool(defer_loading)]` or [`ToolBuilder::defer_loading`](crate::tool::ToolBuilder::defer_loading),
+//!   a whole store with [`ToolStore::with_deferred_loading`](crate::store::ToolStore::with_deferred_loading), or some of a store's tools with
+//!   [`ToolStore::defer_loading`](crate::store::ToolStore::defer_loading) (an MCP server's, say: [`defer_when_large`] does it when the catalog is
 //!   large);
 //! - the model finds deferred tools by searching. Where the provider has its own tool search
 //!   (Anthropic's `tool_search_tool_bm25`, OpenAI Responses' `tool_search`), the provider searches: every
@@ -17,7 +17,7 @@
 //!   query and loads the best `k`. A provider with its own search leaves that tool out and offers its own;
 //! - a run remembers which tools the model has reached — found by a search, or called by name (a deferred
 //!   tool called without a search runs like any other, its arguments checked, and counts as loaded) —
-//!   in [`AgentRun::loaded_tools`](crate::AgentRun::loaded_tools), part of the saved run, so a resumed run
+//!   in [`AgentRun::loaded_tools`](crate::agent::AgentRun::loaded_tools), part of the saved run, so a resumed run
 //!   keeps them. A request sends the tools that are not deferred, in registration order, then the loaded
 //!   deferred tools in the order they were loaded: each new request's list extends the last one's, so
 //!   the provider's prompt cache stays valid.
@@ -28,7 +28,7 @@
 //! `defer_loading`), and its search loads what it finds from the conversation.
 //!
 //! ```
-//! use yiem_core::{AgentTool, ToolStore, catalog};
+//! use yiem_core::{catalog, store::ToolStore, tool::AgentTool};
 //!
 //! let store = ToolStore::new("agent");
 //! for name in ["read_file", "send_invoice", "cancel_invoice"] {

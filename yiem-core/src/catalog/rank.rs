@@ -3,13 +3,13 @@
 
 use serde_json::Value;
 
-use crate::tool::AgentTool;
+use crate::definition::AgentTool;
 
 /// Makes a [`ToolIndex`] over a list of tools. [`ToolSearch`](super::ToolSearch) builds one whenever the
 /// store's tools change and searches it for each query.
 ///
 /// ```
-/// use yiem_core::AgentTool;
+/// use yiem_core::tool::AgentTool;
 /// use yiem_core::catalog::{Ranker, ToolIndex};
 ///
 /// /// Ranks by how many query words the tool's name contains.
@@ -53,7 +53,7 @@ pub trait ToolIndex: Send + Sync {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::AgentTool;
+/// use yiem_core::tool::AgentTool;
 /// use yiem_core::catalog::searchable_text;
 ///
 /// let tool = AgentTool::builder("get_weather")
@@ -122,7 +122,7 @@ mod bm25_ranker {
     use rust_stemmers::{Algorithm, Stemmer};
 
     use super::{Ranker, ToolIndex, searchable_text};
-    use crate::tool::AgentTool;
+    use crate::definition::AgentTool;
 
     type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 

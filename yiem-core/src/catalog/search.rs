@@ -10,9 +10,9 @@ use serde_json::json;
 use super::rank::{Ranker, ToolIndex};
 use super::{DEFAULT_DEFER_THRESHOLD, SEARCH_TOOLS};
 use crate::context::ToolContext;
+use crate::definition::{AgentTool, ToolAnnotations};
 use crate::registry::{RegistrationError, ToolStore, WeakStore};
 use crate::result::AgentToolResult;
-use crate::tool::{AgentTool, ToolAnnotations};
 
 /// How many tools a search loads when the model does not say.
 const DEFAULT_RESULTS: usize = 5;
@@ -26,7 +26,7 @@ const MAX_QUERY: u64 = 1000;
 ///
 /// ```
 /// # #[cfg(feature = "tool-search")] {
-/// use yiem_core::{AgentTool, ToolStore};
+/// use yiem_core::{store::ToolStore, tool::AgentTool};
 /// use yiem_core::catalog::ToolSearch;
 ///
 /// let store = ToolStore::new("agent").with_deferred_loading();

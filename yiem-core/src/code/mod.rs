@@ -33,7 +33,7 @@
 //! tool is parallel). What `print`/`console.log` write and the value of the program's last expression are
 //! the result of `run_code`.
 //!
-//! What is declared follows what each request sends ([`AgentConfig::request_tools`](crate::AgentConfig::request_tools)):
+//! What is declared follows what each request sends ([`AgentConfig::request_tools`](crate::agent::AgentConfig::request_tools)):
 //! the callable tools among the request's tools, so a deferred tool is declared once the run has loaded it
 //! (see [`catalog`](crate::catalog)), and a tool registered after the agent was built is declared from
 //! the next request on. The same tools give the same description, so the provider's prompt cache holds
@@ -49,13 +49,13 @@
 //! # Calls from the program
 //!
 //! The call with id `c7` of `run_code` gives its program's calls the ids `c7/code/0`, `c7/code/1`, …, so
-//! their events ([`AgentEvent::ToolExecutionStart`](crate::AgentEvent) and the rest) say where they come
+//! their events ([`AgentEvent::ToolExecutionStart`](crate::event::AgentEvent) and the rest) say where they come
 //! from ([`program_call_of`]). By default every tool of the agent's store but `run_code` and the tools
 //! marked `destructive` is callable from code ([`CodeMode::callable_tools`] names them instead); a call of
 //! another tool is refused with an error that says to call it directly. Each call carries its caller,
 //! `ToolCaller { provider: "yiem", kind: "run_code", id: <run_code call id> }`, for hooks and events.
 //!
-//! A [code-only](AgentTool::is_code_only) tool (`#[tool(code_only)]`, [`ToolBuilder::code_only`](crate::ToolBuilder::code_only))
+//! A [code-only](AgentTool::is_code_only) tool (`#[tool(code_only)]`, [`ToolBuilder::code_only`](crate::tool::ToolBuilder::code_only))
 //! is callable from every program, and only from one: it is declared in `run_code`'s API but not sent
 //! to the model as a tool of its own, and a direct call of it is refused with an error that says to
 //! call it from `run_code`.
@@ -64,7 +64,7 @@
 //!
 //! A call from the program that needs approval (the agent's [`ApprovalPolicy`], which sees the arguments
 //! the tool will run with, after its `prepare` step, as for a direct call) pauses the run as a direct
-//! call does: the agent stops with [`RunStop::AwaitingApproval`](crate::RunStop), the pending call named by
+//! call does: the agent stops with [`RunStop::AwaitingApproval`](crate::agent::RunStop), the pending call named by
 //! its program call id. Resuming replays the program: it runs again from the start, and each call it made
 //! before the pause gets its recorded result instead of running again (so every effect happens once); the
 //! decided call then runs, or, denied, rejects with `the user denied this call: <reason>`. A tool approved
@@ -77,9 +77,9 @@
 //!
 //! The durable runner (`yiem-restate`, with its `code-mode` feature) installs code mode from the same
 //! configuration and readies each batch's programs as the in-process agent does
-//! ([`AgentConfig::ready_programs`](crate::AgentConfig::ready_programs)). It runs each batch on an executor
-//! [journaling the programs' calls](crate::ToolExecutor::journaling_program_calls): each batch of a
-//! program's calls then goes through that [`CallJournal`](crate::CallJournal), one record per call, and a
+//! ([`AgentConfig::ready_programs`](crate::agent::AgentConfig::ready_programs)). It runs each batch on an executor
+//! [journaling the programs' calls](crate::exec::ToolExecutor::journaling_program_calls): each batch of a
+//! program's calls then goes through that [`CallJournal`](crate::exec::CallJournal), one record per call, and a
 //! replay after a crash runs the program again with each earlier call's recorded result — the same
 //! replay as after an approval, fed by the runner's journal instead of the saved run.
 
@@ -96,11 +96,11 @@ use serde_json::{Value, json};
 use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
 use crate::call::{ToolCall, ToolCaller};
 use crate::context::ToolContext;
+use crate::definition::AgentTool;
 use crate::executor::{PlannedCall, ToolExecutor};
 pub use crate::program::{ProgramPause, ProgramResume, RecordedCall};
 use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
-use crate::tool::AgentTool;
 
 use sandbox::{FromProgram, Outcome, Program, ProgramError};
 
@@ -246,7 +246,10 @@ enum Callable {
 /// ```
 /// use serde_json::json;
 /// use yiem_core::code::CodeMode;
-/// use yiem_core::{Agent, AgentSettings, RunStop, ScriptedModel, ScriptedTurn, ToolStore, tool};
+/// use yiem_core::{
+///     agent::{Agent, AgentSettings, RunStop}, llm::{ScriptedModel, ScriptedTurn},
+///     store::ToolStore, tool,
+/// };
 ///
 /// /// The price of an item, in cents.
 /// #[tool(parallel)]
@@ -276,7 +279,7 @@ enum Callable {
 ///     .build();
 /// let outcome = agent.prompt("what do tea and coffee cost?").await;
 /// assert_eq!(outcome.stop, RunStop::Finished);
-/// let yiem_core::AgentMessage::ToolResult(result) = &outcome.messages[2] else { panic!() };
+/// let yiem_core::message::AgentMessage::ToolResult(result) = &outcome.messages[2] else { panic!() };
 /// assert_eq!(result.text_content(), "900\n");
 /// # });
 /// ```
@@ -404,7 +407,7 @@ impl CodeMode {
     /// `approval` which of them wait for a person. A program may call any callable tool the store holds
     /// when it runs (a deferred one too, loaded or not). Its description declares the callable tools that
     /// are not deferred, as they are now; an agent's requests declare instead the callable tools each
-    /// request sends ([`AgentConfig::request_tools`](crate::AgentConfig::request_tools)).
+    /// request sends ([`AgentConfig::request_tools`](crate::agent::AgentConfig::request_tools)).
     pub fn tool(
         &self,
         store: &ToolStore,

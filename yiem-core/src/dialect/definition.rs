@@ -15,7 +15,7 @@ pub(crate) struct ToolFacts<'a> {
     pub output_schema: Option<&'a Value>,
     /// MCP behaviour hints, by their MCP key (`readOnlyHint`, ...); `None` leaves one unsaid.
     pub hints: [(&'static str, Option<bool>); 4],
-    /// The tool's calls wait for a person's approval ([`AgentTool::needs_approval`](crate::AgentTool::needs_approval)).
+    /// The tool's calls wait for a person's approval ([`AgentTool::needs_approval`](crate::tool::AgentTool::needs_approval)).
     pub needs_approval: bool,
     /// Examples of good arguments (Anthropic's `input_examples`).
     pub examples: &'a [Value],

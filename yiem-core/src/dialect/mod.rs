@@ -5,8 +5,8 @@
 //! rules of each target, and the run-time normalization of the arguments a model sends back
 //! ([`Dialect::normalize_arguments`], in `normalize`). It is a leaf: it turns a tool's facts (name,
 //! label, description, schemas, hints) into a provider's shape and imports nothing else of the crate. The
-//! cached definitions live with each tool ([`AgentTool::definition`](crate::AgentTool::definition)), the
-//! cached lists with the store ([`ToolStore::definitions`](crate::ToolStore::definitions)).
+//! cached definitions live with each tool ([`AgentTool::definition`](crate::tool::AgentTool::definition)), the
+//! cached lists with the store ([`ToolStore::definitions`](crate::store::ToolStore::definitions)).
 //!
 //! # What each dialect does
 //!
@@ -51,7 +51,7 @@ pub(crate) use definition::ToolFacts;
 /// A target that reads tool definitions: an MCP client or an LLM provider's API.
 ///
 /// ```
-/// use yiem_core::Dialect;
+/// use yiem_core::store::Dialect;
 ///
 /// assert_eq!("openai-strict".parse::<Dialect>().unwrap(), Dialect::OpenAiStrict);
 /// assert_eq!(Dialect::OpenAiStrict.as_str(), "openai-strict");
@@ -107,7 +107,7 @@ impl Dialect {
     /// The target's rule for tool names, in words.
     ///
     /// ```
-    /// use yiem_core::Dialect;
+    /// use yiem_core::store::Dialect;
     ///
     /// assert!(Dialect::OpenAi.accepts_name("3d-render"));
     /// assert!(!Dialect::Gemini.accepts_name("3d-render"));
@@ -158,11 +158,11 @@ impl Dialect {
     /// optional property sent as `null` (OpenAI strict mode requires every property, so "none" comes back
     /// as `null`), and a `null` for a field of a variant the arguments did not choose (a union at the root,
     /// merged into one object), is removed, at every depth, so serde applies the field's default. A tool in
-    /// hand does it with [`AgentTool::normalize_arguments`](crate::AgentTool::normalize_arguments).
+    /// hand does it with [`AgentTool::normalize_arguments`](crate::tool::AgentTool::normalize_arguments).
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::Dialect;
+    /// use yiem_core::store::Dialect;
     ///
     /// let schema = json!({
     ///     "type": "object",
@@ -298,8 +298,8 @@ pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Va
 /// The form schema of an MCP elicitation for a type whose canonical schema is `canonical`: rewritten as
 /// for [`Dialect::Mcp`] (references inlined), and checked to be an object of plain fields, the only
 /// forms MCP clients show.
-pub(crate) fn elicitation_schema(canonical: &Value) -> Result<Value, crate::ElicitError> {
-    use crate::ElicitError;
+pub(crate) fn elicitation_schema(canonical: &Value) -> Result<Value, crate::elicit::ElicitError> {
+    use crate::elicit::ElicitError;
     let mut schema = rewrite::rewrite("elicitation", Dialect::Mcp, canonical)
         .map_err(|error| ElicitError::InvalidQuestion(error.to_string()))?;
     if let Some(object) = schema.as_object_mut() {

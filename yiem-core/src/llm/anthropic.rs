@@ -65,7 +65,7 @@ impl CodeExecutionVersion {
 /// Where and how an [`AnthropicModel`] sends its requests.
 ///
 /// ```
-/// use yiem_core::AnthropicConfig;
+/// use yiem_core::llm::AnthropicConfig;
 ///
 /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
 ///     .with_base_url("http://127.0.0.1:8080")
@@ -144,7 +144,7 @@ http_config!(AnthropicConfig);
 /// Anthropic's prompt caching, as [`AnthropicConfig::prompt_cache`] sets it: a `cache_control`
 /// breakpoint on the last tool (which caches the tool list) and on the system prompt (which caches the
 /// tools and the system prompt), so requests that share them read them from the cache. Cache reads and
-/// writes come back in [`Usage`](crate::Usage) (`cache_read_tokens`, `cache_write_tokens`).
+/// writes come back in [`Usage`](crate::message::Usage) (`cache_read_tokens`, `cache_write_tokens`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PromptCache {
@@ -259,7 +259,7 @@ impl AnthropicConfig {
     ///
     /// ```
     /// use yiem_core::llm::PromptCache;
-    /// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest};
+    /// use yiem_core::llm::{AnthropicConfig, AnthropicModel, ModelRequest};
     ///
     /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5").with_prompt_cache(PromptCache::OneHour);
     /// let model = AnthropicModel::new(config).unwrap();
@@ -277,10 +277,10 @@ impl AnthropicConfig {
     /// that carry tools add the code-execution tool (`{"type": "code_execution_20260120", "name":
     /// "code_execution"}`, the version [`with_code_execution`](Self::with_code_execution) chooses) and
     /// give each tool `calling` allows `allowed_callers: ["direct", "code_execution_20260120"]` (the
-    /// model can still call it itself); a [code-only](crate::AgentTool::is_code_only) tool gets
+    /// model can still call it itself); a [code-only](crate::tool::AgentTool::is_code_only) tool gets
     /// `allowed_callers: ["code_execution_20260120"]`, the sandbox alone. Without programmatic
     /// calling, code-only tools are not sent. A call a program makes comes back as a `tool_use` block with its `caller`,
-    /// becomes a [`ToolCall`](crate::ToolCall) with that [`ToolCaller`](crate::ToolCaller), runs
+    /// becomes a [`ToolCall`](crate::exec::ToolCall) with that [`ToolCaller`](crate::exec::ToolCaller), runs
     /// through the pipeline like any other, and goes back with its caller. The program itself and its
     /// output (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
     /// unchanged. The reply's code-execution `container` is kept as a provider block of type
@@ -289,11 +289,11 @@ impl AnthropicConfig {
     ///
     /// ```
     /// use yiem_core::llm::ProgrammaticCalling;
-    /// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest};
-    /// # fn lookup() -> yiem_core::AgentTool {
-    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
+    /// use yiem_core::llm::{AnthropicConfig, AnthropicModel, ModelRequest};
+    /// # fn lookup() -> yiem_core::tool::AgentTool {
+    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
     /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
     /// #         .build().unwrap()
     /// # }
     ///
@@ -316,10 +316,10 @@ impl AnthropicConfig {
     ///
     /// ```
     /// use yiem_core::llm::{CodeExecutionVersion, ProgrammaticCalling};
-    /// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest};
-    /// # fn lookup() -> yiem_core::AgentTool {
-    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
-    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// use yiem_core::llm::{AnthropicConfig, AnthropicModel, ModelRequest};
+    /// # fn lookup() -> yiem_core::tool::AgentTool {
+    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
+    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
     /// #         .build().unwrap()
     /// # }
     ///
@@ -368,11 +368,11 @@ impl AnthropicConfig {
 /// and the agent sends the conversation again so the model goes on), `refusal` → an error `the model refused to answer
 /// (stop_reason "refusal")`. `ping`s are skipped; an `error` event ends the stream with
 /// `the server reported an error in the stream: <message>` (e.g. `Overloaded`). Retries and the other
-/// failures are those of [`OpenAiModel`](crate::OpenAiModel)'s table (features permitting), with 529
+/// failures are those of [`OpenAiModel`](crate::llm::OpenAiModel)'s table (features permitting), with 529
 /// retried like any 5xx; every failure is one `Error` event starting `POST <url> failed: `.
 ///
 /// ```
-/// use yiem_core::{AnthropicConfig, AnthropicModel, ModelRequest, UserMessage};
+/// use yiem_core::{llm::{AnthropicConfig, AnthropicModel, ModelRequest}, message::UserMessage};
 ///
 /// let model = AnthropicModel::new(AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")).unwrap();
 /// assert_eq!(model.endpoint(), "https://api.anthropic.com/v1/messages");

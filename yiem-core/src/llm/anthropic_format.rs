@@ -57,7 +57,11 @@ pub(crate) fn container_to_reuse(messages: &[AgentMessage]) -> Option<&str> {
 /// ```
 /// use serde_json::json;
 /// use yiem_core::llm::to_anthropic_messages;
-/// use yiem_core::{AgentToolResult, AssistantContent, AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+/// use yiem_core::{
+///     exec::ToolCall,
+///     message::{AssistantContent, AssistantMessage, ToolResultMessage, UserMessage},
+///     tool::AgentToolResult,
+/// };
 ///
 /// let call = ToolCall::new("toolu_1", "read", json!({"path": "a.txt"}));
 /// let mut reply = AssistantMessage::default();

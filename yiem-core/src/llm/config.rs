@@ -3,7 +3,7 @@
 /// Why a model client could not be configured.
 ///
 /// ```
-/// use yiem_core::ConfigError;
+/// use yiem_core::llm::ConfigError;
 ///
 /// let error = ConfigError::InvalidBaseUrl { url: "localhost:8080".into() };
 /// assert_eq!(error.to_string(), "the base URL `localhost:8080` must start with http:// or https://");

@@ -26,7 +26,7 @@ pub(crate) const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.
 /// Where and how a [`GeminiModel`] sends its requests.
 ///
 /// ```
-/// use yiem_core::GeminiConfig;
+/// use yiem_core::llm::GeminiConfig;
 ///
 /// let config = GeminiConfig::new("AIza-test", "gemini-2.5-flash")
 ///     .with_base_url("http://127.0.0.1:8080/v1beta")
@@ -136,10 +136,10 @@ impl GeminiConfig {
 /// `thoughtsTokenCount` → output, `cachedContentTokenCount` → cache reads. A stream that ends without a
 /// `finishReason` is an error; an `{"error": ...}` object in the stream ends it with its message.
 /// Retries and the other failures are those of the shared transport (see
-/// [`RetryPolicy`](crate::RetryPolicy)); every failure is one `Error` starting `POST <url> failed: `.
+/// [`RetryPolicy`](crate::llm::RetryPolicy)); every failure is one `Error` starting `POST <url> failed: `.
 ///
 /// ```
-/// use yiem_core::{GeminiConfig, GeminiModel};
+/// use yiem_core::llm::{GeminiConfig, GeminiModel};
 ///
 /// let model = GeminiModel::new(GeminiConfig::new("key", "models/gemini-2.5-flash")).unwrap();
 /// assert_eq!(

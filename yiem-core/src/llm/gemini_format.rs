@@ -26,7 +26,11 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessa
 /// ```
 /// use serde_json::json;
 /// use yiem_core::llm::to_gemini_contents;
-/// use yiem_core::{AgentToolResult, AssistantContent, AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+/// use yiem_core::{
+///     exec::ToolCall,
+///     message::{AssistantContent, AssistantMessage, ToolResultMessage, UserMessage},
+///     tool::AgentToolResult,
+/// };
 ///
 /// let call = ToolCall::new("c1", "read", json!({"path": "a.txt"}));
 /// let mut reply = AssistantMessage::default();

@@ -123,7 +123,7 @@ pub struct ModelRequest {
     pub deferred: ToolList,
     /// Which of the tools the model may or must call in this request; `None` leaves it to the provider
     /// configuration's [`ToolChoice`] (`with_tool_choice`). An agent sets it from
-    /// [`AgentSettings::tool_choice`](crate::AgentSettings::tool_choice).
+    /// [`AgentSettings::tool_choice`](crate::agent::AgentSettings::tool_choice).
     pub tool_choice: Option<ToolChoice>,
 }
 
@@ -175,11 +175,12 @@ impl ModelRequest {
         self.tool_choice.as_ref().unwrap_or(configured)
     }
 
-    /// The request without its [code-only](crate::AgentTool::is_code_only) tools, for a provider that
+    /// The request without its [code-only](crate::tool::AgentTool::is_code_only) tools, for a provider that
     /// runs no program of the model's here (no programmatic calling): the model could only call them
     /// directly, which is refused. The request itself when it has none.
     pub(crate) fn without_code_only(&self) -> std::borrow::Cow<'_, ModelRequest> {
-        let code_only = |tools: &ToolList| tools.iter().any(crate::AgentTool::is_code_only);
+        let code_only =
+            |tools: &ToolList| tools.iter().any(crate::definition::AgentTool::is_code_only);
         if !code_only(&self.tools) && !code_only(&self.deferred) {
             return std::borrow::Cow::Borrowed(self);
         }
@@ -286,7 +287,10 @@ pub type ModelStream = Pin<Box<dyn Stream<Item = ModelEvent> + Send>>;
 ///
 /// ```
 /// use futures::StreamExt;
-/// use yiem_core::{Model, ModelEvent, ModelRequest, ScriptedModel, ScriptedTurn, CancellationToken};
+/// use yiem_core::{
+///     exec::CancellationToken,
+///     llm::{Model, ModelEvent, ModelRequest, ScriptedModel, ScriptedTurn},
+/// };
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let model = ScriptedModel::new([ScriptedTurn::text("hello there")]);
@@ -330,7 +334,7 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 /// message is complete enough to show.
 ///
 /// ```
-/// use yiem_core::{MessageAssembler, ModelEvent, StopReason, Usage};
+/// use yiem_core::{llm::{MessageAssembler, ModelEvent}, message::{StopReason, Usage}};
 ///
 /// let mut assembler = MessageAssembler::new();
 /// assembler.apply(ModelEvent::TextDelta("Hel".into()));
@@ -348,7 +352,7 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 /// Two calls a model gave one id get two ids: the second is `ID_2` (then `ID_3`, ...).
 ///
 /// ```
-/// use yiem_core::{MessageAssembler, ModelEvent};
+/// use yiem_core::llm::{MessageAssembler, ModelEvent};
 ///
 /// let mut assembler = MessageAssembler::new();
 /// for index in 0..3 {
@@ -645,15 +649,15 @@ fn parse_arguments(text: &str) -> Value {
 )]
 pub(crate) fn provider_search(
     request: &ModelRequest,
-    describe: impl Fn(&crate::tool::AgentTool) -> Result<Value, crate::DialectError>,
-) -> Result<Option<(ToolList, Vec<Value>)>, crate::DialectError> {
+    describe: impl Fn(&crate::definition::AgentTool) -> Result<Value, crate::dialect::DialectError>,
+) -> Result<Option<(ToolList, Vec<Value>)>, crate::dialect::DialectError> {
     if request.deferred.is_empty() {
         return Ok(None);
     }
     let deferred_names: std::collections::HashSet<&str> = request
         .deferred
         .iter()
-        .map(crate::tool::AgentTool::name)
+        .map(crate::definition::AgentTool::name)
         .collect();
     let tools = request
         .tools
@@ -673,6 +677,6 @@ pub(crate) fn provider_search(
             }
             Ok(definition)
         })
-        .collect::<Result<Vec<Value>, crate::DialectError>>()?;
+        .collect::<Result<Vec<Value>, crate::dialect::DialectError>>()?;
     Ok(Some((tools, deferred)))
 }

@@ -51,7 +51,7 @@ pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 ///
 /// ```
 /// use std::time::Duration;
-/// use yiem_core::{OpenAiConfig, RetryPolicy};
+/// use yiem_core::llm::{OpenAiConfig, RetryPolicy};
 ///
 /// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")
 ///     .with_retry(RetryPolicy::none())
@@ -206,11 +206,14 @@ impl OpenAiConfig {
 ///
 /// A reply cut at the output limit ends with `Done { stop_reason: Length, .. }` after its calls'
 /// `ToolCallEnd`s; their arguments may be incomplete, so the agent must not run them: see
-/// [`truncated_tool_results`](crate::truncated_tool_results).
+/// [`truncated_tool_results`](crate::llm::truncated_tool_results).
 ///
 /// ```no_run
 /// use futures::StreamExt;
-/// use yiem_core::{CancellationToken, MessageAssembler, Model, ModelRequest, OpenAiModel, UserMessage};
+/// use yiem_core::{
+///     exec::CancellationToken, llm::{MessageAssembler, Model, ModelRequest, OpenAiModel},
+///     message::UserMessage,
+/// };
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// // YIEM_BASE_URL=https://api.openai.com/v1 OPENAI_API_KEY=sk-... YIEM_MODEL=gpt-4o-mini
@@ -245,7 +248,7 @@ impl OpenAiModel {
     /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
     ///
     /// ```
-    /// use yiem_core::{OpenAiConfig, OpenAiModel};
+    /// use yiem_core::llm::{OpenAiConfig, OpenAiModel};
     ///
     /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:8080/v1/", "qwen3")).unwrap();
     /// assert_eq!(model.endpoint(), "http://localhost:8080/v1/chat/completions");
@@ -274,7 +277,9 @@ impl OpenAiModel {
     /// ```
     /// use serde_json::Value;
     /// use yiem_core::llm::to_openai_messages;
-    /// use yiem_core::{AgentMessage, ModelRequest, OpenAiConfig, OpenAiModel, UserMessage};
+    /// use yiem_core::{
+    ///     llm::{ModelRequest, OpenAiConfig, OpenAiModel}, message::{AgentMessage, UserMessage},
+    /// };
     ///
     /// // Keep only the last 10 messages.
     /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:11434/v1", "llama3.2"))
@@ -304,7 +309,7 @@ impl OpenAiModel {
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::{ModelRequest, OpenAiConfig, OpenAiModel, UserMessage};
+    /// use yiem_core::{llm::{ModelRequest, OpenAiConfig, OpenAiModel}, message::UserMessage};
     ///
     /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")).unwrap();
     /// let body = model.request_body(&ModelRequest::new("Be brief.", vec![UserMessage::text("hi").into()])).unwrap();

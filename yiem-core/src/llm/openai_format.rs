@@ -20,7 +20,7 @@ use crate::result::Usage;
 /// ```
 /// use serde_json::{Value, json};
 /// use yiem_core::llm::{MessageFormat, to_openai_messages};
-/// use yiem_core::{AgentMessage, UserMessage};
+/// use yiem_core::message::{AgentMessage, UserMessage};
 ///
 /// // The default, with every system prompt sent as a `developer` message.
 /// let format = |system: &str, messages: &[AgentMessage]| -> Vec<Value> {
@@ -42,7 +42,7 @@ pub trait MessageFormat: Send + Sync {
 ///
 /// ```
 /// use yiem_core::llm::{MessageFormat, OpenAiFormat};
-/// use yiem_core::UserMessage;
+/// use yiem_core::message::UserMessage;
 ///
 /// let messages = OpenAiFormat.messages("", &[UserMessage::text("hi").into()]);
 /// assert_eq!(messages, vec![serde_json::json!({"role": "user", "content": "hi"})]);
@@ -89,7 +89,11 @@ where
 /// ```
 /// use serde_json::json;
 /// use yiem_core::llm::to_openai_messages;
-/// use yiem_core::{AgentToolResult, AssistantContent, AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+/// use yiem_core::{
+///     exec::ToolCall,
+///     message::{AssistantContent, AssistantMessage, ToolResultMessage, UserMessage},
+///     tool::AgentToolResult,
+/// };
 ///
 /// let call = ToolCall::new("call_1", "read", json!({"path": "a.txt"}));
 /// let mut reply = AssistantMessage::default();
@@ -216,7 +220,7 @@ fn tool_message(result: &ToolResultMessage) -> Value {
 /// ```
 /// use serde_json::json;
 /// use yiem_core::llm::assistant_from_openai;
-/// use yiem_core::StopReason;
+/// use yiem_core::message::StopReason;
 ///
 /// let reply = assistant_from_openai(&json!({
 ///     "model": "gpt-4o-mini",
@@ -364,7 +368,7 @@ pub(crate) fn usage_from_openai(usage: &Value) -> Usage {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::extract_tool_calls;
+/// use yiem_core::llm::extract_tool_calls;
 ///
 /// let blocks = json!([
 ///     {"type": "text", "text": "checking"},

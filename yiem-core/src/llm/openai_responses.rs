@@ -18,10 +18,10 @@ use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
 use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
+use crate::definition::AgentTool;
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
-use crate::tool::AgentTool;
 
 /// OpenAI's API base URL, where requests go when no other is given.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -34,7 +34,7 @@ pub const DEFAULT_RESPONSES_MODEL: &str = "gpt-5-mini";
 /// for reasoning items' `encrypted_content` so they can go back with it.
 ///
 /// ```
-/// use yiem_core::OpenAiResponsesConfig;
+/// use yiem_core::llm::OpenAiResponsesConfig;
 ///
 /// let config = OpenAiResponsesConfig::new("gpt-5-mini")
 ///     .with_api_key("sk-test")
@@ -154,7 +154,7 @@ impl OpenAiResponsesConfig {
     /// Like [`from_env`](Self::from_env), reading the variables through `lookup`.
     ///
     /// ```
-    /// use yiem_core::{ConfigError, OpenAiResponsesConfig};
+    /// use yiem_core::llm::{ConfigError, OpenAiResponsesConfig};
     ///
     /// let local = OpenAiResponsesConfig::from_lookup(|name| {
     ///     (name == "YIEM_BASE_URL").then(|| "http://localhost:8000/v1".to_owned())
@@ -223,17 +223,17 @@ impl OpenAiResponsesConfig {
     /// requests that carry tools add `{"type": "programmatic_tool_calling"}` and give each function
     /// tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can still call it
     /// itself). A call a program makes comes back as a `function_call` item with its `caller`
-    /// (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::ToolCall) with that
-    /// [`ToolCaller`](crate::ToolCaller), runs through the pipeline like any other, and goes back with
+    /// (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::exec::ToolCall) with that
+    /// [`ToolCaller`](crate::exec::ToolCaller), runs through the pipeline like any other, and goes back with
     /// its caller. The `program` item itself is kept as a provider block and goes back unchanged.
     ///
     /// ```
     /// use yiem_core::llm::ProgrammaticCalling;
-    /// use yiem_core::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel};
-    /// # fn lookup() -> yiem_core::AgentTool {
-    /// #     yiem_core::AgentTool::builder("lookup").description("Looks a record up.")
+    /// use yiem_core::llm::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel};
+    /// # fn lookup() -> yiem_core::tool::AgentTool {
+    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
     /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-    /// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "found" })
+    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
     /// #         .build().unwrap()
     /// # }
     ///
@@ -287,7 +287,7 @@ impl OpenAiResponsesConfig {
 ///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
 ///   its arguments from `.done`;
 /// - a `custom_tool_call` item (the call of a free-text tool, sent as a custom tool: see
-///   [`TextFormat`](crate::TextFormat)) → the same events, its `input` as the arguments `{"input":
+///   [`TextFormat`](crate::tool::TextFormat)) → the same events, its `input` as the arguments `{"input":
 ///   "<text>"}`: its `response.custom_tool_call_input.delta`s stream that object's text (each piece escaped
 ///   as JSON string content, so the partial arguments show the text so far), `"}` closes it;
 /// - a finished reasoning item, the item ids of messages and calls, and any other output item (a hosted
@@ -302,11 +302,13 @@ impl OpenAiResponsesConfig {
 /// - event types this client does not know are skipped; an output item without an id is followed by its
 ///   `output_index`, and a call without a `call_id` gets a fresh id.
 ///
-/// Retries and the other failures are those of [`OpenAiModel`](crate::OpenAiModel)'s table; every
+/// Retries and the other failures are those of [`OpenAiModel`](crate::llm::OpenAiModel)'s table; every
 /// failure is one `Error` event starting `POST <url> failed: `.
 ///
 /// ```
-/// use yiem_core::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel, UserMessage};
+/// use yiem_core::{
+///     llm::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel}, message::UserMessage,
+/// };
 ///
 /// let model = OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt-5-mini")).unwrap();
 /// assert_eq!(model.endpoint(), "https://api.openai.com/v1/responses");
@@ -487,10 +489,10 @@ impl OpenAiResponsesModel {
     }
 }
 
-/// The deferred tools' entries, those of a namespace ([`ProviderOptions::namespace`](crate::ProviderOptions),
+/// The deferred tools' entries, those of a namespace ([`ProviderOptions::namespace`](crate::tool::ProviderOptions),
 /// an MCP server's tools) grouped in one `{"type": "namespace", "name", "description", "tools"}` entry
 /// where its first tool is, the others as they are.
-fn namespaced(tools: &crate::ToolList, entries: Vec<Value>) -> Vec<Value> {
+fn namespaced(tools: &crate::registry::ToolList, entries: Vec<Value>) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(entries.len());
     let mut groups: Vec<(String, usize)> = Vec::new();
     for (tool, entry) in tools.iter().zip(entries) {

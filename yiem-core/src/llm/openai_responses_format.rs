@@ -38,9 +38,9 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 ///   `function_call` items (`call_id`, `name`, `arguments` as JSON text, the item's `id` when it
 ///   came from this API, and the `caller` of a call a program made) and hosted tools' items (a
 ///   `program` among them) unchanged. A call of a custom tool (a free-text tool: see
-///   [`TextFormat`](crate::TextFormat)) goes as a `custom_tool_call` (`call_id`, `name`, `input`: the
+///   [`TextFormat`](crate::tool::TextFormat)) goes as a `custom_tool_call` (`call_id`, `name`, `input`: the
 ///   text of its arguments `{"input": "<text>"}`, the item's `id` when it came from this API): one the
-///   API made as such, and (with [`OpenAiResponsesModel`](crate::OpenAiResponsesModel)) every call of a
+///   API made as such, and (with [`OpenAiResponsesModel`](crate::llm::OpenAiResponsesModel)) every call of a
 ///   tool the request sends as a custom tool.
 /// - A tool result is a `function_call_output` (a `custom_tool_call_output` for a custom tool's call)
 ///   with the call's `call_id`; its `output` is the text, or `input_text` and `input_image` parts when
@@ -55,7 +55,11 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 /// ```
 /// use serde_json::json;
 /// use yiem_core::llm::to_responses_input;
-/// use yiem_core::{AgentToolResult, AssistantContent, AssistantMessage, ToolCall, ToolResultMessage, UserMessage};
+/// use yiem_core::{
+///     exec::ToolCall,
+///     message::{AssistantContent, AssistantMessage, ToolResultMessage, UserMessage},
+///     tool::AgentToolResult,
+/// };
 ///
 /// let call = ToolCall::new("call_1", "read", json!({"path": "a.txt"}));
 /// let mut reply = AssistantMessage::default();

@@ -2,13 +2,13 @@
 //! provider's own sandbox may call (Anthropic's code-execution tool, OpenAI's
 //! `programmatic_tool_calling`). The providers' clients add their sandbox tool and mark those tools'
 //! definitions with `allowed_callers`; the calls such a program makes come back as
-//! [`ToolCall`](crate::ToolCall)s with a [`ToolCaller`](crate::ToolCaller) and run through the pipeline
+//! [`ToolCall`](crate::exec::ToolCall)s with a [`ToolCaller`](crate::exec::ToolCaller) and run through the pipeline
 //! like any other (hooks, approvals, events).
 
 use serde_json::Value;
 
 use super::ModelRequest;
-use crate::tool::AgentTool;
+use crate::definition::AgentTool;
 
 /// Which tools a program in the provider's sandbox may call, as
 /// `AnthropicConfig::with_programmatic_calling` and `OpenAiResponsesConfig::with_programmatic_calling`

@@ -20,7 +20,10 @@ use crate::telemetry;
 /// [`StopReason::Error`] and its error text.
 ///
 /// ```
-/// use yiem_core::{CancellationToken, EventBus, ModelRequest, ScriptedModel, ScriptedTurn, StopReason};
+/// use yiem_core::{
+///     event::EventBus, exec::CancellationToken, llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+///     message::StopReason,
+/// };
 /// use yiem_core::llm::stream_reply;
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {

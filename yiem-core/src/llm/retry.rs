@@ -15,7 +15,7 @@ use std::time::Duration;
 ///
 /// ```
 /// use std::time::Duration;
-/// use yiem_core::RetryPolicy;
+/// use yiem_core::llm::RetryPolicy;
 ///
 /// let policy = RetryPolicy::default().with_max_retries(5);
 /// assert_eq!(policy.initial_delay, Duration::from_millis(500));

@@ -1,5 +1,5 @@
 //! A [`Model`] as the [`SamplingHandler`] of a tool's requests for a completion
-//! ([`ToolContext::sample`](crate::ToolContext::sample)): [`model_sampler`].
+//! ([`ToolContext::sample`](crate::tool::ToolContext::sample)): [`model_sampler`].
 
 use std::sync::Arc;
 
@@ -14,13 +14,13 @@ use crate::sample::{Sampling, SamplingAnswer, SamplingHandler};
 /// request's `max_tokens` cannot raise it), no tools are offered, and the answer is the reply's text. A
 /// request the model fails is refused with the model's error, for the tool to read.
 ///
-/// Give it to an agent ([`AgentSettings::sampling`](crate::AgentSettings::sampling)) to let its tools
+/// Give it to an agent ([`AgentSettings::sampling`](crate::agent::AgentSettings::sampling)) to let its tools
 /// ask the agent's own model; a scripted model stands in for a real one here:
 ///
 /// ```
 /// use std::sync::Arc;
 /// use yiem_core::llm::{ScriptedModel, ScriptedTurn, model_sampler};
-/// use yiem_core::{Sampling, SamplingAnswer, SamplingHandler};
+/// use yiem_core::ask::{Sampling, SamplingAnswer, SamplingHandler};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let model = Arc::new(ScriptedModel::new([ScriptedTurn::text("three words here")]));
@@ -37,10 +37,10 @@ pub fn model_sampler(model: Arc<dyn Model>) -> impl SamplingHandler {
 }
 
 /// [`model_sampler`] that adds each request's usage to `used`: an agent counts it toward its run's usage
-/// and limits ([`AgentBuilder::sampling_by_own_model`](crate::AgentBuilder::sampling_by_own_model)).
+/// and limits ([`AgentBuilder::sampling_by_own_model`](crate::agent::AgentBuilder::sampling_by_own_model)).
 pub(crate) fn counting_sampler(
     model: Arc<dyn Model>,
-    used: Arc<std::sync::Mutex<Vec<crate::Usage>>>,
+    used: Arc<std::sync::Mutex<Vec<crate::result::Usage>>>,
 ) -> impl SamplingHandler {
     move |request: Sampling| {
         let model = Arc::clone(&model);
@@ -56,7 +56,7 @@ pub(crate) fn counting_sampler(
 }
 
 /// The answer to `request`, and what the model reported using for it.
-async fn sample(model: &dyn Model, request: Sampling) -> (SamplingAnswer, crate::Usage) {
+async fn sample(model: &dyn Model, request: Sampling) -> (SamplingAnswer, crate::result::Usage) {
     let messages = request
         .messages
         .into_iter()

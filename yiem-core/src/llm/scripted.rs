@@ -18,7 +18,7 @@ use crate::result::Usage;
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::ScriptedTurn;
+/// use yiem_core::llm::ScriptedTurn;
 ///
 /// let turn = ScriptedTurn::tool_call("read", json!({"path": "text.txt"})).with_text("Let me read it.");
 /// assert_eq!(turn.tool_calls.len(), 1);
@@ -108,7 +108,7 @@ enum Script {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{ScriptedModel, ScriptedTurn};
+/// use yiem_core::llm::{ScriptedModel, ScriptedTurn};
 ///
 /// let model = ScriptedModel::new([
 ///     ScriptedTurn::tool_call("read", json!({"path": "text.txt"})),

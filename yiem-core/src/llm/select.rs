@@ -73,7 +73,7 @@ pub const PROVIDERS: &[&str] = &[
 /// .unwrap();
 /// assert_eq!(selected.model.name(), "claude-sonnet-4-5");
 /// assert_eq!(selected.description, "claude-sonnet-4-5 at https://api.anthropic.com/v1/messages");
-/// assert_eq!(selected.dialect, yiem_core::Dialect::Anthropic);
+/// assert_eq!(selected.dialect, yiem_core::store::Dialect::Anthropic);
 ///
 /// let error = model_from_lookup(|name| (name == "YIEM_PROVIDER").then(|| "anthropic".into()))
 ///     .err()

@@ -1,14 +1,14 @@
 //! [`ToolChoice`]: which tools a model may or must call, a setting of every provider's configuration and
-//! of an agent ([`AgentSettings::tool_choice`](crate::AgentSettings::tool_choice), or a request's own
-//! [`ModelRequest::tool_choice`](crate::ModelRequest::tool_choice)), rendered in the form each provider
+//! of an agent ([`AgentSettings::tool_choice`](crate::agent::AgentSettings::tool_choice), or a request's own
+//! [`ModelRequest::tool_choice`](crate::llm::ModelRequest::tool_choice)), rendered in the form each provider
 //! takes.
 
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 use serde_json::{Value, json};
 
 /// Which tools the model may or must call in a request that carries tools. Set on an agent
-/// ([`AgentSettings::tool_choice`](crate::AgentSettings::tool_choice)), which puts it in every
-/// [`ModelRequest`](crate::ModelRequest) it makes, or on a provider's configuration (`with_tool_choice`,
+/// ([`AgentSettings::tool_choice`](crate::agent::AgentSettings::tool_choice)), which puts it in every
+/// [`ModelRequest`](crate::llm::ModelRequest) it makes, or on a provider's configuration (`with_tool_choice`,
 /// every provider), the default of requests that carry none; an `extra_body` entry of the provider's own
 /// field (`tool_choice`, `toolConfig`) still overrides both.
 ///
@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 /// ```
 /// # #[cfg(feature = "openai")] {
 /// use yiem_core::llm::ToolChoice;
-/// use yiem_core::{OpenAiConfig, OpenAiModel, ModelRequest, UserMessage};
-/// # fn weather() -> yiem_core::AgentTool {
-/// #     yiem_core::AgentTool::builder("get_weather").description("Weather.")
+/// use yiem_core::{llm::{OpenAiConfig, OpenAiModel, ModelRequest}, message::UserMessage};
+/// # fn weather() -> yiem_core::tool::AgentTool {
+/// #     yiem_core::tool::AgentTool::builder("get_weather").description("Weather.")
 /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-/// #         .handler(|_ctx: yiem_core::ToolContext, _args: serde_json::Value| async move { "sunny" })
+/// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "sunny" })
 /// #         .build().unwrap()
 /// # }
 ///

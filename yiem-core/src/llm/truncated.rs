@@ -16,7 +16,10 @@ use crate::result::AgentToolResult;
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{AssistantContent, AssistantMessage, StopReason, ToolCall, truncated_tool_results};
+/// use yiem_core::{
+///     exec::ToolCall, llm::truncated_tool_results,
+///     message::{AssistantContent, AssistantMessage, StopReason},
+/// };
 ///
 /// let mut reply = AssistantMessage::default();
 /// reply.content.push(AssistantContent::ToolCall(ToolCall::new("c1", "write", json!("{\"text\": \"abc"))));

@@ -3,7 +3,7 @@
 //! so an agent calls them like its own. Needs the `mcp-client` feature.
 //!
 //! ```no_run
-//! use yiem_core::ToolStore;
+//! use yiem_core::store::ToolStore;
 //! use yiem_core::mcp::McpClient;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -102,11 +102,11 @@ use super::elicitation::with_defaults;
 use super::oauth::{Authorizer, Tries};
 use crate::content::{Content, ResourceInfo};
 use crate::context::ToolContext;
+use crate::definition::{AgentTool, ToolAnnotations, ToolNamespace};
 use crate::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
 use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
-use crate::tool::{AgentTool, ToolAnnotations, ToolNamespace};
 
 /// The time limit of one call to a server unless set otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);
@@ -246,9 +246,9 @@ impl McpClientBuilder {
     }
 
     /// Pass the server's questions to the call that is waiting for them: an elicitation (a tool's
-    /// approval, say) becomes the calling tool's own [`ToolContext::elicit`](crate::ToolContext::elicit)
-    /// question, a sampling request its [`ToolContext::sample`](crate::ToolContext::sample) — so in an
-    /// `Agent` without handlers the run pauses on it ([`RunStop::AwaitingAnswer`](crate::RunStop)) and
+    /// approval, say) becomes the calling tool's own [`ToolContext::elicit`](crate::tool::ToolContext::elicit)
+    /// question, a sampling request its [`ToolContext::sample`](crate::tool::ToolContext::sample) — so in an
+    /// `Agent` without handlers the run pauses on it ([`RunStop::AwaitingAnswer`](crate::agent::RunStop)) and
     /// the call is made again with the answer, and behind an `McpServer` it goes on to that server's
     /// client. The client declares both capabilities. A server of the 2026-07-28 revision asks by
     /// answering the call `input_required`, so its question is the call's. A server of an earlier

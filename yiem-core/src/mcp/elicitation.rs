@@ -1,10 +1,10 @@
 //! The server's questions for the user (MCP elicitation), as an [`McpClient`](super::McpClient) answers
-//! them: the application gives an [`ElicitationHandler`](crate::ElicitationHandler) to
+//! them: the application gives an [`ElicitationHandler`](crate::ask::ElicitationHandler) to
 //! [`McpClientBuilder::elicitation`](super::McpClientBuilder::elicitation), and the client fills in
 //! the schema's defaults for the fields the answer leaves out (SEP-1034).
 //!
 //! ```no_run
-//! use yiem_core::{Elicitation, ElicitationAnswer, mcp::McpClient};
+//! use yiem_core::{ask::{Elicitation, ElicitationAnswer}, mcp::McpClient};
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let client = McpClient::http("http://127.0.0.1:8000/mcp")

@@ -64,7 +64,7 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 ///   load balancer can answer any request. A call's progress notifications stream back as server-sent
 ///   events on the response of its own request; a call without them is answered with plain JSON. A
 ///   client of the 2026-07-28 revision is asked its questions (a tool's approval,
-///   [`ToolContext::elicit`](crate::ToolContext::elicit)) by `input_required` answers; one of an earlier
+///   [`ToolContext::elicit`](crate::tool::ToolContext::elicit)) by `input_required` answers; one of an earlier
 ///   revision can be asked only with sessions ([`with_sessions`](Self::with_sessions)), and is refused
 ///   otherwise.
 /// - **Bearer token** ([`with_bearer_token`](Self::with_bearer_token)): a request without
@@ -100,7 +100,7 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 /// - A client that disconnects cancels its running call.
 ///
 /// ```no_run
-/// use yiem_core::{ToolStore, register_all_tools, mcp::{McpHttpServer, McpServer}};
+/// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::{ToolStore, register_all_tools}};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = ToolStore::new("my-tools");
@@ -156,10 +156,10 @@ impl McpHttpServer {
     /// replica that holds it. Clients of the 2026-07-28 revision have no sessions and are asked
     /// questions either way (the call answers `input_required`).
     ///
-    /// [`ToolContext::elicit`]: crate::ToolContext::elicit
+    /// [`ToolContext::elicit`]: crate::tool::ToolContext::elicit
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
     ///     .with_sessions(DEFAULT_MAX_SESSIONS);
@@ -173,7 +173,7 @@ impl McpHttpServer {
     /// Requires `Authorization: Bearer <token>` on every request.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_bearer_token("s3cret");
     /// # let _ = http;
@@ -186,7 +186,7 @@ impl McpHttpServer {
     /// The largest request body accepted, in bytes (default [`DEFAULT_MAX_BODY_BYTES`]).
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_max_body_bytes(64 * 1024);
     /// # let _ = http;
@@ -201,7 +201,7 @@ impl McpHttpServer {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
     ///     .with_header_read_timeout(Duration::from_secs(5));
@@ -217,7 +217,7 @@ impl McpHttpServer {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
     ///     .with_body_read_timeout(Duration::from_secs(10));
@@ -232,7 +232,7 @@ impl McpHttpServer {
     /// new connections are refused with `503`.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_max_connections(64);
     /// # let _ = http;
@@ -246,7 +246,7 @@ impl McpHttpServer {
     /// port), such as `https://app.example.com:443`.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
     ///     .with_allowed_origins(["https://app.example.com:443"]);
@@ -265,7 +265,7 @@ impl McpHttpServer {
     /// loopback hosts are always allowed; bound elsewhere, `Host` is checked only when this is set.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::{McpHttpServer, McpServer}};
+    /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
     ///     .with_allowed_hosts(["tools.example.com"]);

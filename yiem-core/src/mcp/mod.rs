@@ -5,7 +5,7 @@
 //! shortest way to run one. A binary serves its own `#[tool]`s in three lines:
 //!
 //! ```no_run
-//! use yiem_core::{ToolStore, register_all_tools};
+//! use yiem_core::store::{ToolStore, register_all_tools};
 //!
 //! #[tokio::main]
 //! async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -20,7 +20,7 @@
 //!
 //! - `tools/list`: every tool of the store, in the store's order, as [`Dialect::Mcp`] describes it
 //!   (`name`, `title` = the label, `description`, `inputSchema`, `outputSchema` for tools that return
-//!   [`Json<T>`](crate::Json), `annotations`). The list is read at each request, so tools registered while
+//!   [`Json<T>`](crate::tool::Json), `annotations`). The list is read at each request, so tools registered while
 //!   the server runs show up.
 //!   A store of more than [`DEFAULT_PAGE_SIZE`] tools is listed in pages ([`McpServer::with_page_size`]):
 //!   each response but the last has a `nextCursor`, and the pages resume after the last tool sent, so a
@@ -35,22 +35,22 @@
 //!   come back as a result with `isError: true` and the text the model would see; a tool the store does not
 //!   have is a JSON-RPC invalid-params error (`-32602`). Text and image content map to MCP text and image
 //!   content; structured output becomes `structuredContent` beside its JSON text block.
-//! - Progress: when the request carries a `progressToken`, each [`ToolContext::update`](crate::ToolContext::update)
+//! - Progress: when the request carries a `progressToken`, each [`ToolContext::update`](crate::tool::ToolContext::update)
 //!   of the tool becomes a `notifications/progress` with a progress count that goes up by one per update and
 //!   the partial result's text as the message. All of them are sent before the call's result.
 //! - Cancellation: `notifications/cancelled` cancels the call's token (the tool sees
-//!   [`ToolContext::cancelled`](crate::ToolContext::cancelled)); no result is sent for a cancelled call.
+//!   [`ToolContext::cancelled`](crate::tool::ToolContext::cancelled)); no result is sent for a cancelled call.
 //! - Sequential tools run alone: calls arrive concurrently, so a tool marked `sequential` (the default)
 //!   waits until every running call has finished and holds back new ones while it runs, as it would in an
 //!   agent's batch; `parallel` tools run concurrently with each other.
 //!
 //! - Logging: the server declares `logging`; what a tool logs with
-//!   [`ToolContext::log`](crate::ToolContext::log) becomes a `notifications/message` (logger: the tool's
+//!   [`ToolContext::log`](crate::tool::ToolContext::log) becomes a `notifications/message` (logger: the tool's
 //!   name) when its level is at or above the one the client set with `logging/setLevel` (`info` until it
 //!   sets one), sent before the call's result.
-//! - Questions: a tool's [`ToolContext::elicit`](crate::ToolContext::elicit) reaches the client when it
+//! - Questions: a tool's [`ToolContext::elicit`](crate::tool::ToolContext::elicit) reaches the client when it
 //!   declared the `elicitation` capability (form mode); otherwise the tool gets
-//!   [`ElicitError::CannotAsk`](crate::ElicitError) saying why. How depends on the client's revision:
+//!   [`ElicitError::CannotAsk`](crate::ask::ElicitError) saying why. How depends on the client's revision:
 //!   - **before 2026-07-28**: an `elicitation/create` request, on a connection that can carry its
 //!     answer back — stdio, or HTTP with sessions (`McpHttpServer::with_sessions`);
 //!   - **2026-07-28** (no requests from server to client, on any transport): the call is answered
@@ -77,7 +77,7 @@
 //! calls are refused with an error result that says so, and that the server's operator can let the
 //! tool run without asking —
 //! [`McpServer::with_allowed_tools`], [`McpServer::with_all_tools_allowed`] (`yiem mcp --allow TOOL`,
-//! `--allow-all`). An [`ApprovalPolicy`](crate::ApprovalPolicy) is an agent's, not the server's: the
+//! `--allow-all`). An [`ApprovalPolicy`](crate::agent::ApprovalPolicy) is an agent's, not the server's: the
 //! server goes by the tool's own flag.
 //!
 //! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
@@ -138,6 +138,7 @@ use tracing::Instrument;
 
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
+use crate::definition::AgentTool;
 use crate::dialect::Dialect;
 use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::event::AgentEvent;
@@ -146,7 +147,6 @@ use crate::pipeline;
 use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
 use crate::telemetry;
-use crate::tool::AgentTool;
 
 /// Serves every tool of `store` over MCP on stdin and stdout until the client disconnects.
 ///
@@ -154,7 +154,7 @@ use crate::tool::AgentTool;
 /// after the store, calls run through a fresh [`ToolExecutor`] (no hooks, no time limit).
 ///
 /// ```no_run
-/// use yiem_core::{ToolStore, register_all_tools};
+/// use yiem_core::store::{ToolStore, register_all_tools};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = ToolStore::new("my-tools");
@@ -218,7 +218,7 @@ pub enum McpServeError {
 ///
 /// ```
 /// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-/// use yiem_core::{AgentTool, ToolStore, mcp::McpServer};
+/// use yiem_core::{mcp::McpServer, store::ToolStore, tool::AgentTool};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let ping = AgentTool::builder("ping")
@@ -323,7 +323,7 @@ impl McpServer {
     /// [module docs](self#approval)), or refused where the client cannot be asked.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("files")).with_allowed_tools(["write"]);
     /// # let _ = server;
@@ -341,7 +341,7 @@ impl McpServer {
     /// server whose operator has decided for every call (the client side asks, or nobody needs to).
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("files")).with_all_tools_allowed();
     /// # let _ = server;
@@ -357,7 +357,7 @@ impl McpServer {
     /// event.
     ///
     /// ```
-    /// use yiem_core::{Block, ToolExecutor, ToolHooks, ToolStore, mcp::McpServer};
+    /// use yiem_core::{exec::{Block, ToolExecutor, ToolHooks}, mcp::McpServer, store::ToolStore};
     ///
     /// let hooks = ToolHooks::new().before_tool_call(|ctx| async move {
     ///     (ctx.call.name == "delete_file").then(|| Block::new("deleting files needs a human's approval"))
@@ -376,7 +376,7 @@ impl McpServer {
     /// this crate's version).
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("x")).with_server_info("weather", "2.1.0");
     /// # let _ = server;
@@ -389,7 +389,7 @@ impl McpServer {
     /// Instructions for the client's model about how to use the tools, sent in `initialize`.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("x"))
     ///     .with_instructions("Call `forecast` before answering questions about the weather.");
@@ -404,7 +404,7 @@ impl McpServer {
     /// a longer list comes in pages, in the store's order, each with a `nextCursor` for the next.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("x")).with_page_size(100);
     /// # let _ = server;
@@ -419,7 +419,7 @@ impl McpServer {
     /// an error result that says how large it was and what the limit is.
     ///
     /// ```
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("x")).with_max_result_bytes(1 << 20);
     /// # let _ = server;
@@ -435,7 +435,7 @@ impl McpServer {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("x")).with_list_ttl(Duration::from_secs(60));
     /// # let _ = server;
@@ -453,7 +453,7 @@ impl McpServer {
     /// Serves on stdin and stdout until the client disconnects (see [`serve`](Self::serve)).
     ///
     /// ```no_run
-    /// use yiem_core::{ToolStore, mcp::McpServer};
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// # async fn run(store: ToolStore) -> Result<(), yiem_core::mcp::McpServeError> {
     /// McpServer::new(store).with_server_info("my-tools", "1.0.0").serve_stdio().await
@@ -693,7 +693,7 @@ enum Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ToolContext;
+    use crate::context::ToolContext;
 
     #[test]
     fn tools_list_leaves_out_the_code_only_tools() {
@@ -995,7 +995,7 @@ impl ServerHandler for McpServer {
 }
 
 /// Asks the client whether `call` may run (the same question path as a tool's
-/// [`ToolContext::elicit`](crate::ToolContext::elicit)): `Ok` when the person confirmed, else the
+/// [`ToolContext::elicit`](crate::tool::ToolContext::elicit)): `Ok` when the person confirmed, else the
 /// error text the model gets.
 async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(), String> {
     let tool = &call.name;

@@ -66,8 +66,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 use yiem_core::{
-    AgentTool, AssistantMessage, CancellationToken, MessageAssembler, Model, ModelEvent,
-    ModelRequest, StopReason, ToolContext, Usage,
+    exec::CancellationToken,
+    llm::{MessageAssembler, Model, ModelEvent, ModelRequest},
+    message::{AssistantMessage, StopReason, Usage},
+    tool::{AgentTool, ToolContext},
 };
 
 /// What the server answers to one request.

@@ -1,5 +1,5 @@
 //! The durable driver: performs the agent protocol of [`AgentRun`] — the same step machine, transitions
-//! and events as the in-process [`Agent`](yiem_core::Agent) — inside a Restate handler. Each model call is
+//! and events as the in-process [`Agent`](yiem_core::agent::Agent) — inside a Restate handler. Each model call is
 //! a journaled step (`ctx.run`), and so is each tool call: a batch runs on the agent's one executor exactly
 //! as in process (its parallel calls at once, under the executor's cap and order), each call's run recorded
 //! through a [`CallJournal`] as a step of its own. The mailbox is read with a journaled call between
@@ -18,8 +18,10 @@ use std::sync::Arc;
 use restate_sdk::prelude::*;
 use yiem_core::llm::stream_reply;
 use yiem_core::{
-    AgentMessage, AgentRun, AssistantMessage, CallJournal, CallRecord, CancellationToken, Model,
-    NextTurnContext, PlannedCall, RunStop, Step, StopReason, ToolCall, ToolExecutor,
+    agent::{AgentRun, NextTurnContext, RunStop, Step},
+    exec::{CallJournal, CallRecord, CancellationToken, PlannedCall, ToolCall, ToolExecutor},
+    llm::Model,
+    message::{AgentMessage, AssistantMessage, StopReason},
 };
 
 use crate::agent::Config;
@@ -349,8 +351,8 @@ impl Driver<'_, '_> {
     /// begins.
     async fn await_answer(
         &self,
-        pending: Vec<yiem_core::PendingApproval>,
-        questions: Vec<yiem_core::PendingQuestion>,
+        pending: Vec<yiem_core::agent::PendingApproval>,
+        questions: Vec<yiem_core::agent::PendingQuestion>,
         registered: impl FnOnce(),
     ) -> Result<Answer, HandlerError> {
         let (awakeable, answer) = self.ctx.awakeable::<Json<Answer>>();
@@ -446,7 +448,7 @@ pub(crate) struct Recorded<'j> {
 /// succeeds, so this is the invocation's failure (it was cancelled), and the call gets it as its result.
 pub(crate) fn failed_step(tool: &str, error: &TerminalError) -> CallRecord {
     CallRecord::new(
-        yiem_core::AgentToolResult::error(format!(
+        yiem_core::tool::AgentToolResult::error(format!(
             "the durable step of tool `{tool}` failed: {}",
             error.message()
         )),

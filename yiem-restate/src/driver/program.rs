@@ -19,7 +19,7 @@
 //! not reach in normal use.
 //!
 //! The program's calls reach the handler through [`ProgramCalls`], the [`CallJournal`] the run's
-//! executor hands to `run_code` ([`ToolExecutor::journaling_program_calls`](yiem_core::ToolExecutor::journaling_program_calls)):
+//! executor hands to `run_code` ([`ToolExecutor::journaling_program_calls`](yiem_core::exec::ToolExecutor::journaling_program_calls)):
 //! the program runs on a task of its own, and `ctx.run` can only be polled by the handler, which
 //! serves the calls ([`ToolJournal::serve_programs`]) while the batch runs. Everything else of a call
 //! — the lookup, the argument check, the approval policy, the hooks, its events — is the same `Call`
@@ -50,7 +50,10 @@ use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use restate_sdk::prelude::*;
 use tokio::sync::{mpsc, oneshot, watch};
-use yiem_core::{AgentToolResult, CallJournal, CallRecord, ToolCall};
+use yiem_core::{
+    exec::{CallJournal, CallRecord, ToolCall},
+    tool::AgentToolResult,
+};
 
 use super::{Recorded, ToolJournal, failed_step};
 use crate::step::{StepKind, tool_step_name};

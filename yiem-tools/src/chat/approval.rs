@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::Value;
-use yiem_core::{ApprovalPolicy, Decision, PendingApproval};
+use yiem_core::agent::{ApprovalPolicy, Decision, PendingApproval};
 
 use super::input::{Input, Line};
 use super::render::{Renderer, approval_arguments};
@@ -182,7 +182,10 @@ fn edited(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use yiem_core::{AgentTool, ToolAnnotations, ToolCall};
+    use yiem_core::{
+        exec::ToolCall,
+        tool::{AgentTool, ToolAnnotations},
+    };
 
     use super::*;
 
@@ -194,7 +197,7 @@ mod tests {
                 hints.read_only = read_only;
                 hints
             })
-            .handler(|_ctx, _args| async { yiem_core::AgentToolResult::text("ok") })
+            .handler(|_ctx, _args| async { yiem_core::tool::AgentToolResult::text("ok") })
             .build()
             .unwrap()
     }

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-use yiem_core::RunKey;
+use yiem_core::agent::RunKey;
 use yiem_core::mcp::oauth::{FileTokenStore, TokenStore};
 
 /// The file that keeps the key.

@@ -1,8 +1,8 @@
 //! `chat --mcp`, `--mcp-url` and `--mcp-prefix`: the MCP servers whose tools join the agent's. A server at
 //! a URL that asks for OAuth is authorized in the browser ([`super::oauth`]).
 
-use yiem_core::ToolStore;
 use yiem_core::mcp::McpClient;
+use yiem_core::store::ToolStore;
 
 use crate::{Failure, bad_input};
 

@@ -24,8 +24,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use yiem_core::{
-    Agent, AgentMessage, AgentRun, AgentSettings, Model, RunOutcome, RunStop, ScriptedModel,
-    ScriptedTurn, Signature, ToolStore,
+    agent::{Agent, AgentRun, AgentSettings, RunOutcome, RunStop, Signature},
+    llm::{Model, ScriptedModel, ScriptedTurn},
+    message::AgentMessage,
+    store::ToolStore,
 };
 
 pub use mcp::McpServers;
@@ -421,13 +423,13 @@ impl Session {
 
     /// Asks `question` until the run takes the answer (one that does not fit is refused with the field
     /// named, and asked again); what the run then did, or `None` when it could not go on (said).
-    fn answered(&mut self, question: &yiem_core::PendingQuestion) -> Option<RunOutcome> {
+    fn answered(&mut self, question: &yiem_core::agent::PendingQuestion) -> Option<RunOutcome> {
         loop {
             let answer = question::ask(&mut self.input, &mut lock(&self.renderer), question);
             let answering = self.agent.answer(&question.call_id, &question.key, answer);
             match self.runtime.block_on(answering) {
                 Ok(outcome) => return Some(outcome),
-                Err(error @ yiem_core::ResumeError::InvalidAnswer { .. }) => {
+                Err(error @ yiem_core::agent::ResumeError::InvalidAnswer { .. }) => {
                     self.out().error(&format!("{error}; answer again"));
                 }
                 Err(error) => {
@@ -438,7 +440,7 @@ impl Session {
         }
     }
 
-    fn resume(&mut self, decisions: Vec<(String, yiem_core::Decision)>) {
+    fn resume(&mut self, decisions: Vec<(String, yiem_core::agent::Decision)>) {
         match self.runtime.block_on(self.agent.resume(decisions)) {
             Ok(outcome) => self.finish(outcome),
             Err(error) => self.out().error(&format!("cannot resume: {error}")),

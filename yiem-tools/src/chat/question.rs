@@ -7,7 +7,7 @@
 //! decline; Ctrl-C cancels the question, and the end of input too.
 
 use serde_json::{Map, Number, Value};
-use yiem_core::{ElicitationAnswer, PendingQuestion};
+use yiem_core::{agent::PendingQuestion, ask::ElicitationAnswer};
 
 use super::input::{Input, Line};
 use super::render::Renderer;

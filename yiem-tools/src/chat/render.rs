@@ -14,7 +14,12 @@ use std::time::{Duration, Instant};
 use console::style;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::Value;
-use yiem_core::{AgentEvent, AgentMessage, AgentToolResult, ToolCall, Usage};
+use yiem_core::{
+    event::AgentEvent,
+    exec::ToolCall,
+    message::{AgentMessage, Usage},
+    tool::AgentToolResult,
+};
 
 use super::safe;
 

@@ -9,7 +9,7 @@ use jiff::tz::TimeZone;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{AgentToolResult, tool};
+use yiem_core::{tool, tool::AgentToolResult};
 
 /// Arguments of `get_time`.
 #[derive(Clone, Debug, Default, Deserialize, JsonSchema)]

@@ -9,7 +9,7 @@ use tracing_subscriber::Layer;
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
-use yiem_core::AgentSettings;
+use yiem_core::agent::AgentSettings;
 use yiem_restate::DurableAgent;
 use yiem_restate::restate_sdk::prelude::*;
 use yiem_restate_tests::{durable, spans};

@@ -25,7 +25,7 @@ pub type ToolFuture = Pin<Box<dyn Future<Output = AgentToolResult> + Send + 'sta
 /// Whether a tool may run at the same time as other tools of the same batch.
 ///
 /// ```
-/// use yiem_core::ExecutionMode;
+/// use yiem_core::tool::ExecutionMode;
 ///
 /// assert_eq!(ExecutionMode::default(), ExecutionMode::Sequential);
 /// ```
@@ -53,7 +53,7 @@ impl fmt::Display for ExecutionMode {
 /// `idempotentHint`, `openWorldHint`); `None` leaves a hint unsaid.
 ///
 /// ```
-/// use yiem_core::ToolAnnotations;
+/// use yiem_core::tool::ToolAnnotations;
 ///
 /// let hints = ToolAnnotations::new().with_read_only(true);
 /// assert_eq!((hints.read_only, hints.destructive), (Some(true), None));
@@ -137,7 +137,7 @@ impl ToolAnnotations {
 #[non_exhaustive]
 pub struct ProviderOptions {
     /// Examples of good arguments, each an object that fits the input schema (checked by
-    /// [`ToolBuilder::build`], [`check_tools`](crate::check_tools()) and [`AgentTool::check_examples`]).
+    /// [`ToolBuilder::build`], [`check_tools`](crate::store::check_tools()) and [`AgentTool::check_examples`]).
     pub examples: Vec<Value>,
     /// The provider guarantees the arguments fit the schema (structured outputs); the schema must be one
     /// strict mode can express ([`Dialect::OpenAiStrict`]).
@@ -172,7 +172,7 @@ impl ToolNamespace {
     /// `description`.
     ///
     /// ```
-    /// let crm = yiem_core::ToolNamespace::new("crm tools", "Customers and their invoices.");
+    /// let crm = yiem_core::tool::ToolNamespace::new("crm tools", "Customers and their invoices.");
     /// assert_eq!(crm.name, "crm_tools");
     /// ```
     pub fn new(name: &str, description: impl Into<String>) -> Self {
@@ -313,7 +313,7 @@ pub(crate) struct ToolInner {
     pub(crate) definition: ToolDefinition,
     pub(crate) handler: Box<dyn ErasedHandler>,
     pub(crate) prepare_arguments: Option<Box<PrepareFn>>,
-    /// The state types a call needs from its store (see [`State`](crate::State)), from the handler.
+    /// The state types a call needs from its store (see [`State`](crate::tool::State)), from the handler.
     pub(crate) needs: Box<[StateKey]>,
     pub(crate) arguments: ArgumentCache,
     pub(crate) dialects: DialectCache<Value>,
@@ -327,7 +327,7 @@ pub(crate) struct ToolInner {
 ///
 /// ```
 /// use serde_json::json;
-/// use yiem_core::{AgentTool, ToolContext};
+/// use yiem_core::tool::{AgentTool, ToolContext};
 ///
 /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
 /// let echo = AgentTool::builder("echo")
@@ -423,7 +423,7 @@ impl AgentTool {
         }
     }
 
-    /// The JSON Schema of the structured output, for tools that return [`Json<T>`](crate::Json).
+    /// The JSON Schema of the structured output, for tools that return [`Json<T>`](crate::tool::Json).
     pub fn output_schema(&self) -> Option<&Value> {
         self.inner.definition.output_schema.get()
     }
@@ -439,7 +439,7 @@ impl AgentTool {
     }
 
     /// Whether a call waits for a person's approval before an agent runs it (see
-    /// [`ApprovalPolicy`](crate::ApprovalPolicy)).
+    /// [`ApprovalPolicy`](crate::agent::ApprovalPolicy)).
     pub fn needs_approval(&self) -> bool {
         self.inner.definition.needs_approval
     }
@@ -454,7 +454,10 @@ impl AgentTool {
     /// program's, and runs.
     ///
     /// ```
-    /// use yiem_core::{AgentTool, ToolCall, ToolContext, ToolExecutor, ToolStore, CancellationToken};
+    /// use yiem_core::{
+    ///     exec::{ToolCall, ToolExecutor, CancellationToken}, store::ToolStore,
+    ///     tool::{AgentTool, ToolContext},
+    /// };
     ///
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// let lookup = AgentTool::builder("lookup")
@@ -488,12 +491,12 @@ impl AgentTool {
     }
 
     /// Checks each of the tool's [examples](ProviderOptions::examples) against its input schema (the
-    /// check a call's arguments go through, in full: [`ArgumentChecking::Full`](crate::ArgumentChecking::Full)):
+    /// check a call's arguments go through, in full: [`ArgumentChecking::Full`](crate::store::ArgumentChecking::Full)):
     /// the first that does not fit, by its position, with what is wrong with it.
     ///
     /// ```
     /// use serde_json::json;
-    /// use yiem_core::{AgentTool, ToolContext};
+    /// use yiem_core::tool::{AgentTool, ToolContext};
     ///
     /// let tool = AgentTool::builder("echo")
     ///     .description("Repeat the text.")
@@ -524,11 +527,11 @@ impl AgentTool {
         self.inner.definition.source
     }
 
-    /// The state types the tool takes as [`State<T>`](crate::State): a store must hold each before it
+    /// The state types the tool takes as [`State<T>`](crate::tool::State): a store must hold each before it
     /// registers the tool.
     ///
     /// ```
-    /// use yiem_core::{State, tool};
+    /// use yiem_core::{tool, tool::State};
     ///
     /// struct Db;
     ///
@@ -556,7 +559,7 @@ impl AgentTool {
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     /// use serde_json::json;
-    /// use yiem_core::{Dialect, tool};
+    /// use yiem_core::{store::Dialect, tool};
     ///
     /// #[derive(Deserialize, JsonSchema)]
     /// struct WeatherArgs {
@@ -620,7 +623,7 @@ impl AgentTool {
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     /// use serde_json::json;
-    /// use yiem_core::{Dialect, tool};
+    /// use yiem_core::{store::Dialect, tool};
     ///
     /// #[derive(Deserialize, JsonSchema)]
     /// struct SearchArgs {
@@ -799,8 +802,8 @@ impl fmt::Debug for AgentTool {
 /// Whether `name` is a valid tool name: `^[a-zA-Z0-9_-]{1,64}$`, the limit common to LLM providers.
 ///
 /// ```
-/// assert!(yiem_core::is_valid_tool_name("get_weather"));
-/// assert!(!yiem_core::is_valid_tool_name("get weather"));
+/// assert!(yiem_core::tool::is_valid_tool_name("get_weather"));
+/// assert!(!yiem_core::tool::is_valid_tool_name("get weather"));
 /// ```
 pub fn is_valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
@@ -1031,7 +1034,7 @@ impl ToolBuilder {
     /// [`TextFormat`]). `build` refuses a regex that does not compile.
     ///
     /// ```
-    /// use yiem_core::{AgentTool, Dialect, GrammarSyntax, ToolContext};
+    /// use yiem_core::{store::Dialect, tool::{AgentTool, GrammarSyntax, ToolContext}};
     ///
     /// let sql = AgentTool::builder("run_sql")
     ///     .description("Run a read-only SQL query.")
