@@ -38,7 +38,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
 use futures::future::Either;
 use serde_json::Value;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -231,8 +230,9 @@ impl Call {
 
     /// A call of `tool` in hand: with what its store gives it (state, argument checking) when it came
     /// from one, or with a context the caller made.
+    #[inline]
     pub(crate) fn in_hand(
-        tool: &AgentTool,
+        tool: AgentTool,
         call_id: Box<str>,
         args: Value,
         store: Option<Found>,
@@ -246,17 +246,10 @@ impl Call {
             Some(found) => (Some(found.state), found.checking),
             None => (None, ArgumentChecking::default()),
         };
-        Call::with(
-            subject,
-            Some(tool.clone()),
-            state,
-            checking,
-            None,
-            None,
-            ctx,
-        )
+        Call::with(subject, Some(tool), state, checking, None, None, ctx)
     }
 
+    #[inline]
     fn with(
         subject: Subject,
         tool: Option<AgentTool>,
@@ -736,9 +729,15 @@ impl AgentTool {
         call_id: impl Into<Box<str>>,
         args: Value,
     ) -> impl Future<Output = AgentToolResult> + Send + 'static {
-        let call = Call::in_hand(self, call_id.into(), args, None, None);
-        // Mapped rather than awaited in a block of its own, so the future holds the call once.
-        call.run_in_hand().map(|run| run.unwrap_or_else(invalid))
+        // The call is made when the future first runs: what a caller moves until then is the tool, the
+        // id and the arguments, not the whole call's future.
+        let (tool, call_id) = (self.clone(), call_id.into());
+        async move {
+            Call::in_hand(tool, call_id, args, None, None)
+                .run_in_hand()
+                .await
+                .unwrap_or_else(invalid)
+        }
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
@@ -770,7 +769,7 @@ impl AgentTool {
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
         let call_id: Box<str> = ctx.call_id().into();
-        Call::in_hand(self, call_id, args, None, Some(ctx))
+        Call::in_hand(self.clone(), call_id, args, None, Some(ctx))
             .run_in_hand()
             .await
     }
@@ -839,7 +838,7 @@ impl ToolStore {
         let Some(tool) = found.tool.clone() else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        Call::in_hand(&tool, call_id.into(), args, Some(found), None)
+        Call::in_hand(tool, call_id.into(), args, Some(found), None)
             .run_in_hand()
             .await
             .unwrap_or_else(invalid)
@@ -966,15 +965,12 @@ fn run_bound(
         } else {
             // Most tools finish on their first poll: no timer, no waiter on the token.
             let mut guarded = Guarded::new(future);
-            match futures::poll!(&mut guarded) {
-                std::task::Poll::Ready(outcome) => {
-                    outcome.unwrap_or_else(|panic| panicked(name, panic))
-                }
-                std::task::Poll::Pending => {
-                    // Without a runtime there is no timer: the limit does not apply.
-                    watching.limit = watching.limit.filter(|_| Handle::try_current().is_ok());
-                    Box::pin(watched(Work::InPlace(guarded), watching)).await
-                }
+            if let std::task::Poll::Ready(outcome) = futures::poll!(&mut guarded) {
+                outcome.unwrap_or_else(|panic| panicked(name, panic))
+            } else {
+                // Without a runtime there is no timer: the limit does not apply.
+                watching.limit = watching.limit.filter(|_| Handle::try_current().is_ok());
+                Box::pin(watched(Work::InPlace(guarded), watching)).await
             }
         };
         if let Some(ctx) = watching.ctx {
