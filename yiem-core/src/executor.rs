@@ -10,6 +10,7 @@
 //! overlap freely. A sequential tool that runs a batch on the executor that runs it would wait for itself;
 //! give such a tool an executor of its own.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -383,7 +384,8 @@ impl ToolExecutor {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        self.run_batch(store, calls, None, cancel).await
+        self.run_calls(calls_of(store, calls), None, cancel, None)
+            .await
     }
 
     /// Executes the tool calls of `assistant`; hooks see the message.
@@ -394,7 +396,8 @@ impl ToolExecutor {
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
         let calls = assistant.tool_calls().cloned().collect();
-        self.run_batch(store, calls, Some(assistant), cancel).await
+        self.run_calls(calls_of(store, calls), Some(assistant), cancel, None)
+            .await
     }
 
     /// Executes a planned batch: calls to run go through the pipeline, refused ones get their error result
@@ -455,17 +458,6 @@ impl ToolExecutor {
         }
     }
 
-    async fn run_batch(
-        &self,
-        store: &ToolStore,
-        calls: Vec<ToolCall>,
-        assistant: Option<Arc<AssistantMessage>>,
-        cancel: &CancellationToken,
-    ) -> ToolCallBatch {
-        self.run_calls(calls_of(store, calls), assistant, cancel, None)
-            .await
-    }
-
     /// Schedules the calls of one batch: all at once when every tool of the batch allows it and there is
     /// more than one, else one after another.
     async fn run_calls(
@@ -519,20 +511,23 @@ impl ToolExecutor {
     /// Runs one call from its start to its message; each call's events (start, end, its message) come
     /// before the next call starts. A call `alone` holds the executor to itself and needs no permit; any
     /// other runs beside other batches' parallel calls, with a permit when there is a cap.
-    async fn run_one(
-        &self,
+    #[expect(clippy::manual_async_fn, reason = "an `async fn` holds the call twice")]
+    fn run_one<'a>(
+        &'a self,
         call: Call,
-        env: &CallEnv,
+        env: &'a CallEnv,
         alone: bool,
-        journal: Option<&dyn CallJournal>,
-    ) -> ToolResultMessage {
-        // The executor's order, held until the call's message is made (see the module docs).
-        let (_alone, _shared, _permit) = if alone {
-            (Some(self.order.alone().await), None, None)
-        } else {
-            (None, Some(self.order.shared().await), self.permit().await)
-        };
-        call.run(env, journal).await
+        journal: Option<&'a dyn CallJournal>,
+    ) -> impl Future<Output = ToolResultMessage> + 'a {
+        async move {
+            // The executor's order, held until the call's message is made (see the module docs).
+            let (_alone, _shared, _permit) = if alone {
+                (Some(self.order.alone().await), None, None)
+            } else {
+                (None, Some(self.order.shared().await), self.permit().await)
+            };
+            call.run(env, journal).await
+        }
     }
 
     /// Every call started and prepared in call order before any runs, then the ready ones all at once; so

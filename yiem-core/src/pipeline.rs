@@ -38,7 +38,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
 use futures::future::Either;
 use serde_json::Value;
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -231,8 +230,9 @@ impl Call {
 
     /// A call of `tool` in hand: with what its store gives it (state, argument checking) when it came
     /// from one, or with a context the caller made.
+    #[inline]
     pub(crate) fn in_hand(
-        tool: &AgentTool,
+        tool: AgentTool,
         call_id: Box<str>,
         args: Value,
         store: Option<Found>,
@@ -246,17 +246,10 @@ impl Call {
             Some(found) => (Some(found.state), found.checking),
             None => (None, ArgumentChecking::default()),
         };
-        Call::with(
-            subject,
-            Some(tool.clone()),
-            state,
-            checking,
-            None,
-            None,
-            ctx,
-        )
+        Call::with(subject, Some(tool), state, checking, None, None, ctx)
     }
 
+    #[inline]
     fn with(
         subject: Subject,
         tool: Option<AgentTool>,
@@ -346,44 +339,54 @@ impl Call {
     /// (steps 3 and 4), to its result; a call that ended while preparing keeps its result. With a
     /// `journal`, the run and the hook go through it (on a replay it gives the recorded result and the
     /// call does not run).
-    pub(crate) async fn execute(
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` holds its arguments twice"
+    )]
+    pub(crate) fn execute(
         &mut self,
         prepared: Prepared,
         env: &CallEnv,
         journal: Option<&dyn CallJournal>,
-    ) -> AgentToolResult {
-        match (prepared, journal) {
-            (Prepared::Ready(bound), None) => {
-                let result = in_span(&self.span, self.facts.executed(bound, env)).await;
-                self.end(env, Ending::Result(result))
-            }
-            (Prepared::Ready(bound), Some(journal)) => {
-                let (facts, owned) = (self.facts.clone(), env.clone());
-                let run = Box::pin(async move {
-                    let result = facts.executed(bound, &owned).await;
-                    CallRecord {
+    ) -> impl Future<Output = AgentToolResult> {
+        async move {
+            let Some(journal) = journal else {
+                return match prepared {
+                    Prepared::Ready(bound) => {
+                        let result = in_span(&self.span, self.facts.executed(bound, env)).await;
+                        self.end(env, Ending::Result(result))
+                    }
+                    Prepared::Ended(result) => result,
+                };
+            };
+            match prepared {
+                Prepared::Ready(bound) => {
+                    let (facts, owned) = (self.facts.clone(), env.clone());
+                    let run = Box::pin(async move {
+                        let result = facts.executed(bound, &owned).await;
+                        CallRecord {
+                            result,
+                            finished_at: now_millis(),
+                        }
+                    });
+                    let call = self.facts.shared();
+                    let record = in_span(&self.span, journal.record(&call, run)).await;
+                    self.finished_at = Some(record.finished_at);
+                    self.end(env, Ending::Result(record.result))
+                }
+                // A call that ended while preparing is recorded too, so that every call of a journaled
+                // batch has its entry and its message the same stamp on a replay.
+                Prepared::Ended(result) => {
+                    let record = CallRecord {
                         result,
                         finished_at: now_millis(),
-                    }
-                });
-                let call = self.facts.shared();
-                let record = in_span(&self.span, journal.record(&call, run)).await;
-                self.finished_at = Some(record.finished_at);
-                self.end(env, Ending::Result(record.result))
+                    };
+                    let run = Box::pin(std::future::ready(record));
+                    let record = journal.record(&self.facts.shared(), run).await;
+                    self.finished_at = Some(record.finished_at);
+                    record.result
+                }
             }
-            // A call that ended while preparing is recorded too, so that every call of a journaled
-            // batch has its entry and its message the same stamp on a replay.
-            (Prepared::Ended(result), Some(journal)) => {
-                let record = CallRecord {
-                    result,
-                    finished_at: now_millis(),
-                };
-                let run = Box::pin(std::future::ready(record));
-                let record = journal.record(&self.facts.shared(), run).await;
-                self.finished_at = Some(record.finished_at);
-                record.result
-            }
-            (Prepared::Ended(result), None) => result,
         }
     }
 
@@ -626,44 +629,49 @@ impl Facts {
     }
 
     /// Runs a bound call (see [`run_bound`]), then lets the `after_tool_call` hook see its result.
-    async fn executed(&self, bound: Bound, env: &CallEnv) -> AgentToolResult {
-        let Bound { future, ctx, args } = bound;
-        let Some(tool) = &self.tool else {
-            return AgentToolResult::error(format!("tool `{}` not found", self.name()));
-        };
-        let watching = Watching {
-            abort: env.cancel.as_ref(),
-            ctx: ctx.as_ref(),
-            limit: tool.timeout().or(env.default_timeout),
-            name: tool.name(),
-            call_id: self.id(),
-        };
-        let result = run_bound(tool, future, watching).await;
-        let (Some(after), Some(args)) = (&env.hooks.after, args) else {
-            return result;
-        };
-        let hook_ctx = AfterToolCallContext {
-            call: self.shared(),
-            args,
-            tool: tool.clone(),
-            is_error: result.is_error,
-            result: result.clone(),
-            assistant: env.assistant.clone(),
-        };
-        let outcome = match guard::catch(|| after(hook_ctx)) {
-            Ok(hook) => Guarded::new(hook).await,
-            Err(panic) => Err(panic),
-        };
-        let name = self.name();
-        match outcome {
-            Ok(Ok(None)) => result,
-            Ok(Ok(Some(patch))) => patch.apply(result),
-            Ok(Err(error)) => AgentToolResult::error(format!(
-                "the after_tool_call hook failed for tool `{name}`: {error}"
-            )),
-            Err(panic) => AgentToolResult::error(format!(
-                "the after_tool_call hook panicked for tool `{name}`: {panic}"
-            )),
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` holds its arguments twice"
+    )]
+    fn executed(&self, bound: Bound, env: &CallEnv) -> impl Future<Output = AgentToolResult> {
+        async move {
+            let Some(tool) = &self.tool else {
+                return AgentToolResult::error(format!("tool `{}` not found", self.name()));
+            };
+            let watching = Watching {
+                abort: env.cancel.as_ref(),
+                ctx: bound.ctx.as_ref(),
+                limit: tool.timeout().or(env.default_timeout),
+                name: tool.name(),
+                call_id: self.id(),
+            };
+            let result = run_bound(tool, bound.future, watching).await;
+            let (Some(after), Some(args)) = (&env.hooks.after, bound.args) else {
+                return result;
+            };
+            let hook_ctx = AfterToolCallContext {
+                call: self.shared(),
+                args,
+                tool: tool.clone(),
+                is_error: result.is_error,
+                result: result.clone(),
+                assistant: env.assistant.clone(),
+            };
+            let outcome = match guard::catch(|| after(hook_ctx)) {
+                Ok(hook) => Guarded::new(hook).await,
+                Err(panic) => Err(panic),
+            };
+            let name = self.name();
+            match outcome {
+                Ok(Ok(None)) => result,
+                Ok(Ok(Some(patch))) => patch.apply(result),
+                Ok(Err(error)) => AgentToolResult::error(format!(
+                    "the after_tool_call hook failed for tool `{name}`: {error}"
+                )),
+                Err(panic) => AgentToolResult::error(format!(
+                    "the after_tool_call hook panicked for tool `{name}`: {panic}"
+                )),
+            }
         }
     }
 }
@@ -721,9 +729,15 @@ impl AgentTool {
         call_id: impl Into<Box<str>>,
         args: Value,
     ) -> impl Future<Output = AgentToolResult> + Send + 'static {
-        let call = Call::in_hand(self, call_id.into(), args, None, None);
-        // Mapped rather than awaited in a block of its own, so the future holds the call once.
-        call.run_in_hand().map(|run| run.unwrap_or_else(invalid))
+        // The call is made when the future first runs: what a caller moves until then is the tool, the
+        // id and the arguments, not the whole call's future.
+        let (tool, call_id) = (self.clone(), call_id.into());
+        async move {
+            Call::in_hand(tool, call_id, args, None, None)
+                .run_in_hand()
+                .await
+                .unwrap_or_else(invalid)
+        }
     }
 
     /// Like [`execute`](Self::execute), with a context of your own (cancellation token, update receiver).
@@ -755,7 +769,7 @@ impl AgentTool {
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
         let call_id: Box<str> = ctx.call_id().into();
-        Call::in_hand(self, call_id, args, None, Some(ctx))
+        Call::in_hand(self.clone(), call_id, args, None, Some(ctx))
             .run_in_hand()
             .await
     }
@@ -824,7 +838,7 @@ impl ToolStore {
         let Some(tool) = found.tool.clone() else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        Call::in_hand(&tool, call_id.into(), args, Some(found), None)
+        Call::in_hand(tool, call_id.into(), args, Some(found), None)
             .run_in_hand()
             .await
             .unwrap_or_else(invalid)
@@ -909,63 +923,66 @@ fn bind(
 /// Most calls finish without waiting: a call with nothing to watch is simply awaited, and one run in
 /// place is polled once before anything is set up. Only a call that must wait is watched ([`watched`]),
 /// boxed, so that the timer and the waits it needs are not carried by every call's future.
-async fn run_bound(
+#[expect(
+    clippy::manual_async_fn,
+    reason = "an `async fn` holds its arguments twice"
+)]
+fn run_bound(
     tool: &AgentTool,
     future: ToolFuture,
-    watching: Watching<'_>,
-) -> AgentToolResult {
-    let Watching {
-        abort, ctx, limit, ..
-    } = watching;
-    let name = tool.name();
-    let cancelled = match abort {
-        Some(token) => token.is_cancelled(),
-        None => ctx.is_some_and(ToolContext::is_cancelled),
-    };
-    let result = if cancelled {
-        guard::drop_quietly(future);
-        aborted(name)
-    } else if limit.is_none() && abort.is_none() && !ctx.is_some_and(ToolContext::can_be_cancelled)
-    {
-        // Nothing to watch (the common `execute`): the runtime is not asked at all.
-        Guarded::new(future)
-            .await
-            .unwrap_or_else(|panic| panicked(name, panic))
-    } else if !tool.runs_on_blocking_pool()
-        && Handle::try_current().is_ok_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread)
-    {
-        // Dropping the task (the batch dropped, a caller's timeout) aborts it and cancels the call's
-        // token, so no call outlives its batch.
-        // The task runs in the call's span (entered around this future), so what the tool does, an MCP
-        // request say, is the call's child.
-        let task = AbortOnDrop {
-            task: tokio::spawn(in_span(&tracing::Span::current(), future)),
-            token: ctx.map(|ctx| ctx.cancellation_token().clone()),
+    mut watching: Watching<'_>,
+) -> impl Future<Output = AgentToolResult> {
+    async move {
+        let name = tool.name();
+        let cancelled = match watching.abort {
+            Some(token) => token.is_cancelled(),
+            None => watching.ctx.is_some_and(ToolContext::is_cancelled),
         };
-        Box::pin(watched(Work::Task(task), watching)).await
-    } else {
-        // Most tools finish on their first poll: no timer, no waiter on the token.
-        let mut guarded = Guarded::new(future);
-        match futures::poll!(&mut guarded) {
-            std::task::Poll::Ready(outcome) => {
+        let result = if cancelled {
+            guard::drop_quietly(future);
+            aborted(name)
+        } else if watching.limit.is_none()
+            && watching.abort.is_none()
+            && !watching.ctx.is_some_and(ToolContext::can_be_cancelled)
+        {
+            // Nothing to watch (the common `execute`): the runtime is not asked at all.
+            Guarded::new(future)
+                .await
+                .unwrap_or_else(|panic| panicked(name, panic))
+        } else if !tool.runs_on_blocking_pool()
+            && Handle::try_current()
+                .is_ok_and(|rt| rt.runtime_flavor() != RuntimeFlavor::CurrentThread)
+        {
+            // Dropping the task (the batch dropped, a caller's timeout) aborts it and cancels the call's
+            // token, so no call outlives its batch.
+            // The task runs in the call's span (entered around this future), so what the tool does, an MCP
+            // request say, is the call's child.
+            let task = AbortOnDrop {
+                task: tokio::spawn(in_span(&tracing::Span::current(), future)),
+                token: watching.ctx.map(|ctx| ctx.cancellation_token().clone()),
+            };
+            Box::pin(watched(Work::Task(task), watching)).await
+        } else {
+            // Most tools finish on their first poll: no timer, no waiter on the token.
+            let mut guarded = Guarded::new(future);
+            if let std::task::Poll::Ready(outcome) = futures::poll!(&mut guarded) {
                 outcome.unwrap_or_else(|panic| panicked(name, panic))
-            }
-            std::task::Poll::Pending => {
+            } else {
                 // Without a runtime there is no timer: the limit does not apply.
-                let limit = limit.filter(|_| Handle::try_current().is_ok());
-                let watching = Watching { limit, ..watching };
+                watching.limit = watching.limit.filter(|_| Handle::try_current().is_ok());
                 Box::pin(watched(Work::InPlace(guarded), watching)).await
             }
+        };
+        if let Some(ctx) = watching.ctx {
+            ctx.close_updates();
         }
-    };
-    if let Some(ctx) = ctx {
-        ctx.close_updates();
+        result
     }
-    result
 }
 
 /// What a running call is watched for: the batch's token (else the context's own), the time limit, and
 /// what names the call in its errors and logs.
+#[derive(Clone, Copy)]
 struct Watching<'a> {
     /// The batch's token (else the context's own is watched).
     abort: Option<&'a CancellationToken>,

@@ -561,7 +561,7 @@ impl McpServer {
                 {
                     return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
                 }
-                self.run(call.clone(), context, Arc::clone(&asker)).await
+                self.run(call, context, Arc::clone(&asker)).await
             };
             let outcome = match &rounds {
                 None => Outcome::Done(work.await),
@@ -1048,9 +1048,9 @@ async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(),
 struct ClientAsker {
     peer: Peer<RoleServer>,
     /// Why nobody can be asked, if nobody can.
-    cannot_ask: Option<String>,
+    cannot_ask: Option<&'static str>,
     /// Why no model can be asked for a completion, if none can.
-    cannot_sample: Option<String>,
+    cannot_sample: Option<&'static str>,
     /// Set for a client that is asked by `input_required` rather than by a request.
     rounds: Option<Arc<Rounds>>,
     level: Level,
@@ -1266,7 +1266,7 @@ impl ClientAsker {
             // The transport decides first (the stateless HTTP server cannot carry an answer back),
             // then what the client declared when it connected.
             let (cannot_ask, cannot_sample) = match server.cannot_ask {
-                Some(why) => (Some(why.to_owned()), Some(why.to_owned())),
+                Some(why) => (Some(why), Some(why)),
                 None => {
                     let peer = &context.peer;
                     let forms = peer
@@ -1276,8 +1276,8 @@ impl ClientAsker {
                         .peer_info()
                         .is_some_and(|client| client.capabilities.sampling.is_some());
                     (
-                        (!forms).then(|| NO_ELICITATION.to_owned()),
-                        (!samples).then(|| NO_SAMPLING.to_owned()),
+                        (!forms).then_some(NO_ELICITATION),
+                        (!samples).then_some(NO_SAMPLING),
                     )
                 }
             };
@@ -1381,11 +1381,11 @@ impl Asker for ClientAsker {
         question: Elicitation,
     ) -> futures::future::BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
         let peer = self.peer.clone();
-        let cannot_ask = self.cannot_ask.clone();
+        let cannot_ask = self.cannot_ask;
         let rounds = self.rounds.clone();
         Box::pin(async move {
             if let Some(why) = cannot_ask {
-                return Err(ElicitError::CannotAsk(why));
+                return Err(ElicitError::CannotAsk(why.to_owned()));
             }
             let params = elicit_params(&question)?;
             let Some(rounds) = rounds else {
@@ -1413,11 +1413,11 @@ impl Asker for ClientAsker {
         request: Sampling,
     ) -> futures::future::BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
         let peer = self.peer.clone();
-        let cannot_sample = self.cannot_sample.clone();
+        let cannot_sample = self.cannot_sample;
         let rounds = self.rounds.clone();
         Box::pin(async move {
             if let Some(why) = cannot_sample {
-                return Err(ElicitError::CannotSample(why));
+                return Err(ElicitError::CannotSample(why.to_owned()));
             }
             let params = sampling_params(&request)?;
             let Some(rounds) = rounds else {
