@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
-"""Recall@1, @5 and @10 of `yiem tools search` over the BFCL catalog, tuned vs plain BM25.
+"""Recall@1, @5 and @10 of `yiem tools search` over the BFCL catalog: tuned vs plain BM25, and (with
+--embed-command) tuned BM25 mixed with a sentence-embedding model (the hybrid ranking).
 
     cargo build --release -p yiem-tools --bin yiem
     python3 benches/tool-search/recall.py target/release/yiem
+    # with the embedding model (once: npm ci in benches/tool-search/embedder)
+    python3 benches/tool-search/recall.py target/release/yiem \
+        --embed-command "node benches/tool-search/embedder/embed.js"
 
 Each query of queries.jsonl (whitespace folded to single spaces) goes to
 `yiem tools search --catalog catalog.json --json -k 10 --ranker R` on stdin; a query counts as found at k
 when its tool is among the first k results. Prints a Markdown table, overall and per BFCL category.
 """
 
+import argparse
 import json
 import subprocess
-import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -29,11 +33,13 @@ def queries():
     return out
 
 
-def ranks(yiem, ranker, texts):
-    done = subprocess.run(
-        [yiem, "tools", "search", "--catalog", str(HERE / "catalog.json"), "--json", "-k", "10",
-         "--ranker", ranker],
-        input="\n".join(texts) + "\n", capture_output=True, text=True, check=True)
+def ranks(yiem, ranker, texts, embed_command=None):
+    command = [yiem, "tools", "search", "--catalog", str(HERE / "catalog.json"), "--json", "-k", "10",
+               "--ranker", ranker]
+    if embed_command:
+        command += ["--embed-command", embed_command]
+    done = subprocess.run(command, input="\n".join(texts) + "\n", stdout=subprocess.PIPE, text=True,
+                          check=True)
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(lines) == len(texts), (len(lines), len(texts))
     for line, text in zip(lines, texts):
@@ -42,14 +48,21 @@ def ranks(yiem, ranker, texts):
 
 
 def main():
-    yiem = sys.argv[1] if len(sys.argv) > 1 else "target/release/yiem"
+    arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    arguments.add_argument("yiem", nargs="?", default="target/release/yiem")
+    arguments.add_argument("--embed-command", help="also rank with this embedder (the hybrid row)")
+    arguments = arguments.parse_args()
+    yiem = arguments.yiem
     asked = queries()
     texts = [text for text, _, _ in asked]
     print(f"{len(json.loads((HERE / 'catalog.json').read_text())['tools'])} tools, {len(asked)} queries\n")
     print("| ranking | category | queries | recall@1 | recall@5 | recall@10 |")
     print("|---|---|---|---|---|---|")
-    for ranker in ["plain", "tuned"]:
-        found = ranks(yiem, ranker, texts)
+    rankings = [("plain", "plain", None), ("tuned", "tuned", None)]
+    if arguments.embed_command:
+        rankings.append(("hybrid", "tuned", arguments.embed_command))
+    for label, ranker, embed_command in rankings:
+        found = ranks(yiem, ranker, texts, embed_command)
         by = defaultdict(lambda: [0, 0, 0, 0])
         for (_, tool, category), names in zip(asked, found):
             for key in ("all", category):
@@ -59,7 +72,7 @@ def main():
                     row[slot] += tool in names[:k]
         for key in ["all"] + sorted(k for k in by if k != "all"):
             n, r1, r5, r10 = by[key]
-            print(f"| {ranker} | {key} | {n} | {r1 / n:.3f} | {r5 / n:.3f} | {r10 / n:.3f} |")
+            print(f"| {label} | {key} | {n} | {r1 / n:.3f} | {r5 / n:.3f} | {r10 / n:.3f} |")
 
 
 if __name__ == "__main__":

@@ -310,3 +310,225 @@ async fn one_search_over_two_stores_at_the_same_version_finds_each_stores_own_to
     assert_eq!(found(&weather, "weather forecast"), ["get_weather"]);
     assert!(found(&weather, "invoice").is_empty());
 }
+
+/// An embedder over a few "concepts": a text's vector counts the words of each (a stand-in for a
+/// sentence-embedding model, whose vectors are close for texts that mean the same thing).
+mod concepts {
+    use std::sync::{Arc, Mutex};
+
+    use yiem_core::catalog::{EmbedError, Embedder};
+
+    const CONCEPTS: [&[&str]; 3] = [
+        &["dollar", "currenc", "euro", "exchange", "money"],
+        &["weather", "rain", "forecast", "sunny"],
+        &["invoice", "bill", "customer"],
+    ];
+
+    /// How the embedder misbehaves, if it does.
+    #[derive(Clone, Copy, PartialEq)]
+    pub enum Fault {
+        None,
+        /// Fails every call.
+        Fails,
+        /// Returns one vector too few.
+        TooFew,
+        /// Returns vectors one number short for queries (one text) only.
+        ShortQueries,
+        /// Returns NaN for queries.
+        NanQueries,
+    }
+
+    #[derive(Clone)]
+    pub struct Concepts {
+        pub fault: Fault,
+        /// Every text it was asked to embed, in order.
+        pub asked: Arc<Mutex<Vec<String>>>,
+    }
+
+    impl Concepts {
+        pub fn new(fault: Fault) -> Self {
+            Concepts {
+                fault,
+                asked: Arc::default(),
+            }
+        }
+    }
+
+    impl Embedder for Concepts {
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.asked
+                .lock()
+                .unwrap()
+                .extend(texts.iter().map(|text| text.to_string()));
+            let query = texts.len() == 1;
+            let mut vectors: Vec<Vec<f32>> = texts
+                .iter()
+                .map(|text| {
+                    let text = text.to_lowercase();
+                    let mut vector: Vec<f32> = CONCEPTS
+                        .iter()
+                        .map(|words| {
+                            words.iter().filter(|word| text.contains(*word)).count() as f32
+                        })
+                        .collect();
+                    match self.fault {
+                        Fault::ShortQueries if query => {
+                            vector.pop();
+                        }
+                        Fault::NanQueries if query => vector[0] = f32::NAN,
+                        _ => {}
+                    }
+                    vector
+                })
+                .collect();
+            match self.fault {
+                Fault::Fails => Err(EmbedError::failed("the model server is down")),
+                Fault::TooFew => {
+                    vectors.pop();
+                    Ok(vectors)
+                }
+                _ => Ok(vectors),
+            }
+        }
+    }
+}
+
+/// Three deferred tools; no word of "500 US dollars in Canadian money, please" is in any of them.
+fn money_store() -> yiem_core::store::ToolStore {
+    let store = yiem_core::store::ToolStore::new("agent").with_deferred_loading();
+    for (name, description) in [
+        ("send_invoice", "Send an invoice to a customer by e-mail."),
+        (
+            "currency_exchange_convert",
+            "Convert an amount between currencies at today's rate.",
+        ),
+        ("get_weather", "The weather forecast for a city."),
+    ] {
+        let tool = yiem_core::tool::AgentTool::builder(name)
+            .description(description)
+            .handler(|_, _| async { "" })
+            .build()
+            .unwrap();
+        store.register(tool).unwrap();
+    }
+    store
+}
+
+const MONEY: &str = "How much is 500 US dollars in Canadian money?";
+
+fn names(found: Vec<(yiem_core::tool::AgentTool, f32)>) -> Vec<String> {
+    found
+        .into_iter()
+        .map(|(tool, _)| tool.name().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_hybrid_search_finds_by_meaning_a_tool_the_words_alone_miss() {
+    use concepts::{Concepts, Fault};
+    use yiem_core::catalog::{HybridRanker, ToolSearch};
+    let store = money_store();
+    assert!(
+        ToolSearch::bm25().search(&store, MONEY, 3).is_empty(),
+        "no word in common"
+    );
+    let embedder = Concepts::new(Fault::None);
+    let asked = embedder.asked.clone();
+    let search = ToolSearch::new(HybridRanker::new(embedder));
+    store.register(search.tool(&store)).unwrap();
+    let found = store
+        .execute("s1", SEARCH_TOOLS, json!({"query": MONEY, "k": 1}))
+        .await;
+    assert!(!found.is_error, "{}", found.text_content());
+    assert_eq!(found.loaded_tool_names(), ["currency_exchange_convert"]);
+    // Each tool embedded once (name words, description), then the query.
+    assert_eq!(
+        *asked.lock().unwrap(),
+        [
+            "send invoice. Send an invoice to a customer by e-mail.",
+            "currency exchange convert. Convert an amount between currencies at today's rate.",
+            "get weather. The weather forecast for a city.",
+            MONEY,
+        ]
+    );
+    // Words still count: a query in the tools' own words finds the same tool first.
+    assert_eq!(
+        names(search.search(&store, "send an invoice", 1)),
+        ["send_invoice"]
+    );
+}
+
+#[test]
+fn a_failing_or_wrong_embedder_falls_back_to_the_words_and_says_so() {
+    use std::sync::{Arc, Mutex};
+
+    use concepts::{Concepts, Fault};
+    use yiem_core::catalog::{EmbedError, Fallback, HybridRanker, ToolSearch};
+    let store = money_store();
+    let words = |query: &str| names(ToolSearch::bm25().search(&store, query, 3));
+    let cases = [
+        (
+            Fault::Fails,
+            Fallback::Tools(EmbedError::failed("the model server is down")),
+        ),
+        (
+            Fault::TooFew,
+            Fallback::Tools(EmbedError::Count {
+                asked: 3,
+                returned: 2,
+            }),
+        ),
+        (
+            Fault::ShortQueries,
+            Fallback::Query(EmbedError::Length {
+                expected: 3,
+                returned: 2,
+            }),
+        ),
+        (Fault::NanQueries, Fallback::Query(EmbedError::NotFinite)),
+    ];
+    for (fault, expected) in cases {
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let hook = Arc::clone(&told);
+        let search = ToolSearch::new(
+            HybridRanker::new(Concepts::new(fault))
+                .on_fallback(move |fallback| hook.lock().unwrap().push(fallback.clone())),
+        );
+        // The words alone rank: the money query finds nothing, an invoice query its tool.
+        assert!(search.search(&store, MONEY, 3).is_empty());
+        assert_eq!(
+            names(search.search(&store, "invoice for a customer", 3)),
+            words("invoice for a customer")
+        );
+        let told = told.lock().unwrap();
+        // Told once when the tools fail (the index is made once), once per query when a query does.
+        let times = if matches!(expected, Fallback::Tools(_)) {
+            1
+        } else {
+            2
+        };
+        assert_eq!(*told, vec![expected.clone(); times]);
+    }
+    assert_eq!(
+        Fallback::Query(EmbedError::NotFinite).to_string(),
+        "embedding the query failed (the embedder returned an empty vector or one with a number that \
+         is not finite): it is ranked by words alone"
+    );
+}
+
+#[test]
+fn a_hybrid_search_of_a_blank_or_huge_query_ranks_without_surprises() {
+    use concepts::{Concepts, Fault};
+    use yiem_core::catalog::{HybridRanker, ToolSearch};
+    let store = money_store();
+    let embedder = Concepts::new(Fault::None);
+    let asked = embedder.asked.clone();
+    let search = ToolSearch::new(HybridRanker::new(embedder));
+    // A blank query is not embedded, and finds nothing.
+    assert!(search.search(&store, "  ", 3).is_empty());
+    assert!(search.search(&store, "invoice", 0).is_empty());
+    assert_eq!(asked.lock().unwrap().len(), 3, "only the tools");
+    // A 100 kB query is embedded whole, like any other (found by meaning alone: "rain").
+    let huge = format!("{} will it rain", "x".repeat(100_000));
+    assert_eq!(names(search.search(&store, &huge, 1)), ["get_weather"]);
+}

@@ -194,6 +194,15 @@ enum ToolsCommand {
         /// One JSON object per query: {"query", "results": [{"name", "score"}]}.
         #[arg(long)]
         json: bool,
+        /// Rank by meaning as well as words, with the embedding model run by this command line (split
+        /// as a shell would). It reads {"texts": [...]} lines on stdin and answers each with a
+        /// {"vectors": [[...], ...]} line (benches/tool-search/embedder/embed.js is one).
+        #[arg(long, value_name = "CMD")]
+        embed_command: Option<String>,
+        /// How long the embedder may take to answer one request (at most 64 texts), in seconds (60 by
+        /// default).
+        #[arg(long, value_name = "SECONDS")]
+        embed_timeout: Option<f64>,
     },
     /// Call a tool and print the content of its result.
     Call {
@@ -452,12 +461,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             catalog,
             ranker,
             json,
+            embed_command,
+            embed_timeout,
         } => {
             let tools = match catalog {
                 Some(path) => tools_search::catalog(&path)?,
                 None => store.tools(),
             };
-            tools_search::search(&tools, query, k, ranker, json)
+            if embed_timeout.is_some() && embed_command.is_none() {
+                return Err(bad_input(
+                    "--embed-timeout is the embedder's: give --embed-command too",
+                ));
+            }
+            let timeout = std::time::Duration::try_from_secs_f64(embed_timeout.unwrap_or(60.0))
+                .map_err(|_| bad_input("--embed-timeout must be more than 0 seconds"))?;
+            let embed = tools_search::EmbedFlags {
+                command: embed_command,
+                timeout,
+            };
+            tools_search::search(&tools, query, k, ranker, json, embed)
         }
         ToolsCommand::Call { .. } => unreachable!("`tools call` was handled above"),
     }

@@ -1,12 +1,19 @@
 //! `yiem tools search`: the best tools for a query, over the tools linked into the program or a catalog
-//! file in MCP's `tools/list` shape — what a user runs to see why a model found or missed a tool.
+//! file in MCP's `tools/list` shape — what a user runs to see why a model found or missed a tool. With
+//! `--embed-command`, ranked by meaning as well as words, with an embedding model in another program
+//! ([`embed_command`]).
+
+mod embed_command;
 
 use std::io::{BufRead, Write};
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{Value, json};
-use yiem_core::catalog::{Bm25Ranker, Ranker};
+use yiem_core::catalog::{Bm25Ranker, HybridRanker, Ranker};
 use yiem_core::tool::AgentTool;
+
+use embed_command::CommandEmbedder;
 
 use crate::{Failure, bad_input};
 
@@ -79,21 +86,42 @@ pub(crate) fn catalog(path: &Path) -> Result<Vec<AgentTool>, Failure> {
         .collect()
 }
 
+/// An embedding model in another program (`--embed-command`), and how long it may take to answer.
+pub(crate) struct EmbedFlags {
+    pub(crate) command: Option<String>,
+    pub(crate) timeout: Duration,
+}
+
 /// Ranks `tools` for each query (`query`, else one per line of stdin) and prints the best `k`: a line
-/// per tool (`score  name`) under each query, or one JSON object per query with `--json`.
+/// per tool (`score  name`) under each query, or one JSON object per query with `--json`. With an
+/// embedder, words and meaning are mixed ([`HybridRanker`]); when the embedder fails, a warning goes to
+/// stderr and the words alone rank.
 pub(crate) fn search(
     tools: &[AgentTool],
     query: Option<String>,
     k: usize,
     ranker: RankerFlag,
     json_lines: bool,
+    embed: EmbedFlags,
 ) -> Result<(), Failure> {
     if k == 0 {
         return Err(bad_input("-k must be at least 1"));
     }
-    let index = match ranker {
-        RankerFlag::Tuned => Bm25Ranker::new().index(tools),
-        RankerFlag::Plain => Bm25Ranker::plain().index(tools),
+    let words = match ranker {
+        RankerFlag::Tuned => Bm25Ranker::new(),
+        RankerFlag::Plain => Bm25Ranker::plain(),
+    };
+    let index = match embed.command {
+        None => words.index(tools),
+        Some(command) => {
+            if embed.timeout.is_zero() {
+                return Err(bad_input("--embed-timeout must be more than 0 seconds"));
+            }
+            HybridRanker::new(CommandEmbedder::spawn(&command, embed.timeout)?)
+                .words(words)
+                .on_fallback(|fallback| eprintln!("yiem: warning: {fallback}"))
+                .index(tools)
+        }
     };
     let mut out = std::io::stdout().lock();
     let mut answer = |query: &str| -> Result<(), Failure> {

@@ -1370,3 +1370,239 @@ fn tools_search_refuses_a_bad_catalog_and_a_k_of_zero() {
         "yiem: error: -k must be at least 1",
     );
 }
+
+/// Three tools; no word of [`MONEY`] is in any of them.
+fn money_catalog(dir: &std::path::Path) -> String {
+    let catalog = dir.join("catalog.json");
+    std::fs::write(
+        &catalog,
+        json!({"tools": [
+            {"name": "send_invoice", "description": "Send an invoice to a customer by e-mail."},
+            {"name": "currency_exchange_convert",
+             "description": "Convert an amount between currencies at today's rate."},
+            {"name": "get_weather", "description": "The weather forecast for a city."},
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    catalog.to_str().unwrap().to_owned()
+}
+
+const MONEY: &str = "How much is 500 US dollars in Canadian money?";
+
+/// The command line of the test embedder (tests/fixtures/embedder/concepts.py) in `mode`.
+fn embedder(mode: &str) -> String {
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/embedder/concepts.py"
+    );
+    format!("python3 '{}' {mode}", script.replace('\'', r"'\''"))
+}
+
+/// `yiem tools search --catalog CATALOG --json -k 3 ARGS...` with `queries` on stdin, one a line.
+fn search_catalog(catalog: &str, args: &[&str], queries: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
+        .args(["tools", "search", "--catalog", catalog, "--json", "-k", "3"])
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for query in queries {
+            writeln!(stdin, "{query}").unwrap();
+        }
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The names found for each query of a `--json` output.
+fn found(output: &Output) -> Vec<Vec<String>> {
+    stdout(output)
+        .lines()
+        .map(|line| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            line["results"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|hit| hit["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn tools_search_with_an_embedder_finds_by_meaning_a_tool_the_words_miss() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = money_catalog(dir.path());
+    let words = search_catalog(&catalog, &[], &[MONEY]);
+    assert_eq!(found(&words), [Vec::<String>::new()]);
+    let command = embedder("ok");
+    let hybrid = search_catalog(
+        &catalog,
+        &["--embed-command", &command],
+        &[MONEY, "send an invoice"],
+    );
+    assert!(hybrid.status.success(), "{}", stderr(&hybrid));
+    assert_eq!(stderr(&hybrid), "");
+    let found = found(&hybrid);
+    assert_eq!(found[0][0], "currency_exchange_convert");
+    assert_eq!(found[1][0], "send_invoice");
+}
+
+#[test]
+fn tools_search_falls_back_to_the_words_when_the_embedder_crashes_hangs_or_prints_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = money_catalog(dir.path());
+    let cases = [
+        ("crash", "it closed its output"),
+        ("hang", "no answer within 0.5 s (--embed-timeout)"),
+        (
+            "garbage",
+            r#"its answer is not {"vectors": [[numbers], ...]} or {"error": "..."}: "Loading model weights... done""#,
+        ),
+    ];
+    for (mode, why) in cases {
+        let command = embedder(mode);
+        let output = search_catalog(
+            &catalog,
+            &["--embed-command", &command, "--embed-timeout", "0.5"],
+            &[MONEY, "invoice"],
+        );
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        // The words rank every query; the warning comes once, with what went wrong.
+        assert_eq!(
+            found(&output),
+            [vec![], vec!["send_invoice".to_owned()]],
+            "{mode}"
+        );
+        let stderr = stderr(&output);
+        let warnings: Vec<&str> = stderr
+            .lines()
+            .filter(|line| line.starts_with("yiem: warning: "))
+            .collect();
+        assert_eq!(warnings.len(), 1, "{mode}: {stderr}");
+        assert!(
+            warnings[0].starts_with(&format!(
+                "yiem: warning: embedding the tools failed (the embedder failed: `{command}`: {why}"
+            )),
+            "{mode}: {stderr}"
+        );
+        assert!(
+            warnings[0].ends_with("): every query is ranked by words alone"),
+            "{mode}: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn tools_search_ranks_a_query_by_words_when_its_vector_is_wrong_or_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = money_catalog(dir.path());
+    let cases = [
+        (
+            "short-queries",
+            "the embedder returned a vector of 2 numbers where 3 were expected",
+        ),
+        ("error-queries", "answered: cannot embed a query today"),
+    ];
+    for (mode, why) in cases {
+        let command = embedder(mode);
+        let output = search_catalog(
+            &catalog,
+            &["--embed-command", &command],
+            &[MONEY, "invoice"],
+        );
+        assert!(output.status.success(), "{mode}: {}", stderr(&output));
+        assert_eq!(
+            found(&output),
+            [vec![], vec!["send_invoice".to_owned()]],
+            "{mode}"
+        );
+        // One warning per query.
+        let stderr = stderr(&output);
+        let warnings: Vec<&str> = stderr.lines().collect();
+        assert_eq!(warnings.len(), 2, "{mode}: {stderr}");
+        for warning in warnings {
+            assert!(
+                warning.starts_with("yiem: warning: embedding the query failed (")
+                    && warning.contains(why)
+                    && warning.ends_with("): it is ranked by words alone"),
+                "{mode}: {stderr}"
+            );
+        }
+    }
+}
+
+#[test]
+fn tools_search_with_an_embedder_takes_an_empty_and_a_100_kb_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = money_catalog(dir.path());
+    let command = embedder("ok");
+    let empty = yiem(&[
+        "tools",
+        "search",
+        "",
+        "--catalog",
+        &catalog,
+        "--json",
+        "--embed-command",
+        &command,
+    ]);
+    assert!(empty.status.success(), "{}", stderr(&empty));
+    assert_eq!(stdout(&empty), "{\"query\":\"\",\"results\":[]}\n");
+    assert_eq!(stderr(&empty), "");
+    // Found by meaning alone ("rain"), so the whole query reached the embedder.
+    let huge = format!("{} will it rain", "x".repeat(100_000));
+    let output = search_catalog(&catalog, &["--embed-command", &command], &[&huge]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+    assert_eq!(found(&output)[0][0], "get_weather");
+}
+
+#[test]
+fn tools_search_refuses_an_embed_command_it_cannot_run() {
+    assert_bad_input(
+        &yiem(&["tools", "search", "x", "--embed-command", ""]),
+        "yiem: error: --embed-command: give a command line, e.g. --embed-command 'node embed.js'",
+    );
+    assert_bad_input(
+        &yiem(&["tools", "search", "x", "--embed-command", "node 'embed.js"]),
+        "yiem: error: --embed-command node 'embed.js: a quote is not closed; quote a path with spaces \
+         as a shell would, e.g. --embed-command \"node '/my dir/embed.js'\"",
+    );
+    let missing = yiem(&[
+        "tools",
+        "search",
+        "x",
+        "--embed-command",
+        "./no-such-embedder --fast",
+    ]);
+    assert_eq!(missing.status.code(), Some(2), "{}", stderr(&missing));
+    assert!(
+        stderr(&missing)
+            .starts_with("yiem: error: --embed-command: cannot start `./no-such-embedder`: "),
+        "{}",
+        stderr(&missing)
+    );
+    assert_bad_input(
+        &yiem(&[
+            "tools",
+            "search",
+            "x",
+            "--embed-command",
+            "python3",
+            "--embed-timeout",
+            "0",
+        ]),
+        "yiem: error: --embed-timeout must be more than 0 seconds",
+    );
+    assert_bad_input(
+        &yiem(&["tools", "search", "x", "--embed-timeout", "5"]),
+        "yiem: error: --embed-timeout is the embedder's: give --embed-command too",
+    );
+}

@@ -52,6 +52,8 @@
 //! );
 //! ```
 
+#[cfg(feature = "tool-search")]
+mod hybrid;
 mod rank;
 mod search;
 
@@ -59,6 +61,8 @@ use serde_json::Value;
 
 use crate::message::{AssistantContent, AssistantMessage};
 
+#[cfg(feature = "tool-search")]
+pub use hybrid::{EmbedError, Embedder, Fallback, HybridRanker, embedding_text};
 #[cfg(feature = "tool-search")]
 pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};

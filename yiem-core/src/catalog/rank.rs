@@ -114,6 +114,8 @@ fn schema_words(schema: &Value, depth: usize, out: &mut String) {
 
 #[cfg(feature = "tool-search")]
 pub use bm25_ranker::Bm25Ranker;
+#[cfg(feature = "tool-search")]
+pub(super) use bm25_ranker::identifier_words;
 
 #[cfg(feature = "tool-search")]
 mod bm25_ranker {
@@ -320,7 +322,7 @@ mod bm25_ranker {
     }
 
     /// `getHTTPResponse2` → `get`, `HTTP`, `Response`, `2`.
-    fn identifier_words(piece: &str) -> Vec<&str> {
+    pub(in crate::catalog) fn identifier_words(piece: &str) -> Vec<&str> {
         let chars: Vec<(usize, char)> = piece.char_indices().collect();
         let mut words = Vec::new();
         let mut start = 0;

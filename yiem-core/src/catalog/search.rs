@@ -156,8 +156,22 @@ impl ToolSearch {
             .parallel()
             .annotations(ToolAnnotations::LOOKUP)
             .handler(move |_ctx: ToolContext, args: serde_json::Value| {
-                let result = search.answer(&store, &args);
-                async move { result }
+                let (search, store) = (search.clone(), store.clone());
+                let run = move || search.answer(&store, &args);
+                async move {
+                    match tokio::runtime::Handle::try_current() {
+                        // Off the async threads: building an index, or a ranker that asks an embedding
+                        // model, may take a while.
+                        Ok(runtime) => match runtime.spawn_blocking(run).await {
+                            Ok(result) => result,
+                            Err(error) if error.is_panic() => {
+                                std::panic::resume_unwind(error.into_panic())
+                            }
+                            Err(_) => AgentToolResult::error("the search was cancelled"),
+                        },
+                        Err(_) => run(),
+                    }
+                }
             })
             .build()
             .expect("the search_tools definition is valid")
