@@ -13,13 +13,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{
-    agent::{Agent, AgentRun, AgentSettings, Decision, RunStop},
-    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
-    message::AgentMessage,
-    store::ToolStore,
-    tool,
-};
+use yiem_core::agent::AgentRun;
+use yiem_core::prelude::*;
 
 #[derive(Deserialize, JsonSchema)]
 struct BashArgs {

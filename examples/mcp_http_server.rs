@@ -12,11 +12,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use yiem_core::mcp::{McpHttpServer, McpServer};
-use yiem_core::{
-    store::{ToolStore, register_all_tools},
-    tool,
-    tool::ToolContext,
-};
+use yiem_core::prelude::*;
 
 #[derive(Deserialize, JsonSchema)]
 struct SlugArgs {

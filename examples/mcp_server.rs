@@ -7,11 +7,7 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use yiem_core::{
-    store::{ToolStore, register_all_tools},
-    tool,
-    tool::{Json, ToolContext},
-};
+use yiem_core::prelude::*;
 
 #[derive(Deserialize, JsonSchema)]
 struct TextArgs {

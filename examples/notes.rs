@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{store::ToolStore, tool, tool::State, tools};
+use yiem_core::prelude::*;
 
 /// The notes of one store, shared by every tool that takes `State<Notebook>`.
 #[derive(Default)]

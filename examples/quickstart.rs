@@ -7,11 +7,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{
-    store::{ToolStore, register_all_tools},
-    tool,
-    tool::{Json, ToolContext},
-};
+use yiem_core::prelude::*;
 
 #[derive(Deserialize, JsonSchema)]
 struct WeatherArgs {

@@ -29,14 +29,8 @@ use std::io::Write;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use yiem_core::{
-    agent::{Agent, AgentSettings},
-    event::AgentEvent,
-    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
-    message::{AgentMessage, StopReason},
-    store::ToolStore,
-    tool,
-};
+use yiem_core::message::StopReason;
+use yiem_core::prelude::*;
 
 #[derive(Deserialize, JsonSchema)]
 struct WeatherArgs {

@@ -774,9 +774,9 @@ async fn a_sampling_request_is_answered_by_the_handler_with_the_conversation_it_
         [python_server(), "stdio".into()],
     )
     .name("python-tools")
-    .sampling(move |request: yiem_core::mcp::Sampling| {
+    .sampling(move |request: yiem_core::ask::Sampling| {
         record.lock().unwrap().push(request);
-        async { yiem_core::mcp::SamplingAnswer::text("rain, then sun", "test-model") }
+        async { yiem_core::ask::SamplingAnswer::text("rain, then sun", "test-model") }
     })
     .connect()
     .await

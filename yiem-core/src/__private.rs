@@ -9,21 +9,25 @@ pub use std::sync::Arc;
 pub use std::vec::Vec;
 
 pub use crate::args::ArgumentCheck;
+// The public names the generated code writes, so that it reaches the runtime only through here.
 pub use crate::context::ContextSlot;
 pub use crate::definition::ErasedHandler;
 pub use crate::definition::SchemaCell;
+pub use crate::definition::{AgentTool, ExecutionMode};
+pub use crate::grammar::{Grammar, GrammarSyntax, TextFormat};
 pub use crate::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
     OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, free_text_spec, no_args_spec,
     output_spec,
 };
+pub use crate::registry::ToolMethods;
 pub use crate::registry::ToolRegistration;
 pub use crate::state::{StateKey, ToolState};
 
 use crate::args::ArgumentCache;
 use crate::definition::{
-    AgentTool, ExecutionMode, PrepareFn, ProviderOptions, SchemaSource, SourceLocation,
-    ToolAnnotations, ToolDefinition, title_case,
+    PrepareFn, ProviderOptions, SchemaSource, SourceLocation, ToolAnnotations, ToolDefinition,
+    title_case,
 };
 
 /// What `#[tool]` knows about a tool at compile time.

@@ -219,7 +219,7 @@ impl ToolStore {
     /// [state](crate::tool::State) of every tool.
     ///
     /// ```
-    /// use yiem_core::{store::ToolStore, tool, tool::State};
+    /// use yiem_core::prelude::*;
     ///
     /// struct Db;
     ///

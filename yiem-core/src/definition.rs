@@ -531,7 +531,7 @@ impl AgentTool {
     /// registers the tool.
     ///
     /// ```
-    /// use yiem_core::{tool, tool::State};
+    /// use yiem_core::prelude::*;
     ///
     /// struct Db;
     ///

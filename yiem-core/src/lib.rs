@@ -64,15 +64,15 @@
 //! | feature | default | adds |
 //! |---|---|---|
 //! | `schema-validation` | no | the full JSON Schema validator (`jsonschema`) beside yiem's own check: it adds what that check cannot judge (`pattern`, `format`, which form of a union at the root was meant), and `regex` for yiem's own check of a free-text tool's regex grammar ([`TextFormat`](tool::TextFormat)). Without it, every tool's arguments are still checked at every depth for unknown properties, required ones, types, ranges and allowed values, in the same words |
-//! | `openai` | no | `OpenAiModel`, `OpenAiConfig`, `RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
-//! | `openai-responses` | no | `OpenAiResponsesModel`, `OpenAiResponsesConfig`: OpenAI's Responses API (`/v1/responses`), reasoning items carried from turn to turn; turns on `openai` |
-//! | `anthropic` | no | `AnthropicModel`, `AnthropicConfig`: Anthropic's Messages API, over the same transport |
-//! | `gemini` | no | `GeminiModel`, `GeminiConfig`: Gemini's `streamGenerateContent`, over the same transport |
+//! | `openai` | no | `llm::OpenAiModel`, `llm::OpenAiConfig`, `llm::RetryPolicy`: the OpenAI-compatible chat-completions client (reqwest over rustls) |
+//! | `openai-responses` | no | `llm::OpenAiResponsesModel`, `llm::OpenAiResponsesConfig`: OpenAI's Responses API (`/v1/responses`), reasoning items carried from turn to turn; turns on `openai` |
+//! | `anthropic` | no | `llm::AnthropicModel`, `llm::AnthropicConfig`: Anthropic's Messages API, over the same transport |
+//! | `gemini` | no | `llm::GeminiModel`, `llm::GeminiConfig`: Gemini's `streamGenerateContent`, over the same transport |
 //! | `mcp` | no | `mcp::serve_stdio` and `mcp::McpServer`: an MCP server over stdio (rmcp) |
 //! | `mcp-client` | no | `mcp::McpClient`: MCP servers' tools in a store, over stdio or streamable HTTP |
 //! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a streamable HTTP MCP server, stateless or with sessions (rmcp on hyper, no TLS) |
-//! | `tool-search` | no | `catalog::Bm25Ranker`, `ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools (`rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
+//! | `tool-search` | no | `catalog::Bm25Ranker`, `catalog::ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools, and `catalog::HybridRanker` (BM25 mixed with your `catalog::Embedder`'s sentence embeddings) (`rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
 //! | `code-mode` | no | `code::CodeMode`: the `run_code` tool, whose JavaScript programs call tools through the pipeline (QuickJS in a sandbox, approvals inside programs) |
 //! | `otel` | no | `otel`: yiem's GenAI spans in OpenTelemetry (`tracing-opentelemetry`), trace context across MCP, GenAI metrics |
 //! | `otel-otlp` | no | `otel::Otlp`: spans and metrics to an OTLP collector over HTTP/protobuf |
@@ -123,9 +123,11 @@
 
 //! ## Modules
 //!
-//! The crate root holds the three macros ([`#[tool]`](macro@tool), [`#[tools]`](macro@tools),
-//! [`check_tools!`](macro@check_tools)), the [`prelude`] and one module per concept. Every public name has
-//! one home, the module of its concept; the prelude re-exports what most programs name.
+//! The crate root holds the macros ([`#[tool]`](macro@tool), [`#[tools]`](macro@tools),
+//! [`check_tools!`](macro@check_tools), [`link_tools!`]), the [`prelude`] and one module per concept.
+//! Every public name has one home, the module of its concept; the prelude re-exports what most programs
+//! name. The module `tool` shares its name with the attribute: `use yiem_core::tool;` brings both, so in a
+//! crate with a `tool` of its own write `#[yiem_core::tool]` or import the prelude.
 //!
 //! | module | owns |
 //! |---|---|
@@ -140,7 +142,9 @@
 //! | [`catalog`] | large catalogs: deferred tools, the local tool search, the policy |
 //! | `code` | (feature `code-mode`) the `run_code` tool: programs that call tools through the pipeline |
 //! | `mcp` | (features `mcp`, `mcp-client`, `mcp-http`, `mcp-oauth`) MCP servers over a store, and MCP servers' tools in a store |
-//! | [`telemetry`] | the OpenTelemetry GenAI spans as `tracing` spans; (feature `otel`) `otel`, the bridge to OpenTelemetry |
+//! | [`telemetry`] | the OpenTelemetry GenAI spans as `tracing` spans, and whether they record content |
+//! | `otel` | (feature `otel`) the bridge to OpenTelemetry: trace context across MCP, GenAI metrics, OTLP export |
+//! | [`prelude`] | what most programs import: `use yiem_core::prelude::*;` |
 
 // How the crate is laid out inside. One concept per module; a call's whole path is in `pipeline`, and no
 // module imports one that imports it back (`tests/tests/layers.rs` checks it). The modules are listed
@@ -173,15 +177,19 @@
 // | `check` | `check_tools`, `check_tools!`, `ToolStore::check`: what a provider would refuse, found in your tests |
 // | `call`, `content`, `result`, `message` | the data: `ToolCall`, `ToolResultMessage`, `Content` and `Contents` (one block inline), `AgentToolResult`, the conversation's messages |
 // | `agent` | the agent protocol (`AgentRun`: the step machine, whose transitions queue their events), `AgentConfig` and `AgentSettings` (what an agent is made of, for every driver), and `Agent`, the in-process driver |
-// | `llm` | the `Model` trait, the scripted model, the OpenAI message format, and (feature `openai`) the OpenAI-compatible client |
-// | `mcp` | (feature `mcp`) the MCP server over a store, with a line guard in front of rmcp |
+// | `llm` | the `Model` trait, the scripted model, each provider's message format, and (features) the OpenAI Chat Completions and Responses, Anthropic and Gemini clients over one transport |
+// | `mcp` | (features `mcp`, `mcp-client`, `mcp-http`, `mcp-oauth`) the MCP server over a store (stdio with a line guard in front of rmcp, and streamable HTTP), the client that puts servers' tools in a store, and OAuth |
+// | `id` | fresh ids and retry jitter without a random-number crate |
 // | `code` | (feature `code-mode`) the `run_code` tool: the QuickJS sandbox, tool declarations, programs' calls through the executor, pauses and replay |
 // | `sample` | asking the model behind a call: `Sampling`, `SampledMessage`, `SamplingAnswer`, `SamplingHandler` |
 // | `suggest` | "did you mean" for tool and property names |
 //
-// The public modules `tool`, `store`, `exec` and `ask` are written in this file: each gathers the public
-// names of the inner modules its concept spans, so an inner module can be split or moved without a
-// public path changing. `agent`, `event`, `message`, `llm`, `catalog`, `code`, `mcp`, `otel` and
+// The rule of the public surface: every public name has one home, the module of its concept; nothing is
+// declared or re-exported at the crate root but the modules and the macros (a `#[macro_export]` macro
+// lands at the root too, so each is named here), and no name is public at two paths, the prelude aside.
+// `crate_docs` below checks it. The public modules `tool`, `store`, `exec` and `ask` are written in this
+// file: each gathers the public names of the inner modules its concept spans, so an inner module can be
+// split or moved without a public path changing. `agent`, `event`, `message`, `llm`, `catalog`, `code`, `mcp`, `otel` and
 // `telemetry` are public as they are.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
@@ -228,6 +236,140 @@ mod crate_docs {
                 "the crate root declares `{line}`: move it into the module of its concept"
             );
         }
+        // A `#[macro_export]` macro lands at the root wherever it is written: each is named in the
+        // crate docs.
+        let mut exported = Vec::new();
+        exported_macros(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            &mut exported,
+        );
+        assert_eq!(
+            exported,
+            ["link_tools"],
+            "macros exported at the crate root"
+        );
+        for name in &exported {
+            assert!(
+                root.contains(&format!("[`{name}!`]")),
+                "the crate docs do not name `{name}!`"
+            );
+        }
+    }
+
+    /// The names of the `#[macro_export]` macros under `dir`.
+    fn exported_macros(dir: std::path::PathBuf, found: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                exported_macros(path, found);
+            } else if path.extension().is_some_and(|ext| ext == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                let mut lines = text.lines();
+                while let Some(line) = lines.next() {
+                    if line.trim() != "#[macro_export]" {
+                        continue;
+                    }
+                    let name = lines
+                        .find_map(|line| line.trim().strip_prefix("macro_rules! "))
+                        .and_then(|after| after.split_whitespace().next())
+                        .expect("a macro_rules! after #[macro_export]");
+                    found.push(name.to_owned());
+                }
+            }
+        }
+    }
+
+    /// The names a module's source makes public at its own path: its `pub` items and what its `pub use`s
+    /// bring (the last segment, or the alias), at the indentation `indent`.
+    fn public_names(source: &str, indent: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut statement = String::new();
+        for line in source.lines() {
+            let Some(code) = line.strip_prefix(indent) else {
+                continue;
+            };
+            if !statement.is_empty() || code.starts_with("pub use ") {
+                statement.push_str(code.trim());
+                statement.push(' ');
+                if code.trim_end().ends_with(';') {
+                    let list = statement
+                        .trim_start_matches("pub use ")
+                        .trim_end()
+                        .trim_end_matches(';');
+                    for item in list.split([',', '{', '}']) {
+                        let item = item.trim();
+                        let name = match item.split_once(" as ") {
+                            Some((_, alias)) => alias.trim(),
+                            None => item.rsplit("::").next().unwrap_or(item),
+                        };
+                        if !name.is_empty() && name != "self" && name != "*" && name != "_" {
+                            names.push(name.to_owned());
+                        }
+                    }
+                    statement.clear();
+                }
+                continue;
+            }
+            for kind in [
+                "struct", "enum", "trait", "fn", "async fn", "type", "const", "static",
+            ] {
+                if let Some(rest) = code.strip_prefix(&format!("pub {kind} ")) {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    names.push(name);
+                }
+            }
+        }
+        names
+    }
+
+    /// The body of the module `name` written in lib.rs.
+    fn inline_module<'a>(root: &'a str, name: &str) -> &'a str {
+        let start = root
+            .find(&format!("\npub mod {name} {{\n"))
+            .unwrap_or_else(|| panic!("`pub mod {name}` in lib.rs"));
+        let body = &root[start..];
+        &body[..body.find("\n}\n").unwrap()]
+    }
+
+    #[test]
+    fn no_public_name_has_two_paths() {
+        let root = include_str!("lib.rs");
+        let mut modules: Vec<(&str, Vec<String>)> = ["tool", "store", "exec", "ask"]
+            .into_iter()
+            .map(|name| (name, public_names(inline_module(root, name), "    ")))
+            .collect();
+        for (name, source) in [
+            ("agent", include_str!("agent/mod.rs")),
+            ("event", include_str!("event.rs")),
+            ("message", include_str!("message.rs")),
+            ("llm", include_str!("llm/mod.rs")),
+            ("catalog", include_str!("catalog/mod.rs")),
+            ("code", include_str!("code/mod.rs")),
+            ("mcp", include_str!("mcp/mod.rs")),
+            ("mcp::oauth", include_str!("mcp/oauth.rs")),
+            ("otel", include_str!("otel.rs")),
+            ("telemetry", include_str!("telemetry.rs")),
+        ] {
+            modules.push((name, public_names(source, "")));
+        }
+        assert!(
+            modules.iter().map(|(_, names)| names.len()).sum::<usize>() > 150,
+            "{modules:?}"
+        );
+        let mut homes: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for (module, names) in &modules {
+            for name in names {
+                homes.entry(name).or_default().push(module);
+            }
+        }
+        let twice: Vec<_> = homes.iter().filter(|(_, homes)| homes.len() > 1).collect();
+        assert!(
+            twice.is_empty(),
+            "public at two paths (give each one home): {twice:?}"
+        );
     }
 
     #[test]
@@ -368,15 +510,21 @@ pub mod ask {
 ///     .build();
 /// # let _ = agent;
 /// ```
+///
+/// Its `tool` is the attribute alone; the module of that name is `yiem_core::tool`:
+///
+/// ```compile_fail
+/// use yiem_core::prelude::tool::AgentTool; // error: `tool` here is a macro, not a module
+/// ```
 pub mod prelude {
     pub use crate::agent::{Agent, AgentConfig, AgentSettings, Decision, RunStop};
     pub use crate::event::AgentEvent;
     pub use crate::exec::{CancellationToken, ToolCall, ToolExecutor, ToolHooks};
-    pub use crate::llm::{Model, ScriptedModel, ScriptedTurn};
+    pub use crate::llm::{Model, ModelRequest, ScriptedModel, ScriptedTurn};
     pub use crate::message::AgentMessage;
     pub use crate::store::{ToolMethods, ToolStore, register_all_tools};
     pub use crate::tool::{AgentTool, AgentToolResult, Content, Json, State, ToolContext};
-    pub use crate::{tool, tools};
+    pub use yiem_macros::{tool, tools};
 }
 
 /// Turns an `async fn` (or a plain `fn`) into a tool an LLM can call.
@@ -387,7 +535,7 @@ pub mod prelude {
 /// ```
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{tool, tool::ExecutionMode};
+/// use yiem_core::{tool, tool::ExecutionMode}; // the attribute, and the module of the same name
 ///
 /// #[derive(Deserialize, JsonSchema)]
 /// struct WeatherArgs {

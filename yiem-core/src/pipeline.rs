@@ -848,7 +848,7 @@ impl ToolStore {
     /// [state](ToolStore::with_state): for [`AgentTool::execute_with`] and [`AgentTool::try_execute`].
     ///
     /// ```
-    /// use yiem_core::{store::ToolStore, tool, tool::State};
+    /// use yiem_core::prelude::*;
     ///
     /// struct Greeting(&'static str);
     ///

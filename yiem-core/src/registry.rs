@@ -191,7 +191,7 @@ impl ToolStore {
     /// state before registering tools that need it.
     ///
     /// ```
-    /// use yiem_core::{store::ToolStore, tool, tool::State};
+    /// use yiem_core::prelude::*;
     ///
     /// struct Greeting(&'static str);
     ///

@@ -23,7 +23,7 @@ use indexmap::IndexMap;
 /// use std::sync::Mutex;
 /// use schemars::JsonSchema;
 /// use serde::Deserialize;
-/// use yiem_core::{store::ToolStore, tool, tool::State};
+/// use yiem_core::prelude::*;
 ///
 /// /// A counter shared by the calls of one store.
 /// #[derive(Default)]
@@ -153,7 +153,7 @@ impl StateMap {
 /// A tool needs state its store does not hold.
 ///
 /// ```
-/// use yiem_core::{store::ToolStore, tool, tool::State};
+/// use yiem_core::prelude::*;
 ///
 /// struct Db;
 ///

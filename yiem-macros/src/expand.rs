@@ -56,7 +56,7 @@ pub(crate) fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
 
         #[doc = #doc]
         #[must_use]
-        #vis fn #constructor() -> #krate::tool::AgentTool {
+        #vis fn #constructor() -> #private::AgentTool {
             #build
         }
 
@@ -177,8 +177,8 @@ pub(crate) fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
         #uses_tool
 
         #[automatically_derived]
-        impl #krate::store::ToolMethods for #self_ty {
-            fn tools(self: #private::Arc<Self>) -> #private::Vec<#krate::tool::AgentTool> {
+        impl #private::ToolMethods for #self_ty {
+            fn tools(self: #private::Arc<Self>) -> #private::Vec<#private::AgentTool> {
                 #private::Vec::from([#( { #builds } ),*])
             }
         }
@@ -324,8 +324,8 @@ fn build(
     };
     let label = some(tool.label.as_ref().map(|label| quote!(#label)));
     let mode = match tool.mode {
-        Mode::Parallel => quote!(#krate::tool::ExecutionMode::Parallel),
-        Mode::Sequential => quote!(#krate::tool::ExecutionMode::Sequential),
+        Mode::Parallel => quote!(#private::ExecutionMode::Parallel),
+        Mode::Sequential => quote!(#private::ExecutionMode::Sequential),
     };
     let timeout = some(tool.timeout_ms.map(|ms| quote!(#ms)));
     let needs_approval = tool.needs_approval;
@@ -335,13 +335,13 @@ fn build(
     let eager_input_streaming = tool.eager_input_streaming;
     let defer_loading = tool.defer_loading;
     let free_text = some(tool.free_text.as_ref().map(|free_text| match free_text {
-        FreeText::Text => quote!(#krate::tool::TextFormat::Text),
+        FreeText::Text => quote!(#private::TextFormat::Text),
         FreeText::Grammar(syntax, definition) => {
             let syntax = match syntax.to_string().as_str() {
-                "lark" => quote!(#krate::tool::GrammarSyntax::Lark),
-                _ => quote!(#krate::tool::GrammarSyntax::Regex),
+                "lark" => quote!(#private::GrammarSyntax::Lark),
+                _ => quote!(#private::GrammarSyntax::Regex),
             };
-            quote!(#krate::tool::TextFormat::Grammar(#krate::tool::Grammar::new(#syntax, #definition)))
+            quote!(#private::TextFormat::Grammar(#private::Grammar::new(#syntax, #definition)))
         }
     }));
     let hint = |value: Option<bool>| some(value.map(|value| quote!(#value)));

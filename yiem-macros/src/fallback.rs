@@ -19,7 +19,7 @@ pub(crate) fn emit(errors: syn::Error, item: &ItemFn, krate: &syn::Path) -> Toke
         #errors
         #[doc(hidden)]
         #[allow(dead_code, unreachable_code)]
-        #vis fn #constructor() -> #krate::tool::AgentTool {
+        #vis fn #constructor() -> #krate::__private::AgentTool {
             ::core::unreachable!("#[tool] reported an error for this function")
         }
     }
@@ -38,8 +38,8 @@ pub(crate) fn emit_impl(
     let placeholder = placeholder.then(|| {
         quote! {
             #[allow(unreachable_code)]
-            impl #krate::store::ToolMethods for #self_ty {
-                fn tools(self: #krate::__private::Arc<Self>) -> #krate::__private::Vec<#krate::tool::AgentTool> {
+            impl #krate::__private::ToolMethods for #self_ty {
+                fn tools(self: #krate::__private::Arc<Self>) -> #krate::__private::Vec<#krate::__private::AgentTool> {
                     ::core::unreachable!("#[tools] reported an error for this impl")
                 }
             }

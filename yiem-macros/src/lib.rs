@@ -18,8 +18,8 @@ mod valid;
 
 use proc_macro::TokenStream;
 
-/// Turns an `async fn` (or plain `fn`) into a tool an LLM can call. See `yiem_core::tool` for the full
-/// documentation.
+/// Turns an `async fn` (or plain `fn`) into a tool an LLM can call. See the `#[yiem_core::tool]` attribute's
+/// documentation (the macro at `yiem_core`'s root, not the module of the same name).
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tool(args.into(), input.into()).into()

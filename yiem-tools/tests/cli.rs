@@ -1468,19 +1468,12 @@ fn tools_search_falls_back_to_the_words_when_the_embedder_crashes_hangs_or_print
     ];
     for (mode, why) in cases {
         let command = embedder(mode);
-        let output = search_catalog(
-            &catalog,
-            &["--embed-command", &command, "--embed-timeout", "0.5"],
-            &[MONEY, "invoice"],
-        );
-        assert!(output.status.success(), "{mode}: {}", stderr(&output));
         // The words rank every query; the warning comes once, with what went wrong.
-        assert_eq!(
-            found(&output),
-            [vec![], vec!["send_invoice".to_owned()]],
-            "{mode}"
+        let stderr = ranked_by_words(
+            &catalog,
+            mode,
+            &["--embed-command", &command, "--embed-timeout", "0.5"],
         );
-        let stderr = stderr(&output);
         let warnings: Vec<&str> = stderr
             .lines()
             .filter(|line| line.starts_with("yiem: warning: "))
@@ -1499,6 +1492,19 @@ fn tools_search_falls_back_to_the_words_when_the_embedder_crashes_hangs_or_print
     }
 }
 
+/// Searches `catalog` for the money query and `invoice` with `args`, checks that the words alone found
+/// what they find (nothing, then `send_invoice`), and gives the search's standard error.
+fn ranked_by_words(catalog: &str, mode: &str, args: &[&str]) -> String {
+    let output = search_catalog(catalog, args, &[MONEY, "invoice"]);
+    assert!(output.status.success(), "{mode}: {}", stderr(&output));
+    assert_eq!(
+        found(&output),
+        [vec![], vec!["send_invoice".to_owned()]],
+        "{mode}"
+    );
+    stderr(&output)
+}
+
 #[test]
 fn tools_search_ranks_a_query_by_words_when_its_vector_is_wrong_or_refused() {
     let dir = tempfile::tempdir().unwrap();
@@ -1512,19 +1518,8 @@ fn tools_search_ranks_a_query_by_words_when_its_vector_is_wrong_or_refused() {
     ];
     for (mode, why) in cases {
         let command = embedder(mode);
-        let output = search_catalog(
-            &catalog,
-            &["--embed-command", &command],
-            &[MONEY, "invoice"],
-        );
-        assert!(output.status.success(), "{mode}: {}", stderr(&output));
-        assert_eq!(
-            found(&output),
-            [vec![], vec!["send_invoice".to_owned()]],
-            "{mode}"
-        );
         // One warning per query.
-        let stderr = stderr(&output);
+        let stderr = ranked_by_words(&catalog, mode, &["--embed-command", &command]);
         let warnings: Vec<&str> = stderr.lines().collect();
         assert_eq!(warnings.len(), 2, "{mode}: {stderr}");
         for warning in warnings {

@@ -95,7 +95,8 @@ mod lines;
 #[cfg(feature = "mcp-oauth")]
 pub mod oauth;
 
-pub use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
+use crate::sample::{Sampling, SamplingAnswer};
+
 #[cfg(feature = "mcp-client")]
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
