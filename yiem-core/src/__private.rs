@@ -21,8 +21,12 @@ pub use crate::handler::{
     output_spec,
 };
 pub use crate::registry::ToolMethods;
+// What `check_tools!` expands to.
+pub use crate::check::check_tools;
 pub use crate::registry::ToolRegistration;
+pub use crate::registry::static_tools;
 pub use crate::state::{StateKey, ToolState};
+pub use yiem_macros::check_tools_in;
 
 use crate::args::ArgumentCache;
 use crate::definition::{

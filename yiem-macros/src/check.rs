@@ -10,14 +10,21 @@ use syn::parse::{Parse, ParseStream};
 use syn::punctuated::Punctuated;
 use syn::{Expr, Ident, Token};
 
-/// `check_tools!([crate = NAME,] EXPR, ...)`.
+/// `RUNTIME; [crate = NAME,] EXPR, ...`: the path of yiem-core (`$crate` from `yiem_core::check_tools!`),
+/// then what the user wrote.
 struct Input {
+    runtime: TokenStream,
     krate: Option<Ident>,
     extra: Punctuated<Expr, Token![,]>,
 }
 
 impl Parse for Input {
     fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut runtime = TokenStream::new();
+        while !input.peek(Token![;]) {
+            runtime.extend([input.parse::<proc_macro2::TokenTree>()?]);
+        }
+        input.parse::<Token![;]>()?;
         let mut krate = None;
         if input.peek(Token![crate]) && input.peek2(Token![=]) {
             input.parse::<Token![crate]>()?;
@@ -28,7 +35,11 @@ impl Parse for Input {
             }
         }
         let extra = Punctuated::parse_terminated(input)?;
-        Ok(Input { krate, extra })
+        Ok(Input {
+            runtime,
+            krate,
+            extra,
+        })
     }
 }
 
@@ -37,7 +48,7 @@ pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),
     };
-    let link = match input.krate.or_else(package_library) {
+    let link = match input.krate.clone().or_else(package_library) {
         Some(library) => quote! {
             // The library whose tools are checked, linked so that its `#[tool]`s are registered.
             #[allow(unused_imports)]
@@ -46,6 +57,7 @@ pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
         None => TokenStream::new(),
     };
     let extra = input.extra.iter();
+    let runtime = &input.runtime;
     let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
     let none = format!(
         "yiem_core::check_tools! found no tool to check in package `{package}`: this test binary links no `#[tool]`. \
@@ -58,12 +70,12 @@ pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
         #[test]
         fn yiem_check_tools() {
             #[allow(unused_mut)]
-            let mut tools = ::yiem_core::store::static_tools();
+            let mut tools = #runtime::__private::static_tools();
             #(tools.extend(#extra);)*
             if tools.is_empty() {
                 ::core::panic!(#none);
             }
-            if let ::core::result::Result::Err(report) = ::yiem_core::store::check_tools(&tools) {
+            if let ::core::result::Result::Err(report) = #runtime::__private::check_tools(&tools) {
                 ::core::panic!("{report}");
             }
         }

@@ -32,9 +32,11 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
     expand::tools(args.into(), input.into()).into()
 }
 
-/// The test a tool crate runs to check its tools for every provider. See `yiem_core::check_tools!` for the
-/// full documentation.
+/// The test a tool crate runs to check its tools for every provider, called by `yiem_core::check_tools!`
+/// with the path of yiem-core first (`$crate;`), so that it follows a renamed or re-exported crate. See
+/// `yiem_core::check_tools!` for the documentation.
+#[doc(hidden)]
 #[proc_macro]
-pub fn check_tools(input: TokenStream) -> TokenStream {
+pub fn check_tools_in(input: TokenStream) -> TokenStream {
     check::check_tools(input.into()).into()
 }
