@@ -12,33 +12,6 @@ use crate::grammar::TextFormat;
 use crate::registry::ToolStore;
 use crate::state::MissingState;
 
-/// A test that checks every tool of the crate with [`check_tools`](fn@crate::store::check_tools) (plus any tools you list, such as the
-/// tools of a `#[tools]` instance), and fails with every problem listed. Put it in a test file of the crate
-/// that defines the tools:
-///
-/// ```text
-/// // tests/tools.rs
-/// yiem_core::check_tools!();
-/// // or, with method tools too:
-/// yiem_core::check_tools!(std::sync::Arc::new(my_crate::Notes::default()).tools());
-/// // tools in a library whose name is not the package's:
-/// yiem_core::check_tools!(crate = my_tools_lib);
-/// ```
-///
-/// It links the package's library itself (a test file that never names its library would otherwise
-/// link none of its tools), and fails when it finds no tool at all, saying what to write. `cargo test`
-/// then fails on a tool Gemini or OpenAI strict mode would reject, naming the tool and the type, before it
-/// ships.
-///
-/// It names yiem-core as `$crate`, so it works under a renamed dependency
-/// (`yc = { package = "yiem-core", .. }` and `yc::check_tools!();`) or a re-export.
-#[macro_export]
-macro_rules! check_tools {
-    ($($input:tt)*) => {
-        $crate::__private::check_tools_in!($crate; $($input)*);
-    };
-}
-
 /// One thing wrong with a tool.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
