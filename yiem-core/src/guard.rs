@@ -3,13 +3,30 @@
 //!
 //! Three things can panic: calling user code ([`catch`]), polling a user future ([`Guarded`]), and dropping
 //! either — a future, a value, or a panic payload whose own `Drop` panics ([`drop_quietly`]). A value that
-//! panics while being dropped under [`drop_quietly`] is leaked instead of unwinding further.
+//! panics while being dropped under [`drop_quietly`] is leaked instead of unwinding further. Synchronous
+//! work that may take a while (a plain `fn` tool, a search) runs through [`off_async_threads`].
 
 use std::any::Any;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
+
+/// Runs `run` on tokio's blocking threads when a runtime is there, so slow synchronous work never stalls
+/// other tasks, else on this thread. A panic in `run` unwinds here, as it would have inline (the caller's
+/// guard catches it); `None` when the runtime cancelled the task (it was shutting down).
+pub(crate) async fn off_async_threads<T: Send + 'static>(
+    run: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => match runtime.spawn_blocking(run).await {
+            Ok(value) => Some(value),
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => None,
+        },
+        Err(_) => Some(run()),
+    }
+}
 
 /// Runs `f`; a panic comes back as its message.
 #[inline]

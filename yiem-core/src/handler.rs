@@ -466,16 +466,10 @@ where
         let f = Arc::clone(&self.f);
         let finish = self.output.finish;
         Box::pin(async move {
-            let run = move || finish(f.call(extracted, parsed));
-            match tokio::runtime::Handle::try_current() {
-                // Off the async threads, so a slow plain fn never stalls other tools.
-                Ok(runtime) => match runtime.spawn_blocking(run).await {
-                    Ok(result) => result,
-                    Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-                    Err(_) => AgentToolResult::error("the tool's blocking task was cancelled"),
-                },
-                Err(_) => run(),
-            }
+            // Off the async threads, so a slow plain fn never stalls other tools.
+            guard::off_async_threads(move || finish(f.call(extracted, parsed)))
+                .await
+                .unwrap_or_else(|| AgentToolResult::error("the tool's blocking task was cancelled"))
         })
     }
 }

@@ -11,6 +11,7 @@ use super::rank::{Ranker, ToolIndex};
 use super::{DEFAULT_DEFER_THRESHOLD, SEARCH_TOOLS};
 use crate::context::ToolContext;
 use crate::definition::{AgentTool, ToolAnnotations};
+use crate::guard;
 use crate::registry::{RegistrationError, ToolStore, WeakStore};
 use crate::result::AgentToolResult;
 
@@ -157,20 +158,13 @@ impl ToolSearch {
             .annotations(ToolAnnotations::LOOKUP)
             .handler(move |_ctx: ToolContext, args: serde_json::Value| {
                 let (search, store) = (search.clone(), store.clone());
-                let run = move || search.answer(&store, &args);
+                // Off the async threads: building an index, or a ranker that asks an embedding model,
+                // may take a while.
+                let searched = guard::off_async_threads(move || search.answer(&store, &args));
                 async move {
-                    match tokio::runtime::Handle::try_current() {
-                        // Off the async threads: building an index, or a ranker that asks an embedding
-                        // model, may take a while.
-                        Ok(runtime) => match runtime.spawn_blocking(run).await {
-                            Ok(result) => result,
-                            Err(error) if error.is_panic() => {
-                                std::panic::resume_unwind(error.into_panic())
-                            }
-                            Err(_) => AgentToolResult::error("the search was cancelled"),
-                        },
-                        Err(_) => run(),
-                    }
+                    searched
+                        .await
+                        .unwrap_or_else(|| AgentToolResult::error("the search was cancelled"))
                 }
             })
             .build()
