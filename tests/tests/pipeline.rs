@@ -17,7 +17,7 @@ use yiem_core::{
     message::{AssistantContent, AssistantMessage},
     store::ToolStore,
     tool,
-    tool::{AgentToolResult, Content, ToolContext},
+    tool::{AgentTool, AgentToolResult, Content, ToolContext},
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -340,6 +340,43 @@ async fn the_sequential_mode_of_the_executor_forces_sequential_batches() {
         log.lock().unwrap()[..4],
         ["start a", "end a ok", "message_start a", "message_end a"]
     );
+}
+
+/// A batch run one call after another looks each call's tool up when the call starts: a tool that an
+/// earlier call of the batch registered is there for a later one.
+#[tokio::test]
+async fn a_later_call_of_a_sequential_batch_finds_a_tool_an_earlier_call_registered() {
+    let store = store();
+    let late = AgentTool::builder("late")
+        .description("Registered while the batch runs.")
+        .handler(|_, _| async { "late ran" })
+        .build()
+        .unwrap();
+    let registers = {
+        let store = store.clone();
+        AgentTool::builder("registers")
+            .description("Register `late`.")
+            .handler(move |_, _| {
+                let (store, late) = (store.clone(), late.clone());
+                async move {
+                    store.register(late).unwrap();
+                    "registered"
+                }
+            })
+            .build()
+            .unwrap()
+    };
+    store.register(registers).unwrap();
+    let calls = vec![
+        ToolCall::new("a", "registers", json!({})),
+        ToolCall::new("b", "late", json!({})),
+    ];
+    let batch = ToolExecutor::new()
+        .with_mode(BatchMode::Sequential)
+        .execute(&store, calls, &CancellationToken::new())
+        .await;
+    let texts: Vec<String> = batch.messages.iter().map(|m| m.text_content()).collect();
+    assert_eq!(texts, ["registered", "late ran"]);
 }
 
 /// Streams three updates, then tries to send one more after it has returned.

@@ -3,6 +3,7 @@
 //! the store the call runs in — and `ContextSlot`, which makes a call's context only when its tool takes
 //! one.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -30,7 +31,7 @@ struct UpdateSink {
 /// The id of the call: owned, or shared with the call itself (no copy for calls of a batch).
 #[derive(Clone)]
 enum CallId {
-    Owned(Box<str>),
+    Owned(Cow<'static, str>),
     Shared(Arc<ToolCall>),
 }
 
@@ -79,7 +80,7 @@ struct Inner {
 
 impl ToolContext {
     /// A context for the call `call_id`, with its own cancellation token and no update receiver.
-    pub fn new(call_id: impl Into<Box<str>>) -> Self {
+    pub fn new(call_id: impl Into<Cow<'static, str>>) -> Self {
         Self::with_id(CallId::Owned(call_id.into()))
     }
 

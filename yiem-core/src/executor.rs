@@ -10,6 +10,7 @@
 //! overlap freely. A sequential tool that runs a batch on the executor that runs it would wait for itself;
 //! give such a tool an executor of its own.
 
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ use crate::event::EventBus;
 use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
 use crate::order::Order;
-use crate::pipeline::{Call, CallEnv, CallJournal};
+use crate::pipeline::{Call, CallEnv, CallJournal, Prepared};
 use crate::questions::{AskedQuestions, STOPPED_AT_QUESTION};
 use crate::registry::ToolStore;
 use crate::sample::SamplingHandler;
@@ -384,8 +385,7 @@ impl ToolExecutor {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        self.run_calls(calls_of(store, calls), None, cancel, None)
-            .await
+        self.run_calls(store, calls, None, cancel, None).await
     }
 
     /// Executes the tool calls of `assistant`; hooks see the message.
@@ -396,7 +396,7 @@ impl ToolExecutor {
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
         let calls = assistant.tool_calls().cloned().collect();
-        self.run_calls(calls_of(store, calls), Some(assistant), cancel, None)
+        self.run_calls(store, calls, Some(assistant), cancel, None)
             .await
     }
 
@@ -409,8 +409,7 @@ impl ToolExecutor {
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        self.run_calls(plan_calls(store, plan), assistant, cancel, None)
-            .await
+        self.run_calls(store, plan, assistant, cancel, None).await
     }
 
     /// Like [`execute_plan`](Self::execute_plan), with each call's run recorded in `journal`: the calls
@@ -425,7 +424,7 @@ impl ToolExecutor {
         cancel: &CancellationToken,
         journal: &dyn CallJournal,
     ) -> ToolCallBatch {
-        self.run_calls(plan_calls(store, plan), assistant, cancel, Some(journal))
+        self.run_calls(store, plan, assistant, cancel, Some(journal))
             .await
     }
 
@@ -439,19 +438,22 @@ impl ToolExecutor {
         cancel: &CancellationToken,
         asker: Arc<dyn Asker>,
     ) -> ToolCallBatch {
-        let calls = calls_of(store, calls);
         let mut env = self.env(None, cancel);
         env.asker = Some(asker);
-        self.run_in(calls, &env, None).await
+        self.run_in(store, calls, &env, None).await
     }
 
-    fn env(&self, assistant: Option<Arc<AssistantMessage>>, cancel: &CancellationToken) -> CallEnv {
+    fn env<'a>(
+        &self,
+        assistant: Option<Arc<AssistantMessage>>,
+        cancel: &'a CancellationToken,
+    ) -> CallEnv<'a> {
         CallEnv {
             hooks: self.hooks.clone(),
             events: Some(self.events.emitter()),
             default_timeout: self.default_timeout,
             assistant,
-            cancel: Some(cancel.clone()),
+            cancel: Some(Cow::Borrowed(cancel)),
             asker: self.asker.clone(),
             #[cfg(feature = "code-mode")]
             programs: (!self.programs.is_empty()).then(|| Arc::new(self.programs.clone())),
@@ -460,43 +462,50 @@ impl ToolExecutor {
 
     /// Schedules the calls of one batch: all at once when every tool of the batch allows it and there is
     /// more than one, else one after another.
-    async fn run_calls(
+    async fn run_calls<C: IntoCall>(
         &self,
-        calls: Vec<Call>,
+        store: &ToolStore,
+        calls: Vec<C>,
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
         journal: Option<&dyn CallJournal>,
     ) -> ToolCallBatch {
         let env = self.env(assistant, cancel);
-        self.run_in(calls, &env, journal).await
+        self.run_in(store, calls, &env, journal).await
     }
 
     /// Schedules the calls of one batch in `env` (see [`run_calls`](Self::run_calls)).
-    async fn run_in(
+    async fn run_in<C: IntoCall>(
         &self,
-        calls: Vec<Call>,
-        env: &CallEnv,
+        store: &ToolStore,
+        calls: Vec<C>,
+        env: &CallEnv<'_>,
         journal: Option<&dyn CallJournal>,
     ) -> ToolCallBatch {
-        let alone = calls.iter().any(|call| self.runs_alone(call));
+        // A call must run alone when the executor is sequential or its tool is, and then its whole batch
+        // runs one call after another. A call alone in its batch finds that out once it is made.
+        let alone = self.mode == BatchMode::Sequential
+            || calls.len() > 1
+                && calls
+                    .iter()
+                    .any(|call| call.runs().is_some_and(|name| store.is_sequential(name)));
         let concurrent = calls.len() > 1 && !alone;
         crate::telemetry::batch(calls.len(), concurrent);
         let messages = if concurrent {
-            self.run_concurrent(calls, env, journal).await
+            let calls = calls.into_iter().map(|call| call.into_call(store));
+            self.run_concurrent(calls.collect(), env, journal).await
         } else {
+            // Each call is made when its turn comes: a batch run one call after another holds no list
+            // of calls.
             let mut messages = Vec::with_capacity(calls.len());
             for call in calls {
+                let call = call.into_call(store);
+                let alone = alone || call.is_sequential();
                 messages.push(self.run_one(call, env, alone, journal).await);
             }
             messages
         };
         batch_of(messages)
-    }
-
-    /// Whether `call` must run alone, holding the executor to itself: the executor is sequential or its
-    /// tool is (such a call makes its whole batch run one call after another).
-    fn runs_alone(&self, call: &Call) -> bool {
-        self.mode == BatchMode::Sequential || call.is_sequential()
     }
 
     /// A permit to run, when the executor has a cap. The semaphore is fair and never closed, so permits go
@@ -515,7 +524,7 @@ impl ToolExecutor {
     fn run_one<'a>(
         &'a self,
         call: Call,
-        env: &'a CallEnv,
+        env: &'a CallEnv<'a>,
         alone: bool,
         journal: Option<&'a dyn CallJournal>,
     ) -> impl Future<Output = ToolResultMessage> + 'a {
@@ -536,12 +545,17 @@ impl ToolExecutor {
     async fn run_concurrent(
         &self,
         calls: Vec<Call>,
-        env: &CallEnv,
+        env: &CallEnv<'_>,
         journal: Option<&dyn CallJournal>,
     ) -> Vec<ToolResultMessage> {
         let mut prepared = Vec::with_capacity(calls.len());
         for mut call in calls {
-            let ready = call.prepare(env).await;
+            let ready = match call.prepare(env) {
+                Prepared::Ready(bound) if env.hooks.before.is_some() => {
+                    call.let_through(bound, env).await
+                }
+                prepared => prepared,
+            };
             prepared.push((call, ready));
         }
         let ended = {
@@ -564,22 +578,41 @@ impl ToolExecutor {
     }
 }
 
-/// The calls of a store's tools, each looked up in the store.
-fn calls_of(store: &ToolStore, calls: Vec<ToolCall>) -> Vec<Call> {
-    calls
-        .into_iter()
-        .map(|call| Call::new(store, call))
-        .collect()
+/// What a batch is given: the model's calls, or a plan's (calls to run, and calls refused with their
+/// reason). Each becomes its [`Call`] when the batch comes to it.
+trait IntoCall {
+    /// The name of the tool the call will run; `None` for a call that will not run (a refused one,
+    /// which never forces the batch's order).
+    fn runs(&self) -> Option<&str>;
+
+    /// The call, looked up in `store`.
+    fn into_call(self, store: &ToolStore) -> Call;
 }
 
-/// The calls of a plan: those to run, and those refused with their reason.
-fn plan_calls(store: &ToolStore, plan: Vec<PlannedCall>) -> Vec<Call> {
-    plan.into_iter()
-        .map(|planned| match planned {
+impl IntoCall for ToolCall {
+    fn runs(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+
+    fn into_call(self, store: &ToolStore) -> Call {
+        Call::new(store, self)
+    }
+}
+
+impl IntoCall for PlannedCall {
+    fn runs(&self) -> Option<&str> {
+        match self {
+            PlannedCall::Run { call } => Some(&call.name),
+            PlannedCall::Refuse { .. } => None,
+        }
+    }
+
+    fn into_call(self, store: &ToolStore) -> Call {
+        match self {
             PlannedCall::Run { call } => Call::new(store, call),
             PlannedCall::Refuse { call, reason } => Call::refused(store, call, reason),
-        })
-        .collect()
+        }
+    }
 }
 
 /// A batch's results: it asks the agent to stop only when it has results and every one of them asks.

@@ -5,12 +5,13 @@
 //! *when* each step runs; *what* happens to a call is all here:
 //!
 //! 1. **new** ([`Call::new`]): look the tool up, open the call's span;
-//! 2. **prepare** ([`Call::prepare`]): emit `ToolExecutionStart`; a refused call (a denied approval) or an
-//!    unknown tool ends here with its error result; the abort check; normalize the raw arguments (a JSON
-//!    string is parsed, `null` is `{}`); the tool's `prepare` step; bind — parse into the argument type, the
-//!    unknown-property check, `validate`, the handler's synchronous part; the abort check again; the
-//!    `before_tool_call` hook, which may block the call, and the abort check once more. A call that ends
-//!    while preparing ends at once (step 4);
+//! 2. **prepare** ([`Call::prepare`], then [`Call::let_through`] when there is a `before_tool_call` hook):
+//!    emit `ToolExecutionStart`; a refused call (a denied approval) or an unknown tool ends here with its
+//!    error result; the abort check; normalize the raw arguments (a JSON string is parsed, `null` is `{}`);
+//!    the tool's `prepare` step; bind — parse into the argument type, the unknown-property check,
+//!    `validate`, the handler's synchronous part; the abort check again; then the hook, which may block the
+//!    call, and the abort check once more. Only the hook is awaited. A call that ends while preparing ends
+//!    at once (step 4);
 //! 3. **execute** ([`Call::execute`]): run the tool under its time limit (its own, else the executor's
 //!    default) and the batch's token, on a task of its own, so that the limit and an abort hold even when
 //!    the tool blocks its thread; then the `after_tool_call` hook, which may patch the result;
@@ -62,8 +63,8 @@ use crate::suggest;
 use crate::telemetry::{self, ToolFailure};
 
 /// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::IN_HAND`]).
-#[derive(Clone, Default)]
-pub(crate) struct CallEnv {
+#[derive(Default)]
+pub(crate) struct CallEnv<'a> {
     pub(crate) hooks: ToolHooks,
     /// Where the call's events go; `None` for a call in hand.
     pub(crate) events: Option<Emitter>,
@@ -72,8 +73,8 @@ pub(crate) struct CallEnv {
     /// The message whose calls these are, for the hooks.
     pub(crate) assistant: Option<Arc<AssistantMessage>>,
     /// The batch's token: cancelling it aborts every call of the batch. `None` for a call in hand, which
-    /// watches its context's own token.
-    pub(crate) cancel: Option<CancellationToken>,
+    /// watches its context's own token. Borrowed from the batch's caller: cloning a token takes a lock.
+    pub(crate) cancel: Option<Cow<'a, CancellationToken>>,
     /// Who the calls can ask and log to ([`ToolContext::elicit`]); `None`: nobody.
     pub(crate) asker: Option<Arc<dyn Asker>>,
     /// What the calls' programs run with (code mode); `None` when nothing.
@@ -81,9 +82,9 @@ pub(crate) struct CallEnv {
     pub(crate) programs: Option<Arc<crate::program::Programs>>,
 }
 
-impl CallEnv {
+impl CallEnv<'_> {
     /// The environment of a call in hand: no hooks, no events, no default limit, no batch.
-    pub(crate) const IN_HAND: &CallEnv = &CallEnv {
+    pub(crate) const IN_HAND: &'static CallEnv<'static> = &CallEnv {
         hooks: ToolHooks {
             before: None,
             after: None,
@@ -104,8 +105,22 @@ impl CallEnv {
 
     fn is_aborted(&self) -> bool {
         self.cancel
-            .as_ref()
+            .as_deref()
             .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// The environment with nothing borrowed, for a run that outlives the batch's borrows (a journal's).
+    fn owned(&self) -> CallEnv<'static> {
+        CallEnv {
+            hooks: self.hooks.clone(),
+            events: self.events.clone(),
+            default_timeout: self.default_timeout,
+            assistant: self.assistant.clone(),
+            cancel: self.cancel.as_deref().cloned().map(Cow::Owned),
+            asker: self.asker.clone(),
+            #[cfg(feature = "code-mode")]
+            programs: self.programs.clone(),
+        }
     }
 }
 
@@ -143,7 +158,10 @@ enum Subject {
     /// A model's call, shared with the call's events and hooks.
     Shared(Arc<ToolCall>),
     /// A call in hand, which nothing shares: its id and arguments (its name is its tool's).
-    InHand { id: Box<str>, arguments: Value },
+    InHand {
+        id: Cow<'static, str>,
+        arguments: Value,
+    },
 }
 
 /// What a call starts from, before it is prepared.
@@ -183,8 +201,6 @@ pub(crate) struct Bound {
 
 /// How a call ends.
 enum Ending {
-    /// With this result (of the tool, or of a hook that patched or failed).
-    Result(AgentToolResult),
     /// Without running, with this error text.
     Refused(String),
     /// Without running: the arguments do not fit the tool.
@@ -233,7 +249,7 @@ impl Call {
     #[inline]
     pub(crate) fn in_hand(
         tool: AgentTool,
-        call_id: Box<str>,
+        call_id: Cow<'static, str>,
         args: Value,
         store: Option<Found>,
         ctx: Option<ToolContext>,
@@ -294,21 +310,27 @@ impl Call {
     #[expect(clippy::manual_async_fn, reason = "an `async fn` holds the call twice")]
     pub(crate) fn run<'a>(
         mut self,
-        env: &'a CallEnv,
+        env: &'a CallEnv<'a>,
         journal: Option<&'a dyn CallJournal>,
     ) -> impl Future<Output = ToolResultMessage> + 'a {
         // A block rather than an `async fn`, whose future would hold the call twice (as its argument,
         // and as the local it is moved into): a `Call` more to copy with every move of the future.
         async move {
-            let prepared = self.prepare(env).await;
+            let prepared = match self.prepare(env) {
+                Prepared::Ready(bound) if env.hooks.before.is_some() => {
+                    self.let_through(bound, env).await
+                }
+                prepared => prepared,
+            };
             let result = self.execute(prepared, env, journal).await;
             self.finish(result, env)
         }
     }
 
-    /// Starts and prepares the call (steps 2 and, for a call that ends here, 4). Never fails. Only the
-    /// `before_tool_call` hook is awaited: the rest is done at once.
-    pub(crate) async fn prepare(&mut self, env: &CallEnv) -> Prepared {
+    /// Starts and prepares the call (steps 2 and, for a call that ends here, 4), all but the
+    /// `before_tool_call` hook, which [`let_through`](Self::let_through) asks. Never fails. Nothing here
+    /// awaits, so a call without that hook is prepared without a future of its own.
+    pub(crate) fn prepare(&mut self, env: &CallEnv<'_>) -> Prepared {
         self.started = telemetry::tool_started(&self.span, || match &self.facts.subject {
             Subject::Shared(call) => Some(call.arguments.clone()),
             Subject::InHand { arguments, .. } => Some(arguments.clone()),
@@ -319,17 +341,22 @@ impl Call {
             });
         }
         let start = std::mem::take(&mut self.start);
-        let bound = match self.span.in_scope(|| self.facts.bound(start, env)) {
-            Ok(bound) => bound,
-            Err(ending) => return Prepared::Ended(self.end(env, ending)),
-        };
+        match self.span.in_scope(|| self.facts.bound(start, env)) {
+            Ok(bound) => Prepared::Ready(bound),
+            Err(ending) => Prepared::Ended(self.end_early(env, ending)),
+        }
+    }
+
+    /// Asks the `before_tool_call` hook about a prepared call (the rest of step 2): ready when it lets the
+    /// call through, else ended with why.
+    pub(crate) async fn let_through(&mut self, bound: Bound, env: &CallEnv<'_>) -> Prepared {
         if let (Some(before), Some(args), Some(tool)) =
             (&env.hooks.before, &bound.args, &self.facts.tool)
         {
             let asked = in_span(&self.span, self.facts.before(tool, before, args, env)).await;
             if let Err(refusal) = asked {
                 guard::drop_quietly(bound.future);
-                return Prepared::Ended(self.end(env, Ending::Refused(refusal)));
+                return Prepared::Ended(self.end_early(env, Ending::Refused(refusal)));
             }
         }
         Prepared::Ready(bound)
@@ -346,7 +373,7 @@ impl Call {
     pub(crate) fn execute(
         &mut self,
         prepared: Prepared,
-        env: &CallEnv,
+        env: &CallEnv<'_>,
         journal: Option<&dyn CallJournal>,
     ) -> impl Future<Output = AgentToolResult> {
         async move {
@@ -354,14 +381,14 @@ impl Call {
                 return match prepared {
                     Prepared::Ready(bound) => {
                         let result = in_span(&self.span, self.facts.executed(bound, env)).await;
-                        self.end(env, Ending::Result(result))
+                        self.end(env, result)
                     }
                     Prepared::Ended(result) => result,
                 };
             };
             match prepared {
                 Prepared::Ready(bound) => {
-                    let (facts, owned) = (self.facts.clone(), env.clone());
+                    let (facts, owned) = (self.facts.clone(), env.owned());
                     let run = Box::pin(async move {
                         let result = facts.executed(bound, &owned).await;
                         CallRecord {
@@ -372,7 +399,7 @@ impl Call {
                     let call = self.facts.shared();
                     let record = in_span(&self.span, journal.record(&call, run)).await;
                     self.finished_at = Some(record.finished_at);
-                    self.end(env, Ending::Result(record.result))
+                    self.end(env, record.result)
                 }
                 // A call that ended while preparing is recorded too, so that every call of a journaled
                 // batch has its entry and its message the same stamp on a replay.
@@ -392,12 +419,15 @@ impl Call {
 
     /// Ends the call (step 4), to its result: keeps the problem of arguments that did not fit, records
     /// the span's outcome and emits `ToolExecutionEnd`.
-    fn end(&mut self, env: &CallEnv, ending: Ending) -> AgentToolResult {
+    fn end(&mut self, env: &CallEnv<'_>, result: AgentToolResult) -> AgentToolResult {
+        let failure = result.is_error.then_some(ToolFailure::Failed);
+        self.ended(env, result, failure)
+    }
+
+    /// Ends a call that did not run (step 4), to its error result; the problem of arguments that did not
+    /// fit is kept (for [`AgentTool::try_execute`]).
+    fn end_early(&mut self, env: &CallEnv<'_>, ending: Ending) -> AgentToolResult {
         let (result, failure) = match ending {
-            Ending::Result(result) => {
-                let failure = result.is_error.then_some(ToolFailure::Failed);
-                (result, failure)
-            }
             Ending::Refused(reason) if self.facts.tool.is_none() => {
                 (AgentToolResult::error(reason), Some(ToolFailure::NotFound))
             }
@@ -408,6 +438,16 @@ impl Call {
                 (result, Some(ToolFailure::InvalidArguments))
             }
         };
+        self.ended(env, result, failure)
+    }
+
+    /// Records the span's outcome and emits `ToolExecutionEnd`.
+    fn ended(
+        &mut self,
+        env: &CallEnv<'_>,
+        result: AgentToolResult,
+        failure: Option<ToolFailure>,
+    ) -> AgentToolResult {
         telemetry::tool_ended(
             &self.span,
             self.facts.name(),
@@ -430,7 +470,7 @@ impl Call {
 
     /// The message of the call's `result` (step 5), with its `MessageStart` and `MessageEnd`. The call's
     /// id and name move into the message when nothing else holds the call any more.
-    pub(crate) fn finish(self, result: AgentToolResult, env: &CallEnv) -> ToolResultMessage {
+    pub(crate) fn finish(self, result: AgentToolResult, env: &CallEnv<'_>) -> ToolResultMessage {
         let timestamp = self.finished_at.unwrap_or_else(now_millis);
         let (tool_call_id, tool_name) = match self.facts.subject {
             Subject::Shared(call) => match Arc::try_unwrap(call) {
@@ -438,7 +478,7 @@ impl Call {
                 Err(shared) => (shared.id.clone(), shared.name.clone()),
             },
             Subject::InHand { id, .. } => (
-                id.into(),
+                id.into_owned(),
                 self.facts
                     .tool
                     .as_ref()
@@ -467,22 +507,24 @@ impl Call {
         }
     }
 
-    /// A call in hand, run to its result: arguments that did not fit come back as their problem.
-    #[expect(clippy::manual_async_fn, reason = "an `async fn` holds the call twice")]
-    pub(crate) fn run_in_hand(
-        mut self,
-    ) -> impl Future<Output = Result<AgentToolResult, ArgumentError>> + Send + 'static {
-        // A block rather than an `async fn`, whose future would hold the call twice (as its argument,
-        // and as the local it is moved into): a `Call` more to copy with every move of the future.
+    /// Runs a call in hand to its result (nobody hooks a call in hand, so nothing is asked before it
+    /// runs). Arguments that did not fit leave their problem in [`invalid`](Self::invalid); the result is
+    /// its text.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` holds its arguments twice"
+    )]
+    pub(crate) fn run_in_hand(&mut self) -> impl Future<Output = AgentToolResult> + Send + '_ {
         async move {
             let env = CallEnv::IN_HAND;
-            let prepared = self.prepare(env).await;
-            let result = self.execute(prepared, env, None).await;
-            match self.invalid.take() {
-                Some(error) => Err(*error),
-                None => Ok(result),
-            }
+            let prepared = self.prepare(env);
+            self.execute(prepared, env, None).await
         }
+    }
+
+    /// The problem of arguments that did not fit, once the call ended.
+    pub(crate) fn invalid(&mut self) -> Option<ArgumentError> {
+        self.invalid.take().map(|error| *error)
     }
 }
 
@@ -519,7 +561,7 @@ impl Facts {
 
     /// The call's context, made when the tool takes one: a child of the batch's token, its partial results
     /// to the batch's events, the store's state, who it can ask.
-    fn context(&self, env: &CallEnv) -> ToolContext {
+    fn context(&self, env: &CallEnv<'_>) -> ToolContext {
         let state = self.state.as_ref();
         match &self.subject {
             Subject::Shared(call) => {
@@ -527,7 +569,7 @@ impl Facts {
                 let own = env.asker.as_ref().and_then(|asker| asker.for_call(call));
                 let ctx = ToolContext::for_call(
                     call,
-                    env.cancel.as_ref(),
+                    env.cancel.as_deref(),
                     updates(env, call),
                     state,
                     own.as_ref().or(env.asker.as_ref()),
@@ -550,7 +592,7 @@ impl Facts {
 
     /// Binds the call: its future, its context (if made), and the prepared arguments when a hook will see
     /// them; or why the call ends.
-    fn bound(&self, start: Start, env: &CallEnv) -> Result<Bound, Ending> {
+    fn bound(&self, start: Start, env: &CallEnv<'_>) -> Result<Bound, Ending> {
         let Start {
             refused,
             unknown,
@@ -601,7 +643,7 @@ impl Facts {
         tool: &AgentTool,
         before: &BeforeHook,
         args: &Arc<Value>,
-        env: &CallEnv,
+        env: &CallEnv<'_>,
     ) -> Result<(), String> {
         let name = self.name();
         let hook_ctx = BeforeToolCallContext {
@@ -633,13 +675,13 @@ impl Facts {
         clippy::manual_async_fn,
         reason = "an `async fn` holds its arguments twice"
     )]
-    fn executed(&self, bound: Bound, env: &CallEnv) -> impl Future<Output = AgentToolResult> {
+    fn executed(&self, bound: Bound, env: &CallEnv<'_>) -> impl Future<Output = AgentToolResult> {
         async move {
             let Some(tool) = &self.tool else {
                 return AgentToolResult::error(format!("tool `{}` not found", self.name()));
             };
             let watching = Watching {
-                abort: env.cancel.as_ref(),
+                abort: env.cancel.as_deref(),
                 ctx: bound.ctx.as_ref(),
                 limit: tool.timeout().or(env.default_timeout),
                 name: tool.name(),
@@ -685,7 +727,7 @@ fn code_only_refusal(name: &str) -> String {
 }
 
 /// Where a call's partial results go: `ToolExecutionUpdate` events, when someone listens.
-fn updates(env: &CallEnv, call: &Arc<ToolCall>) -> Option<Box<UpdateFn>> {
+fn updates(env: &CallEnv<'_>, call: &Arc<ToolCall>) -> Option<Box<UpdateFn>> {
     let events = env.observed()?.clone();
     let call = Arc::clone(call);
     Some(Box::new(move |partial| {
@@ -726,17 +768,15 @@ impl AgentTool {
     /// ```
     pub fn execute(
         &self,
-        call_id: impl Into<Box<str>>,
+        call_id: impl Into<Cow<'static, str>>,
         args: Value,
     ) -> impl Future<Output = AgentToolResult> + Send + 'static {
         // The call is made when the future first runs: what a caller moves until then is the tool, the
         // id and the arguments, not the whole call's future.
         let (tool, call_id) = (self.clone(), call_id.into());
         async move {
-            Call::in_hand(tool, call_id, args, None, None)
-                .run_in_hand()
-                .await
-                .unwrap_or_else(invalid)
+            let mut call = Call::in_hand(tool, call_id, args, None, None);
+            call.run_in_hand().await
         }
     }
 
@@ -768,10 +808,13 @@ impl AgentTool {
         ctx: ToolContext,
         args: Value,
     ) -> Result<AgentToolResult, ArgumentError> {
-        let call_id: Box<str> = ctx.call_id().into();
-        Call::in_hand(self.clone(), call_id, args, None, Some(ctx))
-            .run_in_hand()
-            .await
+        let call_id = Cow::Owned(ctx.call_id().to_owned());
+        let mut call = Call::in_hand(self.clone(), call_id, args, None, Some(ctx));
+        let result = call.run_in_hand().await;
+        match call.invalid() {
+            Some(error) => Err(error),
+            None => Ok(result),
+        }
     }
 }
 
@@ -830,7 +873,7 @@ impl ToolStore {
     /// ```
     pub async fn execute(
         &self,
-        call_id: impl Into<Box<str>>,
+        call_id: impl Into<Cow<'static, str>>,
         name: &str,
         args: Value,
     ) -> AgentToolResult {
@@ -838,10 +881,8 @@ impl ToolStore {
         let Some(tool) = found.tool.clone() else {
             return AgentToolResult::error(unknown_tool(self, name));
         };
-        Call::in_hand(tool, call_id.into(), args, Some(found), None)
-            .run_in_hand()
-            .await
-            .unwrap_or_else(invalid)
+        let mut call = Call::in_hand(tool, call_id.into(), args, Some(found), None);
+        call.run_in_hand().await
     }
 
     /// A context for the call `call_id` of one of this store's tools in hand, with the store's
@@ -864,7 +905,7 @@ impl ToolStore {
     /// assert_eq!(result.unwrap().text_content(), "hi");
     /// # });
     /// ```
-    pub fn context(&self, call_id: impl Into<Box<str>>) -> ToolContext {
+    pub fn context(&self, call_id: impl Into<Cow<'static, str>>) -> ToolContext {
         let state = self.lookup("").state;
         ToolContext::new(call_id).with_state_map(state)
     }

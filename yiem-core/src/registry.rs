@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::args::ArgumentChecking;
 use crate::context::ToolContext;
-use crate::definition::{AgentTool, SourceLocation, ToolAnnotations};
+use crate::definition::{AgentTool, ExecutionMode, SourceLocation, ToolAnnotations};
 use crate::dialect::{Dialect, DialectCache, DialectError, definition};
 use crate::state::{MissingState, StateMap, ToolState};
 
@@ -279,6 +279,15 @@ impl ToolStore {
             state: Arc::clone(&tools.state),
             checking: tools.checking,
         }
+    }
+
+    /// Whether the tool called `name` must run alone ([`ExecutionMode::Sequential`]); `false` for a name
+    /// the store does not have.
+    pub(crate) fn is_sequential(&self, name: &str) -> bool {
+        self.read()
+            .map
+            .get(name)
+            .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
     }
 
     /// For each of `tools`, the first state it needs that the store lacks.
