@@ -385,7 +385,8 @@ impl ToolExecutor {
         calls: Vec<ToolCall>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        self.run_calls(store, calls, None, cancel, None).await
+        self.run_in(store, calls, &self.env(None, cancel), None)
+            .await
     }
 
     /// Executes the tool calls of `assistant`; hooks see the message.
@@ -396,7 +397,7 @@ impl ToolExecutor {
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
         let calls = assistant.tool_calls().cloned().collect();
-        self.run_calls(store, calls, Some(assistant), cancel, None)
+        self.run_in(store, calls, &self.env(Some(assistant), cancel), None)
             .await
     }
 
@@ -409,7 +410,8 @@ impl ToolExecutor {
         assistant: Option<Arc<AssistantMessage>>,
         cancel: &CancellationToken,
     ) -> ToolCallBatch {
-        self.run_calls(store, plan, assistant, cancel, None).await
+        self.run_in(store, plan, &self.env(assistant, cancel), None)
+            .await
     }
 
     /// Like [`execute_plan`](Self::execute_plan), with each call's run recorded in `journal`: the calls
@@ -424,8 +426,8 @@ impl ToolExecutor {
         cancel: &CancellationToken,
         journal: &dyn CallJournal,
     ) -> ToolCallBatch {
-        self.run_calls(store, plan, assistant, cancel, Some(journal))
-            .await
+        let env = self.env(assistant, cancel);
+        self.run_in(store, plan, &env, Some(journal)).await
     }
 
     /// Executes `calls` as [`execute`](Self::execute) does, their questions and log messages going to
@@ -460,21 +462,8 @@ impl ToolExecutor {
         }
     }
 
-    /// Schedules the calls of one batch: all at once when every tool of the batch allows it and there is
-    /// more than one, else one after another.
-    async fn run_calls<C: IntoCall>(
-        &self,
-        store: &ToolStore,
-        calls: Vec<C>,
-        assistant: Option<Arc<AssistantMessage>>,
-        cancel: &CancellationToken,
-        journal: Option<&dyn CallJournal>,
-    ) -> ToolCallBatch {
-        let env = self.env(assistant, cancel);
-        self.run_in(store, calls, &env, journal).await
-    }
-
-    /// Schedules the calls of one batch in `env` (see [`run_calls`](Self::run_calls)).
+    /// Schedules the calls of one batch in `env`: all at once when every tool of the batch allows it and
+    /// there is more than one, else one after another.
     async fn run_in<C: IntoCall>(
         &self,
         store: &ToolStore,
