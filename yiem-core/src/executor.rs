@@ -11,7 +11,6 @@
 //! give such a tool an executor of its own.
 
 use std::borrow::Cow;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,7 +24,7 @@ use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
 use crate::hooks::ToolHooks;
 use crate::message::AssistantMessage;
-use crate::order::Order;
+use crate::order::{Alone, Order, Shared};
 use crate::pipeline::{Call, CallEnv, CallJournal, Prepared};
 use crate::questions::{AskedQuestions, STOPPED_AT_QUESTION};
 use crate::registry::ToolStore;
@@ -490,7 +489,9 @@ impl ToolExecutor {
             for call in calls {
                 let call = call.into_call(store);
                 let alone = alone || call.is_sequential();
-                messages.push(self.run_one(call, env, alone, journal).await);
+                let turn = self.turn(alone).await;
+                messages.push(call.run(env, journal).await);
+                drop(turn);
             }
             messages
         };
@@ -506,25 +507,20 @@ impl ToolExecutor {
         }
     }
 
-    /// Runs one call from its start to its message; each call's events (start, end, its message) come
-    /// before the next call starts. A call `alone` holds the executor to itself and needs no permit; any
-    /// other runs beside other batches' parallel calls, with a permit when there is a cap.
-    #[expect(clippy::manual_async_fn, reason = "an `async fn` holds the call twice")]
-    fn run_one<'a>(
-        &'a self,
-        call: Call,
-        env: &'a CallEnv<'a>,
-        alone: bool,
-        journal: Option<&'a dyn CallJournal>,
-    ) -> impl Future<Output = ToolResultMessage> + 'a {
-        async move {
-            // The executor's order, held until the call's message is made (see the module docs).
-            let (_alone, _shared, _permit) = if alone {
-                (Some(self.order.alone().await), None, None)
-            } else {
-                (None, Some(self.order.shared().await), self.permit().await)
-            };
-            call.run(env, journal).await
+    /// A turn to run one call, held until the call's message is made (see the module docs): each call's
+    /// events (start, end, its message) come before the next call starts. A call `alone` holds the
+    /// executor to itself and needs no permit; any other runs beside other batches' parallel calls, with a
+    /// permit when there is a cap.
+    async fn turn(&self, alone: bool) -> Turn<'_> {
+        if alone {
+            Turn::Alone {
+                _held: self.order.alone().await,
+            }
+        } else {
+            Turn::Shared {
+                _held: self.order.shared().await,
+                _permit: self.permit().await,
+            }
         }
     }
 
@@ -565,6 +561,17 @@ impl ToolExecutor {
             .map(|(call, result)| call.finish(result, env))
             .collect()
     }
+}
+
+/// A call's turn to run (see [`ToolExecutor::turn`]): held, never read.
+enum Turn<'a> {
+    /// The executor held to this call alone.
+    Alone { _held: Alone<'a> },
+    /// The executor shared with other parallel calls, and a permit when it has a cap.
+    Shared {
+        _held: Shared<'a>,
+        _permit: Option<tokio::sync::SemaphorePermit<'a>>,
+    },
 }
 
 /// What a batch is given: the model's calls, or a plan's (calls to run, and calls refused with their
