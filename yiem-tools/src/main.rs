@@ -299,6 +299,31 @@ fn bad_input(message: impl Into<String>) -> Failure {
     Failure::BadInput(message.into())
 }
 
+/// The command line `line` given to `flag`, split into a program and its arguments as a shell would (a
+/// path with spaces is quoted). The errors show `example` (a command line) and `spaced` (one with a
+/// quoted path), and echo `line` safe for the terminal.
+fn command_words(
+    flag: &str,
+    line: &str,
+    example: &str,
+    spaced: &str,
+) -> Result<(String, Vec<String>), Failure> {
+    let Some(words) = shlex::split(line) else {
+        return Err(bad_input(format!(
+            "{flag} {}: a quote is not closed; quote a path with spaces as a shell would, e.g. {flag} \
+             \"{spaced}\"",
+            chat::safe::line(line)
+        )));
+    };
+    let mut words = words.into_iter();
+    let Some(program) = words.next() else {
+        return Err(bad_input(format!(
+            "{flag}: give a command line, e.g. {flag} '{example}'"
+        )));
+    };
+    Ok((program, words.collect()))
+}
+
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

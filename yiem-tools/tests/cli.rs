@@ -686,6 +686,24 @@ fn chat_with_an_mcp_server_that_does_not_start_exits_2_naming_it() {
     );
 }
 
+#[test]
+fn chat_refuses_an_mcp_command_line_it_cannot_split() {
+    for (line, error) in [
+        (
+            "",
+            "yiem: error: --mcp: give a command line, e.g. --mcp 'npx -y some-server'",
+        ),
+        (
+            "node 'server.js\u{1b}[2J",
+            "yiem: error: --mcp node 'server.js\u{241b}[2J: a quote is not closed; quote a path with \
+             spaces as a shell would, e.g. --mcp \"'/my tools/server' --flag\"",
+        ),
+    ] {
+        let output = chat_with(&["--mcp", line], &[], b"hello\n");
+        assert_bad_input(&output, error);
+    }
+}
+
 /// Runs `yiem chat ARGS` against the scripted OpenAI-compatible `model`, feeding it `input`.
 fn chat_against(model: &ModelServer, args: &[&str], input: &[u8]) -> std::process::Output {
     chat_with(
@@ -1568,6 +1586,12 @@ fn tools_search_refuses_an_embed_command_it_cannot_run() {
     assert_bad_input(
         &yiem(&["tools", "search", "x", "--embed-command", "node 'embed.js"]),
         "yiem: error: --embed-command node 'embed.js: a quote is not closed; quote a path with spaces \
+         as a shell would, e.g. --embed-command \"node '/my dir/embed.js'\"",
+    );
+    // The line is echoed safe for the terminal: an escape sequence in it is shown, not run.
+    assert_bad_input(
+        &yiem(&["tools", "search", "x", "--embed-command", "node '\u{1b}[2J"]),
+        "yiem: error: --embed-command node '\u{241b}[2J: a quote is not closed; quote a path with spaces \
          as a shell would, e.g. --embed-command \"node '/my dir/embed.js'\"",
     );
     let missing = yiem(&[

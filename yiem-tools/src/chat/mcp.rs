@@ -4,7 +4,7 @@
 use yiem_core::mcp::McpClient;
 use yiem_core::store::ToolStore;
 
-use crate::{Failure, bad_input};
+use crate::{Failure, bad_input, command_words};
 
 /// The MCP servers named on the command line.
 pub struct McpServers {
@@ -26,20 +26,13 @@ impl McpServers {
     ) -> Result<(Vec<McpClient>, Vec<String>), Failure> {
         let mut builders = Vec::new();
         for line in &self.commands {
-            let Some(words) = shlex::split(line) else {
-                return Err(bad_input(format!(
-                    "--mcp {}: a quote is not closed; quote a path with spaces as a shell would, \
-                     e.g. --mcp \"'/my tools/server' --flag\"",
-                    super::safe::line(line)
-                )));
-            };
-            let mut words = words.into_iter();
-            let Some(program) = words.next() else {
-                return Err(bad_input(
-                    "--mcp: give a command line, e.g. --mcp 'npx -y some-server'",
-                ));
-            };
-            builders.push(McpClient::command(program, words.collect::<Vec<_>>()));
+            let (program, arguments) = command_words(
+                "--mcp",
+                line,
+                "npx -y some-server",
+                "'/my tools/server' --flag",
+            )?;
+            builders.push(McpClient::command(program, arguments));
         }
         for url in &self.urls {
             let oauth = super::oauth::for_server(url).map_err(|error| {

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use yiem_core::catalog::{EmbedError, Embedder};
 
-use crate::{Failure, bad_input};
+use crate::{Failure, bad_input, command_words};
 
 /// The longest answer line read, in bytes: 64 vectors of 4,096 numbers are about 5 MB.
 const MAX_ANSWER: u64 = 64 << 20;
@@ -51,19 +51,14 @@ struct Process {
 impl CommandEmbedder {
     /// Starts `line` (split as a shell would: quote a path with spaces).
     pub(crate) fn spawn(line: &str, timeout: Duration) -> Result<Self, Failure> {
-        let Some(words) = shlex::split(line) else {
-            return Err(bad_input(format!(
-                "--embed-command {line}: a quote is not closed; quote a path with spaces as a shell \
-                 would, e.g. --embed-command \"node '/my dir/embed.js'\""
-            )));
-        };
-        let Some((program, arguments)) = words.split_first() else {
-            return Err(bad_input(
-                "--embed-command: give a command line, e.g. --embed-command 'node embed.js'",
-            ));
-        };
-        let mut child = Command::new(program)
-            .args(arguments)
+        let (program, arguments) = command_words(
+            "--embed-command",
+            line,
+            "node embed.js",
+            "node '/my dir/embed.js'",
+        )?;
+        let mut child = Command::new(&program)
+            .args(&arguments)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
