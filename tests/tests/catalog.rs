@@ -216,16 +216,31 @@ async fn bad_searches_are_refused_with_what_was_wrong() {
     assert_eq!(many.loaded_tool_names().len(), 20);
 }
 
+/// A tool that does nothing, which a search finds by its `description`.
+fn described(name: impl Into<String>, description: &str) -> yiem_core::tool::AgentTool {
+    yiem_core::tool::AgentTool::builder(name)
+        .description(description)
+        .handler(|_, _| async { "" })
+        .build()
+        .unwrap()
+}
+
+/// A store called `name` whose `tools` (name, description) are all deferred.
+fn deferred_store(name: &str, tools: &[(&str, &str)]) -> yiem_core::store::ToolStore {
+    let store = yiem_core::store::ToolStore::new(name).with_deferred_loading();
+    for (name, description) in tools {
+        store.register(described(*name, description)).unwrap();
+    }
+    store
+}
+
 /// The plain tools a store holds before an MCP server's join it.
 fn plain_store(tools: usize) -> yiem_core::store::ToolStore {
     let store = yiem_core::store::ToolStore::new("chat");
     for at in 0..tools {
-        let tool = yiem_core::tool::AgentTool::builder(format!("local_{at}"))
-            .description("A local tool.")
-            .handler(|_, _| async { "" })
-            .build()
+        store
+            .register(described(format!("local_{at}"), "A local tool."))
             .unwrap();
-        store.register(tool).unwrap();
     }
     store
 }
@@ -284,18 +299,14 @@ async fn a_large_catalog_defers_an_mcp_servers_tools_and_adds_the_search_a_small
 #[tokio::test]
 async fn one_search_over_two_stores_at_the_same_version_finds_each_stores_own_tools() {
     use yiem_core::catalog::ToolSearch;
-    let store = |name: &str, description: &str| {
-        let store = yiem_core::store::ToolStore::new(name).with_deferred_loading();
-        let tool = yiem_core::tool::AgentTool::builder(name)
-            .description(description)
-            .handler(|_, _| async { "" })
-            .build()
-            .unwrap();
-        store.register(tool).unwrap();
-        store
-    };
-    let invoices = store("send_invoice", "Send an invoice by e-mail.");
-    let weather = store("get_weather", "The weather forecast for a city.");
+    let invoices = deferred_store(
+        "send_invoice",
+        &[("send_invoice", "Send an invoice by e-mail.")],
+    );
+    let weather = deferred_store(
+        "get_weather",
+        &[("get_weather", "The weather forecast for a city.")],
+    );
     assert_eq!(*invoices.changes().borrow(), *weather.changes().borrow());
     let search = ToolSearch::bm25();
     let found = |store: &yiem_core::store::ToolStore, query: &str| -> Vec<String> {
@@ -395,23 +406,17 @@ mod concepts {
 
 /// Three deferred tools; no word of "500 US dollars in Canadian money, please" is in any of them.
 fn money_store() -> yiem_core::store::ToolStore {
-    let store = yiem_core::store::ToolStore::new("agent").with_deferred_loading();
-    for (name, description) in [
-        ("send_invoice", "Send an invoice to a customer by e-mail."),
-        (
-            "currency_exchange_convert",
-            "Convert an amount between currencies at today's rate.",
-        ),
-        ("get_weather", "The weather forecast for a city."),
-    ] {
-        let tool = yiem_core::tool::AgentTool::builder(name)
-            .description(description)
-            .handler(|_, _| async { "" })
-            .build()
-            .unwrap();
-        store.register(tool).unwrap();
-    }
-    store
+    deferred_store(
+        "agent",
+        &[
+            ("send_invoice", "Send an invoice to a customer by e-mail."),
+            (
+                "currency_exchange_convert",
+                "Convert an amount between currencies at today's rate.",
+            ),
+            ("get_weather", "The weather forecast for a city."),
+        ],
+    )
 }
 
 const MONEY: &str = "How much is 500 US dollars in Canadian money?";

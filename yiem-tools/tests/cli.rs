@@ -1233,7 +1233,7 @@ fn an_approval_question_shows_every_line_of_the_arguments() {
     );
 }
 
-/// `yiem tools call ARGS` with `input` on its stdin (a pipe, not a terminal).
+/// `yiem ARGS` with `input` on its stdin (a pipe, not a terminal).
 fn yiem_fed(args: &[&str], input: &str) -> Output {
     use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
@@ -1312,8 +1312,8 @@ fn tools_search_reads_a_catalog_and_queries_from_stdin_as_json_lines() {
         .to_string(),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
-        .args([
+    let output = yiem_fed(
+        &[
             "tools",
             "search",
             "--catalog",
@@ -1321,20 +1321,9 @@ fn tools_search_reads_a_catalog_and_queries_from_stdin_as_json_lines() {
             "--json",
             "-k",
             "1",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        stdin
-            .write_all(b"forecast for Paris\n\ninvoices\nzzz\n")
-            .unwrap();
-    }
-    let output = child.wait_with_output().unwrap();
+        ],
+        "forecast for Paris\n\ninvoices\nzzz\n",
+    );
     assert!(output.status.success(), "{}", stderr(&output));
     let lines: Vec<Value> = stdout(&output)
         .lines()
@@ -1419,22 +1408,10 @@ fn embedder(mode: &str) -> String {
 
 /// `yiem tools search --catalog CATALOG --json -k 3 ARGS...` with `queries` on stdin, one a line.
 fn search_catalog(catalog: &str, args: &[&str], queries: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_yiem"))
-        .args(["tools", "search", "--catalog", catalog, "--json", "-k", "3"])
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().unwrap();
-        for query in queries {
-            writeln!(stdin, "{query}").unwrap();
-        }
-    }
-    child.wait_with_output().unwrap()
+    let mut all = vec!["tools", "search", "--catalog", catalog, "--json", "-k", "3"];
+    all.extend_from_slice(args);
+    let input: String = queries.iter().map(|query| format!("{query}\n")).collect();
+    yiem_fed(&all, &input)
 }
 
 /// The names found for each query of a `--json` output.
