@@ -433,6 +433,11 @@ impl AgentTool {
         self.inner.definition.mode
     }
 
+    /// Whether the tool must run alone ([`ExecutionMode::Sequential`]).
+    pub(crate) fn is_sequential(&self) -> bool {
+        self.execution_mode() == ExecutionMode::Sequential
+    }
+
     /// The tool's own time limit, if it has one.
     pub fn timeout(&self) -> Option<Duration> {
         self.inner.definition.timeout

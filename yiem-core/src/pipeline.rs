@@ -49,7 +49,7 @@ use tracing::instrument::Instrumented;
 use crate::args::{ArgumentChecking, ArgumentError};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::context::{ContextSlot, ToolContext, UpdateFn};
-use crate::definition::{AgentTool, ExecutionMode, Refusal, ToolFuture};
+use crate::definition::{AgentTool, Refusal, ToolFuture};
 use crate::elicit::Asker;
 use crate::event::{AgentEvent, Emitter};
 use crate::guard::{self, Guarded};
@@ -303,7 +303,7 @@ impl Call {
                 .facts
                 .tool
                 .as_ref()
-                .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
+                .is_some_and(AgentTool::is_sequential)
     }
 
     /// Runs every step, one after another, to the call's result message.

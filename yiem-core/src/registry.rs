@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::args::ArgumentChecking;
 use crate::context::ToolContext;
-use crate::definition::{AgentTool, ExecutionMode, SourceLocation, ToolAnnotations};
+use crate::definition::{AgentTool, SourceLocation, ToolAnnotations};
 use crate::dialect::{Dialect, DialectCache, DialectError, definition};
 use crate::state::{MissingState, StateMap, ToolState};
 
@@ -287,7 +287,7 @@ impl ToolStore {
         self.read()
             .map
             .get(name)
-            .is_some_and(|tool| tool.execution_mode() == ExecutionMode::Sequential)
+            .is_some_and(AgentTool::is_sequential)
     }
 
     /// For each of `tools`, the first state it needs that the store lacks.

@@ -499,7 +499,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 ));
             }
             let timeout = std::time::Duration::try_from_secs_f64(embed_timeout.unwrap_or(60.0))
-                .map_err(|_| bad_input("--embed-timeout must be more than 0 seconds"))?;
+                .ok()
+                .filter(|timeout| !timeout.is_zero())
+                .ok_or_else(|| bad_input("--embed-timeout must be more than 0 seconds"))?;
             let embed = tools_search::EmbedFlags {
                 command: embed_command,
                 timeout,

@@ -89,6 +89,7 @@ pub(crate) fn catalog(path: &Path) -> Result<Vec<AgentTool>, Failure> {
 /// An embedding model in another program (`--embed-command`), and how long it may take to answer.
 pub(crate) struct EmbedFlags {
     pub(crate) command: Option<String>,
+    /// More than zero (the command line checks it).
     pub(crate) timeout: Duration,
 }
 
@@ -113,15 +114,10 @@ pub(crate) fn search(
     };
     let index = match embed.command {
         None => words.index(tools),
-        Some(command) => {
-            if embed.timeout.is_zero() {
-                return Err(bad_input("--embed-timeout must be more than 0 seconds"));
-            }
-            HybridRanker::new(CommandEmbedder::spawn(&command, embed.timeout)?)
-                .words(words)
-                .on_fallback(|fallback| eprintln!("yiem: warning: {fallback}"))
-                .index(tools)
-        }
+        Some(command) => HybridRanker::new(CommandEmbedder::spawn(&command, embed.timeout)?)
+            .words(words)
+            .on_fallback(|fallback| eprintln!("yiem: warning: {fallback}"))
+            .index(tools),
     };
     let mut out = std::io::stdout().lock();
     let mut answer = |query: &str| -> Result<(), Failure> {
