@@ -363,56 +363,75 @@ impl Call {
     }
 
     /// Runs a ready call under its time limit and the batch's token, then `after_tool_call`, and ends it
-    /// (steps 3 and 4), to its result; a call that ended while preparing keeps its result. With a
-    /// `journal`, the run and the hook go through it (on a replay it gives the recorded result and the
-    /// call does not run).
-    #[expect(
-        clippy::manual_async_fn,
-        reason = "an `async fn` holds its arguments twice"
-    )]
-    pub(crate) fn execute(
+    /// (steps 3 and 4), to its result; a call that ended while preparing gives the result it ended with.
+    /// With a `journal`, the run and the hook go through it (on a replay it gives the recorded result and
+    /// the call does not run).
+    pub(crate) async fn execute(
         &mut self,
         prepared: Prepared,
         env: &CallEnv<'_>,
         journal: Option<&dyn CallJournal>,
+    ) -> AgentToolResult {
+        match journal {
+            None => self.execute_here(prepared, env).await,
+            Some(journal) => self.execute_journaled(prepared, env, journal).await,
+        }
+    }
+
+    /// [`execute`](Self::execute) without a journal.
+    #[expect(
+        clippy::manual_async_fn,
+        reason = "an `async fn` holds its arguments twice"
+    )]
+    fn execute_here(
+        &mut self,
+        prepared: Prepared,
+        env: &CallEnv<'_>,
     ) -> impl Future<Output = AgentToolResult> {
         async move {
-            let Some(journal) = journal else {
-                return match prepared {
-                    Prepared::Ready(bound) => {
-                        let result = in_span(&self.span, self.facts.executed(bound, env)).await;
-                        self.end(env, result)
-                    }
-                    Prepared::Ended(result) => result,
-                };
-            };
             match prepared {
                 Prepared::Ready(bound) => {
-                    let (facts, owned) = (self.facts.clone(), env.owned());
-                    let run = Box::pin(async move {
-                        let result = facts.executed(bound, &owned).await;
-                        CallRecord {
-                            result,
-                            finished_at: now_millis(),
-                        }
-                    });
-                    let call = self.facts.shared();
-                    let record = in_span(&self.span, journal.record(&call, run)).await;
-                    self.finished_at = Some(record.finished_at);
-                    self.end(env, record.result)
+                    let result = in_span(&self.span, self.facts.executed(bound, env)).await;
+                    self.end(env, result)
                 }
-                // A call that ended while preparing is recorded too, so that every call of a journaled
-                // batch has its entry and its message the same stamp on a replay.
-                Prepared::Ended(result) => {
-                    let record = CallRecord {
+                Prepared::Ended(result) => result,
+            }
+        }
+    }
+
+    /// [`execute`](Self::execute) through a journal.
+    async fn execute_journaled(
+        &mut self,
+        prepared: Prepared,
+        env: &CallEnv<'_>,
+        journal: &dyn CallJournal,
+    ) -> AgentToolResult {
+        match prepared {
+            Prepared::Ready(bound) => {
+                let (facts, owned) = (self.facts.clone(), env.owned());
+                let run = Box::pin(async move {
+                    let result = facts.executed(bound, &owned).await;
+                    CallRecord {
                         result,
                         finished_at: now_millis(),
-                    };
-                    let run = Box::pin(std::future::ready(record));
-                    let record = journal.record(&self.facts.shared(), run).await;
-                    self.finished_at = Some(record.finished_at);
-                    record.result
-                }
+                    }
+                });
+                let call = self.facts.shared();
+                let record = in_span(&self.span, journal.record(&call, run)).await;
+                self.finished_at = Some(record.finished_at);
+                self.end(env, record.result)
+            }
+            // A call that ended while preparing is recorded too, so that every call of a journaled
+            // batch has its entry and its message the same stamp on a replay.
+            Prepared::Ended(result) => {
+                let record = CallRecord {
+                    result,
+                    finished_at: now_millis(),
+                };
+                let run = Box::pin(std::future::ready(record));
+                let record = journal.record(&self.facts.shared(), run).await;
+                self.finished_at = Some(record.finished_at);
+                record.result
             }
         }
     }
@@ -518,7 +537,7 @@ impl Call {
         async move {
             let env = CallEnv::IN_HAND;
             let prepared = self.prepare(env);
-            self.execute(prepared, env, None).await
+            self.execute_here(prepared, env).await
         }
     }
 

@@ -549,7 +549,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Outcome {
         let (asker, forwarding, rounds) = ClientAsker::open(self, context, answers);
-        let Forwarding { forwarder, close } = forwarding;
+        let Forwarding { forwarder, end } = forwarding;
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
         let asking = self.must_ask(tool);
         let running = async {
@@ -583,7 +583,7 @@ impl McpServer {
             // The forwarder sends what the call logged and stops: every log message of the call
             // reaches the client before its result (one logged later, by a task the tool left behind,
             // is dropped).
-            close.cancel();
+            let _ = end.send(Forward::End);
             outcome
         };
         // The call's log messages go to the client while it runs, from this task.
@@ -1055,7 +1055,7 @@ struct ClientAsker {
     /// Set for a client that is asked by `input_required` rather than by a request.
     rounds: Option<Arc<Rounds>>,
     level: Level,
-    logs: mpsc::UnboundedSender<LoggingMessageNotificationParam>,
+    logs: mpsc::UnboundedSender<Forward>,
     /// What the call has logged so far, against its bounds.
     budget: Arc<LogBudget>,
 }
@@ -1167,9 +1167,17 @@ impl LogBudget {
 
 /// The forwarder of one call's log messages, run beside the call in its task.
 struct Forwarding {
-    /// Sends the call's log messages to the client until `close`, then what is left.
+    /// Sends the call's log messages to the client, in order, until the [`Forward::End`] sent by `end`.
     forwarder: futures::future::BoxFuture<'static, ()>,
-    close: CancellationToken,
+    end: mpsc::UnboundedSender<Forward>,
+}
+
+/// What a call's forwarder reads: the call's log messages, then the call's end.
+#[allow(deprecated)] // logging: see the `use` above
+enum Forward {
+    Log(LoggingMessageNotificationParam),
+    /// The call is over: what is logged after this is dropped.
+    End,
 }
 
 /// Whether `capabilities` include form elicitation (a bare `elicitation: {}` means form, as the
@@ -1198,8 +1206,6 @@ impl ClientAsker {
         let budget = Arc::new(LogBudget::default());
         let dropped = Arc::clone(&budget);
         let peer = context.peer.clone();
-        let close = CancellationToken::new();
-        let closed = close.clone();
         // Run beside the call, in its task (see `McpServer::call`): a task of its own would cost every
         // call a spawn, and a hop to it and back at the end, though most calls log nothing.
         let forwarder = Box::pin(async move {
@@ -1210,18 +1216,7 @@ impl ClientAsker {
                     false
                 }
             };
-            loop {
-                tokio::select! {
-                    biased;
-                    Some(message) = receiver.recv() => {
-                        if !send(message).await {
-                            return;
-                        }
-                    }
-                    () = closed.cancelled() => break,
-                }
-            }
-            while let Ok(message) = receiver.try_recv() {
+            while let Some(Forward::Log(message)) = receiver.recv().await {
                 if !send(message).await {
                     return;
                 }
@@ -1285,6 +1280,7 @@ impl ClientAsker {
             let level = Level::Connection(Arc::clone(&server.log_level));
             (cannot_ask, cannot_sample, None, level)
         };
+        let end = logs.clone();
         let asker = ClientAsker {
             peer: context.peer.clone(),
             cannot_ask,
@@ -1294,7 +1290,7 @@ impl ClientAsker {
             logs,
             budget,
         };
-        (Arc::new(asker), Forwarding { forwarder, close }, rounds)
+        (Arc::new(asker), Forwarding { forwarder, end }, rounds)
     }
 }
 
@@ -1464,7 +1460,7 @@ impl Asker for ClientAsker {
         let mut message = LoggingMessageNotificationParam::new(level, data.clone());
         message.logger = Some(logger.to_owned());
         // A send fails only once the call is over, when nobody reads the log any more.
-        let _ = self.logs.send(message);
+        let _ = self.logs.send(Forward::Log(message));
     }
 }
 
