@@ -192,6 +192,15 @@ pub(crate) trait Asker: Send + Sync {
     /// Sends a log message from `logger` (the tool's name), if the receiver wants this level.
     fn log(&self, level: LogLevel, logger: &str, data: &Value);
 
+    /// Whether the receiver wants the call's updates ([`progress`](Self::progress)); most do not.
+    fn takes_progress(&self) -> bool {
+        false
+    }
+
+    /// Sends an update of the call ([`ToolContext::update`](crate::tool::ToolContext::update)), as the
+    /// receiver shows progress (an MCP client's `notifications/progress`).
+    fn progress(&self, _partial: &Arc<crate::result::AgentToolResult>) {}
+
     /// The asker of one call of a batch, when this one keeps something per call (an agent's paused
     /// questions do); `None`: the call asks this one.
     fn for_call(&self, _call: &crate::call::ToolCall) -> Option<Arc<dyn Asker>> {

@@ -586,12 +586,13 @@ impl Facts {
             Subject::Shared(call) => {
                 // An asker that keeps something per call (an agent's paused questions) gets its own.
                 let own = env.asker.as_ref().and_then(|asker| asker.for_call(call));
+                let asker = own.as_ref().or(env.asker.as_ref());
                 let ctx = ToolContext::for_call(
                     call,
                     env.cancel.as_deref(),
-                    updates(env, call),
+                    updates(env, call, asker),
                     state,
-                    own.as_ref().or(env.asker.as_ref()),
+                    asker,
                 );
                 #[cfg(feature = "code-mode")]
                 if let Some(programs) = &env.programs {
@@ -745,15 +746,30 @@ fn code_only_refusal(name: &str) -> String {
     )
 }
 
-/// Where a call's partial results go: `ToolExecutionUpdate` events, when someone listens.
-fn updates(env: &CallEnv<'_>, call: &Arc<ToolCall>) -> Option<Box<UpdateFn>> {
-    let events = env.observed()?.clone();
+/// Where a call's partial results go: to its asker when that takes progress (an MCP client that asked
+/// for it), and as `ToolExecutionUpdate` events when someone listens; `None` when nowhere.
+fn updates(
+    env: &CallEnv<'_>,
+    call: &Arc<ToolCall>,
+    asker: Option<&Arc<dyn Asker>>,
+) -> Option<Box<UpdateFn>> {
+    let events = env.observed().cloned();
+    let asker = asker.filter(|asker| asker.takes_progress()).cloned();
+    if events.is_none() && asker.is_none() {
+        return None;
+    }
     let call = Arc::clone(call);
     Some(Box::new(move |partial| {
-        events.emit(AgentEvent::ToolExecutionUpdate {
-            call: Arc::clone(&call),
-            partial: Arc::new(partial),
-        })
+        let partial = Arc::new(partial);
+        if let Some(asker) = &asker {
+            asker.progress(&partial);
+        }
+        if let Some(events) = &events {
+            events.emit(AgentEvent::ToolExecutionUpdate {
+                call: Arc::clone(&call),
+                partial,
+            });
+        }
     }))
 }
 

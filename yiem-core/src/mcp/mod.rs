@@ -108,18 +108,16 @@ pub use http::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, McpHttpServer,
 };
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CallToolResult,
     ClientCapabilities, ConstString, ContentBlock, CustomRequest, CustomResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, Implementation, InputRequest,
     InputRequests, InputRequiredResult, InputResponses, ListToolsRequestMethod, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion, Resource,
-    ResourceContents, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter,
-    Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, Resource, ResourceContents,
+    ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, Tool,
 };
 // MCP logging and sampling are deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions
 // this server speaks have them.
@@ -133,7 +131,6 @@ use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -142,7 +139,6 @@ use crate::content::Content;
 use crate::definition::AgentTool;
 use crate::dialect::Dialect;
 use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
-use crate::event::AgentEvent;
 use crate::executor::ToolExecutor;
 use crate::pipeline;
 use crate::registry::{ToolList, ToolStore};
@@ -266,7 +262,6 @@ pub struct McpServer {
     executor: ToolExecutor,
     info: Implementation,
     instructions: Option<String>,
-    routes: Arc<ProgressRoutes>,
     listing: Arc<Listing>,
     /// Cancelled when a server that owns this handler shuts down: running calls are cancelled.
     shutdown: CancellationToken,
@@ -298,15 +293,11 @@ impl McpServer {
     /// [`ToolExecutor::new`].
     pub fn new(store: ToolStore) -> Self {
         let info = Implementation::new(store.name(), env!("CARGO_PKG_VERSION"));
-        let routes = Arc::new(ProgressRoutes::default());
-        let executor = ToolExecutor::new();
-        routes.listen(&executor);
         McpServer {
             store,
-            executor,
+            executor: ToolExecutor::new(),
             info,
             instructions: None,
-            routes,
             listing: Arc::default(),
             shutdown: CancellationToken::new(),
             page_size: DEFAULT_PAGE_SIZE,
@@ -368,7 +359,6 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_executor(mut self, executor: ToolExecutor) -> Self {
-        self.routes.listen(&executor);
         self.executor = executor;
         self
     }
@@ -637,10 +627,6 @@ impl McpServer {
         asker: Arc<dyn Asker>,
     ) -> ToolResultMessage {
         // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
-        let progress = context
-            .meta
-            .get_progress_token()
-            .map(|token| self.routes.open(&call.id, token, context.peer.clone()));
         // The call stops when the client cancels it (or goes away) and when the server shuts down.
         let cancel = context.ct.child_token();
         // Boxed once here, so the request's future that rmcp and tokio move around stays small instead of
@@ -657,9 +643,6 @@ impl McpServer {
                 (running.await, true)
             }
         };
-        if let Some(progress) = progress {
-            progress.finish().await;
-        }
         let mut message = batch
             .messages
             .into_iter()
@@ -1055,9 +1038,12 @@ struct ClientAsker {
     /// Set for a client that is asked by `input_required` rather than by a request.
     rounds: Option<Arc<Rounds>>,
     level: Level,
+    /// To the call's forwarder: its log messages and its progress.
     logs: mpsc::UnboundedSender<Forward>,
     /// What the call has logged so far, against its bounds.
     budget: Arc<LogBudget>,
+    /// Whether the request asked for progress (it carries a `progressToken`).
+    takes_progress: bool,
 }
 
 /// The lowest level of log message a call sends.
@@ -1167,15 +1153,18 @@ impl LogBudget {
 
 /// The forwarder of one call's log messages, run beside the call in its task.
 struct Forwarding {
-    /// Sends the call's log messages to the client, in order, until the [`Forward::End`] sent by `end`.
+    /// Sends the call's log messages and progress to the client, in order, until the [`Forward::End`]
+    /// sent by `end`.
     forwarder: futures::future::BoxFuture<'static, ()>,
     end: mpsc::UnboundedSender<Forward>,
 }
 
-/// What a call's forwarder reads: the call's log messages, then the call's end.
+/// What a call's forwarder reads: the call's log messages and updates, then the call's end.
 #[allow(deprecated)] // logging: see the `use` above
 enum Forward {
     Log(LoggingMessageNotificationParam),
+    /// An update of the call, for a request that carries a `progressToken`.
+    Progress(Arc<AgentToolResult>),
     /// The call is over: what is logged after this is dropped.
     End,
 }
@@ -1206,6 +1195,8 @@ impl ClientAsker {
         let budget = Arc::new(LogBudget::default());
         let dropped = Arc::clone(&budget);
         let peer = context.peer.clone();
+        let progress_token = context.meta.get_progress_token();
+        let takes_progress = progress_token.is_some();
         // Run beside the call, in its task (see `McpServer::call`): a task of its own would cost every
         // call a spawn, and a hop to it and back at the end, though most calls log nothing.
         let forwarder = Box::pin(async move {
@@ -1216,8 +1207,33 @@ impl ClientAsker {
                     false
                 }
             };
-            while let Some(Forward::Log(message)) = receiver.recv().await {
-                if !send(message).await {
+            let mut progress: u32 = 0;
+            loop {
+                let sent = match receiver.recv().await {
+                    Some(Forward::Log(message)) => send(message).await,
+                    Some(Forward::Progress(partial)) => {
+                        // The count goes up by one per update; the message is the update's text.
+                        progress += 1;
+                        let Some(token) = &progress_token else {
+                            continue;
+                        };
+                        let mut notification =
+                            ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                        let text = partial.text_content();
+                        if !text.is_empty() {
+                            notification = notification.with_message(text);
+                        }
+                        match peer.notify_progress(notification).await {
+                            Ok(()) => true,
+                            Err(error) => {
+                                tracing::debug!(%error, "could not send a progress notification");
+                                false
+                            }
+                        }
+                    }
+                    Some(Forward::End) | None => break,
+                };
+                if !sent {
                     return;
                 }
             }
@@ -1289,6 +1305,7 @@ impl ClientAsker {
             level,
             logs,
             budget,
+            takes_progress,
         };
         (Arc::new(asker), Forwarding { forwarder, end }, rounds)
     }
@@ -1436,6 +1453,15 @@ impl Asker for ClientAsker {
                 .await;
             sampled(&format!("the client's answer `{key}`"), answer)
         })
+    }
+
+    fn takes_progress(&self) -> bool {
+        self.takes_progress
+    }
+
+    fn progress(&self, partial: &Arc<AgentToolResult>) {
+        // A send fails only once the call is over, when nobody reads its progress any more.
+        let _ = self.logs.send(Forward::Progress(Arc::clone(partial)));
     }
 
     #[allow(deprecated)] // logging: see the `use` above
@@ -1619,96 +1645,4 @@ fn call_tool_result(message: ToolResultMessage) -> CallToolResult {
     };
     answer.structured_content = structured;
     answer
-}
-
-/// Where each running call's updates go: one channel per call that asked for progress, keyed by call id,
-/// fed by a sink on the executor's event bus.
-#[derive(Default)]
-struct ProgressRoutes {
-    routes: Mutex<HashMap<String, mpsc::UnboundedSender<Arc<AgentToolResult>>>>,
-}
-
-impl ProgressRoutes {
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, mpsc::UnboundedSender<Arc<AgentToolResult>>>>
-    {
-        // Every critical section is one map operation: a panic cannot leave the map half-changed.
-        self.routes
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Routes `executor`'s `ToolExecutionUpdate` events of registered calls. The sink is inline and
-    /// quick (a map lookup and a channel send); it does nothing once the server is gone.
-    fn listen(self: &Arc<Self>, executor: &ToolExecutor) {
-        let routes: Weak<Self> = Arc::downgrade(self);
-        executor.events().on_event(move |event| {
-            if let AgentEvent::ToolExecutionUpdate { call, partial } = event
-                && let Some(routes) = routes.upgrade()
-                && let Some(sender) = routes.lock().get(&call.id)
-            {
-                // A send fails only after the route was closed, when updates are no longer wanted.
-                let _ = sender.send(Arc::clone(partial));
-            }
-        });
-    }
-
-    /// Starts sending the updates of call `call_id` to `peer` as progress notifications for `token`.
-    fn open(
-        self: &Arc<Self>,
-        call_id: &str,
-        token: ProgressToken,
-        peer: Peer<RoleServer>,
-    ) -> Progress {
-        let (sender, mut receiver) = mpsc::unbounded_channel::<Arc<AgentToolResult>>();
-        self.lock().insert(call_id.to_owned(), sender);
-        let forwarder = tokio::spawn(async move {
-            let mut progress: u32 = 0;
-            while let Some(partial) = receiver.recv().await {
-                progress += 1;
-                let mut notification =
-                    ProgressNotificationParam::new(token.clone(), f64::from(progress));
-                let text = partial.text_content();
-                if !text.is_empty() {
-                    notification = notification.with_message(text);
-                }
-                if let Err(error) = peer.notify_progress(notification).await {
-                    tracing::debug!(%error, "could not send a progress notification");
-                    break;
-                }
-            }
-        });
-        Progress {
-            routes: Arc::clone(self),
-            call_id: call_id.to_owned(),
-            forwarder: Some(forwarder),
-        }
-    }
-}
-
-/// One call's progress route; closed when dropped.
-struct Progress {
-    routes: Arc<ProgressRoutes>,
-    call_id: String,
-    forwarder: Option<JoinHandle<()>>,
-}
-
-impl Progress {
-    /// Closes the route and waits until every update already routed has been sent, so the notifications
-    /// all precede the call's result.
-    async fn finish(mut self) {
-        self.routes.lock().remove(&self.call_id);
-        if let Some(forwarder) = self.forwarder.take() {
-            // It ends once the channel is drained; an error means it panicked, which it cannot.
-            let _ = forwarder.await;
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        // The call's future was dropped mid-way: forget the route; the forwarder drains and stops.
-        self.routes.lock().remove(&self.call_id);
-    }
 }
