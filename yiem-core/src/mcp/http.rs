@@ -300,11 +300,11 @@ impl McpHttpServer {
         } = self;
         // This serve's own token: a server handler reused after an earlier shutdown starts afresh.
         let cancel_calls = CancellationToken::new();
-        server.shutdown = cancel_calls.clone();
+        server.config_mut().shutdown = cancel_calls.clone();
         // Announced on 2026-07-28 clients' `subscriptions/listen` streams.
-        server.list_changed = true;
+        server.config_mut().list_changed = true;
         if sessions.is_none() {
-            server.cannot_ask = Some(CANNOT_ASK_OVER_STATELESS_HTTP);
+            server.config_mut().cannot_ask = Some(CANNOT_ASK_OVER_STATELESS_HTTP);
         }
         let end_streams = CancellationToken::new();
         let config = http_config(local, allowed_origins, allowed_hosts, max_body_bytes)

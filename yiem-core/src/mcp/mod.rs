@@ -258,6 +258,15 @@ pub enum McpServeError {
 /// ```
 #[derive(Clone)]
 pub struct McpServer {
+    /// What the server is, shared by its copies: a copy per connection or per request costs a count.
+    config: Arc<Config>,
+    /// The lowest level of the log messages the client wants (`logging/setLevel`), per connection.
+    log_level: Arc<Mutex<LogLevel>>,
+}
+
+/// An [`McpServer`]'s settings, fixed once it serves.
+#[derive(Clone)]
+struct Config {
     store: ToolStore,
     executor: ToolExecutor,
     info: Implementation,
@@ -274,11 +283,9 @@ pub struct McpServer {
     /// on 2026-07-28 clients' `subscriptions/listen`.
     list_changed: bool,
     /// Which calls of tools that need approval run without asking the client.
-    allowed: Arc<Allowed>,
+    allowed: Allowed,
     /// Why the client cannot be asked over this transport, if it cannot (the stateless HTTP server).
     cannot_ask: Option<&'static str>,
-    /// The lowest level of the log messages the client wants (`logging/setLevel`), per connection.
-    log_level: Arc<Mutex<LogLevel>>,
 }
 
 /// The tools whose calls run without the client's approval even though they need it.
@@ -289,23 +296,30 @@ struct Allowed {
 }
 
 impl McpServer {
+    /// The settings, for a builder method to change (copied first if a copy of the server shares them).
+    fn config_mut(&mut self) -> &mut Config {
+        Arc::make_mut(&mut self.config)
+    }
+
     /// A server for `store`, named after it (version: this crate's), running calls through
     /// [`ToolExecutor::new`].
     pub fn new(store: ToolStore) -> Self {
         let info = Implementation::new(store.name(), env!("CARGO_PKG_VERSION"));
         McpServer {
-            store,
-            executor: ToolExecutor::new(),
-            info,
-            instructions: None,
-            listing: Arc::default(),
-            shutdown: CancellationToken::new(),
-            page_size: DEFAULT_PAGE_SIZE,
-            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
-            list_ttl: None,
-            list_changed: false,
-            allowed: Arc::default(),
-            cannot_ask: None,
+            config: Arc::new(Config {
+                store,
+                executor: ToolExecutor::new(),
+                info,
+                instructions: None,
+                listing: Arc::default(),
+                shutdown: CancellationToken::new(),
+                page_size: DEFAULT_PAGE_SIZE,
+                max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+                list_ttl: None,
+                list_changed: false,
+                allowed: Allowed::default(),
+                cannot_ask: None,
+            }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
         }
     }
@@ -324,7 +338,7 @@ impl McpServer {
         mut self,
         tools: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
-        let allowed = Arc::make_mut(&mut self.allowed);
+        let allowed = &mut self.config_mut().allowed;
         allowed.tools.extend(tools.into_iter().map(Into::into));
         self
     }
@@ -339,7 +353,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_all_tools_allowed(mut self) -> Self {
-        Arc::make_mut(&mut self.allowed).all = true;
+        self.config_mut().allowed.all = true;
         self
     }
 
@@ -359,7 +373,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_executor(mut self, executor: ToolExecutor) -> Self {
-        self.executor = executor;
+        self.config_mut().executor = executor;
         self
     }
 
@@ -373,7 +387,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.info = Implementation::new(name, version);
+        self.config_mut().info = Implementation::new(name, version);
         self
     }
 
@@ -387,7 +401,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
+        self.config_mut().instructions = Some(instructions.into());
         self
     }
 
@@ -401,7 +415,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_page_size(mut self, tools: usize) -> Self {
-        self.page_size = tools.max(1);
+        self.config_mut().page_size = tools.max(1);
         self
     }
 
@@ -416,7 +430,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
-        self.max_result_bytes = bytes;
+        self.config_mut().max_result_bytes = bytes;
         self
     }
 
@@ -432,13 +446,13 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_list_ttl(mut self, ttl: std::time::Duration) -> Self {
-        self.list_ttl = Some(ttl);
+        self.config_mut().list_ttl = Some(ttl);
         self
     }
 
     /// The store whose tools are served.
     pub fn store(&self) -> &ToolStore {
-        &self.store
+        &self.config.store
     }
 
     /// Serves on stdin and stdout until the client disconnects (see [`serve`](Self::serve)).
@@ -469,8 +483,8 @@ impl McpServer {
         // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
         let guarded = lines::guard(reader, writer);
         // Watched from before the handshake, so a change while it runs is not missed.
-        let mut changes = self.store.changes();
-        self.list_changed = true;
+        let mut changes = self.config.store.changes();
+        self.config_mut().list_changed = true;
         let running = ServiceExt::serve(self, (guarded.to_rmcp, guarded.from_rmcp))
             .await
             .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
@@ -515,14 +529,17 @@ impl McpServer {
     /// never changes what another's calls send.
     #[cfg(feature = "mcp-http")]
     fn for_request(&self) -> McpServer {
-        let mut server = self.clone();
-        server.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
-        server
+        McpServer {
+            config: Arc::clone(&self.config),
+            log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
+        }
     }
 
     /// Whether a call of `tool` must be approved by the client before it runs.
     fn must_ask(&self, tool: &AgentTool) -> bool {
-        tool.needs_approval() && !self.allowed.all && !self.allowed.tools.contains(tool.name())
+        tool.needs_approval()
+            && !self.config.allowed.all
+            && !self.config.allowed.tools.contains(tool.name())
     }
 
     /// Runs one `tools/call` of a tool the store has: asks the client first when the tool needs
@@ -593,7 +610,7 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
     ) -> Result<(), String> {
         let tool = &call.name;
-        let limit = tool_limit.or(self.executor.default_timeout());
+        let limit = tool_limit.or(self.config.executor.default_timeout());
         let out_of_time = async {
             match limit {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -606,7 +623,7 @@ impl McpServer {
             () = context.ct.cancelled() => Err(format!(
                 "the call of `{tool}` was cancelled while it waited for the user's approval; it did not run"
             )),
-            () = self.shutdown.cancelled() => Err(format!(
+            () = self.config.shutdown.cancelled() => Err(format!(
                 "the MCP server is shutting down: `{tool}` was waiting for the user's approval and did not \
                  run; call it again when the server is back"
             )),
@@ -615,7 +632,7 @@ impl McpServer {
                  not run",
                 limit.unwrap_or_default()
             )),
-            decided = approve(asker, &self.info.name, call) => decided,
+            decided = approve(asker, &self.config.info.name, call) => decided,
         }
     }
 
@@ -631,14 +648,15 @@ impl McpServer {
         let cancel = context.ct.child_token();
         // Boxed once here, so the request's future that rmcp and tokio move around stays small instead of
         // embedding the whole call's.
-        let mut running =
-            Box::pin(
-                self.executor
-                    .execute_asking(&self.store, vec![call], &cancel, asker),
-            );
+        let mut running = Box::pin(self.config.executor.execute_asking(
+            &self.config.store,
+            vec![call],
+            &cancel,
+            asker,
+        ));
         let (batch, shut_down) = tokio::select! {
             batch = &mut running => (batch, false),
-            () = self.shutdown.cancelled() => {
+            () = self.config.shutdown.cancelled() => {
                 cancel.cancel();
                 (running.await, true)
             }
@@ -777,8 +795,8 @@ fn answers_of(
 impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
-            .field("store", &self.store)
-            .field("server", &self.info.name)
+            .field("store", &self.config.store)
+            .field("server", &self.config.info.name)
             .finish_non_exhaustive()
     }
 }
@@ -796,12 +814,12 @@ impl ServerHandler for McpServer {
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools();
-        let capabilities = match self.list_changed {
+        let capabilities = match self.config.list_changed {
             true => capabilities.enable_tool_list_changed().build(),
             false => capabilities.build(),
         };
-        let config = ServerConfig::new(capabilities).with_server_info(self.info.clone());
-        match &self.instructions {
+        let config = ServerConfig::new(capabilities).with_server_info(self.config.info.clone());
+        match &self.config.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
         }
@@ -835,12 +853,12 @@ impl ServerHandler for McpServer {
     /// Sends `notifications/tools/list_changed` on the subscription whenever the store's tools change,
     /// until the client ends it or the server shuts down.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.store.changes();
+        let mut changes = self.config.store.changes();
         changes.mark_unchanged();
         loop {
             tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
-                () = self.shutdown.cancelled() => return Ok(()),
+                () = self.config.shutdown.cancelled() => return Ok(()),
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return Ok(()); // the store is gone
@@ -862,7 +880,7 @@ impl ServerHandler for McpServer {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.listing.tools(&self.store);
+        let tools = self.config.listing.tools(&self.config.store);
         let cursor = request
             .as_ref()
             .and_then(|request| request.cursor.as_deref());
@@ -870,11 +888,11 @@ impl ServerHandler for McpServer {
             None => 0,
             Some(cursor) => resume_at(&tools, cursor)?,
         };
-        let end = start.saturating_add(self.page_size).min(tools.len());
+        let end = start.saturating_add(self.config.page_size).min(tools.len());
         let next_cursor = (end < tools.len()).then(|| format!("{end}:{}", tools[end - 1].name));
         let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
         page.next_cursor = next_cursor;
-        if let Some(ttl) = self.list_ttl {
+        if let Some(ttl) = self.config.list_ttl {
             page.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
         }
         Ok(page)
@@ -900,7 +918,7 @@ impl ServerHandler for McpServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.store.get(name).as_ref().and_then(mcp_tool)
+        self.config.store.get(name).as_ref().and_then(mcp_tool)
     }
 
     async fn call_tool(
@@ -908,9 +926,9 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Some(tool) = self.store.get(&request.name) else {
+        let Some(tool) = self.config.store.get(&request.name) else {
             return Err(ErrorData::invalid_params(
-                pipeline::unknown_tool(&self.store, &request.name),
+                pipeline::unknown_tool(&self.config.store, &request.name),
                 None,
             ));
         };
@@ -931,7 +949,7 @@ impl ServerHandler for McpServer {
         };
         Ok(match outcome {
             Outcome::Done(message) => {
-                call_tool_result(bounded(message, self.max_result_bytes)).into()
+                call_tool_result(bounded(message, self.config.max_result_bytes)).into()
             }
             Outcome::Missing(capability) => {
                 return Err(missing_capability(tool.name(), capability));
@@ -1277,7 +1295,7 @@ impl ClientAsker {
         } else {
             // The transport decides first (the stateless HTTP server cannot carry an answer back),
             // then what the client declared when it connected.
-            let (cannot_ask, cannot_sample) = match server.cannot_ask {
+            let (cannot_ask, cannot_sample) = match server.config.cannot_ask {
                 Some(why) => (Some(why), Some(why)),
                 None => {
                     let peer = &context.peer;
