@@ -325,6 +325,7 @@ impl McpHttpServer {
             }
         };
         let checks = Arc::new(Checks {
+            service,
             token,
             max_body_bytes,
             body_read_timeout,
@@ -365,12 +366,10 @@ impl McpHttpServer {
                 }
                 continue;
             };
-            let service = service.clone();
             let checks = Arc::clone(&checks);
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let service = service.clone();
                 let checks = Arc::clone(&checks);
-                async move { Ok::<_, Infallible>(checks.handle(request, service).await) }
+                async move { Ok::<_, Infallible>(checks.handle(request).await) }
             });
             let connection = http1.serve_connection(TokioIo::new(stream), handler);
             let connection = graceful.watch(connection);
@@ -446,8 +445,10 @@ fn http_config(
         .enforce_origin_validation()
 }
 
-/// The checks made before rmcp sees a request.
+/// The checks made before rmcp sees a request, and rmcp's service that it then goes to (one for the
+/// server, shared by every connection and request).
 struct Checks {
+    service: Service,
     token: Option<String>,
     max_body_bytes: usize,
     body_read_timeout: Duration,
@@ -457,7 +458,6 @@ struct Checks {
 }
 
 /// rmcp's service, stateless or with sessions.
-#[derive(Clone)]
 enum Service {
     Stateless(StreamableHttpService<McpServer, NeverSessionManager>),
     Sessions(StreamableHttpService<McpServer, LocalSessionManager>),
@@ -473,7 +473,7 @@ impl Service {
 }
 
 impl Checks {
-    async fn handle(&self, request: Request<Incoming>, service: Service) -> HttpResponse {
+    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
         if let Some(expected) = &self.token
             && !bearer_matches(&request, expected)
         {
@@ -544,7 +544,8 @@ impl Checks {
                  no longer use (HTTP DELETE with its Mcp-Session-Id)"
             ));
         }
-        let response = service
+        let response = self
+            .service
             .handle(Request::from_parts(parts, Full::new(body.clone())))
             .await;
         // A session ended: `204`, which clients expect (rmcp says `202`; the official Python SDK warns).
