@@ -654,7 +654,10 @@ impl McpServer {
             &cancel,
             asker,
         ));
+        // The call first: one that is done is answered as it ended, and a quick one never puts a
+        // waiter on the shutdown token.
         let (batch, shut_down) = tokio::select! {
+            biased;
             batch = &mut running => (batch, false),
             () = self.config.shutdown.cancelled() => {
                 cancel.cancel();
