@@ -416,8 +416,10 @@ fn save_then_resume_in_a_new_process_keeps_the_conversation_and_the_history() {
 
     let resume = saved.to_str().unwrap();
     let second = Terminal::start("resume", &model, dir.path(), &["--resume", resume], &[]);
-    let screen = second.wait_text("[loaded 2 messages from");
-    assert!(screen.contains("[last reply: Noted: 42.]"), "{screen}");
+    // The last of the two lines the resume prints: waiting for the first could read the screen
+    // between them.
+    let screen = second.wait_text("[last reply: Noted: 42.]");
+    assert!(screen.contains("[loaded 2 messages from"), "{screen}");
     // The history of the first process is there: Up twice brings back the line before `/exit`.
     second.prompts(1);
     second.keys(&["Up", "Up"]);
