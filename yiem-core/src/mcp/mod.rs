@@ -643,9 +643,9 @@ impl McpServer {
         context: &RequestContext<RoleServer>,
         asker: Arc<dyn Asker>,
     ) -> ToolResultMessage {
-        // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
         // The call stops when the client cancels it (or goes away) and when the server shuts down.
         let cancel = context.ct.child_token();
+        // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
         // Boxed once here, so the request's future that rmcp and tokio move around stays small instead of
         // embedding the whole call's.
         let mut running = Box::pin(self.config.executor.execute_asking(
@@ -1172,6 +1172,18 @@ impl LogBudget {
     }
 }
 
+/// Whether a notification reached the client; one that did not is logged (the client went away), and
+/// the call's forwarder stops sending.
+fn delivered(outcome: Result<(), rmcp::service::ServiceError>) -> bool {
+    match outcome {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::debug!(%error, "could not send a notification to the MCP client");
+            false
+        }
+    }
+}
+
 /// The forwarder of one call's log messages, run beside the call in its task.
 struct Forwarding {
     /// Sends the call's log messages and progress to the client, in order, until the [`Forward::End`]
@@ -1221,37 +1233,26 @@ impl ClientAsker {
         // Run beside the call, in its task (see `McpServer::call`): a task of its own would cost every
         // call a spawn, and a hop to it and back at the end, though most calls log nothing.
         let forwarder = Box::pin(async move {
-            let send = async |message| match peer.notify_logging_message(message).await {
-                Ok(()) => true,
-                Err(error) => {
-                    tracing::debug!(%error, "could not send a log message");
-                    false
-                }
-            };
+            let send = async |message| delivered(peer.notify_logging_message(message).await);
             let mut progress: u32 = 0;
             loop {
                 let sent = match receiver.recv().await {
                     Some(Forward::Log(message)) => send(message).await,
-                    Some(Forward::Progress(partial)) => {
-                        // The count goes up by one per update; the message is the update's text.
-                        progress += 1;
-                        let Some(token) = &progress_token else {
-                            continue;
-                        };
-                        let mut notification =
-                            ProgressNotificationParam::new(token.clone(), f64::from(progress));
-                        let text = partial.text_content();
-                        if !text.is_empty() {
-                            notification = notification.with_message(text);
-                        }
-                        match peer.notify_progress(notification).await {
-                            Ok(()) => true,
-                            Err(error) => {
-                                tracing::debug!(%error, "could not send a progress notification");
-                                false
+                    // Only a request with a token takes progress (see `ClientAsker::takes_progress`).
+                    Some(Forward::Progress(partial)) => match &progress_token {
+                        Some(token) => {
+                            // The count goes up by one per update; the message is the update's text.
+                            progress += 1;
+                            let mut notification =
+                                ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                            let text = partial.text_content();
+                            if !text.is_empty() {
+                                notification = notification.with_message(text);
                             }
+                            delivered(peer.notify_progress(notification).await)
                         }
-                    }
+                        None => true,
+                    },
                     Some(Forward::End) | None => break,
                 };
                 if !sent {
