@@ -14,7 +14,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
 use yiem_core::{
-    tool, exec::{BatchMode, CancellationToken, ToolCall, ToolExecutor}, store::ToolStore,
+    exec::{BatchMode, CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+    tool,
 };
 
 const NAP: Duration = Duration::from_millis(50);

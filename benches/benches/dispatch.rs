@@ -15,7 +15,10 @@ use yiem_benches::{
     ANSWER, RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object,
     arguments_string, floor, floor_batch, yiem_filler,
 };
-use yiem_core::{exec::{CancellationToken, ToolCall, ToolExecutor}, store::ToolStore};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

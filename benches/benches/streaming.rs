@@ -7,7 +7,9 @@ use std::hint::black_box;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use yiem_core::llm::stream_reply;
 use yiem_core::{
-    event::EventBus, exec::CancellationToken, llm::{ModelRequest, ScriptedModel, ScriptedTurn},
+    event::EventBus,
+    exec::CancellationToken,
+    llm::{ModelRequest, ScriptedModel, ScriptedTurn},
 };
 
 fn streamed_arguments(c: &mut Criterion) {

@@ -9,8 +9,12 @@
 use yiem_core::catalog::ToolSearchMode;
 use yiem_core::catalog::{RequestTools, ToolSearch};
 use yiem_core::{
-    llm::{AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest, OpenAiConfig, OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel},
-    message::UserMessage, store::ToolStore,
+    llm::{
+        AnthropicConfig, AnthropicModel, GeminiConfig, GeminiModel, ModelRequest, OpenAiConfig,
+        OpenAiModel, OpenAiResponsesConfig, OpenAiResponsesModel,
+    },
+    message::UserMessage,
+    store::ToolStore,
 };
 
 fn request(store: &ToolStore) -> ModelRequest {

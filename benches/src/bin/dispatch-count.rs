@@ -19,7 +19,10 @@ use yiem_benches::{
     RigAdd, RmcpHarness, RmcpServer, add_tool, arguments, arguments_object, arguments_string,
     floor, floor_batch,
 };
-use yiem_core::{exec::{CancellationToken, ToolCall, ToolExecutor}, store::ToolStore};
+use yiem_core::{
+    exec::{CancellationToken, ToolCall, ToolExecutor},
+    store::ToolStore,
+};
 
 const VARIANTS: &[&str] = &[
     "floor_value",
