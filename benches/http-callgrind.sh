@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Instructions per `tools/call` over one keep-alive HTTP/1.1 connection, yiem's `McpHttpServer` and rmcp's
 # own `StreamableHttpService` (issue 28; `rmcp`: its factory builds the `#[tool_router]` server per
-# request, `rmcp-shared`: it clones one built once, as yiem's does), counted by callgrind on the server's
+# request, `rmcp-shared`: it clones one built once, as yiem's does, `rmcp-guarded`: `rmcp-shared` behind
+# hyper's header-read time limit, as yiem's server always is), counted by callgrind on the server's
 # thread only (`--separate-threads=yes`; `src/bin/http_count.rs` runs each server on a thread of its own,
 # the client on the main thread). Startup and the first requests' one-time work (schemas, lists) are taken
 # out by difference: (server instructions with 2N calls - with N calls) / N. Also the share of those
@@ -32,7 +33,7 @@ count() {
 }
 
 printf '%-12s %14s %14s %8s\n' server "instr/request" "memcpy/request" "memcpy %"
-for server in yiem rmcp rmcp-shared; do
+for server in yiem rmcp rmcp-shared rmcp-guarded; do
     read -r total1 copy1 < <(count "$server" "$N")
     read -r total2 copy2 < <(count "$server" $((2 * N)))
     awk -v s="$server" -v t=$((total2 - total1)) -v c=$((copy2 - copy1)) -v n="$N" \

@@ -109,7 +109,9 @@ pub mod floor_batch {
     use serde::Deserialize;
     use serde_json::Value;
     use yiem_core::{
-        event::AgentEvent, exec::ToolCall, message::{AgentMessage, ToolResultMessage},
+        event::AgentEvent,
+        exec::ToolCall,
+        message::{AgentMessage, ToolResultMessage},
         tool::AgentToolResult,
     };
 
@@ -329,14 +331,14 @@ pub mod http {
     use http_body_util::{BodyExt, Full};
     use hyper::body::Bytes;
     use hyper::client::conn::http1::SendRequest;
-    use hyper_util::rt::TokioIo;
+    use hyper_util::rt::{TokioIo, TokioTimer};
     use hyper_util::service::TowerToHyperService;
     use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
     use rmcp::transport::streamable_http_server::{
         StreamableHttpServerConfig, StreamableHttpService,
     };
     use tokio::net::TcpListener;
-    use yiem_core::mcp::{McpHttpServer, McpServer};
+    use yiem_core::mcp::{DEFAULT_HEADER_READ_TIMEOUT, McpHttpServer, McpServer};
     use yiem_core::store::{ToolStore, register_all_tools};
 
     use super::{ANSWER, RmcpServer, arguments};
@@ -352,11 +354,21 @@ pub mod http {
         address
     }
 
+    /// How [`rmcp_server`] serves rmcp's `StreamableHttpService`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum RmcpHttp {
+        /// A server, its `#[tool_router]` included, built per request (as rmcp's examples write it).
+        PerRequest,
+        /// One server built once and cloned per request (as yiem's `McpHttpServer` does).
+        Shared,
+        /// `Shared`, behind hyper's header-read time limit at yiem's default (yiem's server always has
+        /// one: a client that sends a request's head slowly, or idles between requests, is cut off).
+        Guarded,
+    }
+
     /// Starts rmcp's `StreamableHttpService` over [`RmcpServer`] on a loopback port, on the current
-    /// runtime; returns its address. The stateless service asks its factory for a server per request:
-    /// with `shared`, the factory clones one server built once (as yiem's `McpHttpServer` does), else it
-    /// builds one, its `#[tool_router]` included, each time (as rmcp's examples write it).
-    pub async fn rmcp_server(shared: bool) -> String {
+    /// runtime, served as `how` says; returns its address.
+    pub async fn rmcp_server(how: RmcpHttp) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap().to_string();
         let config = StreamableHttpServerConfig::default()
@@ -365,24 +377,27 @@ pub mod http {
         let built = RmcpServer::new();
         let service = StreamableHttpService::new(
             move || {
-                Ok(match shared {
-                    true => built.clone(),
-                    false => RmcpServer::new(),
+                Ok(match how {
+                    RmcpHttp::PerRequest => RmcpServer::new(),
+                    RmcpHttp::Shared | RmcpHttp::Guarded => built.clone(),
                 })
             },
             Arc::new(NeverSessionManager::default()),
             config,
         );
+        let mut http1 = hyper::server::conn::http1::Builder::new();
+        if how == RmcpHttp::Guarded {
+            http1
+                .timer(TokioTimer::new())
+                .header_read_timeout(DEFAULT_HEADER_READ_TIMEOUT);
+        }
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
                 let service = TowerToHyperService::new(service.clone());
-                tokio::spawn(
-                    hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service),
-                );
+                tokio::spawn(http1.serve_connection(TokioIo::new(stream), service));
             }
         });
         address

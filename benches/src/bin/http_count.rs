@@ -9,6 +9,7 @@
 //! http_count yiem N            # N calls to yiem's server (for callgrind, see http-callgrind.sh)
 //! http_count rmcp N            # the same against rmcp's server (a server built per request)
 //! http_count rmcp-shared N     # rmcp's server, one built once and cloned per request
+//! http_count rmcp-guarded N    # rmcp-shared behind hyper's header-read time limit, as yiem's server is
 //! http_count time N ROUNDS     # requests/s: ROUNDS rounds of N calls per server, alternating
 //! ```
 //!
@@ -22,7 +23,10 @@ use hyper::body::Bytes;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
-use yiem_benches::http::{self, rmcp_server, yiem_server};
+use yiem_benches::http::{self, RmcpHttp, rmcp_server, yiem_server};
+
+/// The servers, yiem's first.
+const SERVERS: [&str; 4] = ["yiem", "rmcp", "rmcp-shared", "rmcp-guarded"];
 
 /// Starts the server `kind` on a thread of its own; returns its address.
 fn start(kind: &str) -> String {
@@ -38,9 +42,10 @@ fn start(kind: &str) -> String {
             runtime.block_on(async {
                 let address = match kind.as_str() {
                     "yiem" => yiem_server().await,
-                    "rmcp" => rmcp_server(false).await,
-                    "rmcp-shared" => rmcp_server(true).await,
-                    other => panic!("unknown server {other}; servers: yiem rmcp rmcp-shared"),
+                    "rmcp" => rmcp_server(RmcpHttp::PerRequest).await,
+                    "rmcp-shared" => rmcp_server(RmcpHttp::Shared).await,
+                    "rmcp-guarded" => rmcp_server(RmcpHttp::Guarded).await,
+                    other => panic!("unknown server {other}; servers: {}", SERVERS.join(" ")),
                 };
                 sender.send(address).unwrap();
                 std::future::pending::<()>().await
@@ -71,7 +76,8 @@ async fn calls(sender: &mut SendRequest<Full<Bytes>>, address: &str, n: usize) {
 
 fn main() {
     let mut argv = std::env::args().skip(1);
-    let usage = "usage: http_count (yiem|rmcp|rmcp-shared) N | http_count time N ROUNDS";
+    let usage =
+        "usage: http_count (yiem|rmcp|rmcp-shared|rmcp-guarded) N | http_count time N ROUNDS";
     let (Some(mode), Some(n)) = (argv.next(), argv.next()) else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -92,7 +98,7 @@ fn main() {
     let rounds: usize = argv
         .next()
         .map_or(10, |r| r.parse().expect("ROUNDS: a number"));
-    let servers = ["yiem", "rmcp", "rmcp-shared"].map(|name| (name, start(name)));
+    let servers = SERVERS.map(|name| (name, start(name)));
     let mut rates: Vec<Vec<f64>> = vec![Vec::new(); servers.len()];
     runtime.block_on(async {
         // A warm-up round each, not counted.
@@ -108,15 +114,26 @@ fn main() {
             }
         }
     });
-    println!("| server | requests/s, median | min | max |");
-    println!("|---|---:|---:|---:|");
-    for ((name, _), mut rates) in servers.iter().zip(rates) {
-        rates.sort_by(f64::total_cmp);
+    // yiem's rate over each server's in the same round (the rounds run back to back, so the machine is
+    // in much the same state for both): steadier than the ratio of two medians when the load moves.
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values[values.len() / 2]
+    };
+    println!("| server | requests/s, median | min | max | yiem / server, median of rounds |");
+    println!("|---|---:|---:|---:|---:|");
+    for ((name, _), server) in servers.iter().zip(&rates) {
+        let paired = rates[0]
+            .iter()
+            .zip(server)
+            .map(|(yiem, other)| yiem / other);
+        let (min, max) = server
+            .iter()
+            .fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
         println!(
-            "| {name} | {:.0} | {:.0} | {:.0} |",
-            rates[rates.len() / 2],
-            rates[0],
-            rates[rates.len() - 1]
+            "| {name} | {:.0} | {min:.0} | {max:.0} | {:.3} |",
+            median(server.clone()),
+            median(paired.collect())
         );
     }
 }

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 use tokio::sync::Barrier;
-use yiem_benches::http::{self, rmcp_server, yiem_server};
+use yiem_benches::http::{self, RmcpHttp, rmcp_server, yiem_server};
 
 const CONCURRENT: usize = 1000;
 
@@ -96,7 +96,7 @@ async fn main() {
         ("yiem `McpHttpServer`", yiem_server().await),
         (
             "rmcp `#[tool_router]` + `StreamableHttpService`",
-            rmcp_server(false).await,
+            rmcp_server(RmcpHttp::PerRequest).await,
         ),
     ];
     let mut tallies: Vec<Tally> = servers.iter().map(|_| Tally::default()).collect();
