@@ -10,7 +10,8 @@
 //! http_count rmcp N            # the same against rmcp's server (a server built per request)
 //! http_count rmcp-shared N     # rmcp's server, one built once and cloned per request
 //! http_count rmcp-guarded N    # rmcp-shared behind hyper's header-read time limit, as yiem's server is
-//! http_count time N ROUNDS     # requests/s: ROUNDS rounds of N calls per server, alternating
+//! http_count time N ROUNDS     # requests/s: ROUNDS rounds of N calls per server, each round starting
+//!                              # with the next server; yiem over each, the median of the rounds
 //! ```
 //!
 //! `benches/http-callgrind.sh` counts the server thread's instructions per request with
@@ -105,12 +106,16 @@ fn main() {
         for (_, address) in &servers {
             calls(&mut connect(address).await, address, n).await;
         }
-        for _ in 0..rounds {
-            for ((_, address), rates) in servers.iter().zip(&mut rates) {
+        // Each round starts with the next server, so that no server always runs first (or always
+        // after the same one) when the machine's speed drifts within a round.
+        for round in 0..rounds {
+            for turn in 0..servers.len() {
+                let at = (round + turn) % servers.len();
+                let address = &servers[at].1;
                 let mut sender = connect(address).await;
                 let started = Instant::now();
                 calls(&mut sender, address, n).await;
-                rates.push(n as f64 / started.elapsed().as_secs_f64());
+                rates[at].push(n as f64 / started.elapsed().as_secs_f64());
             }
         }
     });
