@@ -140,12 +140,21 @@ async def hooks(session, _):
 
 async def progress(session, _):
     received = []
+    all_arrived = asyncio.Event()
 
     async def on_progress(progress, total, message):
         received.append((progress, total, message))
+        if len(received) == 3:
+            all_arrived.set()
 
     result = await session.call_tool("count_up", {"steps": 3}, progress_callback=on_progress)
     check_equal([block.text for block in result.content], ["counted to 3"], "count_up result")
+    # The SDK runs each progress callback as a task of its own, so the result can come back before the
+    # callbacks of the notifications sent ahead of it have run: wait for them (at most 30 s).
+    try:
+        await asyncio.wait_for(all_arrived.wait(), 30)
+    except TimeoutError:
+        raise AssertionError(f"progress notifications: only {received!r} arrived within 30 s") from None
     check_equal(
         received,
         [(1.0, None, "step 1 of 3"), (2.0, None, "step 2 of 3"), (3.0, None, "step 3 of 3")],

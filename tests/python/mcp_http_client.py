@@ -34,6 +34,15 @@ def describe(error):
     return " | ".join(parts)
 
 
+async def callbacks_ran(all_arrived, received, what):
+    """The SDK runs each progress callback as a task of its own, so a call's result can come back before
+    the callbacks of the notifications sent ahead of it have run: wait for them (at most 30 s)."""
+    with anyio.move_on_after(30):
+        await all_arrived.wait()
+    if not all_arrived.is_set():
+        raise AssertionError(f"{what}: only {received!r} arrived within 30 s")
+
+
 async def session_with(url, token, body):
     headers = {} if token is None else {"Authorization": f"Bearer {token}"}
     async with create_mcp_http_client(headers=headers) as http:
@@ -73,12 +82,16 @@ async def main(url, token, markers):
         check_equal(added.is_error, False, "add's isError")
 
         progress = []
+        all_arrived = anyio.Event()
 
         async def on_progress(value, total, message):
             progress.append((value, message))
+            if len(progress) == 3:
+                all_arrived.set()
 
         counted = await session.call_tool("count_up", {"steps": 3}, progress_callback=on_progress)
         check_equal(counted.content[0].text, "counted to 3", "count_up's text")
+        await callbacks_ran(all_arrived, progress, "count_up's progress notifications")
         check_equal(
             progress,
             [(1.0, "step 1 of 3"), (2.0, "step 2 of 3"), (3.0, "step 3 of 3")],
