@@ -121,24 +121,27 @@ fn main() {
     });
     // yiem's rate over each server's in the same round (the rounds run back to back, so the machine is
     // in much the same state for both): steadier than the ratio of two medians when the load moves.
-    let median = |mut values: Vec<f64>| {
+    let sorted = |mut values: Vec<f64>| {
         values.sort_by(f64::total_cmp);
-        values[values.len() / 2]
+        values
     };
     println!("| server | requests/s, median | min | max | yiem / server, median of rounds |");
     println!("|---|---:|---:|---:|---:|");
     for ((name, _), server) in servers.iter().zip(&rates) {
-        let paired = rates[0]
-            .iter()
-            .zip(server)
-            .map(|(yiem, other)| yiem / other);
-        let (min, max) = server
-            .iter()
-            .fold((f64::MAX, 0.0f64), |(lo, hi), &r| (lo.min(r), hi.max(r)));
+        let paired = sorted(
+            rates[0]
+                .iter()
+                .zip(server)
+                .map(|(yiem, other)| yiem / other)
+                .collect(),
+        );
+        let server = sorted(server.clone());
         println!(
-            "| {name} | {:.0} | {min:.0} | {max:.0} | {:.3} |",
-            median(server.clone()),
-            median(paired.collect())
+            "| {name} | {:.0} | {:.0} | {:.0} | {:.3} |",
+            server[server.len() / 2],
+            server[0],
+            server[server.len() - 1],
+            paired[paired.len() / 2]
         );
     }
 }
