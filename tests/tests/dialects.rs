@@ -39,9 +39,9 @@ fn golden_value(tool: &yiem_core::tool::AgentTool, dialect: Dialect) -> Value {
 #[test]
 fn the_corpus_has_at_least_twenty_argument_types() {
     let tools = corpus::tools();
-    assert_eq!(tools.len(), 28);
+    assert_eq!(tools.len(), 29);
     let names: BTreeSet<&str> = tools.iter().map(|(name, _)| *name).collect();
-    assert_eq!(names.len(), 28);
+    assert_eq!(names.len(), 29);
 }
 
 #[test]
@@ -91,9 +91,9 @@ fn every_golden_definition_passes_the_provider_checker() {
             }
         }
     }
-    // 28 types x 5 dialects, less the errors: map and flatten_map in strict mode. (Gemini takes map and
+    // 29 types x 5 dialects, less the errors: map and flatten_map in strict mode. (Gemini takes map and
     // recursive as `parametersJsonSchema`.)
-    assert_eq!(checked, 138);
+    assert_eq!(checked, 143);
 }
 
 fn corpus_tool(name: &str) -> yiem_core::tool::AgentTool {
@@ -280,6 +280,8 @@ proptest! {
     fn tagged_root_round_trips(v in strategies::tagged_root()) { round_trip("tagged_root", &v)?; }
     #[test]
     fn untagged_root_round_trips(v in strategies::untagged_root()) { round_trip("untagged_root", &v)?; }
+    #[test]
+    fn tuples_round_trip(v in strategies::tuples()) { round_trip("tuples", &v)?; }
 }
 
 #[test]

@@ -182,6 +182,13 @@ pub fn check(dialect: Dialect, definition: &Value) -> Vec<String> {
     root_is_object(schema, &mut violations);
     no_root_combinators(schema, &mut violations);
     no_schema_keyword(schema, "", &mut violations);
+    if matches!(dialect, Dialect::OpenAi | Dialect::OpenAiStrict)
+        || (dialect == Dialect::Gemini && definition.get("parameters").is_some())
+    {
+        walk(schema, "", &mut |path, node| {
+            arrays_have_items(path, node, &mut violations)
+        });
+    }
     match dialect {
         Dialect::OpenAiStrict => check_strict(schema, &mut violations),
         Dialect::Gemini if definition.get("parametersJsonSchema").is_some() => {}
@@ -203,6 +210,19 @@ fn name_is_valid(dialect: Dialect, name: &str) -> bool {
                 && name.chars().all(|c| ok(c, "_.:-"))
         }
         _ => (1..=64).contains(&name.len()) && name.chars().all(|c| ok(c, "_-")),
+    }
+}
+
+/// OpenAI refuses an array without `items` ("array schema missing items"), and Gemini's `Schema` reads
+/// only `items` for what an array holds (it has no `prefixItems`).
+fn arrays_have_items(path: &str, node: &Map<String, Value>, violations: &mut Vec<String>) {
+    let is_array = match node.get("type") {
+        Some(Value::String(kind)) => kind.eq_ignore_ascii_case("array"),
+        Some(Value::Array(kinds)) => kinds.iter().any(|kind| kind == "array"),
+        _ => false,
+    };
+    if is_array && !node.get("items").is_some_and(Value::is_object) {
+        violations.push(format!("{path}: array schema missing items"));
     }
 }
 

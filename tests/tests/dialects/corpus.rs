@@ -406,6 +406,17 @@ pub struct OptionInArrays {
     pub items: Option<Vec<Item>>,
 }
 
+/// Pairs, as tuples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Tuples {
+    /// A name and its count.
+    pub pair: (String, u32),
+    /// Latitude and longitude, if known.
+    pub point: Option<(f64, f64)>,
+    /// Scores by player.
+    pub scores: Vec<(String, u32)>,
+}
+
 /// Optional date strings and a double option.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct OptionDates {
@@ -645,6 +656,12 @@ async fn option_dates(args: OptionDates) -> Json<OptionDates> {
 
 /// Echo the arguments back.
 #[tool]
+async fn tuples(args: Tuples) -> Json<Tuples> {
+    Json(args)
+}
+
+/// Echo the arguments back.
+#[tool]
 async fn flattened_root(args: FlattenedRoot) -> Json<FlattenedRoot> {
     Json(args)
 }
@@ -692,5 +709,6 @@ pub fn tools() -> Vec<(&'static str, AgentTool)> {
         ("flattened_root", flattened_root_tool()),
         ("tagged_root", tagged_root_tool()),
         ("untagged_root", untagged_root_tool()),
+        ("tuples", tuples_tool()),
     ]
 }

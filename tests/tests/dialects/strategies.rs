@@ -304,3 +304,16 @@ pub fn untagged_root() -> impl Strategy<Value = UntaggedRoot> {
             .prop_map(|(name, exact)| UntaggedRoot::ByName { name, exact }),
     ]
 }
+
+pub fn tuples() -> impl Strategy<Value = Tuples> {
+    (
+        (text(), any::<u32>()),
+        option::of((finite(), finite())),
+        vec((text(), any::<u32>()), 0..3),
+    )
+        .prop_map(|(pair, point, scores)| Tuples {
+            pair,
+            point,
+            scores,
+        })
+}

@@ -416,6 +416,12 @@ impl Rewriter<'_> {
                 object.insert("enum".into(), Value::Array(vec![value]));
             }
         }
+        if matches!(
+            dialect,
+            Dialect::OpenAi | Dialect::OpenAiStrict | Dialect::Gemini
+        ) {
+            tuple_as_items(object);
+        }
         infer_type(object);
         self.adapt_format(object);
         let is_object = object.get("type") == Some(&json!("object"));
@@ -753,6 +759,65 @@ fn collapse_unit_enum(node: &mut Value) {
         }
         return;
     }
+}
+
+/// A tuple (`prefixItems`, as schemars writes `(A, B)`) for a target that reads only `items` (OpenAI
+/// refuses an array without it: "array schema missing items"; Gemini's `Schema` has no `prefixItems`):
+/// `items` admits each position's schema (the one schema when all positions are alike, else an `anyOf` of
+/// the distinct ones), and the description says what each position holds, in order. The arguments are
+/// still checked against the canonical schema, position by position.
+fn tuple_as_items(object: &mut Map<String, Value>) {
+    let Some(Value::Array(positions)) = object.remove("prefixItems") else {
+        return;
+    };
+    let listed: Vec<String> = positions
+        .iter()
+        .enumerate()
+        .map(|(index, position)| format!("{}. {}", index + 1, position_label(position)))
+        .collect();
+    append_description(
+        object,
+        &format!("Items in this order: {}.", listed.join("; ")),
+    );
+    let mut distinct: Vec<Value> = Vec::new();
+    for position in positions {
+        if !distinct.contains(&position) {
+            distinct.push(position);
+        }
+    }
+    let items = match distinct.len() {
+        0 => return,
+        1 => distinct.remove(0),
+        _ => json!({ "anyOf": distinct }),
+    };
+    // A tuple's own `items` (what may follow the positions) gives way to the positions'.
+    object.insert("items".into(), items);
+}
+
+/// How a tuple's position is named in its description: its own description, else its type (a union's
+/// branches joined with "or").
+fn position_label(position: &Value) -> String {
+    if let Some(text) = position.get("description").and_then(Value::as_str) {
+        return text.trim_end_matches('.').to_owned();
+    }
+    let mut label = match (position.get("type"), position.get("anyOf")) {
+        (Some(Value::String(kind)), _) => kind.clone(),
+        (Some(Value::Array(kinds)), _) => kinds
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        (None, Some(Value::Array(branches))) => branches
+            .iter()
+            .map(position_label)
+            .collect::<Vec<_>>()
+            .join(" or "),
+        _ => "any value".to_owned(),
+    };
+    if position.get("nullable") == Some(&Value::Bool(true)) {
+        label.push_str(" or null");
+    }
+    label
 }
 
 /// Gives a node the `type` its other keywords imply: an `enum` or `const` of strings is a string, a node
