@@ -437,3 +437,27 @@ async fn a_json_array_body_from_a_server_that_does_not_stream_is_read() {
         json!({"city": "Rome"})
     );
 }
+
+/// Every Gemini golden of the dialect corpus (`tests/golden/gemini`, which `tests/tests/dialects.rs`
+/// pins to the rewrite's output) that uses `parameters` is a `FunctionDeclaration` to Google's own SDK,
+/// whose `Schema` refuses a field it does not have: the list of Gemini's fields is the SDK's, not a copy
+/// of the rewrite's.
+#[test]
+fn the_gemini_goldens_fit_the_sdks_function_declaration() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/golden/gemini");
+    let mut bodies = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let golden: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if golden.get("parameters").is_some() {
+            bodies.push(golden);
+        }
+    }
+    assert!(
+        bodies.len() >= 20,
+        "only {} goldens in {}",
+        bodies.len(),
+        dir.display()
+    );
+    common::sdk::assert_sdk_accepts_bodies(common::sdk::Request::GeminiFunction, &bodies);
+}

@@ -55,30 +55,6 @@ const STRICT_FORMATS: &[&str] = &[
     "ipv6",
     "uuid",
 ];
-const GEMINI_FIELDS: &[&str] = &[
-    "type",
-    "format",
-    "title",
-    "description",
-    "nullable",
-    "enum",
-    "maxItems",
-    "minItems",
-    "properties",
-    "required",
-    "minProperties",
-    "maxProperties",
-    "minLength",
-    "maxLength",
-    "pattern",
-    "example",
-    "anyOf",
-    "propertyOrdering",
-    "default",
-    "items",
-    "minimum",
-    "maximum",
-];
 const GEMINI_TYPES: &[&str] = &["string", "number", "integer", "boolean", "array", "object"];
 const JSON_TYPES: &[&str] = &[
     "string", "number", "integer", "boolean", "array", "object", "null",
@@ -403,12 +379,10 @@ fn nesting(schema: &Value) -> usize {
     (own + below).max(defs)
 }
 
+/// Gemini's documented constraints on a `Schema` node. Which fields a node may have is checked by Google's
+/// own SDK (`the_gemini_goldens_fit_the_sdks_function_declaration` in `yiem-core/tests/gemini.rs`), not by
+/// a list here.
 fn gemini_node(path: &str, node: &Map<String, Value>, violations: &mut Vec<String>) {
-    for key in node.keys() {
-        if !GEMINI_FIELDS.contains(&key.as_str()) {
-            violations.push(format!("{path}: `{key}` is not a field of Gemini's Schema"));
-        }
-    }
     match node.get("type") {
         Some(Value::String(kind)) if GEMINI_TYPES.contains(&kind.as_str()) => {}
         None if node.contains_key("anyOf") => {}

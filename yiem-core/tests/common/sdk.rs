@@ -1,8 +1,9 @@
 //! Requests checked against the official Python SDKs' request types for streamed calls (`openai`'s and
-//! `anthropic`'s, in `tests/python/sdk_request.py`), with unknown keys refused at any depth.
+//! `anthropic`'s, in `tests/python/sdk_request.py`), and Gemini function declarations against
+//! `google-genai`'s, with unknown keys refused at any depth.
 //!
 //! The SDKs' Python is `$YIEM_SDK_PYTHON`, else `<target dir>/python-sdks/bin/python` (where `.ci/run`
-//! installs `openai==3.51.0` and `anthropic==2.10.0`); when it is not there, the first check installs
+//! installs `openai==3.51.0`, `anthropic==2.10.0` and `google-genai==3.6.1`); when it is not there, the first check installs
 //! them (a virtualenv and `pip install`), so `cargo test` on a fresh machine needs only Python 3 and the
 //! network.
 
@@ -23,9 +24,11 @@ pub enum Request {
     Chat,
     /// `anthropic`'s `MessageCreateParamsStreaming`.
     Anthropic,
+    /// `google-genai`'s `FunctionDeclaration` (a body is one declaration).
+    GeminiFunction,
 }
 
-const SDKS: [&str; 2] = ["openai==3.51.0", "anthropic==2.10.0"];
+const SDKS: [&str; 3] = ["openai==3.51.0", "anthropic==2.10.0", "google-genai==3.6.1"];
 
 fn sdk_python() -> PathBuf {
     if let Some(path) = std::env::var_os("YIEM_SDK_PYTHON") {
@@ -51,6 +54,7 @@ pub fn assert_sdk_accepts_bodies(kind: Request, bodies: &[Value]) {
         Request::Responses => "responses",
         Request::Chat => "chat",
         Request::Anthropic => "anthropic",
+        Request::GeminiFunction => "gemini-function",
     };
     let mut child = Command::new(sdk_python())
         .arg(&script)

@@ -1,7 +1,9 @@
 """Checks request bodies against the official Python SDKs' request types for a streamed call, named by
 the first argument: `responses` (the default; `openai`'s `ResponseCreateParamsStreaming`), `chat`
 (`openai`'s `CompletionCreateParamsStreaming`) or `anthropic` (`anthropic`'s
-`MessageCreateParamsStreaming`), with pydantic, refusing keys the SDK does not know at any depth.
+`MessageCreateParamsStreaming`), with pydantic, refusing keys the SDK does not know at any depth; or
+`gemini-function`: Gemini function declarations against `google-genai`'s `FunctionDeclaration`, whose
+models (its `Schema` among them) refuse unknown fields at any depth.
 
 Reads a JSON array of request bodies on standard input; prints `ok N` when every body fits, else each
 problem (the body's index, the path, pydantic's message) and exits 1.
@@ -45,13 +47,23 @@ def tightened(node):
 
 
 kind = sys.argv[1] if len(sys.argv) > 1 else "responses"
-adapter = SchemaValidator(tightened(TypeAdapter(request_type(kind)).core_schema))
+if kind == "gemini-function":
+    from google.genai.types import FunctionDeclaration
+
+    # Not strict: the SDK's `Type` enum takes the REST API's lowercase names too.
+    validate = FunctionDeclaration.model_validate
+else:
+    adapter = SchemaValidator(tightened(TypeAdapter(request_type(kind)).core_schema))
+
+    def validate(body):
+        adapter.validate_python(body, strict=True)
+
 
 bodies = json.load(sys.stdin)
 failed = 0
 for index, body in enumerate(bodies):
     try:
-        adapter.validate_python(body, strict=True)
+        validate(body)
     except ValidationError as error:
         failed += 1
         # A union that fails lists every branch: the first lines say enough.
