@@ -666,6 +666,47 @@ async fn a_server_listing_one_name_twice_registers_none_of_its_tools() {
     assert!(store.is_empty(), "{:?}", store.names());
 }
 
+#[tokio::test]
+async fn a_tool_yiem_cannot_offer_is_left_out_by_name_and_the_servers_other_tools_are_taken() {
+    let client = bad_server(&["mixed"]).connect().await.unwrap();
+    let store = ToolStore::new("agent");
+    let names = returns(client.register(&store)).await.unwrap();
+    assert_eq!(names, ["echo"]);
+    assert_eq!(store.names(), ["echo"]);
+    let left_out = client.left_out();
+    let left: Vec<&str> = left_out.iter().map(|tool| tool.name.as_str()).collect();
+    assert_eq!(left, ["lookup_user", "bad name!"]);
+    assert!(
+        left_out[0].reason.contains("profile-schema.json"),
+        "{}",
+        left_out[0].reason
+    );
+    assert!(
+        left_out[1].reason.contains("bad name!"),
+        "{}",
+        left_out[1].reason
+    );
+}
+
+#[tokio::test]
+async fn a_null_for_a_property_the_server_does_not_require_goes_out_as_not_given() {
+    let client = bad_server(&["mixed"]).connect().await.unwrap();
+    let store = ToolStore::new("agent");
+    returns(client.register(&store)).await.unwrap();
+    let echo = store.get("echo").unwrap();
+    let sent = returns(echo.execute("c1", json!({"query": "x", "verbose": null}))).await;
+    assert!(!sent.is_error, "{}", sent.text_content());
+    assert_eq!(sent.text_content(), r#"{"query":"x"}"#);
+    // A required property is no less required for being `null`.
+    let refused = returns(echo.execute("c2", json!({"query": null}))).await;
+    assert!(refused.is_error);
+    assert!(
+        refused.text_content().contains("query"),
+        "{}",
+        refused.text_content()
+    );
+}
+
 /// Everything logged at `DEBUG` and above in this test binary, captured once.
 fn captured_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
     static LOGS: std::sync::OnceLock<Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();

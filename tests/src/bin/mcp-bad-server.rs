@@ -7,6 +7,9 @@
 //!   objects).
 //! - `endless`: every `tools/list` page has one new tool and a `nextCursor`.
 //! - `duplicate`: lists `echo`, `other` and `echo` again.
+//! - `mixed`: lists `echo` (a required `query`, an optional boolean `verbose`), `lookup_user` (whose
+//!   `profile` is a `$ref` to a network address, never served) and `bad name!`; a `tools/call` answers
+//!   with the arguments it got, as JSON text.
 
 use std::io::{BufRead, Write};
 
@@ -60,6 +63,28 @@ fn main() {
                     .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}));
                 json!({ "tools": tools }).to_string()
             }
+            ("mixed", "tools/list") => json!({"tools": [
+                {"name": "echo", "inputSchema": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "verbose": {"type": "boolean"}},
+                    "required": ["query"],
+                }},
+                {"name": "lookup_user", "inputSchema": {
+                    "type": "object",
+                    "$defs": {"userId": {"type": "string"}},
+                    "properties": {
+                        "id": {"$ref": "#/$defs/userId"},
+                        "profile": {"$ref": "http://127.0.0.1:9/profile-schema.json"},
+                    },
+                    "required": ["id"],
+                }},
+                {"name": "bad name!", "inputSchema": {"type": "object"}},
+            ]})
+            .to_string(),
+            ("mixed", "tools/call") => json!({"content": [
+                {"type": "text", "text": message["params"]["arguments"].to_string()},
+            ]})
+            .to_string(),
             _ => json!({}).to_string(),
         };
         let response = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{answer}}}"#);

@@ -103,6 +103,7 @@ use super::oauth::{Authorizer, Tries};
 use crate::content::{Content, ResourceInfo};
 use crate::context::ToolContext;
 use crate::definition::{AgentTool, ToolAnnotations, ToolNamespace};
+use crate::dialect::Dialect;
 use crate::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
 use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
@@ -162,7 +163,8 @@ enum Target {
 /// A message from the server that is not JSON, or nests deeper than serde_json's recursion limit (128
 /// levels), is dropped by rmcp's transport unread, so an answer like that counts as no answer and ends in
 /// the time limit. A listing is all or nothing: a server that lists two tools under one name, or
-/// exceeds a limit on any page, registers none.
+/// exceeds a limit on any page, registers none. One tool yiem cannot offer is left out, with a warning
+/// ([`McpClient::left_out`]).
 #[must_use]
 pub struct McpClientBuilder {
     name: Option<String>,
@@ -359,6 +361,7 @@ impl McpClientBuilder {
             stores: Mutex::new(Vec::new()),
             defer: AtomicBool::new(self.defer_loading),
             listing: Mutex::new(None),
+            left_out: Mutex::new(Vec::new()),
             waiting: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
         });
@@ -400,11 +403,44 @@ struct Inner {
     defer: AtomicBool,
     /// The last `tools/list`, while the server's `ttlMs` says it is fresh.
     listing: Mutex<Option<Listing>>,
+    /// The tools the last listing left out, each with why.
+    left_out: Mutex<Vec<LeftOutTool>>,
     /// The calls waiting for the server: a question of an earlier revision's server, which is not tied
     /// to a call, is the call's own when exactly one waits ([`McpClientBuilder::ask_through_calls`]).
     waiting: Mutex<Vec<WaitingCall>>,
     /// Numbers the waiting calls.
     calls: AtomicU64,
+}
+
+/// A tool a server listed that the client left out (see [`McpClient::tools`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeftOutTool {
+    /// The tool's name as the server listed it, cut to 64 characters.
+    pub name: String,
+    /// Why it was left out, cut to 500 characters.
+    pub reason: String,
+}
+
+impl LeftOutTool {
+    fn new(name: &str, error: &McpClientError) -> Self {
+        let detail = match error {
+            McpClientError::Tool { detail, .. } => detail.as_str(),
+            _ => "it could not be built",
+        };
+        LeftOutTool {
+            name: cut(name, 64),
+            reason: cut(detail, 500),
+        }
+    }
+}
+
+/// `text` cut to `limit` characters, with `…` where it was cut.
+fn cut(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
 }
 
 /// A `tools/list` answer kept as a cache (SEP-2549).
@@ -653,6 +689,12 @@ impl McpClient {
     /// Every tool the server lists (all pages), as tools that call it; an error if the server goes past a
     /// limit or lists two tools under one name.
     ///
+    /// A listed tool yiem cannot offer — a name no provider takes, or a schema it cannot check (a `$ref`
+    /// to a network address, which the client never fetches: SEP-2106) — is left out with a warning
+    /// naming it and why, and the server's other tools are taken, as the MCP spec asks of a malformed
+    /// tool definition (SEP-2243); [`left_out`](Self::left_out) lists them. A tool nobody can check is
+    /// never offered: the model would send it arguments that no one checked against what it promised.
+    ///
     /// A list the server said stays fresh for a while (its `ttlMs`, SEP-2549) is reused until then
     /// without asking again; [`refresh`](Self::refresh) always asks.
     pub async fn tools(&self) -> Result<Vec<AgentTool>, McpClientError> {
@@ -670,10 +712,23 @@ impl McpClient {
             .peer_info()
             .and_then(|server| server.instructions.clone());
         let namespace = self.inner.namespace(instructions.as_deref());
-        let tools = listed
-            .iter()
-            .map(|tool| self.inner.agent_tool(tool, &namespace))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut tools = Vec::with_capacity(listed.len());
+        let mut left_out = Vec::new();
+        for tool in &listed {
+            match self.inner.agent_tool(tool, &namespace) {
+                Ok(tool) => tools.push(tool),
+                Err(error) => {
+                    let left = LeftOutTool::new(&tool.name, &error);
+                    tracing::warn!(server = %self.inner.name, tool = %left.name, "{}", left.reason);
+                    left_out.push(left);
+                }
+            }
+        }
+        *self
+            .inner
+            .left_out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = left_out;
         let mut seen = std::collections::HashSet::new();
         if let Some(twice) = tools.iter().find(|tool| !seen.insert(tool.name())) {
             return Err(McpClientError::Tool {
@@ -685,6 +740,15 @@ impl McpClient {
             });
         }
         Ok(tools)
+    }
+
+    /// The tools the last listing left out, each with why (see [`tools`](Self::tools)).
+    pub fn left_out(&self) -> Vec<LeftOutTool> {
+        self.inner
+            .left_out
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     /// Registers every tool of the server into `store` (all or nothing: on any error, no tool of the
@@ -1165,9 +1229,16 @@ impl Inner {
             .filter(|text| !text.trim().is_empty())
             .map(str::to_owned)
             .unwrap_or_else(|| format!("The `{remote}` tool of MCP server `{}`.", self.name));
+        let schema = Value::Object((*tool.input_schema).clone());
+        // A `null` for a property the server does not require means "not given", as SEP-2243 reads it
+        // ("null or not provided") and as OpenAI strict mode writes every optional property: it is taken
+        // out before the check, so the call goes out without it instead of being refused for a type the
+        // server never asked for.
+        let optional = schema.clone();
         let mut builder = AgentTool::builder(name)
             .description(description)
-            .input_schema(Value::Object((*tool.input_schema).clone()))
+            .input_schema(schema)
+            .prepare_arguments(move |args| Dialect::Mcp.normalize_arguments(&optional, args))
             .namespace(namespace.clone())
             .parallel()
             .annotations(annotations(&listed["annotations"]));

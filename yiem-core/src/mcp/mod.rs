@@ -100,7 +100,8 @@ use crate::sample::{Sampling, SamplingAnswer};
 #[cfg(feature = "mcp-client")]
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
-    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, McpClient, McpClientBuilder, McpClientError,
+    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, LeftOutTool, McpClient, McpClientBuilder,
+    McpClientError,
 };
 #[cfg(feature = "mcp-http")]
 pub use http::{
