@@ -80,13 +80,14 @@ async fn arguments_nested_past_the_depth_limit_are_refused_and_the_tool_never_ru
     assert!(seen.is_empty(), "the tool ran with {seen:?}");
     // 100 levels are sent exactly.
     let (printed, seen) =
-        send("(() => { let v = 1; for (let i = 0; i < 100; i++) v = [v]; return v })()").await;
+        send("(() => { let v = 1; for (let i = 0; i < 99; i++) v = [v]; return { a: v } })()")
+            .await;
     assert_eq!(printed, "sent\n");
     let mut expected = json!(1);
-    for _ in 0..100 {
+    for _ in 0..99 {
         expected = json!([expected]);
     }
-    assert_eq!(seen, vec![expected]);
+    assert_eq!(seen, vec![json!({ "a": expected })]);
 }
 
 #[tokio::test]
@@ -177,7 +178,7 @@ async fn every_way_out_of_the_sandbox_is_held_to_the_output_limit_with_a_note() 
         (
             "print('z'.repeat(60_000)); 'w'.repeat(10_000)",
             false,
-            70_000 - limit,
+            70_001 - limit,
         ),
     ] {
         let (result, _) = run(program).await;
