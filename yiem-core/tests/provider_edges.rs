@@ -11,7 +11,7 @@ use yiem_core::llm::{ModelEvent, ModelRequest, RetryPolicy};
 use yiem_core::message::{AssistantContent, UserMessage};
 
 use common::streams::{Limits, PROVIDERS, Provider};
-use common::{Reply, Server, all_events, assemble, last_error};
+use common::{Reply, Server, all_events, assemble};
 
 fn request() -> ModelRequest {
     ModelRequest::new("You are terse.", vec![UserMessage::text("hi").into()])
@@ -35,6 +35,18 @@ async fn reply(
     let model = provider.model(&server, limits);
     let events = all_events(model.as_ref(), request()).await;
     (events, server)
+}
+
+/// The text of the reply's last event, which must be an error (a failure shows at most 300 characters of
+/// what came instead: some replies hold megabytes).
+fn last_error(events: &[ModelEvent]) -> &str {
+    match events.last() {
+        Some(ModelEvent::Error(text)) => text,
+        other => {
+            let shown: String = format!("{other:?}").chars().take(300).collect();
+            panic!("the reply did not end in an error but in {shown}")
+        }
+    }
 }
 
 fn is_done(events: &[ModelEvent]) -> bool {
