@@ -276,7 +276,7 @@ impl Js {
 
     /// Whether the value, sent as `{ v: <value> }`, must reach the tool (else it must be refused).
     fn carried(&self) -> bool {
-        self.fine && 1 + self.depth <= 100
+        self.fine && self.depth < 100
     }
 }
 
