@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use yiem_core::llm::{ModelEvent, ModelRequest, RetryPolicy};
-use yiem_core::message::{AssistantContent, UserMessage};
+use yiem_core::message::{AssistantMessage, UserMessage};
 
 use common::streams::{Limits, PROVIDERS, Provider};
 use common::{Reply, Server, all_events, assemble};
@@ -300,51 +300,35 @@ fn chunked(pieces: Vec<String>, size: usize) -> Vec<String> {
         .collect()
 }
 
+/// The message `provider`'s client makes of `events` sent in HTTP chunks of 16 KB, read within a minute
+/// (a hang guard, not a measure: see the benches).
+async fn read_in_a_minute(provider: Provider, events: Vec<String>) -> AssistantMessage {
+    let server = Server::start(vec![Reply::Sse(chunked(events, 16 << 10))]).await;
+    let model = provider.model(&server, Limits::default());
+    let events = tokio::time::timeout(
+        Duration::from_secs(60),
+        futures::StreamExt::collect::<Vec<_>>(
+            model.stream(request(), yiem_core::exec::CancellationToken::new()),
+        ),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("{provider:?}: the reply was not read in a minute"));
+    assert!(is_done(&events), "{provider:?}");
+    assemble(&events)
+}
+
 #[tokio::test]
 async fn a_delta_of_sixteen_megabytes_in_small_chunks_is_read_in_linear_time() {
     // Read quadratically (each chunk re-reading the pending line), this took minutes; linearly, a
-    // second or two in a debug build. The minute is a hang guard, not a measure (see the benches).
+    // second or two in a debug build.
     for provider in PROVIDERS {
         let text = "abcdefgh".repeat(2 << 20);
-        let replies = vec![Reply::Sse(chunked(provider.text(&text), 16 << 10))];
-        let server = Server::start(replies).await;
-        let model = provider.model(&server, Limits::default());
-        let events = tokio::time::timeout(
-            Duration::from_secs(60),
-            futures::StreamExt::collect::<Vec<_>>(
-                model.stream(request(), yiem_core::exec::CancellationToken::new()),
-            ),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{provider:?}: a 16 MB delta was not read in a minute"));
-        let message = assemble(&events);
-        assert!(is_done(&events), "{provider:?}");
+        let message = read_in_a_minute(provider, provider.text(&text)).await;
         assert_eq!(message.text_content().len(), text.len(), "{provider:?}");
 
         let arguments = format!(r#"{{"city":"{}"}}"#, "t".repeat(8 << 20));
-        let replies = vec![Reply::Sse(chunked(
-            provider.tool_call(&[&arguments]),
-            16 << 10,
-        ))];
-        let server = Server::start(replies).await;
-        let model = provider.model(&server, Limits::default());
-        let events = tokio::time::timeout(
-            Duration::from_secs(60),
-            futures::StreamExt::collect::<Vec<_>>(
-                model.stream(request(), yiem_core::exec::CancellationToken::new()),
-            ),
-        )
-        .await
-        .unwrap_or_else(|_| panic!("{provider:?}: 8 MB of arguments were not read in a minute"));
-        let message = assemble(&events);
-        let calls: Vec<_> = message
-            .content
-            .iter()
-            .filter_map(|c| match c {
-                AssistantContent::ToolCall(call) => Some(call),
-                _ => None,
-            })
-            .collect();
+        let message = read_in_a_minute(provider, provider.tool_call(&[&arguments])).await;
+        let calls: Vec<_> = message.tool_calls().collect();
         assert_eq!(calls.len(), 1, "{provider:?}");
         assert_eq!(calls[0].arguments["city"].as_str().unwrap().len(), 8 << 20);
     }
