@@ -34,35 +34,62 @@ fn reply(provider: &str, text: &str, call: bool) -> String {
     let arguments = json!({ "city": text }).to_string();
     let events = match (provider, call) {
         ("openai", false) => vec![
-            data(json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]})),
+            data(
+                json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}),
+            ),
             data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
             "data: [DONE]\n\n".into(),
         ],
         ("openai", true) => vec![
-            data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",
-                "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}, "finish_reason": null}]})),
-            data(json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
-                "function": {"arguments": arguments}}]}, "finish_reason": null}]})),
+            data(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c1",
+                "type": "function", "function": {"name": "get_weather", "arguments": ""}}]}, "finish_reason": null}]}),
+            ),
+            data(
+                json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0,
+                "function": {"arguments": arguments}}]}, "finish_reason": null}]}),
+            ),
             data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})),
             "data: [DONE]\n\n".into(),
         ],
         ("responses", false) => vec![
-            named("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 0,
-                "item": {"type": "message", "id": "m1", "role": "assistant", "content": []}})),
-            named("response.output_text.delta", json!({"type": "response.output_text.delta", "item_id": "m1",
-                "output_index": 0, "content_index": 0, "delta": text})),
-            named("response.completed", json!({"type": "response.completed", "response": {"id": "r1",
-                "status": "completed", "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}}})),
+            named(
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0,
+                "item": {"type": "message", "id": "m1", "role": "assistant", "content": []}}),
+            ),
+            named(
+                "response.output_text.delta",
+                json!({"type": "response.output_text.delta", "item_id": "m1",
+                "output_index": 0, "content_index": 0, "delta": text}),
+            ),
+            named(
+                "response.completed",
+                json!({"type": "response.completed", "response": {"id": "r1",
+                "status": "completed", "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ),
         ],
         ("responses", true) => vec![
-            named("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 0,
-                "item": {"type": "function_call", "id": "f1", "call_id": "c1", "name": "get_weather", "arguments": ""}})),
-            named("response.function_call_arguments.delta", json!({"type": "response.function_call_arguments.delta",
-                "item_id": "f1", "output_index": 0, "delta": arguments})),
-            named("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0,
-                "item": {"type": "function_call", "id": "f1", "call_id": "c1", "name": "get_weather", "arguments": arguments}})),
-            named("response.completed", json!({"type": "response.completed", "response": {"id": "r1",
-                "status": "completed", "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}}})),
+            named(
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0,
+                "item": {"type": "function_call", "id": "f1", "call_id": "c1", "name": "get_weather", "arguments": ""}}),
+            ),
+            named(
+                "response.function_call_arguments.delta",
+                json!({"type": "response.function_call_arguments.delta",
+                "item_id": "f1", "output_index": 0, "delta": arguments}),
+            ),
+            named(
+                "response.output_item.done",
+                json!({"type": "response.output_item.done", "output_index": 0,
+                "item": {"type": "function_call", "id": "f1", "call_id": "c1", "name": "get_weather", "arguments": arguments}}),
+            ),
+            named(
+                "response.completed",
+                json!({"type": "response.completed", "response": {"id": "r1",
+                "status": "completed", "output": [], "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+            ),
         ],
         ("anthropic", call) => {
             let (block, delta, stop) = if call {
@@ -79,13 +106,28 @@ fn reply(provider: &str, text: &str, call: bool) -> String {
                 )
             };
             vec![
-                named("message_start", json!({"type": "message_start", "message": {"id": "m1", "type": "message",
-                    "role": "assistant", "content": [], "model": "claude", "usage": {"input_tokens": 1, "output_tokens": 1}}})),
-                named("content_block_start", json!({"type": "content_block_start", "index": 0, "content_block": block})),
-                named("content_block_delta", json!({"type": "content_block_delta", "index": 0, "delta": delta})),
-                named("content_block_stop", json!({"type": "content_block_stop", "index": 0})),
-                named("message_delta", json!({"type": "message_delta", "delta": {"stop_reason": stop},
-                    "usage": {"output_tokens": 1}})),
+                named(
+                    "message_start",
+                    json!({"type": "message_start", "message": {"id": "m1", "type": "message",
+                    "role": "assistant", "content": [], "model": "claude", "usage": {"input_tokens": 1, "output_tokens": 1}}}),
+                ),
+                named(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0, "content_block": block}),
+                ),
+                named(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": 0, "delta": delta}),
+                ),
+                named(
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ),
+                named(
+                    "message_delta",
+                    json!({"type": "message_delta", "delta": {"stop_reason": stop},
+                    "usage": {"output_tokens": 1}}),
+                ),
                 named("message_stop", json!({"type": "message_stop"})),
             ]
         }
@@ -95,8 +137,10 @@ fn reply(provider: &str, text: &str, call: bool) -> String {
             } else {
                 json!({"text": text})
             };
-            vec![data(json!({"candidates": [{"content": {"role": "model", "parts": [part]},
-                "finishReason": "STOP", "index": 0}]}))]
+            vec![data(
+                json!({"candidates": [{"content": {"role": "model", "parts": [part]},
+                "finishReason": "STOP", "index": 0}]}),
+            )]
         }
         _ => unreachable!(),
     };
@@ -122,7 +166,9 @@ async fn serve(response: Arc<String>) -> String {
                 let mut read = Vec::new();
                 let mut piece = [0u8; 8192];
                 loop {
-                    let Ok(n) = socket.read(&mut piece).await else { return };
+                    let Ok(n) = socket.read(&mut piece).await else {
+                        return;
+                    };
                     if n == 0 {
                         return;
                     }
@@ -192,10 +238,11 @@ fn provider_streams(c: &mut Criterion) {
                 let model = model(provider, &root);
                 group.bench_function(BenchmarkId::new(kind, label), |b| {
                     b.to_async(&runtime).iter(|| async {
-                        let request =
-                            ModelRequest::new("", vec![UserMessage::text("hi").into()]);
-                        let events: Vec<ModelEvent> =
-                            model.stream(request, CancellationToken::new()).collect().await;
+                        let request = ModelRequest::new("", vec![UserMessage::text("hi").into()]);
+                        let events: Vec<ModelEvent> = model
+                            .stream(request, CancellationToken::new())
+                            .collect()
+                            .await;
                         assert!(
                             matches!(events.last(), Some(ModelEvent::Done { .. })),
                             "{provider} {kind} {label}: {:?}",
