@@ -547,9 +547,12 @@ async fn deep_recursion_is_a_range_error_not_a_crash() {
 async fn a_million_tool_calls_stop_at_the_call_limit() {
     let result = run("for (let i = 0; i < 1e6; i++) tools.lookup({ id: i });").await;
     assert!(result.is_error);
+    // The 1000 calls it started never ran: the program stopped before waiting for any.
     assert_eq!(
         text(&result),
-        "the program stopped: the program exceeded its limit on tool calls (1000); make fewer calls per program"
+        "the program stopped: the program exceeded its limit on tool calls (1000); make fewer calls per program\n\
+         1000 tool call(s) the program started were cancelled, since it stopped before they ran: `lookup`, \
+         `lookup`, `lookup`, `lookup`, `lookup`, `lookup`, `lookup`, `lookup`, `lookup`, `lookup` and 990 more"
     );
 }
 

@@ -953,8 +953,8 @@ async fn a_retry_after_longer_than_the_max_delay_is_not_waited_for() {
         vec![
             start(),
             ModelEvent::Error(format!(
-                "{} failed: HTTP 429 Too Many Requests: Rate limit reached for gpt-test (the server asked \
-                 to retry after 120 s, more than the 10 ms allowed)",
+                "{} failed: HTTP 429 Too Many Requests: Rate limit reached for gpt-test (not retried: the \
+                 server asked to retry after 120 s, more than the 10 ms allowed)",
                 server.endpoint()
             )),
         ]

@@ -28,7 +28,12 @@
 //! comments from the descriptions, results typed from the output schema where there is one):
 //! `await tools.get_weather({city: "Tokyo"})`. A call resolves to the result's structured content, or
 //! else its text; a failed call (an argument error, an unknown tool, a tool error, a denial) rejects with
-//! a `ToolError` whose `message` is the text the model would read. Calls started together
+//! a `ToolError` whose `message` is the text the model would read. Arguments are sent as exactly the JSON
+//! `JSON.stringify` makes of them, or refused with a `ToolError` naming the path of what JSON cannot carry
+//! (nesting past 100 levels, an unpaired surrogate, a cycle, a BigInt, a function, `NaN`, a Promise...),
+//! so a tool never runs with other arguments than the program's. A call the program starts and never
+//! awaits still runs before the program ends (or, if the program stopped first, is named as cancelled in
+//! its result). Calls started together
 //! (`Promise.all([...])`) reach the executor as one batch and run under its rules (concurrently when every
 //! tool is parallel). What `print`/`console.log` write and the value of the program's last expression are
 //! the result of `run_code`.
@@ -127,7 +132,8 @@ pub struct CodeLimits {
     pub max_memory_bytes: usize,
     /// Time the interpreter may run, waiting for tools not counted (default 10 s).
     pub max_time: Duration,
-    /// Bytes the program may print (default 64 KiB).
+    /// Bytes of the program's result (default 64 KiB): printing past it stops the program, and what it
+    /// printed, its value and its error's message are held to it together, the rest cut with a note.
     pub max_output_bytes: usize,
     /// Tool calls the program may make (default 1000).
     pub max_tool_calls: u32,
@@ -556,7 +562,7 @@ impl Runner {
             };
             let requests = match next {
                 FromProgram::Finished(finish) => {
-                    return finished(finish, journal.len())
+                    return finished(finish, journal.len(), self.mode.limits.max_output_bytes)
                         .with_loaded_tools(self.loaded(&journal));
                 }
                 FromProgram::Calls(requests) => requests,
@@ -774,22 +780,33 @@ fn paused(pause: ProgramPause) -> AgentToolResult {
     AgentToolResult::error(text).with_details(details)
 }
 
-fn finished(finish: sandbox::Finish, calls: usize) -> AgentToolResult {
-    let mut text = finish.output;
+/// `run_code`'s result: what the program printed, then its value or its error. The program's own texts
+/// (printed output, the value, the thrown error's message) are held together to `limit` bytes, the rest
+/// cut with a note; calls it started that never ran are named as cancelled.
+fn finished(finish: sandbox::Finish, calls: usize, limit: usize) -> AgentToolResult {
+    let sandbox::Finish {
+        output: mut text,
+        outcome,
+        cancelled,
+    } = finish;
     let details = json!({ "code_mode": { "calls": calls } });
-    match finish.outcome {
+    let result = match outcome {
         Ok(value) => {
             if let Some(value) = value {
                 text.push_str(&value);
             }
+            text = cut(text, limit);
             if text.is_empty() {
                 text = "the program printed nothing".into();
             }
-            AgentToolResult::text(text).with_details(details)
+            AgentToolResult::text(text)
         }
         Err(error) => {
+            let room = limit.saturating_sub(text.len());
             let message = match error {
-                ProgramError::Threw(message) => format!("the program failed: {message}"),
+                ProgramError::Threw(message) => {
+                    format!("the program failed: {}", cut(message, room))
+                }
                 ProgramError::Limit(limit) => format!("the program stopped: {limit}"),
                 ProgramError::Stuck => "the program stopped: it waits on a promise that nothing \
                                         settles (await only the promises of tool calls)"
@@ -801,7 +818,51 @@ fn finished(finish: sandbox::Finish, calls: usize) -> AgentToolResult {
                 text.push('\n');
             }
             text.push_str(&message);
-            AgentToolResult::error(text).with_details(details)
+            if !cancelled.is_empty() {
+                text.push_str(&cancelled_calls(&cancelled));
+            }
+            AgentToolResult::error(text)
         }
+    };
+    result.with_details(details)
+}
+
+/// `text` cut to at most `limit` bytes (at a character boundary), with a note saying how much was left
+/// out.
+fn cut(mut text: String, limit: usize) -> String {
+    if text.len() <= limit {
+        return text;
     }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let left_out = text.len() - end;
+    text.truncate(end);
+    text.push_str(&format!(
+        "… ({left_out} more bytes left out: what a program prints, returns and throws is held to \
+         {limit} bytes together)"
+    ));
+    text
+}
+
+/// The note naming the calls a program started that never ran, because it stopped first.
+fn cancelled_calls(tools: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let names: Vec<String> = tools
+        .iter()
+        .take(SHOWN)
+        .map(|tool| format!("`{}`", tool.chars().take(64).collect::<String>()))
+        .collect();
+    let more = tools.len().saturating_sub(SHOWN);
+    let more = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "\n{} tool call(s) the program started were cancelled, since it stopped before they ran: {}{more}",
+        tools.len(),
+        names.join(", ")
+    )
 }

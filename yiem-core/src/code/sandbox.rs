@@ -62,6 +62,8 @@ pub(super) enum FromProgram {
 pub(super) struct Finish {
     pub(super) output: String,
     pub(super) outcome: Result<Option<String>, ProgramError>,
+    /// The tools of the calls the program started that never ran (it stopped first), in call order.
+    pub(super) cancelled: Vec<String>,
 }
 
 /// Why a program failed.
@@ -118,6 +120,7 @@ impl Program {
                 outcome: Err(ProgramError::Internal(
                     "the interpreter thread ended without a result".into(),
                 )),
+                cancelled: Vec::new(),
             }),
         }
     }
@@ -292,8 +295,49 @@ const PRELUDE: &str = r#"(function (request, write) {
     constructor(tool, message) { super(message); this.name = "ToolError"; this.tool = tool; }
   }
   const pending = new Map();
+  // A program's arguments become JSON exactly, or the call is refused naming what cannot: the JSON is
+  // what JSON.stringify makes, and a value it would drop, change or choke on is refused first.
+  const MAX_DEPTH = 100;
+  const lone = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+  const step = (key, inArray) =>
+    inArray ? `[${key}]` : /^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`;
+  const kinds = [[Promise, "a Promise (await it first)"], [Map, "a Map (use Object.fromEntries)"],
+    [Set, "a Set (use an array)"], [Error, "an Error (send its message)"]];
+  const toJson = (tool, args) => {
+    const seen = new Map();
+    const refuse = (at, what) => {
+      throw new ToolError(tool, `the arguments cannot be sent as JSON: ${at} is ${what}; send only ` +
+        "plain objects, arrays, strings, finite numbers, booleans and null");
+    };
+    return JSON.stringify(args, function (key, value) {
+      const holder = seen.get(this);
+      const at = holder === undefined ? "args" : holder.at + step(key, Array.isArray(this));
+      if (holder !== undefined && lone.test(key)) refuse(at, "under a key with an unpaired surrogate");
+      switch (typeof value) {
+        case "function": refuse(at, "a function");
+        case "symbol": refuse(at, "a symbol");
+        case "bigint": refuse(at, "a BigInt (send it as a string or a number)");
+        case "number": if (!Number.isFinite(value)) refuse(at, `${value}, not a JSON number`); break;
+        case "string": if (lone.test(value)) refuse(at, "a string with an unpaired surrogate"); break;
+        case "object": {
+          if (value === null) break;
+          for (const [kind, what] of kinds) if (value instanceof kind) refuse(at, what);
+          if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) refuse(at, "binary data (use an array)");
+          if (seen.has(value)) {
+            for (let h = this; h !== undefined; h = seen.get(h)?.parent) {
+              if (h === value) refuse(at, "a cycle (it contains itself)");
+            }
+          }
+          const depth = (holder?.depth ?? 0) + 1;
+          if (depth > MAX_DEPTH) refuse(at, `nested deeper than ${MAX_DEPTH} levels`);
+          seen.set(value, { at, depth, parent: this });
+        }
+      }
+      return value;
+    });
+  };
   const call = (tool, args) => new Promise((resolve, reject) => {
-    const id = request(tool, JSON.stringify(args === undefined ? {} : args));
+    const id = request(tool, toJson(tool, args === undefined ? {} : args));
     pending.set(id, { tool, resolve, reject });
   });
   const text = (v) => typeof v === "string" ? v : (v === undefined ? "undefined" : JSON.stringify(v));
@@ -340,7 +384,12 @@ fn run(
     });
     let outcome = interpret(source, &host, budget, to_host, from_host);
     let output = host.output.take();
-    Finish { output, outcome }
+    let cancelled = host.requests.take().into_iter().map(|r| r.tool).collect();
+    Finish {
+        output,
+        outcome,
+        cancelled,
+    }
 }
 
 fn interpret(
@@ -386,7 +435,10 @@ fn interpret(
             if host.cancel.load(Ordering::Relaxed) {
                 return Err(ProgramError::Cancelled);
             }
+            // Calls the program started are run to their results before it ends, awaited or not.
+            let requests = host.requests.take();
             match promise.state() {
+                _ if !requests.is_empty() => {}
                 rquickjs::promise::PromiseState::Resolved => {
                     // A script evaluated for top-level await resolves to `{ value }`.
                     let value: Value = promise
@@ -409,11 +461,7 @@ fn interpret(
                     };
                     return Err(limit_or(host, ProgramError::Threw(error)));
                 }
-                rquickjs::promise::PromiseState::Pending => {}
-            }
-            let requests = host.requests.take();
-            if requests.is_empty() {
-                return Err(ProgramError::Stuck);
+                rquickjs::promise::PromiseState::Pending => return Err(ProgramError::Stuck),
             }
             host.stop_clock();
             if to_host.send(FromProgram::Calls(requests)).is_err() {
@@ -459,8 +507,15 @@ fn install<'js>(
                 calls.budget.trip(limit);
                 return Err(Exception::throw_range(&ctx, &message));
             }
+            // The prelude refused what JSON cannot carry; anything it let through and serde_json cannot
+            // read is refused here, never replaced.
+            let arguments = serde_json::from_str(&arguments).map_err(|e| {
+                Exception::throw_type(
+                    &ctx,
+                    &format!("the arguments of tools.{tool} cannot be sent as JSON: {e}"),
+                )
+            })?;
             calls.calls.set(index + 1);
-            let arguments = serde_json::from_str(&arguments).unwrap_or(Json::Null);
             calls.requests.borrow_mut().push(Request {
                 index,
                 tool,

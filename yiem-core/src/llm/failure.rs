@@ -5,15 +5,17 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-/// The error message in a response body.
+/// The error message in a response body (which may be cut short).
 pub(crate) fn server_message(body: &[u8]) -> String {
     let text = String::from_utf8_lossy(body);
     let text = text.trim();
     if text.is_empty() {
         return "(empty response body)".into();
     }
+    // A body cut at the read limit is JSON cut short: its message is read as far as it goes.
     serde_json::from_str::<Value>(text)
         .ok()
+        .or_else(|| super::partial::partial_arguments(text))
         .and_then(|value| error_text(&value))
         .unwrap_or_else(|| preview(text))
 }
@@ -45,6 +47,29 @@ pub(crate) fn preview(text: &str) -> String {
     const MAX: usize = 300;
     match text.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// `text` with every one of `secrets` replaced by `<redacted>`.
+pub(crate) fn redacted(text: &str, secrets: &[&str]) -> String {
+    let mut text = text.to_owned();
+    for secret in secrets.iter().filter(|s| !s.is_empty()) {
+        if text.contains(secret) {
+            text = text.replace(secret, "<redacted>");
+        }
+    }
+    text
+}
+
+/// `text` cut to at most `max` characters, with a note saying how much was left out.
+pub(crate) fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!(
+            "{}… ({} more bytes left out)",
+            &text[..cut],
+            text.len() - cut
+        ),
         None => text.to_owned(),
     }
 }
@@ -135,6 +160,16 @@ mod tests {
         assert_eq!(server_message(b"upstream down\n"), "upstream down");
         assert_eq!(server_message(b"  "), "(empty response body)");
         assert_eq!(preview(&"x".repeat(400)).chars().count(), 301);
+    }
+
+    #[test]
+    fn texts_are_bounded_and_secrets_redacted() {
+        assert_eq!(bounded("héllo", 10), "héllo");
+        assert_eq!(bounded("héllo", 2), "hé… (3 more bytes left out)");
+        assert_eq!(
+            redacted("Authorization: Bearer sk-1 and sk-1", &["sk-1", ""]),
+            "Authorization: Bearer <redacted> and <redacted>"
+        );
     }
 
     #[test]

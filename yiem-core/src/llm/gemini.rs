@@ -60,6 +60,12 @@ pub struct GeminiConfig {
     pub response_timeout: Duration,
     /// The longest silence between two pieces of the stream (default 300 s).
     pub idle_timeout: Duration,
+    /// The longest time to read one whole reply, from its response headers to its end (default 30
+    /// minutes).
+    pub reply_timeout: Duration,
+    /// The largest event of a stream, or body of a server that does not stream, in bytes (default
+    /// 64 MiB).
+    pub max_event_bytes: usize,
 }
 
 impl fmt::Debug for GeminiConfig {
@@ -92,6 +98,8 @@ impl GeminiConfig {
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(300),
+            reply_timeout: transport::DEFAULT_REPLY_TIMEOUT,
+            max_event_bytes: transport::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 

@@ -38,6 +38,8 @@ mod sampler;
 mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod select;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+mod sse;
 mod tool_choice;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod transport;

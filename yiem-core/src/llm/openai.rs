@@ -96,6 +96,12 @@ pub struct OpenAiConfig {
     pub response_timeout: Duration,
     /// The longest silence between two pieces of a streaming body (default 300 s).
     pub idle_timeout: Duration,
+    /// The longest time to read one whole reply, from its response headers to its end (default 30
+    /// minutes).
+    pub reply_timeout: Duration,
+    /// The largest event of a stream, or body of a server that does not stream, in bytes (default
+    /// 64 MiB).
+    pub max_event_bytes: usize,
 }
 
 impl fmt::Debug for OpenAiConfig {
@@ -111,6 +117,8 @@ impl fmt::Debug for OpenAiConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("response_timeout", &self.response_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("reply_timeout", &self.reply_timeout)
+            .field("max_event_bytes", &self.max_event_bytes)
             .finish()
     }
 }
@@ -131,6 +139,8 @@ impl OpenAiConfig {
             connect_timeout: Duration::from_secs(30),
             response_timeout: Duration::from_secs(300),
             idle_timeout: Duration::from_secs(300),
+            reply_timeout: transport::DEFAULT_REPLY_TIMEOUT,
+            max_event_bytes: transport::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -189,10 +199,12 @@ impl OpenAiConfig {
 /// | HTTP 429 or 5xx | `HTTP 500 Internal Server Error: <server message> (4 attempts)` | yes |
 /// | a 5xx whose body is a validation error | `HTTP 500 ...: <message> (a validation error of the request: not retried, ...)` | no |
 /// | other HTTP error | `HTTP 401 Unauthorized: <server message>` | no |
-/// | `Retry-After` longer than `max_delay` | `HTTP 429 ...: <message> (the server asked to retry after 120 s, more than the 30 s allowed)` | no |
+/// | `Retry-After` longer than `max_delay` | `HTTP 429 ...: <message> (not retried: the server asked to retry after 120 s, more than the 30 s allowed)` | no |
 /// | no connection | `could not connect: <cause> (4 attempts)` | yes |
 /// | no response headers in time | `no response within 300 s` | no |
 /// | stream silent too long | `no data for 300 s after 12 chunks` | no |
+/// | stream longer than `reply_timeout` | `the reply went on for longer than the 1800 s allowed for a whole reply, after 12 chunks` | no |
+/// | an event larger than `max_event_bytes` | `an event of the stream is larger than the 67108864 bytes allowed, after 12 chunks` | no |
 /// | stream broken by the network | `the stream broke off after 12 chunks: <cause>` | only before its first chunk |
 /// | stream ended without `finish_reason` or `[DONE]` | `the stream ended after 12 chunks before the reply was complete` | only before its first chunk |
 /// | a chunk that is not JSON | `chunk 3 is not JSON (<parse error>): <the chunk>` | no |
@@ -201,7 +213,8 @@ impl OpenAiConfig {
 ///
 /// The server message is `error.message` (OpenAI, vLLM, llama.cpp), `error` as a string (Ollama),
 /// `message` or `detail` from a JSON body, else the body itself (cut at 300 characters). "(N attempts)"
-/// appears only when there was more than one. Cancelling the token ends the stream at once, without an
+/// appears only when there was more than one. The whole text is at most 2 000 characters, with the API key
+/// redacted wherever the server echoed it. Cancelling the token ends the stream at once, without an
 /// `Error`, also while waiting for a retry.
 ///
 /// A reply cut at the output limit ends with `Done { stop_reason: Length, .. }` after its calls'

@@ -1,14 +1,14 @@
 //! [`RetryPolicy`]: when and after how long a failed model request is sent again, shared by every
 //! provider. Retried: HTTP 429, 5xx (Anthropic's 529 "overloaded" included) unless the body is a
 //! validation error, connection failures, and accepted responses that break before their first event.
-//! The server's `retry-after-ms` / `Retry-After` (seconds) replaces the backoff; the jitter comes from
+//! The server's `retry-after-ms` / `Retry-After` (seconds or an HTTP date) replaces the backoff; the jitter comes from
 //! the crate's own random source (no `uuid`).
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 /// How failed requests are retried: HTTP 429 and 5xx answers, connection failures, and accepted responses
 /// that break before their first chunk. The wait before retry `n` (from 1) is `initial_delay * 2^(n-1)`,
-/// capped at `max_delay`, times a random factor between 0.5 and 1 (jitter); a `Retry-After` (seconds) or
+/// capped at `max_delay`, times a random factor between 0.5 and 1 (jitter); a `Retry-After` (seconds or a date) or
 /// `retry-after-ms` header from the server replaces it. A server that asks for a longer wait than
 /// `max_delay` is not retried: the error says what it asked for. Nothing is retried once a response has
 /// started streaming.
@@ -95,21 +95,26 @@ pub(crate) fn is_validation_error(body: &[u8]) -> bool {
     .any(|marker| text.contains(marker))
 }
 
-/// The wait an answer asks for: `retry-after-ms`, or `Retry-After` in seconds (an HTTP date is ignored).
+/// The wait an answer asks for: `retry-after-ms`, or `Retry-After` in seconds or as an HTTP date (a date
+/// already past asks for no wait). Read defensively, since any server may send anything: a number too
+/// large for a `Duration` (`1e300`, `18446744073709551616`, `inf`) is [`Duration::MAX`], which no policy
+/// allows, so the request is not retried; a negative, NaN or unreadable value is ignored (the policy's
+/// own backoff applies).
 pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let number = |name: &str| {
-        headers
-            .get(name)?
-            .to_str()
-            .ok()?
-            .trim()
-            .parse::<f64>()
+    let text = |name: &str| headers.get(name)?.to_str().ok().map(str::trim);
+    let seconds =
+        |n: f64| (n >= 0.0).then(|| Duration::try_from_secs_f64(n).unwrap_or(Duration::MAX));
+    let millis = text("retry-after-ms").and_then(|t| t.parse::<f64>().ok());
+    if let Some(wait) = millis.and_then(|ms| seconds(ms / 1000.0)) {
+        return Some(wait);
+    }
+    let value = text("retry-after")?;
+    match value.parse::<f64>() {
+        Ok(n) => seconds(n),
+        Err(_) => httpdate::parse_http_date(value)
             .ok()
-            .filter(|n| n.is_finite() && *n >= 0.0)
-    };
-    number("retry-after-ms")
-        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-        .or_else(|| number("retry-after").map(Duration::from_secs_f64))
+            .map(|at| at.duration_since(SystemTime::now()).unwrap_or_default()),
+    }
 }
 
 #[cfg(test)]
@@ -128,7 +133,31 @@ mod tests {
             "retry-after",
             "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
         );
+        assert_eq!(retry_after(&date), Some(Duration::ZERO));
+        date.insert("retry-after", "not a date".parse().unwrap());
         assert_eq!(retry_after(&date), None);
+        let future = httpdate::fmt_http_date(SystemTime::now() + Duration::from_secs(3600));
+        date.insert("retry-after", future.parse().unwrap());
+        let wait = retry_after(&date).unwrap();
+        assert!(wait > Duration::from_secs(3500) && wait <= Duration::from_secs(3600));
+    }
+
+    #[test]
+    fn retry_after_values_past_a_duration_or_below_zero_never_panic() {
+        for (name, value, expected) in [
+            ("retry-after", "1e300", Some(Duration::MAX)),
+            ("retry-after", "18446744073709551616", Some(Duration::MAX)),
+            ("retry-after", "inf", Some(Duration::MAX)),
+            ("retry-after-ms", "1e300", Some(Duration::MAX)),
+            ("retry-after", "-1", None),
+            ("retry-after", "NaN", None),
+            ("retry-after-ms", "-5", None),
+            ("retry-after", "0.25", Some(Duration::from_millis(250))),
+        ] {
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert(name, value.parse().unwrap());
+            assert_eq!(retry_after(&headers), expected, "{name}: {value}");
+        }
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The HTTP transport every provider shares: one `POST` of a JSON body (with the provider's headers),
 //! retried as the [`RetryPolicy`] allows, its answer read as server-sent events (or one JSON body from a
 //! server that does not stream) with an idle limit, and each event handed to the provider's
-//! [`StreamParser`], which alone knows the wire format. Every failure becomes one [`ModelEvent::Error`]
-//! whose text starts with `POST <url> failed: `; cancelling ends the stream at once. While a tool call's
+//! [`StreamParser`], which alone knows the wire format. Events are read in time linear in what arrives
+//! ([`super::sse`]), each at most `max_event_bytes`, and the whole reply within `reply_timeout`. Every
+//! failure becomes one [`ModelEvent::Error`] whose text starts with `POST <url> failed: `, at most
+//! [`MAX_ERROR_CHARS`] long, with the request's credentials redacted wherever the server echoed them;
+//! cancelling ends the stream at once. While a tool call's
 //! arguments stream in, the transport follows a [`ModelEvent::ToolCallDelta`] with a
 //! [`ModelEvent::ToolCallArguments`] holding what is complete so far (see [`partial_arguments`]), so
 //! every provider gets them the same way: after every delta while the text is short (up to
@@ -11,19 +14,20 @@
 //! time to follow (a 256 KB `write` in 4-byte deltas once re-parsed its whole text 65 536 times).
 
 use std::collections::{HashMap, VecDeque};
-use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use eventsource_stream::{Event, EventStreamError, Eventsource};
 use futures::{Stream, StreamExt, stream};
 use tokio_util::sync::CancellationToken;
 
 use super::config::ConfigError;
-use super::failure::{attempts, chunk_count, error_chain, root_cause, seconds, server_message};
+use super::failure::{
+    attempts, bounded, chunk_count, error_chain, redacted, root_cause, seconds, server_message,
+};
 use super::partial::partial_arguments;
 use super::retry::{RetryPolicy, is_retryable, is_validation_error, retry_after};
+use super::sse::{SseError, SseEvent, SseReader};
 use super::{ModelEvent, ModelStream};
 
 /// A provider's wire format, as the transport sees it: it turns server-sent events (or one whole JSON
@@ -71,7 +75,21 @@ pub(crate) struct Settings {
     pub retry: RetryPolicy,
     pub response_timeout: Duration,
     pub idle_timeout: Duration,
+    pub reply_timeout: Duration,
+    pub max_event_bytes: usize,
 }
+
+/// The default longest time to read one whole reply, from its response headers to its end: 30 minutes.
+pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// The default largest event of a stream (or body of a server that does not stream): 64 MiB.
+pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 64 << 20;
+
+/// The longest error text a request ends with, in characters; the rest is left out with a note.
+pub(crate) const MAX_ERROR_CHARS: usize = 2000;
+
+/// How much of an error body is read: enough for any message (and the validation-error check), no more.
+const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// A `reqwest` client (rustls) with `connect_timeout`.
 pub(crate) fn client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
@@ -130,12 +148,29 @@ macro_rules! http_config {
                 self
             }
 
+            /// Sets the longest time to read one whole reply, from its response headers to its end
+            /// (default 30 minutes): a stream that keeps sending (keep-alive comments, say) ends then
+            /// with an error, as a silent one does after the idle timeout.
+            pub fn with_reply_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.reply_timeout = timeout;
+                self
+            }
+
+            /// Sets the largest event a stream may send, in bytes (default 64 MiB; also the largest
+            /// body of a server that does not stream): a larger one ends the reply with an error.
+            pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
+                self.max_event_bytes = bytes;
+                self
+            }
+
             /// What the transport needs of this configuration.
             fn settings(&self) -> $crate::llm::transport::Settings {
                 $crate::llm::transport::Settings {
                     retry: self.retry,
                     response_timeout: self.response_timeout,
                     idle_timeout: self.idle_timeout,
+                    reply_timeout: self.reply_timeout,
+                    max_event_bytes: self.max_event_bytes,
                 }
             }
         }
@@ -152,6 +187,31 @@ pub(crate) struct Request {
     pub settings: Settings,
     /// The model name, for `Start`.
     pub model: String,
+}
+
+impl Request {
+    /// The credentials the request carries, as a server might echo them: the value of every header
+    /// named like one (`authorization`, `x-api-key`, `x-goog-api-key`, any `*key*`, `*token*`,
+    /// `*secret*`), without an auth scheme (`Bearer `). Values under 4 characters are no credential
+    /// worth hiding and would garble every text.
+    fn credentials(&self) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(name, _)| {
+                let name = name.to_ascii_lowercase();
+                name.contains("authorization")
+                    || ["key", "token", "secret"].iter().any(|w| name.contains(w))
+            })
+            .map(|(_, value)| {
+                let value = value.trim();
+                match value.split_once(' ') {
+                    Some((scheme, rest)) if !scheme.is_empty() && !rest.contains(' ') => rest,
+                    _ => value,
+                }
+            })
+            .filter(|value| value.chars().count() >= 4)
+            .collect()
+    }
 }
 
 /// The stream of `request`'s reply, read with `parser`.
@@ -218,21 +278,17 @@ enum Phase {
     Finished,
 }
 
-type SseStream = Pin<Box<dyn Stream<Item = Result<Event, EventStreamError<BodyError>>> + Send>>;
+type SseStream = Pin<Box<dyn Stream<Item = Result<SseEvent, BodyError>> + Send>>;
 
 /// Why the body stream stopped early.
 enum BodyError {
+    /// Nothing arrived for this long.
     Idle(Duration),
+    /// The whole reply took longer than this.
+    Reply(Duration),
+    /// The bytes are no event stream, or an event is too large.
+    Event(SseError),
     Transport(reqwest::Error),
-}
-
-impl fmt::Display for BodyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            BodyError::Idle(idle) => write!(f, "no data for {}", seconds(*idle)),
-            BodyError::Transport(error) => f.write_str(&root_cause(error)),
-        }
-    }
 }
 
 /// How connecting ended.
@@ -337,11 +393,13 @@ impl Run {
         self.phase = Phase::Finished;
     }
 
+    /// Ends the stream with `text`, the request named, its credentials redacted, bounded: the one way
+    /// a failure (and any text a server sent with it) leaves the transport.
     fn fail(&mut self, text: String) {
-        self.queue.push_back(ModelEvent::Error(format!(
-            "POST {} failed: {text}",
-            self.request.url
-        )));
+        let text = format!("POST {} failed: {text}", self.request.url);
+        let text = redacted(&text, &self.request.credentials());
+        self.queue
+            .push_back(ModelEvent::Error(bounded(&text, MAX_ERROR_CHARS)));
         self.phase = Phase::Finished;
     }
 
@@ -381,8 +439,13 @@ impl Run {
                 Ok(Ok(response)) => {
                     let status = response.status();
                     let asked = retry_after(response.headers());
-                    let Some(body) =
-                        read_body(response, &self.cancel, settings.response_timeout).await
+                    let Some((body, _)) = read_body(
+                        response,
+                        &self.cancel,
+                        settings.response_timeout,
+                        MAX_ERROR_BODY_BYTES,
+                    )
+                    .await
                     else {
                         return Connected::Cancelled;
                     };
@@ -401,9 +464,13 @@ impl Run {
                             );
                         }
                         if let Some(asked) = asked.filter(|d| retryable && *d > policy.max_delay) {
+                            let asked = if asked == Duration::MAX {
+                                "longer than any wait can be".to_owned()
+                            } else {
+                                format!("after {}", seconds(asked))
+                            };
                             text.push_str(&format!(
-                                " (the server asked to retry after {}, more than the {} allowed)",
-                                seconds(asked),
+                                " (not retried: the server asked to retry {asked}, more than the {} allowed)",
                                 seconds(policy.max_delay)
                             ));
                         }
@@ -444,20 +511,21 @@ impl Run {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|value| value.to_str().ok())
             .is_some_and(|value| value.trim_start().starts_with("application/json"));
+        let settings = &self.request.settings;
         if !is_json {
-            self.phase =
-                Phase::Streaming(event_stream(response, self.request.settings.idle_timeout));
+            self.phase = Phase::Streaming(event_stream(response, settings));
             return;
         }
-        let Some(body) = read_body(
-            response,
-            &self.cancel,
-            self.request.settings.response_timeout,
-        )
-        .await
+        let limit = settings.max_event_bytes;
+        let Some((body, cut)) =
+            read_body(response, &self.cancel, settings.response_timeout, limit).await
         else {
             return;
         };
+        if cut {
+            self.fail(format!("the body is larger than the {limit} bytes allowed"));
+            return;
+        }
         let text = String::from_utf8_lossy(&body).into_owned();
         match self.parser.body(&text) {
             Ok(events) => {
@@ -471,7 +539,7 @@ impl Run {
     }
 
     /// Handles the next item of the event stream.
-    fn read(&mut self, next: Option<Result<Event, EventStreamError<BodyError>>>) -> Flow {
+    fn read(&mut self, next: Option<Result<SseEvent, BodyError>>) -> Flow {
         let chunks = self.parser.chunks();
         let read = chunk_count(chunks);
         // A response that breaks before its first chunk streamed nothing yet: it may be sent again.
@@ -497,21 +565,28 @@ impl Run {
             }
             Some(Err(error)) => {
                 let text = match error {
-                    EventStreamError::Transport(BodyError::Idle(idle)) => {
+                    BodyError::Idle(idle) => {
                         format!("no data for {} after {read}", seconds(idle))
                     }
-                    EventStreamError::Transport(error) if may_retry => {
-                        tracing::debug!(%error, "the response broke before its first chunk");
+                    BodyError::Reply(whole) => format!(
+                        "the reply went on for longer than the {} allowed for a whole reply, after {read}",
+                        seconds(whole)
+                    ),
+                    BodyError::Event(SseError::TooLarge(limit)) => format!(
+                        "an event of the stream is larger than the {limit} bytes allowed, after {read}"
+                    ),
+                    BodyError::Event(SseError::NotUtf8) => {
+                        format!("the stream is not UTF-8 after {read}")
+                    }
+                    BodyError::Transport(error) if may_retry => {
+                        tracing::debug!(error = %root_cause(&error), "the response broke before its first chunk");
                         return Flow::Reconnect(backoff);
                     }
-                    EventStreamError::Transport(error) => {
-                        format!("the stream broke off after {read}: {error}{tries}")
-                    }
-                    EventStreamError::Utf8(error) => {
-                        format!("the stream is not UTF-8 after {read}: {error}")
-                    }
-                    EventStreamError::Parser(error) => {
-                        format!("the stream is not a valid event stream after {read}: {error}")
+                    BodyError::Transport(error) => {
+                        format!(
+                            "the stream broke off after {read}: {}{tries}",
+                            root_cause(&error)
+                        )
                     }
                 };
                 if self.parser.complete() {
@@ -557,32 +632,75 @@ impl Run {
     }
 }
 
-/// A whole (error or non-streaming) body; `None` when cancelled. A body that cannot be read counts as
-/// empty.
+/// A whole (error or non-streaming) body, read up to `limit` bytes, and whether it went on past them;
+/// `None` when cancelled. A body that cannot be read in `timeout` counts as empty.
 async fn read_body(
-    response: reqwest::Response,
+    mut response: reqwest::Response,
     cancel: &CancellationToken,
     timeout: Duration,
-) -> Option<Vec<u8>> {
+    limit: usize,
+) -> Option<(Vec<u8>, bool)> {
+    let read = async {
+        let mut body = Vec::new();
+        while let Ok(Some(piece)) = response.chunk().await {
+            if body.len() + piece.len() > limit {
+                body.extend_from_slice(&piece[..limit - body.len()]);
+                return (body, true);
+            }
+            body.extend_from_slice(&piece);
+        }
+        (body, false)
+    };
     tokio::select! {
         () = cancel.cancelled() => None,
-        body = tokio::time::timeout(timeout, response.bytes()) => {
-            Some(body.ok().and_then(Result::ok).map(|b| b.to_vec()).unwrap_or_default())
-        }
+        body = tokio::time::timeout(timeout, read) => Some(body.unwrap_or_default()),
     }
 }
 
-/// The response body as server-sent events, each piece awaited at most `idle`.
-fn event_stream(response: reqwest::Response, idle: Duration) -> SseStream {
-    let bytes = Box::pin(response.bytes_stream());
-    let timed = stream::unfold(Some(bytes), move |state| async move {
-        let mut bytes = state?;
-        match tokio::time::timeout(idle, bytes.next()).await {
-            Ok(Some(Ok(piece))) => Some((Ok(piece), Some(bytes))),
-            Ok(Some(Err(error))) => Some((Err(BodyError::Transport(error)), None)),
-            Ok(None) => None,
-            Err(_) => Some((Err(BodyError::Idle(idle)), None)),
+/// The response body as server-sent events, each piece awaited at most `idle_timeout` and the whole
+/// body at most `reply_timeout`.
+fn event_stream(response: reqwest::Response, settings: &Settings) -> SseStream {
+    struct Body {
+        bytes: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
+        reader: SseReader,
+        ready: VecDeque<SseEvent>,
+        /// What ends the stream once the events before it are out.
+        failed: Option<BodyError>,
+        deadline: tokio::time::Instant,
+    }
+    let (idle, whole) = (settings.idle_timeout, settings.reply_timeout);
+    let body = Body {
+        bytes: Box::pin(response.bytes_stream()),
+        reader: SseReader::new(settings.max_event_bytes),
+        ready: VecDeque::new(),
+        failed: None,
+        deadline: tokio::time::Instant::now() + whole,
+    };
+    Box::pin(stream::unfold(Some(body), move |state| async move {
+        let mut body = state?;
+        loop {
+            if let Some(event) = body.ready.pop_front() {
+                return Some((Ok(event), Some(body)));
+            }
+            if let Some(error) = body.failed.take() {
+                return Some((Err(error), None));
+            }
+            let left = body
+                .deadline
+                .saturating_duration_since(tokio::time::Instant::now());
+            match tokio::time::timeout(idle.min(left), body.bytes.next()).await {
+                Ok(Some(Ok(piece))) => {
+                    if let Err(error) = body.reader.feed(&piece, &mut body.ready) {
+                        body.failed = Some(BodyError::Event(error));
+                    }
+                }
+                Ok(Some(Err(error))) => body.failed = Some(BodyError::Transport(error)),
+                Ok(None) => return None,
+                Err(_) if tokio::time::Instant::now() >= body.deadline => {
+                    body.failed = Some(BodyError::Reply(whole));
+                }
+                Err(_) => body.failed = Some(BodyError::Idle(idle)),
+            }
         }
-    });
-    Box::pin(timed.eventsource())
+    }))
 }

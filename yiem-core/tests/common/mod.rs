@@ -4,6 +4,12 @@
 #![allow(dead_code)]
 
 pub mod sdk;
+#[cfg(all(
+    feature = "openai-responses",
+    feature = "anthropic",
+    feature = "gemini"
+))]
+pub mod streams;
 
 /// Compares `value`, pretty-printed, with the golden file `tests/golden/<name>`; `YIEM_BLESS=1` rewrites
 /// the file first.
@@ -86,6 +92,9 @@ pub enum Reply {
     SseCut(Vec<String>),
     /// 200 `text/event-stream`, chunked: the pieces, then silence with the connection held open.
     SseStall(Vec<String>),
+    /// 200 `text/event-stream`, chunked: the pieces, then `keep` again and again (a keep-alive
+    /// comment, say), each 5 ms after the last, until the client hangs up.
+    SseForever(Vec<String>, String),
     /// No answer at all; the connection is held open.
     Silence,
     /// Any status with extra headers and a body.
@@ -209,6 +218,16 @@ async fn serve(
                 write_chunk(&mut socket, &piece).await;
             }
             tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+        Reply::SseForever(pieces, keep) => {
+            write(&mut socket, &sse_head(true)).await;
+            for piece in pieces {
+                write_chunk(&mut socket, &piece).await;
+            }
+            let chunk = format!("{:x}\r\n{keep}\r\n", keep.len());
+            while socket.write_all(chunk.as_bytes()).await.is_ok() && socket.flush().await.is_ok() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
         Reply::Silence => tokio::time::sleep(Duration::from_secs(3600)).await,
         Reply::Status {
