@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Recall@1, @5 and @10 of `yiem tools search` over the BFCL catalog: tuned vs plain BM25, and (with
---embed-command) tuned BM25 mixed with a sentence-embedding model (the hybrid ranking).
+--model or --embed-command) tuned BM25 mixed with a sentence-embedding model (the hybrid ranking).
 
     cargo build --release -p yiem-tools --bin yiem
     python3 benches/tool-search/recall.py target/release/yiem
     # with the embedding model (once: npm ci in benches/tool-search/embedder)
     python3 benches/tool-search/recall.py target/release/yiem \
         --embed-command "node benches/tool-search/embedder/embed.js"
+    # with all-MiniLM-L6-v2 in process (yiem built with --features embeddings; the model folder as
+    # yiem-core/tests/model/mod.rs installs it, or see `catalog::SentenceEmbedder`)
+    cargo build --release -p yiem-tools --features embeddings --bin yiem
+    python3 benches/tool-search/recall.py target/release/yiem --model target/python-minilm/all-MiniLM-L6-v2
 
 Each query of queries.jsonl (whitespace folded to single spaces) goes to
 `yiem tools search --catalog catalog.json --json -k 10 --ranker R` on stdin; a query counts as found at k
@@ -33,11 +37,11 @@ def queries():
     return out
 
 
-def ranks(yiem, ranker, texts, embed_command=None):
+def ranks(yiem, ranker, texts, embed=None):
     command = [yiem, "tools", "search", "--catalog", str(HERE / "catalog.json"), "--json", "-k", "10",
                "--ranker", ranker]
-    if embed_command:
-        command += ["--embed-command", embed_command]
+    if embed:
+        command += embed
     done = subprocess.run(command, input="\n".join(texts) + "\n", stdout=subprocess.PIPE, text=True,
                           check=True)
     lines = [json.loads(line) for line in done.stdout.splitlines()]
@@ -51,6 +55,7 @@ def main():
     arguments = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     arguments.add_argument("yiem", nargs="?", default="target/release/yiem")
     arguments.add_argument("--embed-command", help="also rank with this embedder (the hybrid row)")
+    arguments.add_argument("--model", help="also rank with the sentence-transformers model in this folder")
     arguments = arguments.parse_args()
     yiem = arguments.yiem
     asked = queries()
@@ -60,9 +65,11 @@ def main():
     print("|---|---|---|---|---|---|")
     rankings = [("plain", "plain", None), ("tuned", "tuned", None)]
     if arguments.embed_command:
-        rankings.append(("hybrid", "tuned", arguments.embed_command))
-    for label, ranker, embed_command in rankings:
-        found = ranks(yiem, ranker, texts, embed_command)
+        rankings.append(("hybrid", "tuned", ["--embed-command", arguments.embed_command]))
+    if arguments.model:
+        rankings.append(("hybrid (model)", "tuned", ["--model", arguments.model]))
+    for label, ranker, embed in rankings:
+        found = ranks(yiem, ranker, texts, embed)
         by = defaultdict(lambda: [0, 0, 0, 0])
         for (_, tool, category), names in zip(asked, found):
             for key in ("all", category):

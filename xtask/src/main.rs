@@ -4,9 +4,11 @@
 //! bubblewrap, and `yiem chat`'s terminal tests need tmux. On a fresh machine (a Rust toolchain and nothing
 //! else) this installs them when they are missing and it can (as root, with `apt-get`), or says in one line
 //! what to install; then it runs `cargo test -p yiem-core` (a tool author's build: default features, which
-//! the workspace's feature unification would hide) and `cargo test --workspace`, each with
-//! `--no-fail-fast` (one red test binary does not hide the others) and `ARGS` appended. The Python, npm and Restate components that some tests use are installed by those tests
-//! themselves (from PyPI and npm) when missing.
+//! the workspace's feature unification would hide), `cargo test --workspace`, and the sentence embedder's
+//! tests (`cargo test -p yiem-core --features embeddings --test embeddings`: candle is in no other build),
+//! each with `--no-fail-fast` (one red test binary does not hide the others) and `ARGS` appended. The
+//! Python, npm and Restate components that some tests use, and the embedder's model (all-MiniLM-L6-v2,
+//! from PyPI), are installed by those tests themselves when missing.
 
 use std::process::{Command, ExitCode, Stdio};
 
@@ -57,7 +59,19 @@ fn test(args: Vec<String>) -> ExitCode {
         return ExitCode::FAILURE;
     }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    for selection in [&["-p", "yiem-core"][..], &["--workspace"][..]] {
+    let embeddings = [
+        "-p",
+        "yiem-core",
+        "--features",
+        "embeddings",
+        "--test",
+        "embeddings",
+    ];
+    for selection in [
+        &["-p", "yiem-core"][..],
+        &["--workspace"][..],
+        &embeddings[..],
+    ] {
         eprintln!(
             "xtask: cargo test {} --locked --no-fail-fast",
             selection.join(" ")

@@ -73,6 +73,7 @@
 //! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a streamable HTTP MCP server, stateless or with sessions (rmcp on hyper, no TLS) |
 //! | `tool-search` | no | `catalog::Bm25Ranker`, `catalog::ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools, and `catalog::HybridRanker` (BM25 mixed with your `catalog::Embedder`'s sentence embeddings) (`rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
+//! | `embeddings` | no | `catalog::SentenceEmbedder`: a sentence-transformers BERT model (all-MiniLM-L6-v2, say) read from a folder and run on the CPU, for `catalog::HybridRanker`'s meaning; turns on `tool-search` (candle and Hugging Face's `tokenizers`, pure Rust; about 115 crates more) |
 //! | `code-mode` | no | `code::CodeMode`: the `run_code` tool, whose JavaScript programs call tools through the pipeline (QuickJS in a sandbox, approvals inside programs) |
 //! | `otel` | no | `otel`: yiem's GenAI spans in OpenTelemetry (`tracing-opentelemetry`), trace context across MCP, GenAI metrics |
 //! | `otel-otlp` | no | `otel::Otlp`: spans and metrics to an OTLP collector over HTTP/protobuf |

@@ -151,6 +151,11 @@ enum Command {
         /// are not callable from programs.
         #[arg(long)]
         code_mode: bool,
+        /// When the MCP servers' tools are deferred (more than 30 tools in all), `search_tools` ranks
+        /// them by meaning as well as words with the sentence-transformers model saved in this folder
+        /// (as `yiem tools search --model`). Needs yiem built with `--features embeddings`.
+        #[arg(long, value_name = "DIR")]
+        tool_model: Option<PathBuf>,
     },
 }
 
@@ -194,6 +199,11 @@ enum ToolsCommand {
         /// One JSON object per query: {"query", "results": [{"name", "score"}]}.
         #[arg(long)]
         json: bool,
+        /// Rank by meaning as well as words, with the sentence-transformers BERT model saved in this
+        /// folder (all-MiniLM-L6-v2, say: config.json, model.safetensors, tokenizer.json,
+        /// 1_Pooling/config.json), run in this process. Needs yiem built with `--features embeddings`.
+        #[arg(long, value_name = "DIR")]
+        model: Option<PathBuf>,
         /// Rank by meaning as well as words, with the embedding model run by this command line (split
         /// as a shell would). It reads {"texts": [...]} lines on stdin and answers each with a
         /// {"vectors": [[...], ...]} line (benches/tool-search/embedder/embed.js is one).
@@ -400,6 +410,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             allow,
             resume,
             code_mode,
+            tool_model,
             otlp,
         } => {
             telemetry::init(telemetry::Telemetry {
@@ -420,6 +431,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 allow,
                 resume,
                 code_mode,
+                tool_model,
             });
         }
     };
@@ -486,6 +498,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             catalog,
             ranker,
             json,
+            model,
             embed_command,
             embed_timeout,
         } => {
@@ -503,6 +516,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 .filter(|timeout| !timeout.is_zero())
                 .ok_or_else(|| bad_input("--embed-timeout must be more than 0 seconds"))?;
             let embed = tools_search::EmbedFlags {
+                model,
                 command: embed_command,
                 timeout,
             };

@@ -1,7 +1,8 @@
 //! `yiem tools search`: the best tools for a query, over the tools linked into the program or a catalog
 //! file in MCP's `tools/list` shape — what a user runs to see why a model found or missed a tool. With
-//! `--embed-command`, ranked by meaning as well as words, with an embedding model in another program
-//! ([`embed_command`]).
+//! `--model DIR` (the `embeddings` feature), ranked by meaning as well as words with a
+//! sentence-transformers model run in this process; with `--embed-command`, with an embedding model in
+//! another program ([`embed_command`]).
 
 mod embed_command;
 
@@ -86,11 +87,31 @@ pub(crate) fn catalog(path: &Path) -> Result<Vec<AgentTool>, Failure> {
         .collect()
 }
 
-/// An embedding model in another program (`--embed-command`), and how long it may take to answer.
+/// A sentence-embedding model: a folder read in this process (`--model`), or another program
+/// (`--embed-command`) and how long it may take to answer.
 pub(crate) struct EmbedFlags {
+    pub(crate) model: Option<std::path::PathBuf>,
     pub(crate) command: Option<String>,
     /// More than zero (the command line checks it).
     pub(crate) timeout: Duration,
+}
+
+/// Words and meaning, with the sentence-transformers model in `folder` (given by the flag `flag`:
+/// `--model`, `--tool-model`).
+#[cfg(feature = "embeddings")]
+pub(crate) fn model(folder: &Path, flag: &str) -> Result<HybridRanker, Failure> {
+    let model = yiem_core::catalog::SentenceEmbedder::from_dir(folder)
+        .map_err(|error| bad_input(format!("{flag}: {error}")))?;
+    Ok(HybridRanker::new(model))
+}
+
+/// Without the `embeddings` feature there is no model in this program: says how to get one.
+#[cfg(not(feature = "embeddings"))]
+pub(crate) fn model(_folder: &Path, flag: &str) -> Result<HybridRanker, Failure> {
+    Err(bad_input(format!(
+        "{flag}: this yiem was built without its `embeddings` feature (build it with `--features \
+         embeddings`); `yiem tools search --embed-command` takes a model in another program"
+    )))
 }
 
 /// Ranks `tools` for each query (`query`, else one per line of stdin) and prints the best `k`: a line
@@ -112,9 +133,22 @@ pub(crate) fn search(
         RankerFlag::Tuned => Bm25Ranker::new(),
         RankerFlag::Plain => Bm25Ranker::plain(),
     };
-    let index = match embed.command {
+    let hybrid = match (embed.model, embed.command) {
+        (Some(_), Some(_)) => {
+            return Err(bad_input(
+                "--model and --embed-command are two embedding models: give one",
+            ));
+        }
+        (Some(folder), None) => Some(model(&folder, "--model")?),
+        (None, Some(command)) => Some(HybridRanker::new(CommandEmbedder::spawn(
+            &command,
+            embed.timeout,
+        )?)),
+        (None, None) => None,
+    };
+    let index = match hybrid {
         None => words.index(tools),
-        Some(command) => HybridRanker::new(CommandEmbedder::spawn(&command, embed.timeout)?)
+        Some(hybrid) => hybrid
             .words(words)
             .on_fallback(|fallback| eprintln!("yiem: warning: {fallback}"))
             .index(tools),

@@ -2,9 +2,12 @@
 //! vectors, with a model of its choice), and [`HybridRanker`], which mixes a word ranking (the tuned
 //! [`Bm25Ranker`] by default) with the cosine similarity of a query's vector to each tool's.
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use super::cache::{Disk, VectorCache};
 use super::rank::{Bm25Ranker, Ranker, ToolIndex, identifier_words};
 use crate::definition::{AgentTool, title_case};
 
@@ -33,6 +36,13 @@ use crate::definition::{AgentTool, title_case};
 pub trait Embedder: Send + Sync + 'static {
     /// One vector per text, in the order of `texts`, all of the same length.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+
+    /// A name for the model whose vectors `embed` returns, for vectors kept in a file
+    /// ([`HybridRanker::cache_file`]): embedders with the same name must give the same vectors. `None` (the
+    /// default): vectors are kept in memory only.
+    fn model_name(&self) -> Option<String> {
+        None
+    }
 }
 
 /// Why an embedding could not be used. [`HybridRanker`] then ranks by words alone, and says so
@@ -110,14 +120,19 @@ const WORD_CANDIDATES: usize = 100;
 /// vector and the tool's, from an [`Embedder`]. A tool can be found by meaning with no word in common
 /// with the query ("500 US dollars in Canadian dollars" for `currency_exchange_convert`).
 ///
-/// Each tool is embedded once, when the index is built, from its name (split into words) and description
-/// ([`embedding_text`]); each query once when it is searched. If the embedder fails or
+/// Each tool is embedded from its name (split into words) and description ([`embedding_text`]) when the
+/// first index that holds it is built; the ranker (and its clones) keep each vector by the text it was
+/// made from, so an index built again after the store changed embeds only the tools whose text is new
+/// (an MCP server's `list_changed` costs what changed), and with [`cache_file`](Self::cache_file) keep
+/// them on disk for the next process. Each query is embedded when it is searched. If the embedder fails or
 /// its vectors are unusable (wrong count, lengths that differ, not finite numbers), the ranking falls
 /// back to words alone — for the whole index or for one query — and says so: a `tracing` warning, and
 /// the hook set with [`on_fallback`](Self::on_fallback). It never panics on an embedder's answer.
 ///
 /// The default weight, 0.4, was chosen on half of the tool-search benchmark's requests and checked on the
-/// other half (BENCHMARKS.md, issue 34).
+/// other half (BENCHMARKS.md, issue 34), with Universal Sentence Encoder lite; with all-MiniLM-L6-v2
+/// (`SentenceEmbedder`, feature `embeddings`) it was kept untuned, and tuning it on one half
+/// did not carry to the other (`docs/bench-embeddings.md`).
 ///
 /// ```
 /// use yiem_core::{store::ToolStore, tool::AgentTool};
@@ -156,6 +171,8 @@ pub struct HybridRanker {
     weight: f32,
     batch: usize,
     on_fallback: Option<FallbackHook>,
+    cache: VectorCache,
+    cache_file: Option<PathBuf>,
 }
 
 impl HybridRanker {
@@ -167,6 +184,8 @@ impl HybridRanker {
             weight: 0.4,
             batch: DEFAULT_BATCH,
             on_fallback: None,
+            cache: VectorCache::default(),
+            cache_file: None,
         }
     }
 
@@ -193,29 +212,81 @@ impl HybridRanker {
         self
     }
 
+    /// Keeps the tools' vectors in `file` too (JSON lines, keyed by the embedder's
+    /// [`model_name`](Embedder::model_name) and each tool's text), so that another process with the same
+    /// model embeds only the tools the file lacks. Vectors of another model in the file are replaced; an
+    /// embedder without a model name keeps them in memory only. A file that cannot be read or written
+    /// costs only the vectors on disk (a `tracing` warning).
+    ///
+    /// ```no_run
+    /// # #[cfg(feature = "embeddings")] {
+    /// use yiem_core::catalog::{HybridRanker, SentenceEmbedder};
+    ///
+    /// let model = SentenceEmbedder::from_dir("models/all-MiniLM-L6-v2").unwrap();
+    /// let ranker = HybridRanker::new(model).cache_file("tool-vectors.jsonl");
+    /// # }
+    /// ```
+    pub fn cache_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.cache_file = Some(file.into());
+        self
+    }
+
     /// Called each time the ranking falls back to words alone, with what failed (the CLI prints it).
     pub fn on_fallback(mut self, hook: impl Fn(&Fallback) + Send + Sync + 'static) -> Self {
         self.on_fallback = Some(Arc::new(hook));
         self
     }
 
-    /// Every tool's vector, normalized to length 1, one after the other.
+    /// Every tool's vector, normalized to length 1, one after the other: the kept ones, and the rest
+    /// embedded in batches (then kept, once every vector proved usable).
     fn embed_tools(&self, tools: &[AgentTool]) -> Result<Vectors, EmbedError> {
         let texts: Vec<String> = tools.iter().map(embedding_text).collect();
-        let mut vectors = Vectors::default();
-        for batch in texts.chunks(self.batch) {
-            let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
-            let embedded = self.embedder.embed(&batch)?;
+        let model = self
+            .cache_file
+            .as_ref()
+            .and_then(|_| self.embedder.model_name());
+        let disk = self
+            .cache_file
+            .as_deref()
+            .zip(model.as_deref())
+            .map(|(file, model)| Disk { file, model });
+        let kept = self.cache.get(&texts, disk.as_ref());
+        // Each text not kept, once (two tools may share a text).
+        let mut missing: Vec<&str> = Vec::new();
+        let mut seen = HashSet::new();
+        for (text, kept) in texts.iter().zip(&kept) {
+            if kept.is_none() && seen.insert(text.as_str()) {
+                missing.push(text);
+            }
+        }
+        let mut new: HashMap<&str, Arc<[f32]>> = HashMap::with_capacity(missing.len());
+        for batch in missing.chunks(self.batch) {
+            let embedded = self.embedder.embed(batch)?;
             if embedded.len() != batch.len() {
                 return Err(EmbedError::Count {
                     asked: batch.len(),
                     returned: embedded.len(),
                 });
             }
-            for vector in &embedded {
-                vectors.push(vector)?;
+            new.extend(
+                batch
+                    .iter()
+                    .copied()
+                    .zip(embedded.into_iter().map(Arc::from)),
+            );
+        }
+        let mut vectors = Vectors::default();
+        for (text, kept) in texts.iter().zip(&kept) {
+            match kept.as_ref().or_else(|| new.get(text.as_str())) {
+                Some(vector) => vectors.push(vector)?,
+                None => return Err(EmbedError::failed("a tool's vector went missing")),
             }
         }
+        let new = missing
+            .iter()
+            .filter_map(|text| Some((text.to_string(), new.get(text)?.clone())))
+            .collect();
+        self.cache.put(new, &texts, disk.as_ref());
         Ok(vectors)
     }
 }
@@ -225,6 +296,7 @@ impl fmt::Debug for HybridRanker {
         f.debug_struct("HybridRanker")
             .field("weight", &self.weight)
             .field("batch", &self.batch)
+            .field("cache_file", &self.cache_file)
             .finish_non_exhaustive()
     }
 }

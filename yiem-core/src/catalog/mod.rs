@@ -53,9 +53,13 @@
 //! ```
 
 #[cfg(feature = "tool-search")]
+mod cache;
+#[cfg(feature = "tool-search")]
 mod hybrid;
 mod rank;
 mod search;
+#[cfg(feature = "embeddings")]
+mod sentence;
 
 use serde_json::Value;
 
@@ -67,6 +71,8 @@ pub use hybrid::{EmbedError, Embedder, Fallback, HybridRanker, embedding_text};
 pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};
 pub use search::{ToolSearch, defer_when_large};
+#[cfg(feature = "embeddings")]
+pub use sentence::{Embedding, ModelError, SentenceEmbedder, Truncated};
 
 pub use crate::registry::{RequestTools, SEARCH_TOOLS};
 

@@ -21,6 +21,9 @@ const DEFAULT_RESULTS: usize = 5;
 const MAX_RESULTS: u64 = 20;
 /// The longest query taken, in characters.
 const MAX_QUERY: u64 = 1000;
+/// The most of a found tool's description a search's answer quotes, in characters: its first line,
+/// cut here (the model reads the whole definition once the tool is loaded).
+const MAX_EXCERPT: usize = 200;
 
 /// Searches a store's deferred tools with a [`Ranker`], and makes the [`SEARCH_TOOLS`] tool that lets a
 /// model do it. The index is built on the first search and again after the store changes.
@@ -198,14 +201,26 @@ impl ToolSearch {
             if found.len() == 1 { "" } else { "s" }
         );
         for (tool, _) in &found {
-            let summary = tool.description().lines().next().unwrap_or_default().trim();
-            text.push_str(&format!("\n- {}: {summary}", tool.name()));
+            text.push_str(&format!(
+                "\n- {}: {}",
+                tool.name(),
+                excerpt(tool.description())
+            ));
         }
         let names = found
             .iter()
             .map(|(tool, _)| tool.name().to_owned())
             .collect();
         AgentToolResult::text(text).with_loaded_tools(names)
+    }
+}
+
+/// The first line of `description`, at most [`MAX_EXCERPT`] characters (cut with "…").
+fn excerpt(description: &str) -> String {
+    let line = description.lines().next().unwrap_or_default().trim();
+    match line.char_indices().nth(MAX_EXCERPT) {
+        Some((cut, _)) => format!("{}…", line[..cut].trim_end()),
+        None => line.to_owned(),
     }
 }
 

@@ -67,10 +67,14 @@ impl McpServers {
 
 /// The policy that needs no thought: with more than 30 tools in all, the MCP servers' tools are deferred
 /// (now and after their servers' list changes) and `search_tools` is added, so the model finds them by
-/// searching instead of reading every definition in every request.
-pub fn defer_when_large(store: &ToolStore, clients: &[McpClient], mcp_tools: &[String]) {
-    let search = yiem_core::catalog::ToolSearch::bm25();
-    match yiem_core::catalog::defer_when_large(store, mcp_tools, None, &search) {
+/// searching (with `search`'s ranking) instead of reading every definition in every request.
+pub fn defer_when_large(
+    store: &ToolStore,
+    clients: &[McpClient],
+    mcp_tools: &[String],
+    search: &yiem_core::catalog::ToolSearch,
+) {
+    match yiem_core::catalog::defer_when_large(store, mcp_tools, None, search) {
         Ok(0) => {}
         Ok(deferred) => {
             for client in clients {

@@ -54,6 +54,8 @@ pub struct ChatOptions {
     pub resume: Option<PathBuf>,
     /// `--code-mode`: the model gets `run_code` (see `yiem_core::code`).
     pub code_mode: bool,
+    /// `--tool-model DIR`: `search_tools` ranks by meaning too, with this sentence-embedding model.
+    pub tool_model: Option<PathBuf>,
 }
 
 /// Runs the chat until the input ends or the person leaves.
@@ -63,8 +65,15 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         .map_err(|error| bad_input(format!("the model is misconfigured: {error}")))?;
     let store = options.store;
     let runtime = crate::runtime()?;
+    let search = match &options.tool_model {
+        Some(folder) => yiem_core::catalog::ToolSearch::new(
+            crate::tools_search::model(folder, "--tool-model")?
+                .on_fallback(|fallback| eprintln!("[{}]", safe::line(&fallback.to_string()))),
+        ),
+        None => yiem_core::catalog::ToolSearch::bm25(),
+    };
     let (mcp_clients, mcp_tools) = options.servers.connect(&runtime, &store)?;
-    mcp::defer_when_large(&store, &mcp_clients, &mcp_tools);
+    mcp::defer_when_large(&store, &mcp_clients, &mcp_tools, &search);
     if let Some(selected) = &configured {
         // A tool the provider cannot take would fail every request: it is left out, and said so.
         for tool in store.tools() {

