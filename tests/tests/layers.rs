@@ -1,6 +1,6 @@
 //! The modules of each crate's `src` form layers. A `use` (or a path in code) of `crate::a::…`,
 //! `super::…` or `self::…` is an edge from the module that writes it to the module it names; comments and
-//! `#[cfg(test)] mod tests` do not count.
+//! `#[cfg(test)]` modules do not count.
 //!
 //! - No module imports a module that imports it back, at any depth: edges are counted between the two
 //!   siblings under their common parent (so `agent::run` using `executor` is `agent` → `executor`), and
@@ -40,12 +40,9 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// The code of a file without its comments and its `#[cfg(test)] mod tests`.
+/// The code of a file without its comments and its `#[cfg(test)]` modules (the first and all after it).
 fn code(text: &str) -> String {
-    let text = text
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
+    let text = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
     text.lines()
         .filter(|line| !line.trim_start().starts_with("//"))
         .collect::<Vec<_>>()

@@ -812,18 +812,3 @@ fn a_run_of_another_format_version_is_refused_with_an_error_that_names_it() {
         refused
     );
 }
-
-#[tokio::test]
-#[ignore = "writes the golden file once"]
-async fn write_saved_by_0_2() {
-    let file = paused(false).await;
-    let (run, _) = load(&file).unwrap();
-    let (header, messages) = run.appended_since(0);
-    let golden = json!({"file": file, "restate": {"header": header, "messages": messages}});
-    std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/golden/runs")).unwrap();
-    std::fs::write(
-        concat!(env!("CARGO_MANIFEST_DIR"), "/golden/runs/0.2-waiting.json"),
-        serde_json::to_string_pretty(&golden).unwrap() + "\n",
-    )
-    .unwrap();
-}
