@@ -26,7 +26,7 @@ use crate::questions::PendingQuestion;
 use crate::registry::ToolStore;
 use crate::result::Usage;
 
-/// What a driver does for the [`drive`] loop: the run it drives, and the work that reaches outside the
+/// What a driver does for the [`drive`](drive()) loop: the run it drives, and the work that reaches outside the
 /// step machine. Each effect is the driver's to perform as it must (in process, or as a journaled step
 /// that a replay returns without doing it again); none decides what comes next.
 pub trait Effects {

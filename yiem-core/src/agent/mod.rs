@@ -1,11 +1,12 @@
-//! Agents: the protocol as a step machine ([`AgentRun`]), what an agent is made of ([`AgentConfig`], set
-//! through [`AgentSettings`]), which calls wait for a person ([`ApprovalPolicy`], [`Decision`]), and the
-//! in-process driver.
+//! Agents: the protocol as a step machine ([`AgentRun`]) and its one drive loop ([`drive()`], over the
+//! [`Effects`] a driver performs), what an agent is made of ([`AgentConfig`], set through
+//! [`AgentSettings`]), which calls wait for a person ([`ApprovalPolicy`], [`Decision`]), and the in-process
+//! driver.
 //!
 //! [`Agent`] keeps the conversation, asks the model, executes the tool calls it returns, feeds the results
 //! back, and loops until the model answers without tool calls, a batch terminates, a limit is reached or a
-//! call waits for approval. It is a thin driver over the step machine in [`AgentRun`], which holds the
-//! run's whole state as a serializable value.
+//! call waits for approval. It performs the effects of the drive loop in process over the step machine in
+//! [`AgentRun`], which holds the run's whole state as a serializable value.
 //!
 //! # Queues
 //!
@@ -732,7 +733,7 @@ fn reapply_approvals(config: &AgentConfig, mut run: AgentRun) -> AgentRun {
     run
 }
 
-/// One drive in process: performs the effects of the [`drive`] loop on the agent's shared state (the
+/// One drive in process: performs the effects of the [`drive`](drive()) loop on the agent's shared state (the
 /// model stream and the batch under the drive's cancellation). If its future is dropped mid-step,
 /// `Drop` cancels what runs and leaves the run valid and stopped.
 struct Driving<'a> {

@@ -8,7 +8,7 @@
 //! person answers pending approvals with [`AgentRun::decide`] and tools' questions with
 //! [`AgentRun::answer`]. Every
 //! transition queues the [`AgentEvent`]s it causes (a turn's start and end, the messages the run adds
-//! itself, a drive's start and end), which the [`drive`](super::drive) loop emits after each one; the
+//! itself, a drive's start and end), which the [`drive`](crate::agent::drive()) loop emits after each one; the
 //! events of the work it performs (the model's streamed reply, the tools' calls) come from that work.
 //! The loop owns the sequence; [`Agent`](crate::agent::Agent) and the durable runner of `yiem-restate`
 //! perform its [`Effects`](super::Effects). A test may step the machine by hand.
@@ -167,7 +167,7 @@ impl RunStop {
     }
 }
 
-/// What the driver does next. See [`AgentRun::next_step`]. Exhaustive: the [`drive`](super::drive)
+/// What the driver does next. See [`AgentRun::next_step`]. Exhaustive: the [`drive`](crate::agent::drive())
 /// loop matches it in one place, so a new step is a compile error there.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -380,7 +380,7 @@ impl AgentRun {
         added
     }
 
-    /// The events the transitions since the last call caused, in order: the [`drive`](super::drive) loop
+    /// The events the transitions since the last call caused, in order: the [`drive`](crate::agent::drive()) loop
     /// emits them after each transition.
     pub(crate) fn take_events(&mut self) -> Vec<AgentEvent> {
         std::mem::take(&mut self.progress.events)

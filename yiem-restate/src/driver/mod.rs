@@ -1,4 +1,4 @@
-//! The durable driver: performs the effects of yiem-core's drive loop ([`drive`](yiem_core::agent::drive)
+//! The durable driver: performs the effects of yiem-core's drive loop ([`drive`](yiem_core::agent::drive())
 //! — the one sequence of the agent protocol, the same as the in-process
 //! [`Agent`](yiem_core::agent::Agent)'s) inside a Restate handler. Each model call is a journaled step
 //! (`ctx.run`), and so is each tool call: a batch runs on the run's executor exactly as in process (its
