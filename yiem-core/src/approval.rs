@@ -144,7 +144,7 @@ impl ApprovalPolicy {
         ApprovalPolicy::new(move |call, tool| {
             // The policy first: a call that needs nothing costs no lookup.
             self.check(call, tool)
-                .filter(|_| !allowed.iter().any(|name| *name == call.name))
+                .filter(|_| !allowed.contains(&call.name))
         })
     }
 

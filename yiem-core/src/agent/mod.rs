@@ -789,10 +789,11 @@ impl Effects for Driving<'_> {
     async fn mail(&mut self) -> Result<Mail, Self::Error> {
         // Between steps the loop lets the runtime run other tasks (a caller's timeout among them).
         tokio::task::yield_now().await;
-        let mut mail = Mail::default();
-        mail.steering = lock(&self.shared.steering).drain(..).collect();
-        mail.follow_ups = lock(&self.shared.follow_ups).drain(..).collect();
-        Ok(mail)
+        Ok(Mail {
+            steering: lock(&self.shared.steering).drain(..).collect(),
+            follow_ups: lock(&self.shared.follow_ups).drain(..).collect(),
+            ..Mail::default()
+        })
     }
 
     async fn model_reply(
