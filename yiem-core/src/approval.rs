@@ -7,7 +7,6 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::call::ToolCall;
 use crate::decision::PlannedCall;
@@ -42,8 +41,13 @@ pub(crate) fn planned(call: ToolCall, decision: Option<&Decision>) -> PlannedCal
 }
 
 /// How long a request for approval of a call of `tool` may go unanswered before the call is given up:
-/// the call's own time limit (the tool's, else the executor's `default`). `None`: no limit.
-pub(crate) fn answer_limit(tool: &AgentTool, default: Option<Duration>) -> Option<Duration> {
+/// the call's own time limit (the tool's, else the executor's `default`). `None`: no limit. (The MCP
+/// server is the surface that waits for an answer while its caller waits.)
+#[cfg(feature = "mcp")]
+pub(crate) fn answer_limit(
+    tool: &AgentTool,
+    default: Option<std::time::Duration>,
+) -> Option<std::time::Duration> {
     tool.timeout().or(default)
 }
 

@@ -93,7 +93,7 @@ impl Decision {
 }
 
 /// One call of a planned batch: run it, or answer it with an error without running it (a call the user
-/// denied, say). See [`ToolExecutor::execute_plan`].
+/// denied, say). See [`ToolExecutor::execute_plan`](crate::exec::ToolExecutor::execute_plan).
 ///
 /// ```
 /// use serde_json::json;

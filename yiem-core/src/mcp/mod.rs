@@ -77,8 +77,8 @@
 //! calls are refused with an error result that says so, and that the server's operator can let the
 //! tool run without asking —
 //! [`McpServer::with_allowed_tools`], [`McpServer::with_all_tools_allowed`] (`yiem mcp --allow TOOL`,
-//! `--allow-all`). An [`ApprovalPolicy`](crate::agent::ApprovalPolicy) is an agent's, not the server's: the
-//! server goes by the tool's own flag.
+//! `--allow-all`). The server decides through the same approval gate as an agent, by the tool's own
+//! flag ([`ApprovalPolicy::default`]) less those grants; an agent's own policy is not the server's.
 //!
 //! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
 //! prints must write to stderr (`tracing_subscriber::fmt().with_writer(std::io::stderr)`).
