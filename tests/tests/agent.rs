@@ -409,11 +409,11 @@ async fn prompts_sent_while_busy_are_all_processed_in_order() {
     let mut queued = Vec::new();
     for text in ["second", "third"] {
         let agent = agent.clone();
-        queued.push(tokio::spawn(
-            async move { agent.prompt(text).await.messages },
-        ));
-        // Let this prompt reach the queue before the next one is sent.
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        let mut prompt = Box::pin(async move { agent.prompt(text).await.messages });
+        // Polled once here, the prompt takes its place in the queue (first come, first served) before
+        // the next one is sent.
+        assert!(futures::poll!(prompt.as_mut()).is_pending());
+        queued.push(tokio::spawn(prompt));
     }
     assert!(agent.is_running());
     RELEASE.notify_one();

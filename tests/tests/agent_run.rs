@@ -1172,7 +1172,6 @@ async fn drive_by_hand(
                 run.tools_ran(batch.messages, batch.terminate);
             }
             Step::Stopped(stop) => return stop,
-            _ => unreachable!(),
         }
         performed(&step, run);
     }

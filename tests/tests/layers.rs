@@ -1,8 +1,12 @@
-//! No module of the workspace imports a module that imports it back, at any depth: the modules of each
-//! crate's `src` form layers. A `use` (or a path in code) of `crate::a::…`, `super::…` or `self::…` is an
-//! edge from the module that writes it to the module it names, counted between the two siblings under
-//! their common parent (so `agent::run` using `executor` is `agent` → `executor`); comments and `#[cfg(test)]
-//! mod tests` do not count. A cycle among siblings fails the test and names them.
+//! The modules of each crate's `src` form layers. A `use` (or a path in code) of `crate::a::…`,
+//! `super::…` or `self::…` is an edge from the module that writes it to the module it names; comments and
+//! `#[cfg(test)]` modules do not count.
+//!
+//! - No module imports a module that imports it back, at any depth: edges are counted between the two
+//!   siblings under their common parent (so `agent::run` using `executor` is `agent` → `executor`), and
+//!   a cycle among siblings fails and names them.
+//! - In yiem-core, [`CORE_LAYERS`] says which layer may import which: a module imports its own layer and
+//!   those below, and an import of a layer above fails, naming the file and the path.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -36,12 +40,9 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
-/// The code of a file without its comments and its `#[cfg(test)] mod tests`.
+/// The code of a file without its comments and its `#[cfg(test)]` modules (the first and all after it).
 fn code(text: &str) -> String {
-    let text = text
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
+    let text = text.split("#[cfg(test)]\nmod ").next().unwrap_or_default();
     text.lines()
         .filter(|line| !line.trim_start().starts_with("//"))
         .collect::<Vec<_>>()
@@ -160,6 +161,110 @@ fn cycles(edges: &BTreeMap<(String, String), String>) -> Vec<Vec<String>> {
     found
 }
 
+/// yiem-core's layers, lowest first, each with its modules (a module path names the module and what is
+/// under it; the longest that fits a file decides its layer). A module may import its own layer and the
+/// layers below; the agent protocol's step machine (`protocol`) names the calls it plans and the replies
+/// it records, but never imports the executor that runs them or the models that make them.
+const CORE_LAYERS: &[(&str, &[&str])] = &[
+    (
+        "data",
+        &[
+            "content", "result", "call", "message", "id", "guard", "journal", "otel", "decision",
+            "suggest", "grammar", "state",
+        ],
+    ),
+    ("schema", &["dialect", "args"]),
+    ("ask", &["sample", "elicit", "questions"]),
+    (
+        "tool",
+        &[
+            "context",
+            "definition",
+            "handler",
+            "check",
+            "registry",
+            "catalog",
+            "program",
+            "hooks",
+            "approval",
+            "event",
+            "telemetry",
+        ],
+    ),
+    (
+        "protocol",
+        &[
+            "agent::run",
+            "agent::saved",
+            "agent::asked",
+            "agent::paused",
+            "agent::resume",
+            "agent::limits",
+        ],
+    ),
+    ("exec", &["order", "pipeline", "executor"]),
+    ("llm", &["llm"]),
+    ("code", &["code"]),
+    ("agent", &["agent"]),
+    ("mcp", &["mcp"]),
+    ("root", &["", "__private"]),
+];
+
+/// The layer of `module` in `layers`: its index, and the module path that put it there.
+fn layer_of(layers: &[(&str, &[&str])], module: &[String]) -> Option<usize> {
+    let path = module.join("::");
+    let mut best: Option<(usize, usize)> = None;
+    for (index, (_, modules)) in layers.iter().enumerate() {
+        for prefix in *modules {
+            let fits = prefix.is_empty() && path.is_empty()
+                || !prefix.is_empty()
+                    && (path == *prefix || path.starts_with(&format!("{prefix}::")));
+            if fits && best.is_none_or(|(length, _)| prefix.len() >= length) {
+                best = Some((prefix.len(), index));
+            }
+        }
+    }
+    best.map(|(_, index)| index)
+}
+
+/// The imports of `src` in the wrong direction under `layers`, each as `file: path (from → to)`; and the
+/// modules no layer holds.
+fn wrong_direction(src: &Path, layers: &[(&str, &[&str])]) -> (Vec<String>, BTreeSet<String>) {
+    let mut files = Vec::new();
+    sources(src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|file| module_of(src, file)).collect();
+    let mut wrong = Vec::new();
+    let mut unplaced = BTreeSet::new();
+    for file in &files {
+        let from = module_of(src, file);
+        let Some(from_layer) = layer_of(layers, &from) else {
+            unplaced.insert(from.join("::"));
+            continue;
+        };
+        let text = std::fs::read_to_string(file).unwrap();
+        for path in paths(&code(&text)) {
+            let Some(to) = target(&modules, &from, &path) else {
+                continue;
+            };
+            let Some(to_layer) = layer_of(layers, &to) else {
+                unplaced.insert(to.join("::"));
+                continue;
+            };
+            if to_layer > from_layer {
+                let relative = file.strip_prefix(src).unwrap_or(file);
+                wrong.push(format!(
+                    "{}: {} ({} → {})",
+                    relative.display(),
+                    path.join("::"),
+                    layers[from_layer].0,
+                    layers[to_layer].0
+                ));
+            }
+        }
+    }
+    (wrong, unplaced)
+}
+
 fn crate_sources() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     ["yiem-core", "yiem-macros", "yiem-tools", "yiem-restate"]
@@ -184,6 +289,69 @@ fn no_module_imports_one_that_imports_it_back() {
         }
     }
     assert!(report.is_empty(), "import cycles:\n{}", report.join("\n"));
+}
+
+#[test]
+fn no_module_of_yiem_core_imports_a_layer_above_its_own() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .join("yiem-core/src");
+    let (wrong, unplaced) = wrong_direction(&src, CORE_LAYERS);
+    assert!(
+        unplaced.is_empty(),
+        "modules in no layer of CORE_LAYERS (add each to the layer it belongs to): {unplaced:?}"
+    );
+    assert!(
+        wrong.is_empty(),
+        "imports in the wrong direction (a layer may import only its own and those below: \
+         CORE_LAYERS):\n{}",
+        wrong.join("\n")
+    );
+}
+
+#[test]
+fn the_check_finds_an_import_in_the_wrong_direction() {
+    let src = &Path::new(env!("CARGO_TARGET_TMPDIR")).join("layers-direction");
+    let _ = std::fs::remove_dir_all(src);
+    std::fs::create_dir_all(src.join("agent")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod agent;\nmod executor;\nmod call;\n").unwrap();
+    std::fs::write(src.join("call.rs"), "pub struct ToolCall;\n").unwrap();
+    std::fs::write(src.join("executor.rs"), "use crate::call::ToolCall;\n").unwrap();
+    std::fs::write(
+        src.join("agent/mod.rs"),
+        "mod run;\nuse crate::executor::Run;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("agent/run.rs"), "use crate::call::ToolCall;\n").unwrap();
+    let layers: &[(&str, &[&str])] = &[
+        ("data", &["call"]),
+        ("protocol", &["agent::run"]),
+        ("exec", &["executor"]),
+        ("agent", &["agent"]),
+        ("root", &[""]),
+    ];
+    assert_eq!(wrong_direction(src, layers), (Vec::new(), BTreeSet::new()));
+    // The step machine reaching up for the executor: named, with the layers.
+    std::fs::write(
+        src.join("agent/run.rs"),
+        "use crate::call::ToolCall;\nfn f() { super::super::executor::run() }\n",
+    )
+    .unwrap();
+    let (wrong, _) = wrong_direction(src, layers);
+    assert_eq!(
+        wrong,
+        ["agent/run.rs: super::super::executor::run (protocol → exec)"]
+    );
+    // A module no layer holds is reported, not let through.
+    std::fs::write(
+        src.join("lib.rs"),
+        "mod agent;\nmod executor;\nmod call;\nmod extra;\n",
+    )
+    .unwrap();
+    std::fs::write(src.join("extra.rs"), "use crate::call::ToolCall;\n").unwrap();
+    let (_, unplaced) = wrong_direction(src, layers);
+    assert_eq!(unplaced, BTreeSet::from(["extra".to_owned()]));
 }
 
 #[test]

@@ -755,3 +755,60 @@ fn random_edits_of_a_saved_run_are_refused_ask_again_or_resume_validly() {
     );
     assert!(refused > 0 && asked > 0 && resumed > asked && signed > 0 && ran_any > 0);
 }
+
+/// A run saved in 0.2's format (version 1) while `danger {"cmd": "rm -rf /"}` waited: the file form
+/// (`to_json_signed` with [`key`]) and the durable runner's form in Restate (the header of
+/// `appended_since(0)`, and the messages its chunks hold). Kept as written: a change of the saved
+/// format shows here as a failure, not as a new golden.
+const SAVED_BY_0_2: &str = include_str!("../golden/runs/0.2-waiting.json");
+
+#[tokio::test]
+async fn a_run_saved_by_0_2_in_a_file_is_read_back_and_resumes() {
+    let saved: Value = serde_json::from_str(SAVED_BY_0_2).unwrap();
+    let (run, signature) = load(&saved["file"]).unwrap();
+    assert_eq!(signature, Signature::Valid);
+    assert!(shows_rm(run.pending_approvals()));
+    let ran = Ran::default();
+    let agent = agent(&ran, Some(run), false, false);
+    let id = danger_id(&saved["file"]);
+    let outcome = agent.resume([(id, Decision::Approve)]).await.unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(*ran.lock().unwrap(), [json!({"cmd": "rm -rf /"})]);
+}
+
+#[test]
+fn a_run_saved_by_0_2_in_restate_is_read_back() {
+    let saved: Value = serde_json::from_str(SAVED_BY_0_2).unwrap();
+    let restate = &saved["restate"];
+    let messages: Vec<AgentMessage> = serde_json::from_value(restate["messages"].clone()).unwrap();
+    let run = AgentRun::from_appended(restate["header"].clone(), messages).unwrap();
+    let (from_file, _) = load(&saved["file"]).unwrap();
+    assert_eq!(run, from_file);
+}
+
+#[test]
+fn a_run_of_another_format_version_is_refused_with_an_error_that_names_it() {
+    let saved: Value = serde_json::from_str(SAVED_BY_0_2).unwrap();
+    let mut file = saved["file"].clone();
+    file["version"] = json!(2);
+    let refused = load(&file).unwrap_err();
+    assert_eq!(
+        refused,
+        ResumeError::UnknownVersion {
+            found: 2,
+            supported: 1
+        }
+    );
+    assert_eq!(
+        refused.to_string(),
+        "the saved run has format version 2; this yiem reads version 1"
+    );
+    let mut header = saved["restate"]["header"].clone();
+    header["version"] = json!(2);
+    let messages: Vec<AgentMessage> =
+        serde_json::from_value(saved["restate"]["messages"].clone()).unwrap();
+    assert_eq!(
+        AgentRun::from_appended(header, messages).unwrap_err(),
+        refused
+    );
+}

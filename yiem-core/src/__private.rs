@@ -141,7 +141,10 @@ pub const fn annotations(
 pub fn question_fits<T: schemars::JsonSchema>() -> Result<(), String> {
     crate::dialect::elicitation_schema(&schemars::schema_for!(T).to_value())
         .map(drop)
-        .map_err(|error| format!("`{}`: {error}", std::any::type_name::<T>()))
+        .map_err(|error| {
+            let error = crate::elicit::ElicitError::InvalidQuestion(error);
+            format!("`{}`: {error}", std::any::type_name::<T>())
+        })
 }
 
 /// Checks, on the user's own token, that a `State<T>` parameter's `T` can be tool state, with yiem's note

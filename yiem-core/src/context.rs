@@ -312,7 +312,8 @@ impl ToolContext {
     where
         T: DeserializeOwned + schemars::JsonSchema,
     {
-        let schema = crate::dialect::elicitation_schema(&schemars::schema_for!(T).to_value())?;
+        let schema = crate::dialect::elicitation_schema(&schemars::schema_for!(T).to_value())
+            .map_err(ElicitError::InvalidQuestion)?;
         match self.elicit_with_schema(message, schema).await? {
             ElicitationAnswer::Accept(content) => serde_json::from_value(Value::Object(content))
                 .map(ElicitationAnswer::Accept)

@@ -1,8 +1,11 @@
-//! What a run reports while a call waits for a person ([`PendingApproval`]) and the answers it resumes
-//! with ([`Decision`]): data, below the tools, the approval policy, code mode and the agent.
+//! What a run reports while a call waits for a person ([`PendingApproval`]), the answers it resumes
+//! with ([`Decision`]) and the plan a batch runs ([`PlannedCall`]): the protocol's data, below the
+//! tools, the executor, the approval gate, code mode and the agent.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::call::ToolCall;
 
 /// A tool call that waits for a decision before its batch runs.
 ///
@@ -87,4 +90,53 @@ impl Decision {
             reason: reason.into(),
         }
     }
+}
+
+/// One call of a planned batch: run it, or answer it with an error without running it (a call the user
+/// denied, say). See [`ToolExecutor::execute_plan`](crate::exec::ToolExecutor::execute_plan).
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::exec::{PlannedCall, ToolCall};
+///
+/// let denied = PlannedCall::Refuse {
+///     call: ToolCall::new("1", "bash", json!({"command": "rm -rf /"})),
+///     reason: "the user denied this call: too dangerous".into(),
+/// };
+/// assert_eq!(denied.call().name, "bash");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "plan", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum PlannedCall {
+    /// Run the call through the pipeline.
+    Run {
+        /// The call.
+        call: ToolCall,
+    },
+    /// Answer the call with an error result whose text is `reason`; no hook sees it.
+    Refuse {
+        /// The call.
+        call: ToolCall,
+        /// What the model reads instead of a result.
+        reason: String,
+    },
+}
+
+impl PlannedCall {
+    /// The call this plan is for.
+    pub fn call(&self) -> &ToolCall {
+        match self {
+            PlannedCall::Run { call } | PlannedCall::Refuse { call, .. } => call,
+        }
+    }
+}
+
+/// Why a call of a reply cut at the output limit was not run (the step machine refuses such calls;
+/// a provider's replay answers them the same way).
+pub(crate) fn truncated_reason(tool: &str) -> String {
+    format!(
+        "tool call `{tool}` was not run: the reply hit the model's output limit (finish_reason \"length\"), \
+         so its arguments may be truncated; call the tool again with shorter arguments"
+    )
 }

@@ -328,7 +328,7 @@ mod tests {
     fn a_field_that_is_an_object_is_refused_naming_the_field() {
         let refused = elicitation_schema(&schemars::schema_for!(Nested).to_value()).unwrap_err();
         assert_eq!(
-            refused,
+            ElicitError::InvalidQuestion(refused),
             ElicitError::InvalidQuestion(
                 "the field `order` is an object; a form holds only strings, numbers, integers, \
                  booleans and enums of strings"

@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolResultMessage};
+use crate::decision::PlannedCall;
 use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
 use crate::hooks::ToolHooks;
@@ -68,46 +68,6 @@ impl ToolCallBatch {
             message.result.details().get(STOPPED_AT_QUESTION)
                 == Some(&serde_json::Value::Bool(true))
         })
-    }
-}
-
-/// One call of a planned batch: run it, or answer it with an error without running it (a call the user
-/// denied, say). See [`ToolExecutor::execute_plan`].
-///
-/// ```
-/// use serde_json::json;
-/// use yiem_core::exec::{PlannedCall, ToolCall};
-///
-/// let denied = PlannedCall::Refuse {
-///     call: ToolCall::new("1", "bash", json!({"command": "rm -rf /"})),
-///     reason: "the user denied this call: too dangerous".into(),
-/// };
-/// assert_eq!(denied.call().name, "bash");
-/// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "plan", rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum PlannedCall {
-    /// Run the call through the pipeline.
-    Run {
-        /// The call.
-        call: ToolCall,
-    },
-    /// Answer the call with an error result whose text is `reason`; no hook sees it.
-    Refuse {
-        /// The call.
-        call: ToolCall,
-        /// What the model reads instead of a result.
-        reason: String,
-    },
-}
-
-impl PlannedCall {
-    /// The call this plan is for.
-    pub fn call(&self) -> &ToolCall {
-        match self {
-            PlannedCall::Run { call } | PlannedCall::Refuse { call, .. } => call,
-        }
     }
 }
 

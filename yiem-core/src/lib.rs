@@ -473,9 +473,8 @@ pub mod store {
 /// [`CancellationToken`](exec::CancellationToken) that aborts a batch.
 pub mod exec {
     pub use crate::call::{ToolCall, ToolCaller};
-    pub use crate::executor::{
-        BatchMode, PlannedCall, ToolCallBatch, ToolExecutor, execute_tool_calls,
-    };
+    pub use crate::decision::PlannedCall;
+    pub use crate::executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
     pub use crate::hooks::{
         AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
     };

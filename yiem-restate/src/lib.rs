@@ -2,8 +2,9 @@
 //! approvals that wait for days.
 //!
 //! [`DurableAgent`] is a Restate virtual object, `Agent`, keyed by conversation id. It performs the same
-//! agent protocol as the in-process [`Agent`](yiem_core::agent::Agent) — the step machine of
-//! [`AgentRun`](yiem_core::agent::AgentRun), its transitions and its events, in the same order — from the same
+//! agent protocol as the in-process [`Agent`](yiem_core::agent::Agent) — the one drive loop
+//! ([`drive`](yiem_core::agent::drive())) over the step machine of [`AgentRun`](yiem_core::agent::AgentRun),
+//! its transitions and its events, in the same order — from the same
 //! [`AgentConfig`](yiem_core::agent::AgentConfig) (tools, hooks, approval policy, limits, stop rules; the setters
 //! are [`AgentSettings`](yiem_core::agent::AgentSettings)'s), but every model call and every tool call is a
 //! journaled step: once Restate has acknowledged its result, a replay after a crash returns that result

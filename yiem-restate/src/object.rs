@@ -6,7 +6,7 @@
 use restate_sdk::prelude::*;
 use tracing::Instrument;
 use yiem_core::{
-    agent::AgentRun,
+    agent::{AgentRun, RunOutcome, drive},
     message::{AgentMessage, UserMessage},
     telemetry,
 };
@@ -46,26 +46,23 @@ impl DurableAgent {
             };
             run.set_limits(config.agent.run_limits());
             run.set_stop_at_tools(config.agent.stop_tools().to_vec());
-            let driver = Driver {
+            let mut driver = Driver {
                 ctx: &ctx,
                 config,
                 key: key.clone(),
                 model,
                 executor: config.agent.executor().fresh(),
+                run: &mut run,
+                saved: &mut saved,
             };
-            driver.read_mail_before_start(&mut run).await?;
+            driver.read_mail_before_start().await?;
             // The prompt's timestamp is journaled, so a replay saves the same run.
             let Json(prompt) = ctx
                 .run(|| async move { Ok(Json(UserMessage::text(request.prompt))) })
                 .name("prompt")
                 .await?;
-            run.begin();
-            run.start(vec![prompt]);
-            driver.emit(&mut run);
-            let mut messages = Vec::new();
-            let stop = driver.drive(&mut run, &mut saved, &mut messages).await?;
-            messages.extend(run.end());
-            driver.emit(&mut run);
+            let RunOutcome { messages, stop, .. } =
+                drive(&config.agent, &mut driver, Some(vec![prompt])).await?;
             Ok(RunReport {
                 stop,
                 text: AgentMessage::last_assistant_text(&messages),

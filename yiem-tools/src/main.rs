@@ -783,7 +783,13 @@ fn call(store: &ToolStore, tool: &AgentTool, raw: &str, allow: bool) -> Result<(
             "--args is not valid JSON ({error}); give a JSON object such as '{{\"path\": \"README.md\"}}'"
         ))
     })?;
-    if tool.needs_approval() && !allow {
+    // The approval gate: `--allow` is the operator's grant for this call.
+    let gate = match allow {
+        true => yiem_core::agent::ApprovalPolicy::allow_all(),
+        false => yiem_core::agent::ApprovalPolicy::default(),
+    };
+    let call = yiem_core::exec::ToolCall::new("cli", tool.name(), value.clone());
+    if gate.check(&call, tool).is_some() {
         approve_on_terminal(tool.name(), &value)?;
     }
     let runtime = runtime()?;

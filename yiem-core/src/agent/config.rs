@@ -116,11 +116,7 @@ impl AgentConfig {
     /// are shown as they came; the call then ends with an error result and runs nothing.)
     pub fn needs_approval(&self, offered: &ToolStore, call: &ToolCall) -> Option<String> {
         let tool = offered.get(&call.name)?;
-        // A direct call of a code-only tool is refused without running: nobody is asked.
-        if tool.is_code_only() && call.caller.is_none() {
-            return None;
-        }
-        self.approval.check_prepared(call, &tool)
+        self.approval.waits(call, &tool, &[])
     }
 
     /// What the model sees next — the system prompt, the conversation and the tools — after
@@ -232,7 +228,7 @@ impl AgentConfig {
         &self,
         executor: &ToolExecutor,
         run: &crate::agent::AgentRun,
-        plan: &[crate::executor::PlannedCall],
+        plan: &[crate::decision::PlannedCall],
     ) -> ToolExecutor {
         match &self.code_mode {
             Some(mode) => executor.resuming_programs(mode.ready(

@@ -1,11 +1,12 @@
-//! Agents: the protocol as a step machine ([`AgentRun`]), what an agent is made of ([`AgentConfig`], set
-//! through [`AgentSettings`]), which calls wait for a person ([`ApprovalPolicy`], [`Decision`]), and the
-//! in-process driver.
+//! Agents: the protocol as a step machine ([`AgentRun`]) and its one drive loop ([`drive()`], over the
+//! [`Effects`] a driver performs), what an agent is made of ([`AgentConfig`], set through
+//! [`AgentSettings`]), which calls wait for a person ([`ApprovalPolicy`], [`Decision`]), and the in-process
+//! driver.
 //!
 //! [`Agent`] keeps the conversation, asks the model, executes the tool calls it returns, feeds the results
 //! back, and loops until the model answers without tool calls, a batch terminates, a limit is reached or a
-//! call waits for approval. It is a thin driver over the step machine in [`AgentRun`], which holds the
-//! run's whole state as a serializable value.
+//! call waits for approval. It performs the effects of the drive loop in process over the step machine in
+//! [`AgentRun`], which holds the run's whole state as a serializable value.
 //!
 //! # Queues
 //!
@@ -40,6 +41,7 @@
 
 pub(crate) mod asked;
 mod config;
+mod drive;
 mod limits;
 pub(crate) mod paused;
 mod resume;
@@ -55,6 +57,7 @@ use tracing::Instrument;
 pub use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
 pub use crate::questions::{AskedQuestions, PendingQuestion};
 pub use config::{AgentConfig, AgentSettings};
+pub use drive::{Batch, Effects, Mail, Resumed, Waiting, drive};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use resume::ResumeError;
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
@@ -63,7 +66,6 @@ pub use saved::{RunKey, RunMismatch, Signature};
 use crate::call::ToolResultMessage;
 use crate::definition::AgentTool;
 use crate::event::{AgentEvent, EventBus, EventStream};
-use crate::executor::PlannedCall;
 use crate::llm::{Model, stream_reply};
 use crate::message::{AgentMessage, AssistantMessage, UserMessage};
 use crate::registry::ToolStore;
@@ -683,7 +685,6 @@ impl Agent {
             shared: &self.shared,
             cancel,
             events: self.shared.config.events().clone(),
-            offered: None,
             done: false,
         };
         let span = {
@@ -694,15 +695,18 @@ impl Agent {
                 state.model.provider_name(),
             )
         };
-        let stop = if span.is_disabled() {
-            driving.run(prompts).await
+        let config = &self.shared.config;
+        let outcome = if span.is_disabled() {
+            drive(config, &mut driving, prompts).await
         } else {
-            driving.run(prompts).instrument(span.clone()).await
+            drive(config, &mut driving, prompts)
+                .instrument(span.clone())
+                .await
         };
-        stop.record(&span);
+        let Ok(outcome) = outcome;
         driving.done = true;
-        let messages = driving.with_run(AgentRun::end);
-        RunOutcome { messages, stop }
+        outcome.stop.record(&span);
+        outcome
     }
 }
 
@@ -729,16 +733,13 @@ fn reapply_approvals(config: &AgentConfig, mut run: AgentRun) -> AgentRun {
     run
 }
 
-/// One drive of the step machine. If its future is dropped mid-step, `Drop` cancels what runs and leaves
-/// the run valid and stopped.
-/// One drive of the run: performs what the step machine asks (calls the model, runs a batch, applies the
-/// turn hook) and emits the events its transitions cause.
+/// One drive in process: performs the effects of the [`drive`](drive()) loop on the agent's shared state (the
+/// model stream and the batch under the drive's cancellation). If its future is dropped mid-step,
+/// `Drop` cancels what runs and leaves the run valid and stopped.
 struct Driving<'a> {
     shared: &'a Shared,
     cancel: CancellationToken,
     events: EventBus,
-    /// The tools offered with the last reply (what its calls may run).
-    offered: Option<ToolStore>,
     done: bool,
 }
 
@@ -758,134 +759,99 @@ impl Drop for Driving<'_> {
     }
 }
 
-impl Driving<'_> {
-    async fn run(&mut self, prompts: Option<Vec<UserMessage>>) -> RunStop {
-        self.with_run(|run| {
-            run.begin();
-            if let Some(prompts) = prompts {
-                run.start(prompts);
-            }
-        });
-        loop {
-            // Between steps the loop lets the runtime run other tasks (a caller's timeout among them).
-            tokio::task::yield_now().await;
-            self.take_queues();
-            match self.with_run(AgentRun::next_step) {
-                Step::CallModel => self.call_model().await,
-                Step::RunTools { assistant, plan } => self.run_tools(assistant, plan).await,
-                Step::Stopped(stop) => return stop,
-            }
-        }
+/// The agent's run, locked for a transition of the drive loop.
+struct RunGuard<'a>(std::sync::MutexGuard<'a, State>);
+
+impl std::ops::Deref for RunGuard<'_> {
+    type Target = AgentRun;
+    fn deref(&self) -> &AgentRun {
+        &self.0.run
+    }
+}
+
+impl std::ops::DerefMut for RunGuard<'_> {
+    fn deref_mut(&mut self) -> &mut AgentRun {
+        &mut self.0.run
+    }
+}
+
+impl Effects for Driving<'_> {
+    type Error = std::convert::Infallible;
+
+    fn run(&mut self) -> impl std::ops::DerefMut<Target = AgentRun> + '_ {
+        RunGuard(lock(&self.shared.state))
     }
 
-    /// Applies a transition to the run, then emits the events it caused (outside the lock).
-    fn with_run<R>(&self, transition: impl FnOnce(&mut AgentRun) -> R) -> R {
-        let (result, events) = {
-            let mut state = lock(&self.shared.state);
-            let result = transition(&mut state.run);
-            (result, state.run.take_events())
-        };
-        for event in events {
-            self.events.emit(event);
-        }
-        result
+    fn emit(&mut self, event: AgentEvent) {
+        self.events.emit(event);
     }
 
-    fn take_queues(&self) {
-        let steering: Vec<UserMessage> = lock(&self.shared.steering).drain(..).collect();
-        let follow_ups: Vec<UserMessage> = lock(&self.shared.follow_ups).drain(..).collect();
-        if steering.is_empty() && follow_ups.is_empty() {
-            return;
-        }
-        let mut state = lock(&self.shared.state);
-        state.run.steer(steering);
-        state.run.follow_up(follow_ups);
+    async fn mail(&mut self) -> Result<Mail, Self::Error> {
+        // Between steps the loop lets the runtime run other tasks (a caller's timeout among them).
+        tokio::task::yield_now().await;
+        Ok(Mail {
+            steering: lock(&self.shared.steering).drain(..).collect(),
+            follow_ups: lock(&self.shared.follow_ups).drain(..).collect(),
+            ..Mail::default()
+        })
     }
 
-    /// What the model sees next, the tools it is offered, the tools it has reached, and the model.
-    fn context(&self) -> (AgentContext, ToolStore, Vec<String>, Arc<dyn Model>) {
-        let (system_prompt, messages, loaded, model) = {
-            let state = lock(&self.shared.state);
-            (
-                state.run.system_prompt().to_owned(),
-                state.run.messages().to_vec(),
-                state.run.loaded_tools().to_vec(),
-                Arc::clone(&state.model),
-            )
-        };
-        let (context, offered) = self.shared.config.context(&system_prompt, &messages);
-        (context, offered, loaded, model)
+    async fn model_reply(
+        &mut self,
+        _turn: u32,
+        request: crate::llm::ModelRequest,
+    ) -> Result<AssistantMessage, Self::Error> {
+        let model = Arc::clone(&lock(&self.shared.state).model);
+        Ok(stream_reply(model.as_ref(), request, &self.cancel, &self.events).await)
     }
 
-    async fn call_model(&mut self) {
-        let (context, offered, loaded, model) = self.context();
-        let request = self.shared.config.model_request(context, &loaded);
-        let reply = stream_reply(model.as_ref(), request, &self.cancel, &self.events).await;
-        let config = &self.shared.config;
-        self.with_run(|run| run.model_replied(reply, |call| config.needs_approval(&offered, call)));
-        self.offered = Some(offered);
+    fn executor(&self) -> crate::executor::ToolExecutor {
+        self.shared.config.executor.clone()
     }
 
-    async fn run_tools(&mut self, assistant: AssistantMessage, plan: Vec<PlannedCall>) {
-        // The tools offered with the reply; a run resumed in a new drive works them out once here.
-        let offered = match self.offered.take() {
-            Some(offered) => offered,
-            None => self.context().1,
-        };
-        let executor = &self.shared.config.executor;
-        #[cfg(feature = "code-mode")]
-        let readied =
-            self.shared
-                .config
-                .ready_programs(executor, &lock(&self.shared.state).run, &plan);
-        #[cfg(feature = "code-mode")]
-        let executor = &readied;
-        // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
-        let answers = lock(&self.shared.state).run.question_answers();
-        let (pausing, questions) = executor.pausing_on_questions(answers).unzip();
-        let batch = pausing
-            .as_ref()
-            .unwrap_or(executor)
+    async fn run_batch(
+        &mut self,
+        batch: Batch,
+    ) -> Result<crate::executor::ToolCallBatch, Self::Error> {
+        Ok(batch
+            .executor
             .execute_plan(
-                &offered,
-                plan,
-                Some(Arc::new(assistant.clone())),
+                &batch.tools,
+                batch.plan,
+                Some(batch.assistant),
                 &self.cancel,
             )
-            .await;
-        let results = batch.messages.clone();
-        // The tools' requests to the agent's own model count toward the run's usage and limits.
-        if let Some(sampled) = &self.shared.sampled {
-            let used = std::mem::take(&mut *lock(sampled));
-            self.with_run(|run| used.iter().for_each(|usage| run.add_usage(usage)));
-        }
-        let asked = questions.map(|q| q.take()).unwrap_or_default();
-        self.with_run(|run| run.tools_ran_asking(batch.messages, batch.terminate, asked));
-        let goes_on = lock(&self.shared.state).run.stopped().is_none();
-        if goes_on && self.cancel.is_cancelled() {
-            lock(&self.shared.state).run.stop(RunStop::Aborted);
-        } else if goes_on {
-            self.next_turn(assistant, results);
-        }
+            .await)
     }
 
-    /// The `prepare_next_turn` hook, run outside the lock and applied to the run.
-    fn next_turn(&self, message: AssistantMessage, tool_results: Vec<ToolResultMessage>) {
-        let config = &self.shared.config;
-        if !config.has_next_turn_hook() {
-            return;
-        }
-        let context = NextTurnContext {
-            message,
-            tool_results,
-            messages: lock(&self.shared.state).run.messages().to_vec(),
-        };
-        let Some(update) = config.next_turn(&context) else {
-            return;
-        };
-        let mut state = lock(&self.shared.state);
-        if let (Some(model), _) = update.apply(&mut state.run) {
-            state.model = model;
+    async fn journal<T>(&mut self, _name: String, value: T) -> Result<T, Self::Error>
+    where
+        T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
+    {
+        Ok(value)
+    }
+
+    async fn wait(&mut self, _waiting: Waiting) -> Result<Option<Resumed>, Self::Error> {
+        // The drive ends: `Agent::resume` and `Agent::answer` begin the next.
+        Ok(None)
+    }
+
+    fn save(&mut self, _rewritten: bool) {
+        // The run lives in the agent's state, read with `Agent::run_state`.
+    }
+
+    fn set_model(&mut self, model: Arc<dyn Model>) {
+        lock(&self.shared.state).model = model;
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    fn sampled(&mut self) -> Vec<crate::result::Usage> {
+        match &self.shared.sampled {
+            Some(sampled) => std::mem::take(&mut *lock(sampled)),
+            None => Vec::new(),
         }
     }
 }

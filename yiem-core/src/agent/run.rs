@@ -8,10 +8,10 @@
 //! person answers pending approvals with [`AgentRun::decide`] and tools' questions with
 //! [`AgentRun::answer`]. Every
 //! transition queues the [`AgentEvent`]s it causes (a turn's start and end, the messages the run adds
-//! itself, a drive's start and end), and a driver emits [`AgentRun::take_events`] after each one; the
+//! itself, a drive's start and end), which the [`drive`](crate::agent::drive()) loop emits after each one; the
 //! events of the work it performs (the model's streamed reply, the tools' calls) come from that work.
-//! [`Agent`](crate::agent::Agent) and the durable runner of `yiem-restate` are two such drivers, performing the
-//! same protocol; a test can be a third.
+//! The loop owns the sequence; [`Agent`](crate::agent::Agent) and the durable runner of `yiem-restate`
+//! perform its [`Effects`](super::Effects). A test may step the machine by hand.
 //!
 //! A drive reads: [`begin`](AgentRun::begin), [`start`](AgentRun::start) with the prompts (or a resume),
 //! then steps until one stops the run, then [`end`](AgentRun::end), which gives the messages the drive
@@ -40,12 +40,11 @@ use super::limits::RunLimits;
 use super::paused::Paused;
 use super::resume::ResumeError;
 use super::saved::{self, RunKey, RunMismatch, Signature};
-use crate::approval::{Decision, PendingApproval};
+use crate::approval::{Decision, PendingApproval, planned};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
+use crate::decision::{PlannedCall, truncated_reason};
 use crate::elicit::ElicitationAnswer;
 use crate::event::AgentEvent;
-use crate::executor::PlannedCall;
-use crate::llm::truncated::truncated_reason;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 use crate::questions::PendingQuestion;
 use crate::result::{AgentToolResult, Usage};
@@ -168,9 +167,9 @@ impl RunStop {
     }
 }
 
-/// What the driver does next. See [`AgentRun::next_step`].
+/// What the driver does next. See [`AgentRun::next_step`]. Exhaustive: the [`drive`](crate::agent::drive())
+/// loop matches it in one place, so a new step is a compile error there.
 #[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
 pub enum Step {
     /// Call the model with [`AgentRun::system_prompt`] and [`AgentRun::messages`]; report its reply with
     /// [`AgentRun::model_replied`].
@@ -381,9 +380,9 @@ impl AgentRun {
         added
     }
 
-    /// The events the transitions since the last call caused, in order: a driver emits them after each
-    /// transition.
-    pub fn take_events(&mut self) -> Vec<AgentEvent> {
+    /// The events the transitions since the last call caused, in order: the [`drive`](crate::agent::drive()) loop
+    /// emits them after each transition.
+    pub(crate) fn take_events(&mut self) -> Vec<AgentEvent> {
         std::mem::take(&mut self.progress.events)
     }
 
@@ -800,23 +799,10 @@ impl AgentRun {
             let AssistantContent::ToolCall(call) = block else {
                 continue;
             };
-            plan.push(match decided.get(&call.id) {
-                None | Some(Decision::Approve | Decision::AlwaysApprove) => {
-                    PlannedCall::Run { call: call.clone() }
-                }
-                Some(Decision::ApproveWith { arguments }) => {
-                    call.arguments = arguments.clone();
-                    PlannedCall::Run { call: call.clone() }
-                }
-                Some(Decision::Deny { reason }) => PlannedCall::Refuse {
-                    call: call.clone(),
-                    reason: if reason.trim().is_empty() {
-                        "the user denied this call".to_owned()
-                    } else {
-                        format!("the user denied this call: {reason}")
-                    },
-                },
-            });
+            let planned = planned(call.clone(), decided.get(&call.id));
+            // Edited arguments: the conversation records what runs.
+            *call = planned.call().clone();
+            plan.push(planned);
         }
         self.phase = Phase::RunTools { assistant, plan };
         Ok(())

@@ -98,11 +98,12 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
+use crate::approval::{ApprovalPolicy, Decision, PendingApproval, planned};
 use crate::call::{ToolCall, ToolCaller};
 use crate::context::ToolContext;
+use crate::decision::PlannedCall;
 use crate::definition::AgentTool;
-use crate::executor::{PlannedCall, ToolExecutor};
+use crate::executor::ToolExecutor;
 pub use crate::program::{ProgramPause, ProgramResume, RecordedCall};
 use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
@@ -647,41 +648,20 @@ impl Runner {
                 plan.push(PlannedCall::Run { call });
                 continue;
             };
-            // As for the model's own calls: a tool approved for the rest of the run does not ask again,
-            // and the policy sees the arguments the tool will run with.
-            let reason = (!resume.always_approved.contains(&call.name))
-                .then(|| self.approval.check_prepared(&call, tool))
-                .flatten();
-            let Some(reason) = reason else {
+            // The one gate, as for the model's own calls.
+            let Some(reason) = self.approval.waits(&call, tool, &resume.always_approved) else {
                 plan.push(PlannedCall::Run { call });
                 continue;
             };
-            plan.push(match resume.decisions.get(&call_id) {
-                None => {
-                    pending.push(PendingApproval {
-                        call_id,
-                        tool_name: call.name.clone(),
-                        arguments: call.arguments.clone(),
-                        reason,
-                    });
-                    continue;
-                }
-                Some(Decision::ApproveWith { arguments }) => PlannedCall::Run {
-                    call: ToolCall {
-                        arguments: arguments.clone(),
-                        ..call
-                    },
-                },
-                Some(Decision::Deny { reason }) => PlannedCall::Refuse {
-                    reason: if reason.trim().is_empty() {
-                        "the user denied this call".to_owned()
-                    } else {
-                        format!("the user denied this call: {reason}")
-                    },
-                    call,
-                },
-                Some(_) => PlannedCall::Run { call },
-            });
+            match resume.decisions.get(&call_id) {
+                None => pending.push(PendingApproval {
+                    call_id,
+                    tool_name: call.name.clone(),
+                    arguments: call.arguments.clone(),
+                    reason,
+                }),
+                decision => plan.push(planned(call, decision)),
+            }
         }
         if !pending.is_empty() {
             return Err(Stop::Pause(pending));

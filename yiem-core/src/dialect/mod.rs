@@ -297,11 +297,11 @@ pub(crate) fn resolve_ref<'a>(root: &'a Value, reference: &str) -> Option<&'a Va
 
 /// The form schema of an MCP elicitation for a type whose canonical schema is `canonical`: rewritten as
 /// for [`Dialect::Mcp`] (references inlined), and checked to be an object of plain fields, the only
-/// forms MCP clients show.
-pub(crate) fn elicitation_schema(canonical: &Value) -> Result<Value, crate::elicit::ElicitError> {
-    use crate::elicit::ElicitError;
+/// forms MCP clients show. The error says why not (the asker makes it an
+/// `ElicitError::InvalidQuestion`).
+pub(crate) fn elicitation_schema(canonical: &Value) -> Result<Value, String> {
     let mut schema = rewrite::rewrite("elicitation", Dialect::Mcp, canonical)
-        .map_err(|error| ElicitError::InvalidQuestion(error.to_string()))?;
+        .map_err(|error| error.to_string())?;
     if let Some(object) = schema.as_object_mut() {
         object.remove("$schema");
         object.remove("title");
@@ -309,20 +309,16 @@ pub(crate) fn elicitation_schema(canonical: &Value) -> Result<Value, crate::elic
     let properties = schema
         .get("properties")
         .and_then(Value::as_object)
-        .ok_or_else(|| {
-            ElicitError::InvalidQuestion(
-                "the answer's type must be a struct with named fields".into(),
-            )
-        })?;
+        .ok_or_else(|| "the answer's type must be a struct with named fields".to_owned())?;
     for (name, property) in properties {
         let nested = |kind: &str| {
             property.get("type") == Some(&Value::from(kind)) || property.get("properties").is_some()
         };
         if nested("object") {
-            return Err(ElicitError::InvalidQuestion(format!(
+            return Err(format!(
                 "the field `{name}` is an object; a form holds only strings, numbers, integers, \
                  booleans and enums of strings"
-            )));
+            ));
         }
     }
     Ok(schema)

@@ -2,6 +2,7 @@
 //! may be incomplete. [`truncated_tool_results`] gives the error result each such call gets instead.
 
 use crate::call::ToolResultMessage;
+use crate::decision::truncated_reason;
 use crate::message::{AssistantMessage, StopReason};
 use crate::result::AgentToolResult;
 
@@ -49,12 +50,4 @@ pub fn truncated_tool_results(reply: &AssistantMessage) -> Option<Vec<ToolResult
         })
         .collect();
     (!results.is_empty()).then_some(results)
-}
-
-/// Why a call of a reply cut at the output limit was not run.
-pub(crate) fn truncated_reason(tool: &str) -> String {
-    format!(
-        "tool call `{tool}` was not run: the reply hit the model's output limit (finish_reason \"length\"), \
-         so its arguments may be truncated; call the tool again with shorter arguments"
-    )
 }

@@ -77,8 +77,8 @@
 //! calls are refused with an error result that says so, and that the server's operator can let the
 //! tool run without asking —
 //! [`McpServer::with_allowed_tools`], [`McpServer::with_all_tools_allowed`] (`yiem mcp --allow TOOL`,
-//! `--allow-all`). An [`ApprovalPolicy`](crate::agent::ApprovalPolicy) is an agent's, not the server's: the
-//! server goes by the tool's own flag.
+//! `--allow-all`). The server decides through the same approval gate as an agent, by the tool's own
+//! flag ([`ApprovalPolicy::default`]) less those grants; an agent's own policy is not the server's.
 //!
 //! Nothing but protocol is written to stdout: yiem and rmcp log through `tracing`, and a subscriber that
 //! prints must write to stderr (`tracing_subscriber::fmt().with_writer(std::io::stderr)`).
@@ -135,6 +135,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::approval::ApprovalPolicy;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
 use crate::definition::AgentTool;
@@ -283,17 +284,10 @@ struct Config {
     /// Whether the server declares `tools.listChanged`: over stdio it sends the notification, over HTTP
     /// on 2026-07-28 clients' `subscriptions/listen`.
     list_changed: bool,
-    /// Which calls of tools that need approval run without asking the client.
-    allowed: Allowed,
+    /// Which calls wait for the client's approval: the tools' own rule, less the operator's grants.
+    approval: ApprovalPolicy,
     /// Why the client cannot be asked over this transport, if it cannot (the stateless HTTP server).
     cannot_ask: Option<&'static str>,
-}
-
-/// The tools whose calls run without the client's approval even though they need it.
-#[derive(Clone, Debug, Default)]
-struct Allowed {
-    all: bool,
-    tools: std::collections::HashSet<String>,
 }
 
 impl McpServer {
@@ -318,7 +312,7 @@ impl McpServer {
                 max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
                 list_ttl: None,
                 list_changed: false,
-                allowed: Allowed::default(),
+                approval: ApprovalPolicy::default(),
                 cannot_ask: None,
             }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
@@ -339,8 +333,8 @@ impl McpServer {
         mut self,
         tools: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
-        let allowed = &mut self.config_mut().allowed;
-        allowed.tools.extend(tools.into_iter().map(Into::into));
+        let approval = &mut self.config_mut().approval;
+        *approval = approval.clone().allowing(tools);
         self
     }
 
@@ -354,7 +348,7 @@ impl McpServer {
     /// # let _ = server;
     /// ```
     pub fn with_all_tools_allowed(mut self) -> Self {
-        self.config_mut().allowed.all = true;
+        self.config_mut().approval = ApprovalPolicy::allow_all();
         self
     }
 
@@ -536,11 +530,9 @@ impl McpServer {
         }
     }
 
-    /// Whether a call of `tool` must be approved by the client before it runs.
-    fn must_ask(&self, tool: &AgentTool) -> bool {
-        tool.needs_approval()
-            && !self.config.allowed.all
-            && !self.config.allowed.tools.contains(tool.name())
+    /// Whether `call` of `tool` must be approved by the client before it runs (the approval gate).
+    fn must_ask(&self, call: &ToolCall, tool: &AgentTool) -> bool {
+        self.config.approval.check(call, tool).is_some()
     }
 
     /// Runs one `tools/call` of a tool the store has: asks the client first when the tool needs
@@ -559,14 +551,12 @@ impl McpServer {
         let (asker, forwarding, rounds) = ClientAsker::open(self, context, answers);
         let Forwarding { forwarder, end } = forwarding;
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
-        let asking = self.must_ask(tool);
+        let asking = self.must_ask(&call, tool);
         let running = async {
             // Made here rather than captured, so that this future holds it once.
             let work = async {
                 if asking
-                    && let Err(refusal) = self
-                        .approve(tool.timeout(), asker.as_ref(), &call, context)
-                        .await
+                    && let Err(refusal) = self.approve(tool, asker.as_ref(), &call, context).await
                 {
                     return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
                 }
@@ -605,13 +595,13 @@ impl McpServer {
     /// answer.
     async fn approve(
         &self,
-        tool_limit: Option<std::time::Duration>,
+        tool: &AgentTool,
         asker: &dyn Asker,
         call: &ToolCall,
         context: &RequestContext<RoleServer>,
     ) -> Result<(), String> {
+        let limit = crate::approval::answer_limit(tool, self.config.executor.default_timeout());
         let tool = &call.name;
-        let limit = tool_limit.or(self.config.executor.default_timeout());
         let out_of_time = async {
             match limit {
                 Some(limit) => tokio::time::sleep(limit).await,
