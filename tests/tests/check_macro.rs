@@ -29,6 +29,12 @@ fn fixture(package: &str, feature: &str, target_args: &[&str]) -> std::process::
         .expect("cargo runs")
 }
 
+/// The report on the fixtures' `add_counts`, whose map argument OpenAI strict mode cannot express.
+const MAP_IN_STRICT_MODE: &str = "1 problem with the tools:\n\
+     - tool `add_counts` cannot be described for OpenAI strict mode: `/counts` in type `Tally` is a map \
+     with free keys (`additionalProperties`), and OpenAI strict mode needs `additionalProperties: false` \
+     on every object\n";
+
 /// The stdout and stderr of a `cargo test` that must have failed.
 fn failing(output: std::process::Output) -> (String, String) {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -47,12 +53,8 @@ fn the_check_fails_a_crate_with_a_tool_strict_mode_cannot_express() {
         stdout.contains("test yiem_check_tools ... FAILED"),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    let report = "1 problem with the tools:\n\
-         - tool `add_counts` cannot be described for OpenAI strict mode: `/counts` in type `Tally` is a map \
-         with free keys (`additionalProperties`), and OpenAI strict mode needs `additionalProperties: false` \
-         on every object\n";
     assert!(
-        stdout.contains(report),
+        stdout.contains(MAP_IN_STRICT_MODE),
         "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert!(
@@ -113,12 +115,8 @@ fn in_a_binary_only_crate_the_check_in_main_rs_checks_the_binarys_tools_and_name
         &["--bin", "checked-bin"],
     ));
     // A strict tool's OpenAI definition is its strict-mode one: one problem, said once, naming the dialect.
-    let report = "1 problem with the tools:\n\
-         - tool `add_counts` cannot be described for OpenAI strict mode: `/counts` in type `Tally` is a map \
-         with free keys (`additionalProperties`), and OpenAI strict mode needs `additionalProperties: false` \
-         on every object\n";
     assert!(
-        stdout.contains(report),
+        stdout.contains(MAP_IN_STRICT_MODE),
         "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert_eq!(
