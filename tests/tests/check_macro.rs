@@ -9,25 +9,31 @@ use std::process::Command;
 /// `cargo test -p checked-tools --features FEATURE --test TEST`, in the same target directory as this test
 /// binary (target/debug/deps/<binary>): the crates it shares are built already.
 fn fixture_test(feature: &str, test: &str) -> std::process::Output {
+    fixture("checked-tools", feature, &["--test", test])
+}
+
+/// `cargo test -p PACKAGE --features FEATURE TARGET...` in that target directory.
+fn fixture(package: &str, feature: &str, target_args: &[&str]) -> std::process::Output {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let exe = std::env::current_exe().unwrap();
     let target = exe.ancestors().nth(3).unwrap();
     Command::new(env!("CARGO"))
         .current_dir(workspace)
-        .args([
-            "test",
-            "--offline",
-            "--locked",
-            "-p",
-            "checked-tools",
-            "--features",
-        ])
-        .args([feature, "--test", test, "--target-dir"])
+        .args(["test", "--offline", "--locked", "-p", package, "--features"])
+        .arg(feature)
+        .args(target_args)
+        .arg("--target-dir")
         .arg(target)
         .env_remove("RUSTFLAGS")
         .output()
         .expect("cargo runs")
 }
+
+/// The report on the fixtures' `add_counts`, whose map argument OpenAI strict mode cannot express.
+const MAP_IN_STRICT_MODE: &str = "1 problem with the tools:\n\
+     - tool `add_counts` cannot be described for OpenAI strict mode: `/counts` in type `Tally` is a map \
+     with free keys (`additionalProperties`), and OpenAI strict mode needs `additionalProperties: false` \
+     on every object\n";
 
 /// The stdout and stderr of a `cargo test` that must have failed.
 fn failing(output: std::process::Output) -> (String, String) {
@@ -47,12 +53,8 @@ fn the_check_fails_a_crate_with_a_tool_strict_mode_cannot_express() {
         stdout.contains("test yiem_check_tools ... FAILED"),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    let report = "1 problem with the tools:\n\
-         - tool `add_counts` cannot be described for OpenAI strict mode: `/counts` in type `Tally` is a map \
-         with free keys (`additionalProperties`), and OpenAI strict mode needs `additionalProperties: false` \
-         on every object\n";
     assert!(
-        stdout.contains(report),
+        stdout.contains(MAP_IN_STRICT_MODE),
         "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
     );
     assert!(
@@ -99,6 +101,43 @@ fn the_check_fails_when_it_finds_no_tool_and_says_what_to_write() {
         stdout.contains(
             "yiem_core::check_tools! found no tool to check in package `checked-tools`: this test binary links no `#[tool]`. \
              If the tools live in a library of another name, name it: `yiem_core::check_tools!(crate = my_tools);`."
+        ),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+}
+
+#[test]
+fn in_a_binary_only_crate_the_check_in_main_rs_checks_the_binarys_tools_and_names_the_dialect_once()
+{
+    let (stdout, stderr) = failing(fixture(
+        "checked-bin",
+        "strict-cannot-express",
+        &["--bin", "checked-bin"],
+    ));
+    // A strict tool's OpenAI definition is its strict-mode one: one problem, said once, naming the dialect.
+    assert!(
+        stdout.contains(MAP_IN_STRICT_MODE),
+        "the report is missing from stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        stdout.matches("cannot be described for").count(),
+        1,
+        "{stdout}"
+    );
+}
+
+#[test]
+fn in_a_binary_only_crate_the_check_in_tests_says_to_move_it_into_main_rs() {
+    let (stdout, stderr) = failing(fixture(
+        "checked-bin",
+        "check-in-tests-dir",
+        &["--test", "check"],
+    ));
+    assert!(
+        stdout.contains(
+            "yiem_core::check_tools! found no tool to check in package `checked-bin`: the package has no library, \
+             so a file in `tests/` cannot link the tools of its binary. Put the check in `src/main.rs` instead: \
+             `#[cfg(test)] mod tool_checks { yiem_core::check_tools!(); }` (and delete it here)."
         ),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );

@@ -201,9 +201,14 @@ pub fn check_tools(tools: &[AgentTool]) -> Result<(), ToolCheck> {
                 detail: error.to_string(),
             });
         }
+        // One problem once: a strict tool's OpenAI definition is its strict-mode one, refused in the same
+        // words (naming the dialect, OpenAI strict mode) as the `OpenAiStrict` definition.
         for dialect in Dialect::ALL {
             if let Err(error) = tool.definition(dialect) {
-                problems.push(ToolProblem::Dialect(error));
+                let problem = ToolProblem::Dialect(error);
+                if !problems.contains(&problem) {
+                    problems.push(problem);
+                }
             }
         }
     }

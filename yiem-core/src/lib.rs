@@ -2,11 +2,15 @@
 //!
 //! The runtime of yiem: give LLM agents tools written as ordinary Rust functions.
 //!
+//! yiem is not on crates.io yet: clone its repository and name the path of `yiem-core` in it.
+//!
 //! ```toml
 //! [dependencies]
-//! yiem-core = "0.1"
+//! yiem-core = { path = "path/to/yiem/yiem-core" }
 //! serde = { version = "1", features = ["derive"] }
 //! schemars = "1"
+//! serde_json = "1"
+//! tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
 //! ```
 //!
 //! Write an `async fn` over a serde argument struct and put [`#[tool]`](macro@tool) on it. The tool gets its name
@@ -46,6 +50,14 @@
 //! # });
 //! ```
 //!
+//! ## The guide
+//!
+//! The chapters are the modules of [`guide`]: [defining tools](guide::tools), [state](guide::state),
+//! [schemas and dialects](guide::schemas), [the call pipeline](guide::pipeline),
+//! [agents and approvals](guide::agents), [providers](guide::providers), [MCP](guide::mcp),
+//! [code mode](guide::code_mode), [tool search](guide::tool_search), [telemetry](guide::telemetry),
+//! [the security model](guide::security) and [the CLI and chat](guide::cli); durable runs are `yiem-restate`'s.
+//!
 //! ## Defining tools
 //!
 //! See [`#[tool]`](macro@tool) for the accepted signatures, return types and attribute keys. A tool reaches shared state
@@ -81,7 +93,7 @@
 //! The default build is already the lean one (no feature is on by default):
 //!
 //! ```toml
-//! yiem-core = { version = "0.1", features = ["openai"] }   # to talk to a model
+//! yiem-core = { path = "path/to/yiem/yiem-core", features = ["openai"] }   # to talk to a model
 //! ```
 //!
 //! ## Serving tools over MCP
@@ -89,7 +101,7 @@
 //! With the `mcp` feature, `mcp::serve_stdio` serves every tool of a store to MCP clients (Claude Desktop,
 //! Cursor, IDEs) over stdio, through the same pipeline an agent uses; `mcp::McpServer` adds hooks, a
 //! server name and instructions. A tool that needs approval is asked about through the client (MCP
-//! elicitation) before each call. See the `mcp` module.
+//! elicitation) before each call. See the [MCP chapter](guide::mcp).
 //!
 //! ## Asking the user from a tool
 //!
@@ -146,6 +158,7 @@
 //! | [`telemetry`] | the OpenTelemetry GenAI spans as `tracing` spans, and whether they record content |
 //! | `otel` | (feature `otel`) the bridge to OpenTelemetry: trace context across MCP, GenAI metrics, OTLP export |
 //! | [`prelude`] | what most programs import: `use yiem_core::prelude::*;` |
+//! | [`guide`] | the chapters of the guide, from `docs/*.md` (no items) |
 
 // How the crate is laid out inside. One concept per module; a call's whole path is in `pipeline`, and no
 // module imports one that imports it back (`tests/tests/layers.rs` checks it). The modules are listed
@@ -371,6 +384,75 @@ mod crate_docs {
     }
 
     #[test]
+    fn the_readme_is_a_front_door_that_tells_the_install_story_of_the_crate_docs() {
+        let readme = include_str!("../../README.md");
+        let lines: Vec<&str> = readme.lines().collect();
+        assert!(
+            lines.len() <= 250,
+            "README.md has {} lines: keep it a front door (at most 250), and move the rest into a chapter",
+            lines.len()
+        );
+        let first = lines.iter().position(|line| *line == "```rust");
+        assert!(
+            first.is_some_and(|at| at < 60),
+            "README.md's first Rust example starts at line {:?}: bring it into the first 60",
+            first.map(|at| at + 1)
+        );
+        // One install story, told the same in both.
+        let install = r#"yiem-core = { path = "path/to/yiem/yiem-core" }"#;
+        assert!(readme.contains(install), "README.md lacks `{install}`");
+        assert!(
+            include_str!("lib.rs").contains(&format!("//! {install}")),
+            "the crate docs lack `{install}`"
+        );
+        // Every document it links is there.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        for link in readme.split("](").skip(1) {
+            let target = link.split(')').next().unwrap();
+            if !target.starts_with("http") {
+                assert!(
+                    root.join(target).exists(),
+                    "README.md links `{target}`, which is not there"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_chapter_of_the_docs_folder_is_in_the_guide() {
+        let guide = include_str!("guide.rs");
+        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+        let mut chapters = 0;
+        for entry in std::fs::read_dir(docs).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            chapters += 1;
+            assert!(
+                guide.contains(&format!("include_str!(\"../docs/{name}\")")),
+                "docs/{name} is not a chapter of `guide`: its snippets are not doctests"
+            );
+        }
+        assert!(chapters >= 12, "{chapters} chapters");
+    }
+
+    #[test]
+    fn the_benchmarks_open_with_the_current_table_and_keep_no_diary() {
+        let benchmarks = include_str!("../../BENCHMARKS.md");
+        let first_table = benchmarks.find("\n| ").expect("a table");
+        let first_section = benchmarks.find("\n## ").expect("sections");
+        assert!(
+            first_table < first_section,
+            "BENCHMARKS.md opens with the current table"
+        );
+        for heading in benchmarks.lines().filter(|line| line.starts_with('#')) {
+            let words = heading.to_lowercase();
+            assert!(
+                !words.contains("stop") && !words.contains(" pass"),
+                "BENCHMARKS.md keeps today's figures, not a diary: `{heading}`"
+            );
+        }
+    }
+
+    #[test]
     fn the_crate_docs_and_the_readme_list_every_feature_of_the_manifest() {
         let features = features();
         assert!(features.len() >= 8, "{features:?}");
@@ -408,6 +490,7 @@ pub mod event;
 mod executor;
 mod grammar;
 mod guard;
+pub mod guide;
 mod handler;
 mod hooks;
 mod id;

@@ -720,6 +720,10 @@ impl fmt::Debug for ToolStore {
 /// Registers every `#[tool]` linked into the binary, sorted by name, plus [`list_tools`](ToolStore::list_tools_tool)
 /// bound to `store`. Returns the names registered, in order.
 ///
+/// `list_tools` lists the store's tools when it is called (a model discovers them, or checks a name is free).
+/// Whatever serves the store offers it too: an agent to its model, an MCP server to its clients. To leave it
+/// out, remove it: `store.remove(LIST_TOOLS)` (below).
+///
 /// All or nothing: if any name is already taken (in the store, or by two `#[tool]`s), nothing is registered
 /// and the error names both definitions; so too if a tool takes [`State`](crate::tool::State) the store does not
 /// hold (give the store its state first, [`ToolStore::with_state`]).
@@ -739,6 +743,9 @@ impl fmt::Debug for ToolStore {
 /// let store = ToolStore::new("agent");
 /// let names = register_all_tools(&store).unwrap();
 /// assert_eq!(names, ["hello", "list_tools"]);
+///
+/// store.remove(yiem_core::store::LIST_TOOLS);
+/// assert_eq!(store.names(), ["hello"]);
 /// ```
 pub fn register_all_tools(store: &ToolStore) -> Result<Vec<String>, RegistrationError> {
     let mut tools = static_tools();

@@ -59,12 +59,21 @@ pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
     let extra = input.extra.iter();
     let runtime = &input.runtime;
     let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-    let none = format!(
-        "yiem_core::check_tools! found no tool to check in package `{package}`: this test binary links no `#[tool]`. \
-         If the tools live in a library of another name, name it: `yiem_core::check_tools!(crate = my_tools);`. \
-         Tools of a `#[tools]` impl are passed in: `yiem_core::check_tools!(std::sync::Arc::new(MyTools::default()).tools());` \
-         (with `use yiem_core::store::ToolMethods;`)."
-    );
+    let none = if input.krate.is_none() && in_a_test_file_of_a_binary_only_package() {
+        // The two suggestions below do not apply: there is no library to link, the tools are the binary's.
+        format!(
+            "yiem_core::check_tools! found no tool to check in package `{package}`: the package has no library, \
+             so a file in `tests/` cannot link the tools of its binary. Put the check in `src/main.rs` instead: \
+             `#[cfg(test)] mod tool_checks {{ yiem_core::check_tools!(); }}` (and delete it here)."
+        )
+    } else {
+        format!(
+            "yiem_core::check_tools! found no tool to check in package `{package}`: this test binary links no `#[tool]`. \
+             If the tools live in a library of another name, name it: `yiem_core::check_tools!(crate = my_tools);`. \
+             Tools of a `#[tools]` impl are passed in: `yiem_core::check_tools!(std::sync::Arc::new(MyTools::default()).tools());` \
+             (with `use yiem_core::store::ToolMethods;`)."
+        )
+    };
     quote! {
         #link
         #[test]
@@ -73,7 +82,7 @@ pub(crate) fn check_tools(input: TokenStream) -> TokenStream {
             let mut tools = #runtime::__private::static_tools();
             #(tools.extend(#extra);)*
             if tools.is_empty() {
-                ::core::panic!(#none);
+                ::core::panic!("{}", #none);
             }
             if let ::core::result::Result::Err(report) = #runtime::__private::check_tools(&tools) {
                 ::core::panic!("{report}");
@@ -102,6 +111,18 @@ fn package_library() -> Option<Ident> {
         return None;
     }
     Some(format_ident!("{name}"))
+}
+
+/// Whether the code being compiled is an integration test (not a binary's own unit tests, where
+/// `CARGO_BIN_NAME` is set) of a package with no library.
+fn in_a_test_file_of_a_binary_only_package() -> bool {
+    let Some(dir) = std::env::var_os("CARGO_MANIFEST_DIR").map(std::path::PathBuf::from) else {
+        return false;
+    };
+    let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap_or_default();
+    std::env::var_os("CARGO_BIN_NAME").is_none()
+        && !manifest.contains("[lib]")
+        && !dir.join("src/lib.rs").is_file()
 }
 
 /// `name = "..."` of the manifest's `[lib]` table, read line by line (a manifest that spells it another

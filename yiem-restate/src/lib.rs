@@ -88,6 +88,8 @@
 //! other calls finish (and are journaled), and the questions are a journaled step of their own. `answer`
 //! resumes it with an answer per question, checked against the question's form; the calls that asked run
 //! again from the start with their answers.
+//!
+#![doc = include_str!("../docs/durable.md")]
 
 //!
 //! # Code mode

@@ -1,9 +1,10 @@
 //! `yiem`: list, inspect and call the tools linked into this program from a terminal.
 //!
 //! ```text
-//! yiem tools list [--json]
-//! yiem tools schema NAME
-//! yiem tools call NAME --args JSON [--allow] [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
+//! yiem tools list [--json] [--mcp CMD]...
+//! yiem tools schema NAME [--mcp CMD]...
+//! yiem tools search [QUERY] [--mcp CMD]...
+//! yiem tools call NAME --args JSON [--allow] [--mcp CMD]... [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem mcp [--allow TOOL]... [--allow-all]
 //!          [--http ADDR [--sessions] [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
 //!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
@@ -170,6 +171,8 @@ enum ToolsCommand {
         /// openai-strict, anthropic, gemini).
         #[arg(long, requires = "json", value_parser = parse_dialect)]
         dialect: Option<Dialect>,
+        #[command(flatten)]
+        servers: McpFlags,
     },
     /// Print a tool's input schema as JSON (the canonical JSON Schema 2020-12).
     Schema {
@@ -179,6 +182,8 @@ enum ToolsCommand {
         /// gemini).
         #[arg(long, value_parser = parse_dialect)]
         dialect: Option<Dialect>,
+        #[command(flatten)]
+        servers: McpFlags,
     },
     /// The best tools for a query, as the `search_tools` tool ranks deferred tools: over the tools linked
     /// into this program, or over a catalog file (an MCP tools/list result). Without QUERY, one query per
@@ -213,6 +218,8 @@ enum ToolsCommand {
         /// default).
         #[arg(long, value_name = "SECONDS")]
         embed_timeout: Option<f64>,
+        #[command(flatten)]
+        servers: McpFlags,
     },
     /// Call a tool and print the content of its result.
     Call {
@@ -233,7 +240,41 @@ enum ToolsCommand {
         tools_dir: Option<PathBuf>,
         #[command(flatten)]
         shell: ShellFlags,
+
+        #[command(flatten)]
+        servers: McpFlags,
     },
+}
+
+/// `--mcp` and `--mcp-prefix` of the `tools` commands, as `chat` takes them: MCP servers whose tools join
+/// the built-in ones.
+#[derive(Args, Default)]
+struct McpFlags {
+    /// Add the tools of an MCP server started as this command line (split as a shell would: quote a
+    /// path with spaces), e.g. `--mcp 'python3 my_server.py'`. Repeatable.
+    #[arg(long, value_name = "COMMAND ARGS")]
+    mcp: Vec<String>,
+    /// Put this before the names of every MCP server's tools, e.g. `--mcp-prefix remote_`.
+    #[arg(long, value_name = "PREFIX", default_value = "")]
+    mcp_prefix: String,
+}
+
+/// The servers of `--mcp`, connected on a runtime of their own with their tools registered into `store`;
+/// the runtime and the clients must outlive the command (nothing when no server was named).
+type McpConnections = Option<(tokio::runtime::Runtime, Vec<yiem_core::mcp::McpClient>)>;
+
+fn add_mcp_tools(store: &ToolStore, flags: McpFlags) -> Result<McpConnections, Failure> {
+    if flags.mcp.is_empty() {
+        return Ok(None);
+    }
+    let runtime = runtime()?;
+    let servers = chat::McpServers {
+        commands: flags.mcp,
+        urls: Vec::new(),
+        prefix: flags.mcp_prefix,
+    };
+    let (clients, _) = servers.connect(&runtime, store)?;
+    Ok(Some((runtime, clients)))
 }
 
 /// How `bash` is confined (see `yiem_tools::ShellPolicy`).
@@ -435,6 +476,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             });
         }
     };
+    let mut command = command;
+    let servers = match &mut command {
+        ToolsCommand::List { servers, .. }
+        | ToolsCommand::Schema { servers, .. }
+        | ToolsCommand::Search { servers, .. }
+        | ToolsCommand::Call { servers, .. } => std::mem::take(servers),
+    };
     if let ToolsCommand::Call {
         name,
         args,
@@ -442,6 +490,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         root,
         tools_dir,
         shell,
+        ..
     } = command
     {
         let root = use_root(root)?;
@@ -450,6 +499,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             None => PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR),
         };
         let store = store(root, tools_dir, shell.policy())?;
+        let _servers = add_mcp_tools(&store, servers)?;
         let tool = find(&store, &name)?;
         return call(&store, &tool, &args, allow);
     }
@@ -458,6 +508,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         PathBuf::from(yiem_tools::write_tool::BUILT_TOOLS_DIR),
         yiem_tools::ShellPolicy::default(),
     )?;
+    let _servers = add_mcp_tools(&store, servers)?;
     match command {
         ToolsCommand::List {
             dialect: Some(dialect),
@@ -471,6 +522,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         ToolsCommand::List {
             json,
             dialect: None,
+            ..
         } => {
             let tools = store.tools();
             if json {
@@ -480,7 +532,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 print(&table(&tools))
             }
         }
-        ToolsCommand::Schema { name, dialect } => {
+        ToolsCommand::Schema { name, dialect, .. } => {
             let tool = find(&store, &name)?;
             match dialect {
                 Some(dialect) => {
@@ -501,6 +553,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             model,
             embed_command,
             embed_timeout,
+            ..
         } => {
             let tools = match catalog {
                 Some(path) => tools_search::catalog(&path)?,

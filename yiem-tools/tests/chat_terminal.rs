@@ -49,6 +49,17 @@ impl Terminal {
         Self::open(name, dir, command)
     }
 
+    /// Starts `yiem chat` with no model configured (offline: the demo model) in a 100×40 pane, in `dir`.
+    fn offline(name: &str, dir: &Path) -> Self {
+        let command = format!(
+            "env -u YIEM_PROVIDER -u YIEM_BASE_URL -u NO_COLOR YIEM_HISTORY={} {} chat --root {}",
+            shell_quote(dir.join("history").to_str().unwrap()),
+            shell_quote(env!("CARGO_BIN_EXE_yiem")),
+            shell_quote(dir.to_str().unwrap())
+        );
+        Self::open(name, dir, command)
+    }
+
     /// Runs `yiem ARGS` (no model) in a 100×40 pane, in `dir`; when it ends, the pane shows
     /// `[exited with CODE]`.
     fn yiem(name: &str, dir: &Path, args: &[&str]) -> Self {
@@ -664,4 +675,57 @@ fn an_earlier_revision_servers_question_over_stdio_is_answered_inline_too() {
         std::fs::read_to_string(served.path().join("note.txt")).unwrap(),
         "asked over stdio"
     );
+}
+
+#[test]
+fn offline_the_chat_says_so_and_its_demo_calls_a_tool_that_asks_then_runs_or_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let terminal = Terminal::offline("offline", dir.path());
+    terminal
+        .wait_text("[offline: a scripted demo model, which answers any prompt by calling `write`");
+    terminal.prompts(1);
+    terminal.line("hello");
+    terminal.wait_text("allow write(path: yiem-demo.txt");
+    assert!(!dir.path().join("yiem-demo.txt").exists());
+    terminal.line("y");
+    let screen = terminal.wait_text("(offline demo) `write` answered:");
+    assert!(screen.contains("✓ write"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("yiem-demo.txt")).unwrap(),
+        "Written by the offline demo of yiem chat."
+    );
+    std::fs::remove_file(dir.path().join("yiem-demo.txt")).unwrap();
+    terminal.prompts(2);
+    terminal.line("and again");
+    terminal.wait_count("allow write(path: yiem-demo.txt", 2);
+    terminal.line("n");
+    terminal.wait_text("[write denied]");
+    terminal.wait_text("answered: the user denied this call: the user said no.");
+    assert!(!dir.path().join("yiem-demo.txt").exists());
+}
+
+#[test]
+fn ctrl_c_at_an_approval_question_stops_the_run_as_the_banner_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let terminal = Terminal::offline("ctrl-c-question", dir.path());
+    terminal.wait_text("Ctrl-C stops a run");
+    terminal.prompts(1);
+    terminal.line("hello");
+    terminal.wait_text("allow write(path: yiem-demo.txt");
+    terminal.keys(&["C-c"]);
+    let screen =
+        terminal.wait_text("[run stopped: no call of this reply ran; the next prompt goes on]");
+    // The run stopped: the model was not asked again, and nothing ran.
+    assert!(
+        !screen.contains("(offline demo) `write` answered"),
+        "{screen}"
+    );
+    assert!(!dir.path().join("yiem-demo.txt").exists());
+    // The chat goes on, and so does the conversation.
+    terminal.prompts(2);
+    terminal.line("try again");
+    terminal.wait_count("allow write(path: yiem-demo.txt", 2);
+    terminal.line("y");
+    terminal.wait_text("(offline demo) `write` answered:");
+    assert!(dir.path().join("yiem-demo.txt").exists());
 }

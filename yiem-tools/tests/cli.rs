@@ -366,28 +366,52 @@ fn an_unknown_dialect_is_bad_input() {
 }
 
 #[test]
-fn chat_without_a_model_says_how_to_configure_one() {
-    let output = Command::new(env!("CARGO_BIN_EXE_yiem"))
-        .args(["chat"])
-        .env_remove("YIEM_BASE_URL")
-        .env_remove("YIEM_PROVIDER")
-        // A key alone does not take the chat online.
-        .env("ANTHROPIC_API_KEY", "sk-ant-unused")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(b"hello\n")?;
-            child.wait_with_output()
-        })
-        .unwrap();
-    assert!(output.status.success());
+fn chat_without_a_model_says_it_is_offline_and_its_demo_calls_a_tool_that_asks_first() {
+    let root = tempfile::tempdir().unwrap();
+    let root_arg = root.path().to_str().unwrap();
+    // A key alone does not take the chat online. The demo's call of `write` asks; `n` refuses it.
+    let refused = chat_with(
+        &["--root", root_arg],
+        &[("ANTHROPIC_API_KEY", "sk-ant-unused"), ("YIEM_HISTORY", "")],
+        b"hello\nn\n",
+    );
+    assert!(refused.status.success(), "{}", stderr(&refused));
+    assert!(
+        stderr(&refused).starts_with(
+            "[offline: a scripted demo model, which answers any prompt by calling `write` to create \
+             yiem-demo.txt (it asks you first); set YIEM_PROVIDER and its key to chat with a real model]\n"
+        ),
+        "{}",
+        stderr(&refused)
+    );
     assert_eq!(
-        stdout(&output),
-        "(offline) No model is configured: set YIEM_PROVIDER (openai, openai-responses, anthropic, gemini) \
-         with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) to chat with a real one. \
+        stdout(&refused),
+        "(offline demo) I will write a file with the `write` tool, which runs only when you approve it.\n\
+         → write {\"path\":\"yiem-demo.txt\",\"content\":\"Written by the offline demo of yiem chat.\"}\n\
+         allow write(path: yiem-demo.txt, content: Written by the offline demo of yiem chat.)? [y]es / [n]o / [a]lways / [e]dit: \n\
+         [write denied]\n\
+         ✗ write\n\
+         (offline demo) `write` answered: the user denied this call: the user said no. This is a scripted demo \
+         model: set YIEM_PROVIDER (openai, openai-responses, anthropic, gemini) with its key (OPENAI_API_KEY and \
+         YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) to chat with a real one. \
          My tools: bash, edit, get_time, grep, list_tools, ls, read, write, write_tool.\n"
+    );
+    assert!(!root.path().join("yiem-demo.txt").exists());
+    // `y` runs it.
+    let approved = chat_with(
+        &["--root", root_arg],
+        &[("YIEM_HISTORY", "")],
+        b"hello\ny\n",
+    );
+    assert!(approved.status.success(), "{}", stderr(&approved));
+    assert!(
+        stdout(&approved).contains("✓ write\n(offline demo) `write` answered: "),
+        "{}",
+        stdout(&approved)
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.path().join("yiem-demo.txt")).unwrap(),
+        "Written by the offline demo of yiem chat."
     );
 }
 
@@ -823,7 +847,8 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
     let dir = tempfile::tempdir().unwrap();
     let saved = dir.path().join("run.json");
     let input = format!(
-        "hello\n/model\n/tools\n/save {}\n/frobnicate\n/save\n/reset\n/save {}\n/exit\nnever sent\n",
+        // `n`: the offline demo's call of `write` asks, and is refused.
+        "hello\nn\n/model\n/tools\n/save {}\n/frobnicate\n/save\n/reset\n/save {}\n/exit\nnever sent\n",
         saved.display(),
         dir.path().join("empty.json").display()
     );
@@ -838,13 +863,13 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
     let said = stdout(&output);
     assert!(
         said.contains(
-            "[model: offline: a scripted model (set YIEM_PROVIDER to chat with a real one)]\n"
+            "[model: offline: a scripted demo model (set YIEM_PROVIDER to chat with a real one)]\n"
         ),
         "{said}"
     );
     assert!(said.contains("NAME        LABEL"), "{said}");
     assert!(
-        said.contains(&format!("[saved 2 messages to {}]\n", saved.display())),
+        said.contains(&format!("[saved 4 messages to {}]\n", saved.display())),
         "{said}"
     );
     assert!(said.contains("unknown command `/frobnicate`: use /tools, /model, /reset, /save FILE, /load FILE, /help or /exit\n"), "{said}");
@@ -867,7 +892,7 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
     )
     .unwrap();
     assert_eq!(signature, yiem_core::agent::Signature::Valid);
-    assert_eq!(run.messages().len(), 2);
+    assert_eq!(run.messages().len(), 4);
     // Loading it goes on from there.
     let output = chat_with(
         &["--resume", saved.to_str().unwrap()],
@@ -877,7 +902,7 @@ fn chat_commands_work_from_a_pipe_and_save_a_run_that_loads() {
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(
         stdout(&output).starts_with(&format!(
-            "[loaded 2 messages from {}]\n[last reply: (offline)",
+            "[loaded 4 messages from {}]\n[last reply: (offline demo) `write` answered",
             saved.display()
         )),
         "{}",
@@ -892,8 +917,10 @@ fn chat_resume_of_a_file_that_is_no_saved_chat_is_bad_input() {
     std::fs::write(&file, "just notes").unwrap();
     let output = chat_with(&["--resume", file.to_str().unwrap()], &[], b"hello\n");
     assert_eq!(output.status.code(), Some(2));
+    // After the offline banner, the error in one line.
+    let error = |output: &Output| stderr(output).lines().nth(1).unwrap_or_default().to_owned();
     assert!(
-        stderr(&output).starts_with(&format!(
+        error(&output).starts_with(&format!(
             "yiem: error: {} is not a saved chat: ",
             file.display()
         )),
@@ -904,7 +931,7 @@ fn chat_resume_of_a_file_that_is_no_saved_chat_is_bad_input() {
     let output = chat_with(&["--resume", missing.to_str().unwrap()], &[], b"hello\n");
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        stderr(&output).starts_with(&format!("yiem: error: cannot read {}: ", missing.display())),
+        error(&output).starts_with(&format!("yiem: error: cannot read {}: ", missing.display())),
         "{}",
         stderr(&output)
     );
@@ -986,7 +1013,7 @@ fn chat_resume_of_a_run_waiting_for_approval_asks_and_goes_on() {
         "{said}"
     );
     assert!(
-        said.contains("✓ write\n(offline) No model is configured"),
+        said.contains("✓ write\n(offline demo) `write` answered: "),
         "{said}"
     );
     assert_eq!(
@@ -1058,8 +1085,9 @@ fn chat_resume_of_a_run_edited_to_approve_a_call_asks_again() {
     std::fs::write(&saved, run.to_json_signed(&key)).unwrap();
     let output = resume();
     assert!(output.status.success(), "{}", stderr(&output));
+    // (The `n` after it is a prompt, whose offline demo asks about a call of its own.)
     assert!(
-        !stdout(&output).contains("allow write"),
+        !stdout(&output).contains("allow write(path: evil.txt"),
         "{}",
         stdout(&output)
     );
@@ -1603,5 +1631,57 @@ fn tools_search_refuses_an_embed_command_it_cannot_run() {
     assert_bad_input(
         &yiem(&["tools", "search", "x", "--embed-timeout", "5"]),
         "yiem: error: --embed-timeout is the embedder's: give --embed-command too",
+    );
+}
+
+#[test]
+fn tools_list_schema_search_and_call_take_the_tools_of_an_mcp_server() {
+    // yiem itself is the MCP server here: `yiem mcp` over stdio, its tools prefixed.
+    let served = tempfile::tempdir().unwrap();
+    std::fs::write(served.path().join("note.txt"), "served over MCP").unwrap();
+    let server = format!(
+        "{} mcp --root {}",
+        env!("CARGO_BIN_EXE_yiem"),
+        served.path().display()
+    );
+    let mcp = ["--mcp", server.as_str(), "--mcp-prefix", "remote_"];
+    let listed = yiem(&[&["tools", "list"][..], &mcp].concat());
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let table = stdout(&listed);
+    assert!(table.contains("\nremote_read "), "{table}");
+    assert!(table.contains("\nread "), "{table}");
+    let schema = yiem(&[&["tools", "schema", "remote_read"][..], &mcp].concat());
+    assert!(schema.status.success(), "{}", stderr(&schema));
+    assert!(stdout(&schema).contains("\"path\""), "{}", stdout(&schema));
+    let searched = yiem(&[&["tools", "search", "read a file", "-k", "30"][..], &mcp].concat());
+    assert!(searched.status.success(), "{}", stderr(&searched));
+    assert!(
+        stdout(&searched).contains("remote_read"),
+        "{}",
+        stdout(&searched)
+    );
+    let called = yiem(
+        &[
+            &[
+                "tools",
+                "call",
+                "remote_read",
+                "--args",
+                r#"{"path": "note.txt"}"#,
+            ][..],
+            &mcp,
+        ]
+        .concat(),
+    );
+    assert!(called.status.success(), "{}", stderr(&called));
+    assert!(
+        stdout(&called).contains("served over MCP"),
+        "{}",
+        stdout(&called)
+    );
+    // Without the flag the server's tools are not there.
+    assert_eq!(
+        yiem(&["tools", "schema", "remote_read"]).status.code(),
+        Some(2)
     );
 }

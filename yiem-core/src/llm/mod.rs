@@ -5,7 +5,7 @@
 //! and, with the `openai` feature, `OpenAiModel`, an OpenAI-compatible chat-completions client. The wire
 //! format it speaks needs no HTTP and is always here: [`to_openai_messages`] and [`assistant_from_openai`]
 //! convert the conversation to and from it. With the `openai-responses` feature, `OpenAiResponsesModel`
-//! speaks OpenAI's Responses API ([`to_responses_input`] renders its input).
+//! speaks OpenAI's Responses API (`to_responses_input` renders its input).
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
@@ -255,7 +255,7 @@ pub enum ModelEvent {
         arguments: String,
     },
     /// What the arguments of a streaming tool call hold so far, parsed leniently (see
-    /// [`partial_arguments`], features `openai`, `anthropic`, `gemini`):
+    /// `partial_arguments`, features `openai`, `anthropic`, `gemini`):
     /// every complete member and the string being written. Every provider sends one after each
     /// `ToolCallDelta` that makes the text parse, so a UI can show a path or a command before the call
     /// runs. Informational: the call's arguments are the text of its deltas, parsed at `ToolCallEnd`.

@@ -89,13 +89,14 @@ impl Approvals {
         self.always.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Asks about each pending call in turn; Ctrl-C or the end of input denies the rest.
+    /// Asks about each pending call in turn; the end of input denies the rest. Ctrl-C stops the run
+    /// (as the banner says): `None`, and no call runs.
     pub fn ask(
         &self,
         input: &mut Input,
         out: &mut Renderer,
         pending: &[PendingApproval],
-    ) -> Vec<(String, Decision)> {
+    ) -> Option<Vec<(String, Decision)>> {
         let mut decisions = Vec::new();
         let mut stopped = None;
         for waiting in pending {
@@ -105,22 +106,23 @@ impl Approvals {
             }
             match self.ask_one(input, out, waiting) {
                 Ok(decision) => decisions.push((waiting.call_id.clone(), decision)),
-                Err(reason) => {
+                Err(None) => return None,
+                Err(Some(reason)) => {
                     decisions.push((waiting.call_id.clone(), Decision::deny(&reason)));
                     stopped = Some(reason);
                 }
             }
         }
-        decisions
+        Some(decisions)
     }
 
-    /// One call's decision, or why there was none.
+    /// One call's decision, or why there was none (`None`: Ctrl-C, the run stops).
     fn ask_one(
         &self,
         input: &mut Input,
         out: &mut Renderer,
         waiting: &PendingApproval,
-    ) -> Result<Decision, String> {
+    ) -> Result<Decision, Option<String>> {
         // Everything the call would run with, escaped: what the person approves is what runs.
         let question = format!(
             "allow {}({})? [y]es / [n]o / [a]lways / [e]dit: ",
@@ -130,8 +132,8 @@ impl Approvals {
         loop {
             let answer = match input.ask(&question, "") {
                 Line::Text(answer) => answer,
-                Line::Interrupted => return Err("the user interrupted the question".into()),
-                Line::End => return Err("the input ended before an answer".into()),
+                Line::Interrupted => return Err(None),
+                Line::End => return Err(Some("the input ended before an answer".into())),
             };
             match answer.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Ok(Decision::Approve),
@@ -148,7 +150,7 @@ impl Approvals {
                     return Ok(Decision::AlwaysApprove);
                 }
                 "e" | "edit" => {
-                    if let Some(arguments) = edited(input, out, &waiting.arguments)? {
+                    if let Some(arguments) = edited(input, out, &waiting.arguments).map_err(Some)? {
                         return Ok(Decision::ApproveWith { arguments });
                     }
                 }

@@ -4,13 +4,15 @@
 //!
 //! In a terminal (stdin and stdout both are one) the prompt has line editing, history and multi-line
 //! input ([`input`]), a status line shows while the model or a tool works ([`render`]), and Ctrl-C aborts
-//! the run under way (every call still gets its result) and, at the prompt, pressed twice, leaves, as
-//! Ctrl-D does. Otherwise each line of stdin is a prompt or a command, and the output is plain.
+//! the run under way (every call still gets its result; at an approval question no call of the reply runs)
+//! and, at the prompt, pressed twice, leaves, as Ctrl-D does. Without a configured model a banner says the
+//! chat is offline, and a demo model ([`demo`]) calls a tool that asks for approval. Otherwise each line of stdin is a prompt or a command, and the output is plain.
 //!
 //! Exit status: 0, or 1 when the last run ended in a model error.
 
 mod approval;
 mod command;
+mod demo;
 mod input;
 mod key;
 mod mcp;
@@ -25,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use yiem_core::{
     agent::{Agent, AgentRun, AgentSettings, RunOutcome, RunStop, Signature},
-    llm::{Model, ScriptedModel, ScriptedTurn},
+    llm::Model,
     message::AgentMessage,
     store::ToolStore,
 };
@@ -112,17 +114,11 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
             (selected.model, selected.description)
         }
         None => {
-            let tools = store.names().join(", ");
-            let offline = ScriptedModel::from_fn(move |_| {
-                ScriptedTurn::text(format!(
-                    "(offline) No model is configured: set YIEM_PROVIDER (openai, openai-responses, anthropic, \
-                     gemini) with its key (OPENAI_API_KEY and YIEM_BASE_URL, ANTHROPIC_API_KEY, GEMINI_API_KEY) \
-                     to chat with a real one. My tools: {tools}."
-                ))
-            });
+            eprintln!("{}", demo::BANNER);
             (
-                Arc::new(offline),
-                "offline: a scripted model (set YIEM_PROVIDER to chat with a real one)".to_owned(),
+                Arc::new(demo::model(store.names().join(", "))),
+                "offline: a scripted demo model (set YIEM_PROVIDER to chat with a real one)"
+                    .to_owned(),
             )
         }
     };
@@ -412,7 +408,10 @@ impl Session {
                     self.parts
                         .approvals
                         .ask(&mut self.input, &mut lock(&self.renderer), &pending);
-                self.resume(decisions);
+                match decisions {
+                    Some(decisions) => self.resume(decisions),
+                    None => self.stop_waiting(),
+                }
             }
             Some(RunStop::AwaitingAnswer { questions }) => {
                 if let Some(outcome) = questions.first().and_then(|first| self.answered(first)) {
@@ -449,6 +448,20 @@ impl Session {
         }
     }
 
+    /// Ctrl-C at an approval question stops the run, as the banner says: no call of the reply runs (each
+    /// gets a result saying so, which the model reads with the next prompt).
+    fn stop_waiting(&mut self) {
+        let mut run = self.agent.run_state();
+        run.give_up_waiting("the user stopped the run (Ctrl-C) before this call was approved");
+        self.last_failed = false;
+        match self.agent.restore(run) {
+            Ok(()) => self
+                .out()
+                .note("[run stopped: no call of this reply ran; the next prompt goes on]"),
+            Err(error) => self.out().error(&format!("cannot stop the run: {error}")),
+        }
+    }
+
     fn resume(&mut self, decisions: Vec<(String, yiem_core::agent::Decision)>) {
         match self.runtime.block_on(self.agent.resume(decisions)) {
             Ok(outcome) => self.finish(outcome),
@@ -467,6 +480,10 @@ impl Session {
                     self.parts
                         .approvals
                         .ask(&mut self.input, &mut lock(&self.renderer), &pending);
+                let Some(decisions) = decisions else {
+                    self.stop_waiting();
+                    return;
+                };
                 self.runtime.block_on(self.agent.resume(decisions))
             } else if let Some(question) = questions.first() {
                 // One question at a time; the run goes on once the last has its answer.
