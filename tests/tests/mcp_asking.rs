@@ -225,6 +225,63 @@ async fn over_stdio_a_tool_asks_the_user_with_a_typed_form_and_reads_the_answer(
 }
 
 #[tokio::test]
+async fn an_answer_that_does_not_fit_the_tools_form_never_reaches_the_tool() {
+    let refused = [
+        (
+            json!({"cups": "three"}),
+            "`cups` of the answer does not fit the form: expected an integer, got the string \"three\"",
+        ),
+        (
+            json!({}),
+            "`cups` of the answer does not fit the form: it is required and was not given",
+        ),
+        (
+            json!({"cups": 11}),
+            "`cups` of the answer does not fit the form: 11 is not within the form's maximum 10",
+        ),
+        (
+            json!({"cups": 2, "saucers": 2}),
+            "`saucers` of the answer does not fit the form: it is not a field of the form (its fields: cups)",
+        ),
+    ];
+    for (content, why) in refused {
+        let spec = json!({
+            "answer": {"action": "accept", "content": content},
+            "calls": [["count_cups", {}]],
+        });
+        let seen = python_client(spec, Transport::Stdio(vec![])).await;
+        assert_eq!(
+            seen["results"],
+            json!([{"isError": true, "text": format!("the user's answer does not fit the question: the field {why}")}]),
+            "{content}"
+        );
+    }
+    // A modern client's answer goes through the same check.
+    let spec = modern(json!({
+        "answer": {"action": "accept", "content": {"cups": 0}},
+        "calls": [["count_cups", {}]],
+    }));
+    let seen = python_client(spec, Transport::Stdio(vec![])).await;
+    assert_eq!(seen["results"][0]["isError"], true, "{seen}");
+    assert!(
+        seen["results"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("0 is not within the form's minimum 1"),
+        "{seen}"
+    );
+    let spec = json!({
+        "answer": {"action": "accept", "content": {"cups": 3}},
+        "calls": [["count_cups", {}]],
+    });
+    let seen = python_client(spec, Transport::Stdio(vec![])).await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": false, "text": "poured {\"cups\":3}"}])
+    );
+}
+
+#[tokio::test]
 async fn over_stdio_a_tool_whose_question_cannot_be_asked_gets_an_error_it_can_report() {
     let seen = python_client(
         json!({"calls": [["pick_color", {}]]}),
