@@ -343,8 +343,9 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     config: AgentConfig,
-    /// What the tools' requests to the agent's own model used, not yet counted in the run.
-    sampled: Option<Arc<Mutex<Vec<crate::result::Usage>>>>,
+    /// What the tools' requests to the agent's own model may spend, and used, not yet counted in the
+    /// run.
+    sampled: Option<Arc<Mutex<crate::llm::SampleBudget>>>,
     /// The limits of the next runs: the configuration's until [`Agent::set_limits`] changes them.
     limits: Mutex<RunLimits>,
     conversation_id: String,
@@ -843,6 +844,17 @@ impl Driving<'_> {
         // Without an elicitation handler, a tool's question pauses the run (see `Agent::answer`).
         let answers = lock(&self.shared.state).run.question_answers();
         let (pausing, questions) = executor.pausing_on_questions(answers).unzip();
+        // The tools' requests to the agent's own model are held to the run's token limits as they go.
+        if let Some(sampled) = &self.shared.sampled {
+            let (total, limits) = {
+                let state = lock(&self.shared.state);
+                (state.run.usage(), state.run.limits())
+            };
+            let mut budget = lock(sampled);
+            budget.total = total;
+            budget.limits = limits;
+            budget.sampled.clear();
+        }
         let batch = pausing
             .as_ref()
             .unwrap_or(executor)
@@ -856,7 +868,7 @@ impl Driving<'_> {
         let results = batch.messages.clone();
         // The tools' requests to the agent's own model count toward the run's usage and limits.
         if let Some(sampled) = &self.shared.sampled {
-            let used = std::mem::take(&mut *lock(sampled));
+            let used = std::mem::take(&mut lock(sampled).sampled);
             self.with_run(|run| used.iter().for_each(|usage| run.add_usage(usage)));
         }
         let asked = questions.map(|q| q.take()).unwrap_or_default();
