@@ -171,17 +171,18 @@ async fn a_tools_requests_count_against_the_runs_token_limit_as_they_go() {
         .limits(RunLimits::unlimited().with_max_total_tokens(Some(3000)))
         .build();
     let outcome = agent.prompt("Go.").await;
-    // Three requests fit (0, 1050 and 2100 tokens used before each); the fourth and later are refused.
+    // The turn that calls the tool costs 1 token; three requests fit (1, 1051 and 2101 tokens used before
+    // each); the fourth and later are refused.
     let texts = result_texts(&outcome.messages);
     assert_eq!(
         texts,
         [
-            "answered 3, refused 17: the run's token limit is reached (3150 tokens used of the 3000 \
+            "answered 3, refused 17: the run's token limit is reached (3151 tokens used of the 3000 \
           allowed); the model was not asked"
         ]
     );
     assert!(
-        matches!(&outcome.stop, RunStop::UsageLimit { detail, .. } if detail == "3150 tokens used of the 3000 allowed"),
+        matches!(&outcome.stop, RunStop::UsageLimit { detail, .. } if detail == "3151 tokens used of the 3000 allowed"),
         "{:?}",
         outcome.stop
     );
