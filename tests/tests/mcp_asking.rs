@@ -472,7 +472,7 @@ async fn a_client_of_2026_07_28_answers_an_approval_and_then_the_tools_own_quest
     let server = HttpServer::start(&[]).await;
     let answer =
         json!({"action": "accept", "content": {"approve": true, "color": "blue", "bright": false}});
-    let spec = modern(json!({"answer": answer, "calls": [["repaint", {}]]}));
+    let spec = modern(json!({"answer": answer, "calls": [["repaint", {}]], "fit_each_form": true}));
     let seen = python_client(spec, Transport::Http(server.url.clone())).await;
     assert_eq!(
         seen["results"],
@@ -524,10 +524,13 @@ async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
         .name("asking")
         .elicitation(move |question: yiem_core::ask::Elicitation| {
             record.lock().unwrap().push(question.message);
-            async {
-                let answer = json!({"approve": true, "color": "red", "bright": true});
-                ElicitationAnswer::Accept(answer.as_object().cloned().unwrap())
-            }
+            // One answer for both questions, cut to each form's fields.
+            let mut answer = json!({"approve": true, "color": "red", "bright": true})
+                .as_object()
+                .cloned()
+                .unwrap();
+            answer.retain(|field, _| question.schema["properties"].get(field).is_some());
+            async { ElicitationAnswer::Accept(answer) }
         })
         .connect()
         .await
