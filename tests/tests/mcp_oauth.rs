@@ -312,6 +312,23 @@ fn refused(result: Result<McpClient, McpClientError>) -> McpClientError {
     }
 }
 
+/// Connects to `server` with `oauth` and returns the text of the authorization error it ends in.
+async fn authorization_refused(server: &OAuthServer, oauth: OAuth) -> String {
+    let error = refused(
+        McpClient::http(&server.url)
+            .name("python-oauth")
+            .oauth(oauth)
+            .connect()
+            .await,
+    );
+    let message = error.to_string();
+    assert!(
+        matches!(error, McpClientError::Authorization { .. }),
+        "{message}"
+    );
+    message
+}
+
 #[tokio::test]
 async fn a_redirect_with_another_state_is_refused_naming_the_server() {
     let server = OAuthServer::start("").await;
@@ -327,18 +344,7 @@ async fn a_redirect_with_another_state_is_refused_naming_the_server() {
             format!("{before}state=forged{rest}")
         }),
     );
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth)
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth).await;
     assert!(
         message.starts_with("MCP server `python-oauth` refused access"),
         "{message}"
@@ -386,18 +392,7 @@ async fn a_token_endpoint_answering_garbage_is_a_clear_error_naming_the_server()
     let server = OAuthServer::start("garbage-token").await;
     let browser = Browser::default();
     let store = MemoryTokenStore::new();
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth(&browser, &store))
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`") && message.contains("token exchange failed"),
         "{message}"
@@ -443,18 +438,7 @@ async fn metadata_naming_an_authorization_server_at_a_cloud_metadata_host_is_ref
     let server = OAuthServer::start("foreign-metadata").await;
     let browser = Browser::default();
     let store = MemoryTokenStore::new();
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth(&browser, &store))
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`") && message.contains("discovery failed"),
         "{message}"
@@ -483,18 +467,8 @@ async fn a_code_sent_back_to_another_address_than_the_redirect_uri_is_never_exch
                 Ok(format!("{elsewhere}?{}", query.unwrap_or_default()))
             }
         };
-        let error = refused(
-            McpClient::http(&server.url)
-                .name("python-oauth")
-                .oauth(OAuth::authorization_code(REDIRECT_URI, moved))
-                .connect()
-                .await,
-        );
-        let message = error.to_string();
-        assert!(
-            matches!(error, McpClientError::Authorization { .. }),
-            "{message}"
-        );
+        let oauth = OAuth::authorization_code(REDIRECT_URI, moved);
+        let message = authorization_refused(&server, oauth).await;
         assert!(
             message.contains(&format!("the browser came back to `{elsewhere}`"))
                 && message.contains("not to the redirect URI `http://127.0.0.1:1/callback`")
@@ -514,18 +488,7 @@ async fn an_authorization_endpoint_that_is_not_https_is_never_handed_to_the_brow
     let server = OAuthServer::start("javascript-authorize").await;
     let browser = Browser::default();
     let store = MemoryTokenStore::new();
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth(&browser, &store))
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`")
             && message.contains("authorization endpoint is a `javascript:` address"),
