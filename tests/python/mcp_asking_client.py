@@ -11,7 +11,8 @@ test asserts on that.
 
 SPEC is JSON: {"answer": null | {"action": "accept", "content": {...}} | {"action": "decline"} | ...,
 "log_level": null | "debug", "calls": [[NAME, ARGUMENTS], ...], "revision": null | "2026-07-28",
-"sample": null | {"text": ..., "model": ...} | {"refuse": REASON}}; without "sample" the client declares no
+"sample": null | {"text": ..., "model": ...} | {"refuse": REASON}, "fit_each_form": null | true}; with
+"fit_each_form" an accepted answer is cut to each question's fields; without "sample" the client declares no
 sampling capability. With
 a revision the client is the SDK's high-level `Client` pinned to it; without, a `ClientSession` that
 starts with `initialize`. Without an answer the client declares
@@ -42,7 +43,12 @@ async def run(spec, transport, target, extra):
             )
             if answer["action"] == "hang":
                 await anyio.sleep_forever()
-            return types.ElicitResult(action=answer["action"], content=answer.get("content"))
+            content = answer.get("content")
+            if content is not None and spec.get("fit_each_form"):
+                # One answer for several forms: each gets only its own fields.
+                fields = (params.requested_schema or {}).get("properties", {})
+                content = {name: value for name, value in content.items() if name in fields}
+            return types.ElicitResult(action=answer["action"], content=content)
 
         callbacks["elicitation_callback"] = elicit
 

@@ -15,7 +15,8 @@ refreshes and token requests so far).
   garbage-token      the token endpoint answers 200 with HTML
   refresh-fails      refreshing fails with a server error, every time
   foreign-metadata   the protected resource names an authorization server at a cloud metadata host
-Every token it issues is appended to the file `YIEM_TEST_OAUTH_TOKENS`, so a test can look for them in
+  javascript-authorize  the authorization server's metadata names a `javascript:` authorization endpoint
+Every code and token it issues is appended to the file `YIEM_TEST_OAUTH_TOKENS`, so a test can look for them in
 logs, and each authorization, code exchange and refresh as a line (`authorize SCOPES`, `token`, `refresh`)
 to `YIEM_TEST_OAUTH_EVENTS`.
 
@@ -96,6 +97,7 @@ class Provider:
             resource=params.resource,
         )
         self.codes[code.code] = code
+        issued(code.code)
         return construct_redirect_uri(str(params.redirect_uri), code=code.code, state=params.state)
 
     async def load_authorization_code(self, client, authorization_code: str):
@@ -190,6 +192,34 @@ if FAULT == "garbage-token":
             await HTMLResponse("<html>502 Bad Gateway</html>")(scope, receive, send)
         else:
             await inner(scope, receive, send)
+
+
+if FAULT == "javascript-authorize":
+    import json
+
+    plain = app
+
+    async def app(scope, receive, send):  # noqa: F811 - the metadata-rewriting wrapper
+        if scope["type"] != "http" or not scope["path"].startswith("/.well-known/oauth-authorization-server"):
+            await plain(scope, receive, send)
+            return
+        parts = []
+        start = {}
+
+        async def keep(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+            else:
+                parts.append(message.get("body", b""))
+
+        await plain(scope, receive, keep)
+        metadata = json.loads(b"".join(parts))
+        metadata["authorization_endpoint"] = "javascript:alert(document.cookie)//"
+        body = json.dumps(metadata).encode()
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": start.get("status", 200), "headers": headers})
+        await send({"type": "http.response.body", "body": body})
 
 
 uvicorn.run(app, host="127.0.0.1", port=PORT, log_level="warning")

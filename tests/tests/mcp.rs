@@ -741,24 +741,46 @@ async fn a_tools_call_without_params_or_with_arguments_not_an_object_is_invalid_
 }
 
 #[tokio::test]
-async fn a_request_over_the_size_limit_gets_an_error_and_the_server_keeps_serving() {
+async fn a_request_over_the_size_limit_gets_an_error_with_its_id_and_the_server_keeps_serving() {
     let mut server = RawServer::initialized().await;
-    // 17 MiB of arguments: over the 16 MiB limit of one line.
-    let huge = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{}\"}}}}}}",
-        "x".repeat(17 << 20)
-    );
-    server.send_line(huge.as_bytes()).await;
-    let answer = server.receive().await;
-    assert_eq!(answer["id"], Value::Null);
-    assert_eq!(answer["error"]["code"], -32600);
-    assert!(
-        answer["error"]["message"]
-            .as_str()
-            .unwrap()
-            .ends_with("the limit is 16777216 bytes"),
-        "{answer}"
-    );
+    // Just over the 16 MiB limit of one line, with the id first (as rmcp writes it) and last (as the
+    // TypeScript SDK does), and 20 MB; then a notification, which has no id.
+    let arguments = |size: usize| {
+        format!(
+            "\"method\":\"tools/call\",\"params\":{{\"name\":\"echo\",\"arguments\":{{\"text\":\"{}\",\"id\":0}}}}",
+            "x".repeat(size)
+        )
+    };
+    let lines = [
+        (
+            format!("{{\"jsonrpc\":\"2.0\",\"id\":9,{}}}", arguments(16 << 20)),
+            json!(9),
+        ),
+        (
+            format!(
+                "{{\"jsonrpc\":\"2.0\",{},\"id\":\"last\"}}",
+                arguments(20_000_000)
+            ),
+            json!("last"),
+        ),
+        (
+            format!("{{\"jsonrpc\":\"2.0\",{}}}", arguments(17 << 20)),
+            Value::Null,
+        ),
+    ];
+    for (line, id) in lines {
+        server.send_line(line.as_bytes()).await;
+        let answer = server.receive().await;
+        assert_eq!(answer["id"], id);
+        assert_eq!(answer["error"]["code"], -32600);
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("the limit is 16777216 bytes"),
+            "{answer}"
+        );
+    }
     server
         .send(json!({"jsonrpc": "2.0", "id": 10, "method": "ping"}))
         .await;
@@ -901,4 +923,23 @@ async fn the_server_says_the_revisions_it_speaks_and_a_client_of_each_earlier_on
             "{version}"
         );
     }
+}
+
+#[tokio::test]
+async fn an_rmcp_client_whose_call_is_over_the_size_limit_sees_it_fail_instead_of_waiting() {
+    let (client, _) = connect().await;
+    let huge = json!({"text": "x".repeat(16 << 20)});
+    let failed = tokio::time::timeout(
+        Duration::from_secs(120),
+        client.call_tool(params("echo", huge)),
+    )
+    .await
+    .expect("the call is answered (a hang guard, not a measure)");
+    let error = failed.expect_err("the call fails").to_string();
+    assert!(error.contains("the limit is 16777216 bytes"), "{error}");
+    // The connection still serves.
+    assert_eq!(
+        call(&client, "echo", json!({"text": "hi"})).await["content"][0]["text"],
+        "hi"
+    );
 }

@@ -225,6 +225,63 @@ async fn over_stdio_a_tool_asks_the_user_with_a_typed_form_and_reads_the_answer(
 }
 
 #[tokio::test]
+async fn an_answer_that_does_not_fit_the_tools_form_never_reaches_the_tool() {
+    let refused = [
+        (
+            json!({"cups": "three"}),
+            "`cups` of the answer does not fit the form: expected an integer, got the string \"three\"",
+        ),
+        (
+            json!({}),
+            "`cups` of the answer does not fit the form: it is required and was not given",
+        ),
+        (
+            json!({"cups": 11}),
+            "`cups` of the answer does not fit the form: 11 is not within the form's maximum 10",
+        ),
+        (
+            json!({"cups": 2, "saucers": 2}),
+            "`saucers` of the answer does not fit the form: it is not a field of the form (its fields: cups)",
+        ),
+    ];
+    for (content, why) in refused {
+        let spec = json!({
+            "answer": {"action": "accept", "content": content},
+            "calls": [["count_cups", {}]],
+        });
+        let seen = python_client(spec, Transport::Stdio(vec![])).await;
+        assert_eq!(
+            seen["results"],
+            json!([{"isError": true, "text": format!("the user's answer does not fit the question: the field {why}")}]),
+            "{content}"
+        );
+    }
+    // A modern client's answer goes through the same check.
+    let spec = modern(json!({
+        "answer": {"action": "accept", "content": {"cups": 0}},
+        "calls": [["count_cups", {}]],
+    }));
+    let seen = python_client(spec, Transport::Stdio(vec![])).await;
+    assert_eq!(seen["results"][0]["isError"], true, "{seen}");
+    assert!(
+        seen["results"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("0 is not within the form's minimum 1"),
+        "{seen}"
+    );
+    let spec = json!({
+        "answer": {"action": "accept", "content": {"cups": 3}},
+        "calls": [["count_cups", {}]],
+    });
+    let seen = python_client(spec, Transport::Stdio(vec![])).await;
+    assert_eq!(
+        seen["results"],
+        json!([{"isError": false, "text": "poured {\"cups\":3}"}])
+    );
+}
+
+#[tokio::test]
 async fn over_stdio_a_tool_whose_question_cannot_be_asked_gets_an_error_it_can_report() {
     let seen = python_client(
         json!({"calls": [["pick_color", {}]]}),
@@ -415,7 +472,7 @@ async fn a_client_of_2026_07_28_answers_an_approval_and_then_the_tools_own_quest
     let server = HttpServer::start(&[]).await;
     let answer =
         json!({"action": "accept", "content": {"approve": true, "color": "blue", "bright": false}});
-    let spec = modern(json!({"answer": answer, "calls": [["repaint", {}]]}));
+    let spec = modern(json!({"answer": answer, "calls": [["repaint", {}]], "fit_each_form": true}));
     let seen = python_client(spec, Transport::Http(server.url.clone())).await;
     assert_eq!(
         seen["results"],
@@ -467,10 +524,13 @@ async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
         .name("asking")
         .elicitation(move |question: yiem_core::ask::Elicitation| {
             record.lock().unwrap().push(question.message);
-            async {
-                let answer = json!({"approve": true, "color": "red", "bright": true});
-                ElicitationAnswer::Accept(answer.as_object().cloned().unwrap())
-            }
+            // One answer for both questions, cut to each form's fields.
+            let mut answer = json!({"approve": true, "color": "red", "bright": true})
+                .as_object()
+                .cloned()
+                .unwrap();
+            answer.retain(|field, _| question.schema["properties"].get(field).is_some());
+            async { ElicitationAnswer::Accept(answer) }
         })
         .connect()
         .await

@@ -642,3 +642,41 @@ async fn a_tools_call_without_params_or_with_arguments_not_an_object_is_invalid_
     .await;
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
 }
+
+/// Sends a bare `initialize` (no session, no token) from `from`; its status.
+async fn initialize_from(address: &str, from: std::net::IpAddr) -> u16 {
+    let client = reqwest::Client::builder()
+        .local_address(from)
+        .build()
+        .unwrap();
+    client
+        .post(format!("http://{address}/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .json(&json!({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                       "clientInfo": {"name": "flood", "version": "1"}},
+        }))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+#[tokio::test]
+async fn a_flood_of_sessions_from_one_address_does_not_lock_out_another() {
+    let address = served(|http| http.with_sessions(8).with_max_sessions_per_peer(3)).await;
+    let flooder: std::net::IpAddr = [127, 0, 0, 1].into();
+    let mut statuses = Vec::new();
+    for _ in 0..8 {
+        statuses.push(initialize_from(&address, flooder).await);
+    }
+    assert_eq!(statuses, [200, 200, 200, 503, 503, 503, 503, 503]);
+    // Another address (all of 127/8 is loopback on Linux) still gets sessions, up to its own bound.
+    let other: std::net::IpAddr = [127, 0, 0, 2].into();
+    for _ in 0..3 {
+        assert_eq!(initialize_from(&address, other).await, 200);
+    }
+    assert_eq!(initialize_from(&address, other).await, 503);
+}

@@ -75,7 +75,7 @@ impl OAuthServer {
         }
     }
 
-    /// Every access and refresh token the server issued.
+    /// Every authorization code, access token (`at-`) and refresh token (`rt-`) the server issued.
     fn issued_tokens(&self) -> Vec<String> {
         read_lines(&self.tokens)
     }
@@ -272,7 +272,7 @@ async fn a_python_sdk_server_is_discovered_authorized_with_pkce_stepped_up_and_r
 }
 
 #[tokio::test]
-async fn tokens_never_appear_in_the_logs() {
+async fn codes_and_tokens_never_appear_in_the_logs() {
     let logs = captured_logs();
     let server = OAuthServer::start("").await;
     let browser = Browser::default();
@@ -286,13 +286,22 @@ async fn tokens_never_appear_in_the_logs() {
         issued.len() >= 4,
         "access and refresh tokens were issued: {issued:?}"
     );
+    assert!(
+        issued
+            .iter()
+            .any(|code| !code.starts_with("at-") && !code.starts_with("rt-")),
+        "authorization codes were issued: {issued:?}"
+    );
     let logs = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
     assert!(
         logs.contains("python-oauth") || logs.contains("127.0.0.1"),
         "the logs were captured"
     );
-    for token in issued {
-        assert!(!logs.contains(&token), "a token is in the logs: {token}");
+    for secret in issued {
+        assert!(
+            !logs.contains(&secret),
+            "a code or token is in the logs: {secret}"
+        );
     }
 }
 
@@ -301,6 +310,23 @@ fn refused(result: Result<McpClient, McpClientError>) -> McpClientError {
         Ok(_) => panic!("the client connected"),
         Err(error) => error,
     }
+}
+
+/// Connects to `server` with `oauth` and returns the text of the authorization error it ends in.
+async fn authorization_refused(server: &OAuthServer, oauth: OAuth) -> String {
+    let error = refused(
+        McpClient::http(&server.url)
+            .name("python-oauth")
+            .oauth(oauth)
+            .connect()
+            .await,
+    );
+    let message = error.to_string();
+    assert!(
+        matches!(error, McpClientError::Authorization { .. }),
+        "{message}"
+    );
+    message
 }
 
 #[tokio::test]
@@ -318,18 +344,7 @@ async fn a_redirect_with_another_state_is_refused_naming_the_server() {
             format!("{before}state=forged{rest}")
         }),
     );
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth)
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth).await;
     assert!(
         message.starts_with("MCP server `python-oauth` refused access"),
         "{message}"
@@ -377,18 +392,7 @@ async fn a_token_endpoint_answering_garbage_is_a_clear_error_naming_the_server()
     let server = OAuthServer::start("garbage-token").await;
     let browser = Browser::default();
     let store = MemoryTokenStore::new();
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth(&browser, &store))
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`") && message.contains("token exchange failed"),
         "{message}"
@@ -434,21 +438,61 @@ async fn metadata_naming_an_authorization_server_at_a_cloud_metadata_host_is_ref
     let server = OAuthServer::start("foreign-metadata").await;
     let browser = Browser::default();
     let store = MemoryTokenStore::new();
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth(&browser, &store))
-            .connect()
-            .await,
-    );
-    let message = error.to_string();
-    assert!(
-        matches!(error, McpClientError::Authorization { .. }),
-        "{message}"
-    );
+    let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`") && message.contains("discovery failed"),
         "{message}"
     );
     assert!(browser.visited().is_empty(), "no authorization was started");
+}
+
+#[tokio::test]
+async fn a_code_sent_back_to_another_address_than_the_redirect_uri_is_never_exchanged() {
+    for elsewhere in [
+        "http://127.0.0.1:1/elsewhere",
+        "http://127.0.0.2:1/callback",
+        "https://127.0.0.1:1/callback",
+        "http://127.0.0.1:2/callback",
+    ] {
+        let server = OAuthServer::start("").await;
+        let browser = Browser::default();
+        let handler = browser.handler(|redirect| redirect);
+        let moved = move |url: String| {
+            let redirected = handler(url);
+            async move {
+                let redirected = redirected.await?;
+                let query = redirected
+                    .split_once('?')
+                    .map(|(_, query)| query.to_owned());
+                Ok(format!("{elsewhere}?{}", query.unwrap_or_default()))
+            }
+        };
+        let oauth = OAuth::authorization_code(REDIRECT_URI, moved);
+        let message = authorization_refused(&server, oauth).await;
+        assert!(
+            message.contains(&format!("the browser came back to `{elsewhere}`"))
+                && message.contains("not to the redirect URI `http://127.0.0.1:1/callback`")
+                && !message.contains("code="),
+            "{message}"
+        );
+        assert!(
+            !server.events().contains(&"token".to_owned()),
+            "{elsewhere}: the code was never sent for a token: {:?}",
+            server.events()
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_authorization_endpoint_that_is_not_https_is_never_handed_to_the_browser_step() {
+    let server = OAuthServer::start("javascript-authorize").await;
+    let browser = Browser::default();
+    let store = MemoryTokenStore::new();
+    let message = authorization_refused(&server, oauth(&browser, &store)).await;
+    assert!(
+        message.contains("`python-oauth`")
+            && message.contains("authorization endpoint is a `javascript:` address"),
+        "{message}"
+    );
+    assert!(browser.visited().is_empty(), "{:?}", browser.visited());
 }

@@ -324,7 +324,10 @@ impl ToolContext {
     }
 
     /// Like [`elicit`](Self::elicit), with the form's JSON schema given as it is (an object of plain
-    /// fields) and the answer's fields as JSON.
+    /// fields) and the answer's fields as JSON. An accepted answer is checked against the form,
+    /// whoever gave it: a field not in the form, one of another type, past its `minimum` or `maximum`
+    /// or not among its choices, or a required field left out is [`ElicitError::InvalidAnswer`] naming
+    /// the field; fields left out get the form's defaults.
     pub async fn elicit_with_schema(
         &self,
         message: impl Into<String>,
@@ -337,8 +340,24 @@ impl ToolContext {
                     .into(),
             ));
         };
-        let question = Elicitation::new(self.store_name().unwrap_or_default(), message, schema);
-        asker.elicit(question).await
+        let question = Elicitation::new(
+            self.store_name().unwrap_or_default(),
+            message,
+            schema.clone(),
+        );
+        // Whoever answered (an MCP client, a handler, a paused run's caller), an answer that does not
+        // fit the form never reaches the tool: the check `AgentRun::answer` makes, in one place.
+        match asker.elicit(question).await? {
+            ElicitationAnswer::Accept(content) => crate::agent::asked::fit(&schema, content)
+                .map(ElicitationAnswer::Accept)
+                .map_err(|(field, reason)| {
+                    ElicitError::InvalidAnswer(format!(
+                        "the field `{}` of the answer does not fit the form: {reason}",
+                        field.escape_debug()
+                    ))
+                }),
+            other => Ok(other),
+        }
     }
 
     /// Asks a model for a completion of `request` (the tool's own prompt, not the conversation). Over MCP

@@ -32,6 +32,19 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Adds `more` to these counts, saturating: a provider that reports absurd counts must not make a
+    /// run panic.
+    pub(crate) fn add(&mut self, more: &Usage) {
+        self.input_tokens = self.input_tokens.saturating_add(more.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(more.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(more.cache_read_tokens);
+        self.cache_write_tokens = self
+            .cache_write_tokens
+            .saturating_add(more.cache_write_tokens);
+    }
+
     /// `input` tokens read and `output` tokens written, nothing cached.
     pub fn new(input: u64, output: u64) -> Self {
         Usage {

@@ -130,3 +130,60 @@ async fn the_agents_own_model_answers_within_the_runs_usage_and_limits() {
         outcome.stop
     );
 }
+
+/// Ask the model twenty times, and say how many answers and refusals came back.
+#[tool]
+async fn ask_twenty_times(ctx: ToolContext) -> Result<String, ElicitError> {
+    let (mut answered, mut refused) = (0, 0);
+    let mut why = String::new();
+    for _ in 0..20 {
+        match ctx
+            .sample(Sampling::prompt("Write at length.", 2000))
+            .await?
+        {
+            SamplingAnswer::Text { .. } => answered += 1,
+            SamplingAnswer::Refuse(reason) => {
+                refused += 1;
+                why = reason;
+            }
+            _ => {}
+        }
+    }
+    Ok(format!("answered {answered}, refused {refused}: {why}"))
+}
+
+#[tokio::test]
+async fn a_tools_requests_count_against_the_runs_token_limit_as_they_go() {
+    // Each of the tool's requests is answered with 4200 characters: 1050 output tokens.
+    let model = ScriptedModel::from_fn(|request| match request.messages.last() {
+        Some(AgentMessage::User(user)) if user.text_content() == "Write at length." => {
+            ScriptedTurn::text("x".repeat(4200))
+        }
+        Some(AgentMessage::User(_)) => ScriptedTurn::tool_call("ask_twenty_times", json!({})),
+        _ => ScriptedTurn::text("Done."),
+    });
+    let tools = ToolStore::new("long");
+    tools.register(ask_twenty_times_tool()).unwrap();
+    let agent = Agent::builder()
+        .model(model)
+        .tools(tools)
+        .sampling_by_own_model()
+        .limits(RunLimits::unlimited().with_max_total_tokens(Some(3000)))
+        .build();
+    let outcome = agent.prompt("Go.").await;
+    // The turn that calls the tool costs 1 token; three requests fit (1, 1051 and 2101 tokens used before
+    // each); the fourth and later are refused.
+    let texts = result_texts(&outcome.messages);
+    assert_eq!(
+        texts,
+        [
+            "answered 3, refused 17: the run's token limit is reached (3151 tokens used of the 3000 \
+          allowed); the model was not asked"
+        ]
+    );
+    assert!(
+        matches!(&outcome.stop, RunStop::UsageLimit { detail, .. } if detail == "3151 tokens used of the 3000 allowed"),
+        "{:?}",
+        outcome.stop
+    );
+}

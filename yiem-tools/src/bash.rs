@@ -134,7 +134,12 @@ async fn run(
 ) -> AgentToolResult {
     match start(root, policy, confinement, command) {
         Ok(started) => {
-            let mut result = supervise(ctx, started.child, started.chunks, limit).await;
+            let group = GroupGuard {
+                pgid: started.child.id(),
+                output: Some(started.output),
+                killed: Vec::new(),
+            };
+            let mut result = supervise(ctx, started.child, group, started.chunks, limit).await;
             drop(started.temp);
             drop(started.lifeline);
             if let Some(object) = result.details_mut().as_object_mut() {
@@ -157,6 +162,8 @@ async fn run(
 struct Started {
     child: Child,
     chunks: mpsc::Receiver<Vec<u8>>,
+    /// A second read end of the output pipe, which reports when no process holds its write end.
+    output: OwnedFd,
     temp: Option<tempfile::TempDir>,
     /// yiem's end of the command's lifeline: held until the call is over.
     lifeline: Option<sandbox::Lifeline>,
@@ -190,12 +197,14 @@ fn start(
     })?;
     // The command holds our copies of the write end: drop it, or the pipe never reports its end.
     drop(cmd);
+    let output = OwnedFd::from(reader.try_clone().map_err(io)?);
     let reader = pipe::Receiver::from_owned_fd(OwnedFd::from(reader)).map_err(io)?;
     let (sender, chunks) = mpsc::channel::<Vec<u8>>(64);
     tokio::spawn(pump(reader, sender));
     Ok(Started {
         child,
         chunks,
+        output,
         temp: confined.temp,
         lifeline: confined.lifeline,
     })
@@ -204,11 +213,12 @@ fn start(
 async fn supervise(
     ctx: &ToolContext,
     mut child: Child,
+    mut group: GroupGuard,
     mut chunks: mpsc::Receiver<Vec<u8>>,
     limit: Duration,
 ) -> AgentToolResult {
-    // Kills the group if this future is dropped (the caller's own timeout or abort) before the end.
-    let mut group = GroupGuard(child.id());
+    // `group` kills the group if this future is dropped (the caller's own timeout or abort, the MCP
+    // server ending with its connection) before the end.
 
     let mut output = HeadTail::new(BASH_HEAD_BYTES, BASH_TAIL_BYTES);
     let deadline = tokio::time::sleep(limit);
@@ -263,6 +273,10 @@ async fn supervise(
                 () = &mut drain_until => break,
             }
         }
+    }
+    // A command stopped (timed out, aborted) ends before its result: its processes are gone.
+    if stop.is_some() {
+        group.dead().await;
     }
     group.disarm();
 
@@ -334,24 +348,63 @@ async fn pump(mut from: impl tokio::io::AsyncRead + Unpin, to: mpsc::Sender<Vec<
     }
 }
 
-/// The process group of a running command (its id is the shell's pid); killed on drop unless disarmed.
-struct GroupGuard(Option<u32>);
+/// The process group of a running command (its id is the shell's pid), and a read end of its output
+/// pipe; killed on drop unless disarmed.
+struct GroupGuard {
+    pgid: Option<u32>,
+    output: Option<OwnedFd>,
+    /// The processes of the command when it was first killed (Linux): the shell and what descends
+    /// from it, which under bubblewrap are in groups of their own.
+    killed: Vec<u32>,
+}
 
 impl GroupGuard {
+    /// Kills the group (the first time, noting the command's processes for [`Self::dead`]).
     fn kill(&mut self) {
-        if let Some(pgid) = self.0 {
+        if let Some(pgid) = self.pgid {
+            #[cfg(target_os = "linux")]
+            if self.killed.is_empty() {
+                self.killed = processes::tree(pgid);
+            }
             kill_group(pgid);
         }
     }
 
+    /// Waits, at most [`GONE_WITHIN`], until the processes killed are dead, not only out of the pipe:
+    /// a process closes its files while it exits, before it is done.
+    async fn dead(&self) {
+        #[cfg(target_os = "linux")]
+        if let Some(pgid) = self.pgid {
+            let started = std::time::Instant::now();
+            while processes::run(pgid, &self.killed) && started.elapsed() < GONE_WITHIN {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+    }
+
     fn disarm(&mut self) {
-        self.0 = None;
+        self.pgid = None;
+        self.output = None;
     }
 }
 
 impl Drop for GroupGuard {
+    /// Dropped while the command runs (the call's future dropped, say while yiem exits): kills the
+    /// group and waits until it is gone, as [`wait_until_gone`] says. A call that ends by itself, or
+    /// on its token, waits for the same end asynchronously (the shell reaped, the output read to its
+    /// end) and disarms the guard first.
     fn drop(&mut self) {
         self.kill();
+        if let Some(pgid) = self.pgid {
+            wait_until_gone(self.output.as_ref());
+            #[cfg(target_os = "linux")]
+            {
+                let started = std::time::Instant::now();
+                while processes::run(pgid, &self.killed) && started.elapsed() < GONE_WITHIN {
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            }
+        }
     }
 }
 
@@ -363,5 +416,98 @@ fn kill_group(pgid: u32) {
     // was made to lead (its own session, `sandbox::detach`), and the guard is disarmed before the group can be reused.
     unsafe {
         libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// Waits, at most [`GONE_WITHIN`], until no process holds the command's output pipe: `output` reports
+/// a hang-up once the shell, its jobs and, under bubblewrap, the sandbox's PID namespace have closed
+/// it. A SIGKILL is only sent: a killed process ends when the kernel next schedules it, and a sandbox's
+/// namespace after its first process. Without this wait (and [`processes::wait_until_dead`]'s, for
+/// the processes themselves), a call dropped as yiem exits (its MCP client hung up) sends the signal,
+/// yiem exits at once, and the client finds the call's processes still running. It blocks the thread,
+/// but only for a command dropped while it runs, and only for the moment the kernel takes.
+fn wait_until_gone(output: Option<&OwnedFd>) {
+    use std::os::fd::AsRawFd;
+    let Some(output) = output else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let mut poll = libc::pollfd {
+        fd: output.as_raw_fd(),
+        // No events asked: poll returns on the hang-up (or an error) alone, never on data.
+        events: 0,
+        revents: 0,
+    };
+    while started.elapsed() < GONE_WITHIN {
+        let left = GONE_WITHIN.saturating_sub(started.elapsed());
+        let millis = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd of ours, for the duration of the call.
+        let ready = unsafe { libc::poll(&mut poll, 1, millis) };
+        // A hang-up, the time up, or an error: done. A signal: poll again for the time left.
+        let interrupted =
+            ready < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted;
+        if !interrupted {
+            break;
+        }
+    }
+}
+
+/// How long [`wait_until_gone`] waits for a killed command at most.
+const GONE_WITHIN: Duration = Duration::from_secs(2);
+
+/// The processes of a command as `/proc` shows them, to wait for a killed one to be gone (Linux).
+#[cfg(target_os = "linux")]
+mod processes {
+    /// One process: its pid, its parent's, its group, and whether it still runs (a zombie does not).
+    struct Process {
+        pid: u32,
+        parent: u32,
+        group: u32,
+        runs: bool,
+    }
+
+    fn all() -> Vec<Process> {
+        let Ok(entries) = std::fs::read_dir("/proc") else {
+            return Vec::new();
+        };
+        entries
+            .flatten()
+            .filter_map(|entry| {
+                let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+                let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+                // After the command's name: the state, the parent's pid, the group.
+                let mut fields = stat.rsplit(')').next()?.split_whitespace();
+                let runs = !fields.next()?.starts_with(['Z', 'X']);
+                let parent = fields.next()?.parse().ok()?;
+                let group = fields.next()?.parse().ok()?;
+                Some(Process {
+                    pid,
+                    parent,
+                    group,
+                    runs,
+                })
+            })
+            .collect()
+    }
+
+    /// `root` and every process descended from it now (under bubblewrap, the sandbox's PID namespace,
+    /// whose processes are in groups of their own).
+    pub(super) fn tree(root: u32) -> Vec<u32> {
+        let all = all();
+        let mut tree = vec![root];
+        let mut at = 0;
+        while at < tree.len() {
+            let parent = tree[at];
+            tree.extend(all.iter().filter(|p| p.parent == parent).map(|p| p.pid));
+            at += 1;
+        }
+        tree
+    }
+
+    /// Whether a process of the group `pgid`, or one of `tree`, still runs.
+    pub(super) fn run(pgid: u32, tree: &[u32]) -> bool {
+        all()
+            .iter()
+            .any(|p| p.runs && (p.group == pgid || tree.contains(&p.pid)))
     }
 }

@@ -638,8 +638,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
         .map_err(|error| Failure::Internal(format!("cannot start the async runtime: {error}")))
 }
 
-/// How long the runtime waits, once the server has ended, for tasks still finishing.
-const MCP_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_millis(300);
+/// How long the runtime waits at most, once the server has ended, for tasks still finishing: dropping a
+/// call's task kills its processes and waits for them to be gone (`bash`'s guard waits up to 2 s), so
+/// this is longer than that. It is only a bound: the runtime stops as soon as every task is dropped.
+const MCP_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// `yiem mcp --http` and the flags that go with it.
 #[derive(Args)]

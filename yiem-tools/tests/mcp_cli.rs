@@ -346,6 +346,31 @@ async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_the_server_has_exited_after_its_client_hung_up_no_process_of_its_calls_runs() {
+    // What the official TypeScript SDK's `close()` does: end stdin, then wait for the server to exit.
+    // The promise is about that moment: no process of a call outlives the server's exit, not even for
+    // the time the kernel takes to tear a killed process down (checked once, at once: no waiting).
+    for round in 0..5 {
+        let name = format!("yiem-mcp-hangup-{round}-{}", std::process::id());
+        let (_root, client, blocked) = with_a_blocked_call(&[], &name).await;
+        let Client {
+            mut child, stdin, ..
+        } = client;
+        drop(stdin);
+        let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+            .await
+            .expect("the server exits when its stdin closes (a hang guard)")
+            .unwrap();
+        assert!(status.success(), "{status:?}");
+        assert!(
+            common::is_dead(blocked),
+            "round {round}: the call's process {blocked} still ran when the server had exited: {}",
+            std::fs::read_to_string(format!("/proc/{blocked}/stat")).unwrap_or_default()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_server_leaves_no_command_running() {
     // SIGKILL gives yiem no chance to cancel anything: the command dies with it all the same, under
     // bubblewrap (which dies with its parent) and under Landlock (where the shell is yiem's own child).

@@ -8,6 +8,7 @@
 //! - `chatty` logs at `debug`, `info` and `warning` (`ToolContext::log`);
 //! - `repaint` needs approval and then asks which color, so a client is asked twice in one call;
 //! - `summarise` asks the client's model for a completion (`ToolContext::sample`);
+//! - `count_cups` asks for a number of cups (an integer from 1 to 10) and says what answer it got;
 //! - `flood` logs 5000 times and `big_audio` returns 50 MB, against the server's bounds;
 //! - `grow` registers one more tool, `grown`, so the tool list changes.
 //!
@@ -106,6 +107,24 @@ async fn summarise(ctx: ToolContext) -> Result<String, ElicitError> {
     })
 }
 
+/// Ask how many cups to pour, and say the answer as it reached the tool.
+#[tool]
+async fn count_cups(ctx: ToolContext) -> Result<String, ElicitError> {
+    let form = serde_json::json!({
+        "type": "object",
+        "properties": {"cups": {"type": "integer", "minimum": 1, "maximum": 10}},
+        "required": ["cups"],
+    });
+    Ok(
+        match ctx.elicit_with_schema("How many cups?", form).await? {
+            ElicitationAnswer::Accept(answer) => {
+                format!("poured {}", serde_json::Value::Object(answer))
+            }
+            _ => "poured nothing".into(),
+        },
+    )
+}
+
 /// The store served, for `grow` to register into.
 static STORE: std::sync::OnceLock<ToolStore> = std::sync::OnceLock::new();
 
@@ -159,6 +178,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.register(chatty_tool())?;
     store.register(repaint_tool())?;
     store.register(summarise_tool())?;
+    store.register(count_cups_tool())?;
     store.register(flood_tool())?;
     store.register(big_audio_tool())?;
     store.register(grow_tool())?;

@@ -378,7 +378,7 @@ impl Asked {
 /// Checks an accepted answer against its question's form: every field is one of the form's, of its
 /// type (and among its choices); fields left out get the form's default; a required field without
 /// one is missing. Gives the content the tool gets, or the field and what is wrong with it.
-pub(super) fn fit(
+pub(crate) fn fit(
     schema: &Value,
     mut content: Map<String, Value>,
 ) -> Result<Map<String, Value>, (String, String)> {

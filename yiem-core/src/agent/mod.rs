@@ -345,8 +345,9 @@ struct State {
 struct Shared {
     state: Mutex<State>,
     config: AgentConfig,
-    /// What the tools' requests to the agent's own model used, not yet counted in the run.
-    sampled: Option<Arc<Mutex<Vec<crate::result::Usage>>>>,
+    /// What the tools' requests to the agent's own model may spend, and used, not yet counted in the
+    /// run.
+    sampled: Option<Arc<Mutex<crate::llm::SampleBudget>>>,
     /// The limits of the next runs: the configuration's until [`Agent::set_limits`] changes them.
     limits: Mutex<RunLimits>,
     conversation_id: String,
@@ -813,6 +814,17 @@ impl Effects for Driving<'_> {
         &mut self,
         batch: Batch,
     ) -> Result<crate::executor::ToolCallBatch, Self::Error> {
+        // The tools' requests to the agent's own model are held to the run's token limits as they go.
+        if let Some(sampled) = &self.shared.sampled {
+            let (total, limits) = {
+                let state = lock(&self.shared.state);
+                (state.run.usage(), state.run.limits())
+            };
+            let mut budget = lock(sampled);
+            budget.total = total;
+            budget.limits = limits;
+            budget.sampled.clear();
+        }
         Ok(batch
             .executor
             .execute_plan(
@@ -850,7 +862,7 @@ impl Effects for Driving<'_> {
 
     fn sampled(&mut self) -> Vec<crate::result::Usage> {
         match &self.shared.sampled {
-            Some(sampled) => std::mem::take(&mut *lock(sampled)),
+            Some(sampled) => std::mem::take(&mut lock(sampled).sampled),
             None => Vec::new(),
         }
     }

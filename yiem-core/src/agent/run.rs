@@ -484,7 +484,7 @@ impl AgentRun {
         needs_approval: impl Fn(&ToolCall) -> Option<String>,
     ) {
         self.turns = self.turns.saturating_add(1);
-        add_usage(&mut self.usage, &reply.usage);
+        self.usage.add(&reply.usage);
         let assistant = self.messages.len();
         let calls: Vec<ToolCall> = reply.tool_calls().cloned().collect();
         self.load_tools(crate::catalog::reached_by(&reply));
@@ -1037,7 +1037,7 @@ impl AgentRun {
     /// Counts `usage` spent for the run outside its own model calls (a tool's request to the agent's
     /// model, say) toward its usage and its limits, which the next step checks.
     pub fn add_usage(&mut self, usage: &Usage) {
-        add_usage(&mut self.usage, usage);
+        self.usage.add(usage);
     }
 
     /// Tokens the model reported in this run.
@@ -1475,18 +1475,6 @@ impl AgentRun {
             _ => unreachable!("a phase points at an assistant message (checked when read)"),
         }
     }
-}
-
-fn add_usage(total: &mut Usage, more: &Usage) {
-    // Saturating: a provider that reports absurd counts must not make the run panic.
-    total.input_tokens = total.input_tokens.saturating_add(more.input_tokens);
-    total.output_tokens = total.output_tokens.saturating_add(more.output_tokens);
-    total.cache_read_tokens = total
-        .cache_read_tokens
-        .saturating_add(more.cache_read_tokens);
-    total.cache_write_tokens = total
-        .cache_write_tokens
-        .saturating_add(more.cache_write_tokens);
 }
 
 /// The reply that ends a run whose last batch asked to terminate: the tool results' text, as in the seeds.

@@ -7,7 +7,7 @@
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,6 +50,10 @@ const CANNOT_ASK_OVER_STATELESS_HTTP: &str = "this MCP server speaks stateless s
 
 /// The most sessions held at once by default (with [`McpHttpServer::with_sessions`]).
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+
+/// The most sessions one client address holds at once by default (with
+/// [`McpHttpServer::with_sessions`]; see [`McpHttpServer::with_max_sessions_per_peer`]).
+pub const DEFAULT_MAX_SESSIONS_PER_PEER: usize = 64;
 
 /// How long connections may take to finish once shutdown has begun (running calls are cancelled at its
 /// start, so this only bounds writing their last responses).
@@ -127,6 +131,8 @@ pub struct McpHttpServer {
     max_connections: usize,
     /// The most sessions held at once, when clients of revisions before 2026-07-28 get sessions.
     sessions: Option<usize>,
+    /// The most sessions one client address holds at once.
+    sessions_per_peer: usize,
 }
 
 impl McpHttpServer {
@@ -142,15 +148,18 @@ impl McpHttpServer {
             body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             sessions: None,
+            sessions_per_peer: DEFAULT_MAX_SESSIONS_PER_PEER,
         }
     }
 
     /// Gives each client of a revision before 2026-07-28 a session (`Mcp-Session-Id`), so that the
     /// server can ask it questions mid-call — a tool's approval and [`ToolContext::elicit`] — and
     /// `logging/setLevel` holds for the session's later calls. At most `max` sessions
-    /// ([`DEFAULT_MAX_SESSIONS`] is a sane value) are held at once: past it, a new client's
-    /// `initialize` gets `503`. A session ends when its client deletes it or after 5 minutes without a
-    /// request.
+    /// ([`DEFAULT_MAX_SESSIONS`] is a sane value) are held at once, and at most
+    /// [`DEFAULT_MAX_SESSIONS_PER_PEER`] by one client address
+    /// ([`with_max_sessions_per_peer`](Self::with_max_sessions_per_peer)): past either, a new
+    /// client's `initialize` gets `503`, so one address opening sessions in a loop cannot lock the
+    /// others out. A session ends when its client deletes it or after 5 minutes without a request.
     ///
     /// The price: a session lives in this process, so every request of a session must reach the
     /// replica that holds it. Clients of the 2026-07-28 revision have no sessions and are asked
@@ -167,6 +176,23 @@ impl McpHttpServer {
     /// ```
     pub fn with_sessions(mut self, max: usize) -> Self {
         self.sessions = Some(max.max(1));
+        self
+    }
+
+    /// The most sessions one client address (the TCP peer's IP) holds at once, with
+    /// [`with_sessions`](Self::with_sessions) (default: [`DEFAULT_MAX_SESSIONS_PER_PEER`], at least
+    /// 1). Behind a reverse proxy every client has the proxy's address: raise it to the total there.
+    ///
+    /// ```
+    /// use yiem_core::{mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer}, store::ToolStore};
+    ///
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
+    ///     .with_sessions(DEFAULT_MAX_SESSIONS)
+    ///     .with_max_sessions_per_peer(16);
+    /// # let _ = http;
+    /// ```
+    pub fn with_max_sessions_per_peer(mut self, max: usize) -> Self {
+        self.sessions_per_peer = max.max(1);
         self
     }
 
@@ -297,6 +323,7 @@ impl McpHttpServer {
             body_read_timeout,
             max_connections,
             sessions,
+            sessions_per_peer,
         } = self;
         // This serve's own token: a server handler reused after an earlier shutdown starts afresh.
         let cancel_calls = CancellationToken::new();
@@ -321,7 +348,13 @@ impl McpHttpServer {
                 let manager = Arc::new(LocalSessionManager::default());
                 let config = config.with_legacy_session_mode(true);
                 let service = StreamableHttpService::new(handler, Arc::clone(&manager), config);
-                (Service::Sessions(service), Some((manager, max)))
+                let held = Held {
+                    manager,
+                    max,
+                    per_peer: sessions_per_peer,
+                    peers: std::sync::Mutex::default(),
+                };
+                (Service::Sessions(service), Some(held))
             }
         };
         let checks = Arc::new(Checks {
@@ -341,7 +374,7 @@ impl McpHttpServer {
         let graceful = hyper_util::server::graceful::GracefulShutdown::new();
         tokio::pin!(shutdown);
         loop {
-            let (stream, _peer) = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 accepted = listener.accept() => match accepted {
                     Ok(accepted) => accepted,
                     Err(error) => {
@@ -369,7 +402,7 @@ impl McpHttpServer {
             let checks = Arc::clone(&checks);
             let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
                 let checks = Arc::clone(&checks);
-                async move { Ok::<_, Infallible>(checks.handle(request).await) }
+                async move { Ok::<_, Infallible>(checks.handle(request, peer_of(peer)).await) }
             });
             let connection = http1.serve_connection(TokioIo::new(stream), handler);
             let connection = graceful.watch(connection);
@@ -453,8 +486,67 @@ struct Checks {
     max_body_bytes: usize,
     body_read_timeout: Duration,
     max_connections: usize,
-    /// The sessions held, and the most that may be, with sessions on.
-    sessions: Option<(Arc<LocalSessionManager>, usize)>,
+    /// The sessions held and their bounds, with sessions on.
+    sessions: Option<Held>,
+}
+
+/// The address whose sessions are counted together: an IPv4 address, or an IPv6 host's /64 (one
+/// host may take any address of it).
+fn peer_of(address: SocketAddr) -> IpAddr {
+    match address.ip().to_canonical() {
+        IpAddr::V6(v6) => {
+            let bits = u128::from(v6) & !((1u128 << 64) - 1);
+            IpAddr::V6(std::net::Ipv6Addr::from(bits))
+        }
+        v4 => v4,
+    }
+}
+
+/// The sessions held, the most that may be, in all and per client address, and which address opened
+/// each session.
+struct Held {
+    manager: Arc<LocalSessionManager>,
+    max: usize,
+    per_peer: usize,
+    peers: std::sync::Mutex<std::collections::HashMap<String, IpAddr>>,
+}
+
+impl Held {
+    /// Why a new session from `peer` is refused, if it is: the server holds its most, or `peer` does.
+    async fn refusal(&self, peer: IpAddr) -> Option<String> {
+        let open = self.manager.sessions.read().await;
+        if open.len() >= self.max {
+            return Some(format!(
+                "the server holds {} sessions, its limit; try again shortly, or end a session you \
+                 no longer use (HTTP DELETE with its Mcp-Session-Id)",
+                self.max
+            ));
+        }
+        let mut peers = self.peers.lock().unwrap_or_else(|p| p.into_inner());
+        // Sessions ended (deleted, idled out) since: forget who opened them.
+        peers.retain(|id, _| open.contains_key(id.as_str()));
+        let held = peers.values().filter(|address| **address == peer).count();
+        (held >= self.per_peer).then(|| {
+            format!(
+                "your address holds {held} sessions, the most one address may; end a session you no \
+                 longer use (HTTP DELETE with its Mcp-Session-Id), or let it idle out"
+            )
+        })
+    }
+
+    /// Notes that `peer` opened the session `response` names, if it names one.
+    fn opened(&self, peer: IpAddr, response: &HttpResponse) {
+        if let Some(id) = response
+            .headers()
+            .get("mcp-session-id")
+            .and_then(|id| id.to_str().ok())
+        {
+            self.peers
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(id.to_owned(), peer);
+        }
+    }
 }
 
 /// rmcp's service, stateless or with sessions.
@@ -473,7 +565,7 @@ impl Service {
 }
 
 impl Checks {
-    async fn handle(&self, request: Request<Incoming>) -> HttpResponse {
+    async fn handle(&self, request: Request<Incoming>, peer: IpAddr) -> HttpResponse {
         if let Some(expected) = &self.token
             && !bearer_matches(&request, expected)
         {
@@ -530,24 +622,23 @@ impl Checks {
         };
         let post = parts.method == Method::POST;
         let delete = parts.method == Method::DELETE;
-        if let Some((sessions, max)) = &self.sessions
-            && post
-            && !parts.headers.contains_key("mcp-session-id")
-            && sessions.sessions.read().await.len() >= *max
-            && opens_session(&body)
+        // A new session: an `initialize` (a 2026-07-28 request has no session and passes).
+        // Concurrent `initialize`s may pass together: the bound is the limit plus the connections open.
+        let opening = self.sessions.as_ref().filter(|_| {
+            post && !parts.headers.contains_key("mcp-session-id") && opens_session(&body)
+        });
+        if let Some(held) = opening
+            && let Some(refusal) = held.refusal(peer).await
         {
-            // A new session: an `initialize` (a 2026-07-28 request has no session and passes).
-            // Concurrent `initialize`s may pass together: the bound is the limit plus the connections
-            // open.
-            return busy(&format!(
-                "the server holds {max} sessions, its limit; try again shortly, or end a session you \
-                 no longer use (HTTP DELETE with its Mcp-Session-Id)"
-            ));
+            return busy(&refusal);
         }
         let response = self
             .service
             .handle(Request::from_parts(parts, Full::new(body.clone())))
             .await;
+        if let Some(held) = opening {
+            held.opened(peer, &response);
+        }
         // A session ended: `204`, which clients expect (rmcp says `202`; the official Python SDK warns).
         if delete && response.status() == StatusCode::ACCEPTED {
             let (mut head, body) = response.into_parts();

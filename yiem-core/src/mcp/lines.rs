@@ -1,7 +1,9 @@
 //! The line-level guard between a byte stream and rmcp: every line a client sends is checked before rmcp
 //! reads it, so that what rmcp would drop in silence gets a JSON-RPC error instead — text that is not
 //! JSON (`-32700`, id `null`), a request rmcp cannot decode (`-32602` for a method with bad params,
-//! `-32600` otherwise, with the request's id), and a line over the size limit (`-32600`, id `null`).
+//! `-32600` otherwise, with the request's id), and a line over the size limit (`-32600` naming the limit,
+//! with the request's id when the line has one, so the client's call fails instead of waiting: the id is
+//! picked out of the line as it streams past, in constant memory, wherever it stands).
 //! Notifications that cannot be read get no answer, as JSON-RPC says. The HTTP server checks each request
 //! body with the same [`check`].
 
@@ -45,9 +47,9 @@ where
             line.clear();
             match read_line(&mut reader, &mut line).await {
                 Ok(Line::End) | Err(_) => break,
-                Ok(Line::TooLong(length)) => {
+                Ok(Line::TooLong(length, id)) => {
                     let _ = errors.send(error_response(
-                        &Value::Null,
+                        &id.unwrap_or(Value::Null),
                         -32600,
                         &format!(
                             "the request is {length} bytes or more; the limit is {MAX_LINE} bytes"
@@ -117,7 +119,8 @@ where
 
 enum Line {
     Complete,
-    TooLong(usize),
+    /// The line's length, and its request's id when it has one.
+    TooLong(usize, Option<Value>),
     End,
 }
 
@@ -128,11 +131,12 @@ async fn read_line<R: AsyncRead + Unpin>(
     line: &mut Vec<u8>,
 ) -> std::io::Result<Line> {
     let mut dropped = 0usize;
+    let mut id = IdScan::default();
     loop {
         let buffer = reader.fill_buf().await?;
         if buffer.is_empty() {
             return Ok(if dropped > 0 {
-                Line::TooLong(dropped)
+                Line::TooLong(dropped, id.id())
             } else if line.is_empty() {
                 Line::End
             } else {
@@ -144,6 +148,8 @@ async fn read_line<R: AsyncRead + Unpin>(
             None => (buffer.len(), false),
         };
         if dropped > 0 || line.len() + take > MAX_LINE {
+            id.feed(line);
+            id.feed(&buffer[..take]);
             dropped += line.len() + take;
             line.clear();
         } else {
@@ -152,11 +158,110 @@ async fn read_line<R: AsyncRead + Unpin>(
         reader.consume(take + usize::from(ends));
         if ends {
             return Ok(if dropped > 0 {
-                Line::TooLong(dropped)
+                Line::TooLong(dropped, id.id())
             } else {
                 Line::Complete
             });
         }
+    }
+}
+
+/// Picks the `id` of a JSON-RPC request out of its bytes as they stream past, holding only the id
+/// itself (at most [`IdScan::MAX_ID`] bytes): the top-level object's member `"id"`, whether it comes
+/// first or last. A line that is not such an object has no id.
+#[derive(Default)]
+struct IdScan {
+    /// How deep in arrays and objects the scan is (1: in the top-level object).
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// At depth 1, whether the next string is a member's name.
+    expect_name: bool,
+    /// The member name being read (its first bytes), and whether the member is `id`.
+    name: Vec<u8>,
+    is_id: bool,
+    /// The raw value of `id` being read, and the last one read whole.
+    value: Option<Vec<u8>>,
+    found: Option<Vec<u8>>,
+    /// The line is not an object: no id.
+    broken: bool,
+}
+
+impl IdScan {
+    const MAX_ID: usize = 1024;
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if self.broken {
+                return;
+            }
+            self.step(byte);
+        }
+    }
+
+    fn step(&mut self, byte: u8) {
+        if let Some(value) = &mut self.value {
+            let ends = !self.in_string && self.depth == 1 && matches!(byte, b',' | b'}');
+            if !ends {
+                if value.len() < Self::MAX_ID {
+                    value.push(byte);
+                } else {
+                    // Longer than any id worth answering: forget it.
+                    self.value = None;
+                    self.is_id = false;
+                }
+            } else {
+                self.found = self.value.take();
+            }
+        }
+        if self.in_string {
+            if self.escaped {
+                self.escaped = false;
+            } else if byte == b'\\' {
+                self.escaped = true;
+            } else if byte == b'"' {
+                self.in_string = false;
+                if self.depth == 1 && self.expect_name {
+                    self.expect_name = false;
+                    self.is_id = self.name == b"id";
+                }
+            } else if self.depth == 1 && self.expect_name && self.name.len() < 3 {
+                self.name.push(byte);
+            }
+            return;
+        }
+        match byte {
+            b'"' => {
+                self.in_string = true;
+                if self.depth == 1 && self.expect_name {
+                    self.name.clear();
+                }
+            }
+            b'{' | b'[' => {
+                if self.depth == 0 && byte == b'[' {
+                    self.broken = true;
+                }
+                self.depth += 1;
+                if self.depth == 1 {
+                    self.expect_name = true;
+                }
+            }
+            b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+            b':' if self.depth == 1 && self.is_id && self.value.is_none() => {
+                self.is_id = false;
+                self.value = Some(Vec::new());
+            }
+            b',' if self.depth == 1 => self.expect_name = true,
+            _ => {}
+        }
+    }
+
+    /// The id read, when it is a string or a number.
+    fn id(&self) -> Option<Value> {
+        let raw = self.found.as_deref()?;
+        serde_json::from_slice::<Value>(raw)
+            .ok()
+            .filter(|id| id.is_string() || id.is_number())
     }
 }
 
@@ -227,4 +332,45 @@ fn decodes_without_params(message: &Value) -> bool {
 
 fn error_response(id: &Value, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id_of(line: &str, cut: usize) -> Option<Value> {
+        let mut scan = IdScan::default();
+        for chunk in line.as_bytes().chunks(cut) {
+            scan.feed(chunk);
+        }
+        scan.id()
+    }
+
+    #[test]
+    fn the_id_is_found_first_last_or_between_in_any_cut_and_nowhere_else() {
+        let cases = [
+            (
+                r#"{"jsonrpc":"2.0","id":9,"method":"tools/call"}"#,
+                Some(json!(9)),
+            ),
+            (
+                r#"{"method":"tools/call","params":{"id":1,"a":[{"id":2}]},"id":"s-1"}"#,
+                Some(json!("s-1")),
+            ),
+            (
+                r#"{ "params" : {"text":"\"id\":3,"} , "id" : 4 }"#,
+                Some(json!(4)),
+            ),
+            (r#"{"params":{"id":5},"method":"x"}"#, None),
+            (r#"{"id":null,"method":"x"}"#, None),
+            (r#"{"id":{"nested":1}}"#, None),
+            (r#"[{"id":6}]"#, None),
+            (r#"{"idx":7,"method":"x"}"#, None),
+        ];
+        for (line, id) in cases {
+            for cut in [1, 2, 3, 7, line.len()] {
+                assert_eq!(id_of(line, cut), id, "{line} cut every {cut}");
+            }
+        }
+    }
 }

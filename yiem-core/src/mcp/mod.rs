@@ -106,7 +106,7 @@ pub use client::{
 #[cfg(feature = "mcp-http")]
 pub use http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, McpHttpServer,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PEER, McpHttpServer,
 };
 
 use std::sync::atomic::{AtomicU64, Ordering};

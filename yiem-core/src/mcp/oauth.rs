@@ -32,7 +32,10 @@
 //!   scopes from the challenge, else the protected resource's `scopes_supported` (or
 //!   [`scopes`](OAuth::scopes) when set). The [`AuthorizationHandler`] shows the URL to the user and
 //!   returns the address the browser was sent back to; its `state` must be the one sent (else the code
-//!   is refused) and its `iss`, when present, the authorization server's.
+//!   is refused) and its `iss`, when present, the authorization server's. The URL is handed over only
+//!   when it is `https:` (or `http:` on a loopback host), never `javascript:`, `file:` or another
+//!   machine's `http:`; and a code is exchanged only when the browser came back to the redirect URI
+//!   itself (its scheme, host, port and path).
 //! - **Machine clients**: [`OAuth::client_credentials`] takes a token with the `client_credentials`
 //!   grant, with no person involved.
 //! - **Tokens** live in the [`TokenStore`] (in memory unless set): refreshed shortly before they
@@ -44,8 +47,10 @@
 //!
 //! Every authorization (discovery, registration, the person at the browser, the token exchange) is
 //! bounded by [`authorization_timeout`](OAuth::authorization_timeout), and each request to the
-//! authorization server by rmcp's 30 s. Tokens are never logged: the store's `Debug` shows no
-//! content, and yiem's errors name the server and the step, never a token.
+//! authorization server by rmcp's 30 s. Codes and tokens are never logged: the store's `Debug` shows
+//! no content, yiem's errors name the server and the step, never a code or a token, and rmcp's own
+//! `DEBUG` log of the code it exchanges is dropped. [`FileTokenStore`] keeps the credentials at `0600`
+//! in a folder only the user can write, and refuses one that others can.
 
 use std::fmt;
 use std::future::Future;
@@ -144,8 +149,15 @@ impl TokenStore for MemoryTokenStore {
     }
 }
 
-/// Credentials in one file, readable and writable by its owner only (mode 0600 on Unix), written
-/// whole to a temporary file beside it and renamed over it, so a crash never leaves half a document.
+/// Credentials in one file, readable and writable by its owner only (mode 0600 on Unix), in a folder
+/// only its owner can write. A document is written whole to a fresh temporary file beside it, created
+/// exclusively (so a link planted at its name is never followed) and renamed over it, so a crash never
+/// leaves half a document.
+///
+/// A folder that others can write (its mode has the group or other write bit, as `/tmp` and a folder
+/// made `0777` do) is refused, on load and on save, with an error saying how to fix it: whoever can
+/// write the folder can replace the tokens or read the next ones through a link. yiem does not change
+/// the mode of a folder it did not create.
 #[derive(Clone)]
 pub struct FileTokenStore {
     path: PathBuf,
@@ -161,6 +173,41 @@ impl FileTokenStore {
     pub fn path(&self) -> &std::path::Path {
         &self.path
     }
+
+    /// The file's folder (`.` for a bare file name).
+    fn folder(&self) -> &std::path::Path {
+        self.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(std::path::Path::new("."))
+    }
+
+    /// Refuses a folder that others can write; a folder that does not exist yet is fine.
+    fn check_folder(&self) -> std::io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let folder = self.folder();
+            let mode = match std::fs::metadata(folder) {
+                Ok(metadata) => metadata.permissions().mode(),
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(error) => return Err(error),
+            };
+            if mode & 0o022 != 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::PermissionDenied,
+                    format!(
+                        "the token folder `{}` can be written by others (mode {:o}), who could replace \
+                         or read the tokens; keep tokens in a folder only you can write (`chmod 700` it, \
+                         or choose another)",
+                        folder.display(),
+                        mode & 0o7777
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Debug for FileTokenStore {
@@ -173,6 +220,7 @@ impl fmt::Debug for FileTokenStore {
 
 impl TokenStore for FileTokenStore {
     fn load(&self) -> std::io::Result<Option<String>> {
+        self.check_folder()?;
         match std::fs::read_to_string(&self.path) {
             Ok(document) => Ok(Some(document)),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -182,25 +230,41 @@ impl TokenStore for FileTokenStore {
 
     fn save(&self, credentials: &str) -> std::io::Result<()> {
         use std::io::Write;
-        if let Some(folder) = self.path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            let mut builder = std::fs::DirBuilder::new();
-            builder.recursive(true);
-            #[cfg(unix)]
-            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-            builder.create(folder)?;
-        }
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        builder.create(self.folder())?;
+        self.check_folder()?;
         let mut name = self.path.file_name().unwrap_or_default().to_owned();
         name.push(format!(".{}.tmp", std::process::id()));
         let temporary = self.path.with_file_name(name);
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-        let mut file = options.open(&temporary)?;
-        file.write_all(credentials.as_bytes())?;
-        file.sync_all()?;
+        // `create_new` is O_CREAT|O_EXCL: it fails on any existing entry, a link included, and never
+        // follows one. What is there is a leftover (a crash) or was planted: it is removed (the link
+        // itself, not what it points to) and the file created afresh, once.
+        let create = || {
+            let mut options = std::fs::OpenOptions::new();
+            options.write(true).create_new(true);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+            options.open(&temporary)
+        };
+        let mut file = match create() {
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+                std::fs::remove_file(&temporary)?;
+                create()?
+            }
+            opened => opened?,
+        };
+        let written = file
+            .write_all(credentials.as_bytes())
+            .and_then(|()| file.sync_all());
         drop(file);
-        std::fs::rename(&temporary, &self.path)
+        if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, &self.path)) {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(error);
+        }
+        Ok(())
     }
 
     fn clear(&self) -> std::io::Result<()> {
@@ -542,10 +606,12 @@ impl Authorizer {
                     .await
                     .map_err(|(_, error)| self.failed(format!("registration failed: {error}")))?;
                 let url = session.get_authorization_url().to_owned();
+                self.check_authorization_url(&url)?;
                 let redirected = handler.authorize(url).await.map_err(|reason| {
                     self.failed(format!("the authorization step did not complete: {reason}"))
                 })?;
-                self.exchange(&session.auth_manager, &redirected).await?;
+                self.exchange(&session.auth_manager, redirect_uri, &redirected)
+                    .await?;
                 session.auth_manager
             }
             Grant::ClientCredentials {
@@ -570,7 +636,10 @@ impl Authorizer {
     async fn step_up(&self, scope: &str) -> Result<(), McpClientError> {
         let manager = self.client.auth_manager.lock().await;
         match &self.config.grant {
-            Grant::AuthorizationCode { handler, .. } => {
+            Grant::AuthorizationCode {
+                handler,
+                redirect_uri,
+            } => {
                 let url = if scope.is_empty() {
                     // A challenge that names no scope (some servers only describe it): ask for every
                     // scope held, asked for, or listed by the protected resource.
@@ -583,12 +652,13 @@ impl Authorizer {
                 let url = url.map_err(|error| {
                     self.failed(format!("step-up to `{scope}` failed: {error}"))
                 })?;
+                self.check_authorization_url(&url)?;
                 let redirected = handler.authorize(url).await.map_err(|reason| {
                     self.failed(format!(
                         "the step-up to `{scope}` did not complete: {reason}"
                     ))
                 })?;
-                self.exchange(&manager, &redirected).await
+                self.exchange(&manager, redirect_uri, &redirected).await
             }
             Grant::ClientCredentials {
                 client_id,
@@ -608,12 +678,79 @@ impl Authorizer {
         }
     }
 
-    /// The token exchange for the address the browser came back to.
+    /// Refuses an authorization URL that is not `https:` (or `http:` on a loopback host, for a server
+    /// on the user's machine): the handler opens it in a browser, where `javascript:`, `file:` or
+    /// `data:` from a hostile server's metadata would run or read something else.
+    fn check_authorization_url(&self, url: &str) -> Result<(), McpClientError> {
+        let refused = |why: String| {
+            self.failed(format!(
+                "the authorization server's authorization endpoint {why}; it is not opened (only \
+                 `https:` addresses are, and `http:` ones on this machine)"
+            ))
+        };
+        let parsed = reqwest::Url::parse(url)
+            .map_err(|error| refused(format!("is not an address ({error})")))?;
+        match parsed.scheme() {
+            "https" => Ok(()),
+            "http" if is_loopback(&parsed) => Ok(()),
+            "http" => Err(refused(format!(
+                "is plain `http:` on `{}`, another machine",
+                parsed.host_str().unwrap_or_default().escape_debug()
+            ))),
+            scheme => Err(refused(format!(
+                "is a `{}:` address",
+                scheme.escape_debug()
+            ))),
+        }
+    }
+
+    /// Refuses an address the browser came back to that is not the redirect URI (its scheme, host,
+    /// port and path): a code sent anywhere else was not meant for this client.
+    fn check_redirect(&self, redirect_uri: &str, redirected: &str) -> Result<(), McpClientError> {
+        let expected = reqwest::Url::parse(redirect_uri).map_err(|error| {
+            self.failed(format!(
+                "the redirect URI `{}` is not an address ({error})",
+                redirect_uri.escape_debug()
+            ))
+        })?;
+        let came = reqwest::Url::parse(redirected).map_err(|error| {
+            self.failed(format!(
+                "the address the browser came back to is not an authorization response ({error})"
+            ))
+        })?;
+        let at = |url: &reqwest::Url| {
+            (
+                url.scheme().to_owned(),
+                url.host_str().map(str::to_ascii_lowercase),
+                url.port_or_known_default(),
+                url.path().to_owned(),
+            )
+        };
+        if at(&expected) == at(&came) {
+            return Ok(());
+        }
+        // The address without its query, which holds the code.
+        let mut shown = came.clone();
+        shown.set_query(None);
+        shown.set_fragment(None);
+        Err(self.failed(format!(
+            "the browser came back to `{}`, not to the redirect URI `{}`; the code was not exchanged",
+            shown.as_str().escape_debug(),
+            expected.as_str().escape_debug()
+        )))
+    }
+
+    /// The token exchange for the address the browser came back to, which must be the redirect URI.
+    /// rmcp logs the code at `DEBUG` while exchanging it: its `DEBUG` and `TRACE` events are dropped
+    /// for the exchange (see [`WithoutAuthDebug`]).
     async fn exchange(
         &self,
         manager: &AuthorizationManager,
+        redirect_uri: &str,
         redirected: &str,
     ) -> Result<(), McpClientError> {
+        use tracing::instrument::WithSubscriber;
+        self.check_redirect(redirect_uri, redirected)?;
         let callback = AuthorizationCallback::from_redirect_url(redirected).map_err(|error| {
             self.failed(format!(
                 "the address the browser came back to is not an authorization response ({error})"
@@ -625,6 +762,7 @@ impl Authorizer {
                 &callback.csrf_token,
                 callback.issuer.as_deref(),
             )
+            .with_subscriber(WithoutAuthDebug::around_current())
             .await
             .map_err(|error| self.failed(format!("the token exchange failed: {error}")))?;
         Ok(())
@@ -658,6 +796,85 @@ impl Authorizer {
             .await
             .map_err(|error| self.failed(format!("the token exchange failed: {error}")))?;
         Ok(manager)
+    }
+}
+
+/// Whether `url`'s host is this machine (`localhost`, `127.0.0.0/8`, `::1`).
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
+}
+
+/// The current subscriber without rmcp's OAuth `DEBUG` and `TRACE` events (target
+/// `rmcp::transport::auth`), which carry the authorization code; everything else goes to it
+/// unchanged.
+struct WithoutAuthDebug(tracing::Dispatch);
+
+impl WithoutAuthDebug {
+    fn around_current() -> tracing::Dispatch {
+        tracing::Dispatch::new(WithoutAuthDebug(tracing::dispatcher::get_default(
+            tracing::Dispatch::clone,
+        )))
+    }
+
+    fn hidden(metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target().starts_with("rmcp::transport::auth")
+            && *metadata.level() >= tracing::Level::DEBUG
+    }
+}
+
+impl tracing::Subscriber for WithoutAuthDebug {
+    fn register_callsite(
+        &self,
+        metadata: &'static tracing::Metadata<'static>,
+    ) -> tracing::subscriber::Interest {
+        if Self::hidden(metadata) {
+            tracing::subscriber::Interest::never()
+        } else {
+            self.0.register_callsite(metadata)
+        }
+    }
+
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        !Self::hidden(metadata) && self.0.enabled(metadata)
+    }
+
+    fn new_span(&self, span: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        self.0.new_span(span)
+    }
+
+    fn record(&self, span: &tracing::span::Id, values: &tracing::span::Record<'_>) {
+        self.0.record(span, values);
+    }
+
+    fn record_follows_from(&self, span: &tracing::span::Id, follows: &tracing::span::Id) {
+        self.0.record_follows_from(span, follows);
+    }
+
+    fn event(&self, event: &tracing::Event<'_>) {
+        if !Self::hidden(event.metadata()) {
+            self.0.event(event);
+        }
+    }
+
+    fn enter(&self, span: &tracing::span::Id) {
+        self.0.enter(span);
+    }
+
+    fn exit(&self, span: &tracing::span::Id) {
+        self.0.exit(span);
+    }
+
+    fn clone_span(&self, span: &tracing::span::Id) -> tracing::span::Id {
+        self.0.clone_span(span)
+    }
+
+    fn try_close(&self, span: tracing::span::Id) -> bool {
+        self.0.try_close(span)
     }
 }
 
@@ -703,6 +920,85 @@ mod tests {
         }
         store.clear().unwrap();
         assert_eq!(store.load().unwrap(), None);
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    /// A fresh folder under the system's temporary folder, for one test.
+    #[cfg(unix)]
+    fn scratch(test: &str) -> PathBuf {
+        let folder =
+            std::env::temp_dir().join(format!("yiem-token-store-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&folder);
+        std::fs::create_dir_all(&folder).unwrap();
+        folder
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_at_the_temporary_files_name_is_not_followed() {
+        use std::os::unix::fs::PermissionsExt;
+        let folder = scratch("link");
+        let tokens = folder.join("tokens");
+        std::fs::create_dir(&tokens).unwrap();
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o700)).unwrap();
+        // Someone else's file, readable by all, that a link at the temporary name points to.
+        let elsewhere = folder.join("readable-by-all");
+        std::fs::write(&elsewhere, "untouched").unwrap();
+        std::fs::set_permissions(&elsewhere, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let store = FileTokenStore::new(tokens.join("example.json"));
+        let planted = tokens.join(format!("example.json.{}.tmp", std::process::id()));
+        std::os::unix::fs::symlink(&elsewhere, &planted).unwrap();
+        store.save(r#"{"access_token":"secret"}"#).unwrap();
+        assert_eq!(std::fs::read_to_string(&elsewhere).unwrap(), "untouched");
+        assert_eq!(
+            store.load().unwrap().as_deref(),
+            Some(r#"{"access_token":"secret"}"#)
+        );
+        let saved = std::fs::symlink_metadata(store.path()).unwrap();
+        assert!(
+            saved.file_type().is_file(),
+            "the token file is a plain file"
+        );
+        assert_eq!(saved.permissions().mode() & 0o777, 0o600);
+        assert!(!planted.exists() && std::fs::symlink_metadata(&planted).is_err());
+        std::fs::remove_dir_all(&folder).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_others_can_write_is_refused_and_nothing_is_written() {
+        use std::os::unix::fs::PermissionsExt;
+        let folder = scratch("open");
+        let tokens = folder.join("tokens");
+        std::fs::create_dir(&tokens).unwrap();
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let store = FileTokenStore::new(tokens.join("example.json"));
+        let error = store.save(r#"{"access_token":"secret"}"#).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::PermissionDenied);
+        let message = error.to_string();
+        assert!(
+            message.contains("can be written by others (mode 777)")
+                && message.contains("chmod 700"),
+            "{message}"
+        );
+        assert_eq!(
+            std::fs::read_dir(&tokens).unwrap().count(),
+            0,
+            "nothing written"
+        );
+        // A document planted there is not read either.
+        std::fs::write(store.path(), r#"{"access_token":"planted"}"#).unwrap();
+        assert_eq!(
+            store.load().unwrap_err().kind(),
+            std::io::ErrorKind::PermissionDenied
+        );
+        // Once the folder is the user's alone, the store works.
+        std::fs::set_permissions(&tokens, std::fs::Permissions::from_mode(0o700)).unwrap();
+        store.save(r#"{"access_token":"mine"}"#).unwrap();
+        assert_eq!(
+            store.load().unwrap().as_deref(),
+            Some(r#"{"access_token":"mine"}"#)
+        );
         std::fs::remove_dir_all(&folder).unwrap();
     }
 }
