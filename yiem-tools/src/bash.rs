@@ -453,7 +453,7 @@ fn wait_until_gone(output: Option<&OwnedFd>) {
 }
 
 /// How long [`wait_until_gone`] waits for a killed command at most.
-const GONE_WITHIN: Duration = Duration::from_secs(2);
+const GONE_WITHIN: Duration = Duration::from_secs(5);
 
 /// The processes of a command as `/proc` shows them, to wait for a killed one to be gone (Linux).
 #[cfg(target_os = "linux")]

@@ -639,9 +639,10 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 }
 
 /// How long the runtime waits at most, once the server has ended, for tasks still finishing: dropping a
-/// call's task kills its processes and waits for them to be gone (`bash`'s guard waits up to 2 s), so
-/// this is longer than that. It is only a bound: the runtime stops as soon as every task is dropped.
-const MCP_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+/// call's task kills its processes and waits for them to be gone (`bash`'s guard waits up to 5 s for the
+/// pipe and 5 s for the processes; a loaded machine can take seconds to tear a sandbox down), so this is
+/// longer than that. It is only a bound: the runtime stops as soon as every task is dropped.
+const MCP_SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(12);
 
 /// `yiem mcp --http` and the flags that go with it.
 #[derive(Args)]
