@@ -207,7 +207,7 @@ const CORE_LAYERS: &[(&str, &[&str])] = &[
     ("code", &["code"]),
     ("agent", &["agent"]),
     ("mcp", &["mcp"]),
-    ("root", &["", "__private"]),
+    ("root", &["", "__private", "guide"]),
 ];
 
 /// The layer of `module` in `layers`: its index, and the module path that put it there.

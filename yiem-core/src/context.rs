@@ -348,7 +348,7 @@ impl ToolContext {
         // Whoever answered (an MCP client, a handler, a paused run's caller), an answer that does not
         // fit the form never reaches the tool: the check `AgentRun::answer` makes, in one place.
         match asker.elicit(question).await? {
-            ElicitationAnswer::Accept(content) => crate::agent::asked::fit(&schema, content)
+            ElicitationAnswer::Accept(content) => crate::elicit::fit(&schema, content)
                 .map(ElicitationAnswer::Accept)
                 .map_err(|(field, reason)| {
                     ElicitError::InvalidAnswer(format!(

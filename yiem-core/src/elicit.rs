@@ -280,6 +280,155 @@ impl fmt::Debug for dyn Asker {
     }
 }
 
+/// Checks an accepted answer against its question's form: every field is one of the form's, of its
+/// type (and among its choices); fields left out get the form's default; a required field without
+/// one is missing. Gives the content the tool gets, or the field and what is wrong with it.
+pub(crate) fn fit(
+    schema: &Value,
+    mut content: Map<String, Value>,
+) -> Result<Map<String, Value>, (String, String)> {
+    let empty = Map::new();
+    let properties = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    for (name, value) in &content {
+        let Some(property) = properties.get(name) else {
+            let fields: Vec<&str> = properties.keys().map(String::as_str).collect();
+            return Err((
+                name.clone(),
+                format!(
+                    "it is not a field of the form (its fields: {})",
+                    if fields.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        fields.join(", ")
+                    }
+                ),
+            ));
+        };
+        if let Err(why) = fits(property, value) {
+            return Err((name.clone(), why));
+        }
+    }
+    for (name, property) in properties {
+        if !content.contains_key(name)
+            && let Some(default) = property.get("default")
+        {
+            content.insert(name.clone(), default.clone());
+        }
+    }
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if let Some(name) = required
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|name| !content.contains_key(*name))
+    {
+        return Err((name.to_owned(), "it is required and was not given".into()));
+    }
+    Ok(content)
+}
+
+/// Whether `value` fits one field of a form.
+fn fits(property: &Value, value: &Value) -> Result<(), String> {
+    let kind = property.get("type").and_then(Value::as_str).unwrap_or("");
+    let ok = match kind {
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "number" => value.is_number(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "array" => value.is_array(),
+        _ => true,
+    };
+    if !ok {
+        return Err(format!("expected {}, got {}", a(kind), shown(value)));
+    }
+    let in_range = |bound: &str, ok: fn(f64, f64) -> bool| match (
+        property.get(bound).and_then(Value::as_f64),
+        value.as_f64(),
+    ) {
+        (Some(bound_value), Some(number)) if !ok(number, bound_value) => Err(format!(
+            "{number} is not within the form's {bound} {bound_value}"
+        )),
+        _ => Ok(()),
+    };
+    in_range("minimum", |n, b| n >= b)?;
+    in_range("maximum", |n, b| n <= b)?;
+    let offered = choices(property);
+    if let (Some(choices), Some(text)) = (&offered, value.as_str())
+        && !choices.iter().any(|choice| choice == text)
+    {
+        return Err(format!(
+            "`{text}` is not one of its choices ({})",
+            choices.join(", ")
+        ));
+    }
+    if let Some(items) = value.as_array() {
+        let item_choices = property.get("items").and_then(choices);
+        for item in items {
+            match (item.as_str(), &item_choices) {
+                (Some(text), Some(choices)) if !choices.iter().any(|c| c == text) => {
+                    return Err(format!(
+                        "`{text}` is not one of its choices ({})",
+                        choices.join(", ")
+                    ));
+                }
+                (None, _) => {
+                    return Err(format!("expected a list of strings, got {}", shown(item)));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The choices of an enum field: `enum`, or the `const`s of `oneOf`/`anyOf` (titled choices).
+fn choices(property: &Value) -> Option<Vec<String>> {
+    if let Some(values) = property.get("enum").and_then(Value::as_array) {
+        return Some(
+            values
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
+        );
+    }
+    let titled = property
+        .get("oneOf")
+        .or_else(|| property.get("anyOf"))
+        .and_then(Value::as_array)?;
+    Some(
+        titled
+            .iter()
+            .filter_map(|choice| choice.get("const").and_then(Value::as_str))
+            .map(str::to_owned)
+            .collect(),
+    )
+}
+
+fn a(kind: &str) -> String {
+    match kind {
+        "integer" => "an integer".into(),
+        "array" => "a list".into(),
+        other => format!("a {other}"),
+    }
+}
+
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(_) => format!("the number {value}"),
+        Value::String(_) => format!("the string {value}"),
+        Value::Array(_) => "a list".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use schemars::JsonSchema;

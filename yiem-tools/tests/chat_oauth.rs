@@ -131,7 +131,8 @@ fn chat(url: &str, data: &Path) -> (usize, String) {
         .unwrap();
     let mut sign_ins = 0;
     let stderr = BufReader::new(child.stderr.take().unwrap());
-    for line in stderr.lines() {
+    let mut lines = stderr.lines();
+    while let Some(line) = lines.next() {
         let line = line.unwrap();
         if let Some(at) = line.find("sign in: open ") {
             sign_ins += 1;
@@ -148,11 +149,21 @@ fn chat(url: &str, data: &Path) -> (usize, String) {
             break;
         }
     }
+    // The chat goes on writing to stderr (its offline banner, the demo's approval question): keep
+    // reading it, or the closed pipe would fail its writes.
+    let rest =
+        std::thread::spawn(move || lines.map_while(Result::ok).collect::<Vec<_>>().join("\n"));
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"hello\n").unwrap();
     drop(stdin);
     let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
+    assert!(
+        output.status.success(),
+        "{:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        rest.join().unwrap()
+    );
     (sign_ins, String::from_utf8(output.stdout).unwrap())
 }
 

@@ -46,6 +46,7 @@ mod limits;
 pub(crate) mod paused;
 mod resume;
 mod run;
+mod sampling;
 mod saved;
 
 use std::collections::VecDeque;
@@ -308,7 +309,7 @@ impl AgentBuilder {
         let mut config = self.config;
         let sampled = self.sampling_by_own_model.then(Arc::default);
         if let Some(used) = &sampled {
-            let sampler = crate::llm::counting_sampler(Arc::clone(&model), Arc::clone(used));
+            let sampler = sampling::counting_sampler(Arc::clone(&model), Arc::clone(used));
             config.executor = config.executor.clone().with_sampling(sampler);
         }
         #[cfg(feature = "code-mode")]
@@ -347,7 +348,7 @@ struct Shared {
     config: AgentConfig,
     /// What the tools' requests to the agent's own model may spend, and used, not yet counted in the
     /// run.
-    sampled: Option<Arc<Mutex<crate::llm::SampleBudget>>>,
+    sampled: Option<Arc<Mutex<sampling::SampleBudget>>>,
     /// The limits of the next runs: the configuration's until [`Agent::set_limits`] changes them.
     limits: Mutex<RunLimits>,
     conversation_id: String,
