@@ -132,7 +132,7 @@ fn chat(url: &str, data: &Path) -> (usize, String) {
     let mut sign_ins = 0;
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let mut lines = stderr.lines();
-    while let Some(line) = lines.next() {
+    for line in lines.by_ref() {
         let line = line.unwrap();
         if let Some(at) = line.find("sign in: open ") {
             sign_ins += 1;
