@@ -19,16 +19,16 @@ use rmcp::model::{
 };
 use serde_json::Value;
 
+use crate::ask::elicit::{ElicitError, Elicitation, ElicitationAnswer};
+#[cfg(feature = "mcp-client")]
+use crate::ask::sample::SampledMessage;
+use crate::ask::sample::{Sampling, SamplingAnswer};
 use crate::call::ToolResultMessage;
 use crate::content::Content;
 #[cfg(feature = "mcp-client")]
 use crate::content::ResourceInfo;
-use crate::elicit::{ElicitError, Elicitation, ElicitationAnswer};
 #[cfg(feature = "mcp-client")]
 use crate::result::AgentToolResult;
-#[cfg(feature = "mcp-client")]
-use crate::sample::SampledMessage;
-use crate::sample::{Sampling, SamplingAnswer};
 
 // server side: yiem's values to MCP's, and the client's answers back
 

@@ -105,13 +105,13 @@ use super::error::McpClientError;
 
 #[cfg(feature = "mcp-oauth")]
 use super::oauth::{Authorizer, Tries};
-use crate::context::ToolContext;
-use crate::definition::{AgentTool, ToolAnnotations, ToolNamespace};
+use crate::ask::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
+use crate::ask::sample::SamplingHandler;
 use crate::dialect::Dialect;
-use crate::elicit::{Elicitation, ElicitationAnswer, ElicitationHandler};
-use crate::registry::ToolStore;
 use crate::result::AgentToolResult;
-use crate::sample::SamplingHandler;
+use crate::store::registry::ToolStore;
+use crate::tool::context::ToolContext;
+use crate::tool::definition::{AgentTool, ToolAnnotations, ToolNamespace};
 
 /// The time limit of one call to a server unless set otherwise.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(300);

@@ -74,7 +74,7 @@ impl Rounds {
             return std::future::pending().await;
         }
         let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
-        let key = crate::elicit::question_key(number);
+        let key = crate::ask::elicit::question_key(number);
         if let Some(answer) = self.answers.get(&key) {
             return (key, answer.clone());
         }

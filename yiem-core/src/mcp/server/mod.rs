@@ -9,7 +9,7 @@ pub(super) mod http;
 pub(super) mod lines;
 mod listing;
 
-use crate::sample::{Sampling, SamplingAnswer};
+use crate::ask::sample::{Sampling, SamplingAnswer};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -34,16 +34,16 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::approval::ApprovalPolicy;
+use crate::ask::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
-use crate::definition::AgentTool;
 use crate::dialect::Dialect;
-use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
-use crate::executor::ToolExecutor;
-use crate::pipeline;
-use crate::registry::{ToolList, ToolStore};
+use crate::exec::executor::ToolExecutor;
+use crate::exec::pipeline;
 use crate::result::AgentToolResult;
+use crate::store::registry::{ToolList, ToolStore};
 use crate::telemetry;
+use crate::tool::definition::AgentTool;
 
 use self::asker::{ClientAsker, Forward, Forwarding};
 use self::listing::Listing;
@@ -726,7 +726,7 @@ fn bounded(mut message: ToolResultMessage, limit: usize) -> ToolResultMessage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::context::ToolContext;
+    use crate::tool::context::ToolContext;
 
     #[test]
     fn tools_list_leaves_out_the_code_only_tools() {
