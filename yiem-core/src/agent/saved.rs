@@ -29,7 +29,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::call::ToolCall;
+use crate::call::{ToolCall, ToolResultMessage};
 use crate::message::{AgentMessage, StopReason};
 
 /// What the tag is computed over, before the canonical form: the tag of a run cannot be the tag of
@@ -281,6 +281,34 @@ pub(super) fn check_results(
                 });
             }
         }
+    }
+    Ok(())
+}
+
+/// The one rule of a run saved while a reply's calls wait: each call of the reply has exactly one kept
+/// result in `done` or is one of the open calls (`is_open`: a call that asked, a paused program), and
+/// `done` holds nothing else. The error names the `part` of the saved run (`asked`, `paused`) and what an
+/// open call is there.
+pub(super) fn kept_or_open(
+    calls: &[&ToolCall],
+    done: &[ToolResultMessage],
+    open: usize,
+    is_open: impl Fn(&str) -> bool,
+    (part, open_call): (&str, &str),
+) -> Result<(), String> {
+    for (index, call) in calls.iter().enumerate() {
+        let kept = done.iter().filter(|r| r.tool_call_id == call.id).count();
+        if kept + usize::from(is_open(&call.id)) != 1 {
+            return Err(format!(
+                "call {index} (`{}`) of the last reply must have one kept result or be {open_call}",
+                call.id
+            ));
+        }
+    }
+    if done.len() + open != calls.len() {
+        return Err(format!(
+            "`{part}.done` holds results of calls that are not the last reply's"
+        ));
     }
     Ok(())
 }
