@@ -330,6 +330,14 @@ pub(super) fn failed(stop_reason: StopReason) -> bool {
     matches!(stop_reason, StopReason::Error | StopReason::Aborted)
 }
 
+/// `value` written canonically: object keys sorted by their bytes, no white space (what a signature or a
+/// fingerprint is computed over, whatever order the keys came in).
+pub(crate) fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    write_canonical(value, &mut bytes);
+    bytes
+}
+
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(members) => {

@@ -173,41 +173,6 @@ impl FileTokenStore {
     pub fn path(&self) -> &std::path::Path {
         &self.path
     }
-
-    /// The file's folder (`.` for a bare file name).
-    fn folder(&self) -> &std::path::Path {
-        self.path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."))
-    }
-
-    /// Refuses a folder that others can write; a folder that does not exist yet is fine.
-    fn check_folder(&self) -> std::io::Result<()> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let folder = self.folder();
-            let mode = match std::fs::metadata(folder) {
-                Ok(metadata) => metadata.permissions().mode(),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(error) => return Err(error),
-            };
-            if mode & 0o022 != 0 {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    format!(
-                        "the token folder `{}` can be written by others (mode {:o}), who could replace \
-                         or read the tokens; keep tokens in a folder only you can write (`chmod 700` it, \
-                         or choose another)",
-                        folder.display(),
-                        mode & 0o7777
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
 }
 
 impl fmt::Debug for FileTokenStore {
@@ -220,58 +185,15 @@ impl fmt::Debug for FileTokenStore {
 
 impl TokenStore for FileTokenStore {
     fn load(&self) -> std::io::Result<Option<String>> {
-        self.check_folder()?;
-        match std::fs::read_to_string(&self.path) {
-            Ok(document) => Ok(Some(document)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error),
-        }
+        super::private_file::read(&self.path, "tokens")
     }
 
     fn save(&self, credentials: &str) -> std::io::Result<()> {
-        use std::io::Write;
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(self.folder())?;
-        self.check_folder()?;
-        let mut name = self.path.file_name().unwrap_or_default().to_owned();
-        name.push(format!(".{}.tmp", std::process::id()));
-        let temporary = self.path.with_file_name(name);
-        // `create_new` is O_CREAT|O_EXCL: it fails on any existing entry, a link included, and never
-        // follows one. What is there is a leftover (a crash) or was planted: it is removed (the link
-        // itself, not what it points to) and the file created afresh, once.
-        let create = || {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            options.open(&temporary)
-        };
-        let mut file = match create() {
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                std::fs::remove_file(&temporary)?;
-                create()?
-            }
-            opened => opened?,
-        };
-        let written = file
-            .write_all(credentials.as_bytes())
-            .and_then(|()| file.sync_all());
-        drop(file);
-        if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, &self.path)) {
-            let _ = std::fs::remove_file(&temporary);
-            return Err(error);
-        }
-        Ok(())
+        super::private_file::write(&self.path, "tokens", credentials)
     }
 
     fn clear(&self) -> std::io::Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-            _ => Ok(()),
-        }
+        super::private_file::remove(&self.path)
     }
 }
 
