@@ -56,9 +56,12 @@ const MAX_DIFF_CHARS: usize = 4000;
 pub struct ToolPins {
     place: Place,
     policy: DriftPolicy,
-    /// Held while a listing is checked, so two listings never ask twice or write over each other.
-    checking: Arc<tokio::sync::Mutex<()>>,
+    /// Held while a listing is checked, so two listings never ask twice or write over each other; holds
+    /// the drifts a handler refused (server, tool, fingerprint), which are not asked about again.
+    checking: Arc<tokio::sync::Mutex<Refused>>,
 }
+
+type Refused = std::collections::HashSet<(String, String, String)>;
 
 #[derive(Clone)]
 enum Place {
@@ -136,7 +139,7 @@ impl ToolPins {
         server: &str,
         listed: Vec<Tool>,
     ) -> std::io::Result<(Vec<Tool>, Vec<(String, String)>)> {
-        let _checking = self.checking.lock().await;
+        let mut refused = self.checking.lock().await;
         let mut pinned = self.load()?;
         let first = !pinned.servers.contains_key(server);
         let mut pins = pinned.servers.remove(server).unwrap_or_default();
@@ -162,10 +165,18 @@ impl ToolPins {
                         kind,
                         diff: diff(before, &definition),
                     };
+                    let seen = (server.to_owned(), name.clone(), sha256.clone());
                     let accepted = match &self.policy {
                         DriftPolicy::Refuse => false,
                         DriftPolicy::Accept => true,
-                        DriftPolicy::Ask(handler) => handler.decide(drift.clone()).await,
+                        DriftPolicy::Ask(_) if refused.contains(&seen) => false,
+                        DriftPolicy::Ask(handler) => {
+                            let accepted = handler.decide(drift.clone()).await;
+                            if !accepted {
+                                refused.insert(seen);
+                            }
+                            accepted
+                        }
                     };
                     tracing::warn!(
                         server,
@@ -213,7 +224,8 @@ pub enum DriftPolicy {
     /// Leave the tool out (the default): the model never sees it, and its pin stays as it was.
     #[default]
     Refuse,
-    /// Ask the handler (a person, with the diff): `true` takes the tool and pins it anew.
+    /// Ask the handler (a person, with the diff): `true` takes the tool and pins it anew; `false` leaves
+    /// it out, and the same drift (the same definition) is not asked about again by these pins.
     Ask(Arc<dyn DriftHandler>),
     /// Take the tool and pin it anew (the drift is still logged as a warning).
     Accept,
