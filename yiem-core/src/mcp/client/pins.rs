@@ -29,7 +29,7 @@ const MAX_DIFF_CHARS: usize = 4000;
 /// pin, so it comes back only as it was.
 ///
 /// [`ToolPins::file`] keeps the pins in a file only its owner can read and write, in a folder only its
-/// owner can write, written whole through a fresh file (as [`FileTokenStore`] keeps tokens: beside them
+/// owner can write, written whole through a fresh file (as `mcp::oauth::FileTokenStore` keeps tokens: beside them
 /// is a good place); one file may hold the pins of several servers, by their names.
 ///
 /// ```no_run
@@ -51,7 +51,6 @@ const MAX_DIFF_CHARS: usize = 4000;
 ///
 /// [`refresh`]: super::McpClient::refresh
 /// [`McpClient::left_out`]: super::McpClient::left_out
-/// [`FileTokenStore`]: https://docs.rs/yiem-core/latest/yiem_core/mcp/oauth/struct.FileTokenStore.html
 #[derive(Clone)]
 pub struct ToolPins {
     place: Place,
