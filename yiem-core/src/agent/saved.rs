@@ -332,6 +332,7 @@ pub(super) fn failed(stop_reason: StopReason) -> bool {
 
 /// `value` written canonically: object keys sorted by their bytes, no white space (what a signature or a
 /// fingerprint is computed over, whatever order the keys came in).
+#[cfg(feature = "mcp-client")]
 pub(crate) fn canonical_json(value: &Value) -> Vec<u8> {
     let mut bytes = Vec::new();
     write_canonical(value, &mut bytes);
