@@ -11,7 +11,7 @@ use super::ModelRequest;
 use crate::definition::AgentTool;
 
 /// Which tools a program in the provider's sandbox may call, as
-/// `AnthropicConfig::with_programmatic_calling` and `OpenAiResponsesConfig::with_programmatic_calling`
+/// `AnthropicConfig::programmatic_calling` and `OpenAiResponsesConfig::programmatic_calling`
 /// take it. By default every tool but the `destructive` ones, as in code mode's (`CodeMode`) default;
 /// the model can still call each tool itself, but for the [code-only](AgentTool::is_code_only) ones,
 /// which only the sandbox may call (`allowed_callers` names the sandbox alone), named or not.

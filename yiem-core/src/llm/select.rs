@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use super::Model;
-use super::config::ConfigError;
+use super::transport::config::ConfigError;
 use crate::dialect::Dialect;
 
 /// The model the environment chose.
@@ -105,7 +105,7 @@ pub fn model_from_lookup(
         #[cfg(feature = "openai")]
         "openai" => {
             let model = super::OpenAiModel::new(super::OpenAiConfig::from_lookup(&lookup)?)?;
-            let description = format!("{} at {}", model.config().model, model.endpoint());
+            let description = format!("{} at {}", model.config().client.model, model.endpoint());
             Ok(Some(SelectedModel {
                 model: Arc::new(model),
                 description,
@@ -119,7 +119,7 @@ pub fn model_from_lookup(
             )?;
             let description = format!(
                 "{} at {} (Responses API)",
-                model.config().model,
+                model.config().client.model,
                 model.endpoint()
             );
             Ok(Some(SelectedModel {
@@ -138,10 +138,10 @@ pub fn model_from_lookup(
                 model_name.unwrap_or_else(|| "claude-sonnet-4-5".into()),
             );
             if let Some(url) = var("ANTHROPIC_BASE_URL") {
-                config = config.with_base_url(url);
+                config = config.base_url(url);
             }
             let model = super::AnthropicModel::new(config)?;
-            let description = format!("{} at {}", model.config().model, model.endpoint());
+            let description = format!("{} at {}", model.config().client.model, model.endpoint());
             Ok(Some(SelectedModel {
                 model: Arc::new(model),
                 description,
@@ -158,10 +158,10 @@ pub fn model_from_lookup(
                 model_name.unwrap_or_else(|| "gemini-2.5-flash".into()),
             );
             if let Some(url) = var("GEMINI_BASE_URL") {
-                config = config.with_base_url(url);
+                config = config.base_url(url);
             }
             let model = super::GeminiModel::new(config)?;
-            let description = format!("{} at {}", model.config().model, model.endpoint());
+            let description = format!("{} at {}", model.config().client.model, model.endpoint());
             Ok(Some(SelectedModel {
                 model: Arc::new(model),
                 description,
