@@ -719,7 +719,7 @@ async fn a_reasoning_item_the_next_request_cannot_carry_is_left_out_with_its_ids
 }
 
 #[tokio::test]
-async fn with_previous_response_id_only_the_new_messages_go() {
+async fn chained_responses_send_only_the_new_messages() {
     let server = Server::start(vec![
         Reply::Sse(stream(reasoning_turn())),
         Reply::Sse(stream(vec![completed("resp_2", json!([]), Value::Null)])),

@@ -7,7 +7,6 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::format::{CONTAINER_BLOCK, PROVIDER, container_to_reuse, to_anthropic_messages};
 use crate::call::ToolCaller;
@@ -15,8 +14,8 @@ use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser, client_setters};
-use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use crate::llm::transport::{self, StreamParser, client_setters, server_tool_setters};
+use crate::llm::{ModelEvent, ModelRequest, ProgrammaticCalling};
 use crate::message::StopReason;
 use crate::result::Usage;
 
@@ -89,8 +88,20 @@ pub struct AnthropicConfig {
     pub tool_search: ToolSearchMode,
     /// Which of Anthropic's tool searches (default [`AnthropicToolSearch::Bm25`]).
     pub tool_search_kind: AnthropicToolSearch,
-    /// Programmatic tool calling (default `None`, off): see
-    /// [`programmatic_calling`](Self::programmatic_calling()).
+    /// Programmatic tool calling (default `None`, off): Claude calls tools from programs it runs in
+    /// Anthropic's code-execution sandbox. Requests that carry tools add the code-execution tool
+    /// (`{"type": "code_execution_20260120", "name": "code_execution"}`, the version
+    /// [`code_execution`](field@Self::code_execution) names) and give each tool `calling` allows
+    /// `allowed_callers: ["direct", "code_execution_20260120"]` (the model can still call it itself); a
+    /// [code-only](crate::tool::AgentTool::is_code_only) tool gets `allowed_callers:
+    /// ["code_execution_20260120"]`, the sandbox alone. Without programmatic calling, code-only tools are
+    /// not sent. A call a program makes comes back as a `tool_use` block with its `caller`, becomes a
+    /// [`ToolCall`](crate::exec::ToolCall) with that [`ToolCaller`](crate::exec::ToolCaller), runs through
+    /// the pipeline like any other, and goes back with its caller. The program itself and its output
+    /// (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
+    /// unchanged. The reply's code-execution `container` is kept as a provider block of type `container`
+    /// (not sent back as a block): a request that answers a program's calls names it in its `container`
+    /// field, as the API requires. See [`ProgrammaticCalling`] for an example.
     pub programmatic_calling: Option<ProgrammaticCalling>,
     /// The code-execution tool programmatic calling adds (default the newest,
     /// [`CodeExecutionVersion::V20260120`]): see [`code_execution`](Self::code_execution()).
@@ -98,6 +109,7 @@ pub struct AnthropicConfig {
 }
 
 client_setters!(AnthropicConfig);
+server_tool_setters!(AnthropicConfig);
 
 /// Anthropic's prompt caching, as [`AnthropicConfig::prompt_cache`] sets it: a `cache_control`
 /// breakpoint on the last tool (which caches the tool list) and on the system prompt (which caches the
@@ -188,12 +200,6 @@ impl AnthropicConfig {
         self
     }
 
-    /// Chooses how the model finds deferred tools (see [`ToolSearchMode`]).
-    pub fn tool_search(mut self, mode: ToolSearchMode) -> Self {
-        self.tool_search = mode;
-        self
-    }
-
     /// Chooses which of Anthropic's tool searches, when it is used.
     pub fn tool_search_kind(mut self, kind: AnthropicToolSearch) -> Self {
         self.tool_search_kind = kind;
@@ -216,43 +222,6 @@ impl AnthropicConfig {
     /// ```
     pub fn prompt_cache(mut self, cache: PromptCache) -> Self {
         self.prompt_cache = cache;
-        self
-    }
-
-    /// Lets Claude call tools from programs it runs in Anthropic's code-execution sandbox: requests
-    /// that carry tools add the code-execution tool (`{"type": "code_execution_20260120", "name":
-    /// "code_execution"}`, the version [`code_execution`](Self::code_execution()) chooses) and
-    /// give each tool `calling` allows `allowed_callers: ["direct", "code_execution_20260120"]` (the
-    /// model can still call it itself); a [code-only](crate::tool::AgentTool::is_code_only) tool gets
-    /// `allowed_callers: ["code_execution_20260120"]`, the sandbox alone. Without programmatic
-    /// calling, code-only tools are not sent. A call a program makes comes back as a `tool_use` block with its `caller`,
-    /// becomes a [`ToolCall`](crate::exec::ToolCall) with that [`ToolCaller`](crate::exec::ToolCaller), runs
-    /// through the pipeline like any other, and goes back with its caller. The program itself and its
-    /// output (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
-    /// unchanged. The reply's code-execution `container` is kept as a provider block of type
-    /// `container` (not sent back as a block): a request that answers a program's calls names it in
-    /// its `container` field, as the API requires.
-    ///
-    /// ```
-    /// use yiem_core::llm::ProgrammaticCalling;
-    /// use yiem_core::llm::{AnthropicConfig, AnthropicModel, ModelRequest};
-    /// # fn lookup() -> yiem_core::tool::AgentTool {
-    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
-    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
-    /// #         .build().unwrap()
-    /// # }
-    ///
-    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
-    ///     .programmatic_calling(ProgrammaticCalling::new());
-    /// let model = AnthropicModel::new(config).unwrap();
-    /// let request = ModelRequest::new(String::new(), Vec::new()).tools(vec![lookup()].into());
-    /// let body = model.request_body(&request).unwrap();
-    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "code_execution_20260120"]));
-    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20260120", "name": "code_execution"}));
-    /// ```
-    pub fn programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
-        self.programmatic_calling = Some(calling);
         self
     }
 
@@ -446,33 +415,33 @@ impl AnthropicModel {
             body.insert("container".into(), json!(container));
         }
         body.insert("stream".into(), json!(true));
-        for (key, value) in &self.config.client.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        self.config.client.add_extra(&mut body);
         Ok(Value::Object(body))
     }
 }
 
-impl Model for AnthropicModel {
-    fn name(&self) -> &str {
-        &self.config.client.model
-    }
+impl transport::Provider for AnthropicModel {
+    const NAME: &'static str = "anthropic";
+    type Parser = EventParser;
 
-    fn provider_name(&self) -> &str {
-        "anthropic"
-    }
-
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let client = &self.config.client;
+    fn headers(&self) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", self.config.version.clone())];
-        if let Some(key) = &client.api_key {
+        if let Some(key) = &self.config.client.api_key {
             headers.push(("x-api-key", key.clone()));
         }
-        let body = self
-            .request_body(&request)
-            .map(|body| serde_json::to_vec(&body).unwrap_or_default());
-        let parser = EventParser::default();
-        self.transport.send(client, body, headers, parser, cancel)
+        headers
+    }
+
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_body(request)
+    }
+
+    fn parser(&self) -> EventParser {
+        EventParser::default()
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
@@ -498,7 +467,7 @@ struct ServerBlock {
 
 /// Turns Messages API stream events into [`ModelEvent`]s.
 #[derive(Default)]
-struct EventParser {
+pub(crate) struct EventParser {
     blocks: Vec<(u64, Block)>,
     /// Calls started so far.
     calls: usize,
@@ -512,7 +481,6 @@ struct EventParser {
     container: Option<Value>,
     chunks: usize,
     stopped: bool,
-    finished: bool,
 }
 
 impl EventParser {
@@ -803,10 +771,6 @@ impl StreamParser for EventParser {
     }
 
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let mut events = Vec::new();
         for slot in 0..self.calls {
             self.close_call(slot, &mut events);

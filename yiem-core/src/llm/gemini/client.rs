@@ -6,14 +6,13 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::format::to_gemini_contents;
 use crate::dialect::{Dialect, DialectError};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
 use crate::llm::transport::{self, StreamParser, client_setters};
-use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
 
@@ -151,45 +150,40 @@ impl GeminiModel {
                 Value::Object(self.config.generation_config.clone()),
             );
         }
-        for (key, value) in &self.config.client.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        self.config.client.add_extra(&mut body);
         Ok(Value::Object(body))
     }
 }
 
-impl Model for GeminiModel {
-    fn name(&self) -> &str {
-        &self.config.client.model
+impl transport::Provider for GeminiModel {
+    const NAME: &'static str = "gcp.gemini";
+    type Parser = ResponseParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let key = self.config.client.api_key.iter();
+        key.map(|key| ("x-goog-api-key", key.clone())).collect()
     }
 
-    fn provider_name(&self) -> &str {
-        "gcp.gemini"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_body(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let client = &self.config.client;
-        let headers = client
-            .api_key
-            .iter()
-            .map(|key| ("x-goog-api-key", key.clone()))
-            .collect();
-        let body = self
-            .request_body(&request)
-            .map(|body| serde_json::to_vec(&body).unwrap_or_default());
-        let parser = ResponseParser::default();
-        self.transport.send(client, body, headers, parser, cancel)
+    fn parser(&self) -> ResponseParser {
+        ResponseParser::default()
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
 /// Turns streamed `GenerateContentResponse`s into [`ModelEvent`]s.
 #[derive(Default)]
-struct ResponseParser {
+pub(crate) struct ResponseParser {
     calls: usize,
     finish_reason: Option<String>,
     usage: Usage,
     chunks: usize,
-    finished: bool,
 }
 
 impl ResponseParser {
@@ -322,10 +316,6 @@ impl StreamParser for ResponseParser {
     }
 
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let stop_reason = match self.finish_reason.as_deref() {
             Some("MAX_TOKENS") => StopReason::Length,
             Some("STOP") | Some("FINISH_REASON_UNSPECIFIED") if self.calls > 0 => {

@@ -25,14 +25,13 @@ use std::fmt;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::format::{MessageFormat, OpenAiFormat, usage_from_openai};
 use crate::dialect::{Dialect, DialectError};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
 use crate::llm::transport::{self, StreamParser, client_setters};
-use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream};
+use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
 
@@ -326,40 +325,40 @@ impl OpenAiModel {
         if self.config.include_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        for (key, value) in &self.config.client.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        self.config.client.add_extra(&mut body);
         body
     }
 }
 
-impl Model for OpenAiModel {
-    fn name(&self) -> &str {
-        &self.config.client.model
+impl transport::Provider for OpenAiModel {
+    const NAME: &'static str = "openai";
+    type Parser = ChunkParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        transport::bearer(self.config.client.api_key.as_deref())
     }
 
-    fn provider_name(&self) -> &str {
-        "openai"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_bytes(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let client = &self.config.client;
-        let headers = transport::bearer(client.api_key.as_deref());
-        let body = self.request_bytes(&request);
-        self.transport
-            .send(client, body, headers, ChunkParser::default(), cancel)
+    fn parser(&self) -> ChunkParser {
+        ChunkParser::default()
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
 /// Turns chat-completion chunks into [`ModelEvent`]s, keeping the state of the tool calls.
 #[derive(Default)]
-struct ChunkParser {
+pub(crate) struct ChunkParser {
     calls: Vec<CallState>,
     finish_reason: Option<String>,
     usage: Usage,
     /// Chunks read so far.
     chunks: usize,
-    finished: bool,
     /// Whether the stream has used `tool_calls`: servers that mirror each piece into the legacy
     /// `function_call` as well (llama-cpp-python) are then read from `tool_calls` alone.
     saw_tool_calls: bool,
@@ -624,10 +623,6 @@ impl ChunkParser {
     /// The last events: open calls closed, then `Done` (or `Error` for a filtered reply). Empty when called
     /// twice.
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let mut events = Vec::new();
         self.close_calls(&mut events);
         let has_calls = !self.calls.is_empty();

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
 use super::format::{PROVIDER, render, response_id, usage_from_responses};
 use crate::call::ToolCaller;
@@ -15,8 +14,8 @@ use crate::dialect::{Dialect, DialectError};
 use crate::llm::openai::{API_KEY_ENV, BASE_URL_ENV, MODEL_ENV};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser, client_setters};
-use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use crate::llm::transport::{self, StreamParser, client_setters, server_tool_setters};
+use crate::llm::{ModelEvent, ModelRequest, ProgrammaticCalling};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
 
@@ -69,12 +68,19 @@ pub struct OpenAiResponsesConfig {
     /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default [`ToolSearchMode::Auto`]: OpenAI's
     /// on GPT-5.4 and later; see [`catalog`](crate::catalog)).
     pub tool_search: ToolSearchMode,
-    /// Programmatic tool calling (default `None`, off): see
-    /// [`programmatic_calling`](Self::programmatic_calling()).
+    /// Programmatic tool calling (default `None`, off): the model calls tools from programs it runs on
+    /// OpenAI's side. Requests that carry tools add `{"type": "programmatic_tool_calling"}` and give
+    /// each function tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can
+    /// still call it itself). A call a program makes comes back as a `function_call` item with its
+    /// `caller` (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::exec::ToolCall) with
+    /// that [`ToolCaller`](crate::exec::ToolCaller), runs through the pipeline like any other, and goes
+    /// back with its caller. The `program` item itself is kept as a provider block and goes back
+    /// unchanged. See [`ProgrammaticCalling`] for an example.
     pub programmatic_calling: Option<ProgrammaticCalling>,
 }
 
 client_setters!(OpenAiResponsesConfig);
+server_tool_setters!(OpenAiResponsesConfig);
 
 /// Whether the OpenAI model `model` has the `tool_search` tool, by its name: GPT-5.4 and later
 /// (`gpt-5.4`, `gpt-5.5-mini`, `gpt-6`).
@@ -151,43 +157,6 @@ impl OpenAiResponsesConfig {
     /// Sets [`encrypted_reasoning`](field@Self::encrypted_reasoning).
     pub fn encrypted_reasoning(mut self, on: bool) -> Self {
         self.encrypted_reasoning = on;
-        self
-    }
-
-    /// Sets [`tool_search`](field@Self::tool_search).
-    pub fn tool_search(mut self, mode: ToolSearchMode) -> Self {
-        self.tool_search = mode;
-        self
-    }
-
-    /// Lets the model call tools from programs it runs on OpenAI's side (programmatic tool calling):
-    /// requests that carry tools add `{"type": "programmatic_tool_calling"}` and give each function
-    /// tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can still call it
-    /// itself). A call a program makes comes back as a `function_call` item with its `caller`
-    /// (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::exec::ToolCall) with that
-    /// [`ToolCaller`](crate::exec::ToolCaller), runs through the pipeline like any other, and goes back with
-    /// its caller. The `program` item itself is kept as a provider block and goes back unchanged.
-    ///
-    /// ```
-    /// use yiem_core::llm::ProgrammaticCalling;
-    /// use yiem_core::llm::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel};
-    /// # fn lookup() -> yiem_core::tool::AgentTool {
-    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
-    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
-    /// #         .build().unwrap()
-    /// # }
-    ///
-    /// let config = OpenAiResponsesConfig::new("gpt-5.5")
-    ///     .programmatic_calling(ProgrammaticCalling::new());
-    /// let model = OpenAiResponsesModel::new(config).unwrap();
-    /// let request = ModelRequest::new(String::new(), Vec::new()).tools(vec![lookup()].into());
-    /// let body = model.request_body(&request).unwrap();
-    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "programmatic"]));
-    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "programmatic_tool_calling"}));
-    /// ```
-    pub fn programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
-        self.programmatic_calling = Some(calling);
         self
     }
 
@@ -353,9 +322,7 @@ impl OpenAiResponsesModel {
         if config.encrypted_reasoning {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
-        for (key, value) in &config.client.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        config.client.add_extra(&mut body);
         Ok(Value::Object(body))
     }
 
@@ -448,26 +415,27 @@ fn namespaced(tools: &crate::registry::ToolList, entries: Vec<Value>) -> Vec<Val
     out
 }
 
-impl Model for OpenAiResponsesModel {
-    fn name(&self) -> &str {
-        &self.config.client.model
+impl transport::Provider for OpenAiResponsesModel {
+    const NAME: &'static str = "openai";
+    type Parser = EventParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        transport::bearer(self.config.client.api_key.as_deref())
     }
 
-    fn provider_name(&self) -> &str {
-        "openai"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_body(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let client = &self.config.client;
-        let headers = transport::bearer(client.api_key.as_deref());
-        let body = self
-            .request_body(&request)
-            .map(|body| serde_json::to_vec(&body).unwrap_or_default());
-        let parser = EventParser {
+    fn parser(&self) -> EventParser {
+        EventParser {
             keep_response_id: self.config.previous_response_id,
             ..EventParser::default()
-        };
-        self.transport.send(client, body, headers, parser, cancel)
+        }
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
@@ -506,7 +474,7 @@ enum End {
 
 /// Turns Responses API stream events into [`ModelEvent`]s.
 #[derive(Default)]
-struct EventParser {
+pub(crate) struct EventParser {
     items: Vec<Item>,
     /// Calls started so far.
     calls: usize,
@@ -522,7 +490,6 @@ struct EventParser {
     end: Option<End>,
     usage: Usage,
     chunks: usize,
-    finished: bool,
 }
 
 impl EventParser {
@@ -979,10 +946,6 @@ impl StreamParser for EventParser {
     }
 
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let mut events = Vec::new();
         for slot in 0..self.calls {
             self.close_call(slot, &mut events);

@@ -82,6 +82,13 @@ impl ClientConfig {
             max_event_bytes: super::DEFAULT_MAX_EVENT_BYTES,
         }
     }
+
+    /// Adds the [`extra_body`](Self::extra_body) fields to a request's `body`, over its own.
+    pub(crate) fn add_extra(&self, body: &mut Map<String, Value>) {
+        for (key, value) in &self.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+    }
 }
 
 impl fmt::Debug for ClientConfig {

@@ -34,7 +34,8 @@ use self::failure::{
 use self::partial::partial_arguments;
 use self::retry::{is_retryable, is_validation_error, retry_after};
 use self::sse::{SseError, SseEvent, SseReader};
-use crate::llm::{ModelEvent, ModelStream};
+use crate::dialect::DialectError;
+use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream};
 
 /// A provider's wire format, as the transport sees it: it turns server-sent events (or one whole JSON
 /// body) into [`ModelEvent`]s and says when the reply is complete.
@@ -51,7 +52,8 @@ pub(crate) trait StreamParser: Send + 'static {
     fn complete(&self) -> bool;
     /// How many events with data were read, for error texts; 0 means a retry is still safe.
     fn chunks(&self) -> usize;
-    /// The last events: open calls closed, then `Done` (or `Error`). Called once.
+    /// The last events: open calls closed, then `Done` (or `Error`). Called once: the transport and
+    /// [`parse_all`] end a reply with it and read no more.
     fn finish(&mut self) -> Vec<ModelEvent>;
 }
 
@@ -174,6 +176,37 @@ macro_rules! client_setters {
 }
 pub(crate) use client_setters;
 
+/// The setters of the configurations whose provider runs tools on its side (Anthropic's, OpenAI's
+/// Responses API): the fields `tool_search` and `programmatic_calling`, whose docs say what each
+/// provider does with them.
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+macro_rules! server_tool_setters {
+    ($config:ty) => {
+        impl $config {
+            /// Chooses how the model finds deferred tools: the provider's own tool search or the local
+            /// one (see [`tool_search`](field@Self::tool_search) and
+            /// [`ToolSearchMode`](crate::catalog::ToolSearchMode)).
+            pub fn tool_search(mut self, mode: $crate::catalog::ToolSearchMode) -> Self {
+                self.tool_search = mode;
+                self
+            }
+
+            /// Lets the model call tools from programs it runs in the provider's sandbox (see
+            /// [`programmatic_calling`](field@Self::programmatic_calling) and
+            /// [`ProgrammaticCalling`](crate::llm::ProgrammaticCalling), which has an example).
+            pub fn programmatic_calling(
+                mut self,
+                calling: $crate::llm::ProgrammaticCalling,
+            ) -> Self {
+                self.programmatic_calling = Some(calling);
+                self
+            }
+        }
+    };
+}
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+pub(crate) use server_tool_setters;
+
 /// A provider's connection: the URL its requests go to and the HTTP client that sends them. Its
 /// [`send`](Self::send) is the one request loop of every provider.
 #[derive(Clone, Debug)]
@@ -207,13 +240,13 @@ impl Client {
     pub(crate) fn send(
         &self,
         config: &ClientConfig,
-        body: Result<Vec<u8>, crate::dialect::DialectError>,
+        body: Result<impl Body, DialectError>,
         headers: Vec<(&'static str, String)>,
         parser: impl StreamParser,
         cancel: CancellationToken,
     ) -> ModelStream {
         let body = match body {
-            Ok(body) => body,
+            Ok(body) => body.into_bytes(),
             Err(error) => return refused(config.model.clone(), error.to_string()),
         };
         let request = Request {
@@ -227,7 +260,59 @@ impl Client {
     }
 }
 
+/// A provider's client as the one request loop sees it: its [`ClientConfig`], its connection, and what
+/// is its own (headers, body, parser). Every type with it is a [`Model`](crate::llm::Model) whose
+/// replies the loop streams.
+pub(crate) trait Provider: Send + Sync {
+    /// Who serves the model (`Model::provider_name`).
+    const NAME: &'static str;
+    /// The provider's wire format.
+    type Parser: StreamParser;
+    /// The request's headers (the key's among them).
+    fn headers(&self) -> Vec<(&'static str, String)>;
+    /// The request's body, or why it cannot be made.
+    fn body(&self, request: &ModelRequest) -> Result<impl Body, DialectError>;
+    /// A parser for one reply.
+    fn parser(&self) -> Self::Parser;
+    /// The settings every provider shares, and the connection requests go out on.
+    fn connection(&self) -> (&ClientConfig, &Client);
+}
+
+impl<P: Provider> Model for P {
+    fn name(&self) -> &str {
+        &self.connection().0.model
+    }
+
+    fn provider_name(&self) -> &str {
+        P::NAME
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let (config, client) = self.connection();
+        let body = self.body(&request);
+        client.send(config, body, self.headers(), self.parser(), cancel)
+    }
+}
+
+/// A request body: its JSON, or the bytes of it already written.
+pub(crate) trait Body {
+    fn into_bytes(self) -> Vec<u8>;
+}
+
+impl Body for Vec<u8> {
+    fn into_bytes(self) -> Vec<u8> {
+        self
+    }
+}
+
+impl Body for serde_json::Value {
+    fn into_bytes(self) -> Vec<u8> {
+        serde_json::to_vec(&self).unwrap_or_default()
+    }
+}
+
 /// The `Authorization: Bearer <key>` header, when there is a key (OpenAI and compatible servers).
+#[cfg(feature = "openai")]
 pub(crate) fn bearer(api_key: Option<&str>) -> Vec<(&'static str, String)> {
     api_key
         .filter(|key| !key.is_empty())
