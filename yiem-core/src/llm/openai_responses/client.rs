@@ -119,8 +119,8 @@ impl OpenAiResponsesConfig {
     ///     (name == "YIEM_BASE_URL").then(|| "http://localhost:8000/v1".to_owned())
     /// })
     /// .unwrap();
-    /// assert_eq!(local.model, "gpt-5-mini");
-    /// assert_eq!(local.api_key, None);
+    /// assert_eq!(local.client.model, "gpt-5-mini");
+    /// assert_eq!(local.client.api_key, None);
     ///
     /// let error = OpenAiResponsesConfig::from_lookup(|_| None).unwrap_err();
     /// assert_eq!(error.to_string(), "`OPENAI_API_KEY` is not set: set it to your API key");
