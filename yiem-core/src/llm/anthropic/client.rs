@@ -1,4 +1,4 @@
-//! [`AnthropicModel`]: a [`Model`] over Anthropic's Messages API (`POST <base_url>/v1/messages`,
+//! [`AnthropicModel`]: a [`Model`](crate::llm::Model) over Anthropic's Messages API (`POST <base_url>/v1/messages`,
 //! streamed), on the shared transport. This module holds the wire format only: the request body and the
 //! reading of the stream's events (`message_start`, `content_block_start` / `_delta` / `_stop` with
 //! `text_delta`, `input_json_delta`, `thinking_delta` and `signature_delta`, `message_delta`,
@@ -252,18 +252,7 @@ impl AnthropicConfig {
     }
 }
 
-/// The Messages URL under `base`.
-fn endpoint(base: &str) -> String {
-    if base.ends_with("/messages") {
-        base.to_owned()
-    } else if base.ends_with("/v1") {
-        format!("{base}/messages")
-    } else {
-        format!("{base}/v1/messages")
-    }
-}
-
-/// A [`Model`] that streams replies from Anthropic's Messages API.
+/// A [`Model`](crate::llm::Model) that streams replies from Anthropic's Messages API.
 ///
 /// Each request is a `POST <base_url>/v1/messages` with `x-api-key`, `anthropic-version`, and a body of
 /// `model`, `max_tokens`, `system` (when not empty), `messages` (see
@@ -306,7 +295,13 @@ impl AnthropicModel {
     /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
     pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
         Ok(AnthropicModel {
-            transport: transport::Client::new(&config.client, endpoint)?,
+            transport: transport::Client::new(&config.client, |base| {
+                // `/v1/messages`, of which a base may have the version already, or the whole path.
+                match base.ends_with("/messages") {
+                    true => base.to_owned(),
+                    false => format!("{}/messages", transport::joined(base, "/v1")),
+                }
+            })?,
             config: Arc::new(config),
         })
     }

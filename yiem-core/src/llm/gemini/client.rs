@@ -1,4 +1,4 @@
-//! [`GeminiModel`]: a [`Model`] over Gemini's `streamGenerateContent` with server-sent events
+//! [`GeminiModel`]: a [`Model`](crate::llm::Model) over Gemini's `streamGenerateContent` with server-sent events
 //! (`POST <base_url>/models/<model>:streamGenerateContent?alt=sse`), on the shared transport. This module
 //! holds the wire format only: the request body and the reading of each streamed
 //! `GenerateContentResponse` (`candidates[0].content.parts`, `finishReason`, `usageMetadata`).
@@ -63,7 +63,7 @@ impl GeminiConfig {
     }
 }
 
-/// A [`Model`] that streams replies from Gemini's `streamGenerateContent`.
+/// A [`Model`](crate::llm::Model) that streams replies from Gemini's `streamGenerateContent`.
 ///
 /// Each request is a `POST` with `x-goog-api-key` and a body of `contents` (see
 /// [`to_gemini_contents`](crate::llm::to_gemini_contents): calls and results as `functionCall` /

@@ -1,4 +1,4 @@
-//! [`OpenAiModel`]: a [`Model`] over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
+//! [`OpenAiModel`]: a [`Model`](crate::llm::Model) over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
 //! llama.cpp, OpenRouter, ...), streamed with server-sent events.
 //!
 //! The client is lenient about what servers leave out and strict about what it cannot trust:
@@ -116,16 +116,7 @@ impl OpenAiConfig {
     }
 }
 
-/// The chat-completions URL under `base`.
-fn endpoint(base: &str) -> String {
-    if base.ends_with("/chat/completions") {
-        base.to_owned()
-    } else {
-        format!("{base}/chat/completions")
-    }
-}
-
-/// A [`Model`] that streams replies from an OpenAI-compatible chat-completions endpoint.
+/// A [`Model`](crate::llm::Model) that streams replies from an OpenAI-compatible chat-completions endpoint.
 ///
 /// Each request is a `POST <base_url>/chat/completions` with `model`, `messages` (from the
 /// [`MessageFormat`], [`OpenAiFormat`] by default), `tools` (when there are any), `stream: true`,
@@ -214,7 +205,9 @@ impl OpenAiModel {
     /// ```
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
         Ok(OpenAiModel {
-            transport: transport::Client::new(&config.client, endpoint)?,
+            transport: transport::Client::new(&config.client, |base| {
+                transport::joined(base, "/chat/completions")
+            })?,
             config: Arc::new(config),
             format: Arc::new(OpenAiFormat),
         })

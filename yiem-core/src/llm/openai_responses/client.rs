@@ -1,4 +1,4 @@
-//! [`OpenAiResponsesModel`]: a [`Model`] over OpenAI's Responses API (`POST <base_url>/responses`,
+//! [`OpenAiResponsesModel`]: a [`Model`](crate::llm::Model) over OpenAI's Responses API (`POST <base_url>/responses`,
 //! streamed), on the shared transport. This module holds the wire format's request body and the reading
 //! of the stream's events; [`to_responses_input`](crate::llm::to_responses_input) renders the conversation.
 
@@ -167,16 +167,7 @@ impl OpenAiResponsesConfig {
     }
 }
 
-/// The Responses URL under `base`.
-fn endpoint(base: &str) -> String {
-    if base.ends_with("/responses") {
-        base.to_owned()
-    } else {
-        format!("{base}/responses")
-    }
-}
-
-/// A [`Model`] that streams replies from OpenAI's Responses API.
+/// A [`Model`](crate::llm::Model) that streams replies from OpenAI's Responses API.
 ///
 /// Each request is a `POST <base_url>/responses` with `Authorization: Bearer <key>` (when there is a
 /// key) and a body of `model`, `instructions` (the system prompt, when not empty), `input` (see
@@ -242,7 +233,9 @@ impl OpenAiResponsesModel {
     /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
     pub fn new(config: OpenAiResponsesConfig) -> Result<Self, ConfigError> {
         Ok(OpenAiResponsesModel {
-            transport: transport::Client::new(&config.client, endpoint)?,
+            transport: transport::Client::new(&config.client, |base| {
+                transport::joined(base, "/responses")
+            })?,
             config: Arc::new(config),
         })
     }

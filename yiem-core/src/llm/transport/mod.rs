@@ -294,6 +294,15 @@ impl<P: Provider> Model for P {
     }
 }
 
+/// `base` followed by `path`, unless it already ends with it (a URL given whole).
+pub(crate) fn joined(base: &str, path: &str) -> String {
+    if base.ends_with(path) {
+        base.to_owned()
+    } else {
+        format!("{base}{path}")
+    }
+}
+
 /// A request body: its JSON, or the bytes of it already written.
 pub(crate) trait Body {
     fn into_bytes(self) -> Vec<u8>;
