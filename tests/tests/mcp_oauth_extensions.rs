@@ -1,9 +1,10 @@
 //! The OAuth extensions of yiem's MCP client (`yiem_core::mcp::oauth`) against a loopback authorization
 //! server and MCP server written for these tests (HTTP/1.1 by hand, one request per connection): client
 //! credentials with a JWT assertion (its signature verified with the client's public key), workload
-//! identity (JWT bearer), DPoP with nonces from both servers; and the ways it goes wrong: an assertion that
+//! identity (JWT bearer), DPoP with nonces from both servers, enterprise-managed authorization (an
+//! identity provider on a third port issues the ID-JAG); and the ways it goes wrong: an assertion that
 //! expired or is meant for another server, metadata naming another issuer, protected-resource metadata
-//! naming another resource. Each failure is an error naming the server and what was wrong, and the
+//! naming another resource, an ID-JAG naming another resource, a missing client secret. Each failure is an error naming the server and what was wrong, and the
 //! authorization server sees no token request it should not (nothing is sent to a server it was not
 //! issued for).
 //!
@@ -17,7 +18,7 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
-use yiem_core::mcp::oauth::{OAuth, SigningKey, fixed_token};
+use yiem_core::mcp::oauth::{IdentityProvider, OAuth, SigningKey, fixed_token};
 use yiem_core::mcp::{McpClient, McpClientError};
 use yiem_core::store::ToolStore;
 
@@ -33,6 +34,8 @@ struct Setup {
     /// Tokens are DPoP-bound; with `nonce`, both servers ask for one first.
     dpop: bool,
     nonce: bool,
+    /// The resource the identity provider's ID-JAG names instead of the MCP server's address.
+    jag_resource_override: Option<String>,
 }
 
 /// One request a server saw.
@@ -65,22 +68,29 @@ impl Seen {
 struct Servers {
     auth_url: String,
     mcp_url: String,
+    idp_url: String,
     auth_seen: Arc<Mutex<Vec<Seen>>>,
     mcp_seen: Arc<Mutex<Vec<Seen>>>,
+    idp_seen: Arc<Mutex<Vec<Seen>>>,
 }
 
 impl Servers {
     async fn start(setup: Setup) -> Servers {
         let auth = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let idp = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let idp_url = format!("http://127.0.0.1:{}", idp.local_addr().unwrap().port());
         let auth_url = format!("http://127.0.0.1:{}", auth.local_addr().unwrap().port());
         let mcp_url = format!("http://127.0.0.1:{}/mcp", mcp.local_addr().unwrap().port());
         let state = Arc::new(State {
             setup,
             auth_url: auth_url.clone(),
             mcp_url: mcp_url.clone(),
+            idp_url: idp_url.clone(),
             issued: Mutex::new(Vec::new()),
         });
+        let idp_seen = Arc::new(Mutex::new(Vec::new()));
+        serve(idp, Arc::clone(&idp_seen), Arc::clone(&state), Role::Idp);
         let auth_seen = Arc::new(Mutex::new(Vec::new()));
         let mcp_seen = Arc::new(Mutex::new(Vec::new()));
         serve(auth, Arc::clone(&auth_seen), Arc::clone(&state), Role::Auth);
@@ -88,8 +98,10 @@ impl Servers {
         Servers {
             auth_url,
             mcp_url,
+            idp_url,
             auth_seen,
             mcp_seen,
+            idp_seen,
         }
     }
 
@@ -112,6 +124,7 @@ struct State {
     setup: Setup,
     auth_url: String,
     mcp_url: String,
+    idp_url: String,
     /// The access tokens issued, with the DPoP key thumbprint-free binding: the proof key's `x`.
     issued: Mutex<Vec<(String, Option<String>)>>,
 }
@@ -120,6 +133,7 @@ struct State {
 enum Role {
     Auth,
     Mcp,
+    Idp,
 }
 
 const AUTH_NONCE: &str = "as-nonce-1";
@@ -141,6 +155,7 @@ fn serve(listener: TcpListener, seen: Arc<Mutex<Vec<Seen>>>, state: Arc<State>, 
                 let (status, headers, body) = match role {
                     Role::Auth => state.auth(&request),
                     Role::Mcp => state.mcp(&request),
+                    Role::Idp => state.idp(&request),
                 };
                 let mut head = format!(
                     "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
@@ -290,7 +305,12 @@ impl State {
                 json!({"error": error, "error_description": description}),
             )
         };
-        if request.form("resource").as_deref() != Some(self.mcp_url.as_str()) {
+        // An ID-JAG carries its resource inside; every other grant names it (RFC 8707).
+        let id_jag = request
+            .form("assertion")
+            .and_then(|assertion| parts(&assertion))
+            .is_some_and(|(header, _)| header["typ"] == "oauth-id-jag+jwt");
+        if !id_jag && request.form("resource").as_deref() != Some(self.mcp_url.as_str()) {
             return refuse(
                 "invalid_target",
                 "the resource is not the MCP server".into(),
@@ -326,8 +346,26 @@ impl State {
                 }
             }
             Some("urn:ietf:params:oauth:grant-type:jwt-bearer") => {
-                if request.form("assertion").is_none() {
+                let Some(assertion) = request.form("assertion") else {
                     return refuse("invalid_request", "no assertion".into());
+                };
+                // An ID-JAG (enterprise-managed) comes with this client's secret, and must name this
+                // server and the MCP server.
+                if let Some((header, claims)) = parts(&assertion)
+                    && header["typ"] == "oauth-id-jag+jwt"
+                {
+                    let basic = format!(
+                        "Basic {}",
+                        base64::engine::general_purpose::STANDARD.encode("mcp-client:mcp-secret")
+                    );
+                    if request.header("authorization") != Some(basic.as_str()) {
+                        return refuse("invalid_client", "no client_secret_basic".into());
+                    }
+                    if claims["aud"] != self.issuer().as_str()
+                        || claims["resource"] != self.mcp_url.as_str()
+                    {
+                        return refuse("invalid_grant", format!("the ID-JAG names {claims}"));
+                    }
                 }
             }
             other => return refuse("unsupported_grant_type", format!("{other:?}")),
@@ -343,6 +381,49 @@ impl State {
                 "access_token": token,
                 "token_type": if bound.is_some() { "DPoP" } else { "Bearer" },
                 "expires_in": 3600,
+            }),
+        )
+    }
+
+    /// The identity provider's token exchange: an ID token for an ID-JAG.
+    fn idp(&self, request: &Seen) -> Answer {
+        if request.path != "/token"
+            || request.form("grant_type").as_deref()
+                != Some("urn:ietf:params:oauth:grant-type:token-exchange")
+            || request.form("subject_token").as_deref() != Some("the-id-token")
+        {
+            return json_answer(400, json!({"error": "invalid_request"}));
+        }
+        let (private, _) = key_pair();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = json!({
+            "iss": self.idp_url,
+            "sub": "person@example.com",
+            "aud": request.form("audience"),
+            "resource": self.setup.jag_resource_override.clone().unwrap_or_else(|| self.mcp_url.clone()),
+            "client_id": "mcp-client",
+            "jti": format!("jag-{now}"),
+            "iat": now,
+            "exp": now + 300,
+        });
+        let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+        header.typ = Some("oauth-id-jag+jwt".to_owned());
+        let jag = jsonwebtoken::encode(
+            &header,
+            &claims,
+            &jsonwebtoken::EncodingKey::from_ec_pem(private.as_bytes()).unwrap(),
+        )
+        .unwrap();
+        json_answer(
+            200,
+            json!({
+                "access_token": jag,
+                "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+                "token_type": "N_A",
+                "expires_in": 300,
             }),
         )
     }
@@ -484,7 +565,10 @@ async fn listed(client: &McpClient) -> Vec<String> {
 fn refusal(result: Result<McpClient, McpClientError>) -> String {
     match result {
         Ok(_) => panic!("the client connected"),
-        Err(error) => error.to_string(),
+        Err(error) => {
+            eprintln!("refused: {error}");
+            error.to_string()
+        }
     }
 }
 
@@ -682,4 +766,87 @@ async fn dpop_tokens_are_bound_to_the_clients_key_and_sent_with_the_nonces_both_
         .map(|seen| parts(seen.header("dpop").unwrap()).unwrap().1["jti"].to_string())
         .collect();
     assert_eq!(jtis.len(), carried.len(), "no proof is sent twice");
+}
+
+fn enterprise(servers: &Servers) -> OAuth {
+    let idp = IdentityProvider::new(
+        &servers.idp_url,
+        format!("{}/token", servers.idp_url),
+        "desktop-app",
+    );
+    OAuth::enterprise(idp, fixed_token("the-id-token"))
+        .client_id("mcp-client")
+        .client_secret("mcp-secret")
+}
+
+#[tokio::test]
+async fn an_enterprise_id_token_becomes_an_id_jag_and_then_a_token_for_this_server_only() {
+    let servers = Servers::start(Setup::default()).await;
+    let client = connect(&servers, enterprise(&servers))
+        .await
+        .expect("the client authorizes through the identity provider");
+    assert_eq!(listed(&client).await, ["echo"]);
+    // The ID token went to the identity provider only; the ID-JAG to the authorization server only.
+    let idp = servers.idp_seen.lock().unwrap().clone();
+    assert_eq!(idp.len(), 1);
+    assert_eq!(
+        idp[0].form("resource").as_deref(),
+        Some(servers.mcp_url.as_str())
+    );
+    assert_eq!(
+        idp[0].form("audience").as_deref(),
+        Some(servers.auth_url.as_str())
+    );
+    let tokens = servers.token_requests();
+    assert_eq!(tokens.len(), 1);
+    assert!(!tokens[0].body.contains("the-id-token"));
+    assert!(
+        servers
+            .mcp_requests()
+            .iter()
+            .all(|seen| !seen.body.contains("the-id-token") && !seen.body.contains("oauth-id-jag"))
+    );
+}
+
+#[tokio::test]
+async fn an_id_jag_naming_another_resource_is_never_presented_to_the_authorization_server() {
+    let servers = Servers::start(Setup {
+        jag_resource_override: Some("https://other.example/mcp".into()),
+        ..Setup::default()
+    })
+    .await;
+    let error = refusal(connect(&servers, enterprise(&servers)).await);
+    assert!(
+        error.contains("`loopback`") && error.contains("enterprise-managed authorization failed"),
+        "{error}"
+    );
+    assert!(
+        servers.token_requests().is_empty(),
+        "the ID-JAG was not redeemed"
+    );
+}
+
+#[tokio::test]
+async fn enterprise_authorization_without_the_clients_secret_says_what_to_set() {
+    let servers = Servers::start(Setup::default()).await;
+    let idp = IdentityProvider::new(
+        &servers.idp_url,
+        format!("{}/token", servers.idp_url),
+        "desktop-app",
+    );
+    let error = refusal(
+        connect(
+            &servers,
+            OAuth::enterprise(idp, fixed_token("the-id-token")),
+        )
+        .await,
+    );
+    assert!(
+        error.contains("`loopback`") && error.contains("OAuth::client_secret"),
+        "{error}"
+    );
+    assert!(
+        servers.idp_seen.lock().unwrap().is_empty(),
+        "the ID token was not sent"
+    );
 }

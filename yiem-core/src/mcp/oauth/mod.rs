@@ -299,8 +299,9 @@ enum Grant {
         client_id: String,
         client_secret: String,
     },
-    /// The extensions' grants, which yiem asks the token endpoint for itself.
-    Machine(Machine),
+    /// The extensions' grants, which yiem asks the token endpoint for itself (boxed: a signing key
+    /// is large, and the client's configuration holds an `OAuth`).
+    Machine(Box<Machine>),
 }
 
 /// The grants with no person that rmcp's manager does not make ([`grants`]).
@@ -341,11 +342,11 @@ impl fmt::Debug for OAuth {
         let grant = match &self.grant {
             Grant::AuthorizationCode { .. } => "authorization_code",
             Grant::ClientCredentials { .. } => "client_credentials",
-            Grant::Machine(Machine::ClientCredentialsJwt { .. }) => {
-                "client_credentials (private_key_jwt)"
-            }
-            Grant::Machine(Machine::JwtBearer { .. }) => "jwt-bearer",
-            Grant::Machine(Machine::Enterprise { .. }) => "enterprise-managed (ID-JAG)",
+            Grant::Machine(machine) => match **machine {
+                Machine::ClientCredentialsJwt { .. } => "client_credentials (private_key_jwt)",
+                Machine::JwtBearer { .. } => "jwt-bearer",
+                Machine::Enterprise { .. } => "enterprise-managed (ID-JAG)",
+            },
         };
         f.debug_struct("OAuth")
             .field("grant", &grant)
@@ -402,10 +403,10 @@ impl OAuth {
     /// shared. Each assertion names the client as `iss` and `sub` and the authorization server's
     /// issuer as `aud`, and is valid for 60 s.
     pub fn client_credentials_jwt(client_id: impl Into<String>, key: SigningKey) -> Self {
-        Self::with_grant(Grant::Machine(Machine::ClientCredentialsJwt {
+        Self::with_grant(Grant::Machine(Box::new(Machine::ClientCredentialsJwt {
             client_id: client_id.into(),
             key,
-        }))
+        })))
     }
 
     /// Workload identity federation (MCP's SEP-1933): the JWT bearer grant (RFC 7523) with the
@@ -414,9 +415,9 @@ impl OAuth {
     /// has expired, or whose `aud` is not the authorization server's issuer or token endpoint, is
     /// refused before it is sent; a refusal by the server is an error, never retried with another grant.
     pub fn jwt_bearer(assertion: impl TokenSource) -> Self {
-        Self::with_grant(Grant::Machine(Machine::JwtBearer {
+        Self::with_grant(Grant::Machine(Box::new(Machine::JwtBearer {
             assertion: Arc::new(assertion),
-        }))
+        })))
     }
 
     /// Enterprise-managed authorization (ID-JAG): the person's ID token from the company's identity
@@ -427,10 +428,10 @@ impl OAuth {
     /// (`client_secret_basic`). rmcp's `enterprise` module does both exchanges and checks the
     /// assertion's claims (type, audience, resource, client).
     pub fn enterprise(idp: IdentityProvider, id_token: impl TokenSource) -> Self {
-        Self::with_grant(Grant::Machine(Machine::Enterprise {
+        Self::with_grant(Grant::Machine(Box::new(Machine::Enterprise {
             idp,
             id_token: Arc::new(id_token),
-        }))
+        })))
     }
 
     /// Sender-constrained tokens with DPoP (RFC 9449, MCP's SEP-1932): a proof signed by a fresh
