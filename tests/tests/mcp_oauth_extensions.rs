@@ -34,6 +34,8 @@ struct Setup {
     /// Tokens are DPoP-bound; with `nonce`, both servers ask for one first.
     dpop: bool,
     nonce: bool,
+    /// With `dpop`: the authorization server ignores the proof and issues a bearer token.
+    unbound: bool,
     /// The resource the identity provider's ID-JAG names instead of the MCP server's address.
     jag_resource_override: Option<String>,
 }
@@ -370,6 +372,9 @@ impl State {
             }
             other => return refuse("unsupported_grant_type", format!("{other:?}")),
         }
+        if self.setup.unbound {
+            bound = None;
+        }
         let token = format!("at-{}", self.issued.lock().unwrap().len() + 1);
         self.issued
             .lock()
@@ -445,7 +450,11 @@ impl State {
         if request.method != "POST" {
             return json_answer(405, json!({}));
         }
-        let scheme = if self.setup.dpop { "DPoP" } else { "Bearer" };
+        let scheme = if self.setup.dpop && !self.setup.unbound {
+            "DPoP"
+        } else {
+            "Bearer"
+        };
         let challenge = |extra: &str| {
             (
                 401,
@@ -473,7 +482,7 @@ impl State {
         let Some(bound) = binding else {
             return challenge("error=\"invalid_token\", ");
         };
-        if self.setup.dpop {
+        if self.setup.dpop && !self.setup.unbound {
             let nonce = self.setup.nonce.then_some(MCP_NONCE);
             match check_proof(
                 request.header("dpop"),
@@ -848,5 +857,27 @@ async fn enterprise_authorization_without_the_clients_secret_says_what_to_set() 
     assert!(
         servers.idp_seen.lock().unwrap().is_empty(),
         "the ID token was not sent"
+    );
+}
+
+#[tokio::test]
+async fn a_bearer_token_issued_despite_the_dpop_proof_is_presented_as_bearer() {
+    let servers = Servers::start(Setup {
+        dpop: true,
+        unbound: true,
+        ..Setup::default()
+    })
+    .await;
+    let jwt = workload_jwt(&servers.auth_url, 300);
+    let client = connect(&servers, OAuth::jwt_bearer(fixed_token(jwt)).dpop(true))
+        .await
+        .expect("the client presents the unbound token as a bearer token");
+    assert_eq!(listed(&client).await, ["echo"]);
+    assert!(
+        servers
+            .mcp_requests()
+            .iter()
+            .filter_map(|seen| seen.header("authorization"))
+            .all(|value| value == "Bearer at-1")
     );
 }

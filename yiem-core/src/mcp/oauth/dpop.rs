@@ -30,6 +30,7 @@ use serde_json::json;
 use sha2::Digest;
 use sse_stream::Sse;
 
+use super::TokenStore;
 use super::jose::{install_crypto, now, random_id};
 
 /// The header a server names its nonce in.
@@ -213,19 +214,37 @@ impl OAuthHttpClient for TokenRequests {
 }
 
 /// The MCP server's side: reqwest, presenting the token as `DPoP` with a fresh proof on each request
-/// when DPoP is on, as `Bearer` otherwise (rmcp's own handling).
+/// when DPoP is on and the authorization server bound the token (its `token_type` is `DPoP`), as
+/// `Bearer` otherwise (rmcp's own handling): a server that ignored the proof issued a bearer token.
 #[derive(Clone)]
 pub(crate) struct ResourceRequests {
     inner: reqwest::Client,
     dpop: Option<Arc<Dpop>>,
+    store: Arc<dyn TokenStore>,
 }
 
 impl ResourceRequests {
-    pub(super) fn new(dpop: Option<Arc<Dpop>>) -> ResourceRequests {
+    pub(super) fn new(dpop: Option<Arc<Dpop>>, store: Arc<dyn TokenStore>) -> ResourceRequests {
         ResourceRequests {
             inner: reqwest::Client::default(),
             dpop,
+            store,
         }
+    }
+
+    /// Whether the stored token is DPoP-bound (`token_type` `DPoP`, in any case).
+    fn bound(&self) -> bool {
+        let Ok(Some(document)) = self.store.load() else {
+            return false;
+        };
+        serde_json::from_str::<serde_json::Value>(&document)
+            .ok()
+            .and_then(|stored| {
+                stored["token_response"]["token_type"]
+                    .as_str()
+                    .map(|kind| kind.eq_ignore_ascii_case("dpop"))
+            })
+            .unwrap_or(false)
     }
 
     /// `custom` plus the `Authorization: DPoP` and `DPoP` headers for `method` on `uri`.
@@ -299,6 +318,9 @@ impl ResourceRequests {
         let (Some(dpop), Some(token)) = (&self.dpop, token.clone()) else {
             return call(token, custom).await;
         };
+        if !self.bound() {
+            return call(Some(token), custom).await;
+        }
         let outcome = call(None, Self::with_proof(dpop, method, uri, &token, &custom)?).await;
         match outcome {
             Err(StreamableHttpError::AuthRequired(ref refused))

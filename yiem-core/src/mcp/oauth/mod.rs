@@ -507,11 +507,12 @@ impl Authorizer {
                 );
             }
         }
+        let resource_requests = ResourceRequests::new(dpop.clone(), Arc::clone(&config.store));
         Ok(Authorizer {
             server: server.to_owned(),
             url: url.to_owned(),
             config,
-            client: AuthClient::new(ResourceRequests::new(dpop.clone()), manager),
+            client: AuthClient::new(resource_requests, manager),
             http,
             dpop,
             authorizing: tokio::sync::Mutex::new(()),
