@@ -51,7 +51,7 @@ pub(crate) fn container_to_reuse(messages: &[AgentMessage]) -> Option<&str> {
 /// - Tool results are `tool_result` blocks (`tool_use_id`, `content` as text and image blocks,
 ///   `is_error: true` for a failed call) in a user message; results and user text that follow each
 ///   other share one user message, as the API wants roles to alternate.
-/// - Pairing and failed replies follow the same rules as [`to_openai_messages`](super::to_openai_messages):
+/// - Pairing and failed replies follow the same rules as [`to_openai_messages`](crate::llm::to_openai_messages):
 ///   unanswered calls and orphaned results are left out, and so is a reply that failed or was aborted.
 ///
 /// ```

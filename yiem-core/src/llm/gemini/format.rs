@@ -21,7 +21,7 @@ use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessa
 /// - Tool results are `functionResponse` parts (`name`, `id`, and `response: {"output": text}` or
 ///   `{"error": text}` for a failed call) in a user content; images in results are replaced by a note.
 ///   Contents of the same role that follow each other are merged.
-/// - Pairing and failed replies follow the same rules as [`to_openai_messages`](super::to_openai_messages).
+/// - Pairing and failed replies follow the same rules as [`to_openai_messages`](crate::llm::to_openai_messages).
 ///
 /// ```
 /// use serde_json::json;

@@ -45,7 +45,7 @@ pub(crate) const PROVIDER: &str = "openai-responses";
 /// - A tool result is a `function_call_output` (a `custom_tool_call_output` for a custom tool's call)
 ///   with the call's `call_id`; its `output` is the text, or `input_text` and `input_image` parts when
 ///   the result has an image.
-/// - Pairing and failed replies follow the same rules as [`to_openai_messages`](super::to_openai_messages):
+/// - Pairing and failed replies follow the same rules as [`to_openai_messages`](crate::llm::to_openai_messages):
 ///   unanswered calls and orphaned results are left out, and so is a reply that failed or was aborted,
 ///   or one that holds nothing but reasoning.
 /// - A reasoning item without `encrypted_content` cannot be carried by a request that is not stored: it

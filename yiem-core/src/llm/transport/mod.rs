@@ -295,6 +295,7 @@ impl<P: Provider> Model for P {
 }
 
 /// `base` followed by `path`, unless it already ends with it (a URL given whole).
+#[cfg(any(feature = "openai", feature = "anthropic"))]
 pub(crate) fn joined(base: &str, path: &str) -> String {
     if base.ends_with(path) {
         base.to_owned()
