@@ -627,11 +627,7 @@ async fn prepare_next_turn_can_stop_the_run_and_change_the_prompt() {
         .tools(file_tools())
         .prepare_next_turn(|context| {
             assert_eq!(context.tool_results.len(), 1);
-            Some(
-                TurnUpdate::default()
-                    .with_system_prompt("changed")
-                    .stopping(),
-            )
+            Some(TurnUpdate::default().system_prompt("changed").stopping())
         })
         .build();
     let messages = agent.prompt("read").await.messages;

@@ -98,7 +98,7 @@ async fn an_endless_model_is_stopped_by_the_default_turn_limit_and_resumes_with_
     assert_valid(&agent.messages());
     assert!(!agent.is_running());
 
-    agent.set_limits(RunLimits::default().with_max_turns(Some(53)));
+    agent.set_limits(RunLimits::default().max_turns(Some(53)));
     let more = agent
         .resume(Vec::<(String, Decision)>::new())
         .await
@@ -125,7 +125,7 @@ async fn a_saved_run_at_the_largest_turn_count_resumes_without_overflowing() {
         .tools(work_tools())
         .run(AgentRun::from_json(&saved.to_string()).unwrap())
         .build();
-    resumed.set_limits(RunLimits::default().with_max_turns(None));
+    resumed.set_limits(RunLimits::default().max_turns(None));
     let outcome = resumed
         .resume(Vec::<(String, Decision)>::new())
         .await
@@ -175,7 +175,7 @@ async fn a_usage_limit_stops_the_run_with_its_own_reason() {
     let agent = Agent::builder()
         .model(endless())
         .tools(work_tools())
-        .limits(RunLimits::default().with_max_output_tokens(Some(3)))
+        .limits(RunLimits::default().max_output_tokens(Some(3)))
         .build();
     let outcome = agent.prompt("go").await;
     let RunStop::UsageLimit { usage, detail } = &outcome.stop else {
@@ -1057,7 +1057,7 @@ async fn what_a_step_appends_does_not_grow_with_the_conversation() {
     });
     let tools = work_tools();
     let mut run = AgentRun::new("system", Vec::new());
-    run.set_limits(RunLimits::default().with_max_turns(Some(200)));
+    run.set_limits(RunLimits::default().max_turns(Some(200)));
     run.start(vec!["go".into()]);
     let mut saved = 0;
     let mut written = Vec::new();

@@ -101,8 +101,8 @@ fn hooks() -> ToolHooks {
             match ctx.call.name.as_str() {
                 "patched" => Some(
                     ToolResultPatch::default()
-                        .with_content(vec![Content::text("[redacted]")])
-                        .with_details(json!({"redacted": true})),
+                        .content(vec![Content::text("[redacted]")])
+                        .details(json!({"redacted": true})),
                 ),
                 "after_panics" => panic!("the after hook fell over"),
                 _ => None,
@@ -669,11 +669,8 @@ async fn a_failing_before_hook_becomes_an_error_result() {
 #[tokio::test]
 async fn the_after_hook_may_flip_is_error_and_terminate() {
     let hooks = ToolHooks::new().after_tool_call(|ctx| async move {
-        ctx.is_error.then(|| {
-            ToolResultPatch::new()
-                .with_is_error(false)
-                .with_terminate(true)
-        })
+        ctx.is_error
+            .then(|| ToolResultPatch::new().is_error(false).terminate(true))
     });
     let batch = ToolExecutor::new()
         .with_hooks(hooks)

@@ -122,7 +122,7 @@ fn store(dir: &Path) -> ToolStore {
                 .unwrap(),
         )
         .unwrap();
-    let destructive = ToolAnnotations::default().with_destructive(true);
+    let destructive = ToolAnnotations::default().destructive(true);
     store
         .register(
             AgentTool::builder("wipe")
@@ -429,8 +429,7 @@ async fn a_call_of_a_code_only_tool_from_a_providers_sandbox_runs() {
     tools.register(tally(&runs)).unwrap();
     let caller =
         yiem_core::exec::ToolCaller::new("anthropic", "code_execution_20260120", "srvtoolu_1");
-    let from_sandbox =
-        yiem_core::exec::ToolCall::new("toolu_1", "tally", json!({})).with_caller(caller);
+    let from_sandbox = yiem_core::exec::ToolCall::new("toolu_1", "tally", json!({})).caller(caller);
     let batch = ToolExecutor::new()
         .execute(
             &tools,

@@ -632,7 +632,7 @@ impl Runner {
             asked.insert(request.index, request.arguments.clone());
             // Made by the program: hooks and events see who made it, and a code-only tool runs.
             let call = ToolCall::new(call_id.clone(), request.tool.clone(), request.arguments)
-                .with_caller(ToolCaller::new("yiem", RUN_CODE, ctx.call_id()));
+                .caller(ToolCaller::new("yiem", RUN_CODE, ctx.call_id()));
             let tool = callable.iter().find(|tool| tool.name() == call.name);
             if tool.is_none() && self.store.contains(&call.name) {
                 plan.push(PlannedCall::Refuse {
