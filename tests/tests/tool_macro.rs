@@ -142,7 +142,7 @@ async fn explode() -> String {
 /// Sleep longer than the time limit.
 #[tool(timeout_ms = 50)]
 async fn too_slow() -> String {
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    std::future::pending::<()>().await;
     "never".to_owned()
 }
 
