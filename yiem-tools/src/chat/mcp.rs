@@ -57,7 +57,7 @@ impl McpServers {
             let names = runtime
                 .block_on(client.register(store))
                 .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
-            eprintln!("[MCP server `{}`: {}]", client.name(), names.join(", "));
+            say_err!("[MCP server `{}`: {}]", client.name(), names.join(", "));
             added.extend(names);
             clients.push(client);
         }
@@ -80,12 +80,12 @@ pub fn defer_when_large(
             for client in clients {
                 client.set_defer_loading(true);
             }
-            eprintln!(
+            say_err!(
                 "[{deferred} MCP tools are deferred: the model finds them with {}]",
                 yiem_core::catalog::SEARCH_TOOLS
             );
         }
-        Err(error) => eprintln!(
+        Err(error) => say_err!(
             "[tool search left out: {}]",
             super::safe::line(&error.to_string())
         ),
