@@ -313,27 +313,6 @@ async fn with_a_blocked_call(flags: &[&str], name: &str) -> (tempfile::TempDir, 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn closing_stdin_ends_the_server_and_kills_a_blocked_calls_processes() {
-    let name = format!("yiem-mcp-blocked-{}", std::process::id());
-    let (_root, client, blocked) = with_a_blocked_call(&[], &name).await;
-    let Client {
-        mut child, stdin, ..
-    } = client;
-    drop(stdin);
-    // The blocked call never ends by itself: a server that waited for it would never exit, and the
-    // bound only turns that hang into a failure.
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .expect("the server exits when its stdin closes")
-        .unwrap();
-    assert!(status.success(), "{status:?}");
-    assert!(
-        died(blocked).await,
-        "the blocked call's process {blocked} outlived the server"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn once_the_server_has_exited_after_its_client_hung_up_no_process_of_its_calls_runs() {
     // What the official TypeScript SDK's `close()` does: end stdin, then wait for the server to exit.
     // The promise is about that moment: no process of a call outlives the server's exit, not even for
