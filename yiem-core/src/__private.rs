@@ -10,26 +10,26 @@ pub use std::vec::Vec;
 
 pub use crate::args::ArgumentCheck;
 // The public names the generated code writes, so that it reaches the runtime only through here.
-pub use crate::context::ContextSlot;
-pub use crate::definition::ErasedHandler;
-pub use crate::definition::SchemaCell;
-pub use crate::definition::{AgentTool, ExecutionMode};
 pub use crate::grammar::{Grammar, GrammarSyntax, TextFormat};
-pub use crate::handler::{
+pub use crate::store::registry::ToolMethods;
+pub use crate::tool::context::ContextSlot;
+pub use crate::tool::definition::ErasedHandler;
+pub use crate::tool::definition::SchemaCell;
+pub use crate::tool::definition::{AgentTool, ExecutionMode};
+pub use crate::tool::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
     OutputSpec, ToolArgs, ValidateFn, WithArgs, args_spec, free_text_spec, no_args_spec,
     output_spec,
 };
-pub use crate::registry::ToolMethods;
 // What `check_tools!` expands to.
-pub use crate::check::check_tools;
-pub use crate::registry::ToolRegistration;
-pub use crate::registry::static_tools;
 pub use crate::state::{StateKey, ToolState};
+pub use crate::store::check::check_tools;
+pub use crate::store::registry::ToolRegistration;
+pub use crate::store::registry::static_tools;
 pub use yiem_macros::check_tools_in;
 
 use crate::args::ArgumentCache;
-use crate::definition::{
+use crate::tool::definition::{
     PrepareFn, ProviderOptions, SchemaSource, SourceLocation, ToolAnnotations, ToolDefinition,
     title_case,
 };
@@ -142,7 +142,7 @@ pub fn question_fits<T: schemars::JsonSchema>() -> Result<(), String> {
     crate::dialect::elicitation_schema(&schemars::schema_for!(T).to_value())
         .map(drop)
         .map_err(|error| {
-            let error = crate::elicit::ElicitError::InvalidQuestion(error);
+            let error = crate::ask::elicit::ElicitError::InvalidQuestion(error);
             format!("`{}`: {error}", std::any::type_name::<T>())
         })
 }

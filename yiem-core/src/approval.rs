@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::call::ToolCall;
 use crate::decision::PlannedCall;
 pub use crate::decision::{Decision, PendingApproval};
-use crate::definition::AgentTool;
+use crate::tool::definition::AgentTool;
 
 /// What the model reads for a call a person denied, with their `reason` (none when blank).
 fn denial(reason: &str) -> String {

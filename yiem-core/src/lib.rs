@@ -172,51 +172,19 @@
 //! | [`prelude`] | what most programs import: `use yiem_core::prelude::*;` |
 //! | [`guide`] | the chapters of the guide, from `docs/*.md` (no items) |
 
-// How the crate is laid out inside. One concept per module; a call's whole path is in `pipeline`, and no
-// module imports one that imports it back (`tests/tests/layers.rs` checks it). The modules are listed
-// roughly from the bottom up: each uses only modules above it in its layer or below.
+// How the crate is laid out inside. Each public module is a folder of its parts: `tool/` (the definition,
+// the handler adapters, the context), `store/` (the registry, the checks), `exec/` (the one `Call` in
+// `pipeline`, the executor, its order, the hooks), `ask/` (elicitation, sampling, the questions a batch
+// stops at), `agent/`, `llm/`, `catalog/`, `code/`, `mcp/` (`server/`, `client/`, their conversions). The
+// data every layer shares sits flat beside them (`call`, `content`, `result`, `message`, `state`,
+// `grammar`, `journal`, `decision`, `guard`, `id`, `suggest`), as do the schema layer (`args/`,
+// `dialect/`) and the approval gate (`approval`). Which layer may import which is written once, in
+// `tests/tests/layers.rs`, which fails on an import in the wrong direction and on any import cycle.
 //
-// | module | owns |
-// |---|---|
-// | `definition` | `AgentTool`: what a tool is (name, label, description, schemas, mode, limit, hints), its cached definitions, `ToolBuilder` |
-// | `grammar` | free-text tools: `TextFormat`, `Grammar`, the one argument shape `{"input": text}`, the grammar told in a description, yiem's own check of a regex grammar |
-// | `handler` | the adapters from a `#[tool]` fn or method to the type-erased handler (extractors, then arguments), and the signature and type diagnostics |
-// | `args` | arguments: `parse` (normalization, serde with paths), `text` (one pass from JSON text), `walk` (the one check against the schema, at every depth, in every build), `check` (the per-tool caches and entry points), `explain` (the report a model reads), `words` (how it phrases things) |
-// | `dialect` | a leaf: `Dialect`, the per-target schema rewrite, definitions and lists built from a tool's facts, argument normalization |
-// | `registry` | `ToolStore` (tools and state, which of them are deferred), `register_all_tools`, `ToolMethods`, `ToolList` (the request-ready lists, serialized once), the lists a request carries (`catalog::RequestTools`) |
-// | `catalog` | large catalogs: deferring tools, the local tool search (`catalog::ToolSearch`, `catalog::Ranker`) and the policy (`catalog::defer_when_large`) |
-// | `pipeline` | the one `Call`: a call's whole life from lookup to result message, every step under an unwind guard, whoever runs it (a batch, an agent, MCP, a tool in hand: `AgentTool::execute`); the journal for drivers that replay |
-// | `executor` | `ToolExecutor`: schedules the steps of a batch's calls (one by one or at once, permits, order across batches, results in call order, abort) |
-// | `order` | the executor's order across batches: a sequential call alone, parallel calls beside each other (a fair lock with a lock-free lane for readers) |
-// | `guard` | the unwind guards around user code, its futures and their drops |
-// | `hooks` | `ToolHooks`: `before_tool_call` and `after_tool_call` |
-// | `event` | `AgentEvent` and `EventBus` (sinks and bounded streams) |
-// | `telemetry` | the OpenTelemetry GenAI spans (`invoke_agent`, `chat`, `execute_tool`) as `tracing` spans, and whether they record content; (feature `otel`) `otel`: the bridge to OpenTelemetry, trace context, metrics, OTLP export |
-// | `context` | `ToolContext`: call id, cancellation, streamed updates (a plain callback), the store's state, questions and logs; made only for a tool that takes one |
-// | `questions` | the questions a batch's calls stop at when nobody can answer at once: `PendingQuestion`, `AskedQuestions` (used by the executor and the agent) |
-// | `decision` | data: `PendingApproval` (a call that waits for a person) and `Decision` (the answer) |
-// | `approval` | `ApprovalPolicy`: which calls wait for a person (used by the agent and code mode) |
-// | `journal` | `CallJournal`, `CallRecord`: where a driver that replays records each call's run |
-// | `program` | (feature `code-mode`) a program's recorded calls, its pause and resume, and what a batch's `run_code` calls run with, carried below the executor |
-// | `elicit` | asking the person behind a call: `Elicitation`, `ElicitationAnswer`, `ElicitationHandler`, `ElicitError`, `LogLevel` |
-// | `state` | `State<T>`: typed state per store, the type map behind it, `MissingState` |
-// | `check` | `check_tools`, `check_tools!`, `ToolStore::check`: what a provider would refuse, found in your tests |
-// | `call`, `content`, `result`, `message` | the data: `ToolCall`, `ToolResultMessage`, `Content` and `Contents` (one block inline), `AgentToolResult`, the conversation's messages |
-// | `agent` | the agent protocol (`AgentRun`: the step machine, whose transitions queue their events), `AgentConfig` and `AgentSettings` (what an agent is made of, for every driver), and `Agent`, the in-process driver |
-// | `llm` | the `Model` trait, the scripted model, each provider's message format, and (features) the OpenAI Chat Completions and Responses, Anthropic and Gemini clients over one transport |
-// | `mcp` | (features `mcp`, `mcp-client`, `mcp-http`, `mcp-oauth`) the MCP server over a store (stdio with a line guard in front of rmcp, and streamable HTTP), the client that puts servers' tools in a store, and OAuth |
-// | `id` | fresh ids and retry jitter without a random-number crate |
-// | `code` | (feature `code-mode`) the `run_code` tool: the QuickJS sandbox, tool declarations, programs' calls through the executor, pauses and replay |
-// | `sample` | asking the model behind a call: `Sampling`, `SampledMessage`, `SamplingAnswer`, `SamplingHandler` |
-// | `suggest` | "did you mean" for tool and property names |
-//
-// The rule of the public surface: every public name has one home, the module of its concept; nothing is
-// declared or re-exported at the crate root but the modules and the macros (a `#[macro_export]` macro
-// lands at the root too, so each is named in the crate docs), and no name is public at two paths, the prelude aside.
-// `crate_docs` below checks it. The public modules `tool`, `store`, `exec` and `ask` are written in this
-// file: each gathers the public names of the inner modules its concept spans, so an inner module can be
-// split or moved without a public path changing. `agent`, `event`, `message`, `llm`, `catalog`, `code`, `mcp`, `otel` and
-// `telemetry` are public as they are.
+// Every public name has one home, the module of its concept; nothing is declared or re-exported at the
+// crate root but the modules and the macros (a `#[macro_export]` macro lands at the root too, so each is
+// named in the crate docs), and no name is public at two paths, the prelude aside: `crate_docs` below
+// checks it.
 
 #![warn(missing_docs, unreachable_pub, missing_debug_implementations)]
 
@@ -348,23 +316,14 @@ mod crate_docs {
         names
     }
 
-    /// The body of the module `name` written in lib.rs.
-    fn inline_module<'a>(root: &'a str, name: &str) -> &'a str {
-        let start = root
-            .find(&format!("\npub mod {name} {{\n"))
-            .unwrap_or_else(|| panic!("`pub mod {name}` in lib.rs"));
-        let body = &root[start..];
-        &body[..body.find("\n}\n").unwrap()]
-    }
-
     #[test]
     fn no_public_name_has_two_paths() {
-        let root = include_str!("lib.rs");
-        let mut modules: Vec<(&str, Vec<String>)> = ["tool", "store", "exec", "ask"]
-            .into_iter()
-            .map(|name| (name, public_names(inline_module(root, name), "    ")))
-            .collect();
+        let mut modules: Vec<(&str, Vec<String>)> = Vec::new();
         for (name, source) in [
+            ("tool", include_str!("tool/mod.rs")),
+            ("store", include_str!("store/mod.rs")),
+            ("exec", include_str!("exec/mod.rs")),
+            ("ask", include_str!("ask/mod.rs")),
             ("agent", include_str!("agent/mod.rs")),
             ("event", include_str!("event.rs")),
             ("message", include_str!("message.rs")),
@@ -487,106 +446,38 @@ mod crate_docs {
 pub mod agent;
 mod approval;
 mod args;
+pub mod ask;
 mod call;
 pub mod catalog;
-mod check;
 #[cfg(feature = "code-mode")]
 pub mod code;
 mod content;
-mod context;
 mod decision;
-mod definition;
 mod dialect;
-mod elicit;
 pub mod event;
-mod executor;
+pub mod exec;
 mod grammar;
 mod guard;
 pub mod guide;
-mod handler;
-mod hooks;
 mod id;
 mod journal;
 pub mod llm;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 pub mod message;
-mod order;
 #[cfg(feature = "otel")]
 pub mod otel;
-mod pipeline;
 #[cfg(feature = "code-mode")]
 mod program;
-mod questions;
-mod registry;
 mod result;
-mod sample;
 mod state;
+pub mod store;
 mod suggest;
 pub mod telemetry;
+pub mod tool;
 
 #[doc(hidden)]
 pub mod __private;
-
-/// What a tool is and what its author names: [`AgentTool`](tool::AgentTool) and
-/// [`ToolBuilder`](tool::ToolBuilder), the call's [`ToolContext`](tool::ToolContext) and the store's
-/// [`State`](tool::State), what a tool returns ([`AgentToolResult`](tool::AgentToolResult),
-/// [`IntoToolResult`](tool::IntoToolResult), [`Json`](tool::Json), [`Content`](tool::Content)), and
-/// free-text tools ([`TextFormat`](tool::TextFormat), [`Grammar`](tool::Grammar)).
-///
-/// The [`#[tool]`](macro@crate::tool) attribute that makes one from an `async fn` is at the crate root.
-pub mod tool {
-    pub use crate::content::{Content, Contents, ContentsIntoIter, ResourceInfo};
-    pub use crate::context::ToolContext;
-    pub use crate::definition::{
-        AgentTool, ExecutionMode, ProviderOptions, SourceLocation, ToolAnnotations, ToolBuilder,
-        ToolDefinitionError, ToolFuture, ToolNamespace, is_valid_tool_name,
-    };
-    pub use crate::grammar::{Grammar, GrammarSyntax, MAX_GRAMMAR_IN_DESCRIPTION, TextFormat};
-    pub use crate::result::{AgentToolResult, IntoToolResult, Json};
-    pub use crate::state::{MissingState, State, StateKey, ToolState};
-}
-
-/// The tools of an agent or a server: [`ToolStore`](store::ToolStore) (tools, their state, how arguments
-/// are checked), registration ([`register_all_tools`](store::register_all_tools),
-/// [`ToolMethods`](store::ToolMethods)), the request-ready lists in each provider's
-/// [`Dialect`](store::Dialect) ([`ToolList`](store::ToolList)), and the checks of what a provider would
-/// refuse ([`check_tools`](fn@store::check_tools)).
-pub mod store {
-    pub use crate::args::{ArgumentChecking, ArgumentError, ArgumentProblem};
-    pub use crate::check::{ToolCheck, ToolProblem, check_tools};
-    pub use crate::dialect::{Dialect, DialectError, UnknownDialect};
-    pub use crate::registry::{
-        LIST_TOOLS, RegistrationError, ToolList, ToolMethods, ToolStore, register_all_tools,
-        static_tools,
-    };
-}
-
-/// Running calls: [`ToolCall`](exec::ToolCall), the [`ToolExecutor`](exec::ToolExecutor) that runs a
-/// batch of them (one by one or at once, results in call order), the [`ToolHooks`](exec::ToolHooks) that
-/// run before and after each call, the [`CallJournal`](exec::CallJournal) of drivers that replay, and the
-/// [`CancellationToken`](exec::CancellationToken) that aborts a batch.
-pub mod exec {
-    pub use crate::call::{ToolCall, ToolCaller};
-    pub use crate::decision::PlannedCall;
-    pub use crate::executor::{BatchMode, ToolCallBatch, ToolExecutor, execute_tool_calls};
-    pub use crate::hooks::{
-        AfterToolCallContext, BeforeToolCallContext, Block, HookOutput, ToolHooks, ToolResultPatch,
-    };
-    pub use crate::journal::{CallJournal, CallRecord};
-    pub use tokio_util::sync::CancellationToken;
-}
-
-/// Asking from inside a call: the person behind it ([`Elicitation`](ask::Elicitation), answered by an
-/// [`ElicitationHandler`](ask::ElicitationHandler)), their model ([`Sampling`](ask::Sampling)), and
-/// logging to them ([`LogLevel`](ask::LogLevel)). A tool asks through
-/// [`ToolContext::elicit`](tool::ToolContext::elicit) and [`ToolContext::sample`](tool::ToolContext::sample).
-pub mod ask {
-    pub use crate::elicit::{
-        ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel,
-    };
-    pub use crate::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};
-}
 
 /// What most programs import: `use yiem_core::prelude::*;` brings the tool macros, the store, the agent and
 /// its setters ([`AgentSettings`](agent::AgentSettings)), the executor, the scripted model and the types a

@@ -27,10 +27,10 @@ use serde_json::{Map, Value};
 
 use super::resume::ResumeError;
 use super::saved::RunMismatch;
+use crate::ask::elicit::question_key as key;
+use crate::ask::elicit::{ElicitationAnswer, fit, question_number};
+use crate::ask::questions::PendingQuestion;
 use crate::call::{ToolCall, ToolResultMessage};
-use crate::elicit::question_key as key;
-use crate::elicit::{ElicitationAnswer, fit, question_number};
-use crate::questions::PendingQuestion;
 
 impl PendingQuestion {
     /// Checks `answer` against this question's form, as [`AgentRun::answer`](crate::agent::AgentRun::answer)
@@ -379,7 +379,7 @@ impl Asked {
 mod tests {
     use serde_json::json;
 
-    use crate::elicit::fit;
+    use crate::ask::elicit::fit;
 
     fn form() -> serde_json::Value {
         json!({

@@ -14,10 +14,10 @@ use crate::approval::ApprovalPolicy;
 use crate::call::ToolCall;
 use crate::catalog::RequestTools;
 use crate::event::EventBus;
-use crate::executor::{BatchMode, ToolExecutor};
-use crate::hooks::ToolHooks;
+use crate::exec::executor::{BatchMode, ToolExecutor};
+use crate::exec::hooks::ToolHooks;
 use crate::llm::{ModelRequest, ToolChoice};
-use crate::registry::ToolStore;
+use crate::store::registry::ToolStore;
 
 pub(crate) type PrepareContext = Arc<dyn Fn(&mut AgentContext) + Send + Sync>;
 pub(crate) type PrepareNextTurn = Arc<dyn Fn(&NextTurnContext) -> Option<TurnUpdate> + Send + Sync>;
@@ -341,7 +341,7 @@ pub trait AgentSettings: Sized {
     /// [`Agent::answer`](crate::agent::Agent::answer)), and so does the durable runner of `yiem-restate`; a
     /// bare [`ToolExecutor`](crate::exec::ToolExecutor) without one gives the tool
     /// [`ElicitError::CannotAsk`](crate::ask::ElicitError).
-    fn elicitation(mut self, handler: impl crate::elicit::ElicitationHandler) -> Self {
+    fn elicitation(mut self, handler: impl crate::ask::elicit::ElicitationHandler) -> Self {
         let settings = self.settings();
         settings.executor = settings.executor.clone().with_elicitation(handler);
         self
@@ -352,7 +352,7 @@ pub trait AgentSettings: Sized {
     /// lets them ask the agent's own model. Without one, such a request is
     /// [`ElicitError::CannotAsk`](crate::ask::ElicitError). Like a question, it is one await inside the call,
     /// under the call's time limit.
-    fn sampling(mut self, handler: impl crate::sample::SamplingHandler) -> Self {
+    fn sampling(mut self, handler: impl crate::ask::sample::SamplingHandler) -> Self {
         let settings = self.settings();
         settings.executor = settings.executor.clone().with_sampling(handler);
         self

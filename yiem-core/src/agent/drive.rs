@@ -15,16 +15,16 @@ use serde::{Serialize, de::DeserializeOwned};
 
 use super::{AgentConfig, AgentRun, NextTurnContext, RunOutcome, RunStop, Step};
 use crate::approval::{Decision, PendingApproval};
+use crate::ask::elicit::ElicitationAnswer;
+use crate::ask::questions::PendingQuestion;
 use crate::call::now_millis;
 use crate::decision::PlannedCall;
-use crate::elicit::ElicitationAnswer;
 use crate::event::AgentEvent;
-use crate::executor::{ToolCallBatch, ToolExecutor};
+use crate::exec::executor::{ToolCallBatch, ToolExecutor};
 use crate::llm::{Model, ModelRequest};
 use crate::message::{AssistantMessage, UserMessage};
-use crate::questions::PendingQuestion;
-use crate::registry::ToolStore;
 use crate::result::Usage;
+use crate::store::registry::ToolStore;
 
 /// What a driver does for the [`drive`](drive()) loop: the run it drives, and the work that reaches outside the
 /// step machine. Each effect is the driver's to perform as it must (in process, or as a journaled step

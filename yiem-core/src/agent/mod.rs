@@ -56,7 +56,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 pub use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
-pub use crate::questions::{AskedQuestions, PendingQuestion};
+pub use crate::ask::questions::{AskedQuestions, PendingQuestion};
 pub use config::{AgentConfig, AgentSettings};
 pub use drive::{Batch, Effects, Mail, Resumed, Waiting, drive};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
@@ -65,12 +65,12 @@ pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
 pub use saved::{RunKey, RunMismatch, Signature};
 
 use crate::call::ToolResultMessage;
-use crate::definition::AgentTool;
 use crate::event::{AgentEvent, EventBus, EventStream};
 use crate::llm::{Model, stream_reply};
 use crate::message::{AgentMessage, AssistantMessage, UserMessage};
-use crate::registry::ToolStore;
+use crate::store::registry::ToolStore;
 use crate::telemetry;
+use crate::tool::definition::AgentTool;
 
 /// What the model will see on its next call; `prepare_context` may change any of it.
 #[derive(Clone, Debug)]
@@ -589,7 +589,7 @@ impl Agent {
         &self,
         call_id: &str,
         key: &str,
-        answer: crate::elicit::ElicitationAnswer,
+        answer: crate::ask::elicit::ElicitationAnswer,
     ) -> Result<RunOutcome, ResumeError> {
         let _turn = self.shared.run_lock.lock().await;
         {
@@ -807,14 +807,14 @@ impl Effects for Driving<'_> {
         Ok(stream_reply(model.as_ref(), request, &self.cancel, &self.events).await)
     }
 
-    fn executor(&self) -> crate::executor::ToolExecutor {
+    fn executor(&self) -> crate::exec::executor::ToolExecutor {
         self.shared.config.executor.clone()
     }
 
     async fn run_batch(
         &mut self,
         batch: Batch,
-    ) -> Result<crate::executor::ToolCallBatch, Self::Error> {
+    ) -> Result<crate::exec::executor::ToolCallBatch, Self::Error> {
         // The tools' requests to the agent's own model are held to the run's token limits as they go.
         if let Some(sampled) = &self.shared.sampled {
             let (total, limits) = {

@@ -41,12 +41,12 @@ use super::paused::Paused;
 use super::resume::ResumeError;
 use super::saved::{self, RunKey, RunMismatch, Signature};
 use crate::approval::{Decision, PendingApproval, planned};
+use crate::ask::elicit::ElicitationAnswer;
+use crate::ask::questions::PendingQuestion;
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::decision::{PlannedCall, truncated_reason};
-use crate::elicit::ElicitationAnswer;
 use crate::event::AgentEvent;
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
-use crate::questions::PendingQuestion;
 use crate::result::{AgentToolResult, Usage};
 
 /// The format version [`AgentRun`] writes and reads.

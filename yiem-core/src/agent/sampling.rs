@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use crate::ask::sample::{Sampling, SamplingAnswer, SamplingHandler};
 use crate::llm::{Model, sample};
-use crate::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// What the tools of one batch may spend on the agent's own model: the run's usage and limits when the
 /// batch started, and what the batch's requests used since. The agent sets it before each batch and

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::cache::{Disk, VectorCache};
 use super::rank::{Bm25Ranker, Ranker, ToolIndex, identifier_words};
-use crate::definition::{AgentTool, title_case};
+use crate::tool::definition::{AgentTool, title_case};
 
 /// Turns texts into vectors (sentence embeddings) that are close when the texts mean the same thing.
 ///

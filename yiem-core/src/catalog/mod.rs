@@ -74,7 +74,7 @@ pub use search::{ToolSearch, defer_when_large};
 #[cfg(feature = "embeddings")]
 pub use sentence::{Embedding, ModelError, SentenceEmbedder, Truncated};
 
-pub use crate::registry::{RequestTools, SEARCH_TOOLS};
+pub use crate::store::registry::{RequestTools, SEARCH_TOOLS};
 
 /// Above this many tools, [`defer_when_large`] defers the tools it is given (an MCP server's) and adds
 /// the search tool; at or below it, nothing is deferred.

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::definition::AgentTool;
+use crate::tool::definition::AgentTool;
 
 /// Makes a [`ToolIndex`] over a list of tools. [`ToolSearch`](super::ToolSearch) builds one whenever the
 /// store's tools change and searches it for each query.
@@ -124,7 +124,7 @@ mod bm25_ranker {
     use rust_stemmers::{Algorithm, Stemmer};
 
     use super::{Ranker, ToolIndex, searchable_text};
-    use crate::definition::AgentTool;
+    use crate::tool::definition::AgentTool;
 
     type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 

@@ -9,11 +9,11 @@ use serde_json::json;
 
 use super::rank::{Ranker, ToolIndex};
 use super::{DEFAULT_DEFER_THRESHOLD, SEARCH_TOOLS};
-use crate::context::ToolContext;
-use crate::definition::{AgentTool, ToolAnnotations};
 use crate::guard;
-use crate::registry::{RegistrationError, ToolStore, WeakStore};
 use crate::result::AgentToolResult;
+use crate::store::registry::{RegistrationError, ToolStore, WeakStore};
+use crate::tool::context::ToolContext;
+use crate::tool::definition::{AgentTool, ToolAnnotations};
 
 /// How many tools a search loads when the model does not say.
 const DEFAULT_RESULTS: usize = 5;

@@ -5,7 +5,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::definition::AgentTool;
+use crate::tool::definition::AgentTool;
 
 /// How deep a schema is followed before it is written as `any` (recursive `$ref`s stop here).
 const MAX_DEPTH: usize = 8;

@@ -102,13 +102,13 @@ use serde_json::{Value, json};
 
 use crate::approval::{ApprovalPolicy, Decision, PendingApproval, planned};
 use crate::call::{ToolCall, ToolCaller};
-use crate::context::ToolContext;
 use crate::decision::PlannedCall;
-use crate::definition::AgentTool;
-use crate::executor::ToolExecutor;
+use crate::exec::executor::ToolExecutor;
 pub use crate::program::{ProgramPause, ProgramResume, RecordedCall};
-use crate::registry::{ToolList, ToolStore};
 use crate::result::AgentToolResult;
+use crate::store::registry::{ToolList, ToolStore};
+use crate::tool::context::ToolContext;
+use crate::tool::definition::AgentTool;
 
 use sandbox::{FromProgram, Outcome, Program, ProgramError};
 

@@ -54,8 +54,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::{ToolCall, ToolCaller};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason};
-use crate::registry::ToolList;
 use crate::result::Usage;
+use crate::store::registry::ToolList;
 
 #[doc(hidden)]
 #[cfg(feature = "anthropic")]
@@ -181,8 +181,11 @@ impl ModelRequest {
     /// runs no program of the model's here (no programmatic calling): the model could only call them
     /// directly, which is refused. The request itself when it has none.
     pub(crate) fn without_code_only(&self) -> std::borrow::Cow<'_, ModelRequest> {
-        let code_only =
-            |tools: &ToolList| tools.iter().any(crate::definition::AgentTool::is_code_only);
+        let code_only = |tools: &ToolList| {
+            tools
+                .iter()
+                .any(crate::tool::definition::AgentTool::is_code_only)
+        };
         if !code_only(&self.tools) && !code_only(&self.deferred) {
             return std::borrow::Cow::Borrowed(self);
         }
@@ -651,7 +654,9 @@ fn parse_arguments(text: &str) -> Value {
 )]
 pub(crate) fn provider_search(
     request: &ModelRequest,
-    describe: impl Fn(&crate::definition::AgentTool) -> Result<Value, crate::dialect::DialectError>,
+    describe: impl Fn(
+        &crate::tool::definition::AgentTool,
+    ) -> Result<Value, crate::dialect::DialectError>,
 ) -> Result<Option<(ToolList, Vec<Value>)>, crate::dialect::DialectError> {
     if request.deferred.is_empty() {
         return Ok(None);
@@ -659,7 +664,7 @@ pub(crate) fn provider_search(
     let deferred_names: std::collections::HashSet<&str> = request
         .deferred
         .iter()
-        .map(crate::definition::AgentTool::name)
+        .map(crate::tool::definition::AgentTool::name)
         .collect();
     let tools = request
         .tools

@@ -18,10 +18,10 @@ use super::transport::{self, StreamParser, http_config};
 use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
 use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
-use crate::definition::AgentTool;
 use crate::dialect::{Dialect, DialectError};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
+use crate::tool::definition::AgentTool;
 
 /// OpenAI's API base URL, where requests go when no other is given.
 pub const OPENAI_BASE_URL: &str = "https://api.openai.com/v1";
@@ -500,7 +500,7 @@ impl OpenAiResponsesModel {
 /// The deferred tools' entries, those of a namespace ([`ProviderOptions::namespace`](crate::tool::ProviderOptions),
 /// an MCP server's tools) grouped in one `{"type": "namespace", "name", "description", "tools"}` entry
 /// where its first tool is, the others as they are.
-fn namespaced(tools: &crate::registry::ToolList, entries: Vec<Value>) -> Vec<Value> {
+fn namespaced(tools: &crate::store::registry::ToolList, entries: Vec<Value>) -> Vec<Value> {
     let mut out: Vec<Value> = Vec::with_capacity(entries.len());
     let mut groups: Vec<(String, usize)> = Vec::new();
     for (tool, entry) in tools.iter().zip(entries) {

@@ -8,7 +8,7 @@
 use serde_json::Value;
 
 use super::ModelRequest;
-use crate::definition::AgentTool;
+use crate::tool::definition::AgentTool;
 
 /// Which tools a program in the provider's sandbox may call, as
 /// `AnthropicConfig::with_programmatic_calling` and `OpenAiResponsesConfig::with_programmatic_calling`

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Model, ModelRequest, stream_reply};
+use crate::ask::sample::{Sampling, SamplingAnswer, SamplingHandler};
 use crate::event::EventBus;
 use crate::message::{AgentMessage, AssistantMessage, StopReason, UserMessage};
-use crate::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// Answers requests for a completion with `model`, as it is configured: its own output limit holds (a
 /// request's `max_tokens` cannot raise it), no tools are offered, and the answer is the reply's text. A

@@ -66,7 +66,7 @@ use rmcp::transport::auth::{
     WWWAuthenticateParams,
 };
 
-use super::client_error::McpClientError;
+use super::error::McpClientError;
 
 /// How long one authorization may take unless set otherwise: discovery, registration, the person at
 /// the browser and the token exchange together.

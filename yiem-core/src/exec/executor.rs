@@ -1,6 +1,6 @@
 //! Batches of tool calls: [`ToolExecutor`] decides when each call of a batch runs — one after another, or
 //! several at once — and returns exactly one [`ToolResultMessage`] per call, in call order, also on abort.
-//! What happens to each call is its [`Call`](crate::pipeline)'s; this module only schedules the steps of
+//! What happens to each call is its [`Call`](crate::exec::pipeline)'s; this module only schedules the steps of
 //! calls (permits, the order across batches, results in call order).
 //!
 //! # Order across batches
@@ -18,17 +18,17 @@ use futures::future::join_all;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::elicit::{Asker, ElicitationHandler, HandlerAsker};
+use crate::ask::questions::{AskedQuestions, STOPPED_AT_QUESTION};
+use crate::ask::sample::SamplingHandler;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::decision::PlannedCall;
-use crate::elicit::{Asker, ElicitationHandler, HandlerAsker};
 use crate::event::EventBus;
-use crate::hooks::ToolHooks;
+use crate::exec::hooks::ToolHooks;
+use crate::exec::order::{Alone, Order, Shared};
+use crate::exec::pipeline::{Call, CallEnv, CallJournal, Prepared};
 use crate::message::AssistantMessage;
-use crate::order::{Alone, Order, Shared};
-use crate::pipeline::{Call, CallEnv, CallJournal, Prepared};
-use crate::questions::{AskedQuestions, STOPPED_AT_QUESTION};
-use crate::registry::ToolStore;
-use crate::sample::SamplingHandler;
+use crate::store::registry::ToolStore;
 
 /// How an executor runs the calls of a batch.
 ///
@@ -260,8 +260,8 @@ impl ToolExecutor {
     pub fn pausing_on_questions(
         &self,
         answers: Vec<(
-            crate::questions::PendingQuestion,
-            crate::elicit::ElicitationAnswer,
+            crate::ask::questions::PendingQuestion,
+            crate::ask::elicit::ElicitationAnswer,
         )>,
     ) -> Option<(ToolExecutor, AskedQuestions)> {
         if self.handlers.elicitation.is_some() {

@@ -12,10 +12,10 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
+use crate::ask::sample::{Sampling, SamplingAnswer};
 use crate::call::ToolCall;
-use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::result::{AgentToolResult, IntoToolResult};
-use crate::sample::{Sampling, SamplingAnswer};
 use crate::state::{StateMap, ToolState};
 
 /// Where a call's partial results go: a plain callback.
@@ -348,7 +348,7 @@ impl ToolContext {
         // Whoever answered (an MCP client, a handler, a paused run's caller), an answer that does not
         // fit the form never reaches the tool: the check `AgentRun::answer` makes, in one place.
         match asker.elicit(question).await? {
-            ElicitationAnswer::Accept(content) => crate::elicit::fit(&schema, content)
+            ElicitationAnswer::Accept(content) => crate::ask::elicit::fit(&schema, content)
                 .map(ElicitationAnswer::Accept)
                 .map_err(|(field, reason)| {
                     ElicitError::InvalidAnswer(format!(

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::call::ToolCall;
 use crate::content::Content;
-use crate::definition::AgentTool;
 use crate::message::AssistantMessage;
 use crate::result::{AgentToolResult, Usage};
+use crate::tool::definition::AgentTool;
 
 /// What `before_tool_call` sees: the call, its prepared and validated arguments, and the tool.
 #[derive(Clone, Debug)]

@@ -11,11 +11,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::args::{self, ArgumentCheck, ArgumentError, ArgumentProblem};
-use crate::context::{ContextSlot, ToolContext};
-use crate::definition::{ErasedHandler, Refusal, ToolFuture};
 use crate::guard;
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{MissingState, State, StateKey, ToolState};
+use crate::tool::context::{ContextSlot, ToolContext};
+use crate::tool::definition::{ErasedHandler, Refusal, ToolFuture};
 
 /// Parses JSON text in one pass, given which top-level keys are allowed.
 type ParseText<A> = fn(&str, &dyn Fn(&str) -> bool) -> Option<A>;

@@ -13,11 +13,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::args::{self, ArgumentCache, ArgumentCheck, ArgumentChecking, ArgumentError};
-use crate::context::{ContextSlot, ToolContext};
 use crate::dialect::{Dialect, DialectCache, DialectError, ToolFacts, definition};
 use crate::grammar::{Grammar, GrammarSyntax, TextFormat, free_text_schema};
 use crate::result::{AgentToolResult, IntoToolResult};
 use crate::state::{MissingState, StateKey};
+use crate::tool::context::{ContextSlot, ToolContext};
 
 /// The future of one bound tool call: arguments already parsed and validated, not yet running.
 pub type ToolFuture = Pin<Box<dyn Future<Output = AgentToolResult> + Send + 'static>>;

@@ -6,11 +6,11 @@
 
 use std::fmt;
 
-use crate::definition::{AgentTool, SourceLocation, is_valid_tool_name};
 use crate::dialect::{Dialect, DialectError};
 use crate::grammar::TextFormat;
-use crate::registry::ToolStore;
 use crate::state::MissingState;
+use crate::store::registry::ToolStore;
+use crate::tool::definition::{AgentTool, SourceLocation, is_valid_tool_name};
 
 /// One thing wrong with a tool.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -12,10 +12,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::ask::elicit::question_key as key;
+use crate::ask::elicit::{
+    Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel,
+};
+use crate::ask::sample::{Sampling, SamplingAnswer};
 use crate::call::ToolCall;
-use crate::elicit::question_key as key;
-use crate::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel};
-use crate::sample::{Sampling, SamplingAnswer};
 
 /// The member of a result's details that marks a call stopped at a question.
 pub(crate) const STOPPED_AT_QUESTION: &str = "stopped_at_question";

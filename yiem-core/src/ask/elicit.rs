@@ -34,7 +34,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::sample::{Sampling, SamplingAnswer, SamplingHandler};
+use crate::ask::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// A question for the person behind a call: the message and the form's schema (a flat JSON object schema
 /// of strings, numbers, integers, booleans and enums, per the MCP specification).
@@ -434,8 +434,8 @@ mod tests {
     use schemars::JsonSchema;
     use serde_json::json;
 
+    use crate::ask::elicit::ElicitError;
     use crate::dialect::elicitation_schema;
-    use crate::elicit::ElicitError;
 
     #[allow(dead_code)]
     #[derive(JsonSchema)]

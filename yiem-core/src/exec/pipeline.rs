@@ -47,20 +47,20 @@ use tracing::Instrument;
 use tracing::instrument::Instrumented;
 
 use crate::args::{ArgumentChecking, ArgumentError};
+use crate::ask::elicit::Asker;
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
-use crate::context::{ContextSlot, ToolContext, UpdateFn};
-use crate::definition::{AgentTool, Refusal, ToolFuture};
-use crate::elicit::Asker;
 use crate::event::{AgentEvent, Emitter};
+use crate::exec::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
 use crate::guard::{self, Guarded};
-use crate::hooks::{AfterToolCallContext, BeforeHook, BeforeToolCallContext, ToolHooks};
 pub(crate) use crate::journal::{CallJournal, CallRecord};
 use crate::message::{AgentMessage, AssistantMessage};
-use crate::registry::{Found, ToolStore};
 use crate::result::AgentToolResult;
 use crate::state::StateMap;
+use crate::store::registry::{Found, ToolStore};
 use crate::suggest;
 use crate::telemetry::{self, ToolFailure};
+use crate::tool::context::{ContextSlot, ToolContext, UpdateFn};
+use crate::tool::definition::{AgentTool, Refusal, ToolFuture};
 
 /// What the calls of one batch share. A call in hand runs in the empty one ([`CallEnv::IN_HAND`]).
 #[derive(Default)]
@@ -1196,7 +1196,7 @@ fn stopped_at_question(name: &str) -> AgentToolResult {
     AgentToolResult::error(format!(
         "tool `{name}` stopped at a question for the user; it runs again from the start once answered"
     ))
-    .with_details(serde_json::json!({ crate::questions::STOPPED_AT_QUESTION: true }))
+    .with_details(serde_json::json!({ crate::ask::questions::STOPPED_AT_QUESTION: true }))
 }
 
 async fn sleep_or_never(limit: Option<Duration>) {
@@ -1238,7 +1238,7 @@ pub(crate) fn unknown_tool(store: &ToolStore, name: &str) -> String {
         text.push_str(&format!(", and {} more", shown.len() - LISTED_TOOLS));
     }
     if !deferred.is_empty() {
-        let how = if store.contains(crate::registry::SEARCH_TOOLS) {
+        let how = if store.contains(crate::store::registry::SEARCH_TOOLS) {
             format!("find them with `{}`", crate::catalog::SEARCH_TOOLS)
         } else {
             "they are not listed".to_owned()

@@ -1,0 +1,394 @@
+//! The server's asker: a call's questions, sampling requests and log messages carried to the client,
+//! by requests (before 2026-07-28) or as `input_required` rounds (2026-07-28).
+
+use super::*;
+use crate::mcp::convert::{answer_of, elicit_params, sampled, sampling_params};
+
+/// The client of one call, as the call's [`Asker`]: questions go out as `elicitation/create` requests
+/// (or, to a client of the 2026-07-28 revision, as the call's `input_required` answer, see [`Rounds`]),
+/// log messages as `notifications/message` (in order, through one forwarder, all sent before the
+/// result).
+#[allow(deprecated)] // logging: see the `use` above
+pub(super) struct ClientAsker {
+    peer: Peer<RoleServer>,
+    /// Why nobody can be asked, if nobody can.
+    cannot_ask: Option<&'static str>,
+    /// Why no model can be asked for a completion, if none can.
+    cannot_sample: Option<&'static str>,
+    /// Set for a client that is asked by `input_required` rather than by a request.
+    rounds: Option<Arc<Rounds>>,
+    level: Level,
+    /// To the call's forwarder: its log messages and its progress.
+    logs: mpsc::UnboundedSender<Forward>,
+    /// What the call has logged so far, against its bounds.
+    budget: Arc<LogBudget>,
+    /// Whether the request asked for progress (it carries a `progressToken`).
+    takes_progress: bool,
+}
+
+/// The lowest level of log message a call sends.
+pub(super) enum Level {
+    /// The connection's, which `logging/setLevel` changes (revisions before 2026-07-28).
+    Connection(Arc<Mutex<LogLevel>>),
+    /// The request's own (`_meta` `io.modelcontextprotocol/logLevel`, 2026-07-28); none: no messages.
+    Request(Option<LogLevel>),
+}
+
+/// The questions of one `tools/call` of a client of the 2026-07-28 revision, which has no requests
+/// from server to client: the call is answered `input_required` with its questions, and the client
+/// calls again with their answers (SEP-2322). The call then runs again from the start, so its
+/// questions are keyed by the order in which it asks them (`question-1`, `question-2`, ...): a tool
+/// must ask the same questions in the same order each time it runs, and what it does before a question
+/// is done again on every round.
+pub(super) struct Rounds {
+    /// The answers the client sent with this call, by question key.
+    pub(super) answers: InputResponses,
+    /// How many questions the call has asked so far.
+    asked: std::sync::atomic::AtomicUsize,
+    /// Whether the request declares form elicitation, and sampling.
+    forms: bool,
+    samples: bool,
+    /// The questions the call asked that have no answer yet.
+    unanswered_questions: Mutex<InputRequests>,
+    /// The capability a question needed that the request did not declare, if one did.
+    missing: Mutex<Option<&'static str>>,
+    /// Cancelled when the call asks a question that has no answer yet, or that it cannot ask.
+    pub(super) unanswered: CancellationToken,
+}
+
+impl Rounds {
+    /// The answer to the next question of the call, by its key; a question without one yet is kept for
+    /// the client and the call waits for ever (it is stopped, and asks again in the next round).
+    pub(super) async fn ask(&self, question: InputRequest) -> (String, Value) {
+        let needs = match &question {
+            InputRequest::Elicitation(_) => (!self.forms).then_some("elicitation"),
+            InputRequest::CreateMessage(_) => (!self.samples).then_some("sampling"),
+            _ => None,
+        };
+        if let Some(capability) = needs {
+            *self
+                .missing
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(capability);
+            self.unanswered.cancel();
+            return std::future::pending().await;
+        }
+        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
+        let key = crate::ask::elicit::question_key(number);
+        if let Some(answer) = self.answers.get(&key) {
+            return (key, answer.clone());
+        }
+        self.unanswered_questions
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .insert(key, question);
+        self.unanswered.cancel();
+        std::future::pending().await
+    }
+
+    /// The capability the call needed and the request did not declare.
+    pub(super) fn missing(&self) -> Option<&'static str> {
+        *self
+            .missing
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The questions asked without an answer, for the client to answer.
+    pub(super) fn questions(&self) -> InputRequests {
+        std::mem::take(
+            &mut *self
+                .unanswered_questions
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+}
+
+/// What one call has logged, against [`MAX_LOG_MESSAGES_PER_CALL`] and [`MAX_LOG_BYTES_PER_CALL`]: a tool
+/// that logs in a loop cannot flood the client or fill the server's memory.
+#[derive(Default)]
+pub(super) struct LogBudget {
+    messages: std::sync::atomic::AtomicUsize,
+    bytes: std::sync::atomic::AtomicUsize,
+    dropped: std::sync::atomic::AtomicUsize,
+}
+
+impl LogBudget {
+    /// Counts a message of `data`: whether it is within the bounds (else it is counted as dropped).
+    pub(super) fn take(&self, data: &Value) -> bool {
+        let size = match data {
+            Value::String(text) => text.len(),
+            other => other.to_string().len(),
+        };
+        let messages = self.messages.fetch_add(1, Ordering::Relaxed) + 1;
+        let bytes = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
+        let within = messages <= MAX_LOG_MESSAGES_PER_CALL && bytes <= MAX_LOG_BYTES_PER_CALL;
+        if !within {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        within
+    }
+}
+
+/// Whether a notification reached the client; one that did not is logged (the client went away), and
+/// the call's forwarder stops sending.
+pub(super) fn delivered(outcome: Result<(), rmcp::service::ServiceError>) -> bool {
+    match outcome {
+        Ok(()) => true,
+        Err(error) => {
+            tracing::debug!(%error, "could not send a notification to the MCP client");
+            false
+        }
+    }
+}
+
+/// The forwarder of one call's log messages, run beside the call in its task.
+pub(super) struct Forwarding {
+    /// Sends the call's log messages and progress to the client, in order, until the [`Forward::End`]
+    /// sent by `end`.
+    pub(super) forwarder: futures::future::BoxFuture<'static, ()>,
+    pub(super) end: mpsc::UnboundedSender<Forward>,
+}
+
+/// What a call's forwarder reads: the call's log messages and updates, then the call's end.
+#[allow(deprecated)] // logging: see the `use` above
+pub(super) enum Forward {
+    Log(LoggingMessageNotificationParam),
+    /// An update of the call, for a request that carries a `progressToken`.
+    Progress(Arc<AgentToolResult>),
+    /// The call is over: what is logged after this is dropped.
+    End,
+}
+
+/// Whether `capabilities` include form elicitation (a bare `elicitation: {}` means form, as the
+/// specification keeps it compatible).
+pub(super) fn asks_forms(capabilities: &ClientCapabilities) -> bool {
+    capabilities
+        .elicitation
+        .as_ref()
+        .is_some_and(|elicitation| elicitation.form.is_some() || elicitation.url.is_none())
+}
+
+pub(super) const NO_SAMPLING: &str = "the MCP client did not declare the `sampling` capability, so its model cannot be asked over this \
+     connection";
+
+pub(super) const NO_ELICITATION: &str = "the MCP client did not declare the `elicitation` capability (form \
+     mode), so no person can be asked over this connection";
+
+impl ClientAsker {
+    #[allow(deprecated)] // logging: see the `use` above
+    pub(super) fn open(
+        server: &McpServer,
+        context: &RequestContext<RoleServer>,
+        answers: InputResponses,
+    ) -> (Arc<dyn Asker>, Forwarding, Option<Arc<Rounds>>) {
+        let (logs, mut receiver) = mpsc::unbounded_channel();
+        let budget = Arc::new(LogBudget::default());
+        let dropped = Arc::clone(&budget);
+        let peer = context.peer.clone();
+        let progress_token = context.meta.get_progress_token();
+        let takes_progress = progress_token.is_some();
+        // Run beside the call, in its task (see `McpServer::call`): a task of its own would cost every
+        // call a spawn, and a hop to it and back at the end, though most calls log nothing.
+        let forwarder = Box::pin(async move {
+            let send = async |message| delivered(peer.notify_logging_message(message).await);
+            let mut progress: u32 = 0;
+            loop {
+                let sent = match receiver.recv().await {
+                    Some(Forward::Log(message)) => send(message).await,
+                    // Only a request with a token takes progress (see `ClientAsker::takes_progress`).
+                    Some(Forward::Progress(partial)) => match &progress_token {
+                        Some(token) => {
+                            // The count goes up by one per update; the message is the update's text.
+                            progress += 1;
+                            let mut notification =
+                                ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                            let text = partial.text_content();
+                            if !text.is_empty() {
+                                notification = notification.with_message(text);
+                            }
+                            delivered(peer.notify_progress(notification).await)
+                        }
+                        None => true,
+                    },
+                    Some(Forward::End) | None => break,
+                };
+                if !sent {
+                    return;
+                }
+            }
+            let dropped = dropped.dropped.load(Ordering::Relaxed);
+            if dropped > 0 {
+                let mut note = LoggingMessageNotificationParam::new(
+                    rmcp::model::LoggingLevel::Warning,
+                    Value::String(format!(
+                        "{dropped} more log messages of this call were dropped: a call sends at most \
+                         {MAX_LOG_MESSAGES_PER_CALL} messages and {MAX_LOG_BYTES_PER_CALL} bytes of them"
+                    )),
+                );
+                note.logger = Some("yiem".into());
+                send(note).await;
+            }
+        });
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let (cannot_ask, cannot_sample, rounds, level) = if modern {
+            // No requests to the client: its questions go back as `input_required`, which any
+            // transport carries, to a client that says in the request that it answers forms.
+            // A question the request's declared capabilities do not allow ends the call with
+            // `-32021` (see `Rounds::missing`): the revision forbids relying on undeclared ones.
+            let capabilities = context.meta.client_capabilities().unwrap_or_default();
+            let rounds = Arc::new(Rounds {
+                answers,
+                forms: asks_forms(&capabilities),
+                samples: capabilities.sampling.is_some(),
+                asked: Default::default(),
+                unanswered_questions: Mutex::default(),
+                missing: Mutex::default(),
+                unanswered: CancellationToken::new(),
+            });
+            let level = context
+                .meta
+                .log_level()
+                .and_then(|level| serde_json::to_value(level).ok())
+                .and_then(|level| serde_json::from_value(level).ok());
+            (None, None, Some(rounds), Level::Request(level))
+        } else {
+            // The transport decides first (the stateless HTTP server cannot carry an answer back),
+            // then what the client declared when it connected.
+            let (cannot_ask, cannot_sample) = match server.config.cannot_ask {
+                Some(why) => (Some(why), Some(why)),
+                None => {
+                    let peer = &context.peer;
+                    let forms = peer
+                        .supported_elicitation_modes()
+                        .contains(&rmcp::service::ElicitationMode::Form);
+                    let samples = peer
+                        .peer_info()
+                        .is_some_and(|client| client.capabilities.sampling.is_some());
+                    (
+                        (!forms).then_some(NO_ELICITATION),
+                        (!samples).then_some(NO_SAMPLING),
+                    )
+                }
+            };
+            let level = Level::Connection(Arc::clone(&server.log_level));
+            (cannot_ask, cannot_sample, None, level)
+        };
+        let end = logs.clone();
+        let asker = ClientAsker {
+            peer: context.peer.clone(),
+            cannot_ask,
+            cannot_sample,
+            rounds: rounds.clone(),
+            level,
+            logs,
+            budget,
+            takes_progress,
+        };
+        (Arc::new(asker), Forwarding { forwarder, end }, rounds)
+    }
+}
+
+impl Asker for ClientAsker {
+    fn elicit(
+        &self,
+        question: Elicitation,
+    ) -> futures::future::BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
+        let peer = self.peer.clone();
+        let cannot_ask = self.cannot_ask;
+        let rounds = self.rounds.clone();
+        Box::pin(async move {
+            if let Some(why) = cannot_ask {
+                return Err(ElicitError::CannotAsk(why.to_owned()));
+            }
+            let params = elicit_params(&question)?;
+            let Some(rounds) = rounds else {
+                let answer = peer
+                    .create_elicitation(params)
+                    .await
+                    .map_err(|error| ElicitError::Failed(error.to_string()))?;
+                return answer_of(answer);
+            };
+            let (key, answer) = rounds
+                .ask(InputRequest::Elicitation(ElicitRequest::new(params)))
+                .await;
+            let answer = serde_json::from_value::<ElicitResult>(answer).map_err(|error| {
+                ElicitError::InvalidAnswer(format!(
+                    "the client's answer `{key}` is not an elicitation result: {error}"
+                ))
+            })?;
+            answer_of(answer)
+        })
+    }
+
+    #[allow(deprecated)] // sampling: see the `use` above
+    fn sample(
+        &self,
+        request: Sampling,
+    ) -> futures::future::BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
+        let peer = self.peer.clone();
+        let cannot_sample = self.cannot_sample;
+        let rounds = self.rounds.clone();
+        Box::pin(async move {
+            if let Some(why) = cannot_sample {
+                return Err(ElicitError::CannotSample(why.to_owned()));
+            }
+            let params = sampling_params(&request)?;
+            let Some(rounds) = rounds else {
+                return match peer.create_message(params).await {
+                    Ok(answer) => sampled(
+                        "the client's answer",
+                        serde_json::to_value(answer).unwrap_or_default(),
+                    ),
+                    Err(rmcp::service::ServiceError::McpError(error)) => {
+                        Ok(SamplingAnswer::Refuse(error.message.into_owned()))
+                    }
+                    Err(error) => Err(ElicitError::Failed(error.to_string())),
+                };
+            };
+            let (key, answer) = rounds
+                .ask(InputRequest::CreateMessage(CreateMessageRequest::new(
+                    params,
+                )))
+                .await;
+            sampled(&format!("the client's answer `{key}`"), answer)
+        })
+    }
+
+    fn takes_progress(&self) -> bool {
+        self.takes_progress
+    }
+
+    fn progress(&self, partial: &Arc<AgentToolResult>) {
+        // A send fails only once the call is over, when nobody reads its progress any more.
+        let _ = self.logs.send(Forward::Progress(Arc::clone(partial)));
+    }
+
+    #[allow(deprecated)] // logging: see the `use` above
+    fn log(&self, level: LogLevel, logger: &str, data: &Value) {
+        let wanted = match &self.level {
+            Level::Connection(wanted) => Some(
+                *wanted
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner()),
+            ),
+            Level::Request(wanted) => *wanted,
+        };
+        if wanted.is_none_or(|wanted| level < wanted) {
+            return;
+        }
+        let Ok(level) = serde_json::to_value(level).and_then(serde_json::from_value) else {
+            return;
+        };
+        if !self.budget.take(data) {
+            return;
+        }
+        let mut message = LoggingMessageNotificationParam::new(level, data.clone());
+        message.logger = Some(logger.to_owned());
+        // A send fails only once the call is over, when nobody reads the log any more.
+        let _ = self.logs.send(Forward::Log(message));
+    }
+}

@@ -1,0 +1,192 @@
+//! The rmcp [`ServerHandler`] of an [`McpServer`]: what each request of a client does.
+
+use super::listing::{mcp_tool, params_problem, resume_at};
+use super::*;
+
+impl ServerHandler for McpServer {
+    #[allow(deprecated)] // logging: see the `use` above
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_logging()
+            .enable_tools();
+        let capabilities = match self.config.list_changed {
+            true => capabilities.enable_tool_list_changed().build(),
+            false => capabilities.build(),
+        };
+        let config = ServerConfig::new(capabilities).with_server_info(self.config.info.clone());
+        match &self.config.instructions {
+            Some(instructions) => config.with_instructions(instructions.clone()),
+            None => config,
+        }
+    }
+
+    /// The revisions in [`PROTOCOL_VERSIONS`], said deliberately rather than whatever rmcp knows.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        static VERSIONS: std::sync::LazyLock<Vec<ProtocolVersion>> =
+            std::sync::LazyLock::new(|| {
+                PROTOCOL_VERSIONS
+                    .iter()
+                    .map(|version| {
+                        serde_json::from_value(Value::String((*version).to_owned()))
+                            .expect("a protocol version is a string")
+                    })
+                    .collect()
+            });
+        std::borrow::Cow::Borrowed(VERSIONS.as_slice())
+    }
+
+    /// `subscriptions/listen` (2026-07-28): the tool list's changes, the only ones this server has.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::default();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    /// Sends `notifications/tools/list_changed` on the subscription whenever the store's tools change,
+    /// until the client ends it or the server shuts down.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.config.store.changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                () = self.config.shutdown.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(()); // the store is gone
+                    }
+                    changes.mark_unchanged();
+                    let notification = ServerNotification::ToolListChangedNotification(
+                        rmcp::model::ToolListChangedNotification::default(),
+                    );
+                    if subscription.sink().send(notification).await.is_err() {
+                        return Ok(()); // the subscription ended
+                    }
+                }
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.config.listing.tools(&self.config.store);
+        let cursor = request
+            .as_ref()
+            .and_then(|request| request.cursor.as_deref());
+        let start = match cursor {
+            None => 0,
+            Some(cursor) => resume_at(&tools, cursor)?,
+        };
+        let end = start.saturating_add(self.config.page_size).min(tools.len());
+        let next_cursor = (end < tools.len()).then(|| format!("{end}:{}", tools[end - 1].name));
+        let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        page.next_cursor = next_cursor;
+        if let Some(ttl) = self.config.list_ttl {
+            page.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        }
+        Ok(page)
+    }
+
+    /// `logging/setLevel`: the calls of this connection send log messages at `level` and above. Over
+    /// the stateless HTTP server a request is a connection of its own, so the level holds for nothing
+    /// after it; calls there send `info` and above.
+    #[allow(deprecated)] // logging: see the `use` above
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let level = serde_json::to_value(request.level)
+            .and_then(serde_json::from_value::<LogLevel>)
+            .map_err(|error| ErrorData::invalid_params(error.to_string(), None))?;
+        *self
+            .log_level
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = level;
+        Ok(())
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.config.store.get(name).as_ref().and_then(mcp_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Some(tool) = self.config.store.get(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                pipeline::unknown_tool(&self.config.store, &request.name),
+                None,
+            ));
+        };
+        // No `arguments` is `null`, which the pipeline reads as `{}`.
+        let arguments = request.arguments.map_or(Value::Null, Value::Object);
+        let answers = answers_of(request.request_state.as_deref(), request.input_responses)?;
+        let span = telemetry::mcp_tool_call(tool.name(), &context.id);
+        // A client that sent its trace context (`_meta.traceparent`) gets this call in its trace.
+        #[cfg(feature = "otel")]
+        if let Some(parent) = context.meta.0.get_traceparent() {
+            crate::otel::set_remote_parent(&span, parent, context.meta.0.get_tracestate());
+        }
+        let calling = self.call(&tool, arguments, answers, &context);
+        let outcome = if span.is_disabled() {
+            calling.await
+        } else {
+            calling.instrument(span).await
+        };
+        Ok(match outcome {
+            Outcome::Done(message) => {
+                call_tool_result(bounded(message, self.config.max_result_bytes)).into()
+            }
+            Outcome::Missing(capability) => {
+                return Err(missing_capability(tool.name(), capability));
+            }
+            Outcome::Ask { questions, answers } => {
+                let state = format!(
+                    "{STATE_PREFIX}{}",
+                    Value::Object(answers.into_iter().collect())
+                );
+                InputRequiredResult::new(Some(questions), Some(state)).into()
+            }
+        })
+    }
+
+    /// A request rmcp could not read as any request it knows. For a method the server serves, that is
+    /// bad params (`-32602`, with what is wrong); only other methods are not found (`-32601`).
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method = request.method.as_str();
+        let problem = match method {
+            CallToolRequestMethod::VALUE => match &request.params {
+                None => "`params` with the tool's `name` are required".to_owned(),
+                Some(params) => params_problem::<CallToolRequestParams>(params),
+            },
+            ListToolsRequestMethod::VALUE => match &request.params {
+                None => "`params` must be an object".to_owned(),
+                Some(params) => params_problem::<PaginatedRequestParams>(params),
+            },
+            _ => {
+                return Err(ErrorData::new(
+                    ErrorCode::METHOD_NOT_FOUND,
+                    method.to_owned(),
+                    None,
+                ));
+            }
+        };
+        Err(ErrorData::invalid_params(
+            format!("invalid params for `{method}`: {problem}"),
+            None,
+        ))
+    }
+}

@@ -1,0 +1,776 @@
+//! The MCP server over a store: [`McpServer`] and its settings, serving on stdio or any byte stream,
+//! and one `tools/call` from the approval gate to the bounded result. What a client sees is in the
+//! `mcp` module's docs.
+
+mod asker;
+mod handler;
+#[cfg(feature = "mcp-http")]
+pub(super) mod http;
+pub(super) mod lines;
+mod listing;
+
+use crate::ask::sample::{Sampling, SamplingAnswer};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, ClientCapabilities,
+    ConstString, CustomRequest, CustomResult, ElicitRequest, ElicitResult, ErrorCode,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
+    ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter,
+    Tool,
+};
+// MCP logging and sampling are deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions
+// this server speaks have them.
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequest, LoggingMessageNotificationParam, SetLevelRequestParams};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use crate::approval::ApprovalPolicy;
+use crate::ask::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
+use crate::call::{ToolCall, ToolResultMessage};
+use crate::content::Content;
+use crate::dialect::Dialect;
+use crate::exec::executor::ToolExecutor;
+use crate::exec::pipeline;
+use crate::result::AgentToolResult;
+use crate::store::registry::{ToolList, ToolStore};
+use crate::telemetry;
+use crate::tool::definition::AgentTool;
+
+use self::asker::{ClientAsker, Forward, Forwarding};
+use self::listing::Listing;
+use super::convert::call_tool_result;
+
+/// Serves every tool of `store` over MCP on stdin and stdout until the client disconnects.
+///
+/// Shorthand for [`McpServer::new(store).serve_stdio()`](McpServer::serve_stdio): the server is named
+/// after the store, calls run through a fresh [`ToolExecutor`] (no hooks, no time limit).
+///
+/// ```no_run
+/// use yiem_core::store::{ToolStore, register_all_tools};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let store = ToolStore::new("my-tools");
+/// register_all_tools(&store)?;
+/// yiem_core::mcp::serve_stdio(store).await?;
+/// # Ok(())
+/// # }
+/// ```
+pub async fn serve_stdio(store: ToolStore) -> Result<(), McpServeError> {
+    McpServer::new(store).serve_stdio().await
+}
+
+/// The revisions of MCP an [`McpServer`] speaks, oldest first: the ones its tests speak to it (a client
+/// of each initializes and calls a tool; 2026-07-28 by `server/discover`, with the official Python SDK).
+pub const PROTOCOL_VERSIONS: [&str; 5] = [
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2026-07-28",
+];
+
+/// The largest tool result an [`McpServer`] sends by default, counted as the bytes of its content's text
+/// and data: 16 MiB, the size of the largest message the server reads.
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 16 * 1024 * 1024;
+
+/// The most log messages one call sends; the ones after it are counted and said in one last message.
+pub const MAX_LOG_MESSAGES_PER_CALL: usize = 1000;
+
+/// The most bytes of log message data one call sends (its messages' data as JSON); past it, as past
+/// [`MAX_LOG_MESSAGES_PER_CALL`].
+pub const MAX_LOG_BYTES_PER_CALL: usize = 1024 * 1024;
+
+/// The most tools one `tools/list` response carries unless [`McpServer::with_page_size`] says otherwise.
+pub const DEFAULT_PAGE_SIZE: usize = 500;
+
+/// The lowest level of log messages sent to a client that has not sent `logging/setLevel`.
+const DEFAULT_LOG_LEVEL: LogLevel = LogLevel::Info;
+
+/// How long calls may still finish, and their responses be written, once the client's input has ended.
+const GRACE_AFTER_INPUT_ENDS: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// Why an MCP server stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// The connection ended, or the client sent something else, before the `initialize` handshake
+    /// completed.
+    #[error("the MCP handshake did not complete: {0}")]
+    Handshake(#[source] Box<rmcp::service::ServerInitializeError>),
+    /// The task that runs the connection failed (it panicked or the runtime shut down).
+    #[error("the MCP service task failed: {0}")]
+    Service(#[source] tokio::task::JoinError),
+}
+
+/// An MCP server over a [`ToolStore`]: an rmcp [`ServerHandler`] that lists the store's tools and runs
+/// calls through a [`ToolExecutor`]. See the [module docs](crate::mcp) for what a client sees.
+///
+/// Serve it on stdio with [`serve_stdio`](Self::serve_stdio), on any byte stream with
+/// [`serve`](Self::serve), or hand it to rmcp yourself (`rmcp::ServiceExt::serve`) for other transports.
+///
+/// ```
+/// use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+/// use yiem_core::{mcp::McpServer, store::ToolStore, tool::AgentTool};
+///
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// let ping = AgentTool::builder("ping")
+///     .description("Answer pong.")
+///     .handler(|_, _| async { "pong" })
+///     .build()
+///     .unwrap();
+/// let store = ToolStore::new("demo");
+/// store.register(ping).unwrap();
+///
+/// // An in-memory pipe stands in for the client's stdin and stdout.
+/// let (client, server) = tokio::io::duplex(4096);
+/// let (server_read, server_write) = tokio::io::split(server);
+/// let running = tokio::spawn(McpServer::new(store).serve(server_read, server_write));
+///
+/// let (client_read, mut client_write) = tokio::io::split(client);
+/// let mut lines = BufReader::new(client_read).lines();
+/// for message in [
+///     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"doc","version":"1"}}}"#,
+///     r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+///     r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ping","arguments":{}}}"#,
+/// ] {
+///     client_write.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+/// }
+/// let initialized: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+/// assert_eq!(initialized["result"]["serverInfo"]["name"], "demo");
+/// let called: serde_json::Value = serde_json::from_str(&lines.next_line().await.unwrap().unwrap()).unwrap();
+/// assert_eq!(
+///     called,
+///     serde_json::json!({
+///         "jsonrpc": "2.0",
+///         "id": 2,
+///         "result": {"content": [{"type": "text", "text": "pong"}], "isError": false}
+///     })
+/// );
+///
+/// client_write.shutdown().await.unwrap(); // the client hangs up: the server stops
+/// running.await.unwrap().unwrap();
+/// # });
+/// ```
+#[derive(Clone)]
+pub struct McpServer {
+    /// What the server is, shared by its copies: a copy per connection or per request costs a count.
+    config: Arc<Config>,
+    /// The lowest level of the log messages the client wants (`logging/setLevel`), per connection.
+    log_level: Arc<Mutex<LogLevel>>,
+}
+
+/// An [`McpServer`]'s settings, fixed once it serves.
+#[derive(Clone)]
+struct Config {
+    store: ToolStore,
+    executor: ToolExecutor,
+    info: Implementation,
+    instructions: Option<String>,
+    listing: Arc<Listing>,
+    /// Cancelled when a server that owns this handler shuts down: running calls are cancelled.
+    shutdown: CancellationToken,
+    page_size: usize,
+    /// The largest result sent, in bytes of content.
+    max_result_bytes: usize,
+    /// How long a 2026-07-28 client may keep a `tools/list` answer (`ttlMs`); none: rmcp's 0.
+    list_ttl: Option<std::time::Duration>,
+    /// Whether the server declares `tools.listChanged`: over stdio it sends the notification, over HTTP
+    /// on 2026-07-28 clients' `subscriptions/listen`.
+    list_changed: bool,
+    /// Which calls wait for the client's approval: the tools' own rule, less the operator's grants.
+    approval: ApprovalPolicy,
+    /// Why the client cannot be asked over this transport, if it cannot (the stateless HTTP server).
+    cannot_ask: Option<&'static str>,
+}
+
+impl McpServer {
+    /// The settings, for a builder method to change (copied first if a copy of the server shares them).
+    fn config_mut(&mut self) -> &mut Config {
+        Arc::make_mut(&mut self.config)
+    }
+
+    /// A server for `store`, named after it (version: this crate's), running calls through
+    /// [`ToolExecutor::new`].
+    pub fn new(store: ToolStore) -> Self {
+        let info = Implementation::new(store.name(), env!("CARGO_PKG_VERSION"));
+        McpServer {
+            config: Arc::new(Config {
+                store,
+                executor: ToolExecutor::new(),
+                info,
+                instructions: None,
+                listing: Arc::default(),
+                shutdown: CancellationToken::new(),
+                page_size: DEFAULT_PAGE_SIZE,
+                max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+                list_ttl: None,
+                list_changed: false,
+                approval: ApprovalPolicy::default(),
+                cannot_ask: None,
+            }),
+            log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
+        }
+    }
+
+    /// Lets calls of these tools run without asking the client, although the tools need approval
+    /// ([`AgentTool::needs_approval`]). Without it, such a call is asked about (see the
+    /// [module docs](crate::mcp#approval)), or refused where the client cannot be asked.
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("files")).with_allowed_tools(["write"]);
+    /// # let _ = server;
+    /// ```
+    pub fn with_allowed_tools(
+        mut self,
+        tools: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        let approval = &mut self.config_mut().approval;
+        *approval = approval.clone().allowing(tools);
+        self
+    }
+
+    /// Lets the calls of every tool run without asking the client, as if no tool needed approval: for a
+    /// server whose operator has decided for every call (the client side asks, or nobody needs to).
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("files")).with_all_tools_allowed();
+    /// # let _ = server;
+    /// ```
+    pub fn with_all_tools_allowed(mut self) -> Self {
+        self.config_mut().approval = ApprovalPolicy::allow_all();
+        self
+    }
+
+    /// Runs calls through `executor`: its hooks, default time limit and event bus apply to MCP calls as
+    /// they do to an agent's. The server adds one sink to the executor's bus, which turns the updates of
+    /// its own calls (call ids `mcp-1`, `mcp-2`, ...) into progress notifications and ignores every other
+    /// event.
+    ///
+    /// ```
+    /// use yiem_core::{exec::{Block, ToolExecutor, ToolHooks}, mcp::McpServer, store::ToolStore};
+    ///
+    /// let hooks = ToolHooks::new().before_tool_call(|ctx| async move {
+    ///     (ctx.call.name == "delete_file").then(|| Block::new("deleting files needs a human's approval"))
+    /// });
+    /// let server = McpServer::new(ToolStore::new("files"))
+    ///     .with_executor(ToolExecutor::new().with_hooks(hooks));
+    /// # let _ = server;
+    /// ```
+    pub fn with_executor(mut self, executor: ToolExecutor) -> Self {
+        self.config_mut().executor = executor;
+        self
+    }
+
+    /// The name and version the server reports to clients in `initialize` (default: the store's name and
+    /// this crate's version).
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_server_info("weather", "2.1.0");
+    /// # let _ = server;
+    /// ```
+    pub fn with_server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.config_mut().info = Implementation::new(name, version);
+        self
+    }
+
+    /// Instructions for the client's model about how to use the tools, sent in `initialize`.
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x"))
+    ///     .with_instructions("Call `forecast` before answering questions about the weather.");
+    /// # let _ = server;
+    /// ```
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config_mut().instructions = Some(instructions.into());
+        self
+    }
+
+    /// The most tools one `tools/list` response carries (default [`DEFAULT_PAGE_SIZE`], at least 1);
+    /// a longer list comes in pages, in the store's order, each with a `nextCursor` for the next.
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_page_size(100);
+    /// # let _ = server;
+    /// ```
+    pub fn with_page_size(mut self, tools: usize) -> Self {
+        self.config_mut().page_size = tools.max(1);
+        self
+    }
+
+    /// The largest tool result sent, in bytes of its content's text and data (default
+    /// [`DEFAULT_MAX_RESULT_BYTES`]): a larger one — a 50 MB audio clip, say — is not sent; the client gets
+    /// an error result that says how large it was and what the limit is.
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_max_result_bytes(1 << 20);
+    /// # let _ = server;
+    /// ```
+    pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
+        self.config_mut().max_result_bytes = bytes;
+        self
+    }
+
+    /// How long a client of the 2026-07-28 revision may keep a `tools/list` answer before it lists again
+    /// (`ttlMs`; without it, 0: list again each time). A client that listens for changes
+    /// (`subscriptions/listen`) hears of them at once either way; this is for those that do not.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("x")).with_list_ttl(Duration::from_secs(60));
+    /// # let _ = server;
+    /// ```
+    pub fn with_list_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.config_mut().list_ttl = Some(ttl);
+        self
+    }
+
+    /// The store whose tools are served.
+    pub fn store(&self) -> &ToolStore {
+        &self.config.store
+    }
+
+    /// Serves on stdin and stdout until the client disconnects (see [`serve`](Self::serve)).
+    ///
+    /// ```no_run
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// # async fn run(store: ToolStore) -> Result<(), yiem_core::mcp::McpServeError> {
+    /// McpServer::new(store).with_server_info("my-tools", "1.0.0").serve_stdio().await
+    /// # }
+    /// ```
+    pub async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let (stdin, stdout) = rmcp::transport::stdio_pipes();
+        self.serve(stdin, stdout).await
+    }
+
+    /// Serves MCP as newline-delimited JSON-RPC, reading requests from `reader` and writing responses to
+    /// `writer`, until `reader` ends. Calls still running 300 ms after that are cancelled, so the server
+    /// ends promptly when its client goes away. A line rmcp cannot read (not JSON, bad params, over 16 MiB)
+    /// gets a JSON-RPC error response. See the example on [`McpServer`].
+    pub async fn serve<R, W>(mut self, reader: R, writer: W) -> Result<(), McpServeError>
+    where
+        R: AsyncRead + Send + Unpin + 'static,
+        W: AsyncWrite + Send + Unpin + 'static,
+    {
+        // This connection's own log level.
+        self.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
+        // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
+        let guarded = lines::guard(reader, writer);
+        // Watched from before the handshake, so a change while it runs is not missed.
+        let mut changes = self.config.store.changes();
+        self.config_mut().list_changed = true;
+        let running = ServiceExt::serve(self, (guarded.to_rmcp, guarded.from_rmcp))
+            .await
+            .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
+        let peer = running.peer().clone();
+        let notifying = tokio::spawn(async move {
+            // Changes that come together (a batch of registrations) are one notification when the
+            // client is slower than the store; the client re-lists the whole store anyway.
+            while changes.changed().await.is_ok() {
+                changes.mark_unchanged();
+                if peer.notify_tool_list_changed().await.is_err() {
+                    break; // the connection is gone
+                }
+            }
+        });
+        // The notifier ends with the connection.
+        let _notifying = tokio_util::task::AbortOnDropHandle::new(notifying);
+        // When the client's input ends, what is done still reaches it for a moment; calls running after
+        // that are cancelled (their tokens, and so their processes), so the server ends promptly.
+        let stop = running.cancellation_token();
+        let waiting = running.waiting();
+        tokio::pin!(waiting);
+        let reason = tokio::select! {
+            reason = &mut waiting => reason,
+            () = guarded.input_ended.cancelled() => {
+                match tokio::time::timeout(GRACE_AFTER_INPUT_ENDS, &mut waiting).await {
+                    Ok(reason) => reason,
+                    Err(_) => {
+                        stop.cancel();
+                        waiting.await
+                    }
+                }
+            }
+        }
+        .map_err(McpServeError::Service)?;
+        tracing::debug!(?reason, "the MCP connection ended");
+        // Every response rmcp wrote reaches the client before the server returns.
+        let _ = guarded.done.await;
+        Ok(())
+    }
+
+    /// A copy for one stateless request: its own log level, so one HTTP client's `logging/setLevel`
+    /// never changes what another's calls send.
+    #[cfg(feature = "mcp-http")]
+    fn for_request(&self) -> McpServer {
+        McpServer {
+            config: Arc::clone(&self.config),
+            log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
+        }
+    }
+
+    /// Whether `call` of `tool` must be approved by the client before it runs (the approval gate).
+    fn must_ask(&self, call: &ToolCall, tool: &AgentTool) -> bool {
+        self.config.approval.check(call, tool).is_some()
+    }
+
+    /// Runs one `tools/call` of a tool the store has: asks the client first when the tool needs
+    /// approval, then runs it with the client as the call's [`Asker`] (its questions and log messages).
+    ///
+    /// A client of the 2026-07-28 revision is asked by answering the call with its questions
+    /// ([`Outcome::Ask`], `input_required`); it calls again with `answers`, and the call runs again
+    /// from the start, its questions answered in the order they are asked.
+    async fn call(
+        &self,
+        tool: &AgentTool,
+        arguments: Value,
+        answers: InputResponses,
+        context: &RequestContext<RoleServer>,
+    ) -> Outcome {
+        let (asker, forwarding, rounds) = ClientAsker::open(self, context, answers);
+        let Forwarding { forwarder, end } = forwarding;
+        let call = ToolCall::new(next_call_id(), tool.name(), arguments);
+        let asking = self.must_ask(&call, tool);
+        let running = async {
+            // Made here rather than captured, so that this future holds it once.
+            let work = async {
+                if asking
+                    && let Err(refusal) = self.approve(tool, asker.as_ref(), &call, context).await
+                {
+                    return ToolResultMessage::new(&call, AgentToolResult::error(refusal));
+                }
+                self.run(call, context, Arc::clone(&asker)).await
+            };
+            let outcome = match &rounds {
+                None => Outcome::Done(work.await),
+                Some(rounds) => tokio::select! {
+                    // A question without an answer yet: the call stops (dropping it cancels the tool,
+                    // see `run`) and the client gets the questions.
+                    biased;
+                    () = rounds.unanswered.cancelled() => match rounds.missing() {
+                        Some(capability) => Outcome::Missing(capability),
+                        None => Outcome::Ask {
+                            questions: rounds.questions(),
+                            answers: rounds.answers.clone(),
+                        },
+                    },
+                    message = work => Outcome::Done(message),
+                },
+            };
+            // The forwarder sends what the call logged and stops: every log message of the call
+            // reaches the client before its result (one logged later, by a task the tool left behind,
+            // is dropped).
+            let _ = end.send(Forward::End);
+            outcome
+        };
+        // The call's log messages go to the client while it runs, from this task.
+        let (outcome, ()) = futures::join!(running, forwarder);
+        outcome
+    }
+
+    /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call,
+    /// the server shuts down, or no answer comes within the call's time limit (the tool's, else the
+    /// executor's default): a call that was waiting for its approval then does not run, whatever the
+    /// answer.
+    async fn approve(
+        &self,
+        tool: &AgentTool,
+        asker: &dyn Asker,
+        call: &ToolCall,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<(), String> {
+        let limit = crate::approval::answer_limit(tool, self.config.executor.default_timeout());
+        let tool = &call.name;
+        let out_of_time = async {
+            match limit {
+                Some(limit) => tokio::time::sleep(limit).await,
+                None => std::future::pending().await,
+            }
+        };
+        // Cancellation wins over an answer that arrives with it.
+        tokio::select! {
+            biased;
+            () = context.ct.cancelled() => Err(format!(
+                "the call of `{tool}` was cancelled while it waited for the user's approval; it did not run"
+            )),
+            () = self.config.shutdown.cancelled() => Err(format!(
+                "the MCP server is shutting down: `{tool}` was waiting for the user's approval and did not \
+                 run; call it again when the server is back"
+            )),
+            () = out_of_time => Err(format!(
+                "nobody answered whether `{tool}` may run within {:?}, the call's time limit; it did \
+                 not run",
+                limit.unwrap_or_default()
+            )),
+            decided = approve(asker, &self.config.info.name, call) => decided,
+        }
+    }
+
+    /// Runs `call` through the executor, with progress, cancellation and shutdown.
+    async fn run(
+        &self,
+        call: ToolCall,
+        context: &RequestContext<RoleServer>,
+        asker: Arc<dyn Asker>,
+    ) -> ToolResultMessage {
+        // The call stops when the client cancels it (or goes away) and when the server shuts down.
+        let cancel = context.ct.child_token();
+        // Requests run concurrently; the executor keeps a sequential tool from overlapping other calls.
+        // Boxed once here, so the request's future that rmcp and tokio move around stays small instead of
+        // embedding the whole call's.
+        let mut running = Box::pin(self.config.executor.execute_asking(
+            &self.config.store,
+            vec![call],
+            &cancel,
+            asker,
+        ));
+        // The call first: one that is done is answered as it ended, and a quick one never puts a
+        // waiter on the shutdown token.
+        let (batch, shut_down) = tokio::select! {
+            biased;
+            batch = &mut running => (batch, false),
+            () = self.config.shutdown.cancelled() => {
+                cancel.cancel();
+                (running.await, true)
+            }
+        };
+        let mut message = batch
+            .messages
+            .into_iter()
+            .next()
+            .expect("the executor answers every call");
+        if shut_down && message.result.is_error {
+            // The cancelled result says why it was cancelled, for the client to know to retry elsewhere.
+            let reason = message.result.text_content();
+            message.result = AgentToolResult::error(format!(
+                "the MCP server is shutting down: {reason}; call it again when the server is back"
+            ));
+        }
+        message
+    }
+}
+
+/// How a `tools/call` ends: with the call's result, or with questions the client must answer before
+/// the call can run (the 2026-07-28 revision's `input_required`).
+enum Outcome {
+    Done(ToolResultMessage),
+    /// The questions without an answer, and the answers given so far (which go back to the client as
+    /// the `requestState` its next call echoes, since it sends only the new answers).
+    Ask {
+        questions: InputRequests,
+        answers: InputResponses,
+    },
+    /// The call needs to ask the client by a capability (`elicitation`, `sampling`) its request did not
+    /// declare: the 2026-07-28 revision's `-32021` error.
+    Missing(&'static str),
+}
+
+/// The `-32021` error of a call of `tool` that needs the client's `capability`.
+fn missing_capability(tool: &str, capability: &str) -> ErrorData {
+    let what = match capability {
+        "sampling" => "its model for a completion",
+        _ => "its user a question",
+    };
+    let mut required = serde_json::Map::new();
+    required.insert(capability.to_owned(), serde_json::json!({}));
+    ErrorData::new(
+        ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!(
+            "`{tool}` needs to ask the client {what}, and this request did not declare the \
+             `{capability}` capability in `io.modelcontextprotocol/clientCapabilities`; it did not \
+             run. Declare the capability, or the server's operator can let the tool run without \
+             asking (`yiem mcp --allow {tool}`, `McpServer::with_allowed_tools`)"
+        ),
+        Some(serde_json::json!({"requiredCapabilities": required})),
+    )
+}
+
+/// What starts the `requestState` of this server's `input_required` answers: the answers given so far
+/// as a JSON object.
+const STATE_PREFIX: &str = "yiem-answers:";
+
+/// Every answer a call carries: those of earlier rounds (its `requestState`) and the new ones.
+///
+/// The state is the client's own earlier answers, echoed: a client that forges it grants nothing it
+/// could not have answered itself, so it is not sealed.
+fn answers_of(
+    state: Option<&str>,
+    new: Option<InputResponses>,
+) -> Result<InputResponses, ErrorData> {
+    let mut answers = match state {
+        None => InputResponses::new(),
+        Some(state) => state
+            .strip_prefix(STATE_PREFIX)
+            .and_then(|answers| serde_json::from_str::<InputResponses>(answers).ok())
+            .ok_or_else(|| {
+                ErrorData::invalid_params(
+                    "`requestState` is not one this server gave: call the tool again without it",
+                    None,
+                )
+            })?,
+    };
+    answers.extend(new.unwrap_or_default());
+    Ok(answers)
+}
+
+impl std::fmt::Debug for McpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpServer")
+            .field("store", &self.config.store)
+            .field("server", &self.config.info.name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Call ids of MCP calls: unique in the process, so calls of several connections sharing one executor
+/// never mix up their progress.
+fn next_call_id() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!("mcp-{}", NEXT.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Asks the client whether `call` may run (the same question path as a tool's
+/// [`ToolContext::elicit`](crate::tool::ToolContext::elicit)): `Ok` when the person confirmed, else the
+/// error text the model gets.
+async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(), String> {
+    let tool = &call.name;
+    let arguments = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+    let question = Elicitation::new(
+        server,
+        format!("Allow the tool `{tool}` to run with these arguments?\n{arguments}"),
+        serde_json::json!({
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": format!("Run `{tool}`"),
+                    "description": format!("Yes: `{tool}` runs with the arguments shown. No: it does not run."),
+                }
+            },
+            "required": ["approve"]
+        }),
+    );
+    let declined = || {
+        format!(
+            "the user declined to run `{tool}` with these arguments; it did not run. Do not call it \
+             again with the same arguments: ask the user what they want instead"
+        )
+    };
+    match asker.elicit(question).await {
+        Ok(ElicitationAnswer::Accept(answer))
+            if answer.get("approve") == Some(&Value::Bool(true)) =>
+        {
+            Ok(())
+        }
+        Ok(_) => Err(declined()),
+        Err(ElicitError::CannotAsk(why)) => Err(format!(
+            "`{tool}` needs a person's approval before it runs, and nobody can be asked: {why}; it \
+             did not run. Tell the user; the server's operator can let it run without asking \
+             (`yiem mcp --allow {tool}`, or `McpServer::with_allowed_tools`)"
+        )),
+        Err(error) => Err(format!(
+            "`{tool}` needs a person's approval before it runs, and asking failed: {error}; it did \
+             not run"
+        )),
+    }
+}
+
+/// `message`, or in place of a result larger than `limit` bytes, an error result that says so.
+fn bounded(mut message: ToolResultMessage, limit: usize) -> ToolResultMessage {
+    let size: usize = message
+        .result
+        .content
+        .iter()
+        .map(|block| match block {
+            Content::Text { text } => text.len(),
+            Content::Image { data, .. } | Content::Audio { data, .. } => data.len(),
+            Content::ResourceText { text, .. } => text.len(),
+            Content::ResourceBlob { blob, .. } => blob.len(),
+            _ => 0,
+        })
+        .sum();
+    if size > limit {
+        let tool = &message.tool_name;
+        message.result = AgentToolResult::error(format!(
+            "the result of `{tool}` is {size} bytes, more than this MCP server sends ({limit} bytes, \
+             `McpServer::with_max_result_bytes`); it was not sent. Ask for less (a shorter clip, a \
+             smaller page)"
+        ));
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::context::ToolContext;
+
+    #[test]
+    fn tools_list_leaves_out_the_code_only_tools() {
+        let tool = |name: &str, code_only: bool| {
+            let builder = AgentTool::builder(name).description("A tool.");
+            let builder = if code_only {
+                builder.code_only()
+            } else {
+                builder
+            };
+            builder
+                .handler(|_ctx: ToolContext, _args: Value| async { "done" })
+                .build()
+                .unwrap()
+        };
+        let store = ToolStore::new("listed");
+        store.register(tool("direct", false)).unwrap();
+        store.register(tool("from_code", true)).unwrap();
+        let names: Vec<String> = Listing::default()
+            .tools(&store)
+            .into_iter()
+            .map(|tool| tool.name.to_string())
+            .collect();
+        assert_eq!(names, ["direct"]);
+    }
+
+    #[test]
+    fn a_calls_answers_are_those_of_its_state_and_its_new_ones_and_a_foreign_state_is_refused() {
+        let state = format!(r#"{STATE_PREFIX}{{"question-1": {{"action": "accept"}}}}"#);
+        let new = InputResponses::from([(
+            "question-2".to_owned(),
+            serde_json::json!({"action": "decline"}),
+        )]);
+        let answers = answers_of(Some(&state), Some(new)).unwrap();
+        assert_eq!(answers.len(), 2);
+        assert_eq!(answers["question-1"]["action"], "accept");
+        for foreign in ["", "{}", "yiem-answers:[1]", "other:{}"] {
+            let refused = answers_of(Some(foreign), None).unwrap_err();
+            assert_eq!(
+                refused.message,
+                "`requestState` is not one this server gave: call the tool again without it",
+                "{foreign}"
+            );
+        }
+        assert!(answers_of(None, None).unwrap().is_empty());
+    }
+}
