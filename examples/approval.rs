@@ -47,7 +47,7 @@ fn agent(run: Option<AgentRun>) -> Agent {
             ScriptedTurn::text("The command ran; see its output above.")
         }
         _ => ScriptedTurn::tool_call("bash", json!({"command": "echo hello from the shell"}))
-            .with_text("I'll run a command."),
+            .and_text("I'll run a command."),
     });
     let builder = Agent::builder().model(model).tools(tools);
     match run {

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use yiem_core::ask::{Elicitation, ElicitationAnswer};
 use yiem_core::mcp::McpClient;
-use yiem_core::mcp::oauth::OAuth;
+use yiem_core::mcp::oauth::{IdentityProvider, OAuth, SigningKey, fixed_token};
 use yiem_core::{
     exec::{CancellationToken, ToolCall, ToolExecutor},
     store::ToolStore,
@@ -66,7 +66,7 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
         .name("conformance")
         .connect_timeout(Duration::from_secs(20));
     if scenario.starts_with("auth/") {
-        client = client.oauth(oauth(scenario, context));
+        client = client.oauth(oauth(scenario, context)?);
     }
     if scenario.starts_with("elicitation") {
         // Accept with nothing filled in: the client applies the schema's defaults (SEP-1034).
@@ -134,13 +134,39 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
 }
 
 /// The OAuth configuration the suite's context asks for.
-fn oauth(scenario: &str, context: &Value) -> OAuth {
+fn oauth(scenario: &str, context: &Value) -> Result<OAuth, String> {
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
+    let needed = |key: &str| text(key).ok_or(format!("the scenario's context has no `{key}`"));
+    match scenario {
+        // private_key_jwt: the client ID and its private key (PEM) come with the scenario.
+        "auth/client-credentials-jwt" => {
+            let key =
+                SigningKey::from_pem(&needed("private_key_pem")?).map_err(|e| e.to_string())?;
+            return Ok(OAuth::client_credentials_jwt(needed("client_id")?, key));
+        }
+        // Workload identity: the platform's JWT for this workload, from the context.
+        "auth/wif-jwt-bearer" => {
+            return Ok(OAuth::jwt_bearer(fixed_token(needed("valid_jwt")?))
+                .client_id(needed("client_id")?));
+        }
+        // Enterprise-managed: the person's ID token from the company's identity provider.
+        "auth/enterprise-managed-authorization" => {
+            let idp = IdentityProvider::new(
+                needed("idp_issuer")?,
+                needed("idp_token_endpoint")?,
+                needed("idp_client_id")?,
+            );
+            return Ok(OAuth::enterprise(idp, fixed_token(needed("idp_id_token")?))
+                .client_id(needed("client_id")?)
+                .client_secret(needed("client_secret")?));
+        }
+        _ => {}
+    }
     if scenario.starts_with("auth/client-credentials") {
-        return OAuth::client_credentials(
+        return Ok(OAuth::client_credentials(
             text("client_id").unwrap_or_default(),
             text("client_secret").unwrap_or_default(),
-        );
+        ));
     }
     let mut oauth = OAuth::authorization_code(REDIRECT_URI, follow_authorization)
         .client_name("yiem conformance client")
@@ -152,7 +178,8 @@ fn oauth(scenario: &str, context: &Value) -> OAuth {
     if let Some(secret) = text("client_secret") {
         oauth = oauth.client_secret(secret);
     }
-    oauth
+    // DPoP-bound tokens, with the nonces the servers ask for (SEP-1932).
+    Ok(oauth.dpop(scenario.starts_with("auth/dpop")))
 }
 
 /// The browser: fetch the authorization URL, and hand back where it redirects.

@@ -106,7 +106,7 @@ fn scripted() -> ScriptedModel {
                 ("get_weather", json!({"city": "Tokyo"})),
                 ("get_local_time", json!({"city": "Tokyo"})),
             ])
-            .with_text("Let me look that up.")
+            .and_text("Let me look that up.")
         } else {
             let mut facts = results;
             facts.reverse();

@@ -196,23 +196,23 @@ async fn serve(response: Arc<String>) -> String {
 fn model(provider: &str, root: &str) -> Arc<dyn Model> {
     match provider {
         "openai" => Arc::new(
-            OpenAiModel::new(OpenAiConfig::new(format!("{root}/v1"), "gpt").with_api_key("sk"))
+            OpenAiModel::new(OpenAiConfig::new(format!("{root}/v1"), "gpt").api_key("sk"))
                 .unwrap(),
         ),
         "responses" => Arc::new(
             OpenAiResponsesModel::new(
                 OpenAiResponsesConfig::new("gpt")
-                    .with_base_url(format!("{root}/v1"))
-                    .with_api_key("sk"),
+                    .base_url(format!("{root}/v1"))
+                    .api_key("sk"),
             )
             .unwrap(),
         ),
         "anthropic" => Arc::new(
-            AnthropicModel::new(AnthropicConfig::new("sk", "claude").with_base_url(root)).unwrap(),
+            AnthropicModel::new(AnthropicConfig::new("sk", "claude").base_url(root)).unwrap(),
         ),
         "gemini" => Arc::new(
             GeminiModel::new(
-                GeminiConfig::new("key", "gemini").with_base_url(format!("{root}/v1beta")),
+                GeminiConfig::new("key", "gemini").base_url(format!("{root}/v1beta")),
             )
             .unwrap(),
         ),

@@ -31,7 +31,7 @@ fn streamed_arguments(c: &mut Criterion) {
                             "write",
                             serde_json::json!({"path": "a.txt", "content": content}),
                         )])
-                        .with_chunk_size(4);
+                        .chunk_size(4);
                         let bus = EventBus::new();
                         bus.on_event(|event| {
                             black_box(event);

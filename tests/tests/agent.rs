@@ -471,8 +471,8 @@ async fn abort_during_a_model_stream_ends_the_reply_as_aborted() {
     let model = ScriptedModel::new([ScriptedTurn::text(
         "a long answer that streams slowly, one small chunk at a time",
     )])
-    .with_chunk_size(2)
-    .with_pause(Duration::from_millis(20));
+    .chunk_size(2)
+    .pause(Duration::from_millis(20));
     let agent = Agent::builder().model(model).build();
     let updates = Arc::new(Notify::new());
     let signal = Arc::clone(&updates);
@@ -550,7 +550,7 @@ async fn tool_calls_cut_off_by_the_output_limit_are_refused_not_run() {
     let _serial = SERIAL.lock().await;
     let model = ScriptedModel::new([
         ScriptedTurn::tool_call("read", json!({"file": "text.txt"}))
-            .with_stop_reason(StopReason::Length),
+            .stop_reason(StopReason::Length),
         ScriptedTurn::text("I will ask for less."),
     ]);
     let agent = Agent::builder().model(model).tools(file_tools()).build();

@@ -1160,7 +1160,7 @@ async fn drive_by_hand(
             Step::CallModel => {
                 let request =
                     ModelRequest::new(run.system_prompt().to_owned(), run.messages().to_vec())
-                        .with_tools(tools.tool_list());
+                        .tools(tools.tool_list());
                 let mut assembler = yiem_core::llm::MessageAssembler::new();
                 let mut stream = model.stream(request, CancellationToken::new());
                 while let Some(event) = stream.next().await {

@@ -97,7 +97,8 @@ fn approve(yes: bool) -> Value {
 
 const NO_CAPABILITY: &str = "`remove` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::with_allowed_tools`)";
 
-const DECLINED: &str = "the user declined to run `remove` with these arguments; it did not run. Do not call it again with the same arguments: ask the user what they want instead";
+/// The one denial an agent's model reads too (`approval::planned`).
+const DECLINED: &str = "the user denied this call";
 
 #[tokio::test]
 async fn a_tool_that_needs_approval_is_marked_in_tools_list() {

@@ -1,15 +1,21 @@
 //! Tool search by meaning with all-MiniLM-L6-v2 run in process (`catalog::SentenceEmbedder`), on the
 //! BFCL catalog of `benches/tool-search` (repeated with numbered names past its 1,998 tools):
 //!
-//! - `embeddings/query/{100,1000,10000}`: one query of the hybrid ranking, its embedding included
+//! - `embeddings/floor`: the floor every figure is read against in the same run, so that a loaded
+//!   machine's slowness cancels out: 10,000 dot products of 384 numbers in a plain loop (what ranking
+//!   10,000 tools by meaning cannot do without).
+//! - `embeddings/query/{10000,1000,100}`: one query of the hybrid ranking, its embedding included
 //!   (tokenizing, the model, the word search, the cosines and the best 5), over an index built before.
 //!   The copies past the catalog's 1,998 tools (`name_2x`, ...) get their original's vector (their text
 //!   differs by the suffix alone), so building the 10,000 tools' index embeds 1,998 texts, not 10,000;
 //!   the query's cost is the same.
+//! - `embeddings/parts/*`, where a query's time goes at 10,000 tools: `tokenize` (the model's tokenizer
+//!   alone), `embed` (the query's vector: tokenizer, model, pooling), `words` (the tuned BM25's best 100),
+//!   `rank` (the whole hybrid query with a stand-in embedder that costs nothing: words, cosines, best 5).
 //!
-//! It prints, outside criterion (one run takes seconds), the time to embed the first 1,000 tools' texts
-//! (`catalog::embedding_text`) in the ranker's batches of 64, twice; and the process's resident memory
-//! with the model loaded, then with the 10,000 tools' index.
+//! Run without a filter, it also prints, outside criterion (one run takes half a minute), the time to
+//! embed the first 1,000 tools' texts (`catalog::embedding_text`) in the ranker's batches of 64; and the
+//! process's resident memory with the model loaded, then with the 10,000 tools' index.
 //! Run with `cargo bench -p yiem-core --features embeddings --bench embeddings`; the model is found (or
 //! installed) as by the tests (`tests/model/mod.rs`).
 
@@ -19,12 +25,13 @@ mod model;
 #[path = "../../benches/src/catalog.rs"]
 mod bfcl;
 
+use std::cell::OnceCell;
 use std::hint::black_box;
 use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use yiem_core::catalog::{
-    EmbedError, Embedder, HybridRanker, Ranker, SentenceEmbedder, embedding_text,
+    Bm25Ranker, EmbedError, Embedder, HybridRanker, Ranker, SentenceEmbedder, embedding_text,
 };
 
 const QUERIES: [&str; 4] = [
@@ -61,6 +68,37 @@ impl Embedder for Copies {
         let originals: Vec<&str> = originals.iter().map(String::as_str).collect();
         self.0.embed(&originals)
     }
+
+    fn model_name(&self) -> Option<String> {
+        self.0.model_name()
+    }
+}
+
+/// A stand-in for the model that costs next to nothing: a vector of 384 numbers from the text's bytes.
+struct Free;
+
+impl Embedder for Free {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|text| {
+                let seed = text
+                    .bytes()
+                    .fold(7u32, |h, b| h.wrapping_mul(31) ^ u32::from(b));
+                (0..384u32)
+                    .map(|at| ((seed ^ at.wrapping_mul(2_654_435_761)) % 1_000) as f32 - 500.0)
+                    .collect()
+            })
+            .collect())
+    }
+}
+
+/// Whether criterion was given a filter (then only some benchmarks run, and the slow figures printed
+/// outside criterion are left out).
+fn filtered() -> bool {
+    std::env::args()
+        .skip(1)
+        .any(|argument| !argument.starts_with('-'))
 }
 
 fn embeddings(c: &mut Criterion) {
@@ -69,29 +107,86 @@ fn embeddings(c: &mut Criterion) {
     let model = SentenceEmbedder::from_dir(&folder).expect("all-MiniLM-L6-v2 loads");
     eprintln!("the model loaded: {}", memory());
 
-    let tools = bfcl::bfcl_tools(1_000);
-    let texts: Vec<String> = tools.iter().map(embedding_text).collect();
-    for run in 1..=2 {
+    if !filtered() {
+        let tools = bfcl::bfcl_tools(1_000);
+        let texts: Vec<String> = tools.iter().map(embedding_text).collect();
         let started = Instant::now();
         for batch in texts.chunks(64) {
             let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
             black_box(model.embed(&batch).unwrap());
         }
-        eprintln!("embedding 1,000 tools, run {run}: {:?}", started.elapsed());
+        eprintln!("embedding 1,000 tools: {:?}", started.elapsed());
     }
 
-    // One ranker for every size: the 10,000 tools' texts include the 1,000's and the 100's, so each
-    // text is embedded once (the ranker's cache).
-    let ranker = HybridRanker::new(Copies(model));
-    let mut group = c.benchmark_group("embeddings/query");
-    for count in [100, 1_000, 10_000] {
+    let mut group = c.benchmark_group("embeddings");
+    let a: Vec<f32> = (0..384).map(|at| at as f32 / 384.0).collect();
+    let matrix: Vec<f32> = (0..384 * 10_000)
+        .map(|at| (at % 97) as f32 / 97.0)
+        .collect();
+    group.bench_function("floor", |b| {
+        b.iter(|| {
+            let a = black_box(&a);
+            let mut best = f32::MIN;
+            for row in black_box(&matrix).chunks_exact(384) {
+                let mut sum = 0.0;
+                for (x, y) in a.iter().zip(row) {
+                    sum += x * y;
+                }
+                best = best.max(sum);
+            }
+            best
+        })
+    });
+
+    // Where a query's time goes at 10,000 tools.
+    let tools = bfcl::bfcl_tools(10_000);
+    let tokenizer = tokenizers::Tokenizer::from_file(folder.join("tokenizer.json")).unwrap();
+    let mut next = 0;
+    group.bench_function("parts/tokenize", |b| {
+        b.iter(|| {
+            next = (next + 1) % QUERIES.len();
+            black_box(tokenizer.encode(black_box(QUERIES[next]), true).unwrap())
+        })
+    });
+    group.bench_function("parts/embed", |b| {
+        b.iter(|| {
+            next = (next + 1) % QUERIES.len();
+            black_box(model.embed(&[black_box(QUERIES[next])]).unwrap())
+        })
+    });
+    let words = Bm25Ranker::new().index(&tools);
+    group.bench_function("parts/words", |b| {
+        b.iter(|| {
+            next = (next + 1) % QUERIES.len();
+            black_box(words.search(black_box(QUERIES[next]), 100))
+        })
+    });
+    let free = HybridRanker::new(Free).index(&tools);
+    group.bench_function("parts/rank", |b| {
+        b.iter(|| {
+            next = (next + 1) % QUERIES.len();
+            black_box(free.search(black_box(QUERIES[next]), 5))
+        })
+    });
+
+    // One ranker for every size, the largest first: the 10,000 tools' texts include the 1,000's and the
+    // 100's, so each text is embedded once (the ranker's cache keeps the last index's texts, not more).
+    // The tools' vectors are kept beside the model (`cache_file`), so only the first run embeds them.
+    let ranker =
+        HybridRanker::new(Copies(model)).cache_file(folder.with_file_name("bench-vectors.jsonl"));
+    for count in [10_000, 1_000, 100] {
         let tools = bfcl::bfcl_tools(count);
-        let index = ranker.index(&tools);
-        if count == 10_000 {
-            eprintln!("the model and 10,000 tools' index: {}", memory());
-        }
-        let mut next = 0;
-        group.bench_function(count.to_string(), |b| {
+        // Built when the benchmark runs (criterion calls the closure only for the benchmarks a filter
+        // keeps), once.
+        let index = OnceCell::new();
+        group.bench_function(format!("query/{count}"), |b| {
+            let index = index.get_or_init(|| {
+                let index = ranker.index(&tools);
+                if count == 10_000 {
+                    eprintln!("the model and 10,000 tools' index: {}", memory());
+                }
+                index
+            });
             b.iter(|| {
                 next = (next + 1) % QUERIES.len();
                 black_box(index.search(black_box(QUERIES[next]), 5))

@@ -62,8 +62,8 @@ impl ToolCall {
 
 /// A program that made a [`ToolCall`]: one running in the model provider's own sandbox (provider-native
 /// programmatic calling: Anthropic's code-execution tool with `allowed_callers`, OpenAI's
-/// `programmatic_tool_calling` on the Responses API; see `AnthropicConfig::with_programmatic_calling`
-/// and `OpenAiResponsesConfig::with_programmatic_calling`), or a program of code mode's `run_code`
+/// `programmatic_tool_calling` on the Responses API; see `AnthropicConfig::programmatic_calling`
+/// and `OpenAiResponsesConfig::programmatic_calling`), or a program of code mode's `run_code`
 /// (provider `yiem`, kind `run_code`, the `run_code` call's id; see `yiem_core::code`). A call
 /// without a caller is the model's own.
 ///

@@ -331,7 +331,7 @@ mod crate_docs {
             ("catalog", include_str!("catalog/mod.rs")),
             ("code", include_str!("code/mod.rs")),
             ("mcp", include_str!("mcp/mod.rs")),
-            ("mcp::oauth", include_str!("mcp/oauth.rs")),
+            ("mcp::oauth", include_str!("mcp/oauth/mod.rs")),
             ("otel", include_str!("otel.rs")),
             ("telemetry", include_str!("telemetry.rs")),
         ] {

@@ -569,6 +569,30 @@ async fn an_edited_run_is_refused_and_runs_no_tool() {
         "{planned}"
     );
 
+    // A kept result for the call that asked: it would have two outcomes.
+    let result = |id: &str| {
+        let call = yiem_core::exec::ToolCall::new(id, "deploy", json!({}));
+        let done = yiem_core::tool::AgentToolResult::text("done");
+        serde_json::to_value(yiem_core::message::ToolResultMessage::new(&call, done)).unwrap()
+    };
+    let twice = edited(&saved, |run| {
+        run["asked"]["done"] = json!([result("call_1")])
+    });
+    assert!(
+        twice.contains(
+            "call 0 (`call_1`) of the last reply must have one kept result or be a call that asked"
+        ),
+        "{twice}"
+    );
+    // A kept result of a call the reply did not make.
+    let foreign = edited(&saved, |run| {
+        run["asked"]["done"] = json!([result("call_9")])
+    });
+    assert!(
+        foreign.contains("`asked.done` holds results of calls that are not the last reply's"),
+        "{foreign}"
+    );
+
     // An answer to a question that does not wait changes nothing and runs nothing.
     let fresh = restored(&saved, vec![ScriptedTurn::text("Merged.")]);
     let unasked = fresh

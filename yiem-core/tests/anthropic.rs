@@ -20,8 +20,8 @@ use yiem_core::{
 
 fn model(server: &Server) -> AnthropicModel {
     let config = AnthropicConfig::new("sk-ant-test", "claude-test")
-        .with_base_url(server.root())
-        .with_retry(RetryPolicy::new(
+        .base_url(server.root())
+        .retry(RetryPolicy::new(
             3,
             Duration::from_millis(1),
             Duration::from_millis(10),
@@ -597,14 +597,14 @@ async fn a_server_that_answers_with_one_json_message_is_read() {
 #[test]
 fn a_base_url_that_is_not_http_is_refused() {
     let error =
-        AnthropicModel::new(AnthropicConfig::new("k", "claude").with_base_url("api.anthropic.com"))
+        AnthropicModel::new(AnthropicConfig::new("k", "claude").base_url("api.anthropic.com"))
             .unwrap_err();
     assert_eq!(
         error.to_string(),
         "the base URL `api.anthropic.com` must start with http:// or https://"
     );
     let model = AnthropicModel::new(
-        AnthropicConfig::new("k", "claude").with_base_url("http://gateway.test/anthropic/v1/"),
+        AnthropicConfig::new("k", "claude").base_url("http://gateway.test/anthropic/v1/"),
     )
     .unwrap();
     assert_eq!(
@@ -701,8 +701,8 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
     ])])
     .await;
     let config = AnthropicConfig::new("sk-ant-test", "claude-test")
-        .with_base_url(server.root())
-        .with_prompt_cache(yiem_core::llm::PromptCache::FiveMinutes);
+        .base_url(server.root())
+        .prompt_cache(yiem_core::llm::PromptCache::FiveMinutes);
     let model = AnthropicModel::new(config).unwrap();
     let second = AgentTool::builder("get_time")
         .description("The time in a zone.")
@@ -809,8 +809,8 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
     .await;
     // A model whose name does not tell: Anthropic's search asked for.
     let config = AnthropicConfig::new("sk-ant-test", "claude-test")
-        .with_base_url(server.root())
-        .with_tool_search(yiem_core::catalog::ToolSearchMode::Native);
+        .base_url(server.root())
+        .tool_search(yiem_core::catalog::ToolSearchMode::Native);
     let agent = Agent::builder()
         .model(AnthropicModel::new(config).unwrap())
         .tools(catalog_store())
@@ -876,7 +876,7 @@ async fn anthropic_tool_search_is_chosen_by_the_model_and_the_local_search_goes_
     request.tools = lists.tools;
     request.deferred = lists.deferred;
     let names = |model: &str, mode: ToolSearchMode| -> Vec<String> {
-        let config = AnthropicConfig::new("sk-ant-test", model).with_tool_search(mode);
+        let config = AnthropicConfig::new("sk-ant-test", model).tool_search(mode);
         let body = AnthropicModel::new(config)
             .unwrap()
             .request_body(&request)
@@ -967,8 +967,8 @@ async fn programmatic_calling_sends_the_code_execution_tool_and_a_call_from_code
         })
     };
     let config = AnthropicConfig::new("sk-ant-test", "claude-test")
-        .with_base_url(server.root())
-        .with_programmatic_calling(ProgrammaticCalling::new());
+        .base_url(server.root())
+        .programmatic_calling(ProgrammaticCalling::new());
     let agent = Agent::builder()
         .model(AnthropicModel::new(config).unwrap())
         .tools(store)
@@ -1042,7 +1042,7 @@ async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
     request.tools = vec![weather_tool(), destructive].into();
     let callers = |calling: ProgrammaticCalling| -> Vec<Value> {
         let config =
-            AnthropicConfig::new("sk-ant-test", "claude-test").with_programmatic_calling(calling);
+            AnthropicConfig::new("sk-ant-test", "claude-test").programmatic_calling(calling);
         sdk_checked_body(config, &request)["tools"]
             .as_array()
             .unwrap()
@@ -1093,7 +1093,7 @@ fn a_code_only_tool_is_offered_to_the_newest_sandbox_alone_and_not_sent_without_
     let config = || AnthropicConfig::new("sk-ant-test", "claude-test");
 
     // The newest code-execution tool by default; the code-only tool is the sandbox's alone.
-    let body = body_of(config().with_programmatic_calling(ProgrammaticCalling::new()));
+    let body = body_of(config().programmatic_calling(ProgrammaticCalling::new()));
     assert_eq!(
         callers(&body),
         [
@@ -1109,13 +1109,13 @@ fn a_code_only_tool_is_offered_to_the_newest_sandbox_alone_and_not_sent_without_
     // Code-only is the tool's own rule: a list of callable tools that leaves it out does not make it
     // direct, nor take it from the sandbox.
     let named = ProgrammaticCalling::new().callable_tools(["get_weather"]);
-    let body = body_of(config().with_programmatic_calling(named));
+    let body = body_of(config().programmatic_calling(named));
     assert_eq!(callers(&body)[1], json!(["code_execution_20260120"]));
     // The older version, chosen.
     let body = body_of(
         config()
-            .with_programmatic_calling(ProgrammaticCalling::new())
-            .with_code_execution(CodeExecutionVersion::V20250825),
+            .programmatic_calling(ProgrammaticCalling::new())
+            .code_execution(CodeExecutionVersion::V20250825),
     );
     assert_eq!(
         callers(&body),

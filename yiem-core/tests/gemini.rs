@@ -20,8 +20,8 @@ use yiem_core::{
 
 fn model(server: &Server) -> GeminiModel {
     let config = GeminiConfig::new("AIza-test", "gemini-test")
-        .with_base_url(format!("{}/v1beta", server.root()))
-        .with_retry(RetryPolicy::new(
+        .base_url(format!("{}/v1beta", server.root()))
+        .retry(RetryPolicy::new(
             3,
             Duration::from_millis(1),
             Duration::from_millis(10),

@@ -109,33 +109,33 @@ impl Llmock {
             Arc::new(
                 OpenAiModel::new(
                     OpenAiConfig::new(format!("{}/v1", self.root()), "gpt-4o-mini")
-                        .with_api_key("sk-test")
-                        .with_retry(retry),
+                        .api_key("sk-test")
+                        .retry(retry),
                 )
                 .unwrap(),
             ),
             Arc::new(
                 OpenAiResponsesModel::new(
                     OpenAiResponsesConfig::new("gpt-5-mini")
-                        .with_base_url(format!("{}/v1", self.root()))
-                        .with_api_key("sk-test")
-                        .with_retry(retry),
+                        .base_url(format!("{}/v1", self.root()))
+                        .api_key("sk-test")
+                        .retry(retry),
                 )
                 .unwrap(),
             ),
             Arc::new(
                 AnthropicModel::new(
                     AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-6")
-                        .with_base_url(format!("{}/anthropic", self.root()))
-                        .with_retry(retry),
+                        .base_url(format!("{}/anthropic", self.root()))
+                        .retry(retry),
                 )
                 .unwrap(),
             ),
             Arc::new(
                 GeminiModel::new(
                     GeminiConfig::new("AIza-test", "gemini-2.5-pro")
-                        .with_base_url(format!("{}/gemini/v1beta", self.root()))
-                        .with_retry(retry),
+                        .base_url(format!("{}/gemini/v1beta", self.root()))
+                        .retry(retry),
                 )
                 .unwrap(),
             ),

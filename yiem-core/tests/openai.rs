@@ -48,8 +48,8 @@ impl OpenAiServer for Server {
 
     fn model_with(&self, edit: impl FnOnce(OpenAiConfig) -> OpenAiConfig) -> OpenAiModel {
         let config = OpenAiConfig::new(self.base_url(), "gpt-test")
-            .with_api_key("sk-test")
-            .with_retry(RetryPolicy::new(
+            .api_key("sk-test")
+            .retry(RetryPolicy::new(
                 3,
                 Duration::from_millis(1),
                 Duration::from_millis(10),
@@ -192,8 +192,8 @@ async fn the_request_carries_model_stream_messages_tools_and_the_bearer_key() {
             ToolResultMessage::new(&call, AgentToolResult::text("Sunny, 22 °C")).into(),
         ],
     )
-    .with_tools(vec![weather_tool()].into());
-    let model = server.model_with(|config| config.with_extra("temperature", json!(0)));
+    .tools(vec![weather_tool()].into());
+    let model = server.model_with(|config| config.extra("temperature", json!(0)));
     assert_eq!(
         events(&model, request).await,
         vec![
@@ -258,14 +258,13 @@ async fn a_replaced_message_format_shapes_the_sent_messages() {
         DONE.into(),
     ])])
     .await;
-    let model =
-        server
-            .model()
-            .with_format(|system: &str, messages: &[AgentMessage]| -> Vec<Value> {
-                let mut out = to_openai_messages(system, messages);
-                out[0]["role"] = json!("developer");
-                out
-            });
+    let model = server
+        .model()
+        .format(|system: &str, messages: &[AgentMessage]| -> Vec<Value> {
+            let mut out = to_openai_messages(system, messages);
+            out[0]["role"] = json!("developer");
+            out
+        });
     events(&model, request("hi")).await;
     assert_eq!(
         server.requests()[0].body["messages"],
@@ -909,7 +908,7 @@ async fn no_retries_means_one_attempt() {
         body: "upstream connect error".into(),
     }])
     .await;
-    let model = server.model_with(|config| config.with_retry(RetryPolicy::none()));
+    let model = server.model_with(|config| config.retry(RetryPolicy::none()));
     assert_eq!(
         events(&model, request("hi")).await,
         vec![
@@ -968,7 +967,7 @@ async fn a_refused_connection_is_retried_then_reported() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "gpt-test").with_retry(
+    let config = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "gpt-test").retry(
         RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(5)),
     );
     let model = OpenAiModel::new(config).unwrap();
@@ -1170,7 +1169,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
     )])])
     .await;
     let model = server.model_with(|config| {
-        config.with_timeouts(
+        config.timeouts(
             Duration::from_secs(5),
             Duration::from_secs(5),
             Duration::from_millis(100),
@@ -1193,7 +1192,7 @@ async fn a_silent_stream_hits_the_idle_timeout() {
 async fn a_server_that_never_answers_hits_the_response_timeout() {
     let server = Server::start(vec![Reply::Silence]).await;
     let model = server.model_with(|config| {
-        config.with_timeouts(
+        config.timeouts(
             Duration::from_secs(5),
             Duration::from_millis(100),
             Duration::from_secs(5),
@@ -1219,7 +1218,7 @@ async fn a_server_that_never_answers_hits_the_response_timeout() {
 #[tokio::test]
 async fn cancelling_during_a_retry_wait_ends_the_stream_at_once() {
     let server = Server::start(vec![rate_limited(None)]).await;
-    let model = server.model_with(|config| config.with_retry(slow_retries()));
+    let model = server.model_with(|config| config.retry(slow_retries()));
     let cancel = CancellationToken::new();
     let stream = model.stream(request("hi"), cancel.clone());
     let collecting = tokio::spawn(stream.collect::<Vec<ModelEvent>>());
@@ -1275,8 +1274,8 @@ fn configuration_from_the_environment_needs_a_base_url() {
         _ => None,
     })
     .unwrap();
-    assert_eq!(config.model, "qwen3:8b");
-    assert_eq!(config.api_key, None);
+    assert_eq!(config.client.model, "qwen3:8b");
+    assert_eq!(config.client.api_key, None);
     let model = OpenAiModel::new(config).unwrap();
     assert_eq!(
         model.endpoint(),
@@ -1287,7 +1286,7 @@ fn configuration_from_the_environment_needs_a_base_url() {
 
 #[test]
 fn the_debug_output_hides_the_api_key() {
-    let config = OpenAiConfig::new("https://api.openai.com/v1", "gpt-4o").with_api_key("sk-secret");
+    let config = OpenAiConfig::new("https://api.openai.com/v1", "gpt-4o").api_key("sk-secret");
     let shown = format!("{:?}", OpenAiModel::new(config).unwrap());
     assert!(!shown.contains("sk-secret"), "{shown}");
     assert!(shown.contains("<redacted>"), "{shown}");
@@ -1334,7 +1333,7 @@ async fn a_reply_cut_mid_stream_is_not_sent_back_as_a_finished_message() {
         ok_stream(),
     ])
     .await;
-    let model = server.model_with(|config| config.with_retry(RetryPolicy::none()));
+    let model = server.model_with(|config| config.retry(RetryPolicy::none()));
     let first = events(&model, request("hello")).await;
     let cut = assemble(&first);
     assert_eq!(cut.stop_reason, StopReason::Error);

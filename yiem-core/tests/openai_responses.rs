@@ -36,9 +36,9 @@ fn model_for(
     edit: impl FnOnce(OpenAiResponsesConfig) -> OpenAiResponsesConfig,
 ) -> OpenAiResponsesModel {
     let config = OpenAiResponsesConfig::new("gpt-test")
-        .with_base_url(format!("{}/v1", server.root()))
-        .with_api_key("sk-test")
-        .with_retry(RetryPolicy::new(
+        .base_url(format!("{}/v1", server.root()))
+        .api_key("sk-test")
+        .retry(RetryPolicy::new(
             2,
             Duration::from_millis(1),
             Duration::from_millis(10),
@@ -209,7 +209,7 @@ async fn a_text_reply_streams_in_order_with_its_usage() {
     sequence.extend(message);
     sequence.push(completed("resp_1", json!([item]), usage_json(12, 4, 3, 0)));
     let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
-    let model = model_for(&server, |config| config.with_extra("temperature", json!(0)));
+    let model = model_for(&server, |config| config.extra("temperature", json!(0)));
     let events = events(&model, request("Say hello")).await;
     assert_eq!(
         events,
@@ -377,7 +377,7 @@ async fn reasoning_items_are_kept_and_sent_back_with_their_encrypted_content() {
     ])
     .await;
     let model = model_for(&server, |config| {
-        config.with_extra("reasoning", json!({"effort": "low", "summary": "auto"}))
+        config.extra("reasoning", json!({"effort": "low", "summary": "auto"}))
     });
     let mut ask = request("Weather in Tokyo?");
     ask.tools = vec![weather_tool()].into();
@@ -719,13 +719,13 @@ async fn a_reasoning_item_the_next_request_cannot_carry_is_left_out_with_its_ids
 }
 
 #[tokio::test]
-async fn with_previous_response_id_only_the_new_messages_go() {
+async fn chained_responses_send_only_the_new_messages() {
     let server = Server::start(vec![
         Reply::Sse(stream(reasoning_turn())),
         Reply::Sse(stream(vec![completed("resp_2", json!([]), Value::Null)])),
     ])
     .await;
-    let model = model_for(&server, |config| config.with_previous_response_id());
+    let model = model_for(&server, |config| config.chain_responses());
     let mut ask = request("Weather in Tokyo?");
     ask.tools = vec![weather_tool()].into();
     let streamed = events(&model, ask.clone()).await;
@@ -790,9 +790,7 @@ async fn strict_tools_go_with_strict_true() {
     )]))])
     .await;
     let model = model_for(&server, |config| {
-        config
-            .with_strict_tools(true)
-            .with_encrypted_reasoning(false)
+        config.strict_tools(true).encrypted_reasoning(false)
     });
     let mut ask = request("hi");
     ask.tools = vec![weather_tool()].into();
@@ -971,7 +969,7 @@ async fn tool_search_sends_deferred_tools_marked_and_the_tool_it_found_runs_thro
     // A model whose name does not tell: OpenAI's search asked for (GPT-5.4 and later get it by default).
     let agent = Agent::builder()
         .model(model_for(&server, |config| {
-            config.with_tool_search(yiem_core::catalog::ToolSearchMode::Native)
+            config.tool_search(yiem_core::catalog::ToolSearchMode::Native)
         }))
         .tools(store)
         .build();
@@ -1065,7 +1063,7 @@ async fn programmatic_calling_sends_the_tool_and_allowed_callers_and_a_call_from
     };
     let agent = Agent::builder()
         .model(model_for(&server, |config| {
-            config.with_programmatic_calling(ProgrammaticCalling::new())
+            config.programmatic_calling(ProgrammaticCalling::new())
         }))
         .tools(store)
         .tool_hooks(hooks)
@@ -1405,7 +1403,7 @@ async fn a_custom_tool_call_in_a_whole_response_is_read_and_a_function_delta_for
                          "output_index": 0, "delta": "{}"}),
     );
     let server = Server::start(vec![Reply::Sse(stream(sequence))]).await;
-    let model = model_for(&server, |config| config.with_retry(RetryPolicy::none()));
+    let model = model_for(&server, |config| config.retry(RetryPolicy::none()));
     let events = events(&model, request("Query t.")).await;
     assert!(
         last_error(&events).ends_with(
@@ -1507,7 +1505,7 @@ async fn an_mcp_servers_deferred_tools_go_as_one_namespace_and_a_call_in_it_goes
     let server = first_then_sent(call, json!([call_item])).await;
     let agent = Agent::builder()
         .model(model_for(&server, |config| {
-            config.with_tool_search(yiem_core::catalog::ToolSearchMode::Native)
+            config.tool_search(yiem_core::catalog::ToolSearchMode::Native)
         }))
         .tools(store)
         .build();
@@ -1550,13 +1548,13 @@ fn a_code_only_tool_is_offered_to_programs_alone_and_not_sent_without_programmat
     let mut request = request("Look record 7 up.");
     request.tools = vec![weather_tool(), lookup].into();
     let body_of = |config: OpenAiResponsesConfig| -> Value {
-        OpenAiResponsesModel::new(config.with_api_key("sk-test"))
+        OpenAiResponsesModel::new(config.api_key("sk-test"))
             .unwrap()
             .request_body(&request)
             .unwrap()
     };
     let config = || OpenAiResponsesConfig::new("gpt-test");
-    let with = body_of(config().with_programmatic_calling(ProgrammaticCalling::new()));
+    let with = body_of(config().programmatic_calling(ProgrammaticCalling::new()));
     assert_eq!(with["tools"][0]["name"], "get_weather");
     assert_eq!(
         with["tools"][0]["allowed_callers"],

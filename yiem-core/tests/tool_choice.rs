@@ -53,7 +53,7 @@ fn request() -> ModelRequest {
         "Use the tools.",
         vec![UserMessage::text("Weather and time in Oslo?").into()],
     )
-    .with_tools(vec![weather_tool(), time].into())
+    .tools(vec![weather_tool(), time].into())
 }
 
 /// The request bodies of every provider for `choice`.
@@ -61,20 +61,18 @@ fn bodies(choice: &ToolChoice) -> [(&'static str, Value); 4] {
     let request = request();
     let base = "http://127.0.0.1:9/v1";
     let chat =
-        OpenAiModel::new(OpenAiConfig::new(base, "gpt-test").with_tool_choice(choice.clone()))
-            .unwrap();
+        OpenAiModel::new(OpenAiConfig::new(base, "gpt-test").tool_choice(choice.clone())).unwrap();
     let responses = OpenAiResponsesModel::new(
-        OpenAiResponsesConfig::new("gpt-test").with_tool_choice(choice.clone()),
+        OpenAiResponsesConfig::new("gpt-test").tool_choice(choice.clone()),
     )
     .unwrap();
     let anthropic = AnthropicModel::new(
-        AnthropicConfig::new("sk-ant-test", "claude-test").with_tool_choice(choice.clone()),
+        AnthropicConfig::new("sk-ant-test", "claude-test").tool_choice(choice.clone()),
     )
     .unwrap();
-    let gemini = GeminiModel::new(
-        GeminiConfig::new("AIza-test", "gemini-test").with_tool_choice(choice.clone()),
-    )
-    .unwrap();
+    let gemini =
+        GeminiModel::new(GeminiConfig::new("AIza-test", "gemini-test").tool_choice(choice.clone()))
+            .unwrap();
     [
         ("openai", chat.request_body(&request).unwrap()),
         (
@@ -131,8 +129,7 @@ fn without_tools_no_choice_is_sent() {
     let mut request = request();
     request.tools = Default::default();
     let chat = OpenAiModel::new(
-        OpenAiConfig::new("http://127.0.0.1:9/v1", "gpt-test")
-            .with_tool_choice(ToolChoice::Required),
+        OpenAiConfig::new("http://127.0.0.1:9/v1", "gpt-test").tool_choice(ToolChoice::Required),
     )
     .unwrap();
     assert_eq!(

@@ -77,7 +77,7 @@ fn request(choice: Option<ToolChoice>) -> ModelRequest {
         "Use the tools.",
         vec![UserMessage::text("Flights from Oslo to Tokyo?").into()],
     )
-    .with_tools(vec![flights(), outline()].into());
+    .tools(vec![flights(), outline()].into());
     request.tool_choice = choice;
     request
 }
@@ -91,36 +91,36 @@ fn models(base: &str, configured: &ToolChoice) -> [Box<dyn ModelBody>; 4] {
         Box::new(
             OpenAiModel::new(
                 OpenAiConfig::new(format!("{base}/v1"), "gpt-test")
-                    .with_retry(retry)
-                    .with_tool_choice(configured.clone()),
+                    .retry(retry)
+                    .tool_choice(configured.clone()),
             )
             .unwrap(),
         ),
         Box::new(
             OpenAiResponsesModel::new(
                 OpenAiResponsesConfig::new("gpt-test")
-                    .with_base_url(format!("{base}/v1"))
-                    .with_api_key("sk-test")
-                    .with_retry(retry)
-                    .with_tool_choice(configured.clone()),
+                    .base_url(format!("{base}/v1"))
+                    .api_key("sk-test")
+                    .retry(retry)
+                    .tool_choice(configured.clone()),
             )
             .unwrap(),
         ),
         Box::new(
             AnthropicModel::new(
                 AnthropicConfig::new("sk-ant-test", "claude-test")
-                    .with_base_url(base)
-                    .with_retry(retry)
-                    .with_tool_choice(configured.clone()),
+                    .base_url(base)
+                    .retry(retry)
+                    .tool_choice(configured.clone()),
             )
             .unwrap(),
         ),
         Box::new(
             GeminiModel::new(
                 GeminiConfig::new("AIza-test", "gemini-test")
-                    .with_base_url(format!("{base}/v1beta"))
-                    .with_retry(retry)
-                    .with_tool_choice(configured.clone()),
+                    .base_url(format!("{base}/v1beta"))
+                    .retry(retry)
+                    .tool_choice(configured.clone()),
             )
             .unwrap(),
         ),
@@ -519,7 +519,7 @@ fn grammar_request() -> ModelRequest {
         "Use the tools.",
         vec![UserMessage::text("Save Christmas Eve.").into()],
     )
-    .with_tools(vec![save_date(), note()].into())
+    .tools(vec![save_date(), note()].into())
 }
 
 #[test]

@@ -185,6 +185,44 @@ fn vectors_kept_in_a_file_are_reused_by_the_same_model_only() {
     assert!(!file.exists());
 }
 
+/// Counts the texts it embeds; every vector is the same.
+#[derive(Clone, Default)]
+struct Counting(Arc<Mutex<usize>>);
+
+impl Embedder for Counting {
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        *self.0.lock().unwrap() += texts.len();
+        Ok(texts.iter().map(|_| vec![1.0, 0.0]).collect())
+    }
+
+    fn model_name(&self) -> Option<String> {
+        Some("counting".to_owned())
+    }
+}
+
+#[test]
+fn vectors_memory_let_go_are_read_back_from_the_file_not_embedded_again() {
+    use yiem_core::catalog::Ranker;
+    let file = cache_file("trimmed");
+    let many: Vec<AgentTool> = (0..5_000)
+        .map(|at| tool(&format!("tool_{at}"), "Does one thing."))
+        .collect();
+    let counting = Counting::default();
+    let ranker = HybridRanker::new(counting.clone()).cache_file(&file);
+    ranker.index(&many);
+    assert_eq!(*counting.0.lock().unwrap(), 5_000);
+    // A small catalog: memory keeps its vectors only (the rest stays in the file).
+    ranker.index(&many[..10]);
+    // The large one again: every vector comes from the file, and the file does not grow.
+    let lines = std::fs::read_to_string(&file).unwrap().lines().count();
+    ranker.index(&many);
+    assert_eq!(*counting.0.lock().unwrap(), 5_000, "nothing embedded again");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap().lines().count(),
+        lines
+    );
+}
+
 #[test]
 fn a_corrupt_or_unwritable_cache_file_costs_the_cache_not_the_search() {
     let store = store(&TOOLS);

@@ -136,6 +136,11 @@ enum Command {
         /// ones), e.g. `--mcp-prefix remote_`.
         #[arg(long, value_name = "PREFIX", default_value = "")]
         mcp_prefix: String,
+        /// Take an MCP server's tool whose definition changed since it was first seen (its pin, kept in
+        /// `yiem/mcp-pins/` under your data directory), or a tool it added since, and pin it anew;
+        /// without this such a tool is shown with what changed and left out.
+        #[arg(long)]
+        mcp_accept_changes: bool,
         /// Send the session's traces and metrics (OpenTelemetry GenAI spans: invoke_agent, chat,
         /// execute_tool) to this OTLP collector over HTTP/protobuf, e.g. http://localhost:6006 for
         /// Arize Phoenix (default: $OTEL_EXPORTER_OTLP_ENDPOINT, else none). Message and argument text
@@ -262,6 +267,11 @@ struct McpFlags {
     /// Put this before the names of every MCP server's tools, e.g. `--mcp-prefix remote_`.
     #[arg(long, value_name = "PREFIX", default_value = "")]
     mcp_prefix: String,
+    /// Take an MCP server's tool whose definition changed since it was first seen (its pin, kept in
+    /// `yiem/mcp-pins/` under your data directory), or a tool it added since, and pin it anew; without
+    /// this such a tool is shown with what changed and left out.
+    #[arg(long)]
+    mcp_accept_changes: bool,
 }
 
 /// The servers of `--mcp`, connected on a runtime of their own with their tools registered into `store`;
@@ -277,6 +287,7 @@ fn add_mcp_tools(store: &ToolStore, flags: McpFlags) -> Result<McpConnections, F
         commands: flags.mcp,
         urls: Vec::new(),
         prefix: flags.mcp_prefix,
+        accept_changes: flags.mcp_accept_changes,
     };
     let (clients, _) = servers.connect(&runtime, store)?;
     Ok(Some((runtime, clients)))
@@ -452,6 +463,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             mcp,
             mcp_url,
             mcp_prefix,
+            mcp_accept_changes,
             approve,
             allow,
             resume,
@@ -472,6 +484,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     commands: mcp,
                     urls: mcp_url,
                     prefix: mcp_prefix,
+                    accept_changes: mcp_accept_changes,
                 },
                 approve,
                 allow,

@@ -32,9 +32,10 @@ impl Terminal {
     ) -> Self {
         let mut command = format!(
             "env -u YIEM_PROVIDER -u NO_COLOR YIEM_BASE_URL={} OPENAI_API_KEY=sk-test YIEM_MODEL=test-model \
-             YIEM_HISTORY={} ",
+             YIEM_HISTORY={} XDG_DATA_HOME={} ",
             model.url,
-            dir.join("history").display()
+            dir.join("history").display(),
+            dir.join("data").display()
         );
         for (key, value) in env {
             command.push_str(&format!("{key}={} ", shell_quote(value)));

@@ -9,10 +9,13 @@ mod model_server;
 use model_server::{ModelServer, Part, sse};
 use yiem_core::agent::AgentSettings;
 
+/// `yiem ARGS…`, with a data directory of its own (MCP pins and tokens never reach the user's).
 fn yiem(args: &[&str]) -> Output {
+    let data = tempfile::tempdir().unwrap();
     Command::new(env!("CARGO_BIN_EXE_yiem"))
         .args(args)
         .env_remove("RUST_BACKTRACE")
+        .env("XDG_DATA_HOME", data.path())
         .output()
         .expect("yiem runs")
 }
@@ -554,10 +557,13 @@ fn chat_in(root: &std::path::Path, env: &[(&str, &str)], input: &[u8]) -> std::p
 
 /// Runs `yiem chat ARGS` offline (no provider variables) with `env` added, feeding it `input`.
 fn chat_with(args: &[&str], env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
+    // A data directory of its own unless `env` names one: MCP pins and tokens never reach the user's.
+    let data = tempfile::tempdir().unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_yiem"));
     command
         .arg("chat")
         .args(args)
+        .env("XDG_DATA_HOME", data.path())
         .env_remove("YIEM_BASE_URL")
         .env_remove("YIEM_PROVIDER")
         .stdin(std::process::Stdio::piped())

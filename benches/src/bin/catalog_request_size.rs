@@ -25,8 +25,8 @@ fn request(store: &ToolStore) -> ModelRequest {
         "You are a helpful assistant.",
         vec![UserMessage::text("What's the weather like in Boston?").into()],
     )
-    .with_tools(tools)
-    .with_deferred(deferred)
+    .tools(tools)
+    .deferred(deferred)
 }
 
 fn main() {
@@ -42,10 +42,10 @@ fn main() {
         .unwrap();
     let size = |body: serde_json::Value| serde_json::to_vec(&body).unwrap().len();
     let anthropic = |search| {
-        AnthropicModel::new(AnthropicConfig::new("k", "claude").with_tool_search(search)).unwrap()
+        AnthropicModel::new(AnthropicConfig::new("k", "claude").tool_search(search)).unwrap()
     };
     let responses = |search| {
-        OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt").with_tool_search(search))
+        OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt").tool_search(search))
             .unwrap()
     };
     let chat = OpenAiModel::new(OpenAiConfig::new("https://api.openai.com/v1", "gpt")).unwrap();

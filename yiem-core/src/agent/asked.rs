@@ -292,25 +292,10 @@ impl Asked {
                 ));
             }
         }
-        for (index, call) in calls.iter().enumerate() {
-            let kept = self
-                .done
-                .iter()
-                .filter(|r| r.tool_call_id == call.id)
-                .count();
-            let asking = self.calls.iter().filter(|c| c.call_id == call.id).count();
-            if kept + asking != 1 {
-                return field(format!(
-                    "call {index} (`{}`) of the last reply must have one kept result or be a call that asked",
-                    call.id
-                ));
-            }
-        }
-        if self.done.len() + self.calls.len() != calls.len() {
-            return field(
-                "`asked.done` holds results of calls that are not the last reply's".to_owned(),
-            );
-        }
+        let asked = |id: &str| self.calls.iter().filter(|c| c.call_id == id).count() == 1;
+        let open = ("asked", "a call that asked");
+        super::saved::kept_or_open(calls, &self.done, self.calls.len(), asked, open)
+            .or_else(field)?;
         if let Some((questions, answers)) = waiting {
             if questions.len() != self.calls.len() {
                 return field(format!(

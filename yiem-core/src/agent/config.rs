@@ -398,7 +398,7 @@ pub trait AgentSettings: Sized {
     }
 
     /// Which tools the model may or must call, in every request of the agent's runs, whatever its
-    /// provider: it overrides the provider configuration's own (`with_tool_choice`), which stays the
+    /// provider: it overrides the provider configuration's own (`.tool_choice(..)`), which stays the
     /// default. [`ToolChoice`] says how each provider takes each choice.
     ///
     /// ```

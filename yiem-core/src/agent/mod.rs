@@ -62,6 +62,8 @@ pub use drive::{Batch, Effects, Mail, Resumed, Waiting, drive};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use resume::ResumeError;
 pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
+#[cfg(feature = "mcp-client")]
+pub(crate) use saved::canonical_json;
 pub use saved::{RunKey, RunMismatch, Signature};
 
 use crate::call::ToolResultMessage;

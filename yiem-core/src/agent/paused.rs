@@ -155,23 +155,10 @@ impl Paused {
                 ));
             }
         }
-        for (index, call) in calls.iter().enumerate() {
-            let kept = self
-                .done
-                .iter()
-                .filter(|r| r.tool_call_id == call.id)
-                .count();
-            let paused = self.programs.iter().any(|p| p.call_id == call.id);
-            if kept + usize::from(paused) != 1 {
-                return field(&format!(
-                    "call {index} (`{}`) of the last reply must have one kept result or be a paused program",
-                    call.id
-                ));
-            }
-        }
-        if self.done.len() + self.programs.len() != calls.len() {
-            return field("`paused.done` holds results of calls that are not the last reply's");
-        }
+        let paused = |id: &str| self.programs.iter().any(|p| p.call_id == id);
+        let open = ("paused", "a paused program");
+        super::saved::kept_or_open(calls, &self.done, self.programs.len(), paused, open)
+            .or_else(|what| field(&what))?;
         if let Some(waiting) = pending.iter().find(|p| {
             !self
                 .programs

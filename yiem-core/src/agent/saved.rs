@@ -29,7 +29,7 @@ use hmac::{Hmac, KeyInit, Mac};
 use serde_json::Value;
 use sha2::Sha256;
 
-use crate::call::ToolCall;
+use crate::call::{ToolCall, ToolResultMessage};
 use crate::message::{AgentMessage, StopReason};
 
 /// What the tag is computed over, before the canonical form: the tag of a run cannot be the tag of
@@ -285,6 +285,34 @@ pub(super) fn check_results(
     Ok(())
 }
 
+/// The one rule of a run saved while a reply's calls wait: each call of the reply has exactly one kept
+/// result in `done` or is one of the open calls (`is_open`: a call that asked, a paused program), and
+/// `done` holds nothing else. The error names the `part` of the saved run (`asked`, `paused`) and what an
+/// open call is there.
+pub(super) fn kept_or_open(
+    calls: &[&ToolCall],
+    done: &[ToolResultMessage],
+    open: usize,
+    is_open: impl Fn(&str) -> bool,
+    (part, open_call): (&str, &str),
+) -> Result<(), String> {
+    for (index, call) in calls.iter().enumerate() {
+        let kept = done.iter().filter(|r| r.tool_call_id == call.id).count();
+        if kept + usize::from(is_open(&call.id)) != 1 {
+            return Err(format!(
+                "call {index} (`{}`) of the last reply must have one kept result or be {open_call}",
+                call.id
+            ));
+        }
+    }
+    if done.len() + open != calls.len() {
+        return Err(format!(
+            "`{part}.done` holds results of calls that are not the last reply's"
+        ));
+    }
+    Ok(())
+}
+
 fn unique(message: usize, calls: &[&ToolCall]) -> Result<(), RunMismatch> {
     for (index, call) in calls.iter().enumerate() {
         if calls[..index].iter().any(|earlier| earlier.id == call.id) {
@@ -300,6 +328,15 @@ fn unique(message: usize, calls: &[&ToolCall]) -> Result<(), RunMismatch> {
 /// A reply that failed or was aborted: its calls never run, and providers leave it out.
 pub(super) fn failed(stop_reason: StopReason) -> bool {
     matches!(stop_reason, StopReason::Error | StopReason::Aborted)
+}
+
+/// `value` written canonically: object keys sorted by their bytes, no white space (what a signature or a
+/// fingerprint is computed over, whatever order the keys came in).
+#[cfg(feature = "mcp-client")]
+pub(crate) fn canonical_json(value: &Value) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    write_canonical(value, &mut bytes);
+    bytes
 }
 
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {

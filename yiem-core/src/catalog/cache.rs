@@ -92,6 +92,9 @@ impl VectorCache {
             state
                 .vectors
                 .retain(|text, _| current.contains(text.as_str()));
+            // What memory let go the file still holds: read it again before embedding anything, or
+            // the same texts would be embedded and appended once more.
+            state.read = None;
         }
     }
 

@@ -6,40 +6,31 @@
 //! format it speaks needs no HTTP and is always here: [`to_openai_messages`] and [`assistant_from_openai`]
 //! convert the conversation to and from it. With the `openai-responses` feature, `OpenAiResponsesModel`
 //! speaks OpenAI's Responses API (`to_responses_input` renders its input).
+//!
+//! Each provider is a folder (`openai/`, `openai_responses/`, `anthropic/`, `gemini/`) holding its client
+//! and its wire format; `transport/` is what they share: the one request loop (send, retry on 429 and 5xx
+//! as `Retry-After` allows, stream, error text), server-sent events, and the `ClientConfig` (base URL, key,
+//! model, retries, timeouts, limits) that every provider's configuration holds as `client`.
+//!
+//! Builders follow one rule, tokio's: a setter is the bare name of what it sets and returns the builder
+//! (`.retry(policy)`, `.reply_timeout(d)`, `.tools(list)`); what was set is read back from the public field
+//! of that name (`config.client.retry`) or from the model's `config()`.
 
 #[cfg(feature = "anthropic")]
 mod anthropic;
-#[cfg(feature = "anthropic")]
-mod anthropic_format;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-mod config;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-mod failure;
 #[cfg(feature = "gemini")]
 mod gemini;
-#[cfg(feature = "gemini")]
-mod gemini_format;
-#[cfg(feature = "openai")]
 mod openai;
-mod openai_format;
 #[cfg(feature = "openai-responses")]
 mod openai_responses;
-#[cfg(feature = "openai-responses")]
-mod openai_responses_format;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-mod partial;
 #[cfg(any(feature = "anthropic", feature = "openai-responses"))]
 mod programmatic;
 mod replay;
 mod reply;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-mod retry;
 mod sampler;
 mod scripted;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod select;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-mod sse;
 mod tool_choice;
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 mod transport;
@@ -59,52 +50,48 @@ use crate::store::registry::ToolList;
 
 #[doc(hidden)]
 #[cfg(feature = "anthropic")]
-pub use anthropic::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
+pub use anthropic::parse_anthropic_events_for_fuzzing;
 #[cfg(feature = "anthropic")]
 pub use anthropic::{
     AnthropicConfig, AnthropicModel, AnthropicToolSearch, CodeExecutionVersion, PromptCache,
+    to_anthropic_messages,
 };
-#[cfg(feature = "anthropic")]
-pub use anthropic_format::to_anthropic_messages;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-pub use config::ConfigError;
 #[doc(hidden)]
 #[cfg(feature = "gemini")]
-pub use gemini::parse_responses_for_fuzzing as parse_gemini_responses_for_fuzzing;
+pub use gemini::parse_gemini_responses_for_fuzzing;
 #[cfg(feature = "gemini")]
-pub use gemini::{GeminiConfig, GeminiModel};
-#[cfg(feature = "gemini")]
-pub use gemini_format::to_gemini_contents;
+pub use gemini::{GeminiConfig, GeminiModel, to_gemini_contents};
 #[doc(hidden)]
 #[cfg(feature = "openai")]
 pub use openai::parse_chunks_for_fuzzing;
 #[cfg(feature = "openai")]
 pub use openai::{API_KEY_ENV, BASE_URL_ENV, DEFAULT_MODEL, MODEL_ENV, OpenAiConfig, OpenAiModel};
-pub use openai_format::{
+pub use openai::{
     MessageFormat, OpenAiFormat, assistant_from_openai, extract_tool_calls, to_openai_messages,
 };
 #[doc(hidden)]
 #[cfg(feature = "openai-responses")]
-pub use openai_responses::parse_events_for_fuzzing as parse_responses_events_for_fuzzing;
+pub use openai_responses::parse_responses_events_for_fuzzing;
 #[cfg(feature = "openai-responses")]
 pub use openai_responses::{
     DEFAULT_RESPONSES_MODEL, OPENAI_BASE_URL, OpenAiResponsesConfig, OpenAiResponsesModel,
+    to_responses_input,
 };
-#[cfg(feature = "openai-responses")]
-pub use openai_responses_format::to_responses_input;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-pub use partial::partial_arguments;
 #[cfg(any(feature = "anthropic", feature = "openai-responses"))]
 pub use programmatic::ProgrammaticCalling;
 pub use reply::stream_reply;
-#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
-pub use retry::RetryPolicy;
 pub use sampler::model_sampler;
 pub(crate) use sampler::sample;
 pub use scripted::{ScriptedModel, ScriptedTurn};
 #[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
 pub use select::{PROVIDER_ENV, PROVIDERS, SelectedModel, model_from_env, model_from_lookup};
 pub use tool_choice::ToolChoice;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use transport::config::{ClientConfig, ConfigError};
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use transport::partial::partial_arguments;
+#[cfg(any(feature = "openai", feature = "anthropic", feature = "gemini"))]
+pub use transport::retry::RetryPolicy;
 pub use truncated::truncated_tool_results;
 
 /// What the agent asks a model: the system prompt, the conversation and the tools it may call.
@@ -124,7 +111,7 @@ pub struct ModelRequest {
     /// send them.
     pub deferred: ToolList,
     /// Which of the tools the model may or must call in this request; `None` leaves it to the provider
-    /// configuration's [`ToolChoice`] (`with_tool_choice`). An agent sets it from
+    /// configuration's [`ToolChoice`] (`.tool_choice(..)`). An agent sets it from
     /// [`AgentSettings::tool_choice`](crate::agent::AgentSettings::tool_choice).
     pub tool_choice: Option<ToolChoice>,
 }
@@ -141,21 +128,21 @@ impl ModelRequest {
 
     /// The tools the model may call.
     #[must_use]
-    pub fn with_tools(mut self, tools: ToolList) -> Self {
+    pub fn tools(mut self, tools: ToolList) -> Self {
         self.tools = tools;
         self
     }
 
-    /// Every deferred tool (see [`deferred`](Self::deferred)).
+    /// Every deferred tool (see [`deferred`](field@Self::deferred)).
     #[must_use]
-    pub fn with_deferred(mut self, deferred: ToolList) -> Self {
+    pub fn deferred(mut self, deferred: ToolList) -> Self {
         self.deferred = deferred;
         self
     }
 
     /// Which of the tools the model may or must call in this request.
     #[must_use]
-    pub fn with_tool_choice(mut self, choice: ToolChoice) -> Self {
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = Some(choice);
         self
     }

@@ -11,7 +11,7 @@ use super::ModelRequest;
 use crate::tool::definition::AgentTool;
 
 /// Which tools a program in the provider's sandbox may call, as
-/// `AnthropicConfig::with_programmatic_calling` and `OpenAiResponsesConfig::with_programmatic_calling`
+/// `AnthropicConfig::programmatic_calling` and `OpenAiResponsesConfig::programmatic_calling`
 /// take it. By default every tool but the `destructive` ones, as in code mode's (`CodeMode`) default;
 /// the model can still call each tool itself, but for the [code-only](AgentTool::is_code_only) ones,
 /// which only the sandbox may call (`allowed_callers` names the sandbox alone), named or not.
@@ -21,6 +21,36 @@ use crate::tool::definition::AgentTool;
 ///
 /// let calling = ProgrammaticCalling::new().callable_tools(["get_weather", "lookup"]);
 /// assert!(format!("{calling:?}").contains("lookup"));
+/// ```
+///
+/// What a request then carries, on each provider (`lookup` is callable: it is not destructive):
+///
+/// ```
+/// use serde_json::json;
+/// use yiem_core::llm::{ModelRequest, ProgrammaticCalling};
+/// use yiem_core::tool::{AgentTool, ToolContext};
+///
+/// let lookup = AgentTool::builder("lookup").description("Looks a record up.")
+///     .input_schema(json!({"type": "object", "properties": {}}))
+///     .handler(|_ctx: ToolContext, _args: serde_json::Value| async move { "found" })
+///     .build().unwrap();
+/// let request = ModelRequest::new(String::new(), Vec::new()).tools(vec![lookup].into());
+///
+/// # #[cfg(feature = "anthropic")] {
+/// use yiem_core::llm::{AnthropicConfig, AnthropicModel};
+/// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
+///     .programmatic_calling(ProgrammaticCalling::new());
+/// let body = AnthropicModel::new(config).unwrap().request_body(&request).unwrap();
+/// assert_eq!(body["tools"][0]["allowed_callers"], json!(["direct", "code_execution_20260120"]));
+/// assert_eq!(body["tools"][1], json!({"type": "code_execution_20260120", "name": "code_execution"}));
+/// # }
+/// # #[cfg(feature = "openai-responses")] {
+/// use yiem_core::llm::{OpenAiResponsesConfig, OpenAiResponsesModel};
+/// let config = OpenAiResponsesConfig::new("gpt-5.5").programmatic_calling(ProgrammaticCalling::new());
+/// let body = OpenAiResponsesModel::new(config).unwrap().request_body(&request).unwrap();
+/// assert_eq!(body["tools"][0]["allowed_callers"], json!(["direct", "programmatic"]));
+/// assert_eq!(body["tools"][1], json!({"type": "programmatic_tool_calling"}));
+/// # }
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProgrammaticCalling {

@@ -20,7 +20,7 @@ use crate::result::Usage;
 /// use serde_json::json;
 /// use yiem_core::llm::ScriptedTurn;
 ///
-/// let turn = ScriptedTurn::tool_call("read", json!({"path": "text.txt"})).with_text("Let me read it.");
+/// let turn = ScriptedTurn::tool_call("read", json!({"path": "text.txt"})).and_text("Let me read it.");
 /// assert_eq!(turn.tool_calls.len(), 1);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -75,19 +75,19 @@ impl ScriptedTurn {
     }
 
     /// Adds answer text.
-    pub fn with_text(mut self, text: impl Into<String>) -> Self {
+    pub fn and_text(mut self, text: impl Into<String>) -> Self {
         self.text = Some(text.into());
         self
     }
 
     /// Reports `stop_reason` (e.g. `Length`, to imitate a reply cut off by the output limit).
-    pub fn with_stop_reason(mut self, stop_reason: StopReason) -> Self {
+    pub fn stop_reason(mut self, stop_reason: StopReason) -> Self {
         self.stop_reason = Some(stop_reason);
         self
     }
 
     /// Adds reasoning text.
-    pub fn with_thinking(mut self, thinking: impl Into<String>) -> Self {
+    pub fn thinking(mut self, thinking: impl Into<String>) -> Self {
         self.thinking = Some(thinking.into());
         self
     }
@@ -145,13 +145,13 @@ impl ScriptedModel {
     }
 
     /// Streams text and arguments in chunks of `chars` characters (default 8).
-    pub fn with_chunk_size(mut self, chars: usize) -> Self {
+    pub fn chunk_size(mut self, chars: usize) -> Self {
         self.chunk = chars.max(1);
         self
     }
 
     /// Waits `pause` between streamed events (default none).
-    pub fn with_pause(mut self, pause: Duration) -> Self {
+    pub fn pause(mut self, pause: Duration) -> Self {
         self.pause = pause;
         self
     }

@@ -14,7 +14,7 @@
 use std::sync::Arc;
 
 use super::Model;
-use super::config::ConfigError;
+use super::transport::config::ConfigError;
 use crate::dialect::Dialect;
 
 /// The model the environment chose.
@@ -100,73 +100,56 @@ pub fn model_from_lookup(
         None => return Ok(None),
     };
     let model_name = var("YIEM_MODEL");
+    // A key (required) and a base URL (optional) from the provider's own variables.
+    #[cfg(any(feature = "anthropic", feature = "gemini"))]
+    let keyed = |key: &'static str, url: &str| {
+        var(key)
+            .map(|found| (found, var(url)))
+            .ok_or(ConfigError::MissingApiKey { variable: key })
+    };
     match provider.as_str() {
         "offline" | "scripted" | "none" => Ok(None),
         #[cfg(feature = "openai")]
         "openai" => {
             let model = super::OpenAiModel::new(super::OpenAiConfig::from_lookup(&lookup)?)?;
-            let description = format!("{} at {}", model.config().model, model.endpoint());
-            Ok(Some(SelectedModel {
-                model: Arc::new(model),
-                description,
-                dialect: Dialect::OpenAi,
-            }))
+            let endpoint = model.endpoint().to_owned();
+            Ok(Some(selected(model, &endpoint, "", Dialect::OpenAi)))
         }
         #[cfg(feature = "openai-responses")]
         "openai-responses" => {
-            let model = super::OpenAiResponsesModel::new(
-                super::OpenAiResponsesConfig::from_lookup(&lookup)?,
-            )?;
-            let description = format!(
-                "{} at {} (Responses API)",
-                model.config().model,
-                model.endpoint()
-            );
-            Ok(Some(SelectedModel {
-                model: Arc::new(model),
-                description,
-                dialect: Dialect::OpenAi,
-            }))
+            let config = super::OpenAiResponsesConfig::from_lookup(&lookup)?;
+            let model = super::OpenAiResponsesModel::new(config)?;
+            let endpoint = model.endpoint().to_owned();
+            Ok(Some(selected(
+                model,
+                &endpoint,
+                " (Responses API)",
+                Dialect::OpenAi,
+            )))
         }
         #[cfg(feature = "anthropic")]
         "anthropic" => {
-            let key = var("ANTHROPIC_API_KEY").ok_or(ConfigError::MissingApiKey {
-                variable: "ANTHROPIC_API_KEY",
-            })?;
-            let mut config = super::AnthropicConfig::new(
-                key,
-                model_name.unwrap_or_else(|| "claude-sonnet-4-5".into()),
-            );
-            if let Some(url) = var("ANTHROPIC_BASE_URL") {
-                config = config.with_base_url(url);
+            let (key, url) = keyed("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL")?;
+            let name = model_name.unwrap_or_else(|| "claude-sonnet-4-5".into());
+            let mut config = super::AnthropicConfig::new(key, name);
+            if let Some(url) = url {
+                config = config.base_url(url);
             }
             let model = super::AnthropicModel::new(config)?;
-            let description = format!("{} at {}", model.config().model, model.endpoint());
-            Ok(Some(SelectedModel {
-                model: Arc::new(model),
-                description,
-                dialect: Dialect::Anthropic,
-            }))
+            let endpoint = model.endpoint().to_owned();
+            Ok(Some(selected(model, &endpoint, "", Dialect::Anthropic)))
         }
         #[cfg(feature = "gemini")]
         "gemini" => {
-            let key = var("GEMINI_API_KEY").ok_or(ConfigError::MissingApiKey {
-                variable: "GEMINI_API_KEY",
-            })?;
-            let mut config = super::GeminiConfig::new(
-                key,
-                model_name.unwrap_or_else(|| "gemini-2.5-flash".into()),
-            );
-            if let Some(url) = var("GEMINI_BASE_URL") {
-                config = config.with_base_url(url);
+            let (key, url) = keyed("GEMINI_API_KEY", "GEMINI_BASE_URL")?;
+            let name = model_name.unwrap_or_else(|| "gemini-2.5-flash".into());
+            let mut config = super::GeminiConfig::new(key, name);
+            if let Some(url) = url {
+                config = config.base_url(url);
             }
             let model = super::GeminiModel::new(config)?;
-            let description = format!("{} at {}", model.config().model, model.endpoint());
-            Ok(Some(SelectedModel {
-                model: Arc::new(model),
-                description,
-                dialect: Dialect::Gemini,
-            }))
+            let endpoint = model.endpoint().to_owned();
+            Ok(Some(selected(model, &endpoint, "", Dialect::Gemini)))
         }
         _ => {
             let _ = model_name;
@@ -175,5 +158,19 @@ pub fn model_from_lookup(
                 known: PROVIDERS.join(", "),
             })
         }
+    }
+}
+
+/// `model`, described as `<name> at <endpoint><note>`, whose tools go in `dialect`.
+fn selected(
+    model: impl Model + 'static,
+    endpoint: &str,
+    note: &str,
+    dialect: Dialect,
+) -> SelectedModel {
+    SelectedModel {
+        description: format!("{} at {endpoint}{note}", model.name()),
+        model: Arc::new(model),
+        dialect,
     }
 }

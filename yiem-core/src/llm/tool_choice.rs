@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 /// Which tools the model may or must call in a request that carries tools. Set on an agent
 /// ([`AgentSettings::tool_choice`](crate::agent::AgentSettings::tool_choice)), which puts it in every
-/// [`ModelRequest`](crate::llm::ModelRequest) it makes, or on a provider's configuration (`with_tool_choice`,
+/// [`ModelRequest`](crate::llm::ModelRequest) it makes, or on a provider's configuration (`.tool_choice(..)`,
 /// every provider), the default of requests that carry none; an `extra_body` entry of the provider's own
 /// field (`tool_choice`, `toolConfig`) still overrides both.
 ///
@@ -35,9 +35,9 @@ use serde_json::{Value, json};
 /// # }
 ///
 /// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")
-///     .with_tool_choice(ToolChoice::Tool("get_weather".into()));
+///     .tool_choice(ToolChoice::Tool("get_weather".into()));
 /// let model = OpenAiModel::new(config).unwrap();
-/// let body = model.request_body(&ModelRequest::new(String::new(), vec![UserMessage::text("Weather in Oslo?").into()]).with_tools(vec![weather()].into())).unwrap();
+/// let body = model.request_body(&ModelRequest::new(String::new(), vec![UserMessage::text("Weather in Oslo?").into()]).tools(vec![weather()].into())).unwrap();
 /// assert_eq!(body["tool_choice"], serde_json::json!({"type": "function", "function": {"name": "get_weather"}}));
 /// # }
 /// ```

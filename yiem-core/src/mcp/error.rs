@@ -38,6 +38,15 @@ pub enum McpClientError {
         /// The registration error.
         detail: String,
     },
+    /// The client's tool pins could not be read or written ([`ToolPins`](super::ToolPins)); no tool of
+    /// the server was taken.
+    #[error("MCP server `{server}`: the tool pins could not be kept: {detail}")]
+    Pins {
+        /// The server's name.
+        server: String,
+        /// What failed.
+        detail: String,
+    },
     /// The server asked for authorization and it could not be obtained: no OAuth configured, the
     /// authorization server refused or failed, or the server still refused after the one try each
     /// request gets.

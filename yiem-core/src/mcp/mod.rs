@@ -98,12 +98,15 @@ mod convert;
 mod error;
 #[cfg(feature = "mcp-oauth")]
 pub mod oauth;
+#[cfg(feature = "mcp-client")]
+mod private_file;
 mod server;
 
 #[cfg(feature = "mcp-client")]
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
-    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, LeftOutTool, McpClient, McpClientBuilder,
+    DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, DriftHandler, DriftKind, DriftPolicy, LeftOutTool,
+    McpClient, McpClientBuilder, ToolDrift, ToolPins,
 };
 #[cfg(feature = "mcp-client")]
 pub use error::McpClientError;

@@ -50,12 +50,12 @@ impl Default for Limits {
 /// Applies `limits` to a configuration of any client (their setters have the same names).
 macro_rules! limited {
     ($config:expr, $limits:expr) => {{
-        let mut config = $config.with_retry($limits.retry);
+        let mut config = $config.retry($limits.retry);
         if let Some(timeout) = $limits.reply_timeout {
-            config = config.with_reply_timeout(timeout);
+            config = config.reply_timeout(timeout);
         }
         if let Some(bytes) = $limits.max_event_bytes {
-            config = config.with_max_event_bytes(bytes);
+            config = config.max_event_bytes(bytes);
         }
         config
     }};
@@ -78,22 +78,22 @@ impl Provider {
         match self {
             Provider::OpenAi => {
                 let config =
-                    OpenAiConfig::new(format!("{root}/v1"), "gpt-test").with_api_key(self.key());
+                    OpenAiConfig::new(format!("{root}/v1"), "gpt-test").api_key(self.key());
                 Arc::new(OpenAiModel::new(limited!(config, limits)).unwrap())
             }
             Provider::Responses => {
                 let config = OpenAiResponsesConfig::new("gpt-test")
-                    .with_base_url(format!("{root}/v1"))
-                    .with_api_key(self.key());
+                    .base_url(format!("{root}/v1"))
+                    .api_key(self.key());
                 Arc::new(OpenAiResponsesModel::new(limited!(config, limits)).unwrap())
             }
             Provider::Anthropic => {
-                let config = AnthropicConfig::new(self.key(), "claude-test").with_base_url(root);
+                let config = AnthropicConfig::new(self.key(), "claude-test").base_url(root);
                 Arc::new(AnthropicModel::new(limited!(config, limits)).unwrap())
             }
             Provider::Gemini => {
-                let config = GeminiConfig::new(self.key(), "gemini-test")
-                    .with_base_url(format!("{root}/v1beta"));
+                let config =
+                    GeminiConfig::new(self.key(), "gemini-test").base_url(format!("{root}/v1beta"));
                 Arc::new(GeminiModel::new(limited!(config, limits)).unwrap())
             }
         }

@@ -33,7 +33,7 @@ pub fn model(tools: String) -> ScriptedModel {
             "write",
             json!({"path": DEMO_FILE, "content": "Written by the offline demo of yiem chat."}),
         )
-        .with_text("(offline demo) I will write a file with the `write` tool, which runs only when you approve it."),
+        .and_text("(offline demo) I will write a file with the `write` tool, which runs only when you approve it."),
     }
     })
 }

@@ -1,7 +1,7 @@
 //! `chat --mcp`, `--mcp-url` and `--mcp-prefix`: the MCP servers whose tools join the agent's. A server at
 //! a URL that asks for OAuth is authorized in the browser ([`super::oauth`]).
 
-use yiem_core::mcp::McpClient;
+use yiem_core::mcp::{DriftPolicy, McpClient, ToolDrift, ToolPins};
 use yiem_core::store::ToolStore;
 
 use crate::{Failure, bad_input, command_words};
@@ -14,6 +14,28 @@ pub struct McpServers {
     pub urls: Vec<String>,
     /// Put before the name of every tool of every server.
     pub prefix: String,
+    /// Take a tool whose definition changed since it was pinned, or a new one, and pin it anew
+    /// (`--mcp-accept-changes`); without it such a tool is shown and left out.
+    pub accept_changes: bool,
+}
+
+/// The pins of the server started as, or reached at, `key`: kept beside its tokens, in
+/// `yiem/mcp-pins/` under the data directory (in memory when there is none). Each drift is shown with
+/// its diff (escaped) and taken only with `accept`.
+fn pins(key: &str, accept: bool) -> ToolPins {
+    let pins = match super::oauth::data_file("mcp-pins", key) {
+        Some(file) => ToolPins::file(file),
+        None => ToolPins::memory(),
+    };
+    pins.policy(DriftPolicy::ask(move |drift: ToolDrift| {
+        let verdict = if accept {
+            "taken and pinned anew (--mcp-accept-changes)"
+        } else {
+            "left out; run again with --mcp-accept-changes to take it"
+        };
+        say_err!("[{drift}\n{verdict}]");
+        async move { accept }
+    }))
 }
 
 impl McpServers {
@@ -32,7 +54,8 @@ impl McpServers {
                 "npx -y some-server",
                 "'/my tools/server' --flag",
             )?;
-            builders.push(McpClient::command(program, arguments));
+            builders
+                .push(McpClient::command(program, arguments).pins(pins(line, self.accept_changes)));
         }
         for url in &self.urls {
             let oauth = super::oauth::for_server(url).map_err(|error| {
@@ -41,7 +64,11 @@ impl McpServers {
                     super::safe::line(url)
                 ))
             })?;
-            builders.push(McpClient::http(url).oauth(oauth));
+            builders.push(
+                McpClient::http(url)
+                    .oauth(oauth)
+                    .pins(pins(url, self.accept_changes)),
+            );
         }
         let mut clients = Vec::new();
         let mut added = Vec::new();
@@ -58,6 +85,14 @@ impl McpServers {
                 .block_on(client.register(store))
                 .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
             say_err!("[MCP server `{}`: {}]", client.name(), names.join(", "));
+            for left in client.left_out() {
+                say_err!(
+                    "[MCP server `{}` left out `{}`: {}]",
+                    super::safe::line(client.name()),
+                    super::safe::line(&left.name),
+                    super::safe::line(&left.reason)
+                );
+            }
             added.extend(names);
             clients.push(client);
         }

@@ -16,10 +16,15 @@ use crate::chat::safe;
 /// How long the person has for the browser step (and the authorization around it).
 const AUTHORIZATION_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// The file that keeps `url`'s tokens: its name is the URL with every character but letters, digits,
-/// `.` and `-` made `_`.
+/// The file that keeps `url`'s tokens (see [`data_file`]).
 pub(super) fn token_file(url: &str) -> Option<PathBuf> {
-    let name: String = url
+    data_file("mcp-oauth", url)
+}
+
+/// The file of `key` (a server's URL or command line) in `yiem/FOLDER/` under the user's data directory:
+/// its name is the key with every character but letters, digits, `.` and `-` made `_`.
+pub(super) fn data_file(folder: &str, key: &str) -> Option<PathBuf> {
+    let name: String = key
         .chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
@@ -29,11 +34,7 @@ pub(super) fn token_file(url: &str) -> Option<PathBuf> {
             }
         })
         .collect();
-    dirs::data_dir().map(|dir| {
-        dir.join("yiem")
-            .join("mcp-oauth")
-            .join(format!("{name}.json"))
-    })
+    dirs::data_dir().map(|dir| dir.join("yiem").join(folder).join(format!("{name}.json")))
 }
 
 /// The OAuth configuration for `url`: the browser step through a loopback listener bound now (on

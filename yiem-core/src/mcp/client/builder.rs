@@ -49,6 +49,14 @@ impl McpClientBuilder {
         self
     }
 
+    /// Checks every listing of the server against `pins` (see [`ToolPins`]): a tool whose definition
+    /// changed since it was pinned, or a new tool, is taken only if the pins' [`DriftPolicy`] accepts it.
+    /// Without pins the client takes what the server lists.
+    pub fn pins(mut self, pins: ToolPins) -> Self {
+        self.pins = Some(pins);
+        self
+    }
+
     /// Pass the server's questions to the call that is waiting for them: an elicitation (a tool's
     /// approval, say) becomes the calling tool's own [`ToolContext::elicit`](crate::tool::ToolContext::elicit)
     /// question, a sampling request its [`ToolContext::sample`](crate::tool::ToolContext::sample) — so in an
@@ -164,6 +172,7 @@ impl McpClientBuilder {
             defer: AtomicBool::new(self.defer_loading),
             listing: Mutex::new(None),
             left_out: Mutex::new(Vec::new()),
+            pins: self.pins,
             waiting: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
         });

@@ -74,6 +74,9 @@ mod builder;
 mod calls;
 mod connection;
 mod listing;
+mod pins;
+
+pub use self::pins::{DriftHandler, DriftKind, DriftPolicy, ToolDrift, ToolPins};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
@@ -180,6 +183,7 @@ pub struct McpClientBuilder {
     sampling: Option<Arc<dyn SamplingHandler>>,
     defer_loading: bool,
     ask_through_calls: bool,
+    pins: Option<ToolPins>,
 }
 
 /// The bounds on waiting for a server and on what it lists (see the module docs).
@@ -238,6 +242,8 @@ struct Inner {
     listing: Mutex<Option<Listing>>,
     /// The tools the last listing left out, each with why.
     left_out: Mutex<Vec<LeftOutTool>>,
+    /// The pins a listing is checked against, if the client keeps any.
+    pins: Option<ToolPins>,
     /// The calls waiting for the server: a question of an earlier revision's server, which is not tied
     /// to a call, is the call's own when exactly one waits ([`McpClientBuilder::ask_through_calls`]).
     waiting: Mutex<Vec<WaitingCall>>,
@@ -372,6 +378,7 @@ impl McpClient {
             sampling: None,
             defer_loading: false,
             ask_through_calls: false,
+            pins: None,
         }
     }
 
@@ -392,6 +399,7 @@ impl McpClient {
             sampling: None,
             defer_loading: false,
             ask_through_calls: false,
+            pins: None,
         }
     }
 
@@ -437,8 +445,25 @@ impl McpClient {
             .peer_info()
             .and_then(|server| server.instructions.clone());
         let namespace = self.inner.namespace(instructions.as_deref());
-        let mut tools = Vec::with_capacity(listed.len());
         let mut left_out = Vec::new();
+        let listed = match &self.inner.pins {
+            None => listed,
+            Some(pins) => {
+                let (taken, drifted) =
+                    pins.check(&self.inner.name, listed)
+                        .await
+                        .map_err(|error| McpClientError::Pins {
+                            server: self.inner.name.clone(),
+                            detail: error.to_string(),
+                        })?;
+                left_out.extend(drifted.iter().map(|(name, reason)| LeftOutTool {
+                    name: cut(name, 64),
+                    reason: cut(reason, 500),
+                }));
+                taken
+            }
+        };
+        let mut tools = Vec::with_capacity(listed.len());
         for tool in &listed {
             match self.inner.agent_tool(tool, &namespace) {
                 Ok(tool) => tools.push(tool),

@@ -33,10 +33,11 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::approval::ApprovalPolicy;
+use crate::approval::{ApprovalPolicy, Decision};
 use crate::ask::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
+use crate::decision::PlannedCall;
 use crate::dialect::Dialect;
 use crate::exec::executor::ToolExecutor;
 use crate::exec::pipeline;
@@ -673,28 +674,32 @@ async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(),
             "required": ["approve"]
         }),
     );
-    let declined = || {
-        format!(
-            "the user declined to run `{tool}` with these arguments; it did not run. Do not call it \
-             again with the same arguments: ask the user what they want instead"
-        )
-    };
-    match asker.elicit(question).await {
+    // The person's answer is a decision like any other: the one gate turns it into the call's plan,
+    // and a denial into the words every surface gives the model.
+    let decision = match asker.elicit(question).await {
         Ok(ElicitationAnswer::Accept(answer))
             if answer.get("approve") == Some(&Value::Bool(true)) =>
         {
-            Ok(())
+            Decision::Approve
         }
-        Ok(_) => Err(declined()),
-        Err(ElicitError::CannotAsk(why)) => Err(format!(
-            "`{tool}` needs a person's approval before it runs, and nobody can be asked: {why}; it \
+        Ok(_) => Decision::deny(""),
+        Err(ElicitError::CannotAsk(why)) => {
+            return Err(format!(
+                "`{tool}` needs a person's approval before it runs, and nobody can be asked: {why}; it \
              did not run. Tell the user; the server's operator can let it run without asking \
              (`yiem mcp --allow {tool}`, or `McpServer::with_allowed_tools`)"
-        )),
-        Err(error) => Err(format!(
-            "`{tool}` needs a person's approval before it runs, and asking failed: {error}; it did \
-             not run"
-        )),
+            ));
+        }
+        Err(error) => {
+            return Err(format!(
+                "`{tool}` needs a person's approval before it runs, and asking failed: {error}; it \
+                 did not run"
+            ));
+        }
+    };
+    match crate::approval::planned(call.clone(), Some(&decision)) {
+        PlannedCall::Run { .. } => Ok(()),
+        PlannedCall::Refuse { reason, .. } => Err(reason),
     }
 }
 

@@ -1,22 +1,18 @@
-//! [`GeminiModel`]: a [`Model`] over Gemini's `streamGenerateContent` with server-sent events
+//! [`GeminiModel`]: a [`Model`](crate::llm::Model) over Gemini's `streamGenerateContent` with server-sent events
 //! (`POST <base_url>/models/<model>:streamGenerateContent?alt=sse`), on the shared transport. This module
 //! holds the wire format only: the request body and the reading of each streamed
 //! `GenerateContentResponse` (`candidates[0].content.parts`, `finishReason`, `usageMetadata`).
 
-use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::config::ConfigError;
-use super::failure::{error_text, preview};
-use super::gemini_format::to_gemini_contents;
-use super::retry::RetryPolicy;
-use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use super::format::to_gemini_contents;
 use crate::dialect::{Dialect, DialectError};
+use crate::llm::transport::config::{ClientConfig, ConfigError};
+use crate::llm::transport::failure::{error_text, preview};
+use crate::llm::transport::{self, StreamParser, client_setters};
+use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
 
@@ -29,102 +25,45 @@ pub(crate) const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.
 /// use yiem_core::llm::GeminiConfig;
 ///
 /// let config = GeminiConfig::new("AIza-test", "gemini-2.5-flash")
-///     .with_base_url("http://127.0.0.1:8080/v1beta")
-///     .with_generation("temperature", serde_json::json!(0.2));
+///     .base_url("http://127.0.0.1:8080/v1beta")
+///     .generation("temperature", serde_json::json!(0.2));
 /// assert_eq!(config.generation_config["temperature"], 0.2);
 /// assert!(!format!("{config:?}").contains("AIza-test"));
 /// ```
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct GeminiConfig {
-    /// The base URL (default `https://generativelanguage.googleapis.com/v1beta`); requests go to
-    /// `<base_url>/models/<model>:streamGenerateContent?alt=sse`.
-    pub base_url: String,
-    /// The API key, sent as `x-goog-api-key` (never in the URL, so error texts do not show it).
-    pub api_key: String,
-    /// The model name (`gemini-2.5-flash`; a leading `models/` is fine).
-    pub model: String,
+    /// Where requests go (default `https://generativelanguage.googleapis.com/v1beta`; requests go to
+    /// `<base_url>/models/<model>:streamGenerateContent?alt=sse`), the key (sent as `x-goog-api-key`,
+    /// never in the URL, so error texts do not show it), the model (`gemini-2.5-flash`; a leading
+    /// `models/` is fine), and the retries, timeouts and limits. Its `extra_body` holds more top-level
+    /// request fields (`toolConfig`, `safetySettings`, ...).
+    pub client: ClientConfig,
     /// `generationConfig` fields (`temperature`, `maxOutputTokens`, `thinkingConfig`, ...).
     pub generation_config: Map<String, Value>,
-    /// More top-level request fields (`toolConfig`, `safetySettings`, ...); they override the client's
-    /// own fields of the same name.
-    pub extra_body: Map<String, Value>,
-    /// Which tools the model may or must call, in requests that carry tools (default
-    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
-    pub tool_choice: super::ToolChoice,
-    /// Retries on 429, 5xx and connection failures.
-    pub retry: RetryPolicy,
-    /// The longest wait for a TCP (and TLS) connection (default 30 s).
-    pub connect_timeout: Duration,
-    /// The longest wait for the response headers (default 300 s).
-    pub response_timeout: Duration,
-    /// The longest silence between two pieces of the stream (default 300 s).
-    pub idle_timeout: Duration,
-    /// The longest time to read one whole reply, from its response headers to its end (default 30
-    /// minutes).
-    pub reply_timeout: Duration,
-    /// The largest event of a stream, or body of a server that does not stream, in bytes (default
-    /// 64 MiB).
-    pub max_event_bytes: usize,
 }
 
-impl fmt::Debug for GeminiConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeminiConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &"<redacted>")
-            .field("model", &self.model)
-            .field("generation_config", &self.generation_config)
-            .field("extra_body", &self.extra_body)
-            .field("tool_choice", &self.tool_choice)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
-    }
-}
-
-http_config!(GeminiConfig);
+client_setters!(GeminiConfig);
 
 impl GeminiConfig {
     /// A configuration for `model` with `api_key` at Gemini's API, with the default limits.
     pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        let mut client = ClientConfig::new(GEMINI_BASE_URL, model);
+        client.api_key = Some(api_key.into());
         GeminiConfig {
-            base_url: GEMINI_BASE_URL.to_owned(),
-            api_key: api_key.into(),
-            model: model.into(),
+            client,
             generation_config: Map::new(),
-            extra_body: Map::new(),
-            tool_choice: super::ToolChoice::Auto,
-            retry: RetryPolicy::default(),
-            connect_timeout: Duration::from_secs(30),
-            response_timeout: Duration::from_secs(300),
-            idle_timeout: Duration::from_secs(300),
-            reply_timeout: transport::DEFAULT_REPLY_TIMEOUT,
-            max_event_bytes: transport::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
-    /// Sends requests to `base_url` instead (a proxy, a gateway, a test server).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
     /// Sets a `generationConfig` field.
-    pub fn with_generation(mut self, key: impl Into<String>, value: Value) -> Self {
+    pub fn generation(mut self, key: impl Into<String>, value: Value) -> Self {
         self.generation_config.insert(key.into(), value);
         self
     }
-
-    fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = transport::checked_base(&self.base_url)?;
-        let model = self.model.trim().trim_start_matches("models/");
-        Ok(format!(
-            "{base}/models/{model}:streamGenerateContent?alt=sse"
-        ))
-    }
 }
 
-/// A [`Model`] that streams replies from Gemini's `streamGenerateContent`.
+/// A [`Model`](crate::llm::Model) that streams replies from Gemini's `streamGenerateContent`.
 ///
 /// Each request is a `POST` with `x-goog-api-key` and a body of `contents` (see
 /// [`to_gemini_contents`](crate::llm::to_gemini_contents): calls and results as `functionCall` /
@@ -155,31 +94,20 @@ impl GeminiConfig {
 ///     "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
 /// );
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct GeminiModel {
     config: Arc<GeminiConfig>,
-    endpoint: Arc<str>,
-    client: reqwest::Client,
-}
-
-impl fmt::Debug for GeminiModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("GeminiModel")
-            .field("endpoint", &self.endpoint)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
+    transport: transport::Client,
 }
 
 impl GeminiModel {
     /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
     pub fn new(config: GeminiConfig) -> Result<Self, ConfigError> {
-        let endpoint = config.endpoint()?;
-        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
+        let model = config.client.model.trim().trim_start_matches("models/");
+        let endpoint = |base: &str| format!("{base}/models/{model}:streamGenerateContent?alt=sse");
         Ok(GeminiModel {
+            transport: transport::Client::new(&config.client, endpoint)?,
             config: Arc::new(config),
-            endpoint: endpoint.into(),
-            client,
         })
     }
 
@@ -190,7 +118,7 @@ impl GeminiModel {
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.transport.endpoint()
     }
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the Gemini dialect.
@@ -209,7 +137,10 @@ impl GeminiModel {
         }
         if !request.tools.is_empty() {
             body.insert("tools".into(), request.tools.definitions(Dialect::Gemini)?);
-            if let Some(config) = request.tool_choice_or(&self.config.tool_choice).gemini() {
+            if let Some(config) = request
+                .tool_choice_or(&self.config.client.tool_choice)
+                .gemini()
+            {
                 body.insert("toolConfig".into(), config);
             }
         }
@@ -219,47 +150,40 @@ impl GeminiModel {
                 Value::Object(self.config.generation_config.clone()),
             );
         }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        self.config.client.add_extra(&mut body);
         Ok(Value::Object(body))
     }
 }
 
-impl Model for GeminiModel {
-    fn name(&self) -> &str {
-        &self.config.model
+impl transport::Provider for GeminiModel {
+    const NAME: &'static str = "gcp.gemini";
+    type Parser = ResponseParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let key = self.config.client.api_key.iter();
+        key.map(|key| ("x-goog-api-key", key.clone())).collect()
     }
 
-    fn provider_name(&self) -> &str {
-        "gcp.gemini"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_body(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let body = match self.request_body(&request) {
-            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
-            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
-        };
-        let request = transport::Request {
-            client: self.client.clone(),
-            url: Arc::clone(&self.endpoint),
-            headers: vec![("x-goog-api-key", self.config.api_key.clone())],
-            body,
-            settings: self.config.settings(),
-            model: self.config.model.clone(),
-        };
-        transport::stream(request, ResponseParser::default(), cancel)
+    fn parser(&self) -> ResponseParser {
+        ResponseParser::default()
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
 /// Turns streamed `GenerateContentResponse`s into [`ModelEvent`]s.
 #[derive(Default)]
-struct ResponseParser {
+pub(crate) struct ResponseParser {
     calls: usize,
     finish_reason: Option<String>,
     usage: Usage,
     chunks: usize,
-    finished: bool,
 }
 
 impl ResponseParser {
@@ -392,10 +316,6 @@ impl StreamParser for ResponseParser {
     }
 
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let stop_reason = match self.finish_reason.as_deref() {
             Some("MAX_TOKENS") => StopReason::Length,
             Some("STOP") | Some("FINISH_REASON_UNSPECIFIED") if self.calls > 0 => {

@@ -6,9 +6,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, result_text, turns};
 use crate::call::{ToolCall, ToolResultMessage, now_millis};
 use crate::content::Content;
+use crate::llm::replay::{Turn, result_text, turns};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, StopReason, UserMessage};
 use crate::result::Usage;
 

@@ -1,24 +1,20 @@
-//! [`OpenAiResponsesModel`]: a [`Model`] over OpenAI's Responses API (`POST <base_url>/responses`,
+//! [`OpenAiResponsesModel`]: a [`Model`](crate::llm::Model) over OpenAI's Responses API (`POST <base_url>/responses`,
 //! streamed), on the shared transport. This module holds the wire format's request body and the reading
-//! of the stream's events; [`to_responses_input`](super::to_responses_input) renders the conversation.
+//! of the stream's events; [`to_responses_input`](crate::llm::to_responses_input) renders the conversation.
 
-use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::config::ConfigError;
-use super::failure::{error_text, preview};
-use super::openai::{API_KEY_ENV, BASE_URL_ENV, MODEL_ENV};
-use super::openai_responses_format::{PROVIDER, render, response_id, usage_from_responses};
-use super::retry::RetryPolicy;
-use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use super::format::{PROVIDER, render, response_id, usage_from_responses};
 use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
+use crate::llm::openai::{API_KEY_ENV, BASE_URL_ENV, MODEL_ENV};
+use crate::llm::transport::config::{ClientConfig, ConfigError};
+use crate::llm::transport::failure::{error_text, preview};
+use crate::llm::transport::{self, StreamParser, client_setters, server_tool_setters};
+use crate::llm::{ModelEvent, ModelRequest, ProgrammaticCalling};
 use crate::message::{AgentMessage, StopReason};
 use crate::result::Usage;
 use crate::tool::definition::AgentTool;
@@ -37,26 +33,23 @@ pub const DEFAULT_RESPONSES_MODEL: &str = "gpt-5-mini";
 /// use yiem_core::llm::OpenAiResponsesConfig;
 ///
 /// let config = OpenAiResponsesConfig::new("gpt-5-mini")
-///     .with_api_key("sk-test")
-///     .with_extra("reasoning", serde_json::json!({"effort": "low", "summary": "auto"}));
-/// assert_eq!(config.base_url, "https://api.openai.com/v1");
+///     .api_key("sk-test")
+///     .extra("reasoning", serde_json::json!({"effort": "low", "summary": "auto"}));
+/// assert_eq!(config.client.base_url, "https://api.openai.com/v1");
 /// assert!(!config.store && !config.previous_response_id && config.encrypted_reasoning);
 /// assert!(!format!("{config:?}").contains("sk-test"));
 ///
 /// // Let the server keep the conversation: each request names the last reply's response.
-/// let chained = OpenAiResponsesConfig::new("gpt-5-mini").with_previous_response_id();
+/// let chained = OpenAiResponsesConfig::new("gpt-5-mini").chain_responses();
 /// assert!(chained.store && chained.previous_response_id);
 /// ```
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiResponsesConfig {
-    /// The base URL (default `https://api.openai.com/v1`); requests go to `<base_url>/responses` (a URL
-    /// that already ends in `/responses` is used as it is).
-    pub base_url: String,
-    /// The API key, sent as `Authorization: Bearer <key>`; local servers need none.
-    pub api_key: Option<String>,
-    /// The model name.
-    pub model: String,
+    /// Where requests go (default `https://api.openai.com/v1`; requests go to `<base_url>/responses`, a
+    /// URL that already ends in `/responses` is used as it is), the key (sent as `Authorization: Bearer
+    /// <key>`; local servers need none), the model, and the retries, timeouts and limits.
+    pub client: ClientConfig,
     /// `store`: whether the server keeps the responses (default false).
     pub store: bool,
     /// Send `previous_response_id` (the last reply's response) and only the messages after that reply,
@@ -75,51 +68,19 @@ pub struct OpenAiResponsesConfig {
     /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default [`ToolSearchMode::Auto`]: OpenAI's
     /// on GPT-5.4 and later; see [`catalog`](crate::catalog)).
     pub tool_search: ToolSearchMode,
-    /// Programmatic tool calling (default `None`, off): see
-    /// [`with_programmatic_calling`](Self::with_programmatic_calling).
+    /// Programmatic tool calling (default `None`, off): the model calls tools from programs it runs on
+    /// OpenAI's side. Requests that carry tools add `{"type": "programmatic_tool_calling"}` and give
+    /// each function tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can
+    /// still call it itself). A call a program makes comes back as a `function_call` item with its
+    /// `caller` (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::exec::ToolCall) with
+    /// that [`ToolCaller`](crate::exec::ToolCaller), runs through the pipeline like any other, and goes
+    /// back with its caller. The `program` item itself is kept as a provider block and goes back
+    /// unchanged. See [`ProgrammaticCalling`] for an example.
     pub programmatic_calling: Option<ProgrammaticCalling>,
-    /// More request fields (`reasoning`, `max_output_tokens`, `tool_choice`, `temperature`, ...), merged
-    /// into every body; they override the client's own fields of the same name.
-    pub extra_body: Map<String, Value>,
-    /// Which tools the model may or must call, in requests that carry tools (default
-    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
-    pub tool_choice: super::ToolChoice,
-    /// Retries on 429, 5xx and connection failures.
-    pub retry: RetryPolicy,
-    /// The longest wait for a TCP (and TLS) connection (default 30 s).
-    pub connect_timeout: Duration,
-    /// The longest wait for the response headers (default 300 s).
-    pub response_timeout: Duration,
-    /// The longest silence between two pieces of the stream (default 300 s).
-    pub idle_timeout: Duration,
-    /// The longest time to read one whole reply, from its response headers to its end (default 30
-    /// minutes).
-    pub reply_timeout: Duration,
-    /// The largest event of a stream, or body of a server that does not stream, in bytes (default
-    /// 64 MiB).
-    pub max_event_bytes: usize,
 }
 
-impl fmt::Debug for OpenAiResponsesConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiResponsesConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
-            .field("store", &self.store)
-            .field("previous_response_id", &self.previous_response_id)
-            .field("encrypted_reasoning", &self.encrypted_reasoning)
-            .field("strict_tools", &self.strict_tools)
-            .field("tool_search", &self.tool_search)
-            .field("programmatic_calling", &self.programmatic_calling)
-            .field("extra_body", &self.extra_body)
-            .field("tool_choice", &self.tool_choice)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
-    }
-}
-
-http_config!(OpenAiResponsesConfig);
+client_setters!(OpenAiResponsesConfig);
+server_tool_setters!(OpenAiResponsesConfig);
 
 /// Whether the OpenAI model `model` has the `tool_search` tool, by its name: GPT-5.4 and later
 /// (`gpt-5.4`, `gpt-5.5-mini`, `gpt-6`).
@@ -132,23 +93,13 @@ impl OpenAiResponsesConfig {
     /// retries and timeouts.
     pub fn new(model: impl Into<String>) -> Self {
         OpenAiResponsesConfig {
-            base_url: OPENAI_BASE_URL.to_owned(),
-            api_key: None,
-            model: model.into(),
+            client: ClientConfig::new(OPENAI_BASE_URL, model),
             store: false,
             previous_response_id: false,
             encrypted_reasoning: true,
             strict_tools: false,
             tool_search: ToolSearchMode::Auto,
             programmatic_calling: None,
-            extra_body: Map::new(),
-            tool_choice: super::ToolChoice::Auto,
-            retry: RetryPolicy::default(),
-            connect_timeout: Duration::from_secs(30),
-            response_timeout: Duration::from_secs(300),
-            idle_timeout: Duration::from_secs(300),
-            reply_timeout: transport::DEFAULT_REPLY_TIMEOUT,
-            max_event_bytes: transport::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -168,8 +119,8 @@ impl OpenAiResponsesConfig {
     ///     (name == "YIEM_BASE_URL").then(|| "http://localhost:8000/v1".to_owned())
     /// })
     /// .unwrap();
-    /// assert_eq!(local.model, "gpt-5-mini");
-    /// assert_eq!(local.api_key, None);
+    /// assert_eq!(local.client.model, "gpt-5-mini");
+    /// assert_eq!(local.client.api_key, None);
     ///
     /// let error = OpenAiResponsesConfig::from_lookup(|_| None).unwrap_err();
     /// assert_eq!(error.to_string(), "`OPENAI_API_KEY` is not set: set it to your API key");
@@ -182,10 +133,10 @@ impl OpenAiResponsesConfig {
         };
         let model = var(MODEL_ENV).unwrap_or_else(|| DEFAULT_RESPONSES_MODEL.to_owned());
         let mut config = OpenAiResponsesConfig::new(model);
-        config.api_key = var(API_KEY_ENV);
+        config.client.api_key = var(API_KEY_ENV);
         match var(BASE_URL_ENV) {
-            Some(url) => config.base_url = url,
-            None if config.api_key.is_none() => {
+            Some(url) => config.client.base_url = url,
+            None if config.client.api_key.is_none() => {
                 return Err(ConfigError::MissingApiKey {
                     variable: API_KEY_ENV,
                 });
@@ -195,86 +146,28 @@ impl OpenAiResponsesConfig {
         Ok(config)
     }
 
-    /// Sends requests to `base_url` instead (a gateway, a local server, a test server).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
-    /// Sets the API key.
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
-        self
-    }
-
     /// Stores the responses and chains the requests with `previous_response_id` (see
     /// [`previous_response_id`](Self::previous_response_id)).
-    pub fn with_previous_response_id(mut self) -> Self {
+    pub fn chain_responses(mut self) -> Self {
         self.store = true;
         self.previous_response_id = true;
         self
     }
 
-    /// Sets [`encrypted_reasoning`](Self::encrypted_reasoning).
-    pub fn with_encrypted_reasoning(mut self, on: bool) -> Self {
+    /// Sets [`encrypted_reasoning`](field@Self::encrypted_reasoning).
+    pub fn encrypted_reasoning(mut self, on: bool) -> Self {
         self.encrypted_reasoning = on;
         self
     }
 
-    /// Sets [`tool_search`](Self::tool_search).
-    pub fn with_tool_search(mut self, mode: ToolSearchMode) -> Self {
-        self.tool_search = mode;
-        self
-    }
-
-    /// Lets the model call tools from programs it runs on OpenAI's side (programmatic tool calling):
-    /// requests that carry tools add `{"type": "programmatic_tool_calling"}` and give each function
-    /// tool `calling` allows `allowed_callers: ["direct", "programmatic"]` (the model can still call it
-    /// itself). A call a program makes comes back as a `function_call` item with its `caller`
-    /// (`{"type": "program", "caller_id"}`), becomes a [`ToolCall`](crate::exec::ToolCall) with that
-    /// [`ToolCaller`](crate::exec::ToolCaller), runs through the pipeline like any other, and goes back with
-    /// its caller. The `program` item itself is kept as a provider block and goes back unchanged.
-    ///
-    /// ```
-    /// use yiem_core::llm::ProgrammaticCalling;
-    /// use yiem_core::llm::{ModelRequest, OpenAiResponsesConfig, OpenAiResponsesModel};
-    /// # fn lookup() -> yiem_core::tool::AgentTool {
-    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
-    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
-    /// #         .build().unwrap()
-    /// # }
-    ///
-    /// let config = OpenAiResponsesConfig::new("gpt-5.5")
-    ///     .with_programmatic_calling(ProgrammaticCalling::new());
-    /// let model = OpenAiResponsesModel::new(config).unwrap();
-    /// let request = ModelRequest::new(String::new(), Vec::new()).with_tools(vec![lookup()].into());
-    /// let body = model.request_body(&request).unwrap();
-    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "programmatic"]));
-    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "programmatic_tool_calling"}));
-    /// ```
-    pub fn with_programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
-        self.programmatic_calling = Some(calling);
-        self
-    }
-
-    /// Sets [`strict_tools`](Self::strict_tools).
-    pub fn with_strict_tools(mut self, on: bool) -> Self {
+    /// Sets [`strict_tools`](field@Self::strict_tools).
+    pub fn strict_tools(mut self, on: bool) -> Self {
         self.strict_tools = on;
         self
     }
-
-    fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = transport::checked_base(&self.base_url)?;
-        Ok(if base.ends_with("/responses") {
-            base.to_owned()
-        } else {
-            format!("{base}/responses")
-        })
-    }
 }
 
-/// A [`Model`] that streams replies from OpenAI's Responses API.
+/// A [`Model`](crate::llm::Model) that streams replies from OpenAI's Responses API.
 ///
 /// Each request is a `POST <base_url>/responses` with `Authorization: Bearer <key>` (when there is a
 /// key) and a body of `model`, `instructions` (the system prompt, when not empty), `input` (see
@@ -290,7 +183,7 @@ impl OpenAiResponsesConfig {
 ///   `response.reasoning_text.delta` → thinking (summary parts apart by a blank line);
 /// - a `function_call` item (`response.output_item.added`) → `ToolCallStart` with its `call_id` (and a
 ///   `ToolCallCaller` when a program made it, see
-///   [`OpenAiResponsesConfig::with_programmatic_calling`]), its
+///   [`OpenAiResponsesConfig::programmatic_calling`]), its
 ///   `response.function_call_arguments.delta`s → `ToolCallDelta`s (each followed by the partial
 ///   arguments), its `response.output_item.done` → `ToolCallEnd`; a call whose deltas never came gets
 ///   its arguments from `.done`;
@@ -330,31 +223,20 @@ impl OpenAiResponsesConfig {
 ///     "include": ["reasoning.encrypted_content"]
 /// }));
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct OpenAiResponsesModel {
     config: Arc<OpenAiResponsesConfig>,
-    endpoint: Arc<str>,
-    client: reqwest::Client,
-}
-
-impl fmt::Debug for OpenAiResponsesModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiResponsesModel")
-            .field("endpoint", &self.endpoint)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
+    transport: transport::Client,
 }
 
 impl OpenAiResponsesModel {
     /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
     pub fn new(config: OpenAiResponsesConfig) -> Result<Self, ConfigError> {
-        let endpoint = config.endpoint()?;
-        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
         Ok(OpenAiResponsesModel {
+            transport: transport::Client::new(&config.client, |base| {
+                transport::joined(base, "/responses")
+            })?,
             config: Arc::new(config),
-            endpoint: endpoint.into(),
-            client,
         })
     }
 
@@ -370,7 +252,7 @@ impl OpenAiResponsesModel {
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.transport.endpoint()
     }
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the tools' dialect.
@@ -383,7 +265,7 @@ impl OpenAiResponsesModel {
         let request = &*request;
         let config = &self.config;
         let mut body = Map::new();
-        body.insert("model".into(), json!(config.model));
+        body.insert("model".into(), json!(config.client.model));
         if !request.system_prompt.is_empty() {
             body.insert("instructions".into(), json!(request.system_prompt));
         }
@@ -413,7 +295,7 @@ impl OpenAiResponsesModel {
         };
         let rendered = render(&request.messages, from, config.store, &custom_tool);
         for note in &rendered.notes {
-            tracing::warn!(model = %config.model, "{note}");
+            tracing::warn!(model = %config.client.model, "{note}");
         }
         body.insert("input".into(), Value::Array(rendered.items));
         if let Some((_, id)) = chained {
@@ -422,7 +304,7 @@ impl OpenAiResponsesModel {
         if !request.tools.is_empty() || !request.deferred.is_empty() {
             body.insert("tools".into(), self.tools(request)?);
             if let Some(choice) = request
-                .tool_choice_or(&config.tool_choice)
+                .tool_choice_or(&config.client.tool_choice)
                 .openai_responses(&custom_tool)
             {
                 body.insert("tool_choice".into(), choice);
@@ -433,9 +315,7 @@ impl OpenAiResponsesModel {
         if config.encrypted_reasoning {
             body.insert("include".into(), json!(["reasoning.encrypted_content"]));
         }
-        for (key, value) in &config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        config.client.add_extra(&mut body);
         Ok(Value::Object(body))
     }
 
@@ -470,9 +350,9 @@ impl OpenAiResponsesModel {
         let native = self
             .config
             .tool_search
-            .native(&self.config.model, has_tool_search);
+            .native(&self.config.client.model, has_tool_search);
         let searched = match native {
-            true => super::provider_search(request, entry)?,
+            true => crate::llm::provider_search(request, entry)?,
             false => None,
         };
         let (tools, deferred) = match searched {
@@ -528,37 +408,27 @@ fn namespaced(tools: &crate::store::registry::ToolList, entries: Vec<Value>) -> 
     out
 }
 
-impl Model for OpenAiResponsesModel {
-    fn name(&self) -> &str {
-        &self.config.model
+impl transport::Provider for OpenAiResponsesModel {
+    const NAME: &'static str = "openai";
+    type Parser = EventParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        transport::bearer(self.config.client.api_key.as_deref())
     }
 
-    fn provider_name(&self) -> &str {
-        "openai"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_body(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let body = match self.request_body(&request) {
-            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
-            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
-        };
-        let mut headers = Vec::new();
-        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.push(("authorization", format!("Bearer {key}")));
-        }
-        let request = transport::Request {
-            client: self.client.clone(),
-            url: Arc::clone(&self.endpoint),
-            headers,
-            body,
-            settings: self.config.settings(),
-            model: self.config.model.clone(),
-        };
-        let parser = EventParser {
+    fn parser(&self) -> EventParser {
+        EventParser {
             keep_response_id: self.config.previous_response_id,
             ..EventParser::default()
-        };
-        transport::stream(request, parser, cancel)
+        }
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
@@ -597,7 +467,7 @@ enum End {
 
 /// Turns Responses API stream events into [`ModelEvent`]s.
 #[derive(Default)]
-struct EventParser {
+pub(crate) struct EventParser {
     items: Vec<Item>,
     /// Calls started so far.
     calls: usize,
@@ -613,7 +483,6 @@ struct EventParser {
     end: Option<End>,
     usage: Usage,
     chunks: usize,
-    finished: bool,
 }
 
 impl EventParser {
@@ -1070,10 +939,6 @@ impl StreamParser for EventParser {
     }
 
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let mut events = Vec::new();
         for slot in 0..self.calls {
             self.close_call(slot, &mut events);

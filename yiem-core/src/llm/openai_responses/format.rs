@@ -20,9 +20,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, arguments_object, turns};
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
+use crate::llm::replay::{Turn, arguments_object, turns};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
 
 /// How [`AssistantContent::ProviderBlock`]s of this format name their provider.
@@ -574,8 +574,8 @@ mod tests {
 mod content_kinds {
     use serde_json::json;
 
-    use super::super::replay::fixtures::result_of_every_kind;
     use super::*;
+    use crate::llm::replay::fixtures::result_of_every_kind;
 
     #[test]
     fn the_responses_api_gets_a_pdf_as_a_file_and_the_rest_as_text() {

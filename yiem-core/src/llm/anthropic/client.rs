@@ -1,27 +1,21 @@
-//! [`AnthropicModel`]: a [`Model`] over Anthropic's Messages API (`POST <base_url>/v1/messages`,
+//! [`AnthropicModel`]: a [`Model`](crate::llm::Model) over Anthropic's Messages API (`POST <base_url>/v1/messages`,
 //! streamed), on the shared transport. This module holds the wire format only: the request body and the
 //! reading of the stream's events (`message_start`, `content_block_start` / `_delta` / `_stop` with
 //! `text_delta`, `input_json_delta`, `thinking_delta` and `signature_delta`, `message_delta`,
 //! `message_stop`, `ping`, `error`).
 
-use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::anthropic_format::{
-    CONTAINER_BLOCK, PROVIDER, container_to_reuse, to_anthropic_messages,
-};
-use super::config::ConfigError;
-use super::failure::{error_text, preview};
-use super::retry::RetryPolicy;
-use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream, ProgrammaticCalling};
+use super::format::{CONTAINER_BLOCK, PROVIDER, container_to_reuse, to_anthropic_messages};
 use crate::call::ToolCaller;
 use crate::catalog::{self, ToolSearchMode};
 use crate::dialect::{Dialect, DialectError};
+use crate::llm::transport::config::{ClientConfig, ConfigError};
+use crate::llm::transport::failure::{error_text, preview};
+use crate::llm::transport::{self, StreamParser, client_setters, server_tool_setters};
+use crate::llm::{ModelEvent, ModelRequest, ProgrammaticCalling};
 use crate::message::StopReason;
 use crate::result::Usage;
 
@@ -31,7 +25,7 @@ pub(crate) const ANTHROPIC_BASE_URL: &str = "https://api.anthropic.com";
 pub(crate) const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// The version of Anthropic's code-execution tool that programmatic calling adds to requests
-/// ([`AnthropicConfig::with_code_execution`]). Replies are read whichever version made them: a
+/// ([`AnthropicConfig::code_execution()`]). Replies are read whichever version made them: a
 /// `tool_use` block's `caller` names the version of the program that made the call.
 ///
 /// ```
@@ -68,34 +62,25 @@ impl CodeExecutionVersion {
 /// use yiem_core::llm::AnthropicConfig;
 ///
 /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
-///     .with_base_url("http://127.0.0.1:8080")
-///     .with_max_tokens(1024)
-///     .with_extra("thinking", serde_json::json!({"type": "enabled", "budget_tokens": 512}));
+///     .base_url("http://127.0.0.1:8080")
+///     .max_tokens(1024)
+///     .extra("thinking", serde_json::json!({"type": "enabled", "budget_tokens": 512}));
 /// assert_eq!(config.version, "2023-06-01");
 /// assert!(!format!("{config:?}").contains("sk-ant-test"));
 /// ```
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct AnthropicConfig {
-    /// The base URL (default `https://api.anthropic.com`); requests go to `<base_url>/v1/messages` (a URL that
-    /// already ends in `/messages` is used as it is).
-    pub base_url: String,
-    /// The API key, sent as `x-api-key`.
-    pub api_key: String,
+    /// Where requests go (default `https://api.anthropic.com`; requests go to `<base_url>/v1/messages`,
+    /// a URL that already ends in `/messages` is used as it is), the key (sent as `x-api-key`), the
+    /// model, and the retries, timeouts and limits.
+    pub client: ClientConfig,
     /// The `anthropic-version` header (default `ANTHROPIC_VERSION`, the version this client speaks).
     pub version: String,
-    /// The model name.
-    pub model: String,
     /// `max_tokens`, which the API requires (default 4096).
     pub max_tokens: u32,
-    /// More request fields (`thinking`, `temperature`, `tool_choice`, `metadata`, ...), merged into every
-    /// body; they override the client's own fields of the same name.
-    pub extra_body: Map<String, Value>,
-    /// Which tools the model may or must call, in requests that carry tools (default
-    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
-    pub tool_choice: super::ToolChoice,
     /// Prompt caching breakpoints (`cache_control`) on the tool list and the system prompt (default
-    /// [`PromptCache::Off`]): see [`with_prompt_cache`](Self::with_prompt_cache).
+    /// [`PromptCache::Off`]): see [`prompt_cache`](Self::prompt_cache()).
     pub prompt_cache: PromptCache,
     /// Whether Anthropic's own tool search finds deferred tools, or the local
     /// [`search_tools`](crate::catalog::SEARCH_TOOLS) tool (default
@@ -103,49 +88,28 @@ pub struct AnthropicConfig {
     pub tool_search: ToolSearchMode,
     /// Which of Anthropic's tool searches (default [`AnthropicToolSearch::Bm25`]).
     pub tool_search_kind: AnthropicToolSearch,
-    /// Programmatic tool calling (default `None`, off): see
-    /// [`with_programmatic_calling`](Self::with_programmatic_calling).
+    /// Programmatic tool calling (default `None`, off): Claude calls tools from programs it runs in
+    /// Anthropic's code-execution sandbox. Requests that carry tools add the code-execution tool
+    /// (`{"type": "code_execution_20260120", "name": "code_execution"}`, the version
+    /// [`code_execution`](field@Self::code_execution) names) and give each tool `calling` allows
+    /// `allowed_callers: ["direct", "code_execution_20260120"]` (the model can still call it itself); a
+    /// [code-only](crate::tool::AgentTool::is_code_only) tool gets `allowed_callers:
+    /// ["code_execution_20260120"]`, the sandbox alone. Without programmatic calling, code-only tools are
+    /// not sent. A call a program makes comes back as a `tool_use` block with its `caller`, becomes a
+    /// [`ToolCall`](crate::exec::ToolCall) with that [`ToolCaller`](crate::exec::ToolCaller), runs through
+    /// the pipeline like any other, and goes back with its caller. The program itself and its output
+    /// (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
+    /// unchanged. The reply's code-execution `container` is kept as a provider block of type `container`
+    /// (not sent back as a block): a request that answers a program's calls names it in its `container`
+    /// field, as the API requires. See [`ProgrammaticCalling`] for an example.
     pub programmatic_calling: Option<ProgrammaticCalling>,
     /// The code-execution tool programmatic calling adds (default the newest,
-    /// [`CodeExecutionVersion::V20260120`]): see [`with_code_execution`](Self::with_code_execution).
+    /// [`CodeExecutionVersion::V20260120`]): see [`code_execution`](Self::code_execution()).
     pub code_execution: CodeExecutionVersion,
-    /// Retries on 429, 529 (overloaded), other 5xx and connection failures.
-    pub retry: RetryPolicy,
-    /// The longest wait for a TCP (and TLS) connection (default 30 s).
-    pub connect_timeout: Duration,
-    /// The longest wait for the response headers (default 300 s).
-    pub response_timeout: Duration,
-    /// The longest silence between two pieces of the stream (default 300 s; the API sends `ping`s).
-    pub idle_timeout: Duration,
-    /// The longest time to read one whole reply, from its response headers to its end (default 30
-    /// minutes).
-    pub reply_timeout: Duration,
-    /// The largest event of a stream, or body of a server that does not stream, in bytes (default
-    /// 64 MiB).
-    pub max_event_bytes: usize,
 }
 
-impl fmt::Debug for AnthropicConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &"<redacted>")
-            .field("version", &self.version)
-            .field("model", &self.model)
-            .field("max_tokens", &self.max_tokens)
-            .field("extra_body", &self.extra_body)
-            .field("tool_choice", &self.tool_choice)
-            .field("prompt_cache", &self.prompt_cache)
-            .field("tool_search", &self.tool_search)
-            .field("tool_search_kind", &self.tool_search_kind)
-            .field("programmatic_calling", &self.programmatic_calling)
-            .field("code_execution", &self.code_execution)
-            .field("retry", &self.retry)
-            .finish_non_exhaustive()
-    }
-}
-
-http_config!(AnthropicConfig);
+client_setters!(AnthropicConfig);
+server_tool_setters!(AnthropicConfig);
 
 /// Anthropic's prompt caching, as [`AnthropicConfig::prompt_cache`] sets it: a `cache_control`
 /// breakpoint on the last tool (which caches the tool list) and on the system prompt (which caches the
@@ -216,48 +180,28 @@ impl PromptCache {
 impl AnthropicConfig {
     /// A configuration for `model` with `api_key` at Anthropic's API, with the default limits.
     pub fn new(api_key: impl Into<String>, model: impl Into<String>) -> Self {
+        let mut client = ClientConfig::new(ANTHROPIC_BASE_URL, model);
+        client.api_key = Some(api_key.into());
         AnthropicConfig {
-            base_url: ANTHROPIC_BASE_URL.to_owned(),
-            api_key: api_key.into(),
+            client,
             version: ANTHROPIC_VERSION.to_owned(),
-            model: model.into(),
             max_tokens: 4096,
-            extra_body: Map::new(),
-            tool_choice: super::ToolChoice::Auto,
             prompt_cache: PromptCache::Off,
             tool_search: ToolSearchMode::Auto,
             tool_search_kind: AnthropicToolSearch::Bm25,
             programmatic_calling: None,
             code_execution: CodeExecutionVersion::default(),
-            retry: RetryPolicy::default(),
-            connect_timeout: Duration::from_secs(30),
-            response_timeout: Duration::from_secs(300),
-            idle_timeout: Duration::from_secs(300),
-            reply_timeout: transport::DEFAULT_REPLY_TIMEOUT,
-            max_event_bytes: transport::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
-    /// Sends requests to `base_url` instead (a proxy, a gateway, a test server).
-    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
-        self.base_url = base_url.into();
-        self
-    }
-
     /// Sets `max_tokens`.
-    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+    pub fn max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = max_tokens;
         self
     }
 
-    /// Chooses how the model finds deferred tools (see [`ToolSearchMode`]).
-    pub fn with_tool_search(mut self, mode: ToolSearchMode) -> Self {
-        self.tool_search = mode;
-        self
-    }
-
     /// Chooses which of Anthropic's tool searches, when it is used.
-    pub fn with_tool_search_kind(mut self, kind: AnthropicToolSearch) -> Self {
+    pub fn tool_search_kind(mut self, kind: AnthropicToolSearch) -> Self {
         self.tool_search_kind = kind;
         self
     }
@@ -269,56 +213,19 @@ impl AnthropicConfig {
     /// use yiem_core::llm::PromptCache;
     /// use yiem_core::llm::{AnthropicConfig, AnthropicModel, ModelRequest};
     ///
-    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5").with_prompt_cache(PromptCache::OneHour);
+    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5").prompt_cache(PromptCache::OneHour);
     /// let model = AnthropicModel::new(config).unwrap();
     /// let body = model.request_body(&ModelRequest::new("Be brief.", Vec::new())).unwrap();
     /// assert_eq!(body["system"], serde_json::json!([
     ///     {"type": "text", "text": "Be brief.", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
     /// ]));
     /// ```
-    pub fn with_prompt_cache(mut self, cache: PromptCache) -> Self {
+    pub fn prompt_cache(mut self, cache: PromptCache) -> Self {
         self.prompt_cache = cache;
         self
     }
 
-    /// Lets Claude call tools from programs it runs in Anthropic's code-execution sandbox: requests
-    /// that carry tools add the code-execution tool (`{"type": "code_execution_20260120", "name":
-    /// "code_execution"}`, the version [`with_code_execution`](Self::with_code_execution) chooses) and
-    /// give each tool `calling` allows `allowed_callers: ["direct", "code_execution_20260120"]` (the
-    /// model can still call it itself); a [code-only](crate::tool::AgentTool::is_code_only) tool gets
-    /// `allowed_callers: ["code_execution_20260120"]`, the sandbox alone. Without programmatic
-    /// calling, code-only tools are not sent. A call a program makes comes back as a `tool_use` block with its `caller`,
-    /// becomes a [`ToolCall`](crate::exec::ToolCall) with that [`ToolCaller`](crate::exec::ToolCaller), runs
-    /// through the pipeline like any other, and goes back with its caller. The program itself and its
-    /// output (`server_tool_use`, `code_execution_tool_result`) are kept as provider blocks and go back
-    /// unchanged. The reply's code-execution `container` is kept as a provider block of type
-    /// `container` (not sent back as a block): a request that answers a program's calls names it in
-    /// its `container` field, as the API requires.
-    ///
-    /// ```
-    /// use yiem_core::llm::ProgrammaticCalling;
-    /// use yiem_core::llm::{AnthropicConfig, AnthropicModel, ModelRequest};
-    /// # fn lookup() -> yiem_core::tool::AgentTool {
-    /// #     yiem_core::tool::AgentTool::builder("lookup").description("Looks a record up.")
-    /// #         .input_schema(serde_json::json!({"type": "object", "properties": {}}))
-    /// #         .handler(|_ctx: yiem_core::tool::ToolContext, _args: serde_json::Value| async move { "found" })
-    /// #         .build().unwrap()
-    /// # }
-    ///
-    /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
-    ///     .with_programmatic_calling(ProgrammaticCalling::new());
-    /// let model = AnthropicModel::new(config).unwrap();
-    /// let request = ModelRequest::new(String::new(), Vec::new()).with_tools(vec![lookup()].into());
-    /// let body = model.request_body(&request).unwrap();
-    /// assert_eq!(body["tools"][0]["allowed_callers"], serde_json::json!(["direct", "code_execution_20260120"]));
-    /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20260120", "name": "code_execution"}));
-    /// ```
-    pub fn with_programmatic_calling(mut self, calling: ProgrammaticCalling) -> Self {
-        self.programmatic_calling = Some(calling);
-        self
-    }
-
-    /// The version of the code-execution tool [programmatic calling](Self::with_programmatic_calling)
+    /// The version of the code-execution tool [programmatic calling](Self::programmatic_calling())
     /// adds (default [`CodeExecutionVersion::V20260120`], the newest): the older one for a model or a
     /// deployment that has only it.
     ///
@@ -332,31 +239,20 @@ impl AnthropicConfig {
     /// # }
     ///
     /// let config = AnthropicConfig::new("sk-ant-test", "claude-sonnet-4-5")
-    ///     .with_programmatic_calling(ProgrammaticCalling::new())
-    ///     .with_code_execution(CodeExecutionVersion::V20250825);
+    ///     .programmatic_calling(ProgrammaticCalling::new())
+    ///     .code_execution(CodeExecutionVersion::V20250825);
     /// let model = AnthropicModel::new(config).unwrap();
-    /// let request = ModelRequest::default().with_tools(vec![lookup()].into());
+    /// let request = ModelRequest::default().tools(vec![lookup()].into());
     /// let body = model.request_body(&request).unwrap();
     /// assert_eq!(body["tools"][1], serde_json::json!({"type": "code_execution_20250825", "name": "code_execution"}));
     /// ```
-    pub fn with_code_execution(mut self, version: CodeExecutionVersion) -> Self {
+    pub fn code_execution(mut self, version: CodeExecutionVersion) -> Self {
         self.code_execution = version;
         self
     }
-
-    fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = transport::checked_base(&self.base_url)?;
-        Ok(if base.ends_with("/messages") {
-            base.to_owned()
-        } else if base.ends_with("/v1") {
-            format!("{base}/messages")
-        } else {
-            format!("{base}/v1/messages")
-        })
-    }
 }
 
-/// A [`Model`] that streams replies from Anthropic's Messages API.
+/// A [`Model`](crate::llm::Model) that streams replies from Anthropic's Messages API.
 ///
 /// Each request is a `POST <base_url>/v1/messages` with `x-api-key`, `anthropic-version`, and a body of
 /// `model`, `max_tokens`, `system` (when not empty), `messages` (see
@@ -369,7 +265,7 @@ impl AnthropicConfig {
 /// `web_search_tool_result` and any other block type, their streamed input assembled) as whole
 /// `ProviderBlock`s that go back unchanged, tool calls (`input_json_delta` pieces as
 /// `ToolCallDelta`s, each followed by the partial arguments; a call a code-execution program made
-/// with a `ToolCallCaller`, see [`AnthropicConfig::with_programmatic_calling`]), usage (`input_tokens`, `output_tokens`,
+/// with a `ToolCallCaller`, see [`AnthropicConfig::programmatic_calling()`]), usage (`input_tokens`, `output_tokens`,
 /// cache reads and writes; `message_delta`'s counts are cumulative) and the stop reason: `end_turn` and
 /// `stop_sequence` → `Stop`, `tool_use` → `ToolUse`, `max_tokens` and `model_context_window_exceeded` →
 /// `Length`, `pause_turn` → [`StopReason::Paused`] (a server tool's long turn paused: the reply is kept,
@@ -389,31 +285,24 @@ impl AnthropicConfig {
 /// assert_eq!(body["max_tokens"], 4096);
 /// assert_eq!(body["stream"], true);
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct AnthropicModel {
     config: Arc<AnthropicConfig>,
-    endpoint: Arc<str>,
-    client: reqwest::Client,
-}
-
-impl fmt::Debug for AnthropicModel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("AnthropicModel")
-            .field("endpoint", &self.endpoint)
-            .field("config", &self.config)
-            .finish_non_exhaustive()
-    }
+    transport: transport::Client,
 }
 
 impl AnthropicModel {
     /// A client for `config`; fails on a base URL that is not http(s) or when the HTTP client cannot start.
     pub fn new(config: AnthropicConfig) -> Result<Self, ConfigError> {
-        let endpoint = config.endpoint()?;
-        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
         Ok(AnthropicModel {
+            transport: transport::Client::new(&config.client, |base| {
+                // `/v1/messages`, of which a base may have the version already, or the whole path.
+                match base.ends_with("/messages") {
+                    true => base.to_owned(),
+                    false => format!("{}/messages", transport::joined(base, "/v1")),
+                }
+            })?,
             config: Arc::new(config),
-            endpoint: endpoint.into(),
-            client,
         })
     }
 
@@ -424,7 +313,7 @@ impl AnthropicModel {
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.transport.endpoint()
     }
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the Anthropic dialect.
@@ -436,7 +325,7 @@ impl AnthropicModel {
         };
         let request = &*request;
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(self.config.client.model));
         body.insert("max_tokens".into(), json!(self.config.max_tokens));
         let cache_control = self.config.prompt_cache.cache_control();
         if !request.system_prompt.is_empty() {
@@ -454,14 +343,16 @@ impl AnthropicModel {
             "messages".into(),
             Value::Array(to_anthropic_messages(&request.messages)),
         );
-        let (choice, allowed) = request.tool_choice_or(&self.config.tool_choice).anthropic();
+        let (choice, allowed) = request
+            .tool_choice_or(&self.config.client.tool_choice)
+            .anthropic();
         // With deferred tools and Anthropic's own search: the search tool, then the deferred tools.
         let native = self
             .config
             .tool_search
-            .native(&self.config.model, has_tool_search);
+            .native(&self.config.client.model, has_tool_search);
         let (tools, mut searched) = match native {
-            true => match super::provider_search(request, |tool| {
+            true => match crate::llm::provider_search(request, |tool| {
                 tool.definition(Dialect::Anthropic).cloned()
             })? {
                 Some((tools, deferred)) => (
@@ -519,39 +410,33 @@ impl AnthropicModel {
             body.insert("container".into(), json!(container));
         }
         body.insert("stream".into(), json!(true));
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        self.config.client.add_extra(&mut body);
         Ok(Value::Object(body))
     }
 }
 
-impl Model for AnthropicModel {
-    fn name(&self) -> &str {
-        &self.config.model
+impl transport::Provider for AnthropicModel {
+    const NAME: &'static str = "anthropic";
+    type Parser = EventParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", self.config.version.clone())];
+        if let Some(key) = &self.config.client.api_key {
+            headers.push(("x-api-key", key.clone()));
+        }
+        headers
     }
 
-    fn provider_name(&self) -> &str {
-        "anthropic"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_body(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let body = match self.request_body(&request) {
-            Ok(body) => serde_json::to_vec(&body).unwrap_or_default(),
-            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
-        };
-        let request = transport::Request {
-            client: self.client.clone(),
-            url: Arc::clone(&self.endpoint),
-            headers: vec![
-                ("x-api-key", self.config.api_key.clone()),
-                ("anthropic-version", self.config.version.clone()),
-            ],
-            body,
-            settings: self.config.settings(),
-            model: self.config.model.clone(),
-        };
-        transport::stream(request, EventParser::default(), cancel)
+    fn parser(&self) -> EventParser {
+        EventParser::default()
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
@@ -577,7 +462,7 @@ struct ServerBlock {
 
 /// Turns Messages API stream events into [`ModelEvent`]s.
 #[derive(Default)]
-struct EventParser {
+pub(crate) struct EventParser {
     blocks: Vec<(u64, Block)>,
     /// Calls started so far.
     calls: usize,
@@ -591,7 +476,6 @@ struct EventParser {
     container: Option<Value>,
     chunks: usize,
     stopped: bool,
-    finished: bool,
 }
 
 impl EventParser {
@@ -882,10 +766,6 @@ impl StreamParser for EventParser {
     }
 
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let mut events = Vec::new();
         for slot in 0..self.calls {
             self.close_call(slot, &mut events);

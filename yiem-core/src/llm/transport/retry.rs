@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 /// use std::time::Duration;
 /// use yiem_core::llm::RetryPolicy;
 ///
-/// let policy = RetryPolicy::default().with_max_retries(5);
+/// let policy = RetryPolicy::default().max_retries(5);
 /// assert_eq!(policy.initial_delay, Duration::from_millis(500));
 /// assert_eq!(RetryPolicy::none().max_retries, 0);
 /// ```
@@ -51,7 +51,7 @@ impl RetryPolicy {
 
     /// At most `max_retries` retries, waiting as before.
     #[must_use]
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+    pub fn max_retries(mut self, max_retries: u32) -> Self {
         self.max_retries = max_retries;
         self
     }

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, arguments_object, merged_by_role, turns};
 use crate::call::ToolResultMessage;
 use crate::content::Content;
+use crate::llm::replay::{Turn, arguments_object, merged_by_role, turns};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
 
 /// How [`AssistantContent::ProviderBlock`]s of this format name their provider.
@@ -193,8 +193,8 @@ fn tool_result(result: &ToolResultMessage) -> Value {
 mod content_kinds {
     use serde_json::json;
 
-    use super::super::replay::fixtures::{every_kind, result_of_every_kind};
     use super::*;
+    use crate::llm::replay::fixtures::{every_kind, result_of_every_kind};
 
     #[test]
     fn anthropic_gets_a_pdf_as_a_document_and_the_rest_as_text() {

@@ -37,7 +37,12 @@
 //!   machine's `http:`; and a code is exchanged only when the browser came back to the redirect URI
 //!   itself (its scheme, host, port and path).
 //! - **Machine clients**: [`OAuth::client_credentials`] takes a token with the `client_credentials`
-//!   grant, with no person involved.
+//!   grant, with no person involved; [`OAuth::client_credentials_jwt`] authenticates it with a JWT this
+//!   client signs (`private_key_jwt`); [`OAuth::jwt_bearer`] redeems a workload's identity token
+//!   (SEP-1933); [`OAuth::enterprise`] exchanges a person's ID token from the company's identity
+//!   provider for an ID-JAG and that for a token (enterprise-managed authorization).
+//! - **DPoP** ([`OAuth::dpop`], RFC 9449): tokens bound to a key of this client, a proof on every
+//!   request, the servers' nonces sent back.
 //! - **Tokens** live in the [`TokenStore`] (in memory unless set): refreshed shortly before they
 //!   expire and once when the server answers `401`; a refresh that fails for good means authorizing
 //!   again, once per request.
@@ -62,11 +67,20 @@ use std::time::Duration;
 
 use rmcp::transport::auth::{
     AuthClient, AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, CredentialStore, StoredCredentials,
-    WWWAuthenticateParams,
+    AuthorizationSession, ClientCredentialsConfig, CredentialStore, OAuthHttpClient,
+    OAuthTokenResponse, StoredCredentials, WWWAuthenticateParams,
 };
 
 use super::error::McpClientError;
+
+mod dpop;
+mod grants;
+mod jose;
+
+pub use grants::{IdentityProvider, TokenSource, fixed_token, token_file};
+pub use jose::{KeyError, SigningKey};
+
+use dpop::{Dpop, ResourceRequests, TokenRequests};
 
 /// How long one authorization may take unless set otherwise: discovery, registration, the person at
 /// the browser and the token exchange together.
@@ -173,41 +187,6 @@ impl FileTokenStore {
     pub fn path(&self) -> &std::path::Path {
         &self.path
     }
-
-    /// The file's folder (`.` for a bare file name).
-    fn folder(&self) -> &std::path::Path {
-        self.path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(std::path::Path::new("."))
-    }
-
-    /// Refuses a folder that others can write; a folder that does not exist yet is fine.
-    fn check_folder(&self) -> std::io::Result<()> {
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let folder = self.folder();
-            let mode = match std::fs::metadata(folder) {
-                Ok(metadata) => metadata.permissions().mode(),
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-                Err(error) => return Err(error),
-            };
-            if mode & 0o022 != 0 {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::PermissionDenied,
-                    format!(
-                        "the token folder `{}` can be written by others (mode {:o}), who could replace \
-                         or read the tokens; keep tokens in a folder only you can write (`chmod 700` it, \
-                         or choose another)",
-                        folder.display(),
-                        mode & 0o7777
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
 }
 
 impl fmt::Debug for FileTokenStore {
@@ -220,58 +199,15 @@ impl fmt::Debug for FileTokenStore {
 
 impl TokenStore for FileTokenStore {
     fn load(&self) -> std::io::Result<Option<String>> {
-        self.check_folder()?;
-        match std::fs::read_to_string(&self.path) {
-            Ok(document) => Ok(Some(document)),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(error) => Err(error),
-        }
+        super::private_file::read(&self.path, "tokens")
     }
 
     fn save(&self, credentials: &str) -> std::io::Result<()> {
-        use std::io::Write;
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-        builder.create(self.folder())?;
-        self.check_folder()?;
-        let mut name = self.path.file_name().unwrap_or_default().to_owned();
-        name.push(format!(".{}.tmp", std::process::id()));
-        let temporary = self.path.with_file_name(name);
-        // `create_new` is O_CREAT|O_EXCL: it fails on any existing entry, a link included, and never
-        // follows one. What is there is a leftover (a crash) or was planted: it is removed (the link
-        // itself, not what it points to) and the file created afresh, once.
-        let create = || {
-            let mut options = std::fs::OpenOptions::new();
-            options.write(true).create_new(true);
-            #[cfg(unix)]
-            std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-            options.open(&temporary)
-        };
-        let mut file = match create() {
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-                std::fs::remove_file(&temporary)?;
-                create()?
-            }
-            opened => opened?,
-        };
-        let written = file
-            .write_all(credentials.as_bytes())
-            .and_then(|()| file.sync_all());
-        drop(file);
-        if let Err(error) = written.and_then(|()| std::fs::rename(&temporary, &self.path)) {
-            let _ = std::fs::remove_file(&temporary);
-            return Err(error);
-        }
-        Ok(())
+        super::private_file::write(&self.path, "tokens", credentials)
     }
 
     fn clear(&self) -> std::io::Result<()> {
-        match std::fs::remove_file(&self.path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(error),
-            _ => Ok(()),
-        }
+        super::private_file::remove(&self.path)
     }
 }
 
@@ -284,6 +220,25 @@ enum Grant {
     ClientCredentials {
         client_id: String,
         client_secret: String,
+    },
+    /// The extensions' grants, which yiem asks the token endpoint for itself (boxed: a signing key
+    /// is large, and the client's configuration holds an `OAuth`).
+    Machine(Box<Machine>),
+}
+
+/// The grants with no person that rmcp's manager does not make ([`grants`]).
+#[derive(Clone)]
+enum Machine {
+    ClientCredentialsJwt {
+        client_id: String,
+        key: SigningKey,
+    },
+    JwtBearer {
+        assertion: Arc<dyn TokenSource>,
+    },
+    Enterprise {
+        idp: IdentityProvider,
+        id_token: Arc<dyn TokenSource>,
     },
 }
 
@@ -301,6 +256,7 @@ pub struct OAuth {
     scopes: Vec<String>,
     store: Arc<dyn TokenStore>,
     authorization_timeout: Duration,
+    dpop: bool,
 }
 
 impl fmt::Debug for OAuth {
@@ -308,12 +264,18 @@ impl fmt::Debug for OAuth {
         let grant = match &self.grant {
             Grant::AuthorizationCode { .. } => "authorization_code",
             Grant::ClientCredentials { .. } => "client_credentials",
+            Grant::Machine(machine) => match **machine {
+                Machine::ClientCredentialsJwt { .. } => "client_credentials (private_key_jwt)",
+                Machine::JwtBearer { .. } => "jwt-bearer",
+                Machine::Enterprise { .. } => "enterprise-managed (ID-JAG)",
+            },
         };
         f.debug_struct("OAuth")
             .field("grant", &grant)
             .field("client_id", &self.client_id)
             .field("client_metadata_url", &self.client_metadata_url)
             .field("scopes", &self.scopes)
+            .field("dpop", &self.dpop)
             .finish_non_exhaustive()
     }
 }
@@ -329,6 +291,7 @@ impl OAuth {
             scopes: Vec::new(),
             store: Arc::new(MemoryTokenStore::new()),
             authorization_timeout: DEFAULT_AUTHORIZATION_TIMEOUT,
+            dpop: false,
         }
     }
 
@@ -355,6 +318,50 @@ impl OAuth {
             client_id: client_id.into(),
             client_secret: client_secret.into(),
         })
+    }
+
+    /// The `client_credentials` grant authenticated by a JWT this client signs with `key`
+    /// (`private_key_jwt`, RFC 7523): the authorization server holds the public key, no secret is
+    /// shared. Each assertion names the client as `iss` and `sub` and the authorization server's
+    /// issuer as `aud`, and is valid for 60 s.
+    pub fn client_credentials_jwt(client_id: impl Into<String>, key: SigningKey) -> Self {
+        Self::with_grant(Grant::Machine(Box::new(Machine::ClientCredentialsJwt {
+            client_id: client_id.into(),
+            key,
+        })))
+    }
+
+    /// Workload identity federation (MCP's SEP-1933): the JWT bearer grant (RFC 7523) with the
+    /// identity token the platform gives this workload (`assertion`, asked for at each authorization),
+    /// and [`client_id`](Self::client_id) when the authorization server wants one. An assertion that
+    /// has expired, or whose `aud` is not the authorization server's issuer or token endpoint, is
+    /// refused before it is sent; a refusal by the server is an error, never retried with another grant.
+    pub fn jwt_bearer(assertion: impl TokenSource) -> Self {
+        Self::with_grant(Grant::Machine(Box::new(Machine::JwtBearer {
+            assertion: Arc::new(assertion),
+        })))
+    }
+
+    /// Enterprise-managed authorization (ID-JAG): the person's ID token from the company's identity
+    /// provider (`id_token`, asked for at each authorization) is exchanged there (RFC 8693) for an
+    /// identity assertion for this MCP server's authorization server, which redeems it (JWT bearer
+    /// grant) for an access token. This client's ID and secret at that authorization server are
+    /// [`client_id`](Self::client_id) and [`client_secret`](Self::client_secret)
+    /// (`client_secret_basic`). rmcp's `enterprise` module does both exchanges and checks the
+    /// assertion's claims (type, audience, resource, client).
+    pub fn enterprise(idp: IdentityProvider, id_token: impl TokenSource) -> Self {
+        Self::with_grant(Grant::Machine(Box::new(Machine::Enterprise {
+            idp,
+            id_token: Arc::new(id_token),
+        })))
+    }
+
+    /// Sender-constrained tokens with DPoP (RFC 9449, MCP's SEP-1932): a proof signed by a fresh
+    /// P-256 key of this client goes with every token request and every request to the server, and
+    /// nonces the servers ask for are sent back (default: off). Not with [`enterprise`](Self::enterprise).
+    pub fn dpop(mut self, on: bool) -> Self {
+        self.dpop = on;
+        self
     }
 
     /// A client ID registered with the authorization server beforehand (no registration is made).
@@ -443,7 +450,12 @@ pub(super) struct Authorizer {
     server: String,
     url: String,
     config: OAuth,
-    client: AuthClient<reqwest::Client>,
+    client: AuthClient<ResourceRequests>,
+    /// The HTTP client for the authorization servers: rmcp's, with DPoP proofs on token requests
+    /// when DPoP is on.
+    http: Arc<TokenRequests>,
+    /// This client's DPoP key, when DPoP is on.
+    dpop: Option<Arc<Dpop>>,
     /// One authorization at a time; requests refused meanwhile retry with its outcome.
     authorizing: tokio::sync::Mutex<()>,
     /// Counts completed authorizations, so a request refused before one completed retries instead of
@@ -457,7 +469,25 @@ impl Authorizer {
         url: &str,
         config: OAuth,
     ) -> Result<Authorizer, McpClientError> {
-        let mut manager = new_manager(server, url, &config).await?;
+        let failed = |detail: String| McpClientError::Authorization {
+            server: server.to_owned(),
+            detail,
+        };
+        let dpop = match config.dpop {
+            true => Some(Arc::new(Dpop::new().map_err(failed)?)),
+            false => None,
+        };
+        let plain: Arc<dyn OAuthHttpClient> = Arc::new(
+            rmcp::transport::auth::default_oauth_http_client().map_err(|error| {
+                failed(format!(
+                    "no HTTP client for the authorization server: {error}"
+                ))
+            })?,
+        );
+        let http = Arc::new(TokenRequests::new(plain, dpop.clone()).map_err(failed)?);
+        let dpop_http: Arc<dyn OAuthHttpClient> = http.clone();
+        let mut manager =
+            new_manager(server, url, &config, dpop.is_some().then_some(&dpop_http)).await?;
         // Credentials from an earlier run: configure the client they belong to, so they can be used
         // and refreshed. Failing to, the server's 401 starts a new authorization.
         let stored = tokio::time::timeout(
@@ -477,18 +507,21 @@ impl Authorizer {
                 );
             }
         }
+        let resource_requests = ResourceRequests::new(dpop.clone(), Arc::clone(&config.store));
         Ok(Authorizer {
             server: server.to_owned(),
             url: url.to_owned(),
             config,
-            client: AuthClient::new(reqwest::Client::default(), manager),
+            client: AuthClient::new(resource_requests, manager),
+            http,
+            dpop,
             authorizing: tokio::sync::Mutex::new(()),
             generation: AtomicU64::new(0),
         })
     }
 
     /// The HTTP client for the transport: it carries the token and refreshes it.
-    pub(super) fn http_client(&self) -> AuthClient<reqwest::Client> {
+    pub(super) fn http_client(&self) -> AuthClient<ResourceRequests> {
         self.client.clone()
     }
 
@@ -574,7 +607,7 @@ impl Authorizer {
 
     /// A new authorization from the challenge: discovery, client identity, the grant.
     async fn authorize(&self, challenge: &str) -> Result<(), McpClientError> {
-        let mut manager = new_manager(&self.server, &self.url, &self.config).await?;
+        let mut manager = self.new_manager().await?;
         let resolution = manager
             .resolve_metadata_from_challenge(Some(challenge))
             .await
@@ -627,6 +660,10 @@ impl Authorizer {
                 )
                 .await?
             }
+            Grant::Machine(grant) => {
+                self.machine(grant, manager, &self.config.scopes, Some(challenge))
+                    .await?
+            }
         };
         *self.client.auth_manager.lock().await = manager;
         Ok(())
@@ -668,14 +705,202 @@ impl Authorizer {
                 scopes.extend(scope.split_whitespace().map(str::to_owned));
                 scopes.dedup();
                 drop(manager);
-                let manager = new_manager(&self.server, &self.url, &self.config).await?;
+                let manager = self.new_manager().await?;
                 let manager = self
                     .client_credentials(manager, client_id, client_secret, &scopes, None)
                     .await?;
                 *self.client.auth_manager.lock().await = manager;
                 Ok(())
             }
+            Grant::Machine(grant) => {
+                let mut scopes = manager.get_current_scopes().await;
+                scopes.extend(scope.split_whitespace().map(str::to_owned));
+                scopes.dedup();
+                drop(manager);
+                let manager = self.new_manager().await?;
+                let manager = self.machine(grant, manager, &scopes, None).await?;
+                *self.client.auth_manager.lock().await = manager;
+                Ok(())
+            }
         }
+    }
+
+    /// A manager for this server over the configured store.
+    async fn new_manager(&self) -> Result<AuthorizationManager, McpClientError> {
+        let http: Arc<dyn OAuthHttpClient> = self.http.clone();
+        new_manager(
+            &self.server,
+            &self.url,
+            &self.config,
+            self.dpop.is_some().then_some(&http),
+        )
+        .await
+    }
+
+    /// The grants with no person ([`grants`]): discovery, then the token request, whose token is
+    /// kept in the store for the manager to present.
+    async fn machine(
+        &self,
+        grant: &Machine,
+        mut manager: AuthorizationManager,
+        scopes: &[String],
+        challenge: Option<&str>,
+    ) -> Result<AuthorizationManager, McpClientError> {
+        let resolution = manager
+            .resolve_metadata_from_challenge(challenge)
+            .await
+            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
+        let metadata = resolution.metadata;
+        manager.set_metadata(metadata.clone());
+        let token_endpoint = metadata.token_endpoint.clone();
+        // The issuer discovery checked (RFC 8414); the token endpoint's origin for a server without
+        // metadata.
+        let issuer = metadata.issuer.clone().unwrap_or_else(|| {
+            reqwest::Url::parse(&token_endpoint)
+                .map(|url| url.origin().ascii_serialization())
+                .unwrap_or_default()
+        });
+        let mut form: Vec<(&str, String)> = Vec::new();
+        let scope = scopes.join(" ");
+        let (client_id, token) = match grant {
+            Machine::ClientCredentialsJwt { client_id, key } => {
+                let assertion = key
+                    .client_assertion(client_id, &issuer)
+                    .map_err(|error| self.failed(error))?;
+                form.extend(grants::client_assertion_form(assertion));
+                (client_id.clone(), None)
+            }
+            Machine::JwtBearer { assertion } => {
+                let jwt = assertion.token().await.map_err(|reason| {
+                    self.failed(format!("no workload identity assertion: {reason}"))
+                })?;
+                grants::check_assertion(&jwt, &issuer, &token_endpoint)
+                    .map_err(|error| self.failed(error))?;
+                form.push(("grant_type", grants::JWT_BEARER.to_owned()));
+                form.push(("assertion", jwt));
+                if let Some(id) = &self.config.client_id {
+                    form.push(("client_id", id.clone()));
+                }
+                let id = self
+                    .config
+                    .client_id
+                    .clone()
+                    .unwrap_or_else(|| "workload".to_owned());
+                (id, None)
+            }
+            Machine::Enterprise { idp, id_token } => {
+                let token = self
+                    .enterprise(idp, id_token.as_ref(), &issuer, &token_endpoint, scopes)
+                    .await?;
+                let id = self.config.client_id.clone().unwrap_or_default();
+                (id, Some(token))
+            }
+        };
+        let token = match token {
+            Some(token) => token,
+            None => {
+                form.push(("resource", self.url.clone()));
+                if !scope.is_empty() {
+                    form.push(("scope", scope.clone()));
+                }
+                grants::token_request(self.http.as_ref(), &token_endpoint, &form, None)
+                    .await
+                    .map_err(|error| self.failed(error))?
+            }
+        };
+        let granted: Vec<String> = token
+            .get("scope")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(
+                || scopes.to_vec(),
+                |text| text.split_whitespace().map(str::to_owned).collect(),
+            );
+        let response: OAuthTokenResponse = serde_json::from_value(token).map_err(|error| {
+            self.failed(format!(
+                "the token endpoint's answer is not a token response: {error}"
+            ))
+        })?;
+        let credentials = StoredCredentials::new(
+            client_id.clone(),
+            Some(response),
+            granted,
+            Some(jose::now()),
+        )
+        .with_issuer(metadata.issuer.clone());
+        StoreAdapter(Arc::clone(&self.config.store))
+            .save(credentials)
+            .await
+            .map_err(|error| self.failed(format!("the token cannot be stored: {error}")))?;
+        // A client ID lets rmcp try a refresh when the token expires (there is none: it answers
+        // that authorization is needed, and the server's 401 brings the grant round again).
+        let _ = manager.configure_client_id(&client_id);
+        Ok(manager)
+    }
+
+    /// Enterprise-managed authorization with rmcp's `enterprise` module: the ID token for an ID-JAG
+    /// at the identity provider, the ID-JAG for an access token at `issuer`'s token endpoint.
+    async fn enterprise(
+        &self,
+        idp: &IdentityProvider,
+        id_token: &dyn TokenSource,
+        issuer: &str,
+        token_endpoint: &str,
+        scopes: &[String],
+    ) -> Result<serde_json::Value, McpClientError> {
+        use rmcp::transport::auth::enterprise::{
+            EmaAuthorizationServer, EmaClientAuthentication, EmaExchangeRequest,
+        };
+        if self.dpop.is_some() {
+            return Err(self.failed(
+                "DPoP is not available with enterprise-managed authorization; turn one of them off",
+            ));
+        }
+        let (Some(client_id), Some(secret)) = (&self.config.client_id, &self.config.client_secret)
+        else {
+            return Err(self.failed(
+                "enterprise-managed authorization needs this client's ID and secret at the MCP \
+                 server's authorization server: set `OAuth::client_id` and `OAuth::client_secret`",
+            ));
+        };
+        let id_token = id_token.token().await.map_err(|reason| {
+            self.failed(format!("no ID token from the identity provider: {reason}"))
+        })?;
+        let mut identity =
+            EmaAuthorizationServer::new(&idp.issuer, &idp.token_endpoint, &idp.client_id);
+        if let Some(secret) = &idp.client_secret {
+            identity =
+                identity.with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+                    oauth2::ClientSecret::new(secret.clone()),
+                ));
+        }
+        let resource_server = EmaAuthorizationServer::new(issuer, token_endpoint, client_id)
+            .with_client_authentication(EmaClientAuthentication::ClientSecretBasic(
+                oauth2::ClientSecret::new(secret.clone()),
+            ));
+        let token =
+            EmaExchangeRequest::new_with_id_token(identity, resource_server, &self.url, &id_token)
+                .with_scopes(scopes.iter().cloned())
+                .exchange(self.http.as_ref(), self.http.as_ref())
+                .await
+                .map_err(|error| {
+                    self.failed(format!(
+                        "enterprise-managed authorization failed (identity provider `{}`): {error}",
+                        idp.issuer.escape_debug()
+                    ))
+                })?;
+        let mut scopes: Vec<&str> = token.scopes.iter().map(String::as_str).collect();
+        scopes.sort_unstable();
+        let mut answer = serde_json::json!({
+            "access_token": token.access_token.secret(),
+            "token_type": "Bearer",
+        });
+        if let Some(lifetime) = token.expires_in {
+            answer["expires_in"] = serde_json::json!(lifetime.as_secs());
+        }
+        if !scopes.is_empty() {
+            answer["scope"] = serde_json::json!(scopes.join(" "));
+        }
+        Ok(answer)
     }
 
     /// Refuses an authorization URL that is not `https:` (or `http:` on a loopback host, for a server
@@ -879,18 +1104,22 @@ impl tracing::Subscriber for WithoutAuthDebug {
 }
 
 /// A manager for `url` over the configured store.
+/// With DPoP, the manager's requests go through `dpop_http` (which adds the proofs); otherwise through
+/// rmcp's own client, which also filters the addresses discovered metadata names.
 async fn new_manager(
     server: &str,
     url: &str,
     config: &OAuth,
+    dpop_http: Option<&Arc<dyn OAuthHttpClient>>,
 ) -> Result<AuthorizationManager, McpClientError> {
-    let mut manager =
-        AuthorizationManager::new(url)
-            .await
-            .map_err(|error| McpClientError::Authorization {
-                server: server.to_owned(),
-                detail: format!("`{url}` cannot be used for OAuth: {error}"),
-            })?;
+    let manager = match dpop_http {
+        Some(http) => AuthorizationManager::new_with_oauth_http_client(url, Arc::clone(http)).await,
+        None => AuthorizationManager::new(url).await,
+    };
+    let mut manager = manager.map_err(|error| McpClientError::Authorization {
+        server: server.to_owned(),
+        detail: format!("`{url}` cannot be used for OAuth: {error}"),
+    })?;
     manager.set_credential_store(StoreAdapter(Arc::clone(&config.store)));
     Ok(manager)
 }

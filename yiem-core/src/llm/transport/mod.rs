@@ -1,8 +1,8 @@
 //! The HTTP transport every provider shares: one `POST` of a JSON body (with the provider's headers),
-//! retried as the [`RetryPolicy`] allows, its answer read as server-sent events (or one JSON body from a
+//! retried as the [`RetryPolicy`](retry::RetryPolicy) allows, its answer read as server-sent events (or one JSON body from a
 //! server that does not stream) with an idle limit, and each event handed to the provider's
 //! [`StreamParser`], which alone knows the wire format. Events are read in time linear in what arrives
-//! ([`super::sse`]), each at most `max_event_bytes`, and the whole reply within `reply_timeout`. Every
+//! ([`sse`]), each at most `max_event_bytes`, and the whole reply within `reply_timeout`. Every
 //! failure becomes one [`ModelEvent::Error`] whose text starts with `POST <url> failed: `, at most
 //! [`MAX_ERROR_CHARS`] long, with the request's credentials redacted wherever the server echoed them;
 //! cancelling ends the stream at once. While a tool call's
@@ -13,6 +13,12 @@
 //! before the call's end if its last deltas were not parsed, so a call of any size costs amortised linear
 //! time to follow (a 256 KB `write` in 4-byte deltas once re-parsed its whole text 65 536 times).
 
+pub(crate) mod config;
+pub(crate) mod failure;
+pub(crate) mod partial;
+pub(crate) mod retry;
+mod sse;
+
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -21,14 +27,15 @@ use std::time::Duration;
 use futures::{Stream, StreamExt, stream};
 use tokio_util::sync::CancellationToken;
 
-use super::config::ConfigError;
-use super::failure::{
+use self::config::{ClientConfig, ConfigError};
+use self::failure::{
     attempts, bounded, chunk_count, error_chain, redacted, root_cause, seconds, server_message,
 };
-use super::partial::partial_arguments;
-use super::retry::{RetryPolicy, is_retryable, is_validation_error, retry_after};
-use super::sse::{SseError, SseEvent, SseReader};
-use super::{ModelEvent, ModelStream};
+use self::partial::partial_arguments;
+use self::retry::{is_retryable, is_validation_error, retry_after};
+use self::sse::{SseError, SseEvent, SseReader};
+use crate::dialect::DialectError;
+use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream};
 
 /// A provider's wire format, as the transport sees it: it turns server-sent events (or one whole JSON
 /// body) into [`ModelEvent`]s and says when the reply is complete.
@@ -45,7 +52,8 @@ pub(crate) trait StreamParser: Send + 'static {
     fn complete(&self) -> bool;
     /// How many events with data were read, for error texts; 0 means a retry is still safe.
     fn chunks(&self) -> usize;
-    /// The last events: open calls closed, then `Done` (or `Error`). Called once.
+    /// The last events: open calls closed, then `Done` (or `Error`). Called once: the transport and
+    /// [`parse_all`] end a reply with it and read no more.
     fn finish(&mut self) -> Vec<ModelEvent>;
 }
 
@@ -69,16 +77,6 @@ pub(crate) fn parse_all<'a>(
     out
 }
 
-/// The HTTP settings a provider's configuration carries.
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    pub retry: RetryPolicy,
-    pub response_timeout: Duration,
-    pub idle_timeout: Duration,
-    pub reply_timeout: Duration,
-    pub max_event_bytes: usize,
-}
-
 /// The default longest time to read one whole reply, from its response headers to its end: 30 minutes.
 pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -92,7 +90,7 @@ pub(crate) const MAX_ERROR_CHARS: usize = 2000;
 const MAX_ERROR_BODY_BYTES: usize = 64 << 10;
 
 /// A `reqwest` client (rustls) with `connect_timeout`.
-pub(crate) fn client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
+fn client(connect_timeout: Duration) -> Result<reqwest::Client, String> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .build()
@@ -100,7 +98,7 @@ pub(crate) fn client(connect_timeout: Duration) -> Result<reqwest::Client, Strin
 }
 
 /// `base_url` without surrounding space and trailing slashes, if it is an http(s) URL.
-pub(crate) fn checked_base(base_url: &str) -> Result<&str, ConfigError> {
+fn checked_base(base_url: &str) -> Result<&str, ConfigError> {
     let base = base_url.trim().trim_end_matches('/');
     if base.starts_with("http://") || base.starts_with("https://") {
         Ok(base)
@@ -111,82 +109,235 @@ pub(crate) fn checked_base(base_url: &str) -> Result<&str, ConfigError> {
     }
 }
 
-/// The builder methods and the transport [`Settings`] every provider configuration shares; the
-/// configuration has the fields `extra_body`, `tool_choice`, `retry`, `connect_timeout`,
-/// `response_timeout` and `idle_timeout`.
-macro_rules! http_config {
+/// The setters of the [`ClientConfig`] a provider's configuration holds as `client`: the one place
+/// they are written, for each configuration type.
+macro_rules! client_setters {
     ($config:ty) => {
         impl $config {
+            /// Sends requests to `base_url` instead (a proxy, a gateway, a local or test server).
+            pub fn base_url(mut self, base_url: impl Into<String>) -> Self {
+                self.client.base_url = base_url.into();
+                self
+            }
+
+            /// Sets the API key.
+            pub fn api_key(mut self, key: impl Into<String>) -> Self {
+                self.client.api_key = Some(key.into());
+                self
+            }
+
             /// Sets the retry policy.
-            pub fn with_retry(mut self, retry: $crate::llm::RetryPolicy) -> Self {
-                self.retry = retry;
+            pub fn retry(mut self, retry: $crate::llm::RetryPolicy) -> Self {
+                self.client.retry = retry;
                 self
             }
 
             /// Sets which tools the model may or must call (see [`ToolChoice`](crate::llm::ToolChoice)).
-            pub fn with_tool_choice(mut self, choice: $crate::llm::ToolChoice) -> Self {
-                self.tool_choice = choice;
+            pub fn tool_choice(mut self, choice: $crate::llm::ToolChoice) -> Self {
+                self.client.tool_choice = choice;
                 self
             }
 
             /// Adds a field to every request body; it overrides the client's own field of that name.
-            pub fn with_extra(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
-                self.extra_body.insert(key.into(), value);
+            pub fn extra(mut self, key: impl Into<String>, value: serde_json::Value) -> Self {
+                self.client.extra_body.insert(key.into(), value);
                 self
             }
 
             /// Sets the connect, response and idle timeouts.
-            pub fn with_timeouts(
+            pub fn timeouts(
                 mut self,
                 connect: std::time::Duration,
                 response: std::time::Duration,
                 idle: std::time::Duration,
             ) -> Self {
-                self.connect_timeout = connect;
-                self.response_timeout = response;
-                self.idle_timeout = idle;
+                self.client.connect_timeout = connect;
+                self.client.response_timeout = response;
+                self.client.idle_timeout = idle;
                 self
             }
 
             /// Sets the longest time to read one whole reply, from its response headers to its end
             /// (default 30 minutes): a stream that keeps sending (keep-alive comments, say) ends then
             /// with an error, as a silent one does after the idle timeout.
-            pub fn with_reply_timeout(mut self, timeout: std::time::Duration) -> Self {
-                self.reply_timeout = timeout;
+            pub fn reply_timeout(mut self, timeout: std::time::Duration) -> Self {
+                self.client.reply_timeout = timeout;
                 self
             }
 
             /// Sets the largest event a stream may send, in bytes (default 64 MiB; also the largest
             /// body of a server that does not stream): a larger one ends the reply with an error.
-            pub fn with_max_event_bytes(mut self, bytes: usize) -> Self {
-                self.max_event_bytes = bytes;
+            pub fn max_event_bytes(mut self, bytes: usize) -> Self {
+                self.client.max_event_bytes = bytes;
                 self
-            }
-
-            /// What the transport needs of this configuration.
-            fn settings(&self) -> $crate::llm::transport::Settings {
-                $crate::llm::transport::Settings {
-                    retry: self.retry,
-                    response_timeout: self.response_timeout,
-                    idle_timeout: self.idle_timeout,
-                    reply_timeout: self.reply_timeout,
-                    max_event_bytes: self.max_event_bytes,
-                }
             }
         }
     };
 }
-pub(crate) use http_config;
+pub(crate) use client_setters;
+
+/// The setters of the configurations whose provider runs tools on its side (Anthropic's, OpenAI's
+/// Responses API): the fields `tool_search` and `programmatic_calling`, whose docs say what each
+/// provider does with them.
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+macro_rules! server_tool_setters {
+    ($config:ty) => {
+        impl $config {
+            /// Chooses how the model finds deferred tools: the provider's own tool search or the local
+            /// one (see [`tool_search`](field@Self::tool_search) and
+            /// [`ToolSearchMode`](crate::catalog::ToolSearchMode)).
+            pub fn tool_search(mut self, mode: $crate::catalog::ToolSearchMode) -> Self {
+                self.tool_search = mode;
+                self
+            }
+
+            /// Lets the model call tools from programs it runs in the provider's sandbox (see
+            /// [`programmatic_calling`](field@Self::programmatic_calling) and
+            /// [`ProgrammaticCalling`](crate::llm::ProgrammaticCalling), which has an example).
+            pub fn programmatic_calling(
+                mut self,
+                calling: $crate::llm::ProgrammaticCalling,
+            ) -> Self {
+                self.programmatic_calling = Some(calling);
+                self
+            }
+        }
+    };
+}
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+pub(crate) use server_tool_setters;
+
+/// A provider's connection: the URL its requests go to and the HTTP client that sends them. Its
+/// [`send`](Self::send) is the one request loop of every provider.
+#[derive(Clone, Debug)]
+pub(crate) struct Client {
+    endpoint: Arc<str>,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// A connection for `config`, whose requests go to `path(base)` (the checked base URL, without
+    /// trailing slashes); fails on a base URL that is not http(s) or when the HTTP client cannot start.
+    pub(crate) fn new(
+        config: &ClientConfig,
+        path: impl FnOnce(&str) -> String,
+    ) -> Result<Self, ConfigError> {
+        let endpoint = path(checked_base(&config.base_url)?);
+        let http = client(config.connect_timeout).map_err(ConfigError::Client)?;
+        Ok(Client {
+            endpoint: endpoint.into(),
+            http,
+        })
+    }
+
+    /// The URL requests go to.
+    pub(crate) fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+
+    /// The stream of the reply to `body` (or of its refusal, when it could not be made), sent with
+    /// `headers` under `config`'s retries, timeouts and limits and read with `parser`.
+    pub(crate) fn send(
+        &self,
+        config: &ClientConfig,
+        body: Result<impl Body, DialectError>,
+        headers: Vec<(&'static str, String)>,
+        parser: impl StreamParser,
+        cancel: CancellationToken,
+    ) -> ModelStream {
+        let body = match body {
+            Ok(body) => body.into_bytes(),
+            Err(error) => return refused(config.model.clone(), error.to_string()),
+        };
+        let request = Request {
+            client: self.http.clone(),
+            url: Arc::clone(&self.endpoint),
+            headers,
+            body,
+            settings: config.clone(),
+        };
+        stream(request, parser, cancel)
+    }
+}
+
+/// A provider's client as the one request loop sees it: its [`ClientConfig`], its connection, and what
+/// is its own (headers, body, parser). Every type with it is a [`Model`](crate::llm::Model) whose
+/// replies the loop streams.
+pub(crate) trait Provider: Send + Sync {
+    /// Who serves the model (`Model::provider_name`).
+    const NAME: &'static str;
+    /// The provider's wire format.
+    type Parser: StreamParser;
+    /// The request's headers (the key's among them).
+    fn headers(&self) -> Vec<(&'static str, String)>;
+    /// The request's body, or why it cannot be made.
+    fn body(&self, request: &ModelRequest) -> Result<impl Body, DialectError>;
+    /// A parser for one reply.
+    fn parser(&self) -> Self::Parser;
+    /// The settings every provider shares, and the connection requests go out on.
+    fn connection(&self) -> (&ClientConfig, &Client);
+}
+
+impl<P: Provider> Model for P {
+    fn name(&self) -> &str {
+        &self.connection().0.model
+    }
+
+    fn provider_name(&self) -> &str {
+        P::NAME
+    }
+
+    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let (config, client) = self.connection();
+        let body = self.body(&request);
+        client.send(config, body, self.headers(), self.parser(), cancel)
+    }
+}
+
+/// `base` followed by `path`, unless it already ends with it (a URL given whole).
+pub(crate) fn joined(base: &str, path: &str) -> String {
+    if base.ends_with(path) {
+        base.to_owned()
+    } else {
+        format!("{base}{path}")
+    }
+}
+
+/// A request body: its JSON, or the bytes of it already written.
+pub(crate) trait Body {
+    fn into_bytes(self) -> Vec<u8>;
+}
+
+impl Body for Vec<u8> {
+    fn into_bytes(self) -> Vec<u8> {
+        self
+    }
+}
+
+impl Body for serde_json::Value {
+    fn into_bytes(self) -> Vec<u8> {
+        serde_json::to_vec(&self).unwrap_or_default()
+    }
+}
+
+/// The `Authorization: Bearer <key>` header, when there is a key (OpenAI and compatible servers).
+#[cfg(feature = "openai")]
+pub(crate) fn bearer(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    api_key
+        .filter(|key| !key.is_empty())
+        .map(|key| ("authorization", format!("Bearer {key}")))
+        .into_iter()
+        .collect()
+}
 
 /// One request to send: where, with which headers and body, under which settings.
-pub(crate) struct Request {
+struct Request {
     pub client: reqwest::Client,
     pub url: Arc<str>,
     pub headers: Vec<(&'static str, String)>,
     pub body: Vec<u8>,
-    pub settings: Settings,
-    /// The model name, for `Start`.
-    pub model: String,
+    /// The retries, timeouts and limits; its `model` names the reply's `Start`.
+    pub settings: ClientConfig,
 }
 
 impl Request {
@@ -215,11 +366,7 @@ impl Request {
 }
 
 /// The stream of `request`'s reply, read with `parser`.
-pub(crate) fn stream(
-    request: Request,
-    parser: impl StreamParser,
-    cancel: CancellationToken,
-) -> ModelStream {
+fn stream(request: Request, parser: impl StreamParser, cancel: CancellationToken) -> ModelStream {
     let run = Run {
         request,
         parser: Box::new(parser),
@@ -237,7 +384,7 @@ pub(crate) fn stream(
 }
 
 /// The stream of a request that could not be sent: `Start`, then `Error` with `text`.
-pub(crate) fn refused(model: String, text: String) -> ModelStream {
+fn refused(model: String, text: String) -> ModelStream {
     Box::pin(stream::iter([
         ModelEvent::Start { model },
         ModelEvent::Error(format!("the request was not sent: {text}")),
@@ -323,7 +470,7 @@ impl Run {
                     if !self.started {
                         self.started = true;
                         self.queue.push_back(ModelEvent::Start {
-                            model: self.request.model.clone(),
+                            model: self.request.settings.model.clone(),
                         });
                     }
                     match self.connect().await {
@@ -405,8 +552,8 @@ impl Run {
 
     /// Sends the request until it is accepted, retrying what the policy allows.
     async fn connect(&mut self) -> Connected {
-        let settings = self.request.settings.clone();
-        let policy = settings.retry;
+        let policy = self.request.settings.retry;
+        let response_timeout = self.request.settings.response_timeout;
         loop {
             self.attempt += 1;
             let attempt = self.attempt;
@@ -422,14 +569,14 @@ impl Run {
             }
             let sent = tokio::select! {
                 () = self.cancel.cancelled() => return Connected::Cancelled,
-                sent = tokio::time::timeout(settings.response_timeout, builder.send()) => sent,
+                sent = tokio::time::timeout(response_timeout, builder.send()) => sent,
             };
             let retry_allowed = attempt <= policy.max_retries;
             let delay = match sent {
                 Err(_) => {
                     return Connected::Failed(format!(
                         "no response within {}{}",
-                        seconds(settings.response_timeout),
+                        seconds(response_timeout),
                         attempts(attempt)
                     ));
                 }
@@ -442,7 +589,7 @@ impl Run {
                     let Some((body, _)) = read_body(
                         response,
                         &self.cancel,
-                        settings.response_timeout,
+                        response_timeout,
                         MAX_ERROR_BODY_BYTES,
                     )
                     .await
@@ -659,7 +806,7 @@ async fn read_body(
 
 /// The response body as server-sent events, each piece awaited at most `idle_timeout` and the whole
 /// body at most `reply_timeout`.
-fn event_stream(response: reqwest::Response, settings: &Settings) -> SseStream {
+fn event_stream(response: reqwest::Response, settings: &ClientConfig) -> SseStream {
     struct Body {
         bytes: Pin<Box<dyn Stream<Item = reqwest::Result<bytes::Bytes>> + Send>>,
         reader: SseReader,

@@ -4,9 +4,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::replay::{Turn, arguments_object, merged_by_role, result_text, turns};
 use crate::call::ToolResultMessage;
 use crate::content::Content;
+use crate::llm::replay::{Turn, arguments_object, merged_by_role, result_text, turns};
 use crate::message::{AgentMessage, AssistantContent, AssistantMessage, UserMessage};
 
 /// The conversation as the `contents` of a `generateContent` request.
@@ -141,8 +141,8 @@ fn function_response(result: &ToolResultMessage) -> Value {
 mod content_kinds {
     use serde_json::json;
 
-    use super::super::replay::fixtures::{every_kind, result_of_every_kind};
     use super::*;
+    use crate::llm::replay::fixtures::{every_kind, result_of_every_kind};
 
     #[test]
     fn gemini_gets_audio_and_files_inline_and_notes_in_function_responses() {

@@ -1,4 +1,4 @@
-//! [`OpenAiModel`]: a [`Model`] over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
+//! [`OpenAiModel`]: a [`Model`](crate::llm::Model) over any OpenAI-compatible chat-completions endpoint (OpenAI, Ollama, vLLM,
 //! llama.cpp, OpenRouter, ...), streamed with server-sent events.
 //!
 //! The client is lenient about what servers leave out and strict about what it cannot trust:
@@ -14,27 +14,24 @@
 //! - A server that ignores `stream: true` and answers with one JSON body is read as one chunk.
 //!
 //! Every failure ends the stream with [`ModelEvent::Error`] and a text that starts with the request
-//! (`POST <url> failed: `) and names what happened; nothing panics. Retries (see [`RetryPolicy`]) happen only before anything but `Start` was streamed. A
+//! (`POST <url> failed: `) and names what happened; nothing panics. Retries (see [`RetryPolicy`](crate::llm::RetryPolicy)) happen only before anything but `Start` was streamed. A
 //! chunk that is not JSON is **fatal**:
 //! skipping it could silently drop part of the answer or of a tool call's arguments. See
 //! [`OpenAiModel`] for the list.
 //!
-//! [`MessageAssembler`]: super::MessageAssembler
+//! [`MessageAssembler`]: crate::llm::MessageAssembler
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
 
-use super::config::ConfigError;
-use super::failure::{error_text, preview};
-use super::openai_format::{MessageFormat, OpenAiFormat, usage_from_openai};
-use super::retry::RetryPolicy;
-use super::transport::{self, StreamParser, http_config};
-use super::{Model, ModelEvent, ModelRequest, ModelStream};
+use super::format::{MessageFormat, OpenAiFormat, usage_from_openai};
 use crate::dialect::{Dialect, DialectError};
+use crate::llm::transport::config::{ClientConfig, ConfigError};
+use crate::llm::transport::failure::{error_text, preview};
+use crate::llm::transport::{self, StreamParser, client_setters};
+use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
 
@@ -47,17 +44,18 @@ pub const MODEL_ENV: &str = "YIEM_MODEL";
 /// The model used when [`MODEL_ENV`] is not set.
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
-/// Where and how an [`OpenAiModel`] sends its requests.
+/// Where and how an [`OpenAiModel`] sends its requests: the [`ClientConfig`] every provider shares, and
+/// whether to ask for a usage chunk.
 ///
 /// ```
 /// use std::time::Duration;
 /// use yiem_core::llm::{OpenAiConfig, RetryPolicy};
 ///
 /// let config = OpenAiConfig::new("http://localhost:11434/v1", "llama3.2")
-///     .with_retry(RetryPolicy::none())
-///     .with_extra("temperature", serde_json::json!(0.2));
-/// assert_eq!(config.api_key, None);
-/// assert_eq!(config.extra_body["temperature"], 0.2);
+///     .retry(RetryPolicy::none())
+///     .extra("temperature", serde_json::json!(0.2));
+/// assert_eq!(config.client.api_key, None);
+/// assert_eq!(config.client.extra_body["temperature"], 0.2);
 ///
 /// let from_env = OpenAiConfig::from_lookup(|name| match name {
 ///     "YIEM_BASE_URL" => Some("https://api.openai.com/v1".into()),
@@ -65,82 +63,29 @@ pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
 ///     _ => None,
 /// })
 /// .unwrap();
-/// assert_eq!(from_env.model, "gpt-4o-mini");
-/// assert_eq!(from_env.api_key.as_deref(), Some("sk-test"));
+/// assert_eq!(from_env.client.model, "gpt-4o-mini");
+/// assert_eq!(from_env.client.api_key.as_deref(), Some("sk-test"));
 /// ```
-#[derive(Clone, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct OpenAiConfig {
-    /// The base URL; requests go to `<base_url>/chat/completions` (a URL that already ends in
-    /// `/chat/completions` is used as it is).
-    pub base_url: String,
-    /// The API key, sent as `Authorization: Bearer <key>`; local servers need none.
-    pub api_key: Option<String>,
-    /// The model name sent with each request.
-    pub model: String,
-    /// More request fields (`temperature`, `max_tokens`, `reasoning_effort`, ...), merged into every body;
-    /// they override the client's own fields of the same name.
-    pub extra_body: Map<String, Value>,
-    /// Which tools the model may or must call, in requests that carry tools (default
-    /// [`ToolChoice::Auto`](crate::llm::ToolChoice::Auto): nothing is sent).
-    pub tool_choice: super::ToolChoice,
+    /// Where requests go (`<base_url>/chat/completions`; a URL that already ends in
+    /// `/chat/completions` is used as it is), the key (sent as `Authorization: Bearer <key>`; local
+    /// servers need none), the model, and the retries, timeouts and limits.
+    pub client: ClientConfig,
     /// Ask for a usage chunk (`stream_options.include_usage`, default true); turn off for servers that
     /// refuse the field.
     pub include_usage: bool,
-    /// Retries on 429, 5xx and connection failures.
-    pub retry: RetryPolicy,
-    /// The longest wait for a TCP (and TLS) connection (default 30 s).
-    pub connect_timeout: Duration,
-    /// The longest wait for the response headers after sending a request (default 300 s; local servers
-    /// may load the model first).
-    pub response_timeout: Duration,
-    /// The longest silence between two pieces of a streaming body (default 300 s).
-    pub idle_timeout: Duration,
-    /// The longest time to read one whole reply, from its response headers to its end (default 30
-    /// minutes).
-    pub reply_timeout: Duration,
-    /// The largest event of a stream, or body of a server that does not stream, in bytes (default
-    /// 64 MiB).
-    pub max_event_bytes: usize,
 }
 
-impl fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("model", &self.model)
-            .field("extra_body", &self.extra_body)
-            .field("tool_choice", &self.tool_choice)
-            .field("include_usage", &self.include_usage)
-            .field("retry", &self.retry)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("response_timeout", &self.response_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("reply_timeout", &self.reply_timeout)
-            .field("max_event_bytes", &self.max_event_bytes)
-            .finish()
-    }
-}
-
-http_config!(OpenAiConfig);
+client_setters!(OpenAiConfig);
 
 impl OpenAiConfig {
     /// A configuration for `model` at `base_url`, without an API key, with the default retries and timeouts.
     pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
         OpenAiConfig {
-            base_url: base_url.into(),
-            api_key: None,
-            model: model.into(),
-            extra_body: Map::new(),
-            tool_choice: super::ToolChoice::Auto,
+            client: ClientConfig::new(base_url, model),
             include_usage: true,
-            retry: RetryPolicy::default(),
-            connect_timeout: Duration::from_secs(30),
-            response_timeout: Duration::from_secs(300),
-            idle_timeout: Duration::from_secs(300),
-            reply_timeout: transport::DEFAULT_REPLY_TIMEOUT,
-            max_event_bytes: transport::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -160,28 +105,18 @@ impl OpenAiConfig {
         })?;
         let model = var(MODEL_ENV).unwrap_or_else(|| DEFAULT_MODEL.to_owned());
         let mut config = OpenAiConfig::new(base_url.trim(), model.trim());
-        config.api_key = var(API_KEY_ENV).map(|key| key.trim().to_owned());
+        config.client.api_key = var(API_KEY_ENV).map(|key| key.trim().to_owned());
         Ok(config)
     }
 
-    /// Sets the API key.
-    pub fn with_api_key(mut self, key: impl Into<String>) -> Self {
-        self.api_key = Some(key.into());
+    /// Sets [`include_usage`](field@Self::include_usage).
+    pub fn include_usage(mut self, on: bool) -> Self {
+        self.include_usage = on;
         self
-    }
-
-    /// The chat-completions URL.
-    fn endpoint(&self) -> Result<String, ConfigError> {
-        let base = transport::checked_base(&self.base_url)?;
-        Ok(if base.ends_with("/chat/completions") {
-            base.to_owned()
-        } else {
-            format!("{base}/chat/completions")
-        })
     }
 }
 
-/// A [`Model`] that streams replies from an OpenAI-compatible chat-completions endpoint.
+/// A [`Model`](crate::llm::Model) that streams replies from an OpenAI-compatible chat-completions endpoint.
 ///
 /// Each request is a `POST <base_url>/chat/completions` with `model`, `messages` (from the
 /// [`MessageFormat`], [`OpenAiFormat`] by default), `tools` (when there are any), `stream: true`,
@@ -243,16 +178,15 @@ impl OpenAiConfig {
 #[derive(Clone)]
 pub struct OpenAiModel {
     config: Arc<OpenAiConfig>,
-    endpoint: Arc<str>,
-    client: reqwest::Client,
+    transport: transport::Client,
     format: Arc<dyn MessageFormat>,
 }
 
 impl fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiModel")
-            .field("endpoint", &self.endpoint)
             .field("config", &self.config)
+            .field("transport", &self.transport)
             .finish_non_exhaustive()
     }
 }
@@ -270,12 +204,11 @@ impl OpenAiModel {
     /// assert_eq!(error.to_string(), "the base URL `localhost:8080` must start with http:// or https://");
     /// ```
     pub fn new(config: OpenAiConfig) -> Result<Self, ConfigError> {
-        let endpoint = config.endpoint()?;
-        let client = transport::client(config.connect_timeout).map_err(ConfigError::Client)?;
         Ok(OpenAiModel {
+            transport: transport::Client::new(&config.client, |base| {
+                transport::joined(base, "/chat/completions")
+            })?,
             config: Arc::new(config),
-            endpoint: endpoint.into(),
-            client,
             format: Arc::new(OpenAiFormat),
         })
     }
@@ -297,13 +230,13 @@ impl OpenAiModel {
     /// // Keep only the last 10 messages.
     /// let model = OpenAiModel::new(OpenAiConfig::new("http://localhost:11434/v1", "llama3.2"))
     ///     .unwrap()
-    ///     .with_format(|system: &str, messages: &[AgentMessage]| -> Vec<Value> {
+    ///     .format(|system: &str, messages: &[AgentMessage]| -> Vec<Value> {
     ///         to_openai_messages(system, &messages[messages.len().saturating_sub(10)..])
     ///     });
     /// let request = ModelRequest::new(String::new(), (0..12).map(|i| UserMessage::text(i.to_string()).into()).collect());
     /// assert_eq!(model.request_body(&request).unwrap()["messages"][0]["content"], "2");
     /// ```
-    pub fn with_format(mut self, format: impl MessageFormat + 'static) -> Self {
+    pub fn format(mut self, format: impl MessageFormat + 'static) -> Self {
         self.format = Arc::new(format);
         self
     }
@@ -315,7 +248,7 @@ impl OpenAiModel {
 
     /// The URL requests go to.
     pub fn endpoint(&self) -> &str {
-        &self.endpoint
+        self.transport.endpoint()
     }
 
     /// The JSON body sent for `request`. Fails when a tool cannot be described in the OpenAI dialect.
@@ -361,12 +294,12 @@ impl OpenAiModel {
 
     /// Whether the request carries the tool list (an `extra_body` entry `tools` replaces it).
     fn sends_tools(&self, request: &ModelRequest) -> bool {
-        !request.tools.is_empty() && !self.config.extra_body.contains_key("tools")
+        !request.tools.is_empty() && !self.config.client.extra_body.contains_key("tools")
     }
 
     fn body_without_tools(&self, request: &ModelRequest) -> Map<String, Value> {
         let mut body = Map::new();
-        body.insert("model".into(), json!(self.config.model));
+        body.insert("model".into(), json!(self.config.client.model));
         body.insert(
             "messages".into(),
             Value::Array(
@@ -376,7 +309,7 @@ impl OpenAiModel {
         );
         if !request.tools.is_empty()
             && let Some(choice) = request
-                .tool_choice_or(&self.config.tool_choice)
+                .tool_choice_or(&self.config.client.tool_choice)
                 .openai_chat()
         {
             body.insert("tool_choice".into(), choice);
@@ -385,52 +318,40 @@ impl OpenAiModel {
         if self.config.include_usage {
             body.insert("stream_options".into(), json!({"include_usage": true}));
         }
-        for (key, value) in &self.config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
+        self.config.client.add_extra(&mut body);
         body
     }
 }
 
-impl Model for OpenAiModel {
-    fn name(&self) -> &str {
-        &self.config.model
+impl transport::Provider for OpenAiModel {
+    const NAME: &'static str = "openai";
+    type Parser = ChunkParser;
+
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        transport::bearer(self.config.client.api_key.as_deref())
     }
 
-    fn provider_name(&self) -> &str {
-        "openai"
+    fn body(&self, request: &ModelRequest) -> Result<impl transport::Body, DialectError> {
+        self.request_bytes(request)
     }
 
-    fn stream(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let body = match self.request_bytes(&request) {
-            Ok(body) => body,
-            Err(error) => return transport::refused(self.config.model.clone(), error.to_string()),
-        };
-        let mut headers = Vec::new();
-        if let Some(key) = self.config.api_key.as_deref().filter(|k| !k.is_empty()) {
-            headers.push(("authorization", format!("Bearer {key}")));
-        }
-        let request = transport::Request {
-            client: self.client.clone(),
-            url: Arc::clone(&self.endpoint),
-            headers,
-            body,
-            settings: self.config.settings(),
-            model: self.config.model.clone(),
-        };
-        transport::stream(request, ChunkParser::default(), cancel)
+    fn parser(&self) -> ChunkParser {
+        ChunkParser::default()
+    }
+
+    fn connection(&self) -> (&ClientConfig, &transport::Client) {
+        (&self.config.client, &self.transport)
     }
 }
 
 /// Turns chat-completion chunks into [`ModelEvent`]s, keeping the state of the tool calls.
 #[derive(Default)]
-struct ChunkParser {
+pub(crate) struct ChunkParser {
     calls: Vec<CallState>,
     finish_reason: Option<String>,
     usage: Usage,
     /// Chunks read so far.
     chunks: usize,
-    finished: bool,
     /// Whether the stream has used `tool_calls`: servers that mirror each piece into the legacy
     /// `function_call` as well (llama-cpp-python) are then read from `tool_calls` alone.
     saw_tool_calls: bool,
@@ -695,10 +616,6 @@ impl ChunkParser {
     /// The last events: open calls closed, then `Done` (or `Error` for a filtered reply). Empty when called
     /// twice.
     fn finish(&mut self) -> Vec<ModelEvent> {
-        if self.finished {
-            return Vec::new();
-        }
-        self.finished = true;
         let mut events = Vec::new();
         self.close_calls(&mut events);
         let has_calls = !self.calls.is_empty();
@@ -733,7 +650,7 @@ impl CallState {
 /// every event it made, the error that ended the stream included. For the fuzz harness; not public API.
 #[doc(hidden)]
 pub fn parse_chunks_for_fuzzing<'a>(chunks: impl IntoIterator<Item = &'a str>) -> Vec<ModelEvent> {
-    super::transport::parse_all(
+    transport::parse_all(
         ChunkParser::default(),
         chunks.into_iter().map(|data| ("", data)),
     )
