@@ -32,7 +32,7 @@ const SILENT_WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQ
 /// An embedded text resource with its MIME type.
 fn embedded(uri: &str, mime_type: &str, text: &str) -> Content {
     Content::ResourceText {
-        resource: Box::new(ResourceInfo::new(uri).with_mime_type(mime_type)),
+        resource: Box::new(ResourceInfo::new(uri).mime_type(mime_type)),
         text: text.into(),
     }
 }

@@ -2,55 +2,50 @@
 //! (`mcp>=2.3,<3`) in a virtualenv and npm packages in one folder, both under the target directory and
 //! installed on first use, as `.ci/run` installs them up front.
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
-/// The target directory: `CARGO_TARGET_DIR`, else the one holding the running test
-/// (`target/<profile>/deps/<test>`).
-pub fn target_dir() -> PathBuf {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        return PathBuf::from(dir);
-    }
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    exe.ancestors()
-        .nth(3)
-        .expect("a test runs from target/<profile>/deps")
-        .to_owned()
-}
-
-/// Runs `command`, panicking with `what` when it cannot start or fails.
-pub fn run(command: &mut Command, what: &str) {
-    let status = command.status().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert!(status.success(), "{what} failed: {status}");
-}
+pub use crate::venv::{run, target_dir};
 
 /// The virtualenv's Python with the official MCP SDK, created once.
 pub fn python() -> PathBuf {
     static READY: OnceLock<PathBuf> = OnceLock::new();
     READY
         .get_or_init(|| {
-            let venv = target_dir().join("python-mcp");
-            let python = venv.join("bin/python");
-            if !python.exists() {
-                run(
-                    Command::new("python3").args(["-m", "venv"]).arg(&venv),
-                    "python3 -m venv",
-                );
-            }
-            let ready = Command::new(&python)
-                .args(["-c", "import mcp.server.mcpserver"])
-                .status()
-                .is_ok_and(|status| status.success());
-            if !ready {
-                run(
-                    Command::new(venv.join("bin/pip")).args(["install", "--quiet", "mcp>=2.3,<3"]),
-                    "pip install mcp",
-                );
-            }
-            python
+            crate::venv::venv_program(
+                "python-mcp",
+                &["mcp>=2.3,<3"],
+                "mcp.server.mcpserver",
+                "python",
+            )
         })
         .clone()
+}
+
+/// Starts the SDK's Python with `args` (a server script and its arguments) and `env`, its output
+/// dropped, and waits, under a generous bound, until it listens on `port` of 127.0.0.1.
+pub async fn python_listening<S: AsRef<OsStr>>(
+    args: impl IntoIterator<Item = S>,
+    env: impl IntoIterator<Item = (S, S)>,
+    port: u16,
+) -> Child {
+    let child = Command::new(python())
+        .args(args)
+        .envs(env)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the Python server starts");
+    let up = crate::poll::wait_until(
+        || crate::poll::listens(([127, 0, 0, 1], port).into()),
+        Duration::from_secs(60),
+    )
+    .await;
+    assert!(up, "the Python server listens on port {port}");
+    child
 }
 
 /// The npm folder (`<target>/npm`), with `package` at `version` installed into it unless it is there

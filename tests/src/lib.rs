@@ -95,3 +95,4 @@ pub mod poll;
 pub mod resumable;
 pub mod rng;
 pub mod updates;
+pub mod venv;

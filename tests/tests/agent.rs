@@ -2,14 +2,13 @@
 //! abort, queued prompts, termination and the hooks.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use yiem_core::{
     agent::{Agent, AgentSettings, TurnUpdate},
     event::AgentEvent,
@@ -23,9 +22,9 @@ use yiem_core::{
 
 /// The files the scenario tools read and write.
 static FILES: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
-/// Set when `read`'s end event has been emitted: `write` waits for it, which makes the parallel trace
-/// deterministic.
-static READ_ENDED: AtomicBool = AtomicBool::new(false);
+/// Whether `read`'s end event has been emitted (`trace` says so; `file_tools` starts it false): `write`
+/// waits for it, which makes the parallel trace deterministic.
+static READ_ENDED: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::Sender::new(false));
 /// The tools below share statics, so the tests in this file run one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
@@ -53,12 +52,9 @@ struct WriteArgs {
 /// Write a file.
 #[tool(parallel)]
 async fn write(args: WriteArgs) -> String {
-    for _ in 0..5000 {
-        if READ_ENDED.load(Ordering::SeqCst) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    // The time limit only keeps a test that forgot `trace` from hanging; its trace then fails.
+    let mut ended = READ_ENDED.subscribe();
+    let _ = tokio::time::timeout(Duration::from_secs(60), ended.wait_for(|ended| *ended)).await;
     FILES
         .lock()
         .unwrap()
@@ -67,6 +63,7 @@ async fn write(args: WriteArgs) -> String {
 }
 
 fn file_tools() -> ToolStore {
+    READ_ENDED.send_replace(false);
     FILES
         .lock()
         .unwrap()
@@ -108,7 +105,7 @@ fn trace(agent: &Agent) -> Arc<Mutex<Vec<String>>> {
         if let AgentEvent::ToolExecutionEnd { call, .. } = event
             && call.name == "read"
         {
-            READ_ENDED.store(true, Ordering::SeqCst);
+            READ_ENDED.send_replace(true);
         }
     });
     lines
@@ -627,11 +624,7 @@ async fn prepare_next_turn_can_stop_the_run_and_change_the_prompt() {
         .tools(file_tools())
         .prepare_next_turn(|context| {
             assert_eq!(context.tool_results.len(), 1);
-            Some(
-                TurnUpdate::default()
-                    .with_system_prompt("changed")
-                    .stopping(),
-            )
+            Some(TurnUpdate::default().system_prompt("changed").stopping())
         })
         .build();
     let messages = agent.prompt("read").await.messages;

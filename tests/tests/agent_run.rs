@@ -98,7 +98,7 @@ async fn an_endless_model_is_stopped_by_the_default_turn_limit_and_resumes_with_
     assert_valid(&agent.messages());
     assert!(!agent.is_running());
 
-    agent.set_limits(RunLimits::default().with_max_turns(Some(53)));
+    agent.set_limits(RunLimits::default().max_turns(Some(53)));
     let more = agent
         .resume(Vec::<(String, Decision)>::new())
         .await
@@ -125,7 +125,7 @@ async fn a_saved_run_at_the_largest_turn_count_resumes_without_overflowing() {
         .tools(work_tools())
         .run(AgentRun::from_json(&saved.to_string()).unwrap())
         .build();
-    resumed.set_limits(RunLimits::default().with_max_turns(None));
+    resumed.set_limits(RunLimits::default().max_turns(None));
     let outcome = resumed
         .resume(Vec::<(String, Decision)>::new())
         .await
@@ -175,7 +175,7 @@ async fn a_usage_limit_stops_the_run_with_its_own_reason() {
     let agent = Agent::builder()
         .model(endless())
         .tools(work_tools())
-        .limits(RunLimits::default().with_max_output_tokens(Some(3)))
+        .limits(RunLimits::default().max_output_tokens(Some(3)))
         .build();
     let outcome = agent.prompt("go").await;
     let RunStop::UsageLimit { usage, detail } = &outcome.stop else {
@@ -223,10 +223,13 @@ async fn dropping_prompt_while_a_tool_runs_cancels_it_and_leaves_a_valid_convers
     let (started_tx, mut started) = mpsc::unbounded_channel::<()>();
     let dropped = Arc::new(AtomicUsize::new(0));
     let seen_drop = Arc::clone(&dropped);
-    struct OnDrop(Arc<AtomicUsize>);
+    let drop_seen = Arc::new(tokio::sync::Notify::new());
+    let on_drop = Arc::clone(&drop_seen);
+    struct OnDrop(Arc<AtomicUsize>, Arc<tokio::sync::Notify>);
     impl Drop for OnDrop {
         fn drop(&mut self) {
             self.0.fetch_add(1, Ordering::SeqCst);
+            self.1.notify_one();
         }
     }
     let hang = AgentTool::builder("hang")
@@ -235,8 +238,9 @@ async fn dropping_prompt_while_a_tool_runs_cancels_it_and_leaves_a_valid_convers
         .handler(move |_ctx: ToolContext, _args: Value| {
             let started = started_tx.clone();
             let dropped = Arc::clone(&seen_drop);
+            let on_drop = Arc::clone(&on_drop);
             async move {
-                let _guard = OnDrop(dropped);
+                let _guard = OnDrop(dropped, on_drop);
                 let _ = started.send(());
                 std::future::pending::<()>().await;
                 "never"
@@ -281,12 +285,11 @@ async fn dropping_prompt_while_a_tool_runs_cancels_it_and_leaves_a_valid_convers
     );
     assert_valid(&messages);
     assert_eq!(agent.run_state().stopped(), Some(RunStop::Aborted));
-    // The tool's future was dropped (on a multi-thread runtime its task is aborted; wait for it).
-    let mut waited = 0;
-    while dropped.load(Ordering::SeqCst) == 0 && waited < 1000 {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-        waited += 1;
-    }
+    // The tool's future was dropped (on a multi-thread runtime its task is aborted; wait for it: the
+    // time limit only keeps a failure from hanging the suite).
+    tokio::time::timeout(Duration::from_secs(60), drop_seen.notified())
+        .await
+        .expect("the tool's future was dropped");
     assert_eq!(dropped.load(Ordering::SeqCst), 1);
 
     // The next prompt sends that conversation, and the model answers.
@@ -1057,7 +1060,7 @@ async fn what_a_step_appends_does_not_grow_with_the_conversation() {
     });
     let tools = work_tools();
     let mut run = AgentRun::new("system", Vec::new());
-    run.set_limits(RunLimits::default().with_max_turns(Some(200)));
+    run.set_limits(RunLimits::default().max_turns(Some(200)));
     run.start(vec!["go".into()]);
     let mut saved = 0;
     let mut written = Vec::new();

@@ -5,8 +5,9 @@
 //! Time limits are checked against generous bounds (a tool that would block for 20 s must answer well
 //! before that); nothing here depends on how fast the machine is.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
@@ -96,10 +97,24 @@ async fn sticky() -> String {
     unreachable!()
 }
 
-/// An async tool that blocks its thread for 20 s, with a 100 ms limit.
+/// How long the blocking tools below block their thread: far past any test, so a test whose answer
+/// waited for one would take that long, and then see [`WOKEN`] counted.
+const BLOCKED_FOR: Duration = Duration::from_secs(600);
+
+/// How many blocking tools have woken up. Every answer in this file comes while they still block, so a
+/// test reads 0 after its answer; an answer that waited for its tool's thread reads more.
+static WOKEN: AtomicUsize = AtomicUsize::new(0);
+
+/// Blocks the thread as a tool would that never yields, then counts itself woken.
+fn block_the_thread() {
+    std::thread::sleep(BLOCKED_FOR);
+    WOKEN.fetch_add(1, Ordering::SeqCst);
+}
+
+/// An async tool that blocks its thread (for [`BLOCKED_FOR`]), with a 100 ms limit.
 #[tool(parallel, timeout_ms = 100)]
 async fn blocks_with_limit() -> String {
-    std::thread::sleep(Duration::from_secs(20));
+    block_the_thread();
     "woke up".into()
 }
 
@@ -279,14 +294,12 @@ fn a_tool_that_panics_while_dropped_by_its_timeout_on_a_current_thread_runtime_t
 
 #[test]
 fn a_blocking_async_tool_gets_its_timeout_result_at_its_limit() {
-    let started = Instant::now();
     let (is_error, text) = one("c", "blocks_with_limit", json!({}));
-    // The tool would block for 20 s; its limit is 100 ms. Any answer well before 20 s proves the limit
-    // held outside the tool's thread.
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "{:?}",
-        started.elapsed()
+    // The tool still blocks its thread: the limit held outside it.
+    assert_eq!(
+        WOKEN.load(Ordering::SeqCst),
+        0,
+        "the answer waited for the tool"
     );
     assert_eq!(
         (is_error, text),
@@ -296,9 +309,12 @@ fn a_blocking_async_tool_gets_its_timeout_result_at_its_limit() {
 
 #[test]
 fn a_blocking_async_tool_through_execute_gets_its_timeout_result_too() {
-    let started = Instant::now();
     let result = with_runtime(blocks_with_limit_tool().execute("c", json!({})));
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        WOKEN.load(Ordering::SeqCst),
+        0,
+        "the answer waited for the tool"
+    );
     assert_eq!(
         result.text_content(),
         "tool `blocks_with_limit` timed out after 100 ms"
@@ -309,13 +325,13 @@ fn a_blocking_async_tool_through_execute_gets_its_timeout_result_too() {
 fn an_aborted_batch_returns_promptly_while_a_tool_blocks_its_thread() {
     let (started_tx, started_rx) = mpsc::channel::<()>();
     let blocker = AgentTool::builder("blocker")
-        .description("Blocks its thread for 20 s, with no time limit.")
+        .description("Blocks its thread, with no time limit.")
         .parallel()
         .handler(move |_ctx: ToolContext, _args: Value| {
             let started = started_tx.clone();
             async move {
                 started.send(()).unwrap();
-                std::thread::sleep(Duration::from_secs(20));
+                block_the_thread();
                 "woke up"
             }
         })
@@ -343,7 +359,6 @@ fn an_aborted_batch_returns_promptly_while_a_tool_blocks_its_thread() {
             cancel.cancel();
         })
     };
-    let started = Instant::now();
     let batch = with_runtime(executor.execute(
         &store,
         vec![
@@ -353,7 +368,11 @@ fn an_aborted_batch_returns_promptly_while_a_tool_blocks_its_thread() {
         &cancel,
     ));
     aborter.join().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        WOKEN.load(Ordering::SeqCst),
+        0,
+        "the abort waited for the tool"
+    );
     let results: Vec<(bool, String)> = batch
         .messages
         .iter()
@@ -389,13 +408,16 @@ fn a_batch_mixing_every_failure_with_good_calls_answers_each_in_order() {
         ToolCall::new("good-2", "echo", json!({"text": "last"})),
     ];
     let ids: Vec<String> = calls.iter().map(|c| c.id.clone()).collect();
-    let started = Instant::now();
     let batch = with_runtime(ToolExecutor::new().with_hooks(exploding_hooks()).execute(
         &store(),
         calls,
         &CancellationToken::new(),
     ));
-    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(
+        WOKEN.load(Ordering::SeqCst),
+        0,
+        "the batch waited for a tool"
+    );
     let answered: Vec<&str> = batch
         .messages
         .iter()

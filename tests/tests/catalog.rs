@@ -28,7 +28,7 @@ async fn a_2000_tool_run_searches_loads_two_calls_them_and_resumes_elsewhere_wit
     let model = Arc::new(catalog::model());
     let agent = catalog::agent(Arc::clone(&model), None);
     assert_eq!(agent.tools().len(), catalog::GENERATED + 4);
-    agent.set_limits(RunLimits::default().with_max_turns(Some(2)));
+    agent.set_limits(RunLimits::default().max_turns(Some(2)));
     let outcome = agent.prompt("Bill Ada, then refund her 5 euros.").await;
     assert_eq!(outcome.stop, RunStop::TurnLimit { turns: 2 });
 
@@ -143,7 +143,7 @@ async fn a_deferred_tool_called_by_name_without_a_search_is_checked_runs_and_cou
 async fn a_tool_removed_between_the_search_and_the_call_gets_the_usual_unknown_tool_result() {
     let model = Arc::new(catalog::model());
     let agent: Agent = catalog::agent(Arc::clone(&model), None);
-    agent.set_limits(RunLimits::default().with_max_turns(Some(1)));
+    agent.set_limits(RunLimits::default().max_turns(Some(1)));
     let outcome = agent.prompt("Bill Ada, then refund her 5 euros.").await;
     assert_eq!(outcome.stop, RunStop::TurnLimit { turns: 1 });
     assert!(agent.tools().remove("send_invoice").is_some());

@@ -417,14 +417,11 @@ async fn sequential_tools_never_overlap_other_calls() {
             json!({"markers": markers, "millis": 150}),
         )
     };
-    let started = Instant::now();
+    // Sent at once, each step holds the marker directory alone: a step that found it held (a call
+    // running beside another) answers "overlapped another call" instead.
     let results = tokio::join!(step(), step(), step());
     let ran_alone = json!({"content": [{"type": "text", "text": "ran alone"}], "isError": false});
     assert_eq!(results, (ran_alone.clone(), ran_alone.clone(), ran_alone));
-    assert!(
-        started.elapsed() >= Duration::from_millis(450),
-        "the three calls ran one after another"
-    );
     client.cancel().await.unwrap();
     std::fs::remove_dir_all(&markers).unwrap();
 }
@@ -449,15 +446,14 @@ async fn appears(path: &Path) -> bool {
     false
 }
 
-/// How long `slow_job` works in the cancellation tests: long enough to be cancelled mid-way, short enough
-/// to wait out.
-const JOB_MILLIS: u64 = 1500;
+/// How long `slow_job` works in the cancellation tests: far past any wait of theirs, so the job ends
+/// only by being cancelled.
+const JOB_MILLIS: u64 = 600_000;
 
 #[tokio::test]
 async fn a_cancelled_call_stops_and_the_server_keeps_serving() {
     let markers = marker_dir("rmcp-cancel");
     let (client, _) = connect().await;
-    let started = Instant::now();
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params(
         "slow_job",
         json!({"markers": markers, "millis": JOB_MILLIS}),
@@ -481,8 +477,8 @@ async fn a_cancelled_call_stops_and_the_server_keeps_serving() {
         call(&client, "echo", json!({"text": "still here"})).await,
         json!({"content": [{"type": "text", "text": "still here"}], "isError": false})
     );
-    let past_the_end = Duration::from_millis(JOB_MILLIS + 500);
-    tokio::time::sleep(past_the_end.saturating_sub(started.elapsed())).await;
+    // `cancelled` is written when the job is dropped unfinished with its token cancelled, so it can no
+    // longer finish: no need to wait out its time.
     assert!(!markers.join("finished").exists(), "the job did not finish");
     client.cancel().await.unwrap();
     std::fs::remove_dir_all(&markers).unwrap();
@@ -562,7 +558,6 @@ async fn stdout_carries_only_protocol_in_order_and_a_cancelled_call_gets_no_resp
         .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         .await;
 
-    let started = Instant::now();
     server
         .send(json!({
             "jsonrpc": "2.0", "id": 2, "method": "tools/call",
@@ -622,9 +617,8 @@ async fn stdout_carries_only_protocol_in_order_and_a_cancelled_call_gets_no_resp
         })
     );
 
-    // Wait past the job's end, hang up, and read what is left: nothing, not even a result for call 2.
-    let past_the_end = Duration::from_millis(JOB_MILLIS + 500);
-    tokio::time::sleep(past_the_end.saturating_sub(started.elapsed())).await;
+    // Hang up and read what is left: nothing, not even a result for call 2 (its job was dropped
+    // unfinished, as its `cancelled` marker says, so it has none to give).
     let RawServer {
         mut child,
         stdin,
@@ -861,7 +855,8 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
         .unwrap();
     client_write.shutdown().await.unwrap();
     drop(client_write);
-    let started = Instant::now();
+    // The time limits only keep a server that waits for the call (it never ends by itself) from
+    // hanging the suite.
     tokio::time::timeout(Duration::from_secs(10), cancelled_rx)
         .await
         .expect("the running call was cancelled")
@@ -871,12 +866,6 @@ async fn when_the_clients_input_ends_running_calls_are_cancelled_and_serve_retur
         .expect("serve returned")
         .unwrap()
         .unwrap();
-    // rmcp alone would wait 5 s for the call to drain; the server cancels it after 300 ms.
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[tokio::test]

@@ -10,7 +10,7 @@
 //! virtualenv with `mcp>=2.3,<3` and an npm folder with the reference server.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,8 +21,8 @@ use yiem_core::{
     exec::{CancellationToken, ToolCall, ToolExecutor},
     store::ToolStore,
 };
-use yiem_tests::installed::{npm_package, python};
-use yiem_tests::poll::{free_port, listens, wait_until};
+use yiem_tests::installed::{npm_package, python, python_listening};
+use yiem_tests::poll::{free_port, wait_until};
 use yiem_tests::updates::recording_updates;
 
 const EVERYTHING_VERSION: &str = "2026.8.31";
@@ -390,19 +390,13 @@ impl Drop for HttpServer {
 
 /// The Python server over streamable HTTP on `port`, with `env` set.
 async fn python_http_on(port: u16, env: &[(&str, String)]) -> HttpServer {
-    let child = Command::new(python())
-        .args([python_server(), "http".into(), port.to_string()])
-        .envs(env.iter().map(|(key, value)| (key, value)))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let up = wait_until(
-        || listens(([127, 0, 0, 1], port).into()),
-        Duration::from_secs(60),
+    let child = python_listening(
+        [python_server(), "http".into(), port.to_string()],
+        env.iter()
+            .map(|(key, value)| ((*key).to_owned(), value.clone())),
+        port,
     )
     .await;
-    assert!(up, "the Python HTTP server listens");
     HttpServer {
         child,
         url: format!("http://127.0.0.1:{port}/mcp"),

@@ -10,7 +10,7 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -21,8 +21,8 @@ use yiem_core::{
     exec::{CancellationToken, ToolCall, ToolExecutor},
     store::ToolStore,
 };
-use yiem_tests::installed::{python, target_dir};
-use yiem_tests::poll::{free_port, listens, wait_until};
+use yiem_tests::installed::{python_listening, target_dir};
+use yiem_tests::poll::free_port;
 
 const REDIRECT_URI: &str = "http://127.0.0.1:1/callback";
 
@@ -51,22 +51,17 @@ impl OAuthServer {
         let tokens = folder.join(format!("oauth-tokens-{port}"));
         let events = folder.join(format!("oauth-events-{port}"));
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/mcp_oauth_server.py");
-        let child = Command::new(python())
-            .arg(script)
-            .arg(port.to_string())
-            .env("YIEM_TEST_OAUTH_FAULT", fault)
-            .env("YIEM_TEST_OAUTH_TOKENS", &tokens)
-            .env("YIEM_TEST_OAUTH_EVENTS", &events)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let up = wait_until(
-            || listens(([127, 0, 0, 1], port).into()),
-            Duration::from_secs(60),
+        let port_arg = port.to_string();
+        let child = python_listening(
+            [script.as_os_str(), port_arg.as_ref()],
+            [
+                ("YIEM_TEST_OAUTH_FAULT".as_ref(), fault.as_ref()),
+                ("YIEM_TEST_OAUTH_TOKENS".as_ref(), tokens.as_os_str()),
+                ("YIEM_TEST_OAUTH_EVENTS".as_ref(), events.as_os_str()),
+            ],
+            port,
         )
         .await;
-        assert!(up, "the Python OAuth server listens");
         OAuthServer {
             child,
             url: format!("http://127.0.0.1:{port}/mcp"),
@@ -145,6 +140,16 @@ impl Browser {
     }
 }
 
+/// What every test starts from: the Python server with `fault` (see `python/mcp_oauth_server.py`), a
+/// browser and an empty token store.
+async fn start(fault: &str) -> (OAuthServer, Browser, MemoryTokenStore) {
+    (
+        OAuthServer::start(fault).await,
+        Browser::default(),
+        MemoryTokenStore::new(),
+    )
+}
+
 fn oauth(browser: &Browser, store: &MemoryTokenStore) -> OAuth {
     OAuth::authorization_code(REDIRECT_URI, browser.handler(|redirect| redirect))
         .token_store(store.clone())
@@ -211,9 +216,7 @@ impl Write for Sink {
 
 #[tokio::test]
 async fn a_python_sdk_server_is_discovered_authorized_with_pkce_stepped_up_and_refreshed() {
-    let server = OAuthServer::start("").await;
-    let browser = Browser::default();
-    let store = MemoryTokenStore::new();
+    let (server, browser, store) = start("").await;
     let (_client, tools) = authorized(&server, &browser, &store).await;
 
     // Discovery, registration, PKCE and the resource parameter, as the authorization URL shows them;
@@ -274,9 +277,7 @@ async fn a_python_sdk_server_is_discovered_authorized_with_pkce_stepped_up_and_r
 #[tokio::test]
 async fn codes_and_tokens_never_appear_in_the_logs() {
     let logs = captured_logs();
-    let server = OAuthServer::start("").await;
-    let browser = Browser::default();
-    let store = MemoryTokenStore::new();
+    let (server, browser, store) = start("").await;
     let (_client, tools) = authorized(&server, &browser, &store).await;
     call(&tools, "expire").await;
     let (is_error, text) = call(&tools, "whoami").await;
@@ -305,8 +306,14 @@ async fn codes_and_tokens_never_appear_in_the_logs() {
     }
 }
 
-fn refused(result: Result<McpClient, McpClientError>) -> McpClientError {
-    match result {
+/// Connects to `server` with `oauth` and returns the error it ends in.
+async fn connect_refused(server: &OAuthServer, oauth: OAuth) -> McpClientError {
+    let connected = McpClient::http(&server.url)
+        .name("python-oauth")
+        .oauth(oauth)
+        .connect()
+        .await;
+    match connected {
         Ok(_) => panic!("the client connected"),
         Err(error) => error,
     }
@@ -314,13 +321,7 @@ fn refused(result: Result<McpClient, McpClientError>) -> McpClientError {
 
 /// Connects to `server` with `oauth` and returns the text of the authorization error it ends in.
 async fn authorization_refused(server: &OAuthServer, oauth: OAuth) -> String {
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth)
-            .connect()
-            .await,
-    );
+    let error = connect_refused(server, oauth).await;
     let message = error.to_string();
     assert!(
         matches!(error, McpClientError::Authorization { .. }),
@@ -331,8 +332,7 @@ async fn authorization_refused(server: &OAuthServer, oauth: OAuth) -> String {
 
 #[tokio::test]
 async fn a_redirect_with_another_state_is_refused_naming_the_server() {
-    let server = OAuthServer::start("").await;
-    let browser = Browser::default();
+    let (server, browser, _) = start("").await;
     let oauth = OAuth::authorization_code(
         REDIRECT_URI,
         browser.handler(|redirect| {
@@ -359,17 +359,10 @@ async fn a_redirect_with_another_state_is_refused_naming_the_server() {
 
 #[tokio::test]
 async fn a_token_endpoint_that_never_answers_is_cut_off_by_the_authorization_timeout() {
-    let server = OAuthServer::start("hang-token").await;
-    let browser = Browser::default();
+    let (server, browser, _) = start("hang-token").await;
     let oauth = OAuth::authorization_code(REDIRECT_URI, browser.handler(|redirect| redirect))
         .authorization_timeout(Duration::from_secs(3));
-    let error = refused(
-        McpClient::http(&server.url)
-            .name("python-oauth")
-            .oauth(oauth)
-            .connect()
-            .await,
-    );
+    let error = connect_refused(&server, oauth).await;
     let message = error.to_string();
     assert!(
         matches!(
@@ -389,9 +382,7 @@ async fn a_token_endpoint_that_never_answers_is_cut_off_by_the_authorization_tim
 
 #[tokio::test]
 async fn a_token_endpoint_answering_garbage_is_a_clear_error_naming_the_server() {
-    let server = OAuthServer::start("garbage-token").await;
-    let browser = Browser::default();
-    let store = MemoryTokenStore::new();
+    let (server, browser, store) = start("garbage-token").await;
     let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`") && message.contains("token exchange failed"),
@@ -402,9 +393,7 @@ async fn a_token_endpoint_answering_garbage_is_a_clear_error_naming_the_server()
 
 #[tokio::test]
 async fn a_refresh_that_keeps_failing_ends_in_one_error_naming_the_server_without_a_loop() {
-    let server = OAuthServer::start("refresh-fails").await;
-    let browser = Browser::default();
-    let store = MemoryTokenStore::new();
+    let (server, browser, store) = start("refresh-fails").await;
     let (_client, tools) = authorized(&server, &browser, &store).await;
     call(&tools, "expire").await;
     let (is_error, text) = call(&tools, "whoami").await;
@@ -435,9 +424,7 @@ async fn a_refresh_that_keeps_failing_ends_in_one_error_naming_the_server_withou
 
 #[tokio::test]
 async fn metadata_naming_an_authorization_server_at_a_cloud_metadata_host_is_refused() {
-    let server = OAuthServer::start("foreign-metadata").await;
-    let browser = Browser::default();
-    let store = MemoryTokenStore::new();
+    let (server, browser, store) = start("foreign-metadata").await;
     let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`") && message.contains("discovery failed"),
@@ -454,8 +441,7 @@ async fn a_code_sent_back_to_another_address_than_the_redirect_uri_is_never_exch
         "https://127.0.0.1:1/callback",
         "http://127.0.0.1:2/callback",
     ] {
-        let server = OAuthServer::start("").await;
-        let browser = Browser::default();
+        let (server, browser, _) = start("").await;
         let handler = browser.handler(|redirect| redirect);
         let moved = move |url: String| {
             let redirected = handler(url);
@@ -485,9 +471,7 @@ async fn a_code_sent_back_to_another_address_than_the_redirect_uri_is_never_exch
 
 #[tokio::test]
 async fn an_authorization_endpoint_that_is_not_https_is_never_handed_to_the_browser_step() {
-    let server = OAuthServer::start("javascript-authorize").await;
-    let browser = Browser::default();
-    let store = MemoryTokenStore::new();
+    let (server, browser, store) = start("javascript-authorize").await;
     let message = authorization_refused(&server, oauth(&browser, &store)).await;
     assert!(
         message.contains("`python-oauth`")

@@ -46,7 +46,7 @@ async fn boom() -> String {
 /// Take too long.
 #[tool(parallel, timeout_ms = 50)]
 async fn slow() -> String {
-    tokio::time::sleep(Duration::from_secs(30)).await;
+    std::future::pending::<()>().await;
     "never".into()
 }
 
@@ -101,8 +101,8 @@ fn hooks() -> ToolHooks {
             match ctx.call.name.as_str() {
                 "patched" => Some(
                     ToolResultPatch::default()
-                        .with_content(vec![Content::text("[redacted]")])
-                        .with_details(json!({"redacted": true})),
+                        .content(vec![Content::text("[redacted]")])
+                        .details(json!({"redacted": true})),
                 ),
                 "after_panics" => panic!("the after hook fell over"),
                 _ => None,
@@ -227,7 +227,6 @@ async fn rendezvous(args: EchoArgs) -> String {
         .get_or_init(|| tokio::sync::Barrier::new(8))
         .wait()
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
     args.text
 }
 
@@ -246,7 +245,6 @@ async fn parallel_calls_run_at_the_same_time() {
             )
         })
         .collect();
-    let started = std::time::Instant::now();
     let batch = tokio::time::timeout(
         Duration::from_secs(10),
         executor.execute(&store, calls, &CancellationToken::new()),
@@ -265,7 +263,6 @@ async fn parallel_calls_run_at_the_same_time() {
             .count(),
         8
     );
-    println!("8 × 200 ms in parallel took {:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -379,7 +376,11 @@ async fn a_later_call_of_a_sequential_batch_finds_a_tool_an_earlier_call_registe
     assert_eq!(texts, ["registered", "late ran"]);
 }
 
-/// Streams three updates, then tries to send one more after it has returned.
+/// The test says `chatty`'s call has ended; `chatty` says it has sent its late update.
+static CHATTY_ENDED: tokio::sync::Notify = tokio::sync::Notify::const_new();
+static CHATTY_LATE_SENT: tokio::sync::Notify = tokio::sync::Notify::const_new();
+
+/// Streams three updates, then tries to send one more once the test says its call has ended.
 #[tool(parallel)]
 async fn chatty(ctx: ToolContext) -> String {
     for step in 1..=3 {
@@ -387,8 +388,9 @@ async fn chatty(ctx: ToolContext) -> String {
     }
     let late = ctx.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(30)).await;
+        CHATTY_ENDED.notified().await;
         late.update("too late");
+        CHATTY_LATE_SENT.notify_one();
     });
     "done".into()
 }
@@ -406,7 +408,8 @@ async fn events_per_call_are_start_updates_end_and_no_update_after_the_end() {
             &CancellationToken::new(),
         )
         .await;
-    tokio::time::sleep(Duration::from_millis(80)).await;
+    CHATTY_ENDED.notify_one();
+    CHATTY_LATE_SENT.notified().await;
     assert_eq!(
         *log.lock().unwrap(),
         [
@@ -529,9 +532,22 @@ async fn aborting_a_parallel_batch_cancels_running_calls() {
         ToolCall::new("p2", "wait_for_abort", json!({})),
         ToolCall::new("p3", "wait_for_abort", json!({})),
     ];
+    // Aborts once `p1` has ended and both waits have started: no timing involved.
+    let (seen_tx, mut seen_rx) = tokio::sync::mpsc::unbounded_channel();
+    executor.events().on_event(move |event| match event {
+        AgentEvent::ToolExecutionEnd { call, .. } if call.id == "p1" => {
+            let _ = seen_tx.send(());
+        }
+        AgentEvent::ToolExecutionStart { call } if call.id != "p1" => {
+            let _ = seen_tx.send(());
+        }
+        _ => {}
+    });
     let trigger = cancel.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        for _ in 0..3 {
+            seen_rx.recv().await;
+        }
         trigger.cancel();
     });
     let batch = tokio::time::timeout(
@@ -669,11 +685,8 @@ async fn a_failing_before_hook_becomes_an_error_result() {
 #[tokio::test]
 async fn the_after_hook_may_flip_is_error_and_terminate() {
     let hooks = ToolHooks::new().after_tool_call(|ctx| async move {
-        ctx.is_error.then(|| {
-            ToolResultPatch::new()
-                .with_is_error(false)
-                .with_terminate(true)
-        })
+        ctx.is_error
+            .then(|| ToolResultPatch::new().is_error(false).terminate(true))
     });
     let batch = ToolExecutor::new()
         .with_hooks(hooks)

@@ -142,7 +142,7 @@ async fn explode() -> String {
 /// Sleep longer than the time limit.
 #[tool(timeout_ms = 50)]
 async fn too_slow() -> String {
-    tokio::time::sleep(Duration::from_secs(10)).await;
+    std::future::pending::<()>().await;
     "never".to_owned()
 }
 
@@ -239,9 +239,7 @@ fn name_and_description_keys_override_the_fn_name_and_doc_comment() {
     assert_eq!(tool.description(), "Tell the caller its own call id.");
     assert_eq!(
         *tool.annotations(),
-        ToolAnnotations::new()
-            .with_read_only(true)
-            .with_destructive(false)
+        ToolAnnotations::new().read_only(true).destructive(false)
     );
 }
 
@@ -251,9 +249,7 @@ fn timeout_and_annotations_are_carried_over() {
     assert_eq!(tool.timeout(), Some(Duration::from_millis(5000)));
     assert_eq!(
         *tool.annotations(),
-        ToolAnnotations::new()
-            .with_idempotent(true)
-            .with_open_world(false)
+        ToolAnnotations::new().idempotent(true).open_world(false)
     );
 }
 

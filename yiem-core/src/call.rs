@@ -54,7 +54,7 @@ impl ToolCall {
     }
 
     /// The call, made by `caller`.
-    pub fn with_caller(mut self, caller: ToolCaller) -> Self {
+    pub fn caller(mut self, caller: ToolCaller) -> Self {
         self.caller = Some(caller);
         self
     }
@@ -75,7 +75,7 @@ impl ToolCall {
 /// use yiem_core::exec::{ToolCall, ToolCaller};
 ///
 /// let caller = ToolCaller::new("anthropic", "code_execution_20250825", "srvtoolu_1");
-/// let call = ToolCall::new("toolu_1", "get_weather", json!({"city": "Tokyo"})).with_caller(caller);
+/// let call = ToolCall::new("toolu_1", "get_weather", json!({"city": "Tokyo"})).caller(caller);
 /// assert_eq!(serde_json::to_value(&call).unwrap()["caller"], json!({
 ///     "provider": "anthropic", "kind": "code_execution_20250825", "id": "srvtoolu_1"
 /// }));

@@ -100,19 +100,19 @@ impl ResourceInfo {
     }
 
     /// With a name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+    pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = Some(name.into());
         self
     }
 
     /// With a description.
-    pub fn with_description(mut self, description: impl Into<String>) -> Self {
+    pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = Some(description.into());
         self
     }
 
     /// With a MIME type.
-    pub fn with_mime_type(mut self, mime_type: impl Into<String>) -> Self {
+    pub fn mime_type(mut self, mime_type: impl Into<String>) -> Self {
         self.mime_type = Some(mime_type.into());
         self
     }
@@ -156,7 +156,7 @@ impl Content {
         mime_type: impl Into<String>,
     ) -> Self {
         Content::ResourceBlob {
-            resource: Box::new(ResourceInfo::new(uri).with_mime_type(mime_type)),
+            resource: Box::new(ResourceInfo::new(uri).mime_type(mime_type)),
             blob: blob.into(),
         }
     }
@@ -164,7 +164,7 @@ impl Content {
     /// A link to a resource: its URI and name.
     pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
         Content::ResourceLink {
-            resource: Box::new(ResourceInfo::new(uri).with_name(name)),
+            resource: Box::new(ResourceInfo::new(uri).name(name)),
         }
     }
 

@@ -134,6 +134,18 @@
 //! # });
 //! ```
 
+//! ## Builders
+//!
+//! One setter rule, tokio's (`runtime::Builder`): a method that takes `self`, sets one thing and returns
+//! `Self` is named for what it sets, bare — [`AgentBuilder::model`](agent::AgentBuilder::model),
+//! [`ToolBuilder::timeout`](tool::ToolBuilder::timeout), [`RunLimits::max_turns`](agent::RunLimits::max_turns),
+//! [`ToolAnnotations::read_only`](tool::ToolAnnotations::read_only) — and a getter keeps its natural name. A type read back through a
+//! getter of that name ([`AgentToolResult::details`](tool::AgentToolResult::details),
+//! [`ToolExecutor::events`](exec::ToolExecutor::events), [`ToolStore::state`](store::ToolStore::state),
+//! [`ToolContext::state`](tool::ToolContext::state)) names its setters `with_*`, "this value, with that part
+//! set", as std's [`Path::with_extension`](std::path::Path::with_extension) beside `Path::extension`.
+//! Constructors keep std's names ([`EventBus::with_capacity`](event::EventBus::with_capacity)).
+//!
 //! ## Modules
 //!
 //! The crate root holds the macros ([`#[tool]`](macro@tool), [`#[tools]`](macro@tools),

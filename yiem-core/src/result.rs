@@ -56,7 +56,7 @@ impl Usage {
 
     /// With `read` input tokens read from the provider's prompt cache and `written` written to it.
     #[must_use]
-    pub fn with_cache(mut self, read: u64, written: u64) -> Self {
+    pub fn cache(mut self, read: u64, written: u64) -> Self {
         self.cache_read_tokens = read;
         self.cache_write_tokens = written;
         self

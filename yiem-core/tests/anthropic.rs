@@ -717,7 +717,7 @@ async fn prompt_caching_puts_breakpoints_on_the_last_tool_and_the_system_prompt_
         streamed.last(),
         Some(&done(
             StopReason::Stop,
-            yiem_core::message::Usage::new(12, 3).with_cache(4096, 2048)
+            yiem_core::message::Usage::new(12, 3).cache(4096, 2048)
         ))
     );
     let body = &server.requests()[0].body;
@@ -1034,7 +1034,7 @@ async fn programmatic_calling_marks_the_tools_not_destructive_or_those_named() {
     let destructive = AgentTool::builder("delete_city")
         .description("Deletes a city.")
         .input_schema(json!({"type": "object", "properties": {}}))
-        .annotations(ToolAnnotations::default().with_destructive(true))
+        .annotations(ToolAnnotations::default().destructive(true))
         .handler(|_ctx: yiem_core::tool::ToolContext, _args: Value| async move { "gone" })
         .build()
         .unwrap();

@@ -44,7 +44,9 @@ impl Llmock {
         }
         static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
         INSTALLED
-            .get_or_init(|| common::venv_program("python-llmock", &["llmock==0.2.2"], "llmock"))
+            .get_or_init(|| {
+                common::venv::venv_program("python-llmock", &["llmock==0.2.2"], "llmock", "llmock")
+            })
             .clone()
     }
 

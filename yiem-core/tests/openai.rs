@@ -124,7 +124,7 @@ fn call_end(index: usize) -> ModelEvent {
 }
 
 fn usage(input: u64, output: u64, cached: u64) -> Usage {
-    Usage::new(input, output).with_cache(cached, 0)
+    Usage::new(input, output).cache(cached, 0)
 }
 
 /// A small retry policy whose waits are long: the test must cancel during them.

@@ -195,7 +195,7 @@ fn call_delta(index: usize, arguments: &str) -> ModelEvent {
 }
 
 fn usage(input: u64, output: u64, cached: u64) -> Usage {
-    Usage::new(input, output).with_cache(cached, 0)
+    Usage::new(input, output).cache(cached, 0)
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -168,7 +168,7 @@ async fn a_tools_requests_count_against_the_runs_token_limit_as_they_go() {
         .model(model)
         .tools(tools)
         .sampling_by_own_model()
-        .limits(RunLimits::unlimited().with_max_total_tokens(Some(3000)))
+        .limits(RunLimits::unlimited().max_total_tokens(Some(3000)))
         .build();
     let outcome = agent.prompt("Go.").await;
     // The turn that calls the tool costs 1 token; three requests fit (1, 1051 and 2101 tokens used before

@@ -29,6 +29,8 @@
 // clap turns the doc comments below into `--help` text, written for a terminal: `[y]es` and bare URLs there
 // are not rustdoc links.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::bare_urls)]
+// A write to a closed pipe must not panic: the program writes through `console`'s macros.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -40,6 +42,9 @@ use yiem_core::{
     store::{Dialect, ToolStore, register_all_tools},
     tool::{AgentTool, Content},
 };
+
+#[macro_use]
+mod console;
 
 mod chat;
 mod telemetry;

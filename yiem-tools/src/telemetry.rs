@@ -57,6 +57,6 @@ pub(crate) fn shutdown() {
     if let Some(exporter) = exporter
         && let Err(error) = exporter.shutdown()
     {
-        eprintln!("yiem: warning: {error}");
+        say_err!("yiem: warning: {error}");
     }
 }

@@ -150,7 +150,7 @@ pub(crate) fn search(
         None => words.index(tools),
         Some(hybrid) => hybrid
             .words(words)
-            .on_fallback(|fallback| eprintln!("yiem: warning: {fallback}"))
+            .on_fallback(|fallback| say_err!("yiem: warning: {fallback}"))
             .index(tools),
     };
     let mut out = std::io::stdout().lock();

@@ -6,7 +6,7 @@ mod common;
 use common::{died, host_pid};
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 use yiem_core::{
@@ -91,7 +91,6 @@ async fn standard_input_is_empty_and_silence_is_reported() {
 async fn timeout_kills_the_command_and_its_children() {
     let (_dir, root) = sandbox();
     let name = marker("timeout");
-    let started = Instant::now();
     let command = format!("echo before; (exec -a {name} sleep 30) & sleep 30");
     let call = tokio::spawn({
         let root = root.clone();
@@ -99,17 +98,12 @@ async fn timeout_kills_the_command_and_its_children() {
     });
     let child = host_pid(&name).await;
     let result = call.await.unwrap();
-    let elapsed = started.elapsed();
     assert!(result.is_error);
     assert_eq!(
         result.text_content(),
         "before\n\n[timed out after 1 s: the command and its child processes were killed]"
     );
     assert_eq!(result.details()["timed_out"], true);
-    assert!(
-        elapsed >= Duration::from_secs(1) && elapsed < Duration::from_secs(5),
-        "{elapsed:?}"
-    );
     assert!(
         died(child).await,
         "the background child {child} outlived the timeout"
@@ -129,7 +123,7 @@ async fn cancelling_the_context_kills_the_process_group() {
     });
     let child = host_pid(&name).await;
     token.cancel();
-    let result = tokio::time::timeout(Duration::from_secs(5), run)
+    let result = tokio::time::timeout(Duration::from_secs(60), run)
         .await
         .unwrap()
         .unwrap();

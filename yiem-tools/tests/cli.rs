@@ -486,6 +486,65 @@ fn chat_runs_the_agent_loop_against_an_openai_compatible_server() {
 }
 
 /// Runs `yiem chat` with `env`, writing `input` to its stdin.
+/// A pipe whose reader is gone: every write to it fails (EPIPE).
+fn closed_pipe() -> std::process::Stdio {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    writer.into()
+}
+
+#[test]
+fn a_chat_whose_stderr_or_stdout_is_a_closed_pipe_ends_quietly_instead_of_panicking() {
+    // The offline banner goes to stderr and the demo's question and answer to stdout: with their
+    // readers gone before yiem starts, every one of those writes fails. `eprintln!` and `println!`
+    // panicked on that (exit 101).
+    let root = tempfile::tempdir().unwrap();
+    for (stdout_closed, stderr_closed) in [(false, true), (true, false), (true, true)] {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_yiem"));
+        command
+            .args(["chat", "--root", root.path().to_str().unwrap()])
+            .env_remove("YIEM_BASE_URL")
+            .env_remove("YIEM_PROVIDER")
+            .env_remove("RUST_BACKTRACE")
+            .env("YIEM_HISTORY", "")
+            .stdin(std::process::Stdio::piped())
+            .stdout(if stdout_closed {
+                closed_pipe()
+            } else {
+                std::process::Stdio::piped()
+            })
+            .stderr(if stderr_closed {
+                closed_pipe()
+            } else {
+                std::process::Stdio::piped()
+            });
+        let mut child = command.spawn().expect("yiem runs");
+        {
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(b"hello\nn\n")
+                .unwrap();
+        }
+        let output = child.wait_with_output().unwrap();
+        assert!(
+            output.status.success(),
+            "stdout closed: {stdout_closed}, stderr closed: {stderr_closed}: {} {}",
+            output.status,
+            stderr(&output)
+        );
+        if !stdout_closed {
+            assert!(
+                stdout(&output).contains("(offline demo)"),
+                "{}",
+                stdout(&output)
+            );
+        }
+    }
+}
+
 fn chat(env: &[(&str, &str)], input: &[u8]) -> std::process::Output {
     chat_in(&std::env::temp_dir(), env, input)
 }

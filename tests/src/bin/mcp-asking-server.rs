@@ -98,8 +98,7 @@ impl Color {
 /// Ask the client's model to summarise a note.
 #[tool]
 async fn summarise(ctx: ToolContext) -> Result<String, ElicitError> {
-    let request =
-        Sampling::prompt("Summarise: the build is green.", 40).with_system_prompt("Be brief.");
+    let request = Sampling::prompt("Summarise: the build is green.", 40).system_prompt("Be brief.");
     Ok(match ctx.sample(request).await? {
         SamplingAnswer::Text { text, model } => format!("summary by {model}: {text}"),
         SamplingAnswer::Refuse(why) => format!("no summary: {why}"),

@@ -22,39 +22,38 @@
 use serde_json::{Map, Value};
 use yiem_core::store::Dialect;
 
-const STRICT_KEYWORDS: &[&str] = &[
-    "type",
-    "description",
-    "title",
-    "properties",
-    "required",
-    "additionalProperties",
-    "items",
-    "enum",
-    "anyOf",
-    "$ref",
-    "$defs",
-    "pattern",
-    "format",
-    "multipleOf",
-    "maximum",
-    "exclusiveMaximum",
-    "minimum",
-    "exclusiveMinimum",
-    "minItems",
-    "maxItems",
-];
-const STRICT_FORMATS: &[&str] = &[
-    "date-time",
-    "time",
-    "date",
-    "duration",
-    "email",
-    "hostname",
-    "ipv4",
-    "ipv6",
-    "uuid",
-];
+/// What strict mode reads, in OpenAI's words: its Structured Outputs guide
+/// (<https://platform.openai.com/docs/guides/structured-outputs>, "Supported schemas"), quoted.
+const STRICT_DOC: &str = "Supported string properties: pattern, format. \
+    Supported formats: date-time, time, date, duration, email, hostname, ipv4, ipv6, uuid. \
+    Supported number properties: multipleOf, maximum, exclusiveMaximum, minimum, exclusiveMinimum. \
+    Supported array properties: minItems, maxItems.";
+/// The structure the same guide's rules and examples use besides: types, objects (`properties`, every
+/// one `required`, `additionalProperties: false`), arrays (`items`), `enum`, `anyOf`, definitions
+/// (`$defs`) and recursion (`$ref`), and `description` and `title`.
+const STRICT_STRUCTURE: &str =
+    "type properties required additionalProperties items enum anyOf $defs $ref description title";
+
+/// The keywords strict mode reads.
+fn strict_keywords() -> Vec<&'static str> {
+    let mut keywords = listed(STRICT_DOC, "properties: ");
+    keywords.extend(STRICT_STRUCTURE.split_whitespace());
+    keywords
+}
+
+/// The items of every list `label` opens in `doc` ("label: a, b (a note), c."), notes left out.
+fn listed(doc: &'static str, label: &str) -> Vec<&'static str> {
+    doc.split(label)
+        .skip(1)
+        .flat_map(|after| {
+            let list = after.split(". ").next().unwrap_or("");
+            list.trim_end_matches('.')
+                .split(", ")
+                .map(|item| item.split(" (").next().unwrap_or(item).trim())
+        })
+        .collect()
+}
+
 const GEMINI_TYPES: &[&str] = &["string", "number", "integer", "boolean", "array", "object"];
 const JSON_TYPES: &[&str] = &[
     "string", "number", "integer", "boolean", "array", "object", "null",
@@ -273,11 +272,12 @@ fn check_strict(schema: &Value, violations: &mut Vec<String>) {
         .and_then(Value::as_object)
         .cloned()
         .unwrap_or_default();
+    let (keywords, formats) = (strict_keywords(), listed(STRICT_DOC, "formats: "));
     let mut properties = 0;
     let mut enum_values = 0;
     walk(schema, "", &mut |path, node| {
         for key in node.keys() {
-            if !STRICT_KEYWORDS.contains(&key.as_str()) {
+            if !keywords.contains(&key.as_str()) {
                 violations.push(format!("{path}: keyword `{key}` is not supported"));
             }
         }
@@ -304,7 +304,7 @@ fn check_strict(schema: &Value, violations: &mut Vec<String>) {
         }
         if let Some(format) = node.get("format").and_then(Value::as_str)
             && !(node.get("type") == Some(&Value::String("string".into()))
-                && STRICT_FORMATS.contains(&format))
+                && formats.contains(&format))
         {
             violations.push(format!("{path}: format `{format}` is not supported"));
         }
@@ -410,34 +410,31 @@ fn gemini_node(path: &str, node: &Map<String, Value>, violations: &mut Vec<Strin
     }
 }
 
-/// The JSON Schema keywords Gemini documents for `parametersJsonSchema` (and `responseJsonSchema`).
-const GEMINI_JSON_SCHEMA: &[&str] = &[
-    "$id",
-    "$defs",
-    "$ref",
-    "$anchor",
-    "type",
-    "format",
-    "title",
-    "description",
-    "enum",
-    "items",
-    "prefixItems",
-    "minItems",
-    "maxItems",
-    "minimum",
-    "maximum",
-    "anyOf",
-    "oneOf",
-    "properties",
-    "additionalProperties",
-    "required",
-    "propertyOrdering",
-];
+/// The JSON Schema Gemini reads (in `parametersJsonSchema` as in `responseJsonSchema`), in Google's words:
+/// the Gemini API reference's `GenerationConfig.responseJsonSchema`
+/// (<https://ai.google.dev/api/generate-content>), as the google-genai SDKs' docstrings also carry it,
+/// quoted.
+const GEMINI_JSON_SCHEMA_DOC: &str = "While the full JSON Schema may be sent, not all features are \
+    supported. Specifically, only the following properties are supported: $id, $defs, $ref, $anchor, \
+    type, format, title, description, enum (for strings and numbers), items, prefixItems, minItems, \
+    maxItems, minimum, maximum, anyOf, oneOf (interpreted the same as anyOf), properties, \
+    additionalProperties, required. The non-standard propertyOrdering property may also be set.";
+
+/// The keywords Gemini reads in a JSON Schema.
+fn gemini_json_schema_keywords() -> Vec<&'static str> {
+    let mut keywords = listed(GEMINI_JSON_SCHEMA_DOC, "are supported: ");
+    keywords.extend(
+        listed(GEMINI_JSON_SCHEMA_DOC, "The non-standard ")
+            .iter()
+            .map(|also| also.split(' ').next().unwrap_or(also)),
+    );
+    keywords
+}
 
 fn gemini_json_schema_node(path: &str, node: &Map<String, Value>, violations: &mut Vec<String>) {
+    let keywords = gemini_json_schema_keywords();
     for key in node.keys() {
-        if !GEMINI_JSON_SCHEMA.contains(&key.as_str()) {
+        if !keywords.contains(&key.as_str()) {
             violations.push(format!(
                 "{path}: `{key}` is not in Gemini's JSON Schema subset"
             ));
@@ -458,4 +455,19 @@ fn refs_resolve(schema: &Value, violations: &mut Vec<String>) {
             }
         }
     });
+}
+
+#[test]
+fn the_quoted_documentation_reads_as_keyword_lists() {
+    let formats = listed(STRICT_DOC, "formats: ");
+    assert_eq!(formats.len(), 9, "{formats:?}");
+    assert!(formats.contains(&"date-time") && formats.contains(&"uuid"));
+    assert_eq!(strict_keywords().len(), 20);
+    let gemini = gemini_json_schema_keywords();
+    assert_eq!(gemini.len(), 21);
+    assert!(
+        ["$anchor", "enum", "oneOf", "required", "propertyOrdering"]
+            .iter()
+            .all(|k| gemini.contains(k))
+    );
 }

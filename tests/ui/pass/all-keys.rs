@@ -55,10 +55,10 @@ fn main() {
     assert_eq!(
         *tool.annotations(),
         ToolAnnotations::new()
-            .with_read_only(true)
-            .with_destructive(false)
-            .with_idempotent(true)
-            .with_open_world(false)
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false)
     );
     let options = tool.provider_options();
     assert_eq!(options.examples, [json!({"n": 1}), json!({"n": 2})]);

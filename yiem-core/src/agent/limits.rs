@@ -20,7 +20,7 @@ pub const DEFAULT_MAX_TURNS: u32 = 50;
 /// assert_eq!(limits.max_turns, Some(50));
 /// assert!(RunLimits::unlimited().max_turns.is_none());
 ///
-/// let tight = RunLimits::default().with_max_total_tokens(Some(1_000));
+/// let tight = RunLimits::default().max_total_tokens(Some(1_000));
 /// let used = Usage::new(800, 300);
 /// assert_eq!(tight.usage_exceeded(&used), Some("1100 tokens used of the 1000 allowed".to_owned()));
 /// ```
@@ -52,28 +52,28 @@ impl Default for RunLimits {
 impl RunLimits {
     /// At most `turns` model calls (`None`: no limit).
     #[must_use]
-    pub fn with_max_turns(mut self, turns: Option<u32>) -> Self {
+    pub fn max_turns(mut self, turns: Option<u32>) -> Self {
         self.max_turns = turns;
         self
     }
 
     /// At most this many input tokens over the run (`None`: no limit).
     #[must_use]
-    pub fn with_max_input_tokens(mut self, tokens: Option<u64>) -> Self {
+    pub fn max_input_tokens(mut self, tokens: Option<u64>) -> Self {
         self.max_input_tokens = tokens;
         self
     }
 
     /// At most this many output tokens over the run (`None`: no limit).
     #[must_use]
-    pub fn with_max_output_tokens(mut self, tokens: Option<u64>) -> Self {
+    pub fn max_output_tokens(mut self, tokens: Option<u64>) -> Self {
         self.max_output_tokens = tokens;
         self
     }
 
     /// At most this many tokens, input and output, over the run (`None`: no limit).
     #[must_use]
-    pub fn with_max_total_tokens(mut self, tokens: Option<u64>) -> Self {
+    pub fn max_total_tokens(mut self, tokens: Option<u64>) -> Self {
         self.max_total_tokens = tokens;
         self
     }

@@ -136,21 +136,21 @@ impl TurnUpdate {
 
     /// A new system prompt.
     #[must_use]
-    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = Some(prompt.into());
         self
     }
 
     /// A new conversation (e.g. compacted).
     #[must_use]
-    pub fn with_messages(mut self, messages: Vec<AgentMessage>) -> Self {
+    pub fn messages(mut self, messages: Vec<AgentMessage>) -> Self {
         self.messages = Some(messages);
         self
     }
 
     /// Another model from the next model call on.
     #[must_use]
-    pub fn with_model(mut self, model: Arc<dyn Model>) -> Self {
+    pub fn model(mut self, model: Arc<dyn Model>) -> Self {
         self.model = Some(model);
         self
     }

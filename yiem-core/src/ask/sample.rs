@@ -62,7 +62,7 @@ impl Sampling {
     /// A request to complete one user message, `prompt`, in at most `max_tokens` tokens.
     ///
     /// ```
-    /// let request = yiem_core::ask::Sampling::prompt("Summarise: ...", 200).with_system_prompt("Be brief.");
+    /// let request = yiem_core::ask::Sampling::prompt("Summarise: ...", 200).system_prompt("Be brief.");
     /// assert_eq!(request.messages[0].role, "user");
     /// ```
     pub fn prompt(prompt: impl Into<String>, max_tokens: u32) -> Self {
@@ -75,7 +75,7 @@ impl Sampling {
     }
 
     /// The same request with the system prompt `prompt`.
-    pub fn with_system_prompt(mut self, prompt: impl Into<String>) -> Self {
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.system_prompt = Some(prompt.into());
         self
     }

@@ -48,8 +48,10 @@
 //! # Limits
 //!
 //! [`CodeLimits`]: memory, run time (the interpreter's own, counted by the host; waiting for tools does not
-//! count), output, tool calls and stack. A program that exceeds one stops with an error naming it
-//! ([`LimitExceeded`]); catching the exception it sees does not save it.
+//! count), tool calls and stack. A program that exceeds one stops with an error naming it
+//! ([`LimitExceeded`]); catching the exception it sees does not save it. Output is held to its limit
+//! without stopping the program: what it prints, returns and throws past it is left out, with a note
+//! saying how much.
 //!
 //! # Calls from the program
 //!
@@ -133,8 +135,9 @@ pub struct CodeLimits {
     pub max_memory_bytes: usize,
     /// Time the interpreter may run, waiting for tools not counted (default 10 s).
     pub max_time: Duration,
-    /// Bytes of the program's result (default 64 KiB): printing past it stops the program, and what it
-    /// printed, its value and its error's message are held to it together, the rest cut with a note.
+    /// Bytes of the program's result (default 64 KiB): what it printed, its value and its error's
+    /// message are held to it together, the rest cut with a note saying how much was left out. Printing
+    /// past it does not stop the program: what it prints then is left out, and it goes on.
     pub max_output_bytes: usize,
     /// Tool calls the program may make (default 1000).
     pub max_tool_calls: u32,
@@ -209,12 +212,6 @@ pub enum LimitExceeded {
     Time {
         /// The limit.
         limit: Duration,
-    },
-    /// It printed more than its output limit.
-    #[error("the program exceeded its output limit ({bytes} bytes); print only what you need")]
-    Output {
-        /// The limit.
-        bytes: usize,
     },
     /// It made more tool calls than its limit.
     #[error("the program exceeded its limit on tool calls ({calls}); make fewer calls per program")]
@@ -632,7 +629,7 @@ impl Runner {
             asked.insert(request.index, request.arguments.clone());
             // Made by the program: hooks and events see who made it, and a code-only tool runs.
             let call = ToolCall::new(call_id.clone(), request.tool.clone(), request.arguments)
-                .with_caller(ToolCaller::new("yiem", RUN_CODE, ctx.call_id()));
+                .caller(ToolCaller::new("yiem", RUN_CODE, ctx.call_id()));
             let tool = callable.iter().find(|tool| tool.name() == call.name);
             if tool.is_none() && self.store.contains(&call.name) {
                 plan.push(PlannedCall::Refuse {
@@ -766,6 +763,7 @@ fn paused(pause: ProgramPause) -> AgentToolResult {
 fn finished(finish: sandbox::Finish, calls: usize, limit: usize) -> AgentToolResult {
     let sandbox::Finish {
         output: mut text,
+        left_out,
         outcome,
         cancelled,
     } = finish;
@@ -775,7 +773,7 @@ fn finished(finish: sandbox::Finish, calls: usize, limit: usize) -> AgentToolRes
             if let Some(value) = value {
                 text.push_str(&value);
             }
-            text = cut(text, limit);
+            text = cut(text, limit, left_out);
             if text.is_empty() {
                 text = "the program printed nothing".into();
             }
@@ -783,9 +781,10 @@ fn finished(finish: sandbox::Finish, calls: usize, limit: usize) -> AgentToolRes
         }
         Err(error) => {
             let room = limit.saturating_sub(text.len());
+            text = cut(text, limit, left_out);
             let message = match error {
                 ProgramError::Threw(message) => {
-                    format!("the program failed: {}", cut(message, room))
+                    format!("the program failed: {}", cut(message, room, 0))
                 }
                 ProgramError::Limit(limit) => format!("the program stopped: {limit}"),
                 ProgramError::Stuck => "the program stopped: it waits on a promise that nothing \
@@ -808,16 +807,16 @@ fn finished(finish: sandbox::Finish, calls: usize, limit: usize) -> AgentToolRes
 }
 
 /// `text` cut to at most `limit` bytes (at a character boundary), with a note saying how much was left
-/// out.
-fn cut(mut text: String, limit: usize) -> String {
-    if text.len() <= limit {
-        return text;
-    }
-    let mut end = limit;
+/// out, counting `left_out` bytes left out before (printed past the limit).
+fn cut(mut text: String, limit: usize, left_out: usize) -> String {
+    let mut end = text.len().min(limit);
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    let left_out = text.len() - end;
+    let left_out = left_out.saturating_add(text.len() - end);
+    if left_out == 0 {
+        return text;
+    }
     text.truncate(end);
     text.push_str(&format!(
         "… ({left_out} more bytes left out: what a program prints, returns and throws is held to \

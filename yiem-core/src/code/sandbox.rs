@@ -5,8 +5,9 @@
 //!
 //! Limits, each sticky (once exceeded, the program is stopped at the interpreter's next check, whatever it
 //! catches): memory (a counting allocator under QuickJS refuses allocations past the budget), time (the
-//! interrupt handler counts the time the interpreter runs, not the time it waits for tools), output
-//! (`print` refuses past the budget) and tool calls (the request refuses past the budget). A call stack
+//! interrupt handler counts the time the interpreter runs, not the time it waits for tools) and tool
+//! calls (the request refuses past the budget). Output is not a limit that stops a program: `print`
+//! keeps what fits the output budget and counts what it left out, and the program goes on. A call stack
 //! deeper than the stack budget is a `RangeError` the program may catch, as in any JavaScript engine; the
 //! budget keeps the host's stack safe.
 
@@ -60,7 +61,10 @@ pub(super) enum FromProgram {
 /// How a program ended: what it printed, and its value or its error.
 #[derive(Debug)]
 pub(super) struct Finish {
+    /// What it printed, up to the output budget.
     pub(super) output: String,
+    /// How many bytes it printed past the budget, left out of `output`.
+    pub(super) left_out: usize,
     pub(super) outcome: Result<Option<String>, ProgramError>,
     /// The tools of the calls the program started that never ran (it stopped first), in call order.
     pub(super) cancelled: Vec<String>,
@@ -117,6 +121,7 @@ impl Program {
             Some(message) => message,
             None => FromProgram::Finished(Finish {
                 output: String::new(),
+                left_out: 0,
                 outcome: Err(ProgramError::Internal(
                     "the interpreter thread ended without a result".into(),
                 )),
@@ -145,6 +150,8 @@ impl Drop for Program {
 struct Host {
     limits: CodeLimits,
     output: RefCell<String>,
+    /// Bytes printed past the output budget.
+    left_out: Cell<usize>,
     requests: RefCell<Vec<Request>>,
     calls: Cell<u32>,
     budget: Rc<Budget>,
@@ -375,6 +382,7 @@ fn run(
     let host = Rc::new(Host {
         limits: limits.clone(),
         output: RefCell::new(String::new()),
+        left_out: Cell::new(0),
         requests: RefCell::new(Vec::new()),
         calls: Cell::new(0),
         budget: Rc::clone(&budget),
@@ -387,6 +395,7 @@ fn run(
     let cancelled = host.requests.take().into_iter().map(|r| r.tool).collect();
     Finish {
         output,
+        left_out: host.left_out.get(),
         outcome,
         cancelled,
     }
@@ -531,16 +540,17 @@ fn install<'js>(
             if let Some(limit) = printer.budget.tripped() {
                 return Err(Exception::throw_range(&ctx, &limit.to_string()));
             }
+            // What fits the budget is kept (to a character boundary), the rest counted for the note.
             let mut output = printer.output.borrow_mut();
-            if output.len().saturating_add(text.len()) > printer.limits.max_output_bytes {
-                let limit = LimitExceeded::Output {
-                    bytes: printer.limits.max_output_bytes,
-                };
-                let message = limit.to_string();
-                printer.budget.trip(limit);
-                return Err(Exception::throw_range(&ctx, &message));
+            let room = printer.limits.max_output_bytes.saturating_sub(output.len());
+            let mut kept = text.len().min(room);
+            while !text.is_char_boundary(kept) {
+                kept -= 1;
             }
-            output.push_str(&text);
+            output.push_str(&text[..kept]);
+            printer
+                .left_out
+                .set(printer.left_out.get().saturating_add(text.len() - kept));
             Ok(())
         },
     )?;

@@ -68,7 +68,7 @@ pub struct AfterToolCallContext {
 /// ```
 /// use yiem_core::{exec::ToolResultPatch, tool::Content};
 ///
-/// let redact = ToolResultPatch::default().with_content(vec![Content::text("[redacted]")]);
+/// let redact = ToolResultPatch::default().content(vec![Content::text("[redacted]")]);
 /// assert!(redact.terminate.is_none());
 /// ```
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -94,35 +94,35 @@ impl ToolResultPatch {
 
     /// Replaces the content the model reads.
     #[must_use]
-    pub fn with_content(mut self, content: Vec<Content>) -> Self {
+    pub fn content(mut self, content: Vec<Content>) -> Self {
         self.content = Some(content);
         self
     }
 
     /// Replaces the details.
     #[must_use]
-    pub fn with_details(mut self, details: Value) -> Self {
+    pub fn details(mut self, details: Value) -> Self {
         self.details = Some(details);
         self
     }
 
     /// Replaces the usage.
     #[must_use]
-    pub fn with_usage(mut self, usage: Usage) -> Self {
+    pub fn usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
         self
     }
 
     /// Sets whether the run ends after this batch.
     #[must_use]
-    pub fn with_terminate(mut self, terminate: bool) -> Self {
+    pub fn terminate(mut self, terminate: bool) -> Self {
         self.terminate = Some(terminate);
         self
     }
 
     /// Sets whether the result is an error.
     #[must_use]
-    pub fn with_is_error(mut self, is_error: bool) -> Self {
+    pub fn is_error(mut self, is_error: bool) -> Self {
         self.is_error = Some(is_error);
         self
     }
@@ -188,7 +188,7 @@ pub(crate) type AfterHook = Arc<
 ///     })
 ///     .after_tool_call(|ctx| async move {
 ///         let failed = ctx.is_error;
-///         Ok::<_, String>(failed.then(|| ToolResultPatch::default().with_terminate(false)))
+///         Ok::<_, String>(failed.then(|| ToolResultPatch::default().terminate(false)))
 ///     });
 /// assert!(hooks.has_before() && hooks.has_after());
 /// ```

@@ -133,7 +133,7 @@ pub(crate) mod fixtures {
             Content::resource_text("file:///notes/a.md", "# A"),
             Content::ResourceBlob {
                 resource: Box::new(
-                    ResourceInfo::new("file:///docs/b.pdf").with_mime_type("application/pdf"),
+                    ResourceInfo::new("file:///docs/b.pdf").mime_type("application/pdf"),
                 ),
                 blob: "JVBERg==".into(),
             },

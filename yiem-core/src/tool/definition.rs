@@ -55,7 +55,7 @@ impl fmt::Display for ExecutionMode {
 /// ```
 /// use yiem_core::tool::ToolAnnotations;
 ///
-/// let hints = ToolAnnotations::new().with_read_only(true);
+/// let hints = ToolAnnotations::new().read_only(true);
 /// assert_eq!((hints.read_only, hints.destructive), (Some(true), None));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,28 +84,28 @@ impl ToolAnnotations {
 
     /// Whether the tool does not change its environment.
     #[must_use]
-    pub const fn with_read_only(mut self, read_only: bool) -> Self {
+    pub const fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = Some(read_only);
         self
     }
 
     /// Whether the tool may destroy or overwrite data.
     #[must_use]
-    pub const fn with_destructive(mut self, destructive: bool) -> Self {
+    pub const fn destructive(mut self, destructive: bool) -> Self {
         self.destructive = Some(destructive);
         self
     }
 
     /// Whether calling the tool twice with the same arguments has no further effect.
     #[must_use]
-    pub const fn with_idempotent(mut self, idempotent: bool) -> Self {
+    pub const fn idempotent(mut self, idempotent: bool) -> Self {
         self.idempotent = Some(idempotent);
         self
     }
 
     /// Whether the tool reaches an open world (the internet, other people).
     #[must_use]
-    pub const fn with_open_world(mut self, open_world: bool) -> Self {
+    pub const fn open_world(mut self, open_world: bool) -> Self {
         self.open_world = Some(open_world);
         self
     }

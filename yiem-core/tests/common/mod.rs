@@ -30,38 +30,10 @@ pub fn golden(name: &str, value: &Value) {
     );
 }
 
-/// `program` of a Python virtualenv named `venv` in the target directory (beside the test binaries'
-/// `debug`), made and given `packages` with pip the first time it is missing: so `cargo test` on a
-/// fresh machine needs only Python 3 and the package index.
-pub fn venv_program(venv: &str, packages: &[&str], program: &str) -> std::path::PathBuf {
-    use std::process::Command;
-    // <target>/debug/deps/<test>-<hash>
-    let exe = std::env::current_exe().unwrap();
-    let venv = exe.ancestors().nth(3).unwrap().join(venv);
-    let program = venv.join("bin").join(program);
-    if !program.exists() {
-        let made = Command::new("python3")
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv)
-            .status();
-        assert!(
-            made.is_ok_and(|s| s.success()),
-            "python3 -m venv {}",
-            venv.display()
-        );
-        let installed = Command::new(venv.join("bin").join("pip"))
-            .args(["install", "--quiet"])
-            .args(packages)
-            .status();
-        assert!(
-            installed.is_ok_and(|s| s.success()),
-            "pip install {}",
-            packages.join(" ")
-        );
-    }
-    program
-}
+/// Python virtualenvs for the outside programs (llmock, the providers' SDKs): the helper every crate's
+/// tests share.
+#[path = "../../../tests/src/venv.rs"]
+pub mod venv;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -36,7 +36,14 @@ fn sdk_python() -> PathBuf {
     }
     static INSTALLED: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     INSTALLED
-        .get_or_init(|| super::venv_program("python-sdks", &SDKS, "python"))
+        .get_or_init(|| {
+            super::venv::venv_program(
+                "python-sdks",
+                &SDKS,
+                "openai, anthropic, google.genai",
+                "python",
+            )
+        })
         .clone()
 }
 

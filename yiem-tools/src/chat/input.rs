@@ -77,7 +77,7 @@ impl Input {
             if path.exists()
                 && let Err(error) = editor.load_history(path)
             {
-                eprintln!("[history {} not loaded: {error}]", path.display());
+                say_err!("[history {} not loaded: {error}]", path.display());
             }
         }
         Ok(Input::Terminal {
@@ -100,7 +100,7 @@ impl Input {
                     if let Some(path) = history
                         && let Err(error) = editor.append_history(path)
                     {
-                        eprintln!("[history not saved to {}: {error}]", path.display());
+                        say_err!("[history not saved to {}: {error}]", path.display());
                         *history = None;
                     }
                 }
@@ -121,9 +121,9 @@ impl Input {
                 }
             }
             Input::Piped(lines) => {
-                print!("{question}");
+                say_inline!("{question}");
                 let line = next_line(lines);
-                println!();
+                say!("");
                 line
             }
         }
@@ -139,7 +139,7 @@ fn next_line(lines: &mut Lines<StdinLock<'static>>) -> Line {
     match lines.next() {
         Some(Ok(line)) => Line::Text(line),
         Some(Err(error)) => {
-            eprintln!("[cannot read stdin: {error}]");
+            say_err!("[cannot read stdin: {error}]");
             Line::End
         }
         None => Line::End,
@@ -151,7 +151,7 @@ fn ended(error: ReadlineError) -> Line {
         ReadlineError::Interrupted => Line::Interrupted,
         ReadlineError::Eof => Line::End,
         other => {
-            eprintln!("[cannot read the terminal: {other}]");
+            say_err!("[cannot read the terminal: {other}]");
             Line::End
         }
     }

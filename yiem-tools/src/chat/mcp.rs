@@ -33,7 +33,7 @@ fn pins(key: &str, accept: bool) -> ToolPins {
         } else {
             "left out; run again with --mcp-accept-changes to take it"
         };
-        eprintln!("[{drift}\n{verdict}]");
+        say_err!("[{drift}\n{verdict}]");
         async move { accept }
     }))
 }
@@ -84,9 +84,9 @@ impl McpServers {
             let names = runtime
                 .block_on(client.register(store))
                 .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
-            eprintln!("[MCP server `{}`: {}]", client.name(), names.join(", "));
+            say_err!("[MCP server `{}`: {}]", client.name(), names.join(", "));
             for left in client.left_out() {
-                eprintln!(
+                say_err!(
                     "[MCP server `{}` left out `{}`: {}]",
                     super::safe::line(client.name()),
                     super::safe::line(&left.name),
@@ -115,12 +115,12 @@ pub fn defer_when_large(
             for client in clients {
                 client.set_defer_loading(true);
             }
-            eprintln!(
+            say_err!(
                 "[{deferred} MCP tools are deferred: the model finds them with {}]",
                 yiem_core::catalog::SEARCH_TOOLS
             );
         }
-        Err(error) => eprintln!(
+        Err(error) => say_err!(
             "[tool search left out: {}]",
             super::safe::line(&error.to_string())
         ),

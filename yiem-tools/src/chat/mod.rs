@@ -70,7 +70,7 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
     let search = match &options.tool_model {
         Some(folder) => yiem_core::catalog::ToolSearch::new(
             crate::tools_search::model(folder, "--tool-model")?
-                .on_fallback(|fallback| eprintln!("[{}]", safe::line(&fallback.to_string()))),
+                .on_fallback(|fallback| say_err!("[{}]", safe::line(&fallback.to_string()))),
         ),
         None => yiem_core::catalog::ToolSearch::bm25(),
     };
@@ -80,7 +80,7 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
         // A tool the provider cannot take would fail every request: it is left out, and said so.
         for tool in store.tools() {
             if let Err(error) = tool.definition(selected.dialect) {
-                eprintln!(
+                say_err!(
                     "[{} left out: {}]",
                     safe::line(tool.name()),
                     safe::line(&error.to_string())
@@ -110,11 +110,11 @@ pub fn chat(options: ChatOptions) -> Result<(), Failure> {
     let approvals = Approvals::new(options.approve, options.allow, own_tools);
     let (model, description): (Arc<dyn Model>, String) = match configured {
         Some(selected) => {
-            eprintln!("[{}]", safe::line(&selected.description));
+            say_err!("[{}]", safe::line(&selected.description));
             (selected.model, selected.description)
         }
         None => {
-            eprintln!("{}", demo::BANNER);
+            say_err!("{}", demo::BANNER);
             (
                 Arc::new(demo::model(store.names().join(", "))),
                 "offline: a scripted demo model (set YIEM_PROVIDER to chat with a real one)"

@@ -58,7 +58,7 @@ pub(super) fn for_server(url: &str) -> std::io::Result<OAuth> {
                 .map_err(|error| error.to_string())?
                 .ok_or("the redirect listener is gone")?;
             let listener = TcpListener::from_std(listener).map_err(|error| error.to_string())?;
-            eprintln!(
+            say_err!(
                 "[MCP server asks you to sign in: open {}]",
                 safe::line(&authorization_url)
             );

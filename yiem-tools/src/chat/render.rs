@@ -235,7 +235,7 @@ impl Renderer {
     fn end_line(&mut self) {
         if self.line_open {
             self.line_open = false;
-            println!();
+            say!("");
         }
     }
 

@@ -200,7 +200,7 @@ impl ResponseParser {
                 number("promptTokenCount"),
                 number("candidatesTokenCount") + number("thoughtsTokenCount"),
             )
-            .with_cache(number("cachedContentTokenCount"), 0);
+            .cache(number("cachedContentTokenCount"), 0);
         }
         let candidate = response
             .get("candidates")

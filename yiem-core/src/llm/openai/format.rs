@@ -348,7 +348,7 @@ pub(crate) fn usage_from_openai(usage: &Value) -> Usage {
         count(usage.get("prompt_tokens")),
         count(usage.get("completion_tokens")),
     )
-    .with_cache(
+    .cache(
         count(
             usage
                 .pointer("/prompt_tokens_details/cached_tokens")
@@ -654,7 +654,7 @@ mod tests {
         assert_eq!(
             usage_from_openai(&json!({"prompt_tokens": 100, "completion_tokens": 5,
                 "prompt_tokens_details": {"cached_tokens": 64}})),
-            Usage::new(100, 5).with_cache(64, 0)
+            Usage::new(100, 5).cache(64, 0)
         );
         assert_eq!(
             usage_from_openai(&json!({"prompt_tokens": 9, "prompt_cache_hit_tokens": 3}))
