@@ -7,7 +7,7 @@
 //! cargo run -p examples --example mcp_conformance_server                            # stdio
 //! ```
 //!
-//! Over HTTP it serves with sessions (`McpHttpServer::with_sessions`), so that clients of the revisions
+//! Over HTTP it serves with sessions (`McpHttpServer::sessions`), so that clients of the revisions
 //! before 2026-07-28, which the suite's elicitation and sampling scenarios speak, can be asked; clients of
 //! 2026-07-28 are served without a session and asked by `input_required` answers. It prints
 //! `listening on http://ADDR/mcp` on stderr and serves until Ctrl-C.
@@ -296,7 +296,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         store.register(tool)?;
     }
     let server =
-        McpServer::new(store).with_server_info("yiem-conformance", env!("CARGO_PKG_VERSION"));
+        McpServer::new(store).server_info("yiem-conformance", env!("CARGO_PKG_VERSION"));
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(address) = args
         .windows(2)
@@ -309,7 +309,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let listener = tokio::net::TcpListener::bind(address.as_str()).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);
     McpHttpServer::new(server)
-        .with_sessions(DEFAULT_MAX_SESSIONS)
+        .sessions(DEFAULT_MAX_SESSIONS)
         .serve(listener, async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -73,7 +73,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let mut http = McpHttpServer::new(McpServer::new(store));
     if let Ok(token) = std::env::var("MCP_TOKEN") {
-        http = http.with_bearer_token(token);
+        http = http.bearer_token(token);
     }
     http.serve(listener, async {
         let _ = tokio::signal::ctrl_c().await;

@@ -95,7 +95,7 @@ fn approve(yes: bool) -> Value {
     json!({"action": "accept", "content": {"approve": yes}})
 }
 
-const NO_CAPABILITY: &str = "`remove` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::with_allowed_tools`)";
+const NO_CAPABILITY: &str = "`remove` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::allowed_tools`)";
 
 /// The one denial an agent's model reads too (`approval::planned`).
 const DECLINED: &str = "the user denied this call";
@@ -321,7 +321,7 @@ async fn over_stdio_log_messages_reach_the_client_from_info_up_until_it_sets_a_l
     assert_eq!(seen["logs"], json!([]));
 }
 
-const STATELESS: &str = "this MCP server speaks stateless streamable HTTP, which cannot carry the answer of a client of a revision before 2026-07-28 back to the call that asked (a client of 2026-07-28 is asked; the server's operator can also turn on sessions: `yiem mcp --http ADDR --sessions`, `McpHttpServer::with_sessions`)";
+const STATELESS: &str = "this MCP server speaks stateless streamable HTTP, which cannot carry the answer of a client of a revision before 2026-07-28 back to the call that asked (a client of 2026-07-28 is asked; the server's operator can also turn on sessions: `yiem mcp --http ADDR --sessions`, `McpHttpServer::sessions`)";
 
 #[tokio::test]
 async fn over_stateless_http_a_client_of_an_earlier_revision_is_refused_even_when_it_can_answer() {
@@ -331,7 +331,7 @@ async fn over_stateless_http_a_client_of_an_earlier_revision_is_refused_even_whe
     let seen = python_client(spec, Transport::Http(server.url.clone())).await;
     assert_eq!(
         seen["results"],
-        json!([{"isError": true, "text": format!("`remove` needs a person's approval before it runs, and nobody can be asked: {STATELESS}; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::with_allowed_tools`)")}])
+        json!([{"isError": true, "text": format!("`remove` needs a person's approval before it runs, and nobody can be asked: {STATELESS}; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow remove`, or `McpServer::allowed_tools`)")}])
     );
     assert_eq!(seen["questions"], json!([]));
     assert!(file.exists(), "`remove` ran without approval");
@@ -461,7 +461,7 @@ async fn a_client_of_2026_07_28_that_declines_or_cannot_answer_is_refused_and_th
     .await;
     assert_eq!(
         seen["results"],
-        json!([{"error": {"code": -32021, "message": "`remove` needs to ask the client its user a question, and this request did not declare the `elicitation` capability in `io.modelcontextprotocol/clientCapabilities`; it did not run. Declare the capability, or the server's operator can let the tool run without asking (`yiem mcp --allow remove`, `McpServer::with_allowed_tools`)"}}])
+        json!([{"error": {"code": -32021, "message": "`remove` needs to ask the client its user a question, and this request did not declare the `elicitation` capability in `io.modelcontextprotocol/clientCapabilities`; it did not run. Declare the capability, or the server's operator can let the tool run without asking (`yiem mcp --allow remove`, `McpServer::allowed_tools`)"}}])
     );
     assert_eq!(seen["questions"], json!([]));
     assert!(file.exists());
@@ -571,7 +571,7 @@ async fn yiems_own_client_answers_a_servers_input_required_with_its_handler() {
     assert!(batch.messages[0].result.is_error);
     assert_eq!(
         batch.messages[0].result.text_content(),
-        "MCP server `asking` refused `remove` (error -32021): `remove` needs to ask the client its user a question, and this request did not declare the `elicitation` capability in `io.modelcontextprotocol/clientCapabilities`; it did not run. Declare the capability, or the server's operator can let the tool run without asking (`yiem mcp --allow remove`, `McpServer::with_allowed_tools`)"
+        "MCP server `asking` refused `remove` (error -32021): `remove` needs to ask the client its user a question, and this request did not declare the `elicitation` capability in `io.modelcontextprotocol/clientCapabilities`; it did not run. Declare the capability, or the server's operator can let the tool run without asking (`yiem mcp --allow remove`, `McpServer::allowed_tools`)"
     );
     assert!(file.exists());
 }
@@ -702,7 +702,7 @@ async fn a_50_mb_result_is_not_sent_and_the_client_is_told_why() {
     .await;
     assert_eq!(
         seen["results"],
-        json!([{"isError": true, "text": "the result of `big_audio` is 50000000 bytes, more than this MCP server sends (16777216 bytes, `McpServer::with_max_result_bytes`); it was not sent. Ask for less (a shorter clip, a smaller page)"}])
+        json!([{"isError": true, "text": "the result of `big_audio` is 50000000 bytes, more than this MCP server sends (16777216 bytes, `McpServer::max_result_bytes`); it was not sent. Ask for less (a shorter clip, a smaller page)"}])
     );
 }
 

@@ -534,7 +534,7 @@ async fn until_closed(stream: &mut tokio::net::TcpStream) -> String {
 
 #[tokio::test]
 async fn a_client_that_sends_nothing_or_trickles_its_head_or_idles_is_closed_by_the_header_limit() {
-    let address = served(|http| http.with_header_read_timeout(Duration::from_millis(200))).await;
+    let address = served(|http| http.header_read_timeout(Duration::from_millis(200))).await;
     // Nothing at all.
     let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
     until_closed(&mut silent).await;
@@ -553,7 +553,7 @@ async fn a_client_that_sends_nothing_or_trickles_its_head_or_idles_is_closed_by_
 
 #[tokio::test]
 async fn a_body_that_does_not_arrive_gets_408_and_a_json_rpc_error() {
-    let address = served(|http| http.with_body_read_timeout(Duration::from_millis(200))).await;
+    let address = served(|http| http.body_read_timeout(Duration::from_millis(200))).await;
     let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
     stream
         .write_all(post_head(&address, "", 100).as_bytes())
@@ -568,7 +568,7 @@ async fn a_body_that_does_not_arrive_gets_408_and_a_json_rpc_error() {
 
 #[tokio::test]
 async fn past_the_connection_limit_a_new_connection_gets_503_with_a_json_rpc_error() {
-    let address = served(|http| http.with_max_connections(1)).await;
+    let address = served(|http| http.max_connections(1)).await;
     // Connected first, so accepted first: it holds the one place while it stays open.
     let _holder = tokio::net::TcpStream::connect(&address).await.unwrap();
     let (status, headers, body) = raw(
@@ -666,7 +666,7 @@ async fn initialize_from(address: &str, from: std::net::IpAddr) -> u16 {
 
 #[tokio::test]
 async fn a_flood_of_sessions_from_one_address_does_not_lock_out_another() {
-    let address = served(|http| http.with_sessions(8).with_max_sessions_per_peer(3)).await;
+    let address = served(|http| http.sessions(8).max_sessions_per_peer(3)).await;
     let flooder: std::net::IpAddr = [127, 0, 0, 1].into();
     let mut statuses = Vec::new();
     for _ in 0..8 {

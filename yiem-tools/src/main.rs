@@ -705,10 +705,10 @@ fn serve_mcp(store: ToolStore, approval: McpApproval, http: HttpFlags) -> Result
     })?;
     let runtime = runtime()?;
     let mut server = yiem_core::mcp::McpServer::new(store)
-        .with_server_info("yiem", env!("CARGO_PKG_VERSION"))
-        .with_allowed_tools(approval.allow);
+        .server_info("yiem", env!("CARGO_PKG_VERSION"))
+        .allowed_tools(approval.allow);
     if approval.allow_all {
-        server = server.with_all_tools_allowed();
+        server = server.all_tools_allowed();
     }
     let outcome = match http.http {
         None => runtime
@@ -728,10 +728,10 @@ async fn serve_http(
     flags: HttpFlags,
 ) -> Result<(), Failure> {
     let mut http = yiem_core::mcp::McpHttpServer::new(server)
-        .with_allowed_origins(flags.allow_origin)
-        .with_allowed_hosts(flags.allow_host);
+        .allowed_origins(flags.allow_origin)
+        .allowed_hosts(flags.allow_host);
     if flags.sessions {
-        http = http.with_sessions(yiem_core::mcp::DEFAULT_MAX_SESSIONS);
+        http = http.sessions(yiem_core::mcp::DEFAULT_MAX_SESSIONS);
     }
     if let Some(variable) = flags.token_env {
         let token = std::env::var(&variable)
@@ -742,7 +742,7 @@ async fn serve_http(
                     "--token-env {variable}: the environment variable `{variable}` is not set or empty"
                 ))
             })?;
-        http = http.with_bearer_token(token.trim());
+        http = http.bearer_token(token.trim());
     }
     let listener = tokio::net::TcpListener::bind(address)
         .await

@@ -373,7 +373,7 @@ async fn a_tool_that_needs_approval_is_marked_and_refused_for_a_client_that_cann
     assert_eq!(refused["result"]["isError"], true);
     assert_eq!(
         text(&refused),
-        "`write` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow write`, or `McpServer::with_allowed_tools`)"
+        "`write` needs a person's approval before it runs, and nobody can be asked: the MCP client did not declare the `elicitation` capability (form mode), so no person can be asked over this connection; it did not run. Tell the user; the server's operator can let it run without asking (`yiem mcp --allow write`, or `McpServer::allowed_tools`)"
     );
     assert!(!root.path().join("made.txt").exists(), "`write` ran");
 }

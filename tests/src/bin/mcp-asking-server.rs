@@ -193,13 +193,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(millis) = values("--timeout-ms").pop() {
         executor = executor.with_default_timeout(std::time::Duration::from_millis(millis.parse()?));
     }
-    let mut server = McpServer::new(store).with_executor(executor);
+    let mut server = McpServer::new(store).executor(executor);
     if let Some(millis) = values("--list-ttl-ms").pop() {
-        server = server.with_list_ttl(std::time::Duration::from_millis(millis.parse()?));
+        server = server.list_ttl(std::time::Duration::from_millis(millis.parse()?));
     }
     let server = server
-        .with_server_info("yiem-asking", "0.0.1")
-        .with_allowed_tools(values("--allow"));
+        .server_info("yiem-asking", "0.0.1")
+        .allowed_tools(values("--allow"));
     let Some(address) = values("--http").pop() else {
         server.serve_stdio().await?;
         return Ok(());
@@ -213,7 +213,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut http = McpHttpServer::new(server);
     if args.iter().any(|arg| arg == "--sessions") {
-        http = http.with_sessions(2);
+        http = http.sessions(2);
     }
     http.serve(listener, stdin_closed).await?;
     Ok(())

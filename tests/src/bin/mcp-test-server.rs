@@ -209,8 +209,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .then(|| Block::new("`forbidden` is refused by the server's policy"))
     });
     let server = McpServer::new(store)
-        .with_server_info("yiem-test", "0.0.1")
-        .with_executor(ToolExecutor::new().with_hooks(hooks));
+        .server_info("yiem-test", "0.0.1")
+        .executor(ToolExecutor::new().with_hooks(hooks));
     let args: Vec<String> = std::env::args().skip(1).collect();
     let flag = |name: &str| {
         args.iter()
@@ -223,10 +223,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let mut http = McpHttpServer::new(server);
     if let Ok(token) = std::env::var("MCP_TEST_TOKEN") {
-        http = http.with_bearer_token(token);
+        http = http.bearer_token(token);
     }
     if let Some(bytes) = flag("--max-body") {
-        http = http.with_max_body_bytes(bytes.parse()?);
+        http = http.max_body_bytes(bytes.parse()?);
     }
     let listener = tokio::net::TcpListener::bind(address.as_str()).await?;
     eprintln!("listening on http://{}/mcp", listener.local_addr()?);

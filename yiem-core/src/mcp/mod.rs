@@ -22,7 +22,7 @@
 //!   (`name`, `title` = the label, `description`, `inputSchema`, `outputSchema` for tools that return
 //!   [`Json<T>`](crate::tool::Json), `annotations`). The list is read at each request, so tools registered while
 //!   the server runs show up.
-//!   A store of more than [`DEFAULT_PAGE_SIZE`] tools is listed in pages ([`McpServer::with_page_size`]):
+//!   A store of more than [`DEFAULT_PAGE_SIZE`] tools is listed in pages ([`McpServer::page_size`]):
 //!   each response but the last has a `nextCursor`, and the pages resume after the last tool sent, so a
 //!   client that pages through a changing store sees every remaining tool once, in order.
 //! - `notifications/tools/list_changed`: the server declares `tools.listChanged` and sends the notification
@@ -52,7 +52,7 @@
 //!   declared the `elicitation` capability (form mode); otherwise the tool gets
 //!   [`ElicitError::CannotAsk`](crate::ask::ElicitError) saying why. How depends on the client's revision:
 //!   - **before 2026-07-28**: an `elicitation/create` request, on a connection that can carry its
-//!     answer back — stdio, or HTTP with sessions (`McpHttpServer::with_sessions`);
+//!     answer back — stdio, or HTTP with sessions (`McpHttpServer::sessions`);
 //!   - **2026-07-28** (no requests from server to client, on any transport): the call is answered
 //!     `input_required` with its unanswered questions (SEP-2322), and the client calls again with the
 //!     answers. The call then runs again from the start, its questions answered in the order it asks
@@ -76,7 +76,7 @@
 //! 2026-07-28 of the HTTP server without sessions (its transport cannot carry the answer back): their
 //! calls are refused with an error result that says so, and that the server's operator can let the
 //! tool run without asking —
-//! [`McpServer::with_allowed_tools`], [`McpServer::with_all_tools_allowed`] (`yiem mcp --allow TOOL`,
+//! [`McpServer::allowed_tools`], [`McpServer::all_tools_allowed`] (`yiem mcp --allow TOOL`,
 //! `--allow-all`). The server decides through the same approval gate as an agent, by the tool's own
 //! flag ([`ApprovalPolicy::default`]) less those grants; an agent's own policy is not the server's.
 //!

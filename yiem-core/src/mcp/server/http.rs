@@ -46,13 +46,13 @@ pub const DEFAULT_MAX_CONNECTIONS: usize = 512;
 const CANNOT_ASK_OVER_STATELESS_HTTP: &str = "this MCP server speaks stateless streamable HTTP, which \
      cannot carry the answer of a client of a revision before 2026-07-28 back to the call that asked \
      (a client of 2026-07-28 is asked; the server's operator can also turn on sessions: `yiem mcp \
-     --http ADDR --sessions`, `McpHttpServer::with_sessions`)";
+     --http ADDR --sessions`, `McpHttpServer::sessions`)";
 
-/// The most sessions held at once by default (with [`McpHttpServer::with_sessions`]).
+/// The most sessions held at once by default (with [`McpHttpServer::sessions`]).
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 
 /// The most sessions one client address holds at once by default (with
-/// [`McpHttpServer::with_sessions`]; see [`McpHttpServer::with_max_sessions_per_peer`]).
+/// [`McpHttpServer::sessions`]; see [`McpHttpServer::max_sessions_per_peer`]).
 pub const DEFAULT_MAX_SESSIONS_PER_PEER: usize = 64;
 
 /// How long connections may take to finish once shutdown has begun (running calls are cancelled at its
@@ -69,31 +69,31 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 ///   events on the response of its own request; a call without them is answered with plain JSON. A
 ///   client of the 2026-07-28 revision is asked its questions (a tool's approval,
 ///   [`ToolContext::elicit`](crate::tool::ToolContext::elicit)) by `input_required` answers; one of an earlier
-///   revision can be asked only with sessions ([`with_sessions`](Self::with_sessions)), and is refused
+///   revision can be asked only with sessions ([`sessions`](Self::sessions)), and is refused
 ///   otherwise.
-/// - **Bearer token** ([`with_bearer_token`](Self::with_bearer_token)): a request without
+/// - **Bearer token** ([`bearer_token`](Self::bearer_token)): a request without
 ///   `Authorization: Bearer <token>`, or with another token, gets `401` (compared in constant time).
 /// - **`Origin`**: a request whose `Origin` header is not allowed gets `403`, as the MCP specification
 ///   requires against DNS rebinding. Bound to a loopback address, the server allows `http://localhost`,
 ///   `http://127.0.0.1` and `http://[::1]` on any port, and `Host` must be one of those hosts; add
-///   others with [`with_allowed_origins`](Self::with_allowed_origins) and
-///   [`with_allowed_hosts`](Self::with_allowed_hosts). Bound to any other address, only the origins
+///   others with [`allowed_origins`](Self::allowed_origins) and
+///   [`allowed_hosts`](Self::allowed_hosts). Bound to any other address, only the origins
 ///   given are allowed and `Host` is checked only against the hosts given. Requests without `Origin`
 ///   (non-browser clients) pass.
-/// - **Body limit** ([`with_max_body_bytes`](Self::with_max_body_bytes), default
+/// - **Body limit** ([`max_body_bytes`](Self::max_body_bytes), default
 ///   [`DEFAULT_MAX_BODY_BYTES`]): a larger body gets `413` with a JSON-RPC error (`-32600`) naming the
 ///   limit, whether it announced its length or not; a body rmcp cannot read gets `400` with the
 ///   JSON-RPC error stdio gives it (`-32700` for a body that is not JSON, `-32602` or `-32600` for a
 ///   request that does not decode), unless rmcp refused the request's headers first.
-/// - **Time limits on the client** ([`with_header_read_timeout`](Self::with_header_read_timeout),
-///   default [`DEFAULT_HEADER_READ_TIMEOUT`]; [`with_body_read_timeout`](Self::with_body_read_timeout),
+/// - **Time limits on the client** ([`header_read_timeout`](Self::header_read_timeout),
+///   default [`DEFAULT_HEADER_READ_TIMEOUT`]; [`body_read_timeout`](Self::body_read_timeout),
 ///   default [`DEFAULT_BODY_READ_TIMEOUT`]): a connection whose client does not send a request's whole
 ///   head in time is closed — whether it sends nothing, trickles bytes, or stays idle after a response
 ///   (hyper counts the wait for the next head from the end of the last response, so this is also the
 ///   idle limit of a kept-alive connection); a body that does not arrive in time gets `408` with a
 ///   JSON-RPC error (`-32600`). The time a call takes is the call's (the executor's time limit), not
 ///   these.
-/// - **Connections** ([`with_max_connections`](Self::with_max_connections), default
+/// - **Connections** ([`max_connections`](Self::max_connections), default
 ///   [`DEFAULT_MAX_CONNECTIONS`]): past the limit, a new connection is answered `503` with a JSON-RPC
 ///   error (`-32000`) and `Retry-After: 1`, then closed; while as many connections again are being
 ///   refused, further ones are closed unanswered.
@@ -113,7 +113,7 @@ type HttpResponse = Response<BoxBody<Bytes, Infallible>>;
 /// let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
 /// # drop(stop);
 /// McpHttpServer::new(McpServer::new(store))
-///     .with_bearer_token(std::env::var("MCP_TOKEN")?)
+///     .bearer_token(std::env::var("MCP_TOKEN")?)
 ///     .serve(listener, async { stopped.await.unwrap_or(()) }) // `stop.send(())` shuts it down
 ///     .await?;
 /// # Ok(())
@@ -157,7 +157,7 @@ impl McpHttpServer {
     /// `logging/setLevel` holds for the session's later calls. At most `max` sessions
     /// ([`DEFAULT_MAX_SESSIONS`] is a sane value) are held at once, and at most
     /// [`DEFAULT_MAX_SESSIONS_PER_PEER`] by one client address
-    /// ([`with_max_sessions_per_peer`](Self::with_max_sessions_per_peer)): past either, a new
+    /// ([`max_sessions_per_peer`](Self::max_sessions_per_peer)): past either, a new
     /// client's `initialize` gets `503`, so one address opening sessions in a loop cannot lock the
     /// others out. A session ends when its client deletes it or after 5 minutes without a request.
     ///
@@ -171,27 +171,27 @@ impl McpHttpServer {
     /// use yiem_core::{mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
-    ///     .with_sessions(DEFAULT_MAX_SESSIONS);
+    ///     .sessions(DEFAULT_MAX_SESSIONS);
     /// # let _ = http;
     /// ```
-    pub fn with_sessions(mut self, max: usize) -> Self {
+    pub fn sessions(mut self, max: usize) -> Self {
         self.sessions = Some(max.max(1));
         self
     }
 
     /// The most sessions one client address (the TCP peer's IP) holds at once, with
-    /// [`with_sessions`](Self::with_sessions) (default: [`DEFAULT_MAX_SESSIONS_PER_PEER`], at least
+    /// [`sessions`](Self::sessions) (default: [`DEFAULT_MAX_SESSIONS_PER_PEER`], at least
     /// 1). Behind a reverse proxy every client has the proxy's address: raise it to the total there.
     ///
     /// ```
     /// use yiem_core::{mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
-    ///     .with_sessions(DEFAULT_MAX_SESSIONS)
-    ///     .with_max_sessions_per_peer(16);
+    ///     .sessions(DEFAULT_MAX_SESSIONS)
+    ///     .max_sessions_per_peer(16);
     /// # let _ = http;
     /// ```
-    pub fn with_max_sessions_per_peer(mut self, max: usize) -> Self {
+    pub fn max_sessions_per_peer(mut self, max: usize) -> Self {
         self.sessions_per_peer = max.max(1);
         self
     }
@@ -201,10 +201,10 @@ impl McpHttpServer {
     /// ```
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
-    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_bearer_token("s3cret");
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).bearer_token("s3cret");
     /// # let _ = http;
     /// ```
-    pub fn with_bearer_token(mut self, token: impl Into<String>) -> Self {
+    pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.token = Some(token.into());
         self
     }
@@ -214,10 +214,10 @@ impl McpHttpServer {
     /// ```
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
-    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_max_body_bytes(64 * 1024);
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).max_body_bytes(64 * 1024);
     /// # let _ = http;
     /// ```
-    pub fn with_max_body_bytes(mut self, bytes: usize) -> Self {
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
         self.max_body_bytes = bytes;
         self
     }
@@ -230,10 +230,10 @@ impl McpHttpServer {
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
-    ///     .with_header_read_timeout(Duration::from_secs(5));
+    ///     .header_read_timeout(Duration::from_secs(5));
     /// # let _ = http;
     /// ```
-    pub fn with_header_read_timeout(mut self, limit: Duration) -> Self {
+    pub fn header_read_timeout(mut self, limit: Duration) -> Self {
         self.header_read_timeout = limit;
         self
     }
@@ -246,10 +246,10 @@ impl McpHttpServer {
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
-    ///     .with_body_read_timeout(Duration::from_secs(10));
+    ///     .body_read_timeout(Duration::from_secs(10));
     /// # let _ = http;
     /// ```
-    pub fn with_body_read_timeout(mut self, limit: Duration) -> Self {
+    pub fn body_read_timeout(mut self, limit: Duration) -> Self {
         self.body_read_timeout = limit;
         self
     }
@@ -260,10 +260,10 @@ impl McpHttpServer {
     /// ```
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
-    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).with_max_connections(64);
+    /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x"))).max_connections(64);
     /// # let _ = http;
     /// ```
-    pub fn with_max_connections(mut self, connections: usize) -> Self {
+    pub fn max_connections(mut self, connections: usize) -> Self {
         self.max_connections = connections.max(1);
         self
     }
@@ -275,10 +275,10 @@ impl McpHttpServer {
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
-    ///     .with_allowed_origins(["https://app.example.com:443"]);
+    ///     .allowed_origins(["https://app.example.com:443"]);
     /// # let _ = http;
     /// ```
-    pub fn with_allowed_origins(
+    pub fn allowed_origins(
         mut self,
         origins: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
@@ -294,10 +294,10 @@ impl McpHttpServer {
     /// use yiem_core::{mcp::{McpHttpServer, McpServer}, store::ToolStore};
     ///
     /// let http = McpHttpServer::new(McpServer::new(ToolStore::new("x")))
-    ///     .with_allowed_hosts(["tools.example.com"]);
+    ///     .allowed_hosts(["tools.example.com"]);
     /// # let _ = http;
     /// ```
-    pub fn with_allowed_hosts(
+    pub fn allowed_hosts(
         mut self,
         hosts: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {

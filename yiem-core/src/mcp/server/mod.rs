@@ -90,7 +90,7 @@ pub const MAX_LOG_MESSAGES_PER_CALL: usize = 1000;
 /// [`MAX_LOG_MESSAGES_PER_CALL`].
 pub const MAX_LOG_BYTES_PER_CALL: usize = 1024 * 1024;
 
-/// The most tools one `tools/list` response carries unless [`McpServer::with_page_size`] says otherwise.
+/// The most tools one `tools/list` response carries unless [`McpServer::page_size`] says otherwise.
 pub const DEFAULT_PAGE_SIZE: usize = 500;
 
 /// The lowest level of log messages sent to a client that has not sent `logging/setLevel`.
@@ -229,10 +229,10 @@ impl McpServer {
     /// ```
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
-    /// let server = McpServer::new(ToolStore::new("files")).with_allowed_tools(["write"]);
+    /// let server = McpServer::new(ToolStore::new("files")).allowed_tools(["write"]);
     /// # let _ = server;
     /// ```
-    pub fn with_allowed_tools(
+    pub fn allowed_tools(
         mut self,
         tools: impl IntoIterator<Item = impl Into<String>>,
     ) -> Self {
@@ -247,10 +247,10 @@ impl McpServer {
     /// ```
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
-    /// let server = McpServer::new(ToolStore::new("files")).with_all_tools_allowed();
+    /// let server = McpServer::new(ToolStore::new("files")).all_tools_allowed();
     /// # let _ = server;
     /// ```
-    pub fn with_all_tools_allowed(mut self) -> Self {
+    pub fn all_tools_allowed(mut self) -> Self {
         self.config_mut().approval = ApprovalPolicy::allow_all();
         self
     }
@@ -267,10 +267,10 @@ impl McpServer {
     ///     (ctx.call.name == "delete_file").then(|| Block::new("deleting files needs a human's approval"))
     /// });
     /// let server = McpServer::new(ToolStore::new("files"))
-    ///     .with_executor(ToolExecutor::new().with_hooks(hooks));
+    ///     .executor(ToolExecutor::new().with_hooks(hooks));
     /// # let _ = server;
     /// ```
-    pub fn with_executor(mut self, executor: ToolExecutor) -> Self {
+    pub fn executor(mut self, executor: ToolExecutor) -> Self {
         self.config_mut().executor = executor;
         self
     }
@@ -281,10 +281,10 @@ impl McpServer {
     /// ```
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
-    /// let server = McpServer::new(ToolStore::new("x")).with_server_info("weather", "2.1.0");
+    /// let server = McpServer::new(ToolStore::new("x")).server_info("weather", "2.1.0");
     /// # let _ = server;
     /// ```
-    pub fn with_server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+    pub fn server_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
         self.config_mut().info = Implementation::new(name, version);
         self
     }
@@ -295,10 +295,10 @@ impl McpServer {
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// let server = McpServer::new(ToolStore::new("x"))
-    ///     .with_instructions("Call `forecast` before answering questions about the weather.");
+    ///     .instructions("Call `forecast` before answering questions about the weather.");
     /// # let _ = server;
     /// ```
-    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
         self.config_mut().instructions = Some(instructions.into());
         self
     }
@@ -309,10 +309,10 @@ impl McpServer {
     /// ```
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
-    /// let server = McpServer::new(ToolStore::new("x")).with_page_size(100);
+    /// let server = McpServer::new(ToolStore::new("x")).page_size(100);
     /// # let _ = server;
     /// ```
-    pub fn with_page_size(mut self, tools: usize) -> Self {
+    pub fn page_size(mut self, tools: usize) -> Self {
         self.config_mut().page_size = tools.max(1);
         self
     }
@@ -324,10 +324,10 @@ impl McpServer {
     /// ```
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
-    /// let server = McpServer::new(ToolStore::new("x")).with_max_result_bytes(1 << 20);
+    /// let server = McpServer::new(ToolStore::new("x")).max_result_bytes(1 << 20);
     /// # let _ = server;
     /// ```
-    pub fn with_max_result_bytes(mut self, bytes: usize) -> Self {
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
         self.config_mut().max_result_bytes = bytes;
         self
     }
@@ -340,10 +340,10 @@ impl McpServer {
     /// use std::time::Duration;
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
-    /// let server = McpServer::new(ToolStore::new("x")).with_list_ttl(Duration::from_secs(60));
+    /// let server = McpServer::new(ToolStore::new("x")).list_ttl(Duration::from_secs(60));
     /// # let _ = server;
     /// ```
-    pub fn with_list_ttl(mut self, ttl: std::time::Duration) -> Self {
+    pub fn list_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.config_mut().list_ttl = Some(ttl);
         self
     }
@@ -359,7 +359,7 @@ impl McpServer {
     /// use yiem_core::{mcp::McpServer, store::ToolStore};
     ///
     /// # async fn run(store: ToolStore) -> Result<(), yiem_core::mcp::McpServeError> {
-    /// McpServer::new(store).with_server_info("my-tools", "1.0.0").serve_stdio().await
+    /// McpServer::new(store).server_info("my-tools", "1.0.0").serve_stdio().await
     /// # }
     /// ```
     pub async fn serve_stdio(self) -> Result<(), McpServeError> {
@@ -603,7 +603,7 @@ fn missing_capability(tool: &str, capability: &str) -> ErrorData {
             "`{tool}` needs to ask the client {what}, and this request did not declare the \
              `{capability}` capability in `io.modelcontextprotocol/clientCapabilities`; it did not \
              run. Declare the capability, or the server's operator can let the tool run without \
-             asking (`yiem mcp --allow {tool}`, `McpServer::with_allowed_tools`)"
+             asking (`yiem mcp --allow {tool}`, `McpServer::allowed_tools`)"
         ),
         Some(serde_json::json!({"requiredCapabilities": required})),
     )
@@ -687,7 +687,7 @@ async fn approve(asker: &dyn Asker, server: &str, call: &ToolCall) -> Result<(),
             return Err(format!(
                 "`{tool}` needs a person's approval before it runs, and nobody can be asked: {why}; it \
              did not run. Tell the user; the server's operator can let it run without asking \
-             (`yiem mcp --allow {tool}`, or `McpServer::with_allowed_tools`)"
+             (`yiem mcp --allow {tool}`, or `McpServer::allowed_tools`)"
             ));
         }
         Err(error) => {
@@ -721,7 +721,7 @@ fn bounded(mut message: ToolResultMessage, limit: usize) -> ToolResultMessage {
         let tool = &message.tool_name;
         message.result = AgentToolResult::error(format!(
             "the result of `{tool}` is {size} bytes, more than this MCP server sends ({limit} bytes, \
-             `McpServer::with_max_result_bytes`); it was not sent. Ask for less (a shorter clip, a \
+             `McpServer::max_result_bytes`); it was not sent. Ask for less (a shorter clip, a \
              smaller page)"
         ));
     }
