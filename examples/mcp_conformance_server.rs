@@ -16,8 +16,9 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::mcp::{
-    ContentBlock, ContextStore, DEFAULT_MAX_SESSIONS, McpHttpServer, McpPrompt, McpServer, PromptMessage,
-    ResourceContents, Role, prompt, register_all_prompts, register_all_resources, resource,
+    ContentBlock, ContextStore, DEFAULT_MAX_SESSIONS, McpHttpServer, McpPrompt, McpServer,
+    PromptMessage, ResourceContents, Role, prompt, register_all_prompts, register_all_resources,
+    resource,
 };
 use yiem_core::{
     ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
@@ -385,7 +386,10 @@ async fn test_trigger_tool_change(State(served): State<Served>) -> Result<String
         .handler(|_, _| async { "added" })
         .build()
         .map_err(|error| error.to_string())?;
-    served.tools.register(added).map_err(|error| error.to_string())?;
+    served
+        .tools
+        .register(added)
+        .map_err(|error| error.to_string())?;
     Ok(format!("added test_added_tool_{n}"))
 }
 
@@ -395,7 +399,10 @@ async fn test_trigger_prompt_change(State(served): State<Served>) -> Result<Stri
     let n = ADDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let added = McpPrompt::new(format!("test_added_prompt_{n}"))
         .description("A prompt test_trigger_prompt_change added.");
-    served.context.add_prompt(added).map_err(|error| error.to_string())?;
+    served
+        .context
+        .add_prompt(added)
+        .map_err(|error| error.to_string())?;
     Ok(format!("added test_added_prompt_{n}"))
 }
 
