@@ -15,12 +15,16 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use yiem_core::mcp::{DEFAULT_MAX_SESSIONS, McpHttpServer, McpServer};
+use yiem_core::mcp::{
+    ContentBlock, ContextStore, DEFAULT_MAX_SESSIONS, McpHttpServer, McpPrompt, McpServer,
+    PromptMessage, ResourceContents, Role, prompt, register_all_prompts, register_all_resources,
+    resource,
+};
 use yiem_core::{
     ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
     store::ToolStore,
     tool,
-    tool::{AgentTool, Content, ResourceInfo, ToolContext},
+    tool::{AgentTool, Content, ResourceInfo, State, ToolContext},
 };
 
 /// A 1×1 red pixel, as PNG.
@@ -269,12 +273,150 @@ fn json_schema_2020_12_tool() -> AgentTool {
         .expect("the suite's schema is a valid JSON Schema 2020-12 object schema")
 }
 
+/// A static text resource.
+#[resource(uri = "test://static-text", mime_type = "text/plain")]
+async fn static_text() -> &'static str {
+    "This is the content of the static text resource."
+}
+
+/// A static binary resource: a PNG image.
+#[resource(uri = "test://static-binary", mime_type = "image/png")]
+async fn static_binary() -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(RED_PIXEL_PNG)
+        .expect("the pixel is base64")
+}
+
+/// A resource whose updates clients may subscribe to.
+#[resource(uri = "test://watched-resource", mime_type = "text/plain")]
+async fn watched_resource() -> &'static str {
+    "This resource is watched."
+}
+
+/// Data for one ID, from the template `test://template/{id}/data`.
+#[resource(
+    uri = "test://template/{id}/data",
+    mime_type = "application/json",
+    complete(id = complete_id)
+)]
+async fn template_data(id: String) -> String {
+    json!({"id": id, "templateTest": true, "data": format!("Data for ID: {id}")}).to_string()
+}
+
+/// The IDs the template's `{id}` completes to.
+fn complete_id(_typed: &str) -> Vec<String> {
+    ["123", "124", "200"].map(String::from).to_vec()
+}
+
+/// A simple prompt without arguments.
+#[prompt]
+async fn test_simple_prompt() -> &'static str {
+    "This is a simple prompt for testing."
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct TwoArgs {
+    /// First test argument.
+    arg1: String,
+    /// Second test argument.
+    arg2: String,
+}
+
+/// A prompt with two arguments.
+#[prompt(complete(arg1 = complete_arg1))]
+async fn test_prompt_with_arguments(args: TwoArgs) -> String {
+    format!(
+        "Prompt with arguments: arg1='{}', arg2='{}'",
+        args.arg1, args.arg2
+    )
+}
+
+/// What `arg1` completes to.
+fn complete_arg1(_typed: &str) -> Vec<String> {
+    ["paris", "park", "party", "test", "testing"]
+        .map(String::from)
+        .to_vec()
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct EmbedArgs {
+    /// URI of the resource to embed.
+    #[serde(rename = "resourceUri")]
+    resource_uri: String,
+}
+
+/// A prompt that embeds a resource.
+#[prompt]
+async fn test_prompt_with_embedded_resource(args: EmbedArgs) -> Vec<PromptMessage> {
+    let resource =
+        ResourceContents::text("Embedded resource content for testing.", args.resource_uri)
+            .with_mime_type("text/plain");
+    vec![
+        PromptMessage::new(Role::User, ContentBlock::resource(resource)),
+        PromptMessage::new_text(Role::User, "Please process the embedded resource above."),
+    ]
+}
+
+/// A prompt with an image.
+#[prompt]
+async fn test_prompt_with_image() -> Vec<PromptMessage> {
+    vec![
+        PromptMessage::new(Role::User, ContentBlock::image(RED_PIXEL_PNG, "image/png")),
+        PromptMessage::new_text(Role::User, "Please analyze the image above."),
+    ]
+}
+
+/// What the trigger tools change: the served tools and resources/prompts.
+#[derive(Clone)]
+struct Served {
+    tools: ToolStore,
+    context: ContextStore,
+}
+
+/// How many tools and prompts the triggers added, for fresh names.
+static ADDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Add a tool, so that listening clients hear `notifications/tools/list_changed`.
+#[tool]
+async fn test_trigger_tool_change(State(served): State<Served>) -> Result<String, String> {
+    let n = ADDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let added = AgentTool::builder(format!("test_added_tool_{n}"))
+        .description("A tool test_trigger_tool_change added.")
+        .handler(|_, _| async { "added" })
+        .build()
+        .map_err(|error| error.to_string())?;
+    served
+        .tools
+        .register(added)
+        .map_err(|error| error.to_string())?;
+    Ok(format!("added test_added_tool_{n}"))
+}
+
+/// Add a prompt, so that listening clients hear `notifications/prompts/list_changed`.
+#[tool]
+async fn test_trigger_prompt_change(State(served): State<Served>) -> Result<String, String> {
+    let n = ADDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let added = McpPrompt::new(format!("test_added_prompt_{n}"))
+        .description("A prompt test_trigger_prompt_change added.");
+    served
+        .context
+        .add_prompt(added)
+        .map_err(|error| error.to_string())?;
+    Ok(format!("added test_added_prompt_{n}"))
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .init();
-    let store = ToolStore::new("yiem-conformance");
+    let served = ToolStore::new("yiem-conformance");
+    let context = ContextStore::new("yiem-conformance");
+    let store = served.clone().with_state(Served {
+        tools: served,
+        context: context.clone(),
+    });
     for tool in [
         test_simple_text_tool(),
         test_image_content_tool(),
@@ -292,11 +434,16 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         test_streaming_elicitation_tool(),
         test_missing_capability_tool(),
         test_logging_tool_tool(),
+        test_trigger_tool_change_tool(),
+        test_trigger_prompt_change_tool(),
     ] {
         store.register(tool)?;
     }
-    let server =
-        McpServer::new(store).server_info("yiem-conformance", env!("CARGO_PKG_VERSION"));
+    register_all_resources(&context)?;
+    register_all_prompts(&context)?;
+    let server = McpServer::new(store)
+        .server_info("yiem-conformance", env!("CARGO_PKG_VERSION"))
+        .context(context);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(address) = args
         .windows(2)

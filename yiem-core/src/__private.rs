@@ -3,6 +3,9 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
+/// What `#[resource]` and `#[prompt]` generate code against.
+#[cfg(feature = "mcp")]
+pub use crate::mcp::__context as mcp;
 pub use inventory;
 pub use serde_json::Value;
 pub use std::sync::Arc;

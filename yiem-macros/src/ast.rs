@@ -80,7 +80,7 @@ fn state_inner(ty: &Type) -> Option<&Type> {
     }
 }
 
-fn doc_text(attrs: &[Attribute]) -> Option<String> {
+pub(crate) fn doc_text(attrs: &[Attribute]) -> Option<String> {
     let mut lines: Vec<String> = Vec::new();
     for attr in attrs {
         if !attr.path().is_ident("doc") {

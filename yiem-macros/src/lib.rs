@@ -11,6 +11,7 @@
 mod ast;
 mod attr;
 mod check;
+mod context;
 mod ctxt;
 mod expand;
 mod fallback;
@@ -39,4 +40,18 @@ pub fn tools(args: TokenStream, input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn check_tools_in(input: TokenStream) -> TokenStream {
     check::check_tools(input.into()).into()
+}
+
+/// Turns an `async fn` into an MCP resource: a fixed URI, or a URI template whose `{parameters}` bind to
+/// the function's arguments by name. See `yiem_core::mcp::resource` for the full documentation.
+#[proc_macro_attribute]
+pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
+    context::resource(args.into(), input.into()).into()
+}
+
+/// Turns an `async fn` over one argument struct into an MCP prompt. See `yiem_core::mcp::prompt` for
+/// the full documentation.
+#[proc_macro_attribute]
+pub fn prompt(args: TokenStream, input: TokenStream) -> TokenStream {
+    context::prompt(args.into(), input.into()).into()
 }

@@ -64,6 +64,11 @@
 //!   Log messages go at or above the level the client set with `logging/setLevel` (before 2026-07-28)
 //!   or the level its request carries in `_meta` (2026-07-28; none: no messages).
 //!
+//! - Resources, resource templates, prompts and completions: from a [`ContextStore`] given to
+//!   [`McpServer::context`], made with [`#[resource]`](macro@resource) and [`#[prompt]`](macro@prompt)
+//!   or built at run time ([`McpResource`], [`McpPrompt`]); see the
+//!   [MCP chapter](crate::guide::mcp#resources-prompts-and-completions).
+//!
 //! # Approval
 //!
 //! A tool that needs approval ([`AgentTool::needs_approval`], `#[tool(needs_approval)]`) is listed with
@@ -93,6 +98,7 @@
 
 #[cfg(feature = "mcp-client")]
 mod client;
+mod context;
 mod convert;
 #[cfg(feature = "mcp-client")]
 mod error;
@@ -108,8 +114,17 @@ pub use client::{
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, DriftHandler, DriftKind, DriftPolicy, LeftOutTool,
     McpClient, McpClientBuilder, ToolDrift, ToolPins,
 };
+#[doc(hidden)]
+pub use context::__private as __context;
+pub use context::{
+    ContextError, ContextStore, IntoPromptMessages, IntoResourceBody, McpPrompt, McpResource,
+    PromptError, ResourceBody, ResourceError, ResourceRead, register_all_prompts,
+    register_all_resources,
+};
 #[cfg(feature = "mcp-client")]
 pub use error::McpClientError;
+/// rmcp's types of what prompts say, so that a `#[prompt]` needs no `rmcp` dependency of its own.
+pub use rmcp::model::{ContentBlock, PromptArgument, PromptMessage, ResourceContents, Role};
 #[cfg(feature = "mcp-http")]
 pub use server::http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,
@@ -119,3 +134,4 @@ pub use server::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_PAGE_SIZE, MAX_LOG_BYTES_PER_CALL, MAX_LOG_MESSAGES_PER_CALL,
     McpServeError, McpServer, PROTOCOL_VERSIONS, serve_stdio,
 };
+pub use yiem_macros::{prompt, resource};

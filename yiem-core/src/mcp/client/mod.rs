@@ -73,6 +73,7 @@ use rmcp::ErrorData;
 mod builder;
 mod calls;
 mod connection;
+mod context;
 mod listing;
 mod pins;
 

@@ -1,5 +1,13 @@
 //! The rmcp [`ServerHandler`] of an [`McpServer`]: what each request of a client does.
 
+use rmcp::model::{
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, GetPromptRequestMethod,
+    GetPromptRequestParams, GetPromptResponse, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ReadResourceRequestMethod, ReadResourceRequestParams,
+    ReadResourceResponse, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+
+use super::context;
 use super::listing::{mcp_tool, params_problem, resume_at};
 use super::*;
 
@@ -9,11 +17,12 @@ impl ServerHandler for McpServer {
         let capabilities = ServerCapabilities::builder()
             .enable_logging()
             .enable_tools();
-        let capabilities = match self.config.list_changed {
+        let mut capabilities = match self.config.list_changed {
             true => capabilities.enable_tool_list_changed().build(),
             false => capabilities.build(),
         };
-        let config = ServerConfig::new(capabilities).with_server_info(self.config.info.clone());
+        self.declare_context(&mut capabilities);
+        let config = ServerConfig::new(capabilities).server_info(self.config.info.clone());
         match &self.config.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,
@@ -42,6 +51,13 @@ impl ServerHandler for McpServer {
     ) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::default();
         accepted.tools_list_changed = requested.tools_list_changed;
+        if self.context_store().is_some() {
+            accepted.prompts_list_changed = requested.prompts_list_changed;
+            accepted.resources_list_changed = requested.resources_list_changed;
+            accepted
+                .resource_subscriptions
+                .clone_from(&requested.resource_subscriptions);
+        }
         Some(accepted)
     }
 
@@ -50,10 +66,21 @@ impl ServerHandler for McpServer {
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let mut changes = self.config.store.changes();
         changes.mark_unchanged();
+        // The resources' and prompts' changes, and the updates of resources, when there are any: rmcp
+        // drops the notifications the subscription's filter did not accept.
+        let context = self.context_store().cloned();
+        let context_listening = async {
+            let Some(store) = context else {
+                return std::future::pending().await;
+            };
+            context::listen(&store, &subscription).await
+        };
+        tokio::pin!(context_listening);
         loop {
             tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
                 () = self.config.shutdown.cancelled() => return Ok(()),
+                () = &mut context_listening => return Ok(()),
                 changed = changes.changed() => {
                     if changed.is_err() {
                         return Ok(()); // the store is gone
@@ -73,7 +100,7 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let tools = self.config.listing.tools(&self.config.store);
         let cursor = request
@@ -87,8 +114,9 @@ impl ServerHandler for McpServer {
         let next_cursor = (end < tools.len()).then(|| format!("{end}:{}", tools[end - 1].name));
         let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
         page.next_cursor = next_cursor;
-        if let Some(ttl) = self.config.list_ttl {
-            page.ttl_ms = Some(u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX));
+        if let Some((ttl, scope)) = context::cache_hints(self, &context) {
+            page.ttl_ms = Some(ttl);
+            page.cache_scope = Some(scope);
         }
         Ok(page)
     }
@@ -110,6 +138,74 @@ impl ServerHandler for McpServer {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = level;
         Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.list_context_resources(&context)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.list_context_templates(&context)
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        self.read_context_resource(request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_context(request.uri, &context, true)
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribe_context(request.uri, &context, false)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.list_context_prompts(&context)
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        self.get_context_prompt(request, &context)
+            .await
+            .map(Into::into)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        self.complete_context(request)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -176,6 +272,25 @@ impl ServerHandler for McpServer {
                 None => "`params` must be an object".to_owned(),
                 Some(params) => params_problem::<PaginatedRequestParams>(params),
             },
+            // Served only with a context store; without one these are not found.
+            ReadResourceRequestMethod::VALUE if self.context_store().is_some() => {
+                match &request.params {
+                    None => "`params` with the resource's `uri` are required".to_owned(),
+                    Some(params) => params_problem::<ReadResourceRequestParams>(params),
+                }
+            }
+            GetPromptRequestMethod::VALUE if self.context_store().is_some() => {
+                match &request.params {
+                    None => "`params` with the prompt's `name` are required".to_owned(),
+                    Some(params) => params_problem::<GetPromptRequestParams>(params),
+                }
+            }
+            CompleteRequestMethod::VALUE if self.context_store().is_some() => {
+                match &request.params {
+                    None => "`params` with `ref` and `argument` are required".to_owned(),
+                    Some(params) => params_problem::<CompleteRequestParams>(params),
+                }
+            }
             _ => {
                 return Err(ErrorData::new(
                     ErrorCode::METHOD_NOT_FOUND,

@@ -473,8 +473,8 @@ fn http_config(
     }
     // An empty host list means any host: only a server bound elsewhere without hosts configured.
     config
-        .with_allowed_hosts(hosts)
-        .with_allowed_origins(origins)
+        .allowed_hosts(hosts)
+        .allowed_origins(origins)
         .enforce_origin_validation()
 }
 

@@ -3,6 +3,7 @@
 //! `mcp` module's docs.
 
 mod asker;
+mod context;
 mod handler;
 #[cfg(feature = "mcp-http")]
 pub(super) mod http;
@@ -48,6 +49,7 @@ use crate::tool::definition::AgentTool;
 
 use self::asker::{ClientAsker, Forward, Forwarding};
 use self::listing::Listing;
+use super::context::ContextStore;
 use super::convert::call_tool_result;
 
 /// Serves every tool of `store` over MCP on stdin and stdout until the client disconnects.
@@ -167,6 +169,8 @@ pub struct McpServer {
     config: Arc<Config>,
     /// The lowest level of the log messages the client wants (`logging/setLevel`), per connection.
     log_level: Arc<Mutex<LogLevel>>,
+    /// The resources the client subscribed to (`resources/subscribe`), per connection.
+    subscribed: Arc<context::Subscribed>,
 }
 
 /// An [`McpServer`]'s settings, fixed once it serves.
@@ -182,7 +186,7 @@ struct Config {
     page_size: usize,
     /// The largest result sent, in bytes of content.
     max_result_bytes: usize,
-    /// How long a 2026-07-28 client may keep a `tools/list` answer (`ttlMs`); none: rmcp's 0.
+    /// How long a 2026-07-28 client may keep a list or a read (`ttlMs`); none: 0.
     list_ttl: Option<std::time::Duration>,
     /// Whether the server declares `tools.listChanged`: over stdio it sends the notification, over HTTP
     /// on 2026-07-28 clients' `subscriptions/listen`.
@@ -191,6 +195,8 @@ struct Config {
     approval: ApprovalPolicy,
     /// Why the client cannot be asked over this transport, if it cannot (the stateless HTTP server).
     cannot_ask: Option<&'static str>,
+    /// The resources and prompts served beside the tools, if any.
+    context: Option<ContextStore>,
 }
 
 impl McpServer {
@@ -217,8 +223,10 @@ impl McpServer {
                 list_changed: false,
                 approval: ApprovalPolicy::default(),
                 cannot_ask: None,
+                context: None,
             }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
+            subscribed: Arc::default(),
         }
     }
 
@@ -332,8 +340,10 @@ impl McpServer {
         self
     }
 
-    /// How long a client of the 2026-07-28 revision may keep a `tools/list` answer before it lists again
-    /// (`ttlMs`; without it, 0: list again each time). A client that listens for changes
+    /// How long a client of the 2026-07-28 revision may keep a `tools/list` answer (and, with a
+    /// [`context`](Self::context), the resources', templates' and prompts' lists and resource reads)
+    /// before it asks again (`ttlMs`, sent with `cacheScope: public`; without it, 0: ask again each
+    /// time). A client that listens for changes
     /// (`subscriptions/listen`) hears of them at once either way; this is for those that do not.
     ///
     /// ```
@@ -345,6 +355,26 @@ impl McpServer {
     /// ```
     pub fn list_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.config_mut().list_ttl = Some(ttl);
+        self
+    }
+
+    /// Serves the resources, resource templates and prompts of `store` beside the tools, with the
+    /// completions of their arguments: the server then declares `resources` (with `subscribe` and
+    /// `listChanged`), `prompts` (with `listChanged`) and `completions`. See the
+    /// [MCP chapter](crate::guide::mcp#resources-prompts-and-completions).
+    ///
+    /// ```
+    /// use yiem_core::mcp::{ContextStore, McpServer, register_all_prompts, register_all_resources};
+    /// use yiem_core::store::ToolStore;
+    ///
+    /// let context = ContextStore::new("docs");
+    /// register_all_resources(&context).unwrap();
+    /// register_all_prompts(&context).unwrap();
+    /// let server = McpServer::new(ToolStore::new("docs")).context(context);
+    /// # let _ = server;
+    /// ```
+    pub fn context(mut self, store: ContextStore) -> Self {
+        self.config_mut().context = Some(store);
         self
     }
 
@@ -376,26 +406,37 @@ impl McpServer {
         R: AsyncRead + Send + Unpin + 'static,
         W: AsyncWrite + Send + Unpin + 'static,
     {
-        // This connection's own log level.
+        // This connection's own log level and subscriptions.
         self.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
+        self.subscribed = Arc::default();
         // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
         let guarded = lines::guard(reader, writer);
         // Watched from before the handshake, so a change while it runs is not missed.
         let mut changes = self.config.store.changes();
+        let context_changes = self.config.context.as_ref().map(ContextStore::changes);
         self.config_mut().list_changed = true;
         let running = ServiceExt::serve(self, (guarded.to_rmcp, guarded.from_rmcp))
             .await
             .map_err(|error| McpServeError::Handshake(Box::new(error)))?;
         let peer = running.peer().clone();
+        let context_peer = peer.clone();
         let notifying = tokio::spawn(async move {
             // Changes that come together (a batch of registrations) are one notification when the
             // client is slower than the store; the client re-lists the whole store anyway.
-            while changes.changed().await.is_ok() {
-                changes.mark_unchanged();
-                if peer.notify_tool_list_changed().await.is_err() {
-                    break; // the connection is gone
+            let tools = async {
+                while changes.changed().await.is_ok() {
+                    changes.mark_unchanged();
+                    if peer.notify_tool_list_changed().await.is_err() {
+                        break; // the connection is gone
+                    }
                 }
-            }
+            };
+            let context = async {
+                if let Some(changes) = context_changes {
+                    context::notify_list_changes(changes, &context_peer).await;
+                }
+            };
+            tokio::join!(tools, context);
         });
         // The notifier ends with the connection.
         let _notifying = tokio_util::task::AbortOnDropHandle::new(notifying);
@@ -430,6 +471,7 @@ impl McpServer {
         McpServer {
             config: Arc::clone(&self.config),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
+            subscribed: Arc::default(),
         }
     }
 
