@@ -6,11 +6,14 @@ use std::sync::Arc;
 use rmcp::model::CompletionInfo;
 use serde_json::Value;
 
+/// A function from what was typed so far to the candidates.
+type CompleteFn = Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>;
+
 /// Where an argument's candidates come from.
 #[derive(Clone)]
 pub(crate) enum Completer {
     /// A function of what was typed so far.
-    Function(Arc<dyn Fn(&str) -> Vec<String> + Send + Sync>),
+    Function(CompleteFn),
     /// A fixed list: an enum's variants.
     Values(Arc<[String]>),
 }

@@ -195,23 +195,28 @@ impl McpResource {
         }
     }
 
-    pub(crate) fn listed(&self) -> Result<Resource, ResourceTemplate> {
-        match &self.address {
-            Address::Fixed(uri) => {
-                let mut resource = Resource::new(uri, &self.name);
-                resource.title.clone_from(&self.title);
-                resource.description.clone_from(&self.description);
-                resource.mime_type.clone_from(&self.mime_type);
-                Ok(resource)
-            }
-            Address::Template(template) => {
-                let mut listed = ResourceTemplate::new(template.as_str(), &self.name);
-                listed.title.clone_from(&self.title);
-                listed.description.clone_from(&self.description);
-                listed.mime_type.clone_from(&self.mime_type);
-                Err(listed)
-            }
-        }
+    /// Its `resources/list` entry, for a resource at a fixed URI.
+    pub(crate) fn as_resource(&self) -> Option<Resource> {
+        let Address::Fixed(uri) = &self.address else {
+            return None;
+        };
+        let mut resource = Resource::new(uri, &self.name);
+        resource.title.clone_from(&self.title);
+        resource.description.clone_from(&self.description);
+        resource.mime_type.clone_from(&self.mime_type);
+        Some(resource)
+    }
+
+    /// Its `resources/templates/list` entry, for a resource template.
+    pub(crate) fn as_template(&self) -> Option<ResourceTemplate> {
+        let Address::Template(template) = &self.address else {
+            return None;
+        };
+        let mut listed = ResourceTemplate::new(template.as_str(), &self.name);
+        listed.title.clone_from(&self.title);
+        listed.description.clone_from(&self.description);
+        listed.mime_type.clone_from(&self.mime_type);
+        Some(listed)
     }
 
     /// Reads the resource at `uri`, which matched it with `params`.

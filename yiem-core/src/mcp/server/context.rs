@@ -112,7 +112,7 @@ impl McpServer {
         let resources = store
             .resources()
             .iter()
-            .filter_map(|resource| resource.listed().ok())
+            .filter_map(|resource| resource.as_resource())
             .collect();
         let mut listed = ListResourcesResult::with_all_items(resources);
         if let Some((ttl, scope)) = cache_hints(self, context) {
@@ -129,7 +129,7 @@ impl McpServer {
         let templates = store
             .resources()
             .iter()
-            .filter_map(|resource| resource.listed().err())
+            .filter_map(|resource| resource.as_template())
             .collect();
         let mut listed = ListResourceTemplatesResult::with_all_items(templates);
         if let Some((ttl, scope)) = cache_hints(self, context) {

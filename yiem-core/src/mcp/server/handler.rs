@@ -22,7 +22,7 @@ impl ServerHandler for McpServer {
             false => capabilities.build(),
         };
         self.declare_context(&mut capabilities);
-        let config = ServerConfig::new(capabilities).server_info(self.config.info.clone());
+        let config = ServerConfig::new(capabilities).with_server_info(self.config.info.clone());
         match &self.config.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
             None => config,

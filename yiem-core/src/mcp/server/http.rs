@@ -278,10 +278,7 @@ impl McpHttpServer {
     ///     .allowed_origins(["https://app.example.com:443"]);
     /// # let _ = http;
     /// ```
-    pub fn allowed_origins(
-        mut self,
-        origins: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_origins
             .extend(origins.into_iter().map(Into::into));
         self
@@ -297,10 +294,7 @@ impl McpHttpServer {
     ///     .allowed_hosts(["tools.example.com"]);
     /// # let _ = http;
     /// ```
-    pub fn allowed_hosts(
-        mut self,
-        hosts: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts.extend(hosts.into_iter().map(Into::into));
         self
     }
@@ -473,8 +467,8 @@ fn http_config(
     }
     // An empty host list means any host: only a server bound elsewhere without hosts configured.
     config
-        .allowed_hosts(hosts)
-        .allowed_origins(origins)
+        .with_allowed_hosts(hosts)
+        .with_allowed_origins(origins)
         .enforce_origin_validation()
 }
 

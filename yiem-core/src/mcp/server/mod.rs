@@ -240,10 +240,7 @@ impl McpServer {
     /// let server = McpServer::new(ToolStore::new("files")).allowed_tools(["write"]);
     /// # let _ = server;
     /// ```
-    pub fn allowed_tools(
-        mut self,
-        tools: impl IntoIterator<Item = impl Into<String>>,
-    ) -> Self {
+    pub fn allowed_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
         let approval = &mut self.config_mut().approval;
         *approval = approval.clone().allowing(tools);
         self
