@@ -395,11 +395,15 @@ fn resource_body(
         .mime_type
         .as_ref()
         .map(|mime| quote!(.mime_type(#mime)));
+    // Each parameter is bound under a name of its own, so one named like the function (`page` of
+    // `async fn page(page: u32)`) cannot shadow the function it is passed to.
+    let local = |param: &syn::Ident| quote::format_ident!("__yiem_param_{}", param);
     let bound = params.iter().map(|(param, ty)| {
         let text = param.to_string();
-        quote!(let #param: #ty = #private::template_param::<#ty>(&read, #text)?;)
+        let local = local(param);
+        quote!(let #local: #ty = #private::template_param::<#ty>(&read, #text)?;)
     });
-    let args = params.iter().map(|(param, _)| param);
+    let args: Vec<_> = params.iter().map(|(param, _)| local(param)).collect();
     // Named only when a parameter reads it, so a fixed URI's function gets no unused-variable warning.
     let read = match params.is_empty() {
         true => quote!(_read),
