@@ -132,7 +132,7 @@ const WORD_CANDIDATES: usize = 100;
 /// The default weight, 0.4, was chosen on half of the tool-search benchmark's requests and checked on the
 /// other half (BENCHMARKS.md, issue 34), with Universal Sentence Encoder lite; with all-MiniLM-L6-v2
 /// (`SentenceEmbedder`, feature `embeddings`) it was kept untuned, and tuning it on one half
-/// did not carry to the other (`docs/bench-embeddings.md`).
+/// did not carry to the other (BENCHMARKS.md, "The sentence embedder: tool search by meaning").
 ///
 /// ```
 /// use yiem_core::{store::ToolStore, tool::AgentTool};
