@@ -48,6 +48,9 @@ pub async fn python_listening<S: AsRef<OsStr>>(
     child
 }
 
+/// The official TypeScript SDK (`@modelcontextprotocol/sdk`) the tests drive.
+pub const TS_SDK_VERSION: &str = "1.32.2";
+
 /// The npm folder (`<target>/npm`), with `package` at `version` installed into it unless it is there
 /// already. Installs are serialized: npm must not run twice at once on one folder.
 pub fn npm_package(package: &str, version: &str) -> PathBuf {

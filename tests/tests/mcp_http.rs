@@ -19,13 +19,12 @@ use yiem_core::{
     exec::{CancellationToken, ToolCall, ToolExecutor},
     store::ToolStore,
 };
-use yiem_tests::installed::{npm_package, python};
+use yiem_tests::installed::{TS_SDK_VERSION, npm_package, python};
 use yiem_tests::poll::wait_until;
 use yiem_tests::updates::recording_updates;
 
 const TOKEN: &str = "test-token-3f9a";
 const MAX_BODY: usize = 65536;
-const TS_SDK_VERSION: &str = "1.32.2";
 
 /// `mcp-test-server --http 127.0.0.1:0`, stopped when its stdin closes (dropped: killed).
 struct Server {

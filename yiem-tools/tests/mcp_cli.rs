@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use yiem_core::store::Dialect;
+use yiem_tests::installed::{TS_SDK_VERSION, npm_package};
 
 struct Client {
     child: Child,
@@ -294,22 +295,31 @@ async fn a_cancelled_call_is_stopped_and_the_server_stays_responsive() {
 /// Starts `yiem mcp --root <a new root> <flags>` with a `bash` call blocked for good (on a FIFO nobody
 /// writes to), in a process named `name`; returns the root, the client and that process's host pid.
 async fn with_a_blocked_call(flags: &[&str], name: &str) -> (tempfile::TempDir, Client, u32) {
-    let root = tempfile::tempdir().unwrap();
-    let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
-    // SAFETY: a valid NUL-terminated path.
-    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    let root = root_with_a_pipe();
     let flags = [&["--allow", "bash"], flags].concat();
     let (mut client, _) = Client::start_with(root.path(), &flags).await;
     client
         .send(json!({
             "jsonrpc": "2.0", "id": 7, "method": "tools/call",
-            "params": {"name": "bash", "arguments": {
-                "command": format!("(exec -a {name} cat pipe) & wait")
-            }}
+            "params": {"name": "bash", "arguments": {"command": blocked_command(name)}}
         }))
         .await;
     let blocked = host_pid(name).await;
     (root, client, blocked)
+}
+
+/// A new root holding a FIFO named `pipe` that nobody writes to.
+fn root_with_a_pipe() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let fifo = std::ffi::CString::new(root.path().join("pipe").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+    root
+}
+
+/// A `bash` command that blocks for good on the root's `pipe`, in a process named `name`.
+fn blocked_command(name: &str) -> String {
+    format!("(exec -a {name} cat pipe) & wait")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -417,4 +427,46 @@ async fn a_call_cancelled_while_it_waits_for_approval_does_not_run_even_if_appro
         !root.path().join("made.txt").exists(),
         "`write` ran after its call was cancelled"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_typescript_sdks_close_ends_the_server_and_every_process_of_its_calls() {
+    // The official TypeScript SDK's `StdioClientTransport.close()` on a server with a call running: the
+    // server exits by itself once its stdin ends (before the SDK's SIGTERM), and the call's process is gone
+    // by then (checked once, at once).
+    let npm = npm_package("@modelcontextprotocol/sdk", TS_SDK_VERSION);
+    let root = root_with_a_pipe();
+    let name = format!("yiem-mcp-ts-close-{}", std::process::id());
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/node/mcp_stdio_close.mjs");
+    let mut node = Command::new("node")
+        .arg(script)
+        .arg(npm)
+        .arg(env!("CARGO_BIN_EXE_yiem"))
+        .arg(root.path())
+        .arg(blocked_command(&name))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("node starts");
+    let mut stdin = node.stdin.take().unwrap();
+    let mut lines = BufReader::new(node.stdout.take().unwrap()).lines();
+    let said = |line: Option<String>| line.expect("the script says what happened");
+    let hang_guard = Duration::from_secs(60);
+    let started = tokio::time::timeout(hang_guard, lines.next_line()).await;
+    assert_eq!(said(started.unwrap().unwrap()), "started");
+    let blocked = host_pid(&name).await;
+    stdin.write_all(b"close\n").await.unwrap();
+    let ended = tokio::time::timeout(hang_guard, lines.next_line()).await;
+    let ended: Value = serde_json::from_str(&said(ended.unwrap().unwrap())).unwrap();
+    assert_eq!(
+        ended,
+        json!({"exitCode": 0, "signal": null}),
+        "yiem mcp exits by itself when the SDK closes its stdin"
+    );
+    assert!(
+        common::is_dead(blocked),
+        "the call's process {blocked} still ran when the SDK's close() returned"
+    );
+    assert!(node.wait().await.unwrap().success());
 }
