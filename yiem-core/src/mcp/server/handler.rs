@@ -64,37 +64,42 @@ impl ServerHandler for McpServer {
     /// Sends `notifications/tools/list_changed` on the subscription whenever the store's tools change,
     /// until the client ends it or the server shuts down.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        let mut changes = self.config.store.changes();
-        changes.mark_unchanged();
-        // The resources' and prompts' changes, and the updates of resources, when there are any: rmcp
-        // drops the notifications the subscription's filter did not accept.
-        let context = self.context_store().cloned();
-        let context_listening = async {
-            let Some(store) = context else {
-                return std::future::pending().await;
+        // Boxed, as every method that awaits more than a lookup: rmcp spawns each request's handling
+        // as one future the size of the largest method's, copied whole on each spawn.
+        Box::pin(async move {
+            let mut changes = self.config.store.changes();
+            changes.mark_unchanged();
+            // The resources' and prompts' changes, and the updates of resources, when there are any: rmcp
+            // drops the notifications the subscription's filter did not accept.
+            let context = self.context_store().cloned();
+            let context_listening = async {
+                let Some(store) = context else {
+                    return std::future::pending().await;
+                };
+                context::listen(&store, &subscription).await
             };
-            context::listen(&store, &subscription).await
-        };
-        tokio::pin!(context_listening);
-        loop {
-            tokio::select! {
-                () = subscription.cancelled() => return Ok(()),
-                () = self.config.shutdown.cancelled() => return Ok(()),
-                () = &mut context_listening => return Ok(()),
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        return Ok(()); // the store is gone
-                    }
-                    changes.mark_unchanged();
-                    let notification = ServerNotification::ToolListChangedNotification(
-                        rmcp::model::ToolListChangedNotification::default(),
-                    );
-                    if subscription.sink().send(notification).await.is_err() {
-                        return Ok(()); // the subscription ended
+            tokio::pin!(context_listening);
+            loop {
+                tokio::select! {
+                    () = subscription.cancelled() => return Ok(()),
+                    () = self.config.shutdown.cancelled() => return Ok(()),
+                    () = &mut context_listening => return Ok(()),
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            return Ok(()); // the store is gone
+                        }
+                        changes.mark_unchanged();
+                        let notification = ServerNotification::ToolListChangedNotification(
+                            rmcp::model::ToolListChangedNotification::default(),
+                        );
+                        if subscription.sink().send(notification).await.is_err() {
+                            return Ok(()); // the subscription ended
+                        }
                     }
                 }
             }
-        }
+        })
+        .await
     }
 
     async fn list_tools(
@@ -161,7 +166,7 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        self.read_context_resource(request, &context)
+        Box::pin(self.read_context_resource(request, &context))
             .await
             .map(Into::into)
     }
@@ -195,7 +200,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.get_context_prompt(request, &context)
+        Box::pin(self.get_context_prompt(request, &context))
             .await
             .map(Into::into)
     }
@@ -232,7 +237,8 @@ impl ServerHandler for McpServer {
         if let Some(parent) = context.meta.0.get_traceparent() {
             crate::otel::set_remote_parent(&span, parent, context.meta.0.get_tracestate());
         }
-        let calling = self.call(&tool, arguments, answers, &context);
+        // Boxed: see `listen`.
+        let calling = Box::pin(self.call(&tool, arguments, answers, &context));
         let outcome = if span.is_disabled() {
             calling.await
         } else {
