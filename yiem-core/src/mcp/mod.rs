@@ -123,6 +123,9 @@ pub use context::{
 };
 #[cfg(feature = "mcp-client")]
 pub use error::McpClientError;
+/// rmcp's catalog of the Agent Skills in a folder, served by [`McpServer::skills`] (SEP-2640).
+#[cfg(feature = "mcp-skills")]
+pub use rmcp::handler::server::skill_catalog::{SkillCatalog, SkillCatalogError};
 /// rmcp's types of what prompts say, so that a `#[prompt]` needs no `rmcp` dependency of its own.
 pub use rmcp::model::{ContentBlock, PromptArgument, PromptMessage, ResourceContents, Role};
 #[cfg(feature = "mcp-http")]
