@@ -76,8 +76,10 @@ mod connection;
 mod context;
 mod listing;
 mod pins;
+mod skills;
 
 pub use self::pins::{DriftHandler, DriftKind, DriftPolicy, ToolDrift, ToolPins};
+pub use self::skills::{LoadedSkill, MAX_SKILL_BYTES};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
