@@ -376,6 +376,7 @@ impl McpClient {
         );
         let client = Arc::downgrade(&self.inner);
         AgentTool::builder(name)
+            .label(format!("Skill {}", skill.frontmatter.name))
             .description(description)
             .input_schema(json!({
                 "type": "object",
