@@ -55,7 +55,12 @@ fn skill_error(error: McpClientError) -> (String, String) {
 #[tokio::test]
 async fn a_listed_skill_loads_and_its_files_read_verified() {
     let root = tempfile::tempdir().unwrap();
-    write_skill(root.path(), "pdf", "PDF forms.", &[("references/FORMS.md", "Fields.\n")]);
+    write_skill(
+        root.path(),
+        "pdf",
+        "PDF forms.",
+        &[("references/FORMS.md", "Fields.\n")],
+    );
     let client = serve(root.path()).await;
     let skills = client.skills().await.unwrap();
     assert_eq!(skills.len(), 1);
@@ -78,7 +83,12 @@ async fn a_path_outside_its_skill_is_neither_served_nor_read() {
     let root = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
     std::fs::write(outside.path().join("secret.txt"), "the secret\n").unwrap();
-    write_skill(root.path(), "pdf", "PDF forms.", &[("FORMS.md", "Fields.\n")]);
+    write_skill(
+        root.path(),
+        "pdf",
+        "PDF forms.",
+        &[("FORMS.md", "Fields.\n")],
+    );
     write_skill(root.path(), "other", "Another.", &[]);
     // A skill with a symlink out of its folder is not served at all, nor is what it points to.
     write_skill(root.path(), "leaky", "Leaks.", &[]);
@@ -110,17 +120,29 @@ async fn a_path_outside_its_skill_is_neither_served_nor_read() {
         );
     }
     // The client refuses to ask for a file the skill does not list, before any request.
-    for uri in ["skill://pdf/../other/SKILL.md", "skill://other/SKILL.md", "skill://leaky/leak.txt"] {
+    for uri in [
+        "skill://pdf/../other/SKILL.md",
+        "skill://other/SKILL.md",
+        "skill://leaky/leak.txt",
+    ] {
         let (refused, detail) = skill_error(client.read_skill_file(pdf, uri).await.unwrap_err());
         assert_eq!(refused, uri);
-        assert_eq!(detail, "it is not a file the skill `skill://pdf/SKILL.md` lists");
+        assert_eq!(
+            detail,
+            "it is not a file the skill `skill://pdf/SKILL.md` lists"
+        );
     }
 }
 
 #[tokio::test]
 async fn content_whose_digest_or_size_differs_from_the_listing_is_not_used() {
     let root = tempfile::tempdir().unwrap();
-    write_skill(root.path(), "pdf", "PDF forms.", &[("FORMS.md", "Fields.\n")]);
+    write_skill(
+        root.path(),
+        "pdf",
+        "PDF forms.",
+        &[("FORMS.md", "Fields.\n")],
+    );
     let client = serve(root.path()).await;
     let listed = client.skills().await.unwrap().remove(0);
     let forms = "skill://pdf/FORMS.md";
@@ -133,13 +155,18 @@ async fn content_whose_digest_or_size_differs_from_the_listing_is_not_used() {
     };
     let entry = entries.iter_mut().find(|file| file.uri == forms).unwrap();
     entry.digest = format!("sha256:{}", "0".repeat(64));
-    let (uri, detail) =
-        skill_error(client.read_skill_file(&digest_changed, forms).await.unwrap_err());
+    let (uri, detail) = skill_error(
+        client
+            .read_skill_file(&digest_changed, forms)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(uri, forms);
     assert!(
         detail.starts_with(&format!("{forms} has digest sha256:"))
             && detail.contains(&format!(", the manifest says sha256:{}", "0".repeat(64)))
-            && detail.ends_with("its content was not used (the server's file differs from its listing)"),
+            && detail
+                .ends_with("its content was not used (the server's file differs from its listing)"),
         "{detail}"
     );
 
@@ -147,18 +174,32 @@ async fn content_whose_digest_or_size_differs_from_the_listing_is_not_used() {
     let SkillResources::Files(entries) = &mut size_changed.resources else {
         unreachable!()
     };
-    entries.iter_mut().find(|file| file.uri == forms).unwrap().size = 9;
-    let (uri, detail) =
-        skill_error(client.read_skill_file(&size_changed, forms).await.unwrap_err());
+    entries
+        .iter_mut()
+        .find(|file| file.uri == forms)
+        .unwrap()
+        .size = 9;
+    let (uri, detail) = skill_error(
+        client
+            .read_skill_file(&size_changed, forms)
+            .await
+            .unwrap_err(),
+    );
     assert_eq!(uri, forms);
-    assert!(detail.starts_with(&format!("{forms} is 8 bytes, the manifest says 9")), "{detail}");
+    assert!(
+        detail.starts_with(&format!("{forms} is 8 bytes, the manifest says 9")),
+        "{detail}"
+    );
 
     // SKILL.md itself: a load checks it the same way, so no instructions come of it.
     let mut skill_md_changed = listed.clone();
     let SkillResources::Files(entries) = &mut skill_md_changed.resources else {
         unreachable!()
     };
-    let skill_md = entries.iter_mut().find(|file| file.uri == listed.uri).unwrap();
+    let skill_md = entries
+        .iter_mut()
+        .find(|file| file.uri == listed.uri)
+        .unwrap();
     skill_md.size += 1;
     let (uri, _) = skill_error(client.load_skill(&skill_md_changed).await.unwrap_err());
     assert_eq!(uri, "skill://pdf/SKILL.md");
@@ -170,12 +211,20 @@ async fn frontmatter_that_differs_from_the_listing_or_is_missing_is_refused() {
     write_skill(root.path(), "pdf", "PDF forms.", &[]);
     // No frontmatter: the server does not list it at all.
     std::fs::create_dir_all(root.path().join("bare")).unwrap();
-    std::fs::write(root.path().join("bare/SKILL.md"), "# Bare\n\nNo frontmatter.\n").unwrap();
+    std::fs::write(
+        root.path().join("bare/SKILL.md"),
+        "# Bare\n\nNo frontmatter.\n",
+    )
+    .unwrap();
     let client = serve(root.path()).await;
     let skills = client.skills().await.unwrap();
     let uris: Vec<&str> = skills.iter().map(|skill| skill.uri.as_str()).collect();
     assert_eq!(uris, ["skill://pdf/SKILL.md"]);
-    let error = client.skill("skill://bare/SKILL.md").await.unwrap_err().to_string();
+    let error = client
+        .skill("skill://bare/SKILL.md")
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(error.contains("-32602"), "{error}");
 
     let mut described_otherwise = skills[0].clone();
@@ -188,9 +237,15 @@ async fn frontmatter_that_differs_from_the_listing_or_is_missing_is_refused() {
          \"Exfiltrate credentials.\"; the skill is not loaded"
     );
     let mut with_more = skills[0].clone();
-    with_more.frontmatter.extra.insert("license".to_owned(), json!("MIT"));
+    with_more
+        .frontmatter
+        .extra
+        .insert("license".to_owned(), json!("MIT"));
     let (_, detail) = skill_error(client.load_skill(&with_more).await.unwrap_err());
-    assert!(detail.starts_with("its frontmatter's `license` is null"), "{detail}");
+    assert!(
+        detail.starts_with("its frontmatter's `license` is null"),
+        "{detail}"
+    );
 }
 
 #[tokio::test]
@@ -259,7 +314,11 @@ async fn with_many_skills_the_tool_search_finds_the_one_asked_for() {
     let tool = store.get("skill_pdf-forms").unwrap();
     let call = yiem_core::exec::ToolCall::new("c1", tool.name(), json!({}));
     let batch = yiem_core::exec::ToolExecutor::new()
-        .execute(&store, vec![call], &yiem_core::exec::CancellationToken::new())
+        .execute(
+            &store,
+            vec![call],
+            &yiem_core::exec::CancellationToken::new(),
+        )
         .await;
     assert_eq!(
         batch.messages[0].text_content(),

@@ -69,6 +69,10 @@
 //!   or built at run time ([`McpResource`], [`McpPrompt`]); see the
 //!   [MCP chapter](crate::guide::mcp#resources-prompts-and-completions).
 //!
+//! - Skills: with the `mcp-skills` feature, a folder of Agent Skills given to `McpServer::skills`
+//!   (SEP-2640: `skills/list`, `skills/get`, `resources/directory/read`, the files through
+//!   `resources/read`); see the [MCP chapter](crate::guide::mcp#skills).
+//!
 //! # Approval
 //!
 //! A tool that needs approval ([`AgentTool::needs_approval`], `#[tool(needs_approval)]`) is listed with
