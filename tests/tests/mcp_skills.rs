@@ -30,8 +30,13 @@ fn write_skill(root: &Path, name: &str, description: &str, files: &[(&str, &str)
 
 /// Serves the skills of `root` on a loopback port, and a client connected to it.
 async fn serve(root: &Path) -> McpClient {
+    serve_with(root, |server| server).await
+}
+
+/// As [`serve`], the server set up by `configure` first.
+async fn serve_with(root: &Path, configure: impl FnOnce(McpServer) -> McpServer) -> McpClient {
     let catalog = SkillCatalog::from_dir(root).unwrap();
-    let server = McpServer::new(ToolStore::new("skills")).skills(catalog);
+    let server = configure(McpServer::new(ToolStore::new("skills")).skills(catalog));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(McpHttpServer::new(server).serve(listener, std::future::pending()));
@@ -270,6 +275,20 @@ async fn a_skill_past_the_bounds_is_not_served_and_not_read() {
         .map(|skill| skill.uri)
         .collect();
     assert_eq!(uris, ["skill://small/SKILL.md"]);
+
+    // A file over the server's result limit is not sent.
+    let limited = serve_with(root.path(), |server| server.max_result_bytes(40)).await;
+    let error = limited
+        .read_resource("skill://small/SKILL.md")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains(
+            "the resource `skill://small/SKILL.md` is 61 bytes, over this server's limit of 40 bytes"
+        ),
+        "{error}"
+    );
 
     // A listing that claims more than a client reads of one skill is refused before any read.
     let mut claimed = client.skill("skill://small/SKILL.md").await.unwrap();

@@ -335,28 +335,7 @@ impl McpClient {
             }
             tools.push(self.skill_tool(name, skill)?);
         }
-        let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
-        let refused = |detail: String| McpClientError::Register {
-            server: self.inner.name.clone(),
-            detail,
-        };
-        if let Some(taken) = names.iter().find(|name| store.contains(name)) {
-            return Err(refused(format!(
-                "the store already has a tool named `{taken}`; give the server a prefix"
-            )));
-        }
-        for (added, tool) in tools.into_iter().enumerate() {
-            if let Err(error) = store.register(tool) {
-                for name in &names[..added] {
-                    store.remove(name);
-                }
-                return Err(refused(format!("{error}; none of its skills were added")));
-            }
-        }
-        if self.inner.defer.load(Ordering::Relaxed) {
-            store.defer_loading(&names);
-        }
-        Ok(names)
+        self.add_all(store, tools)
     }
 
     /// The tool that loads `skill` and reads its files.

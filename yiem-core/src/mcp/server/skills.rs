@@ -13,7 +13,7 @@ use std::sync::Arc;
 use rmcp::handler::server::skill_catalog::SkillCatalog;
 use rmcp::model::{
     GetSkillResult, ListResourcesResult, ListSkillsResult, ReadResourceDirectoryResult,
-    ReadResourceResult, ResourcesCapability, SkillsCapability,
+    ReadResourceResult, ResourceContents, ResourcesCapability, SkillsCapability,
 };
 
 use super::context::cache_hints;
@@ -24,7 +24,8 @@ impl McpServer {
     /// `io.modelcontextprotocol/skills` extension (with `directoryRead`) and `resources`, answers
     /// `skills/list` and `skills/get`, lists each skill's `SKILL.md` in `resources/list` (named and
     /// described by its frontmatter) and serves every file of a skill through `resources/read`, with the
-    /// digest and size the listing gave. A URI the catalog does not serve — one that climbs out of its
+    /// digest and size the listing gave (a file over [`max_result_bytes`](Self::max_result_bytes) is refused,
+    /// `-32603`, as a resource's read is). A URI the catalog does not serve — one that climbs out of its
     /// skill with `..`, say — is answered as an unknown resource (`-32602` to a 2026-07-28 client,
     /// `-32002` before), with the URI in the error's data. Needs the `mcp-skills` feature.
     ///
@@ -100,6 +101,18 @@ impl McpServer {
     ) -> Option<Result<ReadResourceResult, ErrorData>> {
         let catalog = self.skill_catalog()?;
         if let Some(mut read) = catalog.read_resource(uri) {
+            let bytes = read
+                .contents
+                .iter()
+                .map(|content| match content {
+                    ResourceContents::TextResourceContents { text, .. } => text.len(),
+                    ResourceContents::BlobResourceContents { blob, .. } => blob.len() / 4 * 3,
+                    _ => 0,
+                })
+                .sum();
+            if let Err(error) = self.within_limit(uri, bytes) {
+                return Some(Err(error));
+            }
             if let Some((ttl, scope)) = cache_hints(self, context) {
                 read = read.with_ttl_ms(ttl).with_cache_scope(scope);
             }
