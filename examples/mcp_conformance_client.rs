@@ -75,6 +75,9 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
     }
     let client = client.connect().await.map_err(|error| error.to_string())?;
     let store = ToolStore::new("conformance");
+    if let Some(mode) = scenario.strip_prefix("sep-2640-client-") {
+        return skills(&client, &store, mode).await;
+    }
     client
         .register(&store)
         .await
@@ -134,6 +137,51 @@ async fn run(scenario: &str, url: &str, context: &Value) -> Result<(), String> {
 }
 
 /// The OAuth configuration the suite's context asks for.
+/// The skills scenarios (SEP-2640): the server's skills become tools, which lists them and reads no
+/// file; then, but for `no-prefetch`, the model's part: each skill is loaded (its `SKILL.md`, verified)
+/// and, only if that succeeded, each of its files is read (verified). A skill that fails verification is
+/// refused, which is this client doing its job, not failing.
+async fn skills(client: &McpClient, store: &ToolStore, mode: &str) -> Result<(), String> {
+    let names = client
+        .register_skills(store)
+        .await
+        .map_err(|error| error.to_string())?;
+    if mode == "no-prefetch" {
+        return Ok(());
+    }
+    let executor = ToolExecutor::new();
+    let cancel = CancellationToken::new();
+    let call = |name: &str, arguments: Value| {
+        executor.execute(
+            store,
+            vec![ToolCall::new("call-0", name, arguments)],
+            &cancel,
+        )
+    };
+    for name in names {
+        let loaded = call(&name, json!({})).await;
+        let message = &loaded.messages[0];
+        eprintln!("{name} -> {}", message.text_content().escape_debug());
+        if message.is_error() {
+            continue;
+        }
+        let schema = store.get(&name).map(|tool| tool.input_schema().clone());
+        let files = schema
+            .as_ref()
+            .and_then(|schema| schema["properties"]["file"]["enum"].as_array())
+            .cloned()
+            .unwrap_or_default();
+        for file in files {
+            let read = call(&name, json!({ "file": file })).await;
+            eprintln!(
+                "{name} {file} -> {}",
+                read.messages[0].text_content().escape_debug()
+            );
+        }
+    }
+    Ok(())
+}
+
 fn oauth(scenario: &str, context: &Value) -> Result<OAuth, String> {
     let text = |key: &str| context.get(key).and_then(Value::as_str).map(str::to_owned);
     let needed = |key: &str| text(key).ok_or(format!("the scenario's context has no `{key}`"));

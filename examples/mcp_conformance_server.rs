@@ -11,14 +11,17 @@
 //! before 2026-07-28, which the suite's elicitation and sampling scenarios speak, can be asked; clients of
 //! 2026-07-28 are served without a session and asked by `input_required` answers. It prints
 //! `listening on http://ADDR/mcp` on stderr and serves until Ctrl-C.
+//!
+//! It also serves the Agent Skills in `examples/skills/` (SEP-2640), for the suite's `sep-2640-*`
+//! scenarios: a skill with a subfolder and frontmatter beyond `name` and `description`, and a plain one.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::mcp::{
     ContentBlock, ContextStore, DEFAULT_MAX_SESSIONS, McpHttpServer, McpPrompt, McpServer,
-    PromptMessage, ResourceContents, Role, prompt, register_all_prompts, register_all_resources,
-    resource,
+    PromptMessage, ResourceContents, Role, SkillCatalog, prompt, register_all_prompts,
+    register_all_resources, resource,
 };
 use yiem_core::{
     ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
@@ -443,7 +446,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     register_all_prompts(&context)?;
     let server = McpServer::new(store)
         .server_info("yiem-conformance", env!("CARGO_PKG_VERSION"))
-        .context(context);
+        .context(context)
+        .skills(SkillCatalog::from_dir(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/skills"
+        ))?);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let Some(address) = args
         .windows(2)

@@ -84,6 +84,7 @@
 //! | `mcp-client` | no | `mcp::McpClient`: MCP servers' tools in a store, over stdio or streamable HTTP |
 //! | `mcp-oauth` | no | `mcp::oauth`: OAuth 2.1 for `McpClient` over HTTP (discovery, PKCE, refresh, step-up), on rmcp's `auth` |
 //! | `mcp-http` | no | `mcp::McpHttpServer`: a streamable HTTP MCP server, stateless or with sessions (rmcp on hyper, no TLS) |
+//! | `mcp-skills` | no | `McpServer::skills` with `mcp::SkillCatalog`: a folder of Agent Skills served over MCP (SEP-2640), on rmcp's skill catalog (cap-std, YAML) |
 //! | `tool-search` | no | `catalog::Bm25Ranker`, `catalog::ToolSearch::bm25`: the local `search_tools` tool's BM25 ranking for deferred tools, and `catalog::HybridRanker` (BM25 mixed with your `catalog::Embedder`'s sentence embeddings) (`rust-stemmers`, `stop-words`; deferred tools and the providers' own searches need no feature) |
 //! | `embeddings` | no | `catalog::SentenceEmbedder`: a sentence-transformers BERT model (all-MiniLM-L6-v2, say) read from a folder and run on the CPU, for `catalog::HybridRanker`'s meaning; turns on `tool-search` (candle and Hugging Face's `tokenizers`, pure Rust; about 115 crates more) |
 //! | `code-mode` | no | `code::CodeMode`: the `run_code` tool, whose JavaScript programs call tools through the pipeline (QuickJS in a sandbox, approvals inside programs) |
@@ -166,7 +167,7 @@
 //! | [`llm`] | the [`Model`](llm::Model) trait, the scripted model, the message formats, and (features) the OpenAI, Anthropic and Gemini clients |
 //! | [`catalog`] | large catalogs: deferred tools, the local tool search, the policy |
 //! | `code` | (feature `code-mode`) the `run_code` tool: programs that call tools through the pipeline |
-//! | `mcp` | (features `mcp`, `mcp-client`, `mcp-http`, `mcp-oauth`) MCP servers over a store, and MCP servers' tools in a store |
+//! | `mcp` | (features `mcp`, `mcp-client`, `mcp-http`, `mcp-oauth`, `mcp-skills`) MCP servers over a store, and MCP servers' tools in a store |
 //! | [`telemetry`] | the OpenTelemetry GenAI spans as `tracing` spans, and whether they record content |
 //! | `otel` | (feature `otel`) the bridge to OpenTelemetry: trace context across MCP, GenAI metrics, OTLP export |
 //! | [`prelude`] | what most programs import: `use yiem_core::prelude::*;` |

@@ -5,7 +5,7 @@
 //! yiem tools schema NAME [--mcp CMD]...
 //! yiem tools search [QUERY] [--mcp CMD]...
 //! yiem tools call NAME --args JSON [--allow] [--mcp CMD]... [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
-//! yiem mcp [--allow TOOL]... [--allow-all]
+//! yiem mcp [--allow TOOL]... [--allow-all] [--skills DIR]
 //!          [--http ADDR [--sessions] [--token-env VAR] [--allow-origin ORIGIN]... [--allow-host HOST]...]
 //!          [--root DIR] [--tools-dir DIR] [SHELL FLAGS]
 //! yiem chat [--approve TOOL]... [--allow TOOL]... [--resume FILE] [--mcp CMD]... [--mcp-url URL]... [--otlp URL]
@@ -82,6 +82,12 @@ enum Command {
         /// Calls of every tool run without asking.
         #[arg(long)]
         allow_all: bool,
+        /// Serve the Agent Skills in this folder too (MCP's skills extension): each folder in it with a
+        /// SKILL.md (YAML frontmatter with `name`, the folder's name, and `description`) and its files.
+        /// Read once at start; symlinks are not followed, and a skill over 512 files or 16 MiB is left
+        /// out with a warning.
+        #[arg(long, value_name = "DIR")]
+        skills: Option<PathBuf>,
         #[command(flatten)]
         http: HttpFlags,
         /// The root directory of the file tools and `bash` (default: the current directory).
@@ -445,6 +451,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Mcp {
             allow,
             allow_all,
+            skills,
             http,
             root,
             tools_dir,
@@ -452,7 +459,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let root = use_root(root)?;
             let tools_dir = tools_dir_or_root(tools_dir, &root)?;
-            let approval = McpApproval { allow, allow_all };
+            let approval = McpApproval {
+                allow,
+                allow_all,
+                skills,
+            };
             return serve_mcp(store(root, tools_dir, shell.policy())?, approval, http);
         }
         Command::Chat {
@@ -688,10 +699,12 @@ struct HttpFlags {
     allow_host: Vec<String>,
 }
 
-/// `yiem mcp --allow TOOL... --allow-all`: the calls that run without asking the client.
+/// `yiem mcp --allow TOOL... --allow-all`: the calls that run without asking the client; and
+/// `--skills DIR`, the skills served beside the tools.
 struct McpApproval {
     allow: Vec<String>,
     allow_all: bool,
+    skills: Option<PathBuf>,
 }
 
 /// `yiem mcp`: the store over MCP stdio until the client hangs up, or over HTTP until a signal. When
@@ -709,6 +722,11 @@ fn serve_mcp(store: ToolStore, approval: McpApproval, http: HttpFlags) -> Result
         .allowed_tools(approval.allow);
     if approval.allow_all {
         server = server.all_tools_allowed();
+    }
+    if let Some(dir) = approval.skills {
+        let catalog = yiem_core::mcp::SkillCatalog::from_dir(&dir)
+            .map_err(|error| bad_input(format!("--skills {}: {error}", dir.display())))?;
+        server = server.skills(catalog);
     }
     let outcome = match http.http {
         None => runtime

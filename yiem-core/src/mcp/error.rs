@@ -57,6 +57,18 @@ pub enum McpClientError {
         /// What failed, and what to do.
         detail: String,
     },
+    /// A skill's file failed verification against the server's listing (SEP-2640): a URI the skill
+    /// does not list, another size or digest, frontmatter that differs or is missing, or an entry that
+    /// breaks the extension's rules. Its content was not used.
+    #[error("MCP server `{server}`: the skill file `{uri}` failed verification: {detail}")]
+    Skill {
+        /// The server's name.
+        server: String,
+        /// The file's URI.
+        uri: String,
+        /// What differs.
+        detail: String,
+    },
     /// The server went past one of the client's limits (see [`McpClientBuilder`](super::McpClientBuilder)).
     #[error("MCP server `{server}` went past the `{limit}` limit: {detail}")]
     Limit {

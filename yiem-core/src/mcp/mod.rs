@@ -69,6 +69,10 @@
 //!   or built at run time ([`McpResource`], [`McpPrompt`]); see the
 //!   [MCP chapter](crate::guide::mcp#resources-prompts-and-completions).
 //!
+//! - Skills: with the `mcp-skills` feature, a folder of Agent Skills given to `McpServer::skills`
+//!   (SEP-2640: `skills/list`, `skills/get`, `resources/directory/read`, the files through
+//!   `resources/read`); see the [MCP chapter](crate::guide::mcp#skills).
+//!
 //! # Approval
 //!
 //! A tool that needs approval ([`AgentTool::needs_approval`], `#[tool(needs_approval)]`) is listed with
@@ -112,7 +116,7 @@ mod server;
 pub use client::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_CONNECT_TIMEOUT, DEFAULT_LIST_TIMEOUT, DEFAULT_MAX_PAGES,
     DEFAULT_MAX_SCHEMA_DEPTH, DEFAULT_MAX_TOOLS, DriftHandler, DriftKind, DriftPolicy, LeftOutTool,
-    McpClient, McpClientBuilder, ToolDrift, ToolPins,
+    LoadedSkill, MAX_SKILL_BYTES, McpClient, McpClientBuilder, ToolDrift, ToolPins,
 };
 #[doc(hidden)]
 pub use context::__private as __context;
@@ -123,8 +127,14 @@ pub use context::{
 };
 #[cfg(feature = "mcp-client")]
 pub use error::McpClientError;
+/// rmcp's catalog of the Agent Skills in a folder, served by [`McpServer::skills`] (SEP-2640).
+#[cfg(feature = "mcp-skills")]
+pub use rmcp::handler::server::skill_catalog::{SkillCatalog, SkillCatalogError};
 /// rmcp's types of what prompts say, so that a `#[prompt]` needs no `rmcp` dependency of its own.
 pub use rmcp::model::{ContentBlock, PromptArgument, PromptMessage, ResourceContents, Role};
+/// rmcp's types of a skill's entry (SEP-2640), as [`McpClient::skills`] lists them.
+#[cfg(feature = "mcp-client")]
+pub use rmcp::model::{Skill, SkillFrontmatter, SkillResource, SkillResources};
 #[cfg(feature = "mcp-http")]
 pub use server::http::{
     DEFAULT_BODY_READ_TIMEOUT, DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_MAX_BODY_BYTES,

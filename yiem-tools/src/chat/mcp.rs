@@ -85,6 +85,13 @@ impl McpServers {
                 .block_on(client.register(store))
                 .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
             say_err!("[MCP server `{}`: {}]", client.name(), names.join(", "));
+            // Its skills become tools that load them on demand (nothing is read until then).
+            let skills = runtime
+                .block_on(client.register_skills(store))
+                .map_err(|error| bad_input(format!("{error} (see --mcp-prefix)")))?;
+            for line in offered(runtime, &client) {
+                say_err!("{line}");
+            }
             for left in client.left_out() {
                 say_err!(
                     "[MCP server `{}` left out `{}`: {}]",
@@ -94,10 +101,112 @@ impl McpServers {
                 );
             }
             added.extend(names);
+            added.extend(skills);
             clients.push(client);
         }
         Ok((clients, added))
     }
+}
+
+/// The most entries of each kind [`offered`] shows.
+const SHOWN: usize = 20;
+
+/// What `client`'s server offers besides tools, as lines for the terminal: its resources, resource
+/// templates, prompts and skills, at most [`SHOWN`] of each (then how many more), the server's words
+/// made safe to print. Nothing for a kind the server does not serve; a listing that fails is said.
+fn offered(runtime: &tokio::runtime::Runtime, client: &McpClient) -> Vec<String> {
+    use super::safe::line;
+    let server = line(client.name());
+    let mut lines = Vec::new();
+    let mut kind = |title: &str, listed: Result<Vec<String>, yiem_core::mcp::McpClientError>| {
+        match listed {
+            Ok(entries) if entries.is_empty() => {}
+            Ok(entries) => {
+                lines.push(format!("[MCP server `{server}` {title}:"));
+                for entry in entries.iter().take(SHOWN) {
+                    lines.push(format!("  {entry}"));
+                }
+                if entries.len() > SHOWN {
+                    lines.push(format!("  ... and {} more", entries.len() - SHOWN));
+                }
+                if let Some(last) = lines.last_mut() {
+                    last.push(']');
+                }
+            }
+            // A server without the capability answers "method not found": it has none of them.
+            Err(error) if error.to_string().contains("-32601") => {}
+            Err(error) => lines.push(format!(
+                "[MCP server `{server}`: its {title} could not be listed: {}]",
+                line(&error.to_string())
+            )),
+        }
+    };
+    let described = |name: &str, description: Option<&str>| match description {
+        Some(description) if !description.trim().is_empty() => {
+            format!("{} — {}", line(name), line(description))
+        }
+        _ => line(name),
+    };
+    kind(
+        "resources",
+        runtime.block_on(client.resources()).map(|resources| {
+            resources
+                .iter()
+                .map(|resource| {
+                    let name = format!("{} ({})", resource.uri, resource.name);
+                    described(&name, resource.description.as_deref())
+                })
+                .collect()
+        }),
+    );
+    kind(
+        "resource templates",
+        runtime
+            .block_on(client.resource_templates())
+            .map(|templates| {
+                templates
+                    .iter()
+                    .map(|template| {
+                        let name = format!("{} ({})", template.uri_template, template.name);
+                        described(&name, template.description.as_deref())
+                    })
+                    .collect()
+            }),
+    );
+    kind(
+        "prompts",
+        runtime.block_on(client.prompts()).map(|prompts| {
+            prompts
+                .iter()
+                .map(|prompt| {
+                    let arguments: Vec<String> = prompt
+                        .arguments
+                        .iter()
+                        .flatten()
+                        .map(|argument| match argument.required {
+                            Some(true) => argument.name.clone(),
+                            _ => format!("{}?", argument.name),
+                        })
+                        .collect();
+                    let name = format!("{}({})", prompt.name, arguments.join(", "));
+                    described(&name, prompt.description.as_deref())
+                })
+                .collect()
+        }),
+    );
+    kind(
+        "skills",
+        runtime.block_on(client.skills()).map(|skills| {
+            skills
+                .iter()
+                .map(|skill| {
+                    let name = format!("{} ({})", skill.frontmatter.name, skill.uri);
+                    described(&name, Some(&skill.frontmatter.description))
+                })
+                .collect()
+        }),
+    );
+    lines
 }
 
 /// The policy that needs no thought: with more than 30 tools in all, the MCP servers' tools are deferred

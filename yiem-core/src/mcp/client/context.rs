@@ -14,7 +14,7 @@ use super::*;
 
 impl McpClient {
     /// Runs `request` on the server within the list time limit, naming `method` in its error.
-    async fn context_request<T, F>(
+    pub(super) async fn context_request<T, F>(
         &self,
         method: &str,
         request: impl FnOnce(Peer<RoleClient>) -> F,

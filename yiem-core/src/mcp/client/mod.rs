@@ -76,8 +76,10 @@ mod connection;
 mod context;
 mod listing;
 mod pins;
+mod skills;
 
 pub use self::pins::{DriftHandler, DriftKind, DriftPolicy, ToolDrift, ToolPins};
+pub use self::skills::{LoadedSkill, MAX_SKILL_BYTES};
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CancelledNotification, CancelledNotificationParam,
@@ -507,6 +509,20 @@ impl McpClient {
     /// names.
     pub async fn register(&self, store: &ToolStore) -> Result<Vec<String>, McpClientError> {
         let tools = self.tools().await?;
+        let names = self.add_all(store, tools)?;
+        self.inner
+            .lock_stores()
+            .push((store.clone(), names.clone()));
+        Ok(names)
+    }
+
+    /// Adds `tools` of the server to `store`, all or nothing (on any error none is added), deferred if
+    /// the client defers its tools; returns their names.
+    fn add_all(
+        &self,
+        store: &ToolStore,
+        tools: Vec<AgentTool>,
+    ) -> Result<Vec<String>, McpClientError> {
         let names: Vec<String> = tools.iter().map(|tool| tool.name().to_owned()).collect();
         let refused = |detail: String| McpClientError::Register {
             server: self.inner.name.clone(),
@@ -529,9 +545,6 @@ impl McpClient {
         if self.inner.defer.load(Ordering::Relaxed) {
             store.defer_loading(&names);
         }
-        self.inner
-            .lock_stores()
-            .push((store.clone(), names.clone()));
         Ok(names)
     }
 

@@ -104,6 +104,20 @@ impl McpServer {
         capabilities.completions = Some(Default::default());
     }
 
+    /// A read of `bytes` bytes at `uri` is refused past [`McpServer::max_result_bytes`] (`-32603`).
+    pub(super) fn within_limit(&self, uri: &str, bytes: usize) -> Result<(), ErrorData> {
+        let limit = self.config.max_result_bytes;
+        if bytes <= limit {
+            return Ok(());
+        }
+        Err(ErrorData::internal_error(
+            format!(
+                "the resource `{uri}` is {bytes} bytes, over this server's limit of {limit} bytes"
+            ),
+            Some(serde_json::json!({ "uri": uri })),
+        ))
+    }
+
     pub(super) fn list_context_resources(
         &self,
         context: &RequestContext<RoleServer>,
@@ -193,16 +207,7 @@ impl McpServer {
                 }
             }
         })?;
-        let limit = self.config.max_result_bytes;
-        if body.len() > limit {
-            return Err(ErrorData::internal_error(
-                format!(
-                    "the resource `{uri}` is {} bytes, over this server's limit of {limit} bytes",
-                    body.len()
-                ),
-                Some(serde_json::json!({ "uri": uri })),
-            ));
-        }
+        self.within_limit(&uri, body.len())?;
         let mut result = ReadResourceResult::new(vec![resource.contents(&uri, body)]);
         if let Some((ttl, scope)) = cache_hints(self, context) {
             result.ttl_ms = Some(ttl);

@@ -22,6 +22,8 @@ impl ServerHandler for McpServer {
             false => capabilities.build(),
         };
         self.declare_context(&mut capabilities);
+        #[cfg(feature = "mcp-skills")]
+        self.declare_skills(&mut capabilities);
         let config = ServerConfig::new(capabilities).with_server_info(self.config.info.clone());
         match &self.config.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
@@ -150,6 +152,10 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
+        #[cfg(feature = "mcp-skills")]
+        if let Some(catalog) = self.skill_catalog() {
+            return self.list_resources_with_skills(catalog, &context);
+        }
         self.list_context_resources(&context)
     }
 
@@ -166,6 +172,10 @@ impl ServerHandler for McpServer {
         request: ReadResourceRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        #[cfg(feature = "mcp-skills")]
+        if let Some(read) = self.read_skill_file(&request.uri, &context) {
+            return read.map(Into::into);
+        }
         Box::pin(self.read_context_resource(request, &context))
             .await
             .map(Into::into)
@@ -211,6 +221,48 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CompleteResult, ErrorData> {
         self.complete_context(request)
+    }
+
+    #[cfg(feature = "mcp-skills")]
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListSkillsResult, ErrorData> {
+        match self.skill_catalog() {
+            Some(catalog) => Ok(self.list_skills_of(catalog, &context)),
+            None => Err(ErrorData::method_not_found::<
+                rmcp::model::ListSkillsRequestMethod,
+            >()),
+        }
+    }
+
+    #[cfg(feature = "mcp-skills")]
+    async fn get_skill(
+        &self,
+        request: rmcp::model::GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetSkillResult, ErrorData> {
+        match self.skill_catalog() {
+            Some(catalog) => self.get_skill_of(catalog, &request.uri, &context),
+            None => Err(ErrorData::method_not_found::<
+                rmcp::model::GetSkillRequestMethod,
+            >()),
+        }
+    }
+
+    #[cfg(feature = "mcp-skills")]
+    async fn read_resource_directory(
+        &self,
+        request: rmcp::model::ReadResourceDirectoryRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceDirectoryResult, ErrorData> {
+        match self.skill_catalog() {
+            Some(catalog) => Self::read_skill_directory(catalog, &request.uri),
+            None => Err(ErrorData::method_not_found::<
+                rmcp::model::ReadResourceDirectoryRequestMethod,
+            >()),
+        }
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
@@ -295,6 +347,14 @@ impl ServerHandler for McpServer {
                 match &request.params {
                     None => "`params` with `ref` and `argument` are required".to_owned(),
                     Some(params) => params_problem::<CompleteRequestParams>(params),
+                }
+            }
+            // Served only with skills (SEP-2640).
+            #[cfg(feature = "mcp-skills")]
+            "skills/get" | "resources/directory/read" if self.skill_catalog().is_some() => {
+                match &request.params {
+                    None => "`params` with the `uri` are required".to_owned(),
+                    Some(params) => params_problem::<rmcp::model::GetSkillRequestParams>(params),
                 }
             }
             _ => {

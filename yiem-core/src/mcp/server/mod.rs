@@ -9,6 +9,8 @@ mod handler;
 pub(super) mod http;
 pub(super) mod lines;
 mod listing;
+#[cfg(feature = "mcp-skills")]
+mod skills;
 
 use crate::ask::sample::{Sampling, SamplingAnswer};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -197,6 +199,9 @@ struct Config {
     cannot_ask: Option<&'static str>,
     /// The resources and prompts served beside the tools, if any.
     context: Option<ContextStore>,
+    /// The Agent Skills served beside the tools, if any (SEP-2640).
+    #[cfg(feature = "mcp-skills")]
+    skills: Option<Arc<rmcp::handler::server::skill_catalog::SkillCatalog>>,
 }
 
 impl McpServer {
@@ -224,6 +229,8 @@ impl McpServer {
                 approval: ApprovalPolicy::default(),
                 cannot_ask: None,
                 context: None,
+                #[cfg(feature = "mcp-skills")]
+                skills: None,
             }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
             subscribed: Arc::default(),
