@@ -9,6 +9,7 @@ mod handler;
 pub(super) mod http;
 pub(super) mod lines;
 mod listing;
+mod tasks;
 
 use crate::ask::sample::{Sampling, SamplingAnswer};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,6 +50,9 @@ use crate::tool::definition::AgentTool;
 
 use self::asker::{ClientAsker, Forward, Forwarding};
 use self::listing::Listing;
+pub use self::tasks::{
+    DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL, MemoryTaskStore, StoredTask, TaskStore, TaskStoreError,
+};
 use super::context::ContextStore;
 use super::convert::call_tool_result;
 
@@ -171,6 +175,8 @@ pub struct McpServer {
     log_level: Arc<Mutex<LogLevel>>,
     /// The resources the client subscribed to (`resources/subscribe`), per connection.
     subscribed: Arc<context::Subscribed>,
+    /// This connection's id, when it is one (stdio, a byte stream): the owner of its tasks.
+    connection: Option<Arc<str>>,
 }
 
 /// An [`McpServer`]'s settings, fixed once it serves.
@@ -197,6 +203,8 @@ struct Config {
     cannot_ask: Option<&'static str>,
     /// The resources and prompts served beside the tools, if any.
     context: Option<ContextStore>,
+    /// The tasks' store and their runs in this process.
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl McpServer {
@@ -224,9 +232,11 @@ impl McpServer {
                 approval: ApprovalPolicy::default(),
                 cannot_ask: None,
                 context: None,
+                tasks: Arc::default(),
             }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
             subscribed: Arc::default(),
+            connection: None,
         }
     }
 
@@ -406,6 +416,7 @@ impl McpServer {
         // This connection's own log level and subscriptions.
         self.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
         self.subscribed = Arc::default();
+        self.connection = Some(uuid::Uuid::new_v4().to_string().into());
         // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
         let guarded = lines::guard(reader, writer);
         // Watched from before the handshake, so a change while it runs is not missed.
@@ -469,6 +480,7 @@ impl McpServer {
             config: Arc::clone(&self.config),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
             subscribed: Arc::default(),
+            connection: None,
         }
     }
 
