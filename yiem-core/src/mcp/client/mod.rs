@@ -76,6 +76,7 @@ mod connection;
 mod context;
 mod listing;
 mod pins;
+mod tasks;
 
 pub use self::pins::{DriftHandler, DriftKind, DriftPolicy, ToolDrift, ToolPins};
 
@@ -250,6 +251,8 @@ struct Inner {
     waiting: Mutex<Vec<WaitingCall>>,
     /// Numbers the waiting calls.
     calls: AtomicU64,
+    /// Woken by each `notifications/tasks`: the calls following tasks read theirs again.
+    task_changes: tokio::sync::Notify,
 }
 
 /// A tool a server listed that the client left out (see [`McpClient::tools`]).
