@@ -227,7 +227,7 @@ impl ServerHandler for McpServer {
         // No `arguments` is `null`, which the pipeline reads as `{}`.
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let answers = answers_of(request.request_state.as_deref(), request.input_responses)?;
-        if let super::tasks::Dispatch::Answer(answer) = self
+        if let Some(answer) = self
             .dispatch_task(&tool, &arguments, &answers, &context)
             .await
         {

@@ -200,14 +200,6 @@ impl Tasks {
     }
 }
 
-/// What `tools/call` does with a call of a tool that may be a task.
-pub(super) enum Dispatch {
-    /// An ordinary call: the client did not declare tasks, and the tool does not need them.
-    Call,
-    /// The call's answer.
-    Answer(Result<CallToolResponse, ErrorData>),
-}
-
 impl McpServer {
     /// Keeps this server's tasks in `store` instead of this process's memory (see [`TaskStore`]).
     ///
@@ -268,31 +260,32 @@ impl McpServer {
     }
 
     /// Whether the call of `tool` is a task, and if it is, its answer: the task, or for a tool that
-    /// asks first, the call's first questions.
+    /// asks first, the call's first questions. `None`: an ordinary call (the client did not declare
+    /// tasks, and the tool does not need them).
     pub(super) async fn dispatch_task(
         &self,
         tool: &AgentTool,
         arguments: &Value,
         answers: &InputResponses,
         context: &RequestContext<RoleServer>,
-    ) -> Dispatch {
+    ) -> Option<Result<CallToolResponse, ErrorData>> {
         let support = tool.task_support();
         if !support.allows_tasks() {
-            return Dispatch::Call;
+            return None;
         }
         let declared = context
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.supports_tasks());
         if !declared {
             return match support {
-                TaskSupport::Optional => Dispatch::Call,
-                _ => Dispatch::Answer(Err(tasks_required(tool.name()))),
+                TaskSupport::Optional => None,
+                _ => Some(Err(tasks_required(tool.name()))),
             };
         }
         if support == TaskSupport::RequiredAfterQuestions && answers.is_empty() {
             // The first round runs here, until the tool asks (its questions are the call's) or ends
             // (then the task is born ended).
-            return Dispatch::Answer(
+            return Some(
                 match self
                     .call(tool, arguments.clone(), InputResponses::new(), context)
                     .await
@@ -311,7 +304,7 @@ impl McpServer {
                 },
             );
         }
-        Dispatch::Answer(self.start(tool, arguments, answers, context, None).await)
+        Some(self.start(tool, arguments, answers, context, None).await)
     }
 
     /// Saves a new task for the call and starts its run (unless it has already `ended`), then answers
