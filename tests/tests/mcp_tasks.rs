@@ -393,11 +393,11 @@ async fn bad_task_ids_and_undeclared_clients_get_the_protocols_errors() {
     assert!(call["result"].get("taskId").is_none());
 }
 
-/// A store that says which tasks it was given, over the default one.
-#[derive(Default)]
+/// A store that says which tasks it was given, over the default one; its clones share both.
+#[derive(Clone, Default)]
 struct Watched {
-    tasks: yiem_core::mcp::MemoryTaskStore,
-    created: std::sync::Mutex<Vec<String>>,
+    tasks: Arc<yiem_core::mcp::MemoryTaskStore>,
+    created: Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl yiem_core::mcp::TaskStore for Watched {
@@ -451,14 +451,14 @@ async fn remote_tool(client: &yiem_core::mcp::McpClient, name: &str) -> AgentToo
 async fn mcp_client_follows_a_task_the_server_made_of_its_call_to_the_result() {
     let (started, mut starts) = mpsc::unbounded_channel();
     let gate = Arc::new(Notify::new());
-    let store = Arc::new(Watched::default());
+    let store = Watched::default();
     let server = server_of(vec![gated(
         "report",
         TaskSupport::Required,
         started,
         Arc::clone(&gate),
     )])
-    .task_store(ArcStore(Arc::clone(&store)));
+    .task_store(store.clone());
     let (url, _stop) = http(server).await;
     let client = yiem_core::mcp::McpClient::http(&url)
         .name("reports")
@@ -527,26 +527,4 @@ async fn a_client_out_of_time_names_the_task_and_another_client_picks_it_up_by_i
         "{}",
         unknown.text_content()
     );
-}
-
-/// A shared store, as the server takes it by value.
-struct ArcStore(Arc<Watched>);
-
-impl yiem_core::mcp::TaskStore for ArcStore {
-    fn save(
-        &self,
-        task: yiem_core::mcp::StoredTask,
-    ) -> futures::future::BoxFuture<'_, Result<(), yiem_core::mcp::TaskStoreError>> {
-        self.0.save(task)
-    }
-
-    fn load<'a>(
-        &'a self,
-        id: &'a str,
-    ) -> futures::future::BoxFuture<
-        'a,
-        Result<Option<yiem_core::mcp::StoredTask>, yiem_core::mcp::TaskStoreError>,
-    > {
-        self.0.load(id)
-    }
 }
