@@ -89,6 +89,12 @@ impl Connection {
         }
     }
 
+    /// Calls `tool` (no arguments): the server's answer, a task when it made one.
+    async fn call(&mut self, tool: &str) -> Value {
+        self.request("tools/call", json!({"name": tool, "arguments": {}}))
+            .await
+    }
+
     /// Reads until a `notifications/tasks` says task `id` has `status`.
     async fn status_notified(&mut self, id: &str, status: &str) -> Value {
         let said = |message: &Value| {
@@ -145,21 +151,20 @@ fn server_of(tools: Vec<AgentTool>) -> McpServer {
     McpServer::new(store)
 }
 
+/// A server of one gated tool, `report`: its starts, and its gate.
+fn one_gated(support: TaskSupport) -> (McpServer, mpsc::UnboundedReceiver<()>, Arc<Notify>) {
+    let (started, starts) = mpsc::unbounded_channel();
+    let gate = Arc::new(Notify::new());
+    let server = server_of(vec![gated("report", support, started, Arc::clone(&gate))]);
+    (server, starts, gate)
+}
+
 #[tokio::test]
 async fn a_task_tools_call_is_a_task_whose_status_and_result_are_read_by_its_id() {
-    let (started, mut starts) = mpsc::unbounded_channel();
-    let gate = Arc::new(Notify::new());
-    let server = server_of(vec![gated(
-        "report",
-        TaskSupport::Optional,
-        started,
-        Arc::clone(&gate),
-    )]);
+    let (server, mut starts, gate) = one_gated(TaskSupport::Optional);
     let mut client = Connection::open(&server, with_tasks()).await;
 
-    let created = client
-        .request("tools/call", json!({"name": "report", "arguments": {}}))
-        .await;
+    let created = client.call("report").await;
     let task = &created["result"];
     assert_eq!(task["resultType"], "task", "{created}");
     assert_eq!(task["status"], "working");
@@ -213,9 +218,7 @@ async fn a_cancelled_tasks_call_stops_and_its_side_effect_with_it() {
     };
     let server = server_of(vec![tool]);
     let mut client = Connection::open(&server, with_tasks()).await;
-    let created = client
-        .request("tools/call", json!({"name": "copy", "arguments": {}}))
-        .await;
+    let created = client.call("copy").await;
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     starts.recv().await.unwrap();
 
@@ -332,9 +335,7 @@ async fn bad_task_ids_and_undeclared_clients_get_the_protocols_errors() {
         ),
     ]);
     let mut owner = Connection::open(&server, with_tasks()).await;
-    let created = owner
-        .request("tools/call", json!({"name": "report", "arguments": {}}))
-        .await;
+    let created = owner.call("report").await;
     let id = created["result"]["taskId"].as_str().unwrap().to_owned();
     starts.recv().await.unwrap();
 
@@ -371,9 +372,7 @@ async fn bad_task_ids_and_undeclared_clients_get_the_protocols_errors() {
     // A client that did not declare the extension: a required task tool is -32021, naming it; an
     // optional one is an ordinary call; the task methods are -32021.
     let mut plain = Connection::open(&server, json!({})).await;
-    let refused = plain
-        .request("tools/call", json!({"name": "report", "arguments": {}}))
-        .await;
+    let refused = plain.call("report").await;
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     assert_eq!(
         refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS],
@@ -449,16 +448,9 @@ async fn remote_tool(client: &yiem_core::mcp::McpClient, name: &str) -> AgentToo
 
 #[tokio::test]
 async fn mcp_client_follows_a_task_the_server_made_of_its_call_to_the_result() {
-    let (started, mut starts) = mpsc::unbounded_channel();
-    let gate = Arc::new(Notify::new());
     let store = Watched::default();
-    let server = server_of(vec![gated(
-        "report",
-        TaskSupport::Required,
-        started,
-        Arc::clone(&gate),
-    )])
-    .task_store(store.clone());
+    let (server, mut starts, gate) = one_gated(TaskSupport::Required);
+    let server = server.task_store(store.clone());
     let (url, _stop) = http(server).await;
     let client = yiem_core::mcp::McpClient::http(&url)
         .name("reports")
@@ -482,14 +474,7 @@ async fn mcp_client_follows_a_task_the_server_made_of_its_call_to_the_result() {
 
 #[tokio::test]
 async fn a_client_out_of_time_names_the_task_and_another_client_picks_it_up_by_its_id() {
-    let (started, mut starts) = mpsc::unbounded_channel();
-    let gate = Arc::new(Notify::new());
-    let server = server_of(vec![gated(
-        "report",
-        TaskSupport::Optional,
-        started,
-        Arc::clone(&gate),
-    )]);
+    let (server, mut starts, gate) = one_gated(TaskSupport::Optional);
     let (url, _stop) = http(server).await;
     let first = yiem_core::mcp::McpClient::http(&url)
         .name("reports")
