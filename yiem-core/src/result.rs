@@ -162,7 +162,8 @@ impl AgentToolResult {
         self
     }
 
-    /// Whether the tool panicked (see [`mark_panicked`](Self::mark_panicked)).
+    /// Whether the tool panicked (see [`mark_panicked`](Self::mark_panicked)): an MCP task then fails.
+    #[cfg(feature = "mcp")]
     pub(crate) fn panicked(&self) -> bool {
         self.extras.as_ref().is_some_and(|extras| extras.panicked)
     }
