@@ -409,6 +409,108 @@ async fn test_trigger_prompt_change(State(served): State<Served>) -> Result<Stri
     Ok(format!("added test_added_prompt_{n}"))
 }
 
+// The tasks extension's fixtures (SEP-2663): the `tasks-*` scenarios call these.
+
+#[derive(Deserialize, JsonSchema)]
+struct Greeting {
+    /// Who to greet.
+    name: String,
+}
+
+/// Greet someone (answered at once, never a task).
+#[tool]
+async fn greet(args: Greeting) -> String {
+    format!("Hello, {}!", args.name)
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Compute {
+    /// How long the computation takes, in seconds.
+    seconds: u64,
+    /// A label for the result.
+    #[serde(default)]
+    label: String,
+}
+
+/// Compute for a while, as a task (cancelled by `tasks/cancel`).
+#[tool(task)]
+async fn slow_compute(args: Compute) -> String {
+    tokio::time::sleep(std::time::Duration::from_secs(args.seconds)).await;
+    format!("computed {} in {} s", args.label, args.seconds)
+}
+
+/// A job that always fails as a tool (a task that completes with `isError`); only as a task.
+#[tool(task = "required")]
+async fn failing_job() -> Result<String, String> {
+    Err("Tool execution failed".into())
+}
+
+/// A job whose tool panics: its task fails with a protocol error.
+#[tool(task)]
+async fn protocol_error_job() -> String {
+    panic!("the job broke")
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct FileName {
+    /// The file to delete.
+    filename: String,
+}
+
+/// The form of the tasks' questions.
+fn confirmation() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "confirm": {"type": "boolean", "title": "Confirm"},
+            "name": {"type": "string", "title": "Name"},
+        },
+    })
+}
+
+/// Delete a file once the user confirms (a task that asks).
+#[tool(task)]
+async fn confirm_delete(ctx: ToolContext, args: FileName) -> Result<String, ElicitError> {
+    let question = format!("Delete {}?", args.filename);
+    Ok(
+        match ctx.elicit_with_schema(question, confirmation()).await? {
+            ElicitationAnswer::Accept(answer)
+                if answer.get("confirm") == Some(&Value::Bool(true)) =>
+            {
+                format!("Deleted {}", args.filename)
+            }
+            _ => format!("Kept {}", args.filename),
+        },
+    )
+}
+
+/// Ask two questions at once (a task with two questions pending together).
+#[tool(task)]
+async fn multi_input(ctx: ToolContext) -> Result<String, ElicitError> {
+    let (first, second) = tokio::join!(
+        ctx.elicit_with_schema("First value?", confirmation()),
+        ctx.elicit_with_schema("Second value?", confirmation()),
+    );
+    let name = |answer: ElicitationAnswer| match answer {
+        ElicitationAnswer::Accept(answer) => answer
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("?")
+            .to_owned(),
+        _ => "-".to_owned(),
+    };
+    Ok(format!("Got {} and {}", name(first?), name(second?)))
+}
+
+/// Ask the user's name, then greet them as a task (the question comes before the task).
+#[tool(task = "required_after_questions")]
+async fn test_tool_with_task(ctx: ToolContext) -> Result<String, ElicitError> {
+    Ok(match ctx.elicit::<Name>("What is your name?").await? {
+        ElicitationAnswer::Accept(name) => format!("Hello, {}!", name.name),
+        _ => "No name given".into(),
+    })
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
@@ -439,6 +541,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         test_logging_tool_tool(),
         test_trigger_tool_change_tool(),
         test_trigger_prompt_change_tool(),
+        greet_tool(),
+        slow_compute_tool(),
+        failing_job_tool(),
+        protocol_error_job_tool(),
+        confirm_delete_tool(),
+        multi_input_tool(),
+        test_tool_with_task_tool(),
     ] {
         store.register(tool)?;
     }

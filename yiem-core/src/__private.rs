@@ -18,6 +18,7 @@ pub use crate::store::registry::ToolMethods;
 pub use crate::tool::context::ContextSlot;
 pub use crate::tool::definition::ErasedHandler;
 pub use crate::tool::definition::SchemaCell;
+pub use crate::tool::definition::TaskSupport;
 pub use crate::tool::definition::{AgentTool, ExecutionMode};
 pub use crate::tool::handler::{
     ArgsSpec, AsyncCall, AsyncTool, Bare, BlockingCall, BlockingTool, FromToolContext, NoArgs,
@@ -58,6 +59,8 @@ pub struct ToolSpec {
     pub free_text: Option<crate::grammar::TextFormat>,
     /// What the tool asks the person (`ctx.elicit::<T>`): each type's check, run at registration.
     pub questions: &'static [fn() -> Result<(), String>],
+    /// `#[tool(task)]`, `#[tool(task = "required")]`.
+    pub task: crate::tool::TaskSupport,
     pub file: &'static str,
     pub line: u32,
 }
@@ -111,6 +114,7 @@ impl ToolSpec {
                 line: self.line,
             },
             questions: self.questions,
+            task: self.task,
         };
         let prepare = self
             .prepare

@@ -116,6 +116,8 @@ struct Extras {
     usage: Option<Usage>,
     added_tool_names: Vec<String>,
     loaded_tool_names: Vec<String>,
+    /// The tool panicked: the result is the pipeline's, not the tool's (an MCP task then fails).
+    panicked: bool,
 }
 
 static NO_DETAILS: Value = Value::Null;
@@ -152,6 +154,18 @@ impl AgentToolResult {
 
     fn extras_mut(&mut self) -> &mut Extras {
         self.extras.get_or_insert_with(Box::default)
+    }
+
+    /// Marks the result as the pipeline's answer for a tool that panicked.
+    pub(crate) fn mark_panicked(mut self) -> Self {
+        self.extras_mut().panicked = true;
+        self
+    }
+
+    /// Whether the tool panicked (see [`mark_panicked`](Self::mark_panicked)): an MCP task then fails.
+    #[cfg(feature = "mcp")]
+    pub(crate) fn panicked(&self) -> bool {
+        self.extras.as_ref().is_some_and(|extras| extras.panicked)
     }
 
     /// Tool-specific details for the application (not sent to the model); `null` when there are none.
@@ -354,6 +368,7 @@ impl<'de> Deserialize<'de> for AgentToolResult {
             usage: wire.usage,
             added_tool_names: wire.added_tool_names,
             loaded_tool_names: wire.loaded_tool_names,
+            panicked: false,
         };
         Ok(AgentToolResult {
             content: wire.content,

@@ -27,6 +27,8 @@ pub(crate) struct Attrs {
     pub sequential: Option<Keyed<()>>,
     pub needs_approval: Option<Keyed<()>>,
     pub code_only: Option<Keyed<()>>,
+    /// How an MCP server may run calls as tasks: `task` alone is `"optional"`.
+    pub task: Option<Keyed<String>>,
     /// The time limit, already a positive number of milliseconds.
     pub timeout_ms: Option<Keyed<u64>>,
     pub prepare: Option<Keyed<syn::Path>>,
@@ -68,6 +70,7 @@ pub(crate) const KEYS: &[(&str, ParseKey)] = &[
     key!("sequential", sequential, flag),
     key!("needs_approval", needs_approval, flag),
     key!("code_only", code_only, flag),
+    key!("task", task, task_support),
     key!("timeout_ms", timeout_ms, millis),
     key!("prepare", prepare, path),
     key!("validate", validate, path),
@@ -286,6 +289,43 @@ fn flag(cx: &mut Ctxt, meta: &ParseNestedMeta<'_>, name: &str) -> syn::Result<Op
         format!("`{name}` is a flag and takes no value: write `{name}`"),
     );
     skip_value(meta)?;
+    Ok(None)
+}
+
+/// The values `task = "..."` takes, as `TaskSupport`'s variants.
+pub(crate) const TASK_SUPPORTS: [(&str, &str); 3] = [
+    ("optional", "Optional"),
+    ("required", "Required"),
+    ("required_after_questions", "RequiredAfterQuestions"),
+];
+
+/// `task` (optional) or `task = "optional" | "required" | "required_after_questions"`.
+fn task_support(
+    cx: &mut Ctxt,
+    meta: &ParseNestedMeta<'_>,
+    name: &str,
+) -> syn::Result<Option<String>> {
+    if meta.input.is_empty() || meta.input.peek(Token![,]) {
+        return Ok(Some("optional".to_owned()));
+    }
+    let Some(value) = string(cx, meta, name)? else {
+        return Ok(None);
+    };
+    if TASK_SUPPORTS.iter().any(|(said, _)| *said == value.value()) {
+        return Ok(Some(value.value()));
+    }
+    cx.error_spanned_by(
+        &value,
+        format!(
+            "unknown task support `{}`; write `task` (optional), or `task = ` one of: {}",
+            value.value(),
+            TASK_SUPPORTS
+                .iter()
+                .map(|(said, _)| format!("\"{said}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    );
     Ok(None)
 }
 

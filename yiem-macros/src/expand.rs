@@ -330,6 +330,7 @@ fn build(
     let timeout = some(tool.timeout_ms.map(|ms| quote!(#ms)));
     let needs_approval = tool.needs_approval;
     let code_only = tool.code_only;
+    let task = syn::Ident::new(tool.task, Span::call_site());
     let examples = &tool.examples;
     let strict = tool.strict;
     let eager_input_streaming = tool.eager_input_streaming;
@@ -437,6 +438,7 @@ fn build(
             eager_input_streaming: #eager_input_streaming,
             defer_loading: #defer_loading,
             free_text: #free_text,
+            task: #private::TaskSupport::#task,
             questions: &[#(#private::question_fits::<#questions> as fn() -> ::core::result::Result<(), ::std::string::String>),*],
             file,
             line,

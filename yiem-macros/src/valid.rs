@@ -90,6 +90,8 @@ pub(crate) struct Tool<'a> {
     pub needs_approval: bool,
     /// Whether the model may call it only from a program.
     pub code_only: bool,
+    /// `TaskSupport`'s variant, by name.
+    pub task: &'static str,
     pub timeout_ms: Option<u64>,
     pub hints: Hints,
     pub prepare: Option<syn::Path>,
@@ -193,6 +195,13 @@ pub(crate) fn check<'a>(cx: &mut Ctxt, attrs: &Attrs, tool: &ToolFn<'a>, form: F
         },
         needs_approval: attrs.needs_approval.is_some(),
         code_only: attrs.code_only.is_some(),
+        task: match &attrs.task {
+            None => "Forbidden",
+            Some(keyed) => crate::attr::TASK_SUPPORTS
+                .iter()
+                .find(|(said, _)| *said == keyed.value)
+                .map_or("Forbidden", |(_, variant)| variant),
+        },
         timeout_ms: attrs.timeout_ms.as_ref().map(|keyed| keyed.value),
         hints: Hints {
             read_only: said(&attrs.read_only),

@@ -2,7 +2,7 @@
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use yiem_core::{tool, tool::{ExecutionMode, ToolAnnotations}};
+use yiem_core::{tool, tool::{ExecutionMode, TaskSupport, ToolAnnotations}};
 
 #[derive(Deserialize, JsonSchema)]
 struct Args {
@@ -36,6 +36,7 @@ fn validate(args: &Args) -> Result<(), String> {
     eager_input_streaming,
     defer_loading,
     code_only,
+    task = "required",
 )]
 async fn every_key(args: Args) -> String {
     args.n.to_string()
@@ -44,6 +45,14 @@ async fn every_key(args: Args) -> String {
 /// Sequential, said explicitly.
 #[tool(sequential)]
 async fn explicit_sequential() {}
+
+/// A task when the client can take one.
+#[tool(task)]
+async fn optional_task() {}
+
+/// Its questions before its task.
+#[tool(task = "required_after_questions")]
+async fn questions_then_task() {}
 
 fn main() {
     let tool = every_key_tool();
@@ -66,4 +75,8 @@ fn main() {
     assert!(tool.is_code_only());
     assert!(!explicit_sequential_tool().is_code_only());
     assert_eq!(explicit_sequential_tool().execution_mode(), ExecutionMode::Sequential);
+    assert_eq!(tool.task_support(), TaskSupport::Required);
+    assert_eq!(optional_task_tool().task_support(), TaskSupport::Optional);
+    assert_eq!(questions_then_task_tool().task_support(), TaskSupport::RequiredAfterQuestions);
+    assert_eq!(explicit_sequential_tool().task_support(), TaskSupport::Forbidden);
 }

@@ -1155,7 +1155,7 @@ fn aborted(name: &str) -> AgentToolResult {
 
 /// The result of a call whose tool panicked while it ran.
 fn panicked(name: &str, panic: String) -> AgentToolResult {
-    AgentToolResult::error(format!("tool `{name}` panicked: {panic}"))
+    AgentToolResult::error(format!("tool `{name}` panicked: {panic}")).mark_panicked()
 }
 
 /// A call's task, aborted (and its token cancelled) when dropped.

@@ -141,7 +141,8 @@ pub use server::http::{
     DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_PEER, McpHttpServer,
 };
 pub use server::{
-    DEFAULT_MAX_RESULT_BYTES, DEFAULT_PAGE_SIZE, MAX_LOG_BYTES_PER_CALL, MAX_LOG_MESSAGES_PER_CALL,
-    McpServeError, McpServer, PROTOCOL_VERSIONS, serve_stdio,
+    DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TASKS, DEFAULT_PAGE_SIZE, DEFAULT_TASK_TTL,
+    MAX_LOG_BYTES_PER_CALL, MAX_LOG_MESSAGES_PER_CALL, McpServeError, McpServer, MemoryTaskStore,
+    PROTOCOL_VERSIONS, StoredTask, TaskStore, TaskStoreError, serve_stdio,
 };
 pub use yiem_macros::{prompt, resource};

@@ -305,6 +305,39 @@ pub(crate) struct ToolDefinition {
     pub(crate) source: SourceLocation,
     /// The checks of the types the tool asks the person for (`#[tool]`'s `ctx.elicit::<T>` calls).
     pub(crate) questions: &'static [fn() -> Result<(), String>],
+    /// Whether an MCP server may run a call as a task (see [`TaskSupport`]).
+    pub(crate) task: TaskSupport,
+}
+
+/// Whether an MCP server runs a call of the tool as a task (the 2026-07-28 revision's tasks
+/// extension, SEP-2663): the server answers the call with a task at once, runs the call in the
+/// background through the same pipeline, and the client reads its status and result by the task's id
+/// (see the [MCP chapter](crate::guide::mcp#tasks)). `#[tool(task)]` or
+/// `#[tool(task = "required")]`; [`ToolBuilder::task`]. Outside MCP nothing changes: an agent calls the
+/// tool as any other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TaskSupport {
+    /// Calls are answered when they end (the default).
+    #[default]
+    Forbidden,
+    /// A call from a client that declares the tasks extension is a task; from other clients, a call
+    /// answered when it ends.
+    Optional,
+    /// Every call is a task: a client that does not declare the tasks extension gets `-32021`.
+    Required,
+    /// Like [`Required`](Self::Required), but the call's first questions come as the call's own
+    /// `input_required` rounds (SEP-2322) before the task exists: the first round runs in the request
+    /// until the tool asks, and the round that brings answers becomes the task, which runs the call
+    /// again from the start with them (its later questions are the task's).
+    RequiredAfterQuestions,
+}
+
+impl TaskSupport {
+    /// Whether a call may be a task.
+    pub fn allows_tasks(self) -> bool {
+        self != TaskSupport::Forbidden
+    }
 }
 
 /// A tool: its definition, the code that runs a call, and what is worked out from the definition once
@@ -396,6 +429,7 @@ impl AgentTool {
             code_only: false,
             options: ProviderOptions::default(),
             source: SourceLocation::caller(),
+            task: TaskSupport::Forbidden,
         }
     }
 
@@ -447,6 +481,11 @@ impl AgentTool {
     /// [`ApprovalPolicy`](crate::agent::ApprovalPolicy)).
     pub fn needs_approval(&self) -> bool {
         self.inner.definition.needs_approval
+    }
+
+    /// Whether an MCP server runs calls of the tool as tasks (`#[tool(task)]`, [`ToolBuilder::task`]).
+    pub fn task_support(&self) -> TaskSupport {
+        self.inner.definition.task
     }
 
     /// Whether the model may call the tool only from a program — code mode's `run_code` (see
@@ -926,6 +965,7 @@ pub struct ToolBuilder {
     code_only: bool,
     options: ProviderOptions,
     source: SourceLocation,
+    task: TaskSupport,
 }
 
 type DynHandler = dyn Fn(ToolContext, Value) -> ToolFuture + Send + Sync;
@@ -983,6 +1023,24 @@ impl ToolBuilder {
     /// Makes an agent wait for a person's approval before it runs a call of this tool.
     pub fn needs_approval(mut self) -> Self {
         self.needs_approval = true;
+        self
+    }
+
+    /// Whether an MCP server runs calls of the tool as tasks (see [`TaskSupport`]; `#[tool(task)]`).
+    ///
+    /// ```
+    /// use yiem_core::tool::{AgentTool, TaskSupport};
+    ///
+    /// let report = AgentTool::builder("build_report")
+    ///     .description("Build the quarterly report (takes minutes).")
+    ///     .task(TaskSupport::Optional)
+    ///     .handler(|_, _| async { "done" })
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(report.task_support(), TaskSupport::Optional);
+    /// ```
+    pub fn task(mut self, support: TaskSupport) -> Self {
+        self.task = support;
         self
     }
 
@@ -1148,6 +1206,7 @@ impl ToolBuilder {
             options: self.options,
             source: self.source,
             questions: &[],
+            task: self.task,
             name: name.into(),
         };
         let tool = AgentTool::from_parts(

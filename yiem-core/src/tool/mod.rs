@@ -12,8 +12,8 @@ pub(crate) mod handler;
 
 pub use self::context::ToolContext;
 pub use self::definition::{
-    AgentTool, ExecutionMode, ProviderOptions, SourceLocation, ToolAnnotations, ToolBuilder,
-    ToolDefinitionError, ToolFuture, ToolNamespace, is_valid_tool_name,
+    AgentTool, ExecutionMode, ProviderOptions, SourceLocation, TaskSupport, ToolAnnotations,
+    ToolBuilder, ToolDefinitionError, ToolFuture, ToolNamespace, is_valid_tool_name,
 };
 pub use crate::content::{Content, Contents, ContentsIntoIter, ResourceInfo};
 pub use crate::grammar::{Grammar, GrammarSyntax, MAX_GRAMMAR_IN_DESCRIPTION, TextFormat};

@@ -175,6 +175,7 @@ impl McpClientBuilder {
             pins: self.pins,
             waiting: Mutex::new(Vec::new()),
             calls: AtomicU64::new(0),
+            task_changes: tokio::sync::Notify::new(),
         });
         let connection = inner.open().await?;
         *inner.connection.lock().await = Some(connection);

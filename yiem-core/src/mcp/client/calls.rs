@@ -228,6 +228,12 @@ impl Inner {
                 abandoned.id = None;
                 return Ok(Round::Ask(asked));
             }
+            // The server runs the call as a task: followed to its end (see `tasks`).
+            Ok(Ok(ServerResult::CreateTaskResult(created))) => {
+                abandoned.id = None;
+                self.follow_task(remote, ctx, peer, created.task, limit)
+                    .await
+            }
             Ok(Ok(other)) => {
                 abandoned.id = None;
                 AgentToolResult::error(format!(

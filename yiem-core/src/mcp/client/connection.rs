@@ -28,6 +28,14 @@ impl ClientHandler for Handler {
             let sampling = SamplingCapability::default();
             capabilities.sampling = Some(sampling);
         }
+        // A long call may be run as a task, which the client follows (see `tasks`).
+        capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(
+                rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+                serde_json::Map::new(),
+            );
         ClientConfig::new(
             capabilities,
             Implementation::new("yiem", env!("CARGO_PKG_VERSION")),
@@ -65,6 +73,17 @@ impl ClientHandler for Handler {
             };
         }
         answer_sampling(self.sampling.as_ref(), &self.server, params).await
+    }
+
+    /// A task changed: the calls following tasks read theirs now rather than at their next poll.
+    async fn on_task_status(
+        &self,
+        _params: rmcp::model::TaskStatusNotificationParams,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if let Some(client) = self.client.upgrade() {
+            client.task_changes.notify_waiters();
+        }
     }
 
     // Logging is deprecated by SEP-2577 (the 2026-07-28 revision), but servers of the earlier

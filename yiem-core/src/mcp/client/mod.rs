@@ -77,6 +77,7 @@ mod context;
 mod listing;
 mod pins;
 mod skills;
+mod tasks;
 
 pub use self::pins::{DriftHandler, DriftKind, DriftPolicy, ToolDrift, ToolPins};
 pub use self::skills::{LoadedSkill, MAX_SKILL_BYTES};
@@ -252,6 +253,8 @@ struct Inner {
     waiting: Mutex<Vec<WaitingCall>>,
     /// Numbers the waiting calls.
     calls: AtomicU64,
+    /// Woken by each `notifications/tasks`: the calls following tasks read theirs again.
+    task_changes: tokio::sync::Notify,
 }
 
 /// A tool a server listed that the client left out (see [`McpClient::tools`]).

@@ -24,6 +24,7 @@ impl ServerHandler for McpServer {
         self.declare_context(&mut capabilities);
         #[cfg(feature = "mcp-skills")]
         self.declare_skills(&mut capabilities);
+        self.declare_tasks(&mut capabilities);
         let config = ServerConfig::new(capabilities).with_server_info(self.config.info.clone());
         match &self.config.instructions {
             Some(instructions) => config.with_instructions(instructions.clone()),
@@ -283,6 +284,12 @@ impl ServerHandler for McpServer {
         // No `arguments` is `null`, which the pipeline reads as `{}`.
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         let answers = answers_of(request.request_state.as_deref(), request.input_responses)?;
+        // Boxed: see `listen`.
+        if let Some(answer) =
+            Box::pin(self.dispatch_task(&tool, &arguments, &answers, &context)).await
+        {
+            return answer;
+        }
         let span = telemetry::mcp_tool_call(tool.name(), &context.id);
         // A client that sent its trace context (`_meta.traceparent`) gets this call in its trace.
         #[cfg(feature = "otel")]
@@ -303,14 +310,32 @@ impl ServerHandler for McpServer {
             Outcome::Missing(capability) => {
                 return Err(missing_capability(tool.name(), capability));
             }
-            Outcome::Ask { questions, answers } => {
-                let state = format!(
-                    "{STATE_PREFIX}{}",
-                    Value::Object(answers.into_iter().collect())
-                );
-                InputRequiredResult::new(Some(questions), Some(state)).into()
-            }
+            Outcome::Ask { questions, answers } => input_required(questions, answers),
         })
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        self.get_task_of(request, &context).await
+    }
+
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.update_task_of(request, &context).await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.cancel_task_of(request, &context).await
     }
 
     /// A request rmcp could not read as any request it knows. For a method the server serves, that is
@@ -370,4 +395,16 @@ impl ServerHandler for McpServer {
             None,
         ))
     }
+}
+
+/// The `input_required` answer of a call with `questions`, its `requestState` the answers so far.
+pub(super) fn input_required(
+    questions: InputRequests,
+    answers: InputResponses,
+) -> CallToolResponse {
+    let state = format!(
+        "{STATE_PREFIX}{}",
+        Value::Object(answers.into_iter().collect())
+    );
+    InputRequiredResult::new(Some(questions), Some(state)).into()
 }

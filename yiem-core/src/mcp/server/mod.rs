@@ -11,6 +11,7 @@ pub(super) mod lines;
 mod listing;
 #[cfg(feature = "mcp-skills")]
 mod skills;
+mod tasks;
 
 use crate::ask::sample::{Sampling, SamplingAnswer};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -51,6 +52,9 @@ use crate::tool::definition::AgentTool;
 
 use self::asker::{ClientAsker, Forward, Forwarding};
 use self::listing::Listing;
+pub use self::tasks::{
+    DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL, MemoryTaskStore, StoredTask, TaskStore, TaskStoreError,
+};
 use super::context::ContextStore;
 use super::convert::call_tool_result;
 
@@ -173,6 +177,8 @@ pub struct McpServer {
     log_level: Arc<Mutex<LogLevel>>,
     /// The resources the client subscribed to (`resources/subscribe`), per connection.
     subscribed: Arc<context::Subscribed>,
+    /// This connection's id, when it is one (stdio, a byte stream): the owner of its tasks.
+    connection: Option<Arc<str>>,
 }
 
 /// An [`McpServer`]'s settings, fixed once it serves.
@@ -202,6 +208,8 @@ struct Config {
     /// The Agent Skills served beside the tools, if any (SEP-2640).
     #[cfg(feature = "mcp-skills")]
     skills: Option<Arc<rmcp::handler::server::skill_catalog::SkillCatalog>>,
+    /// The tasks' store and their runs in this process.
+    tasks: Arc<tasks::Tasks>,
 }
 
 impl McpServer {
@@ -231,9 +239,11 @@ impl McpServer {
                 context: None,
                 #[cfg(feature = "mcp-skills")]
                 skills: None,
+                tasks: Arc::default(),
             }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
             subscribed: Arc::default(),
+            connection: None,
         }
     }
 
@@ -413,6 +423,7 @@ impl McpServer {
         // This connection's own log level and subscriptions.
         self.log_level = Arc::new(Mutex::new(DEFAULT_LOG_LEVEL));
         self.subscribed = Arc::default();
+        self.connection = Some(uuid::Uuid::new_v4().to_string().into());
         // rmcp reads only what it can decode; the guard answers the rest (see `lines`).
         let guarded = lines::guard(reader, writer);
         // Watched from before the handshake, so a change while it runs is not missed.
@@ -476,6 +487,7 @@ impl McpServer {
             config: Arc::clone(&self.config),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
             subscribed: Arc::default(),
+            connection: None,
         }
     }
 
