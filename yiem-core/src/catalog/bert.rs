@@ -3,7 +3,7 @@
 //! and a layer norm), written again over candle's operations so that its linear layers can be int8.
 //!
 //! Why not candle-transformers' `BertModel`: its linear layers are f32 only, and a query's time is those
-//! products (see BENCHMARKS.md, "The sentence embedder"). Here every linear layer is a [`Dense`] whose
+//! products (see BENCHMARKS.md, "The sentence embedder"). Here every linear layer is a `Dense` whose
 //! weights are the model's f32 numbers or, quantized at load, candle's `Q8_0` blocks (groups of 32
 //! weights as int8 with one scale each, multiplied by AVX2 / VNNI integer kernels). One forward pass
 //! serves both. Query, key and value are one product of a 3 × wider layer, so a layer is four products.
