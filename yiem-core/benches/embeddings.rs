@@ -12,6 +12,9 @@
 //! - `embeddings/parts/*`, where a query's time goes at 10,000 tools: `tokenize` (the model's tokenizer
 //!   alone), `embed` (the query's vector: tokenizer, model, pooling), `words` (the tuned BM25's best 100),
 //!   `rank` (the whole hybrid query with a stand-in embedder that costs nothing: words, cosines, best 5).
+//! - `embeddings/int8/embed` and `embeddings/int8/query/10000`: the same with the model's linear layers
+//!   in int8 (`SentenceEmbedder::quantized(true)`; its tools' vectors made by it, kept in the same file
+//!   under its own model name).
 //!
 //! Run without a filter, it also prints, outside criterion (one run takes half a minute), the time to
 //! embed the first 1,000 tools' texts (`catalog::embedding_text`) in the ranker's batches of 64; and the
@@ -193,6 +196,28 @@ fn embeddings(c: &mut Criterion) {
             })
         });
     }
+
+    // int8, loaded after the f32 figures so that the memory printed above is the f32 model's.
+    let int8 = SentenceEmbedder::from_dir(&folder)
+        .and_then(|model| model.quantized(true))
+        .expect("all-MiniLM-L6-v2 loads in int8");
+    group.bench_function("int8/embed", |b| {
+        b.iter(|| {
+            next = (next + 1) % QUERIES.len();
+            black_box(int8.embed(&[black_box(QUERIES[next])]).unwrap())
+        })
+    });
+    let ranker =
+        HybridRanker::new(Copies(int8)).cache_file(folder.with_file_name("bench-vectors.jsonl"));
+    let tools = bfcl::bfcl_tools(10_000);
+    let index = OnceCell::new();
+    group.bench_function("int8/query/10000", |b| {
+        let index = index.get_or_init(|| ranker.index(&tools));
+        b.iter(|| {
+            next = (next + 1) % QUERIES.len();
+            black_box(index.search(black_box(QUERIES[next]), 5))
+        })
+    });
     group.finish();
 }
 

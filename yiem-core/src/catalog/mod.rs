@@ -52,6 +52,8 @@
 //! );
 //! ```
 
+#[cfg(feature = "embeddings")]
+mod bert;
 #[cfg(feature = "tool-search")]
 mod cache;
 #[cfg(feature = "tool-search")]

@@ -8,10 +8,11 @@ use std::sync::OnceLock;
 
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
+use candle_transformers::models::bert::Config;
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
+use super::bert::Bert;
 use super::hybrid::{EmbedError, Embedder};
 
 /// How many texts go through the model at once; the texts of a call are sorted by length first, so a
@@ -57,7 +58,10 @@ const MAX_TEXT_BYTES: usize = 64 * 1024;
 /// # Ok::<(), yiem_core::catalog::ModelError>(())
 /// ```
 pub struct SentenceEmbedder {
-    model: BertModel,
+    model: Bert,
+    config: Config,
+    /// Whether the linear layers are int8 ([`SentenceEmbedder::quantized`]).
+    quantized: bool,
     tokenizer: Tokenizer,
     pooling: Pooling,
     normalize: bool,
@@ -253,12 +257,7 @@ impl SentenceEmbedder {
             .map_err(|error| invalid(&tokenizer_file, error))?;
 
         let weights_file = folder.join("model.safetensors");
-        let weights = read(&weights_file)?;
-        let model = guarded(|| {
-            let weights = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
-            BertModel::load(weights, &config)
-        })
-        .map_err(|error| invalid(&weights_file, error))?;
+        let model = load(&weights_file, &config, false)?;
         let vocabulary = tokenizer.get_vocab_size(true);
         if vocabulary > config.vocab_size {
             return Err(invalid(
@@ -289,6 +288,8 @@ impl SentenceEmbedder {
         let dimensions = config.hidden_size * modes.iter().filter(|on| **on).count();
         Ok(SentenceEmbedder {
             model,
+            config,
+            quantized: false,
             tokenizer,
             pooling,
             normalize,
@@ -298,6 +299,34 @@ impl SentenceEmbedder {
             files,
             name: OnceLock::new(),
         })
+    }
+
+    /// Runs the model's linear layers (attention and feed-forward, nearly all of its arithmetic) in
+    /// int8 when `on`: their weights, read again from `model.safetensors`, are quantized as candle's
+    /// `Q8_0` (32 weights as int8 with one scale), and each layer's input is quantized per row the
+    /// same way before an integer product. `false` (the default) is the model's f32 weights.
+    ///
+    /// **The vectors are no longer quite the model's**: measured on all-MiniLM-L6-v2, the 13 cosine
+    /// similarities sentence-transformers publishes move by up to 0.009 (f32: within 0.0001), and
+    /// tool search's recall is about the same (BENCHMARKS.md, "The sentence embedder"). What it buys
+    /// is time: a short query's vector in about half the time where candle's int8 kernels find
+    /// AVX-512 VNNI or AVX-VNNI (an AVX2-only CPU falls back to slower ones). candle runs them on a
+    /// pool of spinning threads, one per core; where the cores are busy with other work, one thread
+    /// (`CANDLE_NUM_THREADS=1` in the environment) is faster. A [`HybridRanker`](super::HybridRanker)
+    /// cache file keeps int8 vectors apart from f32 ones ([`Embedder::model_name`] says which).
+    ///
+    /// ```no_run
+    /// use yiem_core::catalog::SentenceEmbedder;
+    ///
+    /// let model = SentenceEmbedder::from_dir("models/all-MiniLM-L6-v2")?.quantized(true)?;
+    /// # Ok::<(), yiem_core::catalog::ModelError>(())
+    /// ```
+    pub fn quantized(mut self, on: bool) -> Result<Self, ModelError> {
+        if on != self.quantized {
+            self.model = load(&self.folder.join("model.safetensors"), &self.config, on)?;
+            self.quantized = on;
+        }
+        Ok(self)
     }
 
     /// How many numbers each vector has.
@@ -363,16 +392,17 @@ impl SentenceEmbedder {
         for ids in ids {
             flat.extend_from_slice(ids);
             flat.resize(flat.len() + longest - ids.len(), 0);
-            mask.extend(std::iter::repeat_n(1u32, ids.len()));
-            mask.extend(std::iter::repeat_n(0u32, longest - ids.len()));
+            mask.extend(std::iter::repeat_n(1f32, ids.len()));
+            mask.extend(std::iter::repeat_n(0f32, longest - ids.len()));
         }
         let shape = (ids.len(), longest);
         let input = Tensor::from_vec(flat, shape, &Device::Cpu)?;
         let mask = Tensor::from_vec(mask, shape, &Device::Cpu)?;
-        let types = input.zeros_like()?;
-        let hidden = self.model.forward(&input, &types, Some(&mask))?;
+        // A batch of texts of one length (a query alone) has no padding to hide from attention.
+        let padded = ids.iter().any(|ids| ids.len() < longest);
+        let hidden = self.model.forward(&input, padded.then_some(&mask))?;
         // (batch, tokens, 1): 1 for a text's tokens, 0 for padding.
-        let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let mask = mask.unsqueeze(2)?;
         let tokens = mask.sum(1)?;
         let mut parts = Vec::new();
         if self.pooling.cls {
@@ -422,7 +452,8 @@ impl Embedder for SentenceEmbedder {
     }
 
     /// `sentence-transformers/sha256:` and the SHA-256 of the files the model was read from (computed
-    /// once, on first use: about a quarter of a second for all-MiniLM-L6-v2); `None` if they can no
+    /// once, on first use: about a quarter of a second for all-MiniLM-L6-v2), then `+q8_0` if its
+    /// layers are int8 ([`quantized`](SentenceEmbedder::quantized)); `None` if the files can no
     /// longer be read.
     fn model_name(&self) -> Option<String> {
         self.name
@@ -441,7 +472,14 @@ impl Embedder for SentenceEmbedder {
                     .collect();
                 Some(format!("sentence-transformers/sha256:{hex}"))
             })
-            .clone()
+            .as_ref()
+            .map(|name| {
+                if self.quantized {
+                    format!("{name}+q8_0")
+                } else {
+                    name.clone()
+                }
+            })
     }
 }
 
@@ -452,6 +490,7 @@ impl fmt::Debug for SentenceEmbedder {
             .field("dimensions", &self.dimensions)
             .field("max_tokens", &self.max_tokens)
             .field("normalize", &self.normalize)
+            .field("quantized", &self.quantized)
             .finish_non_exhaustive()
     }
 }
@@ -477,6 +516,16 @@ fn pooling(file: &Path, config: PoolingConfig) -> Result<Pooling, ModelError> {
         return Err(invalid(file, "no pooling mode is turned on"));
     }
     Ok(pooling)
+}
+
+/// The encoder from a safetensors file, its linear layers in int8 if `int8`.
+fn load(file: &Path, config: &Config, int8: bool) -> Result<Bert, ModelError> {
+    let weights = read(file)?;
+    guarded(|| {
+        let weights = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
+        Bert::load(weights, config, int8)
+    })
+    .map_err(|error| invalid(file, error))
 }
 
 /// Runs candle, turning a panic inside it (a shape it did not expect) into an error.

@@ -1,0 +1,221 @@
+//! The BERT encoder [`SentenceEmbedder`](super::SentenceEmbedder) runs: candle-transformers' `bert`
+//! forward pass (embeddings, six or so layers of attention and feed-forward, each closed by a residual
+//! and a layer norm), written again over candle's operations so that its linear layers can be int8.
+//!
+//! Why not candle-transformers' `BertModel`: its linear layers are f32 only, and a query's time is those
+//! products (see BENCHMARKS.md, "The sentence embedder"). Here every linear layer is a `Dense` whose
+//! weights are the model's f32 numbers or, quantized at load, candle's `Q8_0` blocks (groups of 32
+//! weights as int8 with one scale each, multiplied by AVX2 / VNNI integer kernels). One forward pass
+//! serves both. Query, key and value are one product of a 3 × wider layer, so a layer is four products.
+
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{D, Module, Result, Tensor};
+use candle_nn::{Embedding, LayerNorm, VarBuilder};
+use candle_transformers::models::bert::{Config, HiddenAct};
+
+/// A linear layer, `x · Wᵀ + b`, with f32 or int8 weights.
+struct Dense {
+    /// `QMatMul::Tensor` (the model's f32 weights) or `QMatMul::QTensor` (`Q8_0`).
+    weight: QMatMul,
+    bias: Tensor,
+    /// Zeros appended to each input row (int8 only): candle's fast int8 kernels take inputs whose
+    /// size is a multiple of 256, so a 384-wide input is read as 512 wide against zero weights.
+    pad: usize,
+}
+
+impl Dense {
+    /// The layer from its `(out, in)` weight and `(out)` bias, quantized to int8 if asked.
+    fn new(weight: Tensor, bias: Tensor, int8: bool) -> Result<Self> {
+        let (weight, pad) = if int8 {
+            let inputs = weight.dim(1)?;
+            let pad = inputs.next_multiple_of(256) - inputs;
+            let padded = weight.pad_with_zeros(1, 0, pad)?;
+            let weight = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
+            (weight, pad)
+        } else {
+            (QMatMul::Tensor(weight), 0)
+        };
+        Ok(Dense { weight, bias, pad })
+    }
+
+    fn load(vb: VarBuilder, inputs: usize, outputs: usize, int8: bool) -> Result<Self> {
+        Dense::new(
+            vb.get((outputs, inputs), "weight")?,
+            vb.get(outputs, "bias")?,
+            int8,
+        )
+    }
+
+    fn forward(&self, xs: &Tensor) -> Result<Tensor> {
+        let xs = if self.pad > 0 {
+            &xs.pad_with_zeros(D::Minus1, 0, self.pad)?
+        } else {
+            xs
+        };
+        self.weight.forward(xs)?.broadcast_add(&self.bias)
+    }
+}
+
+struct Layer {
+    /// Query, key and value in one: `(3 × hidden, hidden)`.
+    qkv: Dense,
+    attention_out: Dense,
+    attention_norm: LayerNorm,
+    intermediate: Dense,
+    output: Dense,
+    output_norm: LayerNorm,
+}
+
+/// A BERT encoder (no pooler): token ids in, one vector per token out.
+pub(super) struct Bert {
+    words: Embedding,
+    positions: Embedding,
+    /// The first token type's vector: every token of a sentence is of type 0.
+    token_type: Tensor,
+    embeddings_norm: LayerNorm,
+    layers: Vec<Layer>,
+    heads: usize,
+    act: HiddenAct,
+}
+
+impl Bert {
+    /// The encoder's weights from a BERT safetensors file (with or without the `bert.` prefix), its
+    /// linear layers in int8 when `int8` (their input sizes must then be multiples of 32).
+    pub(super) fn load(vb: VarBuilder, config: &Config, int8: bool) -> Result<Self> {
+        let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
+            vb.pp("bert")
+        } else {
+            vb
+        };
+        let hidden = config.hidden_size;
+        if config.num_attention_heads == 0 || !hidden.is_multiple_of(config.num_attention_heads) {
+            candle_core::bail!(
+                "hidden_size {hidden} is not a multiple of num_attention_heads {}",
+                config.num_attention_heads
+            );
+        }
+        let norm = |vb: VarBuilder| candle_nn::layer_norm(hidden, config.layer_norm_eps, vb);
+        let embeddings = vb.pp("embeddings");
+        let words =
+            candle_nn::embedding(config.vocab_size, hidden, embeddings.pp("word_embeddings"))?;
+        let positions = candle_nn::embedding(
+            config.max_position_embeddings,
+            hidden,
+            embeddings.pp("position_embeddings"),
+        )?;
+        let token_type = embeddings
+            .get(
+                (config.type_vocab_size, hidden),
+                "token_type_embeddings.weight",
+            )?
+            .get(0)?;
+        let embeddings_norm = norm(embeddings.pp("LayerNorm"))?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|at| {
+                let vb = vb.pp(format!("encoder.layer.{at}"));
+                let attention = vb.pp("attention");
+                let parts = ["query", "key", "value"].map(|part| attention.pp("self").pp(part));
+                let weights = parts
+                    .iter()
+                    .map(|vb| vb.get((hidden, hidden), "weight"))
+                    .collect::<Result<Vec<_>>>()?;
+                let biases = parts
+                    .iter()
+                    .map(|vb| vb.get(hidden, "bias"))
+                    .collect::<Result<Vec<_>>>()?;
+                Ok(Layer {
+                    qkv: Dense::new(Tensor::cat(&weights, 0)?, Tensor::cat(&biases, 0)?, int8)?,
+                    attention_out: Dense::load(attention.pp("output.dense"), hidden, hidden, int8)?,
+                    attention_norm: norm(attention.pp("output.LayerNorm"))?,
+                    intermediate: Dense::load(
+                        vb.pp("intermediate.dense"),
+                        hidden,
+                        config.intermediate_size,
+                        int8,
+                    )?,
+                    output: Dense::load(
+                        vb.pp("output.dense"),
+                        config.intermediate_size,
+                        hidden,
+                        int8,
+                    )?,
+                    output_norm: norm(vb.pp("output.LayerNorm"))?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Bert {
+            words,
+            positions,
+            token_type,
+            embeddings_norm,
+            layers,
+            heads: config.num_attention_heads,
+            act: config.hidden_act,
+        })
+    }
+
+    /// `(batch, tokens)` ids to `(batch, tokens, hidden)` vectors; `mask` is `(batch, tokens)` f32, 1 for
+    /// a text's tokens and 0 for padding (`None`: no padding).
+    pub(super) fn forward(&self, ids: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let (batch, tokens) = ids.dims2()?;
+        let positions = Tensor::arange(0u32, tokens as u32, ids.device())?;
+        let xs = self
+            .words
+            .forward(ids)?
+            .broadcast_add(&self.positions.forward(&positions)?)?
+            .broadcast_add(&self.token_type)?;
+        let mut xs = self.embeddings_norm.forward(&xs)?;
+        // Added to the attention scores: 0 for a token, the lowest f32 for padding (as Hugging Face's
+        // BERT), shaped (batch, 1, 1, tokens) to reach every head and query.
+        let mask = match mask {
+            Some(mask) => Some(
+                ((mask.ones_like()? - mask)? * f64::from(f32::MIN))?
+                    .reshape((batch, 1, 1, tokens))?,
+            ),
+            None => None,
+        };
+        for layer in &self.layers {
+            xs = self.layer(layer, &xs, mask.as_ref())?;
+        }
+        Ok(xs)
+    }
+
+    fn layer(&self, layer: &Layer, xs: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let (batch, tokens, hidden) = xs.dims3()?;
+        let size = hidden / self.heads;
+        // (batch, tokens, 3, heads, size) → three of (batch, heads, tokens, size).
+        let qkv = layer
+            .qkv
+            .forward(xs)?
+            .reshape((batch, tokens, 3, self.heads, size))?;
+        let part = |at: usize| {
+            qkv.narrow(2, at, 1)?
+                .squeeze(2)?
+                .transpose(1, 2)?
+                .contiguous()
+        };
+        let (query, key, value) = (part(0)?, part(1)?, part(2)?);
+        let mut scores = (query.matmul(&key.t()?)? * (1.0 / (size as f64).sqrt()))?;
+        if let Some(mask) = mask {
+            scores = scores.broadcast_add(mask)?;
+        }
+        let probabilities = candle_nn::ops::softmax_last_dim(&scores)?;
+        let context = probabilities
+            .matmul(&value)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((batch, tokens, hidden))?;
+        let attended = layer
+            .attention_norm
+            .forward(&(layer.attention_out.forward(&context)? + xs)?)?;
+        let intermediate = layer.intermediate.forward(&attended)?;
+        let intermediate = match self.act {
+            HiddenAct::Gelu => intermediate.gelu_erf()?,
+            HiddenAct::GeluApproximate => intermediate.gelu()?,
+            HiddenAct::Relu => intermediate.relu()?,
+        };
+        layer
+            .output_norm
+            .forward(&(layer.output.forward(&intermediate)? + attended)?)
+    }
+}
