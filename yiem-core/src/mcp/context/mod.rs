@@ -20,7 +20,7 @@ use indexmap::IndexMap;
 use tokio::sync::{broadcast, watch};
 
 pub(crate) use complete::Completer;
-pub use prompt::{IntoPromptMessages, McpPrompt, PromptError};
+pub use prompt::{IntoPromptMessages, McpPrompt, PromptContext, PromptError};
 pub use resource::{IntoResourceBody, McpResource, ResourceBody, ResourceError, ResourceRead};
 
 /// Not public API: what `#[resource]` and `#[prompt]` generate code against.

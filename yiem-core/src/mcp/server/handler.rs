@@ -225,7 +225,12 @@ impl ServerHandler for McpServer {
         };
         // No `arguments` is `null`, which the pipeline reads as `{}`.
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        let answers = answers_of(request.request_state.as_deref(), request.input_responses)?;
+        let answers = self.config.state_key.open(
+            "tools/call",
+            tool.name(),
+            request.request_state.as_deref(),
+            request.input_responses,
+        )?;
         let span = telemetry::mcp_tool_call(tool.name(), &context.id);
         // A client that sent its trace context (`_meta.traceparent`) gets this call in its trace.
         #[cfg(feature = "otel")]
@@ -238,21 +243,9 @@ impl ServerHandler for McpServer {
         } else {
             calling.instrument(span).await
         };
-        Ok(match outcome {
-            Outcome::Done(message) => {
-                call_tool_result(bounded(message, self.config.max_result_bytes)).into()
-            }
-            Outcome::Missing(capability) => {
-                return Err(missing_capability(tool.name(), capability));
-            }
-            Outcome::Ask { questions, answers } => {
-                let state = format!(
-                    "{STATE_PREFIX}{}",
-                    Value::Object(answers.into_iter().collect())
-                );
-                InputRequiredResult::new(Some(questions), Some(state)).into()
-            }
-        })
+        outcome
+            .map(|message| call_tool_result(bounded(message, self.config.max_result_bytes)))
+            .response(tool.name())
     }
 
     /// A request rmcp could not read as any request it knows. For a method the server serves, that is
