@@ -331,3 +331,77 @@ pub(crate) async fn ask_through(
     }
     Ok(answers)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::ask::elicit::{Elicitation, HandlerAsker};
+
+    fn cups() -> Value {
+        json!({
+            "type": "object",
+            "properties": {"cups": {"type": "integer", "maximum": 10}},
+            "required": ["cups"],
+        })
+    }
+
+    /// An asker whose handler answers every form with `content`.
+    fn answering(content: Value) -> HandlerAsker {
+        HandlerAsker {
+            elicitation: Some(Arc::new(move |_question: Elicitation| {
+                let content = content.as_object().unwrap().clone();
+                async move { ElicitationAnswer::Accept(content) }
+            })),
+            sampling: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_handlers_answer_outside_its_form_is_refused_under_its_key_and_the_others_stand() {
+        let asker = answering(json!({"cups": 11}));
+        let questions = Questions::new()
+            .form_with_schema("cups", "How many?", cups())
+            .sample("greeting", Sampling::prompt("Hi", 5))
+            .roots("client_roots");
+        let answers = ask_through(Some(&asker), "s", questions).await.unwrap();
+        assert_eq!(
+            answers.form::<Value>("cups").unwrap_err(),
+            ElicitError::InvalidAnswer(
+                "the field `cups` of the answer `cups` does not fit the form: 11 is not within \
+                 the form's maximum 10"
+                    .into()
+            )
+        );
+        assert!(matches!(
+            answers.sample("greeting"),
+            Err(ElicitError::CannotSample(_))
+        ));
+        assert!(matches!(
+            answers.roots("client_roots"),
+            Err(ElicitError::CannotListRoots(_))
+        ));
+        let fits = answering(json!({"cups": 2}));
+        let questions = Questions::new().form_with_schema("cups", "How many?", cups());
+        let answers = ask_through(Some(&fits), "s", questions).await.unwrap();
+        assert_eq!(
+            answers.form::<Value>("cups").unwrap(),
+            ElicitationAnswer::Accept(json!({"cups": 2}))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_key_used_twice_or_nobody_to_ask_refuses_the_whole_batch() {
+        let twice = Questions::new().roots("k").roots("k");
+        let asker = answering(json!({}));
+        assert_eq!(
+            ask_through(Some(&asker), "s", twice).await.unwrap_err(),
+            ElicitError::InvalidQuestion("the key `k` names two questions".into())
+        );
+        let nobody = ask_through(None, "s", Questions::new().roots("k")).await;
+        assert!(matches!(nobody, Err(ElicitError::CannotAsk(_))));
+    }
+}

@@ -34,7 +34,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ask::batch::{Answer, Answers, Question};
+use crate::ask::batch::{Answer, Answers, Question, Root};
 use crate::ask::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// A question for the person behind a call: the message and the form's schema (a flat JSON object schema
@@ -227,24 +227,35 @@ pub(crate) trait Asker: Send + Sync {
         server: &'a str,
         questions: Vec<(String, Question)>,
     ) -> BoxFuture<'a, Answers> {
-        Box::pin(async move {
-            let mut answers = Answers::new();
-            for (key, question) in questions {
-                let answer = match question {
-                    Question::Form { message, schema } => self
-                        .elicit(Elicitation::new(server, message, schema))
-                        .await
-                        .map(Answer::Form),
-                    Question::Sample(request) => self.sample(request).await.map(Answer::Sample),
-                    Question::Roots => Err(ElicitError::CannotListRoots(
-                        "this call runs where there are none (roots are an MCP client's)".into(),
-                    )),
-                };
-                answers = answers.with(key, answer);
-            }
-            answers
-        })
+        Box::pin(ask_in_turn(self, server, questions, |_| {
+            Box::pin(std::future::ready(Err(ElicitError::CannotListRoots(
+                "this call runs where there are none (roots are an MCP client's)".into(),
+            ))))
+        }))
     }
+}
+
+/// Asks `questions` one after the other, in their order, through `asker`'s [`elicit`](Asker::elicit)
+/// and [`sample`](Asker::sample), and `roots` for a roots question (given its key).
+pub(crate) async fn ask_in_turn<'a, A: Asker + ?Sized>(
+    asker: &'a A,
+    server: &'a str,
+    questions: Vec<(String, Question)>,
+    roots: impl Fn(String) -> BoxFuture<'a, Result<Vec<Root>, ElicitError>>,
+) -> Answers {
+    let mut answers = Answers::new();
+    for (key, question) in questions {
+        let answer = match question {
+            Question::Form { message, schema } => asker
+                .elicit(Elicitation::new(server, message, schema))
+                .await
+                .map(Answer::Form),
+            Question::Sample(request) => asker.sample(request).await.map(Answer::Sample),
+            Question::Roots => roots(key.clone()).await.map(Answer::Roots),
+        };
+        answers = answers.with(key, answer);
+    }
+    answers
 }
 
 /// An executor's handlers, as the [`Asker`] of its calls (log messages go to `tracing` only).

@@ -1,8 +1,9 @@
 //! The questions a batch's calls stop at when nobody can answer them at once: [`PendingQuestion`] (a
-//! question as a run reports it) and [`AskedQuestions`] (the batch's asker, which answers a call's
-//! questions from those already answered and stops the call at the first without an answer). Below the
-//! executor and the agent, which both use it; the agent's side (the answers a run keeps, the check of an
-//! answer against its form, the saved run) is in `agent::asked`.
+//! question as a run reports it) and [`AskedQuestions`] (the batch's asker: each call asks in a
+//! [`Round`] of its own, the one bookkeeping MCP's `input_required` rounds use too, which gives back the
+//! answers already given and stops the call at the first question without one). Below the executor and
+//! the agent, which both use it; the agent's side (the answers a run keeps, the check of an answer
+//! against its form, the saved run) is in `agent::asked`.
 
 use std::sync::{Arc, Mutex};
 

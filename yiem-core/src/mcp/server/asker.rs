@@ -10,6 +10,7 @@ use rmcp::model::ListRootsRequest;
 use super::state;
 use super::*;
 use crate::ask::batch::{Answer, Answers, Question, Root, fitted};
+use crate::ask::elicit::ask_in_turn;
 use crate::ask::round::{Given, Round, stopped};
 use crate::mcp::convert::{answer_of, elicit_params, sampled, sampling_params};
 
@@ -536,24 +537,15 @@ impl ClientAsker {
     /// client declared its capability (else its answer says why).
     #[allow(deprecated)] // sampling and roots: see the `use` above
     async fn ask_by_requests(&self, server: &str, questions: Vec<(String, Question)>) -> Answers {
-        let mut answers = Answers::new();
-        for (key, question) in questions {
-            let answer = match question {
-                Question::Form { message, schema } => self
-                    .elicit(Elicitation::new(server, message, schema))
-                    .await
-                    .map(Answer::Form),
-                Question::Sample(request) => self.sample(request).await.map(Answer::Sample),
-                _ => self.list_roots(&key).await.map(Answer::Roots),
-            };
-            answers = answers.with(key, answer);
-        }
-        answers
+        ask_in_turn(self, server, questions, |key| {
+            Box::pin(self.list_roots(key))
+        })
+        .await
     }
 
     /// The client's roots (`roots/list`), if it declared the `roots` capability.
     #[allow(deprecated)] // roots: see the `use` above
-    async fn list_roots(&self, key: &str) -> Result<Vec<Root>, ElicitError> {
+    async fn list_roots(&self, key: String) -> Result<Vec<Root>, ElicitError> {
         if let Some(why) = self.cannot_ask {
             return Err(ElicitError::CannotListRoots(why.to_owned()));
         }
@@ -571,6 +563,45 @@ impl ClientAsker {
             .list_roots()
             .await
             .map_err(|error| ElicitError::Failed(error.to_string()))?;
-        roots_of(key, serde_json::to_value(listed).unwrap_or_default())
+        roots_of(&key, serde_json::to_value(listed).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_of_the_wrong_shape_are_refused_naming_their_key() {
+        let form = serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        let refused = |answer: Result<_, ElicitError>| answer.unwrap_err().to_string();
+        assert_eq!(
+            refused(form_answer("confirm", &form, serde_json::json!(12345))),
+            "the user's answer does not fit the question: the client's answer `confirm` is not an \
+             elicitation result: invalid type: integer `12345`, expected struct ElicitResult"
+        );
+        assert_eq!(
+            refused(form_answer(
+                "confirm",
+                &form,
+                serde_json::json!({"action": "accept", "content": {"ok": "yes"}})
+            )),
+            "the user's answer does not fit the question: the field `ok` of the answer `confirm` does \
+             not fit the form: expected a boolean, got the string \"yes\""
+        );
+        assert_eq!(
+            refused(roots_of(
+                "client_roots",
+                serde_json::json!({"roots": "file:///src"})
+            )),
+            "the user's answer does not fit the question: the client's answer `client_roots` is not a \
+             roots list: invalid type: string \"file:///src\", expected a sequence"
+        );
+        let roots = roots_of(
+            "client_roots",
+            serde_json::json!({"roots": [{"uri": "file:///src", "name": "src"}]}),
+        )
+        .unwrap();
+        assert_eq!(roots, [Root::new("file:///src").name("src")]);
     }
 }
