@@ -574,7 +574,9 @@ mod tests {
     #[test]
     fn answers_of_the_wrong_shape_are_refused_naming_their_key() {
         let form = serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
-        let refused = |answer: Result<_, ElicitError>| answer.unwrap_err().to_string();
+        fn refused<T: std::fmt::Debug>(answer: Result<T, ElicitError>) -> String {
+            answer.unwrap_err().to_string()
+        }
         assert_eq!(
             refused(form_answer("confirm", &form, serde_json::json!(12345))),
             "the user's answer does not fit the question: the client's answer `confirm` is not an \
