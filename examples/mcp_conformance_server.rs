@@ -18,8 +18,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::mcp::{
     ContentBlock, ContextStore, DEFAULT_MAX_SESSIONS, McpHttpServer, McpPrompt, McpServer,
-    PromptContext, PromptError, PromptMessage, ResourceContents, Role, prompt,
-    register_all_prompts, register_all_resources, resource,
+    PromptContext, PromptMessage, ResourceContents, Role, prompt, register_all_prompts,
+    register_all_resources, resource,
 };
 use yiem_core::{
     ask::{ElicitError, ElicitationAnswer, LogLevel, Questions, Root, Sampling, SamplingAnswer},
@@ -524,33 +524,30 @@ async fn test_input_required_result_capabilities(ctx: ToolContext) -> Result<Str
 }
 
 /// A prompt that asks what context to use before it answers.
-fn input_required_prompt() -> McpPrompt {
-    McpPrompt::new("test_input_required_result_prompt")
-        .description("A prompt that asks the user what context to use.")
-        .asking(|_arguments, ctx: PromptContext| async move {
-            let form = json!({
-                "type": "object",
-                "properties": {"context": {"type": "string"}},
-                "required": ["context"],
-            });
-            let question = Questions::new().form_with_schema(
-                "user_context",
-                "What context should the prompt use?",
-                form,
-            );
-            let failed = |error: ElicitError| PromptError::Failed(error.to_string());
-            let answers = ctx.ask(question).await.map_err(failed)?;
-            let context = match answers.form::<Value>("user_context").map_err(failed)? {
-                ElicitationAnswer::Accept(form) => {
-                    form["context"].as_str().unwrap_or("").to_owned()
-                }
-                _ => "none".into(),
-            };
-            Ok(vec![PromptMessage::new_text(
-                Role::User,
-                format!("Use this context: {context}"),
-            )])
-        })
+#[prompt]
+async fn test_input_required_result_prompt(
+    ctx: PromptContext,
+) -> Result<Vec<PromptMessage>, ElicitError> {
+    let form = json!({
+        "type": "object",
+        "properties": {"context": {"type": "string"}},
+        "required": ["context"],
+    });
+    let answers = ctx
+        .ask(Questions::new().form_with_schema(
+            "user_context",
+            "What context should the prompt use?",
+            form,
+        ))
+        .await?;
+    let context = match answers.form::<Value>("user_context")? {
+        ElicitationAnswer::Accept(form) => form["context"].as_str().unwrap_or("").to_owned(),
+        _ => "none".into(),
+    };
+    Ok(vec![PromptMessage::new_text(
+        Role::User,
+        format!("Use this context: {context}"),
+    )])
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -649,7 +646,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     register_all_resources(&context)?;
     register_all_prompts(&context)?;
-    context.add_prompt(input_required_prompt())?;
     let server = McpServer::new(store)
         .server_info("yiem-conformance", env!("CARGO_PKG_VERSION"))
         .context(context);

@@ -28,8 +28,8 @@ pub use resource::{IntoResourceBody, McpResource, ResourceBody, ResourceError, R
 pub mod __private {
     use super::PromptError;
     pub use super::{
-        IntoPromptMessages, IntoResourceBody, McpPrompt, McpResource, PromptRegistration,
-        ResourceError, ResourceRead, ResourceRegistration,
+        IntoPromptMessages, IntoResourceBody, McpPrompt, McpResource, PromptContext,
+        PromptRegistration, ResourceError, ResourceRead, ResourceRegistration,
     };
     use rmcp::model::JsonObject;
     use serde_json::Value;

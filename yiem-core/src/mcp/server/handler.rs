@@ -195,9 +195,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        self.get_context_prompt(request, &context)
-            .await
-            .map(Into::into)
+        self.get_context_prompt(request, &context).await
     }
 
     async fn complete(
