@@ -1,6 +1,7 @@
 //! The server side of the MCP conformance suite (`@modelcontextprotocol/conformance`, as
 //! `.ci/mcp-conformance-server` installs and runs it), on yiem's public server API and `#[tool]` only:
-//! every tool the suite's tool, logging, elicitation and sampling scenarios call.
+//! every tool the suite's tool, logging, elicitation, sampling, input-required and custom-header
+//! scenarios call, and its resources and prompts.
 //!
 //! ```text
 //! cargo run -p examples --example mcp_conformance_server -- --http 127.0.0.1:3001   # streamable HTTP
@@ -20,11 +21,11 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use yiem_core::mcp::{
     ContentBlock, ContextStore, DEFAULT_MAX_SESSIONS, McpHttpServer, McpPrompt, McpServer,
-    PromptMessage, ResourceContents, Role, SkillCatalog, prompt, register_all_prompts,
-    register_all_resources, resource,
+    PromptContext, PromptMessage, ResourceContents, Role, SkillCatalog, prompt,
+    register_all_prompts, register_all_resources, resource,
 };
 use yiem_core::{
-    ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
+    ask::{ElicitError, ElicitationAnswer, LogLevel, Questions, Root, Sampling, SamplingAnswer},
     store::ToolStore,
     tool,
     tool::{AgentTool, Content, ResourceInfo, State, ToolContext},
@@ -370,6 +371,201 @@ async fn test_prompt_with_image() -> Vec<PromptMessage> {
     ]
 }
 
+// The input-required scenarios (2026-07-28, SEP-2322): tools and a prompt that ask several questions
+// at once under keys of their own (`ToolContext::ask`), answered by the client in `input_required`
+// rounds whose state the server signs.
+
+#[derive(Deserialize, JsonSchema)]
+struct Confirm {
+    /// Whether to go on.
+    ok: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Color {
+    /// Your favorite color.
+    color: String,
+}
+
+/// The URIs of roots, for a result.
+fn listed(roots: &[Root]) -> String {
+    roots
+        .iter()
+        .map(|root| root.uri.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The text of a completion, or why there is none.
+fn completion(answer: SamplingAnswer) -> String {
+    match answer {
+        SamplingAnswer::Text { text, .. } => text,
+        SamplingAnswer::Refuse(why) => format!("(refused: {why})"),
+        _ => "(no completion)".into(),
+    }
+}
+
+/// Ask the user's name under the key `user_name`.
+#[tool]
+async fn test_input_required_result_elicitation(ctx: ToolContext) -> Result<String, ElicitError> {
+    let answers = ctx
+        .ask(Questions::new().form::<Name>("user_name", "What is your name?"))
+        .await?;
+    Ok(match answers.form::<Name>("user_name")? {
+        ElicitationAnswer::Accept(name) => format!("Hello, {}!", name.name),
+        _ => "Hello, stranger!".into(),
+    })
+}
+
+/// Ask the client's model a question under the key `capital_question`.
+#[tool]
+async fn test_input_required_result_sampling(ctx: ToolContext) -> Result<String, ElicitError> {
+    let question = Sampling::prompt("What is the capital of France?", 100);
+    let answers = ctx
+        .ask(Questions::new().sample("capital_question", question))
+        .await?;
+    Ok(completion(answers.sample("capital_question")?))
+}
+
+/// List the client's roots under the key `client_roots`.
+#[tool]
+async fn test_input_required_result_list_roots(ctx: ToolContext) -> Result<String, ElicitError> {
+    let answers = ctx.ask(Questions::new().roots("client_roots")).await?;
+    Ok(format!(
+        "Roots: {}",
+        listed(&answers.roots("client_roots")?)
+    ))
+}
+
+/// Ask for a confirmation; the answer comes back with the signed request state.
+#[tool]
+async fn test_input_required_result_request_state(ctx: ToolContext) -> Result<String, ElicitError> {
+    let answers = ctx
+        .ask(Questions::new().form::<Confirm>("confirm", "Please confirm"))
+        .await?;
+    Ok(match answers.form::<Confirm>("confirm")? {
+        ElicitationAnswer::Accept(confirm) => format!("state-ok: confirmed={}", confirm.ok),
+        _ => "state-ok: not confirmed".into(),
+    })
+}
+
+/// Ask a form, a completion and the roots in one round.
+#[tool]
+async fn test_input_required_result_multiple_inputs(
+    ctx: ToolContext,
+) -> Result<String, ElicitError> {
+    let answers = ctx
+        .ask(
+            Questions::new()
+                .form::<Name>("user_name", "What is your name?")
+                .sample("greeting", Sampling::prompt("Generate a greeting", 50))
+                .roots("client_roots"),
+        )
+        .await?;
+    let name = match answers.form::<Name>("user_name")? {
+        ElicitationAnswer::Accept(name) => name.name,
+        _ => "stranger".into(),
+    };
+    Ok(format!(
+        "name: {name}; greeting: {}; roots: {}",
+        completion(answers.sample("greeting")?),
+        listed(&answers.roots("client_roots")?)
+    ))
+}
+
+/// Ask in two rounds: the name, then the favorite color.
+#[tool]
+async fn test_input_required_result_multi_round(ctx: ToolContext) -> Result<String, ElicitError> {
+    let first = ctx
+        .ask(Questions::new().form::<Name>("step1", "Step 1: What is your name?"))
+        .await?;
+    let ElicitationAnswer::Accept(name) = first.form::<Name>("step1")? else {
+        return Ok("no name given".into());
+    };
+    let second = ctx
+        .ask(Questions::new().form::<Color>("step2", "Step 2: What is your favorite color?"))
+        .await?;
+    Ok(match second.form::<Color>("step2")? {
+        ElicitationAnswer::Accept(color) => format!("{} likes {}", name.name, color.color),
+        _ => format!("{} has no favorite color", name.name),
+    })
+}
+
+/// Ask for a confirmation; a request state that was changed is refused.
+#[tool]
+async fn test_input_required_result_tampered_state(
+    ctx: ToolContext,
+) -> Result<String, ElicitError> {
+    let answers = ctx
+        .ask(Questions::new().form::<Confirm>("confirm", "Please confirm"))
+        .await?;
+    Ok(match answers.form::<Confirm>("confirm")? {
+        ElicitationAnswer::Accept(confirm) => format!("confirmed={}", confirm.ok),
+        _ => "not confirmed".into(),
+    })
+}
+
+/// Ask a form and a completion: only what the request's capabilities allow is sent.
+#[tool]
+async fn test_input_required_result_capabilities(ctx: ToolContext) -> Result<String, ElicitError> {
+    let answers = ctx
+        .ask(
+            Questions::new()
+                .form::<Name>("user_name", "What is your name?")
+                .sample("greeting", Sampling::prompt("Generate a greeting", 50)),
+        )
+        .await?;
+    let name = match answers.form::<Name>("user_name") {
+        Ok(ElicitationAnswer::Accept(name)) => name.name,
+        Ok(_) => "stranger".into(),
+        Err(why) => format!("(not asked: {why})"),
+    };
+    let greeting = answers
+        .sample("greeting")
+        .map_or_else(|why| format!("(not asked: {why})"), completion);
+    Ok(format!("name: {name}; greeting: {greeting}"))
+}
+
+/// A prompt that asks what context to use before it answers.
+#[prompt]
+async fn test_input_required_result_prompt(
+    ctx: PromptContext,
+) -> Result<Vec<PromptMessage>, ElicitError> {
+    let form = json!({
+        "type": "object",
+        "properties": {"context": {"type": "string"}},
+        "required": ["context"],
+    });
+    let answers = ctx
+        .ask(Questions::new().form_with_schema(
+            "user_context",
+            "What context should the prompt use?",
+            form,
+        ))
+        .await?;
+    let context = match answers.form::<Value>("user_context")? {
+        ElicitationAnswer::Accept(form) => form["context"].as_str().unwrap_or("").to_owned(),
+        _ => "none".into(),
+    };
+    Ok(vec![PromptMessage::new_text(
+        Role::User,
+        format!("Use this context: {context}"),
+    )])
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct RegionArgs {
+    /// The region; an HTTP client sends it as the `Mcp-Param-Region` header too (SEP-2243).
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+/// Echo the region a client sent in the body and, over HTTP, in the `Mcp-Param-Region` header.
+#[tool]
+async fn test_custom_header(args: RegionArgs) -> String {
+    format!("region: {}", args.region)
+}
+
 /// What the trigger tools change: the served tools and resources/prompts.
 #[derive(Clone)]
 struct Served {
@@ -548,6 +744,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         confirm_delete_tool(),
         multi_input_tool(),
         test_tool_with_task_tool(),
+        test_input_required_result_elicitation_tool(),
+        test_input_required_result_sampling_tool(),
+        test_input_required_result_list_roots_tool(),
+        test_input_required_result_request_state_tool(),
+        test_input_required_result_multiple_inputs_tool(),
+        test_input_required_result_multi_round_tool(),
+        test_input_required_result_tampered_state_tool(),
+        test_input_required_result_capabilities_tool(),
+        test_custom_header_tool(),
     ] {
         store.register(tool)?;
     }

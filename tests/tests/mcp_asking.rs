@@ -66,9 +66,19 @@ fn victim(test: &str) -> PathBuf {
 
 /// Runs the Python client with `spec` and returns what it saw.
 async fn python_client(spec: Value, transport: Transport) -> Value {
+    run_python("mcp_asking_client.py", spec, transport).await
+}
+
+/// Runs the Python client `script` (in `tests/python`) with `spec` over `transport` and returns what it
+/// printed.
+async fn run_python(script: &str, spec: Value, transport: Transport) -> Value {
     let mut command = Command::new(python());
     command
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("python/mcp_asking_client.py"))
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("python")
+                .join(script),
+        )
         .arg(spec.to_string());
     match transport {
         Transport::Stdio(flags) => command.args(["stdio", SERVER]).args(flags),
@@ -257,18 +267,19 @@ async fn an_answer_that_does_not_fit_the_tools_form_never_reaches_the_tool() {
             "{content}"
         );
     }
-    // A modern client's answer goes through the same check.
+    // A modern client's answer goes through the same check, and is refused with the protocol's error:
+    // it came in the request.
     let spec = modern(json!({
         "answer": {"action": "accept", "content": {"cups": 0}},
         "calls": [["count_cups", {}]],
     }));
     let seen = python_client(spec, Transport::Stdio(vec![])).await;
-    assert_eq!(seen["results"][0]["isError"], true, "{seen}");
+    assert_eq!(seen["results"][0]["error"]["code"], -32602, "{seen}");
     assert!(
-        seen["results"][0]["text"]
+        seen["results"][0]["error"]["message"]
             .as_str()
             .unwrap()
-            .contains("0 is not within the form's minimum 1"),
+            .contains("the field `cups` of the answer `question-1` does not fit the form: 0 is not within the form's minimum 1"),
         "{seen}"
     );
     let spec = json!({
@@ -883,4 +894,172 @@ async fn a_servers_question_pauses_the_agent_whose_call_waits_for_it_and_the_ans
         .unwrap();
     assert_eq!(outcome.stop, RunStop::Finished);
     assert!(!file.exists(), "the call ran again with the answer");
+}
+
+/// Runs the hand-driven 2026-07-28 client (`tests/python/mcp_rounds_client.py`) over stdio with `spec`
+/// and returns what each step got.
+async fn rounds_client(spec: Value) -> Vec<Value> {
+    let seen = run_python("mcp_rounds_client.py", spec, Transport::Stdio(vec![])).await;
+    serde_json::from_value(seen).expect("the client prints a list")
+}
+
+fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+fn sampled(text: &str) -> Value {
+    json!({"role": "assistant", "content": {"type": "text", "text": text}, "model": "m", "stopReason": "endTurn"})
+}
+
+fn listed_roots() -> Value {
+    json!({"roots": [{"uri": "file:///src", "name": "src"}]})
+}
+
+/// The text of a tool's result.
+fn text_of(step: &Value) -> &str {
+    step["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn several_keyed_questions_go_out_in_one_round_and_are_answered_in_any_order_across_rounds() {
+    let steps = rounds_client(json!({"steps": [
+        {"tool": "greet_all"},
+        // Two of the four, the last asked first: the other two are asked again.
+        {"tool": "greet_all", "responses": {"client_roots": listed_roots(), "greeting": sampled("Hi")}},
+        {"tool": "greet_all", "responses": {"cups": accept(json!({"cups": 3})), "user_name": accept(json!({"name": "Alice"}))}},
+    ]}))
+    .await;
+    assert_eq!(
+        steps[0],
+        json!({"input_required": {
+            "user_name": "elicitation/create", "cups": "elicitation/create",
+            "greeting": "sampling/createMessage", "client_roots": "roots/list",
+        }, "state": true})
+    );
+    assert_eq!(
+        steps[1],
+        json!({"input_required": {"user_name": "elicitation/create", "cups": "elicitation/create"}, "state": true})
+    );
+    assert_eq!(
+        text_of(&steps[2]),
+        "name=Alice cups=3 greeting=Hi roots=file:///src",
+        "{steps:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_question_the_request_cannot_answer_is_not_sent_and_its_answer_says_why() {
+    let steps = rounds_client(json!({"declare": ["elicitation"], "steps": [
+        {"tool": "greet_all"},
+        {"tool": "greet_all", "responses": {"cups": accept(json!({"cups": 1})), "user_name": accept(json!({"name": "Bo"}))}},
+    ]}))
+    .await;
+    assert_eq!(
+        steps[0]["input_required"],
+        json!({"user_name": "elicitation/create", "cups": "elicitation/create"})
+    );
+    assert_eq!(
+        text_of(&steps[1]),
+        "name=Bo cups=1 greeting=not asked (no model can be asked for a completion: the request did not \
+         declare the `sampling` capability (`io.modelcontextprotocol/clientCapabilities`), so the question \
+         was not sent) roots=not asked (the client's roots cannot be listed: the request did not declare the `roots` \
+         capability (`io.modelcontextprotocol/clientCapabilities`), so the question was not sent)"
+    );
+}
+
+#[tokio::test]
+async fn a_changed_or_misplaced_request_state_is_refused_with_invalid_params() {
+    let all = json!({
+        "client_roots": listed_roots(), "greeting": sampled("Hi"),
+        "cups": accept(json!({"cups": 3})), "user_name": accept(json!({"name": "Alice"})),
+    });
+    let steps = rounds_client(json!({"steps": [
+        {"tool": "greet_all"},
+        {"tool": "greet_all", "responses": all, "state": "tamper"},
+        {"tool": "greet_all"},
+        // The state of `greet_all`'s round, sent with a call of another tool.
+        {"tool": "pick_color", "responses": {"question-1": accept(json!({"color": "red", "bright": true}))}},
+        {"tool": "greet_all", "responses": all, "state": "none"},
+    ]}))
+    .await;
+    assert_eq!(steps[1]["error"]["code"], -32602, "{steps:?}");
+    assert_eq!(
+        steps[1]["error"]["message"],
+        "`requestState` was changed, or made by another server: its signature does not match: call \
+         again without `requestState` and `inputResponses`, and answer the questions asked then"
+    );
+    assert_eq!(steps[3]["error"]["code"], -32602, "{steps:?}");
+    assert!(
+        steps[3]["error"]["message"].as_str().unwrap().starts_with(
+            "`requestState` was given for another request, not `tools/call` of `pick_color`"
+        ),
+        "{steps:?}"
+    );
+    // Without the state, the same answers are taken as given.
+    assert_eq!(
+        text_of(&steps[4]),
+        "name=Alice cups=3 greeting=Hi roots=file:///src"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_outside_its_question_is_refused_with_invalid_params_and_never_reaches_the_tool()
+{
+    let fine = |key: &str, answer: Value| {
+        let mut all = json!({
+            "client_roots": listed_roots(), "greeting": sampled("Hi"),
+            "cups": accept(json!({"cups": 3})), "user_name": accept(json!({"name": "Alice"})),
+        });
+        all[key] = answer;
+        all
+    };
+    let refused = [
+        (
+            fine("cups", accept(json!({"cups": 11}))),
+            "the field `cups` of the answer `cups` does not fit the form: 11 is not within the form's maximum 10",
+        ),
+        (
+            fine("user_name", accept(json!({"name": "Alice", "age": 3}))),
+            "the field `age` of the answer `user_name` does not fit the form: it is not a field of the form (its fields: name)",
+        ),
+        (
+            fine(
+                "user_name",
+                json!({"action": "accept", "content": {"name": 7}}),
+            ),
+            "the field `name` of the answer `user_name` does not fit the form: expected a string, got the number 7",
+        ),
+    ];
+    // (A roots list or sampling result of the wrong shape the SDK refuses to send; the conformance
+    // suite's `input-required-result-validate-input` sends one, and the unit tests of `asker` read them.)
+    for (responses, why) in refused {
+        let steps = rounds_client(json!({"steps": [
+            {"tool": "greet_all"},
+            {"tool": "greet_all", "responses": responses},
+        ]}))
+        .await;
+        assert_eq!(steps[1]["error"]["code"], -32602, "{why}: {steps:?}");
+        let message = steps[1]["error"]["message"].as_str().unwrap();
+        assert!(message.contains(why), "{why}: {message}");
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_asks_in_rounds_and_makes_its_messages_from_the_answer() {
+    let steps = rounds_client(json!({"steps": [
+        {"prompt": "focus"},
+        {"prompt": "focus", "responses": {"focus": accept(json!({"topic": "security"}))}},
+    ]}))
+    .await;
+    assert_eq!(
+        steps[0],
+        json!({"input_required": {"focus": "elicitation/create"}, "state": true})
+    );
+    assert_eq!(
+        steps[1]["result"]["messages"][0]["content"]["text"],
+        "Review the change, focusing on security.",
+        "{steps:?}"
+    );
 }

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use yiem_core::{
     agent::{Agent, AgentRun, AgentSettings, ResumeError, RunKey, RunMismatch, RunStop, Signature},
-    ask::{ElicitError, ElicitationAnswer},
+    ask::{ElicitError, ElicitationAnswer, Questions},
     event::AgentEvent,
     llm::{ScriptedModel, ScriptedTurn},
     message::AgentMessage,
@@ -133,8 +133,31 @@ async fn ship(ctx: ToolContext) -> Result<yiem_core::tool::AgentToolResult, Elic
     Ok(yiem_core::tool::AgentToolResult::text("shipped").with_terminate(true))
 }
 
+/// Set up a project: asks, in one batch, its name, a confirmation and the client's roots.
+#[tool]
+async fn setup(ctx: ToolContext) -> Result<String, ElicitError> {
+    let answers = ctx
+        .ask(
+            Questions::new()
+                .form::<Name>("project_name", "Project name?")
+                .form::<Confirm>("confirm", "Create it?")
+                .roots("client_roots"),
+        )
+        .await?;
+    let ElicitationAnswer::Accept(name) = answers.form::<Name>("project_name")? else {
+        return Ok("no name".to_owned());
+    };
+    let confirmed = matches!(
+        answers.form::<Confirm>("confirm")?,
+        ElicitationAnswer::Accept(_)
+    );
+    let roots = answers.roots("client_roots").unwrap_err();
+    Ok(format!("{} (confirmed: {confirmed}; {roots})", name.name))
+}
+
 fn tools() -> ToolStore {
     let tools = ToolStore::new("questions");
+    tools.register(setup_tool()).unwrap();
     tools.register(merge_tool()).unwrap();
     tools.register(rename_tool()).unwrap();
     tools.register(count_tool()).unwrap();
@@ -779,4 +802,50 @@ async fn questions_of_calls_the_batch_did_not_make_are_ignored_and_nothing_is_ke
     run.tools_ran_asking(batch.messages, false, vec![stray]);
     assert_eq!(run.next_step(), Step::CallModel);
     assert_eq!(result_texts(run.messages()).len(), 1);
+}
+
+#[tokio::test]
+async fn a_batch_of_keyed_questions_pauses_an_agent_on_each_form_in_turn() {
+    let agent = agent(
+        vec![
+            ScriptedTurn::tool_call("setup", json!({})),
+            ScriptedTurn::text("Set up."),
+        ],
+        None,
+    );
+    let outcome = agent.prompt("set it up").await;
+    let questions = outcome.pending_questions();
+    assert_eq!(questions.len(), 1);
+    assert_eq!(
+        (questions[0].key.as_str(), questions[0].message.as_str()),
+        ("question-1", "Project name?")
+    );
+    let outcome = agent
+        .answer(
+            "call_1",
+            "question-1",
+            ElicitationAnswer::Accept(fields(json!({"name": "yarrow"}))),
+        )
+        .await
+        .unwrap();
+    let questions = outcome.pending_questions();
+    assert_eq!(
+        (questions[0].key.as_str(), questions[0].message.as_str()),
+        ("question-2", "Create it?")
+    );
+    let outcome = agent
+        .answer(
+            "call_1",
+            "question-2",
+            ElicitationAnswer::Accept(fields(json!({"delete_branch": false}))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(outcome.stop, RunStop::Finished);
+    assert_eq!(
+        result_texts(&agent.messages()),
+        [
+            "yarrow (confirmed: true; the client's roots cannot be listed: this call runs where there are none (roots are an MCP client's))"
+        ]
+    );
 }

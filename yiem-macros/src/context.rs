@@ -440,7 +440,31 @@ fn prompt_body(
         .as_ref()
         .map_or_else(|| fn_name.to_string(), LitStr::value);
     let completions = completions(keys);
-    match params {
+    // A `PromptContext` parameter, wherever it is, gets the request's context (the prompt can ask the
+    // client); the other parameter, if any, is the argument struct.
+    let asks = params.iter().position(|(_, ty)| is_prompt_context(ty));
+    let call: Vec<TokenStream> = params
+        .iter()
+        .enumerate()
+        .map(|(at, _)| match Some(at) == asks {
+            true => quote!(ctx),
+            false => quote!(arguments),
+        })
+        .collect();
+    let (getter, closure) = match asks {
+        Some(_) => (
+            format_ident!("asking"),
+            quote!(arguments, ctx: #private::PromptContext),
+        ),
+        None => (format_ident!("get"), quote!(arguments)),
+    };
+    let args: Vec<&(syn::Ident, &syn::Type)> = params
+        .iter()
+        .enumerate()
+        .filter(|(at, _)| Some(*at) != asks)
+        .map(|(_, param)| param)
+        .collect();
+    match args.as_slice() {
         [] => {
             if let Some((argument, _)) = keys.complete.first() {
                 cx.error_spanned_by(
@@ -450,8 +474,9 @@ fn prompt_body(
             }
             quote! {
                 #private::McpPrompt::new(#name)
-                    .get(|_arguments| async move {
-                        #private::IntoPromptMessages::into_prompt_messages(#fn_name().await)
+                    .#getter(|#closure| async move {
+                        let _ = arguments;
+                        #private::IntoPromptMessages::into_prompt_messages(#fn_name(#(#call),*).await)
                     })
             }
         }
@@ -459,9 +484,9 @@ fn prompt_body(
             #private::McpPrompt::new(#name)
                 .schema(&#private::prompt_schema::<#ty>())
                 #completions
-                .get(|arguments| async move {
+                .#getter(|#closure| async move {
                     let arguments = #private::prompt_arguments::<#ty>(arguments)?;
-                    #private::IntoPromptMessages::into_prompt_messages(#fn_name(arguments).await)
+                    #private::IntoPromptMessages::into_prompt_messages(#fn_name(#(#call),*).await)
                 })
         },
         [_, (second, _), ..] => {
@@ -472,4 +497,11 @@ fn prompt_body(
             TokenStream::new()
         }
     }
+}
+
+/// Whether `ty` names `PromptContext` (by any path: `PromptContext`, `yiem_core::mcp::PromptContext`).
+fn is_prompt_context(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(path)
+        if path.qself.is_none()
+            && path.path.segments.last().is_some_and(|last| last.ident == "PromptContext"))
 }

@@ -49,7 +49,8 @@ pub fn resource(args: TokenStream, input: TokenStream) -> TokenStream {
     context::resource(args.into(), input.into()).into()
 }
 
-/// Turns an `async fn` over one argument struct into an MCP prompt. See `yiem_core::mcp::prompt` for
+/// Turns an `async fn` over one argument struct (and, to ask the client, a `PromptContext`) into an MCP
+/// prompt. See `yiem_core::mcp::prompt` for
 /// the full documentation.
 #[proc_macro_attribute]
 pub fn prompt(args: TokenStream, input: TokenStream) -> TokenStream {

@@ -10,7 +10,10 @@
 //! - `summarise` asks the client's model for a completion (`ToolContext::sample`);
 //! - `count_cups` asks for a number of cups (an integer from 1 to 10) and says what answer it got;
 //! - `flood` logs 5000 times and `big_audio` returns 50 MB, against the server's bounds;
-//! - `grow` registers one more tool, `grown`, so the tool list changes.
+//! - `grow` registers one more tool, `grown`, so the tool list changes;
+//! - `greet_all` asks four questions in one round under its own keys (`ToolContext::ask`): a name, a
+//!   number of cups, a greeting from the client's model and the client's roots;
+//! - the prompt `focus` asks what to focus on (`McpPrompt::asking`).
 //!
 //! `--allow NAME` (repeatable) lets calls of that tool run without asking; `--timeout-ms N` gives calls a
 //! time limit; `--list-ttl-ms N` lets 2026-07-28 clients keep `tools/list` answers that long; `--sessions` gives HTTP clients
@@ -18,9 +21,12 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use yiem_core::mcp::{McpHttpServer, McpServer};
+use yiem_core::mcp::{
+    ContextStore, McpHttpServer, McpPrompt, McpServer, PromptContext, PromptError, PromptMessage,
+    Role,
+};
 use yiem_core::{
-    ask::{ElicitError, ElicitationAnswer, LogLevel, Sampling, SamplingAnswer},
+    ask::{ElicitError, ElicitationAnswer, LogLevel, Questions, Sampling, SamplingAnswer},
     store::ToolStore,
     tool,
     tool::ToolContext,
@@ -124,6 +130,82 @@ async fn count_cups(ctx: ToolContext) -> Result<String, ElicitError> {
     )
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct Name {
+    /// Your name.
+    name: String,
+}
+
+/// Ask, in one round, the user's name, how many cups (1 to 10), a greeting from their model and the
+/// client's roots, each under its own key, and say every answer as it reached the tool.
+#[tool]
+async fn greet_all(ctx: ToolContext) -> Result<String, ElicitError> {
+    let cups = serde_json::json!({
+        "type": "object",
+        "properties": {"cups": {"type": "integer", "minimum": 1, "maximum": 10}},
+        "required": ["cups"],
+    });
+    let answers = ctx
+        .ask(
+            Questions::new()
+                .form::<Name>("user_name", "What is your name?")
+                .form_with_schema("cups", "How many cups?", cups)
+                .sample("greeting", Sampling::prompt("Write a greeting", 20))
+                .roots("client_roots"),
+        )
+        .await?;
+    let name = match answers.form::<Name>("user_name")? {
+        ElicitationAnswer::Accept(name) => name.name,
+        _ => "nobody".into(),
+    };
+    let cups = match answers.form::<serde_json::Value>("cups")? {
+        ElicitationAnswer::Accept(cups) => cups["cups"].to_string(),
+        _ => "none".into(),
+    };
+    let greeting = match answers.sample("greeting") {
+        Ok(SamplingAnswer::Text { text, .. }) => text,
+        Ok(_) => "refused".into(),
+        Err(why) => format!("not asked ({why})"),
+    };
+    let roots = match answers.roots("client_roots") {
+        Ok(roots) => roots
+            .iter()
+            .map(|root| root.uri.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        Err(why) => format!("not asked ({why})"),
+    };
+    Ok(format!(
+        "name={name} cups={cups} greeting={greeting} roots={roots}"
+    ))
+}
+
+/// A prompt that asks what to focus on before it answers.
+fn focus_prompt() -> McpPrompt {
+    McpPrompt::new("focus")
+        .description("Review with a focus the user picks.")
+        .asking(|_arguments, ctx: PromptContext| async move {
+            let answers = ctx
+                .ask(Questions::new().form::<Focus>("focus", "What should the review focus on?"))
+                .await
+                .map_err(|error| PromptError::Failed(error.to_string()))?;
+            let focus = match answers.form::<Focus>("focus") {
+                Ok(ElicitationAnswer::Accept(focus)) => focus.topic,
+                _ => "everything".into(),
+            };
+            Ok(vec![PromptMessage::new_text(
+                Role::User,
+                format!("Review the change, focusing on {focus}."),
+            )])
+        })
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Focus {
+    /// What to focus on.
+    topic: String,
+}
+
 /// The store served, for `grow` to register into.
 static STORE: std::sync::OnceLock<ToolStore> = std::sync::OnceLock::new();
 
@@ -181,6 +263,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     store.register(flood_tool())?;
     store.register(big_audio_tool())?;
     store.register(grow_tool())?;
+    store.register(greet_all_tool())?;
     let _ = STORE.set(store.clone());
     let args: Vec<String> = std::env::args().skip(1).collect();
     let values = |name: &str| -> Vec<String> {
@@ -193,7 +276,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if let Some(millis) = values("--timeout-ms").pop() {
         executor = executor.with_default_timeout(std::time::Duration::from_millis(millis.parse()?));
     }
-    let mut server = McpServer::new(store).executor(executor);
+    let context = ContextStore::new("yiem-asking");
+    context.add_prompt(focus_prompt())?;
+    let mut server = McpServer::new(store).executor(executor).context(context);
     if let Some(millis) = values("--list-ttl-ms").pop() {
         server = server.list_ttl(std::time::Duration::from_millis(millis.parse()?));
     }

@@ -27,9 +27,10 @@ use serde_json::{Map, Value};
 
 use super::resume::ResumeError;
 use super::saved::RunMismatch;
-use crate::ask::elicit::question_key as key;
-use crate::ask::elicit::{ElicitationAnswer, fit, question_number};
+use crate::ask::elicit::{ElicitationAnswer, fit};
 use crate::ask::questions::PendingQuestion;
+use crate::ask::round::question_key as key;
+use crate::ask::round::question_number;
 use crate::call::{ToolCall, ToolResultMessage};
 
 impl PendingQuestion {

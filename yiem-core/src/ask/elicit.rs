@@ -34,6 +34,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::ask::batch::{Answer, Answers, Question, Root};
 use crate::ask::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// A question for the person behind a call: the message and the form's schema (a flat JSON object schema
@@ -122,6 +123,10 @@ pub enum ElicitError {
     /// ([`ToolContext::sample`](crate::tool::ToolContext::sample)); the text says why.
     #[error("no model can be asked for a completion: {0}")]
     CannotSample(String),
+    /// The client's roots cannot be listed where the call runs
+    /// ([`Questions::roots`](crate::ask::Questions::roots)); the text says why.
+    #[error("the client's roots cannot be listed: {0}")]
+    CannotListRoots(String),
     /// The question could not be asked or answered (the connection failed, the client refused it).
     #[error("asking the user failed: {0}")]
     Failed(String),
@@ -212,21 +217,45 @@ pub(crate) trait Asker: Send + Sync {
     fn stopped(&self) -> Option<tokio_util::sync::CancellationToken> {
         None
     }
+
+    /// Asks several questions, each under its key (see [`Questions`](crate::ask::Questions)). By
+    /// default one after the other, in their order, through [`elicit`](Self::elicit) and
+    /// [`sample`](Self::sample); roots cannot be listed. An asker that can send them together (an MCP
+    /// client's `input_required` round) does.
+    fn ask<'a>(
+        &'a self,
+        server: &'a str,
+        questions: Vec<(String, Question)>,
+    ) -> BoxFuture<'a, Answers> {
+        Box::pin(ask_in_turn(self, server, questions, |_| {
+            Box::pin(std::future::ready(Err(ElicitError::CannotListRoots(
+                "this call runs where there are none (roots are an MCP client's)".into(),
+            ))))
+        }))
+    }
 }
 
-/// The key of a call's question `number` (counted from 1), in the order the call asks: a call that
-/// runs again once its questions are answered (an agent's paused call, an MCP client's `input_required`
-/// round) finds each answer by it.
-pub(crate) fn question_key(number: usize) -> String {
-    format!("question-{number}")
-}
-
-/// The number of a question key (`question-3`: 3).
-pub(crate) fn question_number(key: &str) -> Option<usize> {
-    key.strip_prefix("question-")?
-        .parse()
-        .ok()
-        .filter(|n| *n > 0)
+/// Asks `questions` one after the other, in their order, through `asker`'s [`elicit`](Asker::elicit)
+/// and [`sample`](Asker::sample), and `roots` for a roots question (given its key).
+pub(crate) async fn ask_in_turn<'a, A: Asker + ?Sized>(
+    asker: &'a A,
+    server: &'a str,
+    questions: Vec<(String, Question)>,
+    roots: impl Fn(String) -> BoxFuture<'a, Result<Vec<Root>, ElicitError>>,
+) -> Answers {
+    let mut answers = Answers::new();
+    for (key, question) in questions {
+        let answer = match question {
+            Question::Form { message, schema } => asker
+                .elicit(Elicitation::new(server, message, schema))
+                .await
+                .map(Answer::Form),
+            Question::Sample(request) => asker.sample(request).await.map(Answer::Sample),
+            Question::Roots => roots(key.clone()).await.map(Answer::Roots),
+        };
+        answers = answers.with(key, answer);
+    }
+    answers
 }
 
 /// An executor's handlers, as the [`Asker`] of its calls (log messages go to `tracing` only).

@@ -1,10 +1,10 @@
 //! The questions a batch's calls stop at when nobody can answer them at once: [`PendingQuestion`] (a
-//! question as a run reports it) and [`AskedQuestions`] (the batch's asker, which answers a call's
-//! questions from those already answered and stops the call at the first without an answer). Below the
-//! executor and the agent, which both use it; the agent's side (the answers a run keeps, the check of an
-//! answer against its form, the saved run) is in `agent::asked`.
+//! question as a run reports it) and [`AskedQuestions`] (the batch's asker: each call asks in a
+//! [`Round`] of its own, the one bookkeeping MCP's `input_required` rounds use too, which gives back the
+//! answers already given and stops the call at the first question without one). Below the executor and
+//! the agent, which both use it; the agent's side (the answers a run keeps, the check of an answer
+//! against its form, the saved run) is in `agent::asked`.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::ask::elicit::question_key as key;
 use crate::ask::elicit::{
     Asker, ElicitError, Elicitation, ElicitationAnswer, HandlerAsker, LogLevel,
 };
+use crate::ask::round::{Given, Round, stopped};
 use crate::ask::sample::{Sampling, SamplingAnswer};
 use crate::call::ToolCall;
 
@@ -128,23 +128,47 @@ impl Asker for AskedQuestions {
     fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
 
     fn for_call(&self, call: &ToolCall) -> Option<Arc<dyn Asker>> {
+        // The call's answers, each given back only to the very question it answered.
+        let given = self
+            .inner
+            .answers
+            .iter()
+            .filter(|(answered, _)| answered.call_id == call.id)
+            .map(|(answered, answer)| {
+                let question = Form {
+                    message: answered.message.clone(),
+                    schema: answered.schema.clone(),
+                };
+                let given = Given {
+                    question: Some(question),
+                    answer: answer.clone(),
+                };
+                (answered.key.clone(), given)
+            })
+            .collect();
         Some(Arc::new(CallQuestions {
             batch: Arc::clone(&self.inner),
             call_id: call.id.clone(),
             tool_name: call.name.clone(),
-            asked: AtomicUsize::new(0),
-            stop: CancellationToken::new(),
+            round: Round::new(given),
         }))
     }
 }
 
-/// One call's [`Asker`] in an [`AskedQuestions`] batch.
+/// A question as the run keeps it with its answer: the message and the form.
+#[derive(Clone, Debug, PartialEq)]
+struct Form {
+    message: String,
+    schema: Value,
+}
+
+/// One call's [`Asker`] in an [`AskedQuestions`] batch: its [`Round`], whose open question the batch
+/// records for the run to report.
 struct CallQuestions {
     batch: Arc<QuestionsInner>,
     call_id: String,
     tool_name: String,
-    asked: AtomicUsize,
-    stop: CancellationToken,
+    round: Round<Form, ElicitationAnswer>,
 }
 
 impl Asker for CallQuestions {
@@ -152,34 +176,34 @@ impl Asker for CallQuestions {
         &self,
         question: Elicitation,
     ) -> BoxFuture<'static, Result<ElicitationAnswer, ElicitError>> {
-        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
-        let key = key(number);
-        // The answer to this very question: the same place, message and form.
-        let given = self.batch.answers.iter().find(|(answered, _)| {
-            answered.call_id == self.call_id
-                && answered.key == key
-                && answered.message == question.message
-                && answered.schema == question.schema
-        });
-        if let Some((_, answer)) = given {
-            return Box::pin(std::future::ready(Ok(answer.clone())));
+        // A call stopped at a question asks nothing more (it is being dropped).
+        if self.round.stop().is_cancelled() {
+            return Box::pin(stopped());
         }
-        if !self.stop.is_cancelled() {
-            self.batch
-                .asked
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .push(PendingQuestion {
-                    call_id: self.call_id.clone(),
-                    tool_name: self.tool_name.clone(),
-                    key,
-                    message: question.message,
-                    schema: question.schema,
-                });
-            self.stop.cancel();
+        let key = self.round.next_key();
+        let form = Form {
+            message: question.message,
+            schema: question.schema,
+        };
+        if let Some(mut answers) = self.round.answers(vec![(key, form)]) {
+            return Box::pin(std::future::ready(Ok(answers.remove(0))));
+        }
+        let mut asked = self
+            .batch
+            .asked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for (key, form) in self.round.take_open() {
+            asked.push(PendingQuestion {
+                call_id: self.call_id.clone(),
+                tool_name: self.tool_name.clone(),
+                key,
+                message: form.message,
+                schema: form.schema,
+            });
         }
         // The call is stopped here (see `stopped`), and runs again once the question is answered.
-        Box::pin(std::future::pending())
+        Box::pin(stopped())
     }
 
     fn sample(&self, request: Sampling) -> BoxFuture<'static, Result<SamplingAnswer, ElicitError>> {
@@ -189,6 +213,6 @@ impl Asker for CallQuestions {
     fn log(&self, _level: LogLevel, _logger: &str, _data: &Value) {}
 
     fn stopped(&self) -> Option<CancellationToken> {
-        Some(self.stop.clone())
+        Some(self.round.stop().clone())
     }
 }

@@ -44,7 +44,7 @@ pub struct SampledMessage {
 }
 
 /// A request for a completion, by an MCP server or a tool.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Sampling {
     /// Who asks: the MCP server's name as the client gives it, or, for a tool, the name of the store it

@@ -122,7 +122,7 @@ pub use client::{
 pub use context::__private as __context;
 pub use context::{
     ContextError, ContextStore, IntoPromptMessages, IntoResourceBody, McpPrompt, McpResource,
-    PromptError, ResourceBody, ResourceError, ResourceRead, register_all_prompts,
+    PromptContext, PromptError, ResourceBody, ResourceError, ResourceRead, register_all_prompts,
     register_all_resources,
 };
 #[cfg(feature = "mcp-client")]

@@ -360,6 +360,58 @@ impl ToolContext {
         }
     }
 
+    /// Asks several questions at once, each under a key the tool chooses (a form, a completion from
+    /// the client's model, the client's roots: [`Questions`](crate::ask::Questions)), and gives their
+    /// answers by key ([`Answers`](crate::ask::Answers)). Over MCP a client of the 2026-07-28 revision
+    /// gets them together in one `input_required` answer and calls again with their answers, in any
+    /// order (the call then runs again from the start, so ask the same questions each time); a client
+    /// of an earlier revision is asked one request each. In an executor or an agent, its handlers are
+    /// asked in turn, and an agent that pauses on questions pauses on each form in turn (under its own
+    /// `question-N` key). A question that cannot be asked where the call runs is not sent: its answer is
+    /// the error that says why. An accepted form answer fits its form, whoever gave it (an MCP client
+    /// whose answer does not is refused with `-32602`).
+    ///
+    /// ```
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    /// use yiem_core::{ask::{ElicitError, ElicitationAnswer, Questions, Sampling}, tool, tool::ToolContext};
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct Name {
+    ///     name: String,
+    /// }
+    ///
+    /// /// Greet the user in their own words.
+    /// #[tool]
+    /// async fn greet(ctx: ToolContext) -> Result<String, ElicitError> {
+    ///     let answers = ctx
+    ///         .ask(
+    ///             Questions::new()
+    ///                 .form::<Name>("user_name", "What is your name?")
+    ///                 .roots("client_roots"),
+    ///         )
+    ///         .await?;
+    ///     let name = match answers.form::<Name>("user_name")? {
+    ///         ElicitationAnswer::Accept(name) => name.name,
+    ///         _ => "stranger".into(),
+    ///     };
+    ///     let roots = answers.roots("client_roots").map(|roots| roots.len()).unwrap_or(0);
+    ///     Ok(format!("Hello, {name}! ({roots} roots)"))
+    /// }
+    /// # let _ = greet_tool();
+    /// ```
+    pub async fn ask(
+        &self,
+        questions: crate::ask::Questions,
+    ) -> Result<crate::ask::Answers, ElicitError> {
+        crate::ask::batch::ask_through(
+            self.inner.asker.as_deref(),
+            self.store_name().unwrap_or_default(),
+            questions,
+        )
+        .await
+    }
+
     /// Asks a model for a completion of `request` (the tool's own prompt, not the conversation). Over MCP
     /// the client's model answers (`sampling/createMessage`, when the client declared `sampling`; a
     /// client of the 2026-07-28 revision, where sampling is deprecated, by an `input_required` answer if

@@ -20,7 +20,7 @@ use indexmap::IndexMap;
 use tokio::sync::{broadcast, watch};
 
 pub(crate) use complete::Completer;
-pub use prompt::{IntoPromptMessages, McpPrompt, PromptError};
+pub use prompt::{IntoPromptMessages, McpPrompt, PromptContext, PromptError};
 pub use resource::{IntoResourceBody, McpResource, ResourceBody, ResourceError, ResourceRead};
 
 /// Not public API: what `#[resource]` and `#[prompt]` generate code against.
@@ -28,8 +28,8 @@ pub use resource::{IntoResourceBody, McpResource, ResourceBody, ResourceError, R
 pub mod __private {
     use super::PromptError;
     pub use super::{
-        IntoPromptMessages, IntoResourceBody, McpPrompt, McpResource, PromptRegistration,
-        ResourceError, ResourceRead, ResourceRegistration,
+        IntoPromptMessages, IntoResourceBody, McpPrompt, McpResource, PromptContext,
+        PromptRegistration, ResourceError, ResourceRead, ResourceRegistration,
     };
     use rmcp::model::JsonObject;
     use serde_json::Value;

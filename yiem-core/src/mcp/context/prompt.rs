@@ -11,6 +11,8 @@ use rmcp::model::{JsonObject, Prompt, PromptArgument, PromptMessage, Role};
 use serde_json::Value;
 
 use super::complete::{Completer, enum_values};
+use crate::ask::elicit::{Asker, ElicitError};
+use crate::ask::{Answers, Questions};
 
 /// Why a prompt could not be got.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -25,8 +27,48 @@ pub enum PromptError {
     Failed(String),
 }
 
-type GetFn =
-    dyn Fn(JsonObject) -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>> + Send + Sync;
+type GetFn = dyn Fn(JsonObject, PromptContext) -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>>
+    + Send
+    + Sync;
+
+/// What a prompt's function reaches besides its arguments while it makes its messages: the client,
+/// to ask it questions ([`ask`](Self::ask)) — over MCP's 2026-07-28 revision by answering
+/// `prompts/get` `input_required`, after which the function runs again from the start with the answers.
+#[derive(Clone, Default)]
+pub struct PromptContext {
+    asker: Option<Arc<dyn Asker>>,
+    server: String,
+}
+
+impl fmt::Debug for PromptContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PromptContext")
+            .field("server", &self.server)
+            .field("can_ask", &self.asker.is_some())
+            .finish()
+    }
+}
+
+impl PromptContext {
+    /// A context where nobody can be asked (a prompt got outside a server, in a test).
+    pub fn new() -> Self {
+        PromptContext::default()
+    }
+
+    /// The context of a request of `server`'s client, asked through `asker`.
+    pub(crate) fn asking(server: impl Into<String>, asker: Arc<dyn Asker>) -> Self {
+        PromptContext {
+            asker: Some(asker),
+            server: server.into(),
+        }
+    }
+
+    /// Asks the client several questions at once, each under a key of the prompt's choosing, as
+    /// [`ToolContext::ask`](crate::tool::ToolContext::ask) does for a tool.
+    pub async fn ask(&self, questions: Questions) -> Result<Answers, ElicitError> {
+        crate::ask::batch::ask_through(self.asker.as_deref(), &self.server, questions).await
+    }
+}
 
 /// A prompt an [`McpServer`](crate::mcp::McpServer) serves from a [`ContextStore`](super::ContextStore):
 /// `#[prompt]` builds one, or build one at run time.
@@ -73,7 +115,7 @@ impl McpPrompt {
             description: None,
             arguments: Vec::new(),
             getter: Arc::new(
-                |_| -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>> {
+                |_, _| -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>> {
                     Box::pin(async { Ok(Vec::new()) })
                 },
             ),
@@ -137,8 +179,42 @@ impl McpPrompt {
         Fut: Future<Output = Result<Vec<PromptMessage>, PromptError>> + Send + 'static,
     {
         self.getter = Arc::new(
-            move |arguments| -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>> {
+            move |arguments, _| -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>> {
                 Box::pin(get(arguments))
+            },
+        );
+        self
+    }
+
+    /// Like [`get`](Self::get), for a prompt that asks the client before it answers: `get` also gets
+    /// the request's [`PromptContext`].
+    ///
+    /// ```
+    /// use yiem_core::ask::{ElicitationAnswer, Questions};
+    /// use yiem_core::mcp::{McpPrompt, PromptContext, PromptError, PromptMessage, Role};
+    ///
+    /// let framed = McpPrompt::new("framed").asking(|_arguments, ctx: PromptContext| async move {
+    ///     let form = serde_json::json!({"type": "object", "properties": {"context": {"type": "string"}}});
+    ///     let answers = ctx
+    ///         .ask(Questions::new().form_with_schema("user_context", "What context?", form))
+    ///         .await
+    ///         .map_err(|error| PromptError::Failed(error.to_string()))?;
+    ///     let context = match answers.form::<serde_json::Value>("user_context") {
+    ///         Ok(ElicitationAnswer::Accept(form)) => form["context"].as_str().unwrap_or("").to_owned(),
+    ///         _ => "none".into(),
+    ///     };
+    ///     Ok(vec![PromptMessage::new_text(Role::User, format!("Context: {context}"))])
+    /// });
+    /// assert_eq!(framed.name(), "framed");
+    /// ```
+    pub fn asking<F, Fut>(mut self, get: F) -> Self
+    where
+        F: Fn(JsonObject, PromptContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Vec<PromptMessage>, PromptError>> + Send + 'static,
+    {
+        self.getter = Arc::new(
+            move |arguments, ctx| -> BoxFuture<'static, Result<Vec<PromptMessage>, PromptError>> {
+                Box::pin(get(arguments, ctx))
             },
         );
         self
@@ -174,6 +250,7 @@ impl McpPrompt {
     pub(crate) async fn messages(
         &self,
         arguments: JsonObject,
+        ctx: PromptContext,
     ) -> Result<Vec<PromptMessage>, PromptError> {
         if let Some(unknown) = arguments.keys().find(|name| {
             !self
@@ -200,7 +277,7 @@ impl McpPrompt {
                 self.name, missing.name
             )));
         }
-        (self.getter)(arguments).await
+        (self.getter)(arguments, ctx).await
     }
 }
 

@@ -1,7 +1,17 @@
 //! The server's asker: a call's questions, sampling requests and log messages carried to the client,
 //! by requests (before 2026-07-28) or as `input_required` rounds (2026-07-28).
 
+use std::collections::BTreeMap;
+
+#[allow(deprecated)]
+// roots: deprecated by 2026-07-28 (SEP-2577), which the earlier revisions have
+use rmcp::model::ListRootsRequest;
+
+use super::state;
 use super::*;
+use crate::ask::batch::{Answer, Answers, Question, Root, fitted};
+use crate::ask::elicit::ask_in_turn;
+use crate::ask::round::{Given, Round, stopped};
 use crate::mcp::convert::{answer_of, elicit_params, sampled, sampling_params};
 
 /// The client of one call, as the call's [`Asker`]: questions go out as `elicitation/create` requests
@@ -34,74 +44,115 @@ pub(super) enum Level {
     Request(Option<LogLevel>),
 }
 
-/// The questions of one `tools/call` of a client of the 2026-07-28 revision, which has no requests
-/// from server to client: the call is answered `input_required` with its questions, and the client
-/// calls again with their answers (SEP-2322). The call then runs again from the start, so its
-/// questions are keyed by the order in which it asks them (`question-1`, `question-2`, ...): a tool
-/// must ask the same questions in the same order each time it runs, and what it does before a question
-/// is done again on every round.
+/// The questions of one request (`tools/call`, `prompts/get`) of a client of the 2026-07-28 revision,
+/// which has no requests from server to client: the request is answered `input_required` with its
+/// questions, and the client sends it again with their answers (SEP-2322). The call then runs again
+/// from the start, in a new [`Round`] that starts with every answer given so far (carried in the signed
+/// `requestState`, see `state`). Questions asked one at a time are keyed by the order asked
+/// (`question-1`, ...), a batch's by the asker's keys; an answer is given back only to the question it
+/// answered (by its fingerprint), and one that does not fit it is refused (`-32602`).
 pub(super) struct Rounds {
-    /// The answers the client sent with this call, by question key.
-    pub(super) answers: InputResponses,
-    /// How many questions the call has asked so far.
-    asked: std::sync::atomic::AtomicUsize,
-    /// Whether the request declares form elicitation, and sampling.
+    pub(super) round: Round<String, Value>,
+    /// Whether the request declares form elicitation, sampling, and roots.
     forms: bool,
     samples: bool,
-    /// The questions the call asked that have no answer yet.
-    unanswered_questions: Mutex<InputRequests>,
-    /// The capability a question needed that the request did not declare, if one did.
+    roots: bool,
+    /// Every question the request asked, by key: what goes to the client if it is open.
+    sent: Mutex<BTreeMap<String, InputRequest>>,
+    /// The capability a question asked alone needed that the request did not declare, if one did.
     missing: Mutex<Option<&'static str>>,
-    /// Cancelled when the call asks a question that has no answer yet, or that it cannot ask.
-    pub(super) unanswered: CancellationToken,
+}
+
+/// Why a question of a batch is not sent to a client of 2026-07-28 whose request did not declare
+/// `capability`.
+fn undeclared(capability: &str) -> ElicitError {
+    let why = format!(
+        "the request did not declare the `{capability}` capability \
+         (`io.modelcontextprotocol/clientCapabilities`), so the question was not sent"
+    );
+    match capability {
+        "sampling" => ElicitError::CannotSample(why),
+        "roots" => ElicitError::CannotListRoots(why),
+        _ => ElicitError::CannotAsk(why),
+    }
 }
 
 impl Rounds {
-    /// The answer to the next question of the call, by its key; a question without one yet is kept for
-    /// the client and the call waits for ever (it is stopped, and asks again in the next round).
-    pub(super) async fn ask(&self, question: InputRequest) -> (String, Value) {
-        let needs = match &question {
-            InputRequest::Elicitation(_) => (!self.forms).then_some("elicitation"),
-            InputRequest::CreateMessage(_) => (!self.samples).then_some("sampling"),
-            _ => None,
-        };
-        if let Some(capability) = needs {
-            *self
-                .missing
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(capability);
-            self.unanswered.cancel();
-            return std::future::pending().await;
-        }
-        let number = self.asked.fetch_add(1, Ordering::Relaxed) + 1;
-        let key = crate::ask::elicit::question_key(number);
-        if let Some(answer) = self.answers.get(&key) {
-            return (key, answer.clone());
-        }
-        self.unanswered_questions
+    fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+        mutex
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
-            .insert(key, question);
-        self.unanswered.cancel();
-        std::future::pending().await
+    }
+
+    /// The capability `question` needs that the request did not declare, if any.
+    fn needs(&self, question: &InputRequest) -> Option<&'static str> {
+        match question {
+            InputRequest::Elicitation(_) => (!self.forms).then_some("elicitation"),
+            InputRequest::CreateMessage(_) => (!self.samples).then_some("sampling"),
+            InputRequest::ListRoots(_) => (!self.roots).then_some("roots"),
+            _ => None,
+        }
+    }
+
+    /// The answers to `questions` (by key), when each has one; otherwise the call stops, and the
+    /// questions without one go to the client.
+    async fn answers(&self, questions: Vec<(String, InputRequest)>) -> Vec<Value> {
+        let mut asked = Vec::with_capacity(questions.len());
+        {
+            let mut sent = Self::lock(&self.sent);
+            for (key, question) in questions {
+                let print =
+                    state::fingerprint(&serde_json::to_value(&question).unwrap_or_default());
+                sent.insert(key.clone(), question);
+                asked.push((key, print));
+            }
+        }
+        match self.round.answers(asked) {
+            Some(answers) => answers,
+            None => stopped().await,
+        }
+    }
+
+    /// The answer to a question asked alone, under the next `question-N` key. A question the request's
+    /// capabilities do not allow ends the request with `-32021` (see [`missing`](Self::missing)).
+    pub(super) async fn ask(&self, question: InputRequest) -> (String, Value) {
+        if let Some(capability) = self.needs(&question) {
+            *Self::lock(&self.missing) = Some(capability);
+            self.round.stop().cancel();
+            return stopped().await;
+        }
+        let key = self.round.next_key();
+        let mut answers = self.answers(vec![(key.clone(), question)]).await;
+        (key, answers.remove(0))
+    }
+
+    /// Stops the call with `refusal` for the client (`-32602`): an answer it gave does not fit.
+    async fn refuse<T>(&self, refusal: ElicitError) -> T {
+        self.round.refuse(refusal.to_string());
+        stopped().await
     }
 
     /// The capability the call needed and the request did not declare.
     pub(super) fn missing(&self) -> Option<&'static str> {
-        *self
-            .missing
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        *Self::lock(&self.missing)
     }
 
-    /// The questions asked without an answer, for the client to answer.
-    pub(super) fn questions(&self) -> InputRequests {
-        std::mem::take(
-            &mut *self
-                .unanswered_questions
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner()),
-        )
+    /// The questions asked without an answer, for the client to answer, and the signed state that
+    /// carries the answers so far and binds the next ones to them.
+    pub(super) fn questions(
+        &self,
+        key: &state::StateKey,
+        method: &str,
+        name: &str,
+    ) -> (InputRequests, String) {
+        let open = self.round.take_open();
+        let sent = Self::lock(&self.sent);
+        let questions: InputRequests = open
+            .iter()
+            .filter_map(|(key, _)| Some((key.clone(), sent.get(key)?.clone())))
+            .collect();
+        let state = key.seal(method, name, self.round.given(), open.into_iter().collect());
+        (questions, state)
     }
 }
 
@@ -181,7 +232,7 @@ impl ClientAsker {
     pub(super) fn open(
         server: &McpServer,
         context: &RequestContext<RoleServer>,
-        answers: InputResponses,
+        answers: BTreeMap<String, Given<String, Value>>,
     ) -> (Arc<dyn Asker>, Forwarding, Option<Arc<Rounds>>) {
         let (logs, mut receiver) = mpsc::unbounded_channel();
         let budget = Arc::new(LogBudget::default());
@@ -241,13 +292,12 @@ impl ClientAsker {
             // `-32021` (see `Rounds::missing`): the revision forbids relying on undeclared ones.
             let capabilities = context.meta.client_capabilities().unwrap_or_default();
             let rounds = Arc::new(Rounds {
-                answers,
+                round: Round::new(answers),
                 forms: asks_forms(&capabilities),
                 samples: capabilities.sampling.is_some(),
-                asked: Default::default(),
-                unanswered_questions: Mutex::default(),
+                roots: capabilities.roots.is_some(),
+                sent: Mutex::default(),
                 missing: Mutex::default(),
-                unanswered: CancellationToken::new(),
             });
             let level = context
                 .meta
@@ -315,12 +365,10 @@ impl Asker for ClientAsker {
             let (key, answer) = rounds
                 .ask(InputRequest::Elicitation(ElicitRequest::new(params)))
                 .await;
-            let answer = serde_json::from_value::<ElicitResult>(answer).map_err(|error| {
-                ElicitError::InvalidAnswer(format!(
-                    "the client's answer `{key}` is not an elicitation result: {error}"
-                ))
-            })?;
-            answer_of(answer)
+            match form_answer(&key, &question.schema, answer) {
+                Ok(answer) => Ok(answer),
+                Err(refusal) => rounds.refuse(refusal).await,
+            }
         })
     }
 
@@ -354,7 +402,23 @@ impl Asker for ClientAsker {
                     params,
                 )))
                 .await;
-            sampled(&format!("the client's answer `{key}`"), answer)
+            match sampled(&format!("the client's answer `{key}`"), answer) {
+                Ok(answer) => Ok(answer),
+                Err(refusal) => rounds.refuse(refusal).await,
+            }
+        })
+    }
+
+    fn ask<'a>(
+        &'a self,
+        server: &'a str,
+        questions: Vec<(String, Question)>,
+    ) -> futures::future::BoxFuture<'a, Answers> {
+        Box::pin(async move {
+            match &self.rounds {
+                Some(rounds) => ask_in_round(rounds, questions).await,
+                None => self.ask_by_requests(server, questions).await,
+            }
         })
     }
 
@@ -390,5 +454,156 @@ impl Asker for ClientAsker {
         message.logger = Some(logger.to_owned());
         // A send fails only once the call is over, when nobody reads the log any more.
         let _ = self.logs.send(Forward::Log(message));
+    }
+}
+
+/// The answer `key` to a form `schema`, from a client's elicitation result: refused when it is none,
+/// or does not fit the form.
+fn form_answer(key: &str, schema: &Value, answer: Value) -> Result<ElicitationAnswer, ElicitError> {
+    let answer = serde_json::from_value::<ElicitResult>(answer).map_err(|error| {
+        ElicitError::InvalidAnswer(format!(
+            "the client's answer `{key}` is not an elicitation result: {error}"
+        ))
+    })?;
+    fitted(key, schema, answer_of(answer)?)
+}
+
+/// The roots of a client's `roots/list` result (`{"roots": [{"uri": ..., "name": ...}]}`).
+fn roots_of(key: &str, result: Value) -> Result<Vec<Root>, ElicitError> {
+    #[derive(serde::Deserialize)]
+    struct Listed {
+        roots: Vec<Root>,
+    }
+    serde_json::from_value::<Listed>(result)
+        .map(|listed| listed.roots)
+        .map_err(|error| {
+            ElicitError::InvalidAnswer(format!(
+                "the client's answer `{key}` is not a roots list: {error}"
+            ))
+        })
+}
+
+/// A batch asked of a client of 2026-07-28: every question its request's capabilities allow goes out
+/// in one round, under its key; the others are answered with why they were not sent.
+#[allow(deprecated)] // sampling and roots: see the `use` above
+async fn ask_in_round(rounds: &Rounds, questions: Vec<(String, Question)>) -> Answers {
+    let mut answers = Answers::new();
+    let mut sent = Vec::new();
+    let mut kinds = Vec::new();
+    for (key, question) in questions {
+        let request = match &question {
+            Question::Form { message, schema } => {
+                elicit_params(&Elicitation::new("", message.clone(), schema.clone()))
+                    .map(|params| InputRequest::Elicitation(ElicitRequest::new(params)))
+            }
+            Question::Sample(request) => sampling_params(request)
+                .map(|params| InputRequest::CreateMessage(CreateMessageRequest::new(params))),
+            Question::Roots => Ok(InputRequest::ListRoots(ListRootsRequest::default())),
+        };
+        match request {
+            Ok(request) => match rounds.needs(&request) {
+                Some(capability) => answers = answers.with(key, Err(undeclared(capability))),
+                None => {
+                    sent.push((key, request));
+                    kinds.push(question);
+                }
+            },
+            Err(error) => answers = answers.with(key, Err(error)),
+        }
+    }
+    if sent.is_empty() {
+        return answers;
+    }
+    let keys: Vec<String> = sent.iter().map(|(key, _)| key.clone()).collect();
+    let given = rounds.answers(sent).await;
+    for ((key, question), answer) in keys.into_iter().zip(kinds).zip(given) {
+        let decoded = match question {
+            Question::Form { schema, .. } => form_answer(&key, &schema, answer).map(Answer::Form),
+            Question::Sample(_) => {
+                sampled(&format!("the client's answer `{key}`"), answer).map(Answer::Sample)
+            }
+            _ => roots_of(&key, answer).map(Answer::Roots),
+        };
+        match decoded {
+            Ok(answer) => answers = answers.with(key, Ok(answer)),
+            Err(refusal) => return rounds.refuse(refusal).await,
+        }
+    }
+    answers
+}
+
+impl ClientAsker {
+    /// A batch asked of a client of an earlier revision: one request each, in order, each only if the
+    /// client declared its capability (else its answer says why).
+    #[allow(deprecated)] // sampling and roots: see the `use` above
+    async fn ask_by_requests(&self, server: &str, questions: Vec<(String, Question)>) -> Answers {
+        ask_in_turn(self, server, questions, |key| {
+            Box::pin(self.list_roots(key))
+        })
+        .await
+    }
+
+    /// The client's roots (`roots/list`), if it declared the `roots` capability.
+    #[allow(deprecated)] // roots: see the `use` above
+    async fn list_roots(&self, key: String) -> Result<Vec<Root>, ElicitError> {
+        if let Some(why) = self.cannot_ask {
+            return Err(ElicitError::CannotListRoots(why.to_owned()));
+        }
+        let declared = self
+            .peer
+            .peer_info()
+            .is_some_and(|client| client.capabilities.roots.is_some());
+        if !declared {
+            return Err(ElicitError::CannotListRoots(
+                "the MCP client did not declare the `roots` capability".into(),
+            ));
+        }
+        let listed = self
+            .peer
+            .list_roots()
+            .await
+            .map_err(|error| ElicitError::Failed(error.to_string()))?;
+        roots_of(&key, serde_json::to_value(listed).unwrap_or_default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_of_the_wrong_shape_are_refused_naming_their_key() {
+        let form = serde_json::json!({"type": "object", "properties": {"ok": {"type": "boolean"}}});
+        fn refused<T: std::fmt::Debug>(answer: Result<T, ElicitError>) -> String {
+            answer.unwrap_err().to_string()
+        }
+        assert_eq!(
+            refused(form_answer("confirm", &form, serde_json::json!(12345))),
+            "the user's answer does not fit the question: the client's answer `confirm` is not an \
+             elicitation result: invalid type: integer `12345`, expected struct ElicitResult"
+        );
+        assert_eq!(
+            refused(form_answer(
+                "confirm",
+                &form,
+                serde_json::json!({"action": "accept", "content": {"ok": "yes"}})
+            )),
+            "the user's answer does not fit the question: the field `ok` of the answer `confirm` does \
+             not fit the form: expected a boolean, got the string \"yes\""
+        );
+        assert_eq!(
+            refused(roots_of(
+                "client_roots",
+                serde_json::json!({"roots": "file:///src"})
+            )),
+            "the user's answer does not fit the question: the client's answer `client_roots` is not a \
+             roots list: invalid type: string \"file:///src\", expected a sequence"
+        );
+        let roots = roots_of(
+            "client_roots",
+            serde_json::json!({"roots": [{"uri": "file:///src", "name": "src"}]}),
+        )
+        .unwrap();
+        assert_eq!(roots, [Root::new("file:///src").name("src")]);
     }
 }

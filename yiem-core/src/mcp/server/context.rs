@@ -5,16 +5,17 @@ use std::collections::HashSet;
 use std::sync::Weak;
 
 use rmcp::model::{
-    CacheScope, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, PromptsCapability,
-    ReadResourceRequestParams, ReadResourceResult, Reference, ResourceUpdatedNotificationParam,
-    ResourcesCapability,
+    CacheScope, CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    PromptsCapability, ReadResourceRequestParams, ReadResourceResult, Reference,
+    ResourceUpdatedNotificationParam, ResourcesCapability,
 };
 use rmcp::service::SubscriptionSendError;
 use tokio::sync::{broadcast, watch};
 
+use super::asker::ClientAsker;
 use super::*;
-use crate::mcp::context::{Completer, PromptError, ResourceError};
+use crate::mcp::context::{Completer, PromptContext, PromptError, ResourceError};
 
 /// The resources one connection's client subscribed to, and the task that tells it of their updates
 /// (started by its first subscription, ended with the connection).
@@ -223,7 +224,7 @@ impl McpServer {
         &self,
         request: GetPromptRequestParams,
         context: &RequestContext<RoleServer>,
-    ) -> Result<GetPromptResult, ErrorData> {
+    ) -> Result<GetPromptResponse, ErrorData> {
         let store = self.context_or_not_found("prompts/get")?;
         let Some(prompt) = store.prompt(&request.name) else {
             let names: Vec<String> = store
@@ -244,10 +245,33 @@ impl McpServer {
                 None,
             ));
         };
-        let messages = tokio::select! {
-            messages = prompt.messages(request.arguments.unwrap_or_default()) => messages,
-            () = context.ct.cancelled() => {
+        // The prompt may ask the client, as a tool may: by requests, or in `input_required` rounds.
+        let answers = self.config.state_key.open(
+            "prompts/get",
+            prompt.name(),
+            request.request_state.as_deref(),
+            request.input_responses,
+        )?;
+        let (asker, _forwarding, rounds) = ClientAsker::open(self, context, answers);
+        let ctx = PromptContext::asking(self.config.info.name.clone(), asker);
+        let getting = async {
+            tokio::select! {
+                messages = prompt.messages(request.arguments.unwrap_or_default(), ctx) => Some(messages),
+                () = context.ct.cancelled() => None,
+            }
+        };
+        let messages = match self
+            .in_round(rounds.as_deref(), "prompts/get", prompt.name(), getting)
+            .await
+        {
+            Outcome::Done(Some(messages)) => messages,
+            Outcome::Done(None) => {
                 return Err(ErrorData::internal_error("the prompt was cancelled", None));
+            }
+            stopped => {
+                return stopped
+                    .map(|_| -> GetPromptResult { unreachable!("done above") })
+                    .response(prompt.name());
             }
         }
         .map_err(|error| match error {
@@ -270,7 +294,7 @@ impl McpServer {
         }
         let mut result = GetPromptResult::new(messages);
         result.description.clone_from(&prompt.listed().description);
-        Ok(result)
+        Ok(result.into())
     }
 
     /// `completion/complete`: the candidates of a prompt's argument or a template's parameter. A

@@ -211,9 +211,7 @@ impl ServerHandler for McpServer {
         request: GetPromptRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
-        Box::pin(self.get_context_prompt(request, &context))
-            .await
-            .map(Into::into)
+        Box::pin(self.get_context_prompt(request, &context)).await
     }
 
     async fn complete(
@@ -283,13 +281,20 @@ impl ServerHandler for McpServer {
         };
         // No `arguments` is `null`, which the pipeline reads as `{}`.
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
-        let answers = answers_of(request.request_state.as_deref(), request.input_responses)?;
-        // Boxed: see `listen`.
+        // Boxed: see `listen`. A task keeps the state and the answers, and opens them on each run.
+        let state = request.request_state.as_deref();
+        let responses = request.input_responses.clone().unwrap_or_default();
         if let Some(answer) =
-            Box::pin(self.dispatch_task(&tool, &arguments, &answers, &context)).await
+            Box::pin(self.dispatch_task(&tool, &arguments, state, &responses, &context)).await
         {
             return answer;
         }
+        let answers = self.config.state_key.open(
+            "tools/call",
+            tool.name(),
+            request.request_state.as_deref(),
+            request.input_responses,
+        )?;
         let span = telemetry::mcp_tool_call(tool.name(), &context.id);
         // A client that sent its trace context (`_meta.traceparent`) gets this call in its trace.
         #[cfg(feature = "otel")]
@@ -303,15 +308,9 @@ impl ServerHandler for McpServer {
         } else {
             calling.instrument(span).await
         };
-        Ok(match outcome {
-            Outcome::Done(message) => {
-                call_tool_result(bounded(message, self.config.max_result_bytes)).into()
-            }
-            Outcome::Missing(capability) => {
-                return Err(missing_capability(tool.name(), capability));
-            }
-            Outcome::Ask { questions, answers } => input_required(questions, answers),
-        })
+        outcome
+            .map(|message| call_tool_result(bounded(message, self.config.max_result_bytes)))
+            .response(tool.name())
     }
 
     async fn get_task(
@@ -395,16 +394,4 @@ impl ServerHandler for McpServer {
             None,
         ))
     }
-}
-
-/// The `input_required` answer of a call with `questions`, its `requestState` the answers so far.
-pub(super) fn input_required(
-    questions: InputRequests,
-    answers: InputResponses,
-) -> CallToolResponse {
-    let state = format!(
-        "{STATE_PREFIX}{}",
-        Value::Object(answers.into_iter().collect())
-    );
-    InputRequiredResult::new(Some(questions), Some(state)).into()
 }

@@ -11,6 +11,7 @@ pub(super) mod lines;
 mod listing;
 #[cfg(feature = "mcp-skills")]
 mod skills;
+mod state;
 mod tasks;
 
 use crate::ask::sample::{Sampling, SamplingAnswer};
@@ -20,10 +21,9 @@ use std::sync::{Arc, Mutex};
 use rmcp::model::{
     CallToolRequestMethod, CallToolRequestParams, CallToolResponse, ClientCapabilities,
     ConstString, CustomRequest, CustomResult, ElicitRequest, ElicitResult, ErrorCode,
-    Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ListToolsRequestMethod, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter,
-    Tool,
+    Implementation, InputRequest, InputRequests, InputRequiredResult, ListToolsRequestMethod,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion,
+    ServerCapabilities, ServerConfig, ServerNotification, SubscriptionFilter, Tool,
 };
 // MCP logging and sampling are deprecated by the 2026-07-28 revision (SEP-2577) only; the revisions
 // this server speaks have them.
@@ -39,6 +39,7 @@ use tracing::Instrument;
 
 use crate::approval::{ApprovalPolicy, Decision};
 use crate::ask::elicit::{Asker, ElicitError, Elicitation, ElicitationAnswer, LogLevel};
+use crate::ask::round::Given;
 use crate::call::{ToolCall, ToolResultMessage};
 use crate::content::Content;
 use crate::decision::PlannedCall;
@@ -210,6 +211,8 @@ struct Config {
     skills: Option<Arc<rmcp::handler::server::skill_catalog::SkillCatalog>>,
     /// The tasks' store and their runs in this process.
     tasks: Arc<tasks::Tasks>,
+    /// The key of the `requestState` of `input_required` answers.
+    state_key: state::StateKey,
 }
 
 impl McpServer {
@@ -240,6 +243,7 @@ impl McpServer {
                 #[cfg(feature = "mcp-skills")]
                 skills: None,
                 tasks: Arc::default(),
+                state_key: state::StateKey::random(),
             }),
             log_level: Arc::new(Mutex::new(DEFAULT_LOG_LEVEL)),
             subscribed: Arc::default(),
@@ -392,6 +396,23 @@ impl McpServer {
         self
     }
 
+    /// The key this server signs the `requestState` of its `input_required` answers with (HMAC-SHA256;
+    /// default: a random key of its own). Servers that share a key accept one another's state: give
+    /// the same key to every instance behind one address, so that a client's next round may reach
+    /// another. A state that was changed, or signed with another key, is refused (`-32602`).
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let key = [7u8; 32]; // read it from where the operator keeps secrets
+    /// let server = McpServer::new(ToolStore::new("x")).state_key(key);
+    /// # let _ = server;
+    /// ```
+    pub fn state_key(mut self, key: [u8; 32]) -> Self {
+        self.config_mut().state_key = state::StateKey::new(key);
+        self
+    }
+
     /// The store whose tools are served.
     pub fn store(&self) -> &ToolStore {
         &self.config.store
@@ -501,14 +522,14 @@ impl McpServer {
     ///
     /// A client of the 2026-07-28 revision is asked by answering the call with its questions
     /// ([`Outcome::Ask`], `input_required`); it calls again with `answers`, and the call runs again
-    /// from the start, its questions answered in the order they are asked.
+    /// from the start (see [`Rounds`](asker::Rounds)).
     async fn call(
         &self,
         tool: &AgentTool,
         arguments: Value,
-        answers: InputResponses,
+        answers: std::collections::BTreeMap<String, Given<String, Value>>,
         context: &RequestContext<RoleServer>,
-    ) -> Outcome {
+    ) -> Outcome<ToolResultMessage> {
         let (asker, forwarding, rounds) = ClientAsker::open(self, context, answers);
         let Forwarding { forwarder, end } = forwarding;
         let call = ToolCall::new(next_call_id(), tool.name(), arguments);
@@ -523,22 +544,9 @@ impl McpServer {
                 }
                 self.run(call, context, Arc::clone(&asker)).await
             };
-            let outcome = match &rounds {
-                None => Outcome::Done(work.await),
-                Some(rounds) => tokio::select! {
-                    // A question without an answer yet: the call stops (dropping it cancels the tool,
-                    // see `run`) and the client gets the questions.
-                    biased;
-                    () = rounds.unanswered.cancelled() => match rounds.missing() {
-                        Some(capability) => Outcome::Missing(capability),
-                        None => Outcome::Ask {
-                            questions: rounds.questions(),
-                            answers: rounds.answers.clone(),
-                        },
-                    },
-                    message = work => Outcome::Done(message),
-                },
-            };
+            let outcome = self
+                .in_round(rounds.as_deref(), "tools/call", tool.name(), work)
+                .await;
             // The forwarder sends what the call logged and stops: every log message of the call
             // reaches the client before its result (one logged later, by a task the tool left behind,
             // is dropped).
@@ -548,6 +556,35 @@ impl McpServer {
         // The call's log messages go to the client while it runs, from this task.
         let (outcome, ()) = futures::join!(running, forwarder);
         outcome
+    }
+
+    /// Runs `work` (a request's, `method` of `name`) in its round, if it has one: its output, or, once
+    /// it stops at questions without answers (dropping it cancels what it runs), the questions for the
+    /// client, the capability it needed, or the answer refused.
+    async fn in_round<T>(
+        &self,
+        rounds: Option<&asker::Rounds>,
+        method: &str,
+        name: &str,
+        work: impl std::future::Future<Output = T>,
+    ) -> Outcome<T> {
+        let Some(rounds) = rounds else {
+            return Outcome::Done(work.await);
+        };
+        tokio::select! {
+            biased;
+            () = rounds.round.stop().cancelled() => {
+                if let Some(capability) = rounds.missing() {
+                    Outcome::Missing(capability)
+                } else if let Some(why) = rounds.round.refused() {
+                    Outcome::Refused(why)
+                } else {
+                    let (questions, state) = rounds.questions(&self.config.state_key, method, name);
+                    Outcome::Ask { questions, state }
+                }
+            },
+            done = work => Outcome::Done(done),
+        }
     }
 
     /// Asks the client whether `call` may run ([`approve`]), giving up when the client cancels the call,
@@ -632,19 +669,50 @@ impl McpServer {
     }
 }
 
-/// How a `tools/call` ends: with the call's result, or with questions the client must answer before
-/// the call can run (the 2026-07-28 revision's `input_required`).
-enum Outcome {
-    Done(ToolResultMessage),
-    /// The questions without an answer, and the answers given so far (which go back to the client as
-    /// the `requestState` its next call echoes, since it sends only the new answers).
+/// How a request that may ask (`tools/call`, `prompts/get`) ends: with its result, or with questions
+/// the client must answer first (the 2026-07-28 revision's `input_required`).
+enum Outcome<T> {
+    Done(T),
+    /// The questions without an answer, and the signed state the client's next request echoes (the
+    /// answers so far, since it sends only the new ones).
     Ask {
         questions: InputRequests,
-        answers: InputResponses,
+        state: String,
     },
-    /// The call needs to ask the client by a capability (`elicitation`, `sampling`) its request did not
+    /// The request needs to ask the client by a capability (`elicitation`, `sampling`) it did not
     /// declare: the 2026-07-28 revision's `-32021` error.
     Missing(&'static str),
+    /// An answer the client gave does not fit its question: `-32602`, saying why.
+    Refused(String),
+}
+
+impl<T> Outcome<T> {
+    fn map<U>(self, f: impl FnOnce(T) -> U) -> Outcome<U> {
+        match self {
+            Outcome::Done(done) => Outcome::Done(f(done)),
+            Outcome::Ask { questions, state } => Outcome::Ask { questions, state },
+            Outcome::Missing(capability) => Outcome::Missing(capability),
+            Outcome::Refused(why) => Outcome::Refused(why),
+        }
+    }
+
+    /// The response of a request of `name` that ended so: its result, or the `input_required` answer,
+    /// or the error.
+    fn response<R: From<T> + From<InputRequiredResult>>(self, name: &str) -> Result<R, ErrorData> {
+        match self {
+            Outcome::Done(done) => Ok(done.into()),
+            Outcome::Ask { questions, state } => {
+                Ok(InputRequiredResult::new(Some(questions), Some(state)).into())
+            }
+            Outcome::Missing(capability) => Err(missing_capability(name, capability)),
+            Outcome::Refused(why) => Err(refused(&why)),
+        }
+    }
+}
+
+/// The `-32602` error of a request whose answer (`why`) does not fit its question.
+fn refused(why: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("{why}; answer the question again as asked"), None)
 }
 
 /// The `-32021` error of a call of `tool` that needs the client's `capability`.
@@ -665,34 +733,6 @@ fn missing_capability(tool: &str, capability: &str) -> ErrorData {
         ),
         Some(serde_json::json!({"requiredCapabilities": required})),
     )
-}
-
-/// What starts the `requestState` of this server's `input_required` answers: the answers given so far
-/// as a JSON object.
-const STATE_PREFIX: &str = "yiem-answers:";
-
-/// Every answer a call carries: those of earlier rounds (its `requestState`) and the new ones.
-///
-/// The state is the client's own earlier answers, echoed: a client that forges it grants nothing it
-/// could not have answered itself, so it is not sealed.
-fn answers_of(
-    state: Option<&str>,
-    new: Option<InputResponses>,
-) -> Result<InputResponses, ErrorData> {
-    let mut answers = match state {
-        None => InputResponses::new(),
-        Some(state) => state
-            .strip_prefix(STATE_PREFIX)
-            .and_then(|answers| serde_json::from_str::<InputResponses>(answers).ok())
-            .ok_or_else(|| {
-                ErrorData::invalid_params(
-                    "`requestState` is not one this server gave: call the tool again without it",
-                    None,
-                )
-            })?,
-    };
-    answers.extend(new.unwrap_or_default());
-    Ok(answers)
 }
 
 impl std::fmt::Debug for McpServer {
@@ -814,26 +854,5 @@ mod tests {
             .map(|tool| tool.name.to_string())
             .collect();
         assert_eq!(names, ["direct"]);
-    }
-
-    #[test]
-    fn a_calls_answers_are_those_of_its_state_and_its_new_ones_and_a_foreign_state_is_refused() {
-        let state = format!(r#"{STATE_PREFIX}{{"question-1": {{"action": "accept"}}}}"#);
-        let new = InputResponses::from([(
-            "question-2".to_owned(),
-            serde_json::json!({"action": "decline"}),
-        )]);
-        let answers = answers_of(Some(&state), Some(new)).unwrap();
-        assert_eq!(answers.len(), 2);
-        assert_eq!(answers["question-1"]["action"], "accept");
-        for foreign in ["", "{}", "yiem-answers:[1]", "other:{}"] {
-            let refused = answers_of(Some(foreign), None).unwrap_err();
-            assert_eq!(
-                refused.message,
-                "`requestState` is not one this server gave: call the tool again without it",
-                "{foreign}"
-            );
-        }
-        assert!(answers_of(None, None).unwrap().is_empty());
     }
 }

@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, JsonObject,
-    Task, TaskPayload, TaskStatus, TaskStatusNotificationParams, UpdateTaskParams,
+    CancelTaskParams, CreateTaskResult, DetailedTask, GetTaskParams, GetTaskResult, InputResponses,
+    JsonObject, Task, TaskPayload, TaskStatus, TaskStatusNotificationParams, UpdateTaskParams,
 };
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
@@ -47,7 +47,11 @@ pub struct StoredTask {
     pub tool: String,
     /// The call's arguments.
     pub arguments: Value,
-    /// The client's answers to the call's questions so far, by question key.
+    /// The signed `requestState` of the call's last round of questions: the answers of the rounds
+    /// before, each bound to its question (`None` before the first round).
+    pub state: Option<String>,
+    /// The client's answers to the questions the task waits for, by question key, given by
+    /// `tasks/update` since the last round.
     pub answers: InputResponses,
     /// When the task may be dropped, in milliseconds since the Unix epoch.
     pub expires_at_ms: u64,
@@ -266,6 +270,7 @@ impl McpServer {
         &self,
         tool: &AgentTool,
         arguments: &Value,
+        state: Option<&str>,
         answers: &InputResponses,
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
@@ -282,29 +287,27 @@ impl McpServer {
                 _ => Some(Err(tasks_required(tool.name()))),
             };
         }
-        if support == TaskSupport::RequiredAfterQuestions && answers.is_empty() {
+        if support == TaskSupport::RequiredAfterQuestions && state.is_none() && answers.is_empty() {
             // The first round runs here, until the tool asks (its questions are the call's) or ends
             // (then the task is born ended).
             return Some(
                 match self
-                    .call(tool, arguments.clone(), InputResponses::new(), context)
+                    .call(tool, arguments.clone(), Default::default(), context)
                     .await
                 {
-                    Outcome::Ask { questions, answers } => {
-                        Ok(super::handler::input_required(questions, answers))
-                    }
-                    Outcome::Missing(capability) => {
-                        Err(missing_capability(tool.name(), capability))
-                    }
                     Outcome::Done(message) => {
                         let ended = self.ended(tool.name(), message);
-                        self.start(tool, arguments, answers, context, Some(ended))
+                        self.start(tool, arguments, state, answers, context, Some(ended))
                             .await
                     }
+                    asked => asked.map(call_tool_result).response(tool.name()),
                 },
             );
         }
-        Some(self.start(tool, arguments, answers, context, None).await)
+        Some(
+            self.start(tool, arguments, state, answers, context, None)
+                .await,
+        )
     }
 
     /// Saves a new task for the call and starts its run (unless it has already `ended`), then answers
@@ -313,6 +316,7 @@ impl McpServer {
         &self,
         tool: &AgentTool,
         arguments: &Value,
+        state: Option<&str>,
         answers: &InputResponses,
         context: &RequestContext<RoleServer>,
         ended: Option<TaskPayload>,
@@ -335,6 +339,7 @@ impl McpServer {
             owner: self.owner(context),
             tool: tool.name().to_owned(),
             arguments: arguments.clone(),
+            state: state.map(str::to_owned),
             answers: answers.clone(),
             expires_at_ms: now_ms().saturating_add(ttl_ms),
         };
@@ -382,10 +387,25 @@ impl McpServer {
             if stored.is_terminal() {
                 break; // cancelled
             }
+            // The answers so far, each bound to its question; a state that does not open fails the
+            // task as it would fail the call.
+            let given = match self.config.state_key.open(
+                "tools/call",
+                tool.name(),
+                stored.state.as_deref(),
+                Some(stored.answers.clone()),
+            ) {
+                Ok(given) => given,
+                Err(error) => {
+                    self.change(&id, &context, |task| set(task, failed(error)))
+                        .await;
+                    break;
+                }
+            };
             let outcome = tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
-                outcome = self.call(&tool, stored.arguments.clone(), stored.answers.clone(), &context) => outcome,
+                outcome = self.call(&tool, stored.arguments.clone(), given, &context) => outcome,
             };
             if cancel.is_cancelled() {
                 break; // the call ended because it was cancelled: the task says so already
@@ -393,14 +413,16 @@ impl McpServer {
             let next = match outcome {
                 Outcome::Done(message) => self.ended(tool.name(), message),
                 Outcome::Missing(capability) => failed(missing_capability(tool.name(), capability)),
-                Outcome::Ask { questions, answers } => {
+                Outcome::Refused(why) => failed(refused(&why)),
+                Outcome::Ask { questions, state } => {
                     // Armed before the state is saved, so an answer that comes at once is not missed.
                     let waiting = answered.notified();
                     tokio::pin!(waiting);
                     waiting.as_mut().enable();
                     let asked = self
                         .change(&id, &context, |task| {
-                            task.answers = answers;
+                            task.state = Some(state);
+                            task.answers = InputResponses::new();
                             set(
                                 task,
                                 TaskPayload::InputRequired {
