@@ -1,13 +1,13 @@
 //! Resources, templates, prompts and completions of yiem's MCP server (`mcp-context-server`, built with
-//! `#[resource]` and `#[prompt]`), read by the official Python SDK over stdio
-//! (`tests/python/mcp_context_client.py`), which checks every answer and every error exactly and exits
+//! `#[resource]` and `#[prompt]`), read by the official Python SDK (`tests/python/mcp_context_client.py`)
+//! and TypeScript SDK (`tests/node/mcp_context_client.mjs`) over stdio, each of which checks every answer and every error exactly and exits
 //! non-zero on the first that is not as it should be.
 
 use std::path::Path;
 use std::time::Duration;
 
 use tokio::process::Command;
-use yiem_tests::installed::python;
+use yiem_tests::installed::{TS_SDK_VERSION, npm_package, python};
 
 const SERVER: &str = env!("CARGO_BIN_EXE_mcp-context-server");
 
@@ -27,6 +27,30 @@ async fn the_python_sdk_reads_resources_gets_prompts_and_completes_arguments() {
     assert!(
         output.status.success(),
         "the Python client failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "ok");
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_reads_resources_gets_prompts_and_completes_arguments() {
+    let npm = npm_package("@modelcontextprotocol/sdk", TS_SDK_VERSION);
+    let output = tokio::time::timeout(
+        Duration::from_secs(300),
+        Command::new("node")
+            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("node/mcp_context_client.mjs"))
+            .arg(npm)
+            .arg(SERVER)
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the TypeScript client finishes")
+    .expect("the TypeScript client starts");
+    assert!(
+        output.status.success(),
+        "the TypeScript client failed:\n{}\n{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
