@@ -565,7 +565,7 @@ impl Agent {
     ///     .tools(tools())
     ///     .build();
     /// let outcome = agent.prompt("merge it").await;
-    /// let RunStop::AwaitingAnswer { questions } = &outcome.stop else { panic!() };
+    /// let RunStop::AwaitingAnswer { questions } = &outcome.stop else { panic!("{:?}", outcome.stop) };
     /// assert_eq!((questions[0].key.as_str(), questions[0].message.as_str()), ("question-1", "Merge #12 into main?"));
     /// let saved = agent.run_state().to_json_signed(&key);
     ///
