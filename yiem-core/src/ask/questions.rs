@@ -185,14 +185,17 @@ impl Asker for CallQuestions {
             message: question.message,
             schema: question.schema,
         };
-        if let Some(mut answers) = self.round.answers(vec![(key, form)]) {
-            return Box::pin(std::future::ready(Ok(answers.remove(0))));
-        }
+        // The batch's list is held while the round decides: the round cancels the call's stop, and the
+        // batch (on another thread) may end and `take` the questions as soon as it sees that, so the
+        // question must be in the list before the lock is let go.
         let mut asked = self
             .batch
             .asked
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(mut answers) = self.round.answers(vec![(key, form)]) {
+            return Box::pin(std::future::ready(Ok(answers.remove(0))));
+        }
         for (key, form) in self.round.take_open() {
             asked.push(PendingQuestion {
                 call_id: self.call_id.clone(),
