@@ -6,12 +6,11 @@
 //! ([`Questions`], [`Answers`]). Whoever answers, the bookkeeping of a call that stops at questions and
 //! runs again once they are answered (keys, answers given back, open questions) is one: `round`.
 
-pub(crate) mod batch;
 pub(crate) mod elicit;
 pub(crate) mod questions;
 pub(crate) mod round;
 pub(crate) mod sample;
 
-pub use self::batch::{Answer, Answers, Question, Questions, Root};
+pub use self::elicit::batch::{Answer, Answers, Question, Questions, Root};
 pub use self::elicit::{ElicitError, Elicitation, ElicitationAnswer, ElicitationHandler, LogLevel};
 pub use self::sample::{SampledMessage, Sampling, SamplingAnswer, SamplingHandler};

@@ -404,7 +404,7 @@ impl ToolContext {
         &self,
         questions: crate::ask::Questions,
     ) -> Result<crate::ask::Answers, ElicitError> {
-        crate::ask::batch::ask_through(
+        crate::ask::elicit::batch::ask_through(
             self.inner.asker.as_deref(),
             self.store_name().unwrap_or_default(),
             questions,

@@ -66,7 +66,7 @@ impl PromptContext {
     /// Asks the client several questions at once, each under a key of the prompt's choosing, as
     /// [`ToolContext::ask`](crate::tool::ToolContext::ask) does for a tool.
     pub async fn ask(&self, questions: Questions) -> Result<Answers, ElicitError> {
-        crate::ask::batch::ask_through(self.asker.as_deref(), &self.server, questions).await
+        crate::ask::elicit::batch::ask_through(self.asker.as_deref(), &self.server, questions).await
     }
 }
 

@@ -9,8 +9,8 @@ use rmcp::model::ListRootsRequest;
 
 use super::state;
 use super::*;
-use crate::ask::batch::{Answer, Answers, Question, Root, fitted};
 use crate::ask::elicit::ask_in_turn;
+use crate::ask::elicit::batch::{Answer, Answers, Question, Root, fitted};
 use crate::ask::round::{Given, Round, stopped};
 use crate::mcp::convert::{answer_of, elicit_params, sampled, sampling_params};
 

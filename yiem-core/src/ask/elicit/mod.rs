@@ -25,6 +25,9 @@
 //! An `mcp::McpClient` answers a server's questions with the same
 //! [`ElicitationHandler`], given to `McpClientBuilder::elicitation`.
 
+/// Several questions at once, under the asker's keys (the vocabulary of [`Asker::ask`]).
+pub(crate) mod batch;
+
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -34,7 +37,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::ask::batch::{Answer, Answers, Question, Root};
+use crate::ask::elicit::batch::{Answer, Answers, Question, Root};
 use crate::ask::sample::{Sampling, SamplingAnswer, SamplingHandler};
 
 /// A question for the person behind a call: the message and the form's schema (a flat JSON object schema
