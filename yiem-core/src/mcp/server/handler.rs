@@ -283,9 +283,9 @@ impl ServerHandler for McpServer {
         let arguments = request.arguments.map_or(Value::Null, Value::Object);
         // Boxed: see `listen`. A task keeps the state and the answers, and opens them on each run.
         let state = request.request_state.as_deref();
-        let responses = request.input_responses.clone().unwrap_or_default();
+        let responses = request.input_responses.as_ref();
         if let Some(answer) =
-            Box::pin(self.dispatch_task(&tool, &arguments, state, &responses, &context)).await
+            Box::pin(self.dispatch_task(&tool, &arguments, state, responses, &context)).await
         {
             return answer;
         }

@@ -271,7 +271,7 @@ impl McpServer {
         tool: &AgentTool,
         arguments: &Value,
         state: Option<&str>,
-        answers: &InputResponses,
+        answers: Option<&InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
         let support = tool.task_support();
@@ -287,6 +287,7 @@ impl McpServer {
                 _ => Some(Err(tasks_required(tool.name()))),
             };
         }
+        let answers = answers.cloned().unwrap_or_default();
         if support == TaskSupport::RequiredAfterQuestions && state.is_none() && answers.is_empty() {
             // The first round runs here, until the tool asks (its questions are the call's) or ends
             // (then the task is born ended).
@@ -297,7 +298,7 @@ impl McpServer {
                 {
                     Outcome::Done(message) => {
                         let ended = self.ended(tool.name(), message);
-                        self.start(tool, arguments, state, answers, context, Some(ended))
+                        self.start(tool, arguments, state, &answers, context, Some(ended))
                             .await
                     }
                     asked => asked.map(call_tool_result).response(tool.name()),
@@ -305,7 +306,7 @@ impl McpServer {
             );
         }
         Some(
-            self.start(tool, arguments, state, answers, context, None)
+            self.start(tool, arguments, state, &answers, context, None)
                 .await,
         )
     }
