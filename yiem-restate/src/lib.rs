@@ -125,6 +125,8 @@ mod api;
 mod driver;
 mod inbox;
 mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod object;
 mod step;
 mod store;

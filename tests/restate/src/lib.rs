@@ -4,6 +4,7 @@
 pub mod durable;
 pub mod server;
 pub mod spans;
+pub mod tasks;
 
 /// Every Rust snippet of the workspace's README.md, compiled as a doctest (see `build.rs`).
 #[doc = include_str!(concat!(env!("OUT_DIR"), "/readme.md"))]

@@ -59,6 +59,11 @@ impl StoredTask {
         &self.task.task.task_id
     }
 
+    /// Whether the task is past its time to live: a store answers a load of it with `None`.
+    pub fn is_expired(&self) -> bool {
+        self.expires_at_ms <= now_ms()
+    }
+
     /// Whether the task has ended (completed, failed or cancelled).
     pub fn is_terminal(&self) -> bool {
         self.task.status().is_terminal()
@@ -88,6 +93,65 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task with this id, if the store has it and it has not expired.
     fn load<'a>(&'a self, id: &'a str)
     -> BoxFuture<'a, Result<Option<StoredTask>, TaskStoreError>>;
+
+    /// Runs the task just saved in the store's own way — durably, in whatever process the store
+    /// picks — and answers `true`; `false` (the default) leaves the run to this process. A store that
+    /// runs tasks runs each round with [`McpServer::task_round`] (the same call as any), and learns
+    /// of answers and cancellation through [`save`](Self::save): the task saved `working` after
+    /// `input_required` (every question answered), or saved `cancelled`.
+    fn run<'a>(
+        &'a self,
+        task: &'a StoredTask,
+        request: &'a TaskRequest,
+    ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
+        let _ = (task, request);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+}
+
+/// What a task's run needs of the request that created it, to run its call in another request or
+/// process: the client's protocol revision, name and declared capabilities. Saved by a store that runs
+/// tasks itself ([`TaskStore::run`]), given back to [`McpServer::task_round`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRequest {
+    client_info: Option<rmcp::model::Implementation>,
+    client_capabilities: Option<rmcp::model::ClientCapabilities>,
+}
+
+impl TaskRequest {
+    /// What `context`'s request says of its client.
+    fn of(context: &RequestContext<RoleServer>) -> TaskRequest {
+        TaskRequest {
+            client_info: context.client_info(),
+            client_capabilities: context.client_capabilities(),
+        }
+    }
+
+    /// A request of the client as this one says it, for a run away from its connection: of the
+    /// 2026-07-28 revision whatever the client spoke, so that the call's questions become the task's
+    /// `input_required` (answered with `tasks/update`) rather than requests over a connection that is
+    /// gone; its notifications go nowhere (the client polls `tasks/get`).
+    fn detached(
+        &self,
+        server: &McpServer,
+        cancel: CancellationToken,
+    ) -> RequestContext<RoleServer> {
+        // A peer whose connection is closed: the service over it ends at once, its sends fail.
+        let (ours, theirs) = tokio::io::duplex(64);
+        drop(theirs);
+        let service = rmcp::service::serve_directly(server.clone(), tokio::io::split(ours), None);
+        let mut context =
+            RequestContext::new(rmcp::model::RequestId::Number(0), service.peer().clone());
+        context.meta = rmcp::model::RequestMetaObject::with_client_context(
+            ProtocolVersion::V_2026_07_28,
+            self.client_info
+                .clone()
+                .unwrap_or_else(|| rmcp::model::Implementation::new("unknown", "0")),
+            self.client_capabilities.clone().unwrap_or_default(),
+        );
+        context.ct = cancel;
+        context
+    }
 }
 
 /// Tasks in this process's memory: lost when it exits, bounded ([`DEFAULT_MAX_TASKS`]), each dropped
@@ -154,10 +218,7 @@ impl TaskStore for MemoryTaskStore {
             .tasks
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let task = tasks
-            .get(id)
-            .filter(|task| task.expires_at_ms > now_ms())
-            .cloned();
+        let task = tasks.get(id).filter(|task| !task.is_expired()).cloned();
         Box::pin(std::future::ready(Ok(task)))
     }
 }
@@ -341,8 +402,19 @@ impl McpServer {
         let id = stored.id().to_owned();
         let running = !stored.is_terminal();
         let status = stored.task.task.status;
-        tasks.store.save(stored).await.map_err(store_error)?;
-        if running {
+        tasks
+            .store
+            .save(stored.clone())
+            .await
+            .map_err(store_error)?;
+        // The one place that decides where a task runs: the store's own way, else this process.
+        let durable = running
+            && tasks
+                .store
+                .run(&stored, &TaskRequest::of(context))
+                .await
+                .map_err(store_error)?;
+        if running && !durable {
             let cancel = CancellationToken::new();
             let answered = Arc::new(Notify::new());
             tasks.running().insert(
@@ -382,18 +454,18 @@ impl McpServer {
             if stored.is_terminal() {
                 break; // cancelled
             }
-            let outcome = tokio::select! {
+            let (payload, answers) = tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
-                outcome = self.call(&tool, stored.arguments.clone(), stored.answers.clone(), &context) => outcome,
+                round = self.round(&tool, &stored, &context) => round,
             };
             if cancel.is_cancelled() {
                 break; // the call ended because it was cancelled: the task says so already
             }
-            let next = match outcome {
-                Outcome::Done(message) => self.ended(tool.name(), message),
-                Outcome::Missing(capability) => failed(missing_capability(tool.name(), capability)),
-                Outcome::Ask { questions, answers } => {
+            let next = match payload {
+                TaskPayload::InputRequired {
+                    input_requests: questions,
+                } => {
                     // Armed before the state is saved, so an answer that comes at once is not missed.
                     let waiting = answered.notified();
                     tokio::pin!(waiting);
@@ -417,11 +489,82 @@ impl McpServer {
                         () = waiting => continue,
                     }
                 }
+                ended => ended,
             };
             self.change(&id, &context, |task| set(task, next)).await;
             break;
         }
         self.config.tasks.running().remove(&id);
+    }
+
+    /// One round of the call of `task`, for a [`TaskStore`] that runs tasks itself
+    /// ([`TaskStore::run`]): the call runs through this server's call path as any call does
+    /// (approval, hooks, events, limits), with every answer the task holds, in a request of the client
+    /// `request` describes, until it ends or asks (then the task's questions are the round's). It stops
+    /// when `cancel` is cancelled (the round's outcome then does not matter: the task was cancelled).
+    ///
+    /// Answers the task as the round leaves it: `completed` or `failed` with the result or error, or
+    /// `input_required` with the questions and every answer so far. A round whose task's tool this
+    /// server does not have fails the task.
+    pub async fn task_round(
+        &self,
+        task: &StoredTask,
+        request: &TaskRequest,
+        cancel: CancellationToken,
+    ) -> StoredTask {
+        let (payload, answers) = match self.config.store.get(&task.tool) {
+            Some(tool) => {
+                let context = request.detached(self, cancel.clone());
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => (TaskPayload::Cancelled, task.answers.clone()),
+                    round = self.round(&tool, task, &context) => round,
+                }
+            }
+            None => (
+                failed(ErrorData::internal_error(
+                    format!(
+                        "the server that runs task `{}` has no tool `{}`; the task failed",
+                        task.id(),
+                        task.tool
+                    ),
+                    None,
+                )),
+                task.answers.clone(),
+            ),
+        };
+        let mut next = task.clone();
+        next.answers = answers;
+        set(&mut next, payload);
+        next.task.task.last_updated_at =
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        next
+    }
+
+    /// One round of the task's call in `context`: its end, or its questions; with every answer so
+    /// far.
+    async fn round(
+        &self,
+        tool: &AgentTool,
+        task: &StoredTask,
+        context: &RequestContext<RoleServer>,
+    ) -> (TaskPayload, InputResponses) {
+        let outcome = self
+            .call(tool, task.arguments.clone(), task.answers.clone(), context)
+            .await;
+        match outcome {
+            Outcome::Done(message) => (self.ended(tool.name(), message), task.answers.clone()),
+            Outcome::Missing(capability) => (
+                failed(missing_capability(tool.name(), capability)),
+                task.answers.clone(),
+            ),
+            Outcome::Ask { questions, answers } => (
+                TaskPayload::InputRequired {
+                    input_requests: questions,
+                },
+                answers,
+            ),
+        }
     }
 
     /// What an ended call makes of its task: its result, or for a tool that panicked, a failure.

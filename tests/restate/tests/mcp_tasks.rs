@@ -1,0 +1,271 @@
+//! Durable MCP tasks on a real Restate server: the `restate-mcp-tasks` binary runs as the Restate
+//! service that runs tasks and as replicas of a stateless MCP server over HTTP that keep their tasks
+//! in Restate; the tests talk MCP's 2026-07-28 revision to the replicas with rmcp's client, kill
+//! processes with SIGKILL and order everything by the files the scenario's tools write and wait for
+//! (`yiem_restate_tests::tasks`). Each test has a Restate server of its own; they run one at a time.
+
+use std::path::{Path, PathBuf};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientInfo,
+    GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, UpdateTaskParams,
+};
+use rmcp::service::{ClientLifecycleMode, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
+use yiem_restate_tests::tasks::{DIR_ENV, INGRESS_ENV, ROLE_ENV};
+use yiem_tests::poll::wait_until;
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_restate-mcp-tasks"))
+}
+
+/// The lines of `name` in the test's folder.
+fn lines(dir: &TempDir, name: &str) -> Vec<String> {
+    std::fs::read_to_string(dir.join(name))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A Restate server, the test's folder, and the service that runs tasks, registered.
+struct Setup {
+    _alone: tokio::sync::MutexGuard<'static, ()>,
+    server: RestateServer,
+    dir: TempDir,
+    service_port: u16,
+}
+
+async fn setup(name: &str) -> (Setup, Service) {
+    let alone = ONE_AT_A_TIME.lock().await;
+    let server = RestateServer::start().await;
+    let dir = TempDir::new(name);
+    let setup = Setup {
+        _alone: alone,
+        server,
+        dir,
+        service_port: free_port(),
+    };
+    let service = setup.service().await;
+    (setup, service)
+}
+
+impl Setup {
+    /// The service that runs tasks, started (again) on its port and registered.
+    async fn service(&self) -> Service {
+        let role = Path::new("service");
+        let env = [(ROLE_ENV, role), (DIR_ENV, self.dir.0.as_path())];
+        let service = Service::start(&binary(), self.service_port, &env, None).await;
+        self.server.register(&service.uri).await;
+        service
+    }
+
+    /// A replica of the MCP server, keeping its tasks in this Restate: the process, and its URL.
+    async fn replica(&self) -> (Service, String) {
+        let role = Path::new("replica");
+        let ingress = PathBuf::from(&self.server.ingress);
+        let env = [
+            (ROLE_ENV, role),
+            (DIR_ENV, self.dir.0.as_path()),
+            (INGRESS_ENV, ingress.as_path()),
+        ];
+        let replica = Service::start(&binary(), free_port(), &env, None).await;
+        let url = format!("{}/mcp", replica.uri);
+        (replica, url)
+    }
+
+    /// Waits for `name` in the test's folder, within the hang guard.
+    async fn arrived(&self, name: &str) {
+        let path = self.dir.join(name);
+        assert!(
+            wait_until(|| path.exists(), PATIENCE).await,
+            "`{name}` never came\n--- server log (warnings) ---\n{}",
+            self.server.warnings()
+        );
+    }
+}
+
+/// An MCP client of the 2026-07-28 revision that declares tasks and forms.
+async fn client(url: &str) -> RunningService<RoleClient, ClientInfo> {
+    let capabilities: ClientCapabilities =
+        serde_json::from_value(json!({"extensions": {TASKS: {}}, "elicitation": {"form": {}}}))
+            .unwrap();
+    let info = ClientInfo::new(capabilities, Implementation::new("durable-tasks-test", "1"));
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url);
+    config.allow_stateless = true;
+    let transport = StreamableHttpClientTransport::from_config(config);
+    let lifecycle = ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: None,
+    };
+    tokio::time::timeout(PATIENCE, info.serve_with_lifecycle(transport, lifecycle))
+        .await
+        .expect("the client connects in time")
+        .expect("the client connects")
+}
+
+/// Calls `tool` (no arguments): the id of the task the server made of the call.
+async fn start(client: &RunningService<RoleClient, ClientInfo>, tool: &str) -> String {
+    let response = client
+        .peer()
+        .call_tool_once(CallToolRequestParams::new(tool.to_owned()))
+        .await
+        .expect("the call is answered");
+    match response {
+        CallToolResponse::Task(created) => created.task.task_id,
+        other => panic!("`{tool}` was not made a task: {other:?}"),
+    }
+}
+
+/// `tasks/get` of `id`, as JSON.
+async fn get(client: &RunningService<RoleClient, ClientInfo>, id: &str) -> Value {
+    let read: GetTaskResult = client
+        .peer()
+        .get_task(GetTaskParams::new(id.to_owned()))
+        .await
+        .unwrap_or_else(|error| panic!("tasks/get {id}: {error}"));
+    serde_json::to_value(read).unwrap()
+}
+
+/// Reads `id` until its status is `status` (polled, within the hang guard): the last read.
+async fn until_status(
+    client: &RunningService<RoleClient, ClientInfo>,
+    id: &str,
+    status: &str,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        let read = get(client, id).await;
+        if read["status"] == status || tokio::time::Instant::now() > deadline {
+            assert_eq!(read["status"], status, "{read}");
+            return read;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_started_through_a_replica_that_is_killed_is_read_and_ended_through_another() {
+    let (setup, _service) = setup("tasks-replicas").await;
+    let (first, first_url) = setup.replica().await;
+    let (_second, second_url) = setup.replica().await;
+
+    let through_first = client(&first_url).await;
+    let id = start(&through_first, "report").await;
+    setup.arrived("report-started").await;
+    drop(through_first);
+    first.kill();
+
+    let through_second = client(&second_url).await;
+    let working = get(&through_second, &id).await;
+    assert_eq!(working["status"], "working", "{working}");
+    std::fs::write(setup.dir.join("report-release"), "go").unwrap();
+    let done = until_status(&through_second, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "report done",
+        "{done}"
+    );
+    assert_eq!(lines(&setup.dir, "effects"), ["report"]);
+
+    // A task id that never existed: the protocol's error, as the in-memory store gives it.
+    let unknown = through_second
+        .peer()
+        .get_task(GetTaskParams::new("no-such-task".to_owned()))
+        .await
+        .expect_err("an unknown task is an error");
+    let unknown = unknown.to_string();
+    assert!(unknown.contains("no task `no-such-task`"), "{unknown}");
+    // An id Restate's ingress would read as a path is just an unknown id.
+    let odd = through_second
+        .peer()
+        .get_task(GetTaskParams::new("../McpTaskRun/x/run".to_owned()))
+        .await
+        .expect_err("an odd id is an unknown task");
+    assert!(odd.to_string().contains("no task"), "{odd}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_task_cancelled_mid_run_stops_its_side_effect_and_stays_cancelled() {
+    let (setup, _service) = setup("tasks-cancel").await;
+    let (_first, first_url) = setup.replica().await;
+    let (_second, second_url) = setup.replica().await;
+
+    let through_first = client(&first_url).await;
+    let id = start(&through_first, "ticker").await;
+    setup.arrived("ticks").await;
+
+    let through_second = client(&second_url).await;
+    through_second
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await
+        .expect("the task is cancelled");
+    // The running call is dropped: its side effect stops.
+    setup.arrived("ticker-stopped").await;
+    let cancelled = get(&through_first, &id).await;
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // Released now, a ticker that still ran would tick again; it does not, and stays cancelled.
+    std::fs::write(setup.dir.join("ticker-go"), "go").unwrap();
+    through_second
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), Default::default()))
+        .await
+        .expect("an update of an ended task is no error");
+    let still = get(&through_second, &id).await;
+    assert_eq!(still["status"], "cancelled", "{still}");
+    assert!(
+        still.get("result").is_none(),
+        "a cancelled task has no result: {still}"
+    );
+    assert_eq!(lines(&setup.dir, "ticks"), ["tick"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
+    let (setup, service) = setup("tasks-approval").await;
+    let (first, first_url) = setup.replica().await;
+
+    let through_first = client(&first_url).await;
+    let id = start(&through_first, "deploy").await;
+    let asked = until_status(&through_first, &id, "input_required").await;
+    let questions = asked["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no questions: {asked}"));
+    assert_eq!(questions.len(), 1, "{asked}");
+    let key = questions.keys().next().unwrap().clone();
+    assert!(
+        lines(&setup.dir, "effects").is_empty(),
+        "it ran before it was approved"
+    );
+
+    // Everything restarts: the service that runs the task and the replica.
+    drop(through_first);
+    first.kill();
+    service.kill();
+    let _service = setup.service().await;
+    let (_second, second_url) = setup.replica().await;
+    let through_second = client(&second_url).await;
+    let waiting = get(&through_second, &id).await;
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+
+    let answers = serde_json::from_value(json!({
+        key: {"action": "accept", "content": {"approve": true}}
+    }))
+    .unwrap();
+    through_second
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), answers))
+        .await
+        .expect("the approval is taken");
+    let done = until_status(&through_second, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "deployed", "{done}");
+    assert_eq!(lines(&setup.dir, "effects"), ["deploy"]);
+}
