@@ -26,6 +26,8 @@ pub const DIR_ENV: &str = "YIEM_TASKS_DIR";
 pub const ROLE_ENV: &str = "YIEM_TASKS_ROLE";
 /// A replica's Restate ingress.
 pub const INGRESS_ENV: &str = "YIEM_TASKS_INGRESS";
+/// Set: the replica serves HTTP sessions (a task is then its session's own).
+pub const SESSIONS_ENV: &str = "YIEM_TASKS_SESSIONS";
 
 fn file(name: &str) -> PathBuf {
     PathBuf::from(std::env::var_os(DIR_ENV).expect("YIEM_TASKS_DIR is set")).join(name)

@@ -7,16 +7,16 @@
 use std::path::{Path, PathBuf};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientInfo,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
     GetTaskParams, GetTaskResult, Implementation, ProtocolVersion, UpdateTaskParams,
 };
-use rmcp::service::{ClientLifecycleMode, RunningService};
+use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
+use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient};
 use serde_json::{Value, json};
 use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
-use yiem_restate_tests::tasks::{DIR_ENV, INGRESS_ENV, ROLE_ENV};
+use yiem_restate_tests::tasks::{DIR_ENV, INGRESS_ENV, ROLE_ENV, SESSIONS_ENV};
 use yiem_tests::poll::wait_until;
 
 static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
@@ -82,6 +82,22 @@ impl Setup {
         (replica, url)
     }
 
+    /// A replica with HTTP sessions, whose tasks are each their session's own.
+    async fn replica_with_sessions(&self) -> (Service, String) {
+        let role = Path::new("replica");
+        let ingress = PathBuf::from(&self.server.ingress);
+        let on = Path::new("1");
+        let env = [
+            (ROLE_ENV, role),
+            (DIR_ENV, self.dir.0.as_path()),
+            (INGRESS_ENV, ingress.as_path()),
+            (SESSIONS_ENV, on),
+        ];
+        let replica = Service::start(&binary(), free_port(), &env, None).await;
+        let url = format!("{}/mcp", replica.uri);
+        (replica, url)
+    }
+
     /// Waits for `name` in the test's folder, within the hang guard.
     async fn arrived(&self, name: &str) {
         let path = self.dir.join(name);
@@ -94,18 +110,32 @@ impl Setup {
 }
 
 /// An MCP client of the 2026-07-28 revision that declares tasks and forms.
-async fn client(url: &str) -> RunningService<RoleClient, ClientInfo> {
+async fn client(url: &str) -> RunningService<RoleClient, ClientConfig> {
+    connect(
+        url,
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        },
+    )
+    .await
+}
+
+/// A client of 2025-11-25 (a session, where the server keeps them) that declares tasks and forms.
+async fn session(url: &str) -> RunningService<RoleClient, ClientConfig> {
+    connect(url, ClientLifecycleMode::Initialize).await
+}
+
+async fn connect(
+    url: &str,
+    lifecycle: ClientLifecycleMode,
+) -> RunningService<RoleClient, ClientConfig> {
     let capabilities: ClientCapabilities =
         serde_json::from_value(json!({"extensions": {TASKS: {}}, "elicitation": {"form": {}}}))
             .unwrap();
-    let info = ClientInfo::new(capabilities, Implementation::new("durable-tasks-test", "1"));
+    let info = ClientConfig::new(capabilities, Implementation::new("durable-tasks-test", "1"));
     let mut config = StreamableHttpClientTransportConfig::with_uri(url);
     config.allow_stateless = true;
     let transport = StreamableHttpClientTransport::from_config(config);
-    let lifecycle = ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: None,
-    };
     tokio::time::timeout(PATIENCE, info.serve_with_lifecycle(transport, lifecycle))
         .await
         .expect("the client connects in time")
@@ -113,7 +143,7 @@ async fn client(url: &str) -> RunningService<RoleClient, ClientInfo> {
 }
 
 /// Calls `tool` (no arguments): the id of the task the server made of the call.
-async fn start(client: &RunningService<RoleClient, ClientInfo>, tool: &str) -> String {
+async fn start(client: &RunningService<RoleClient, ClientConfig>, tool: &str) -> String {
     let response = client
         .peer()
         .call_tool_once(CallToolRequestParams::new(tool.to_owned()))
@@ -126,7 +156,7 @@ async fn start(client: &RunningService<RoleClient, ClientInfo>, tool: &str) -> S
 }
 
 /// `tasks/get` of `id`, as JSON.
-async fn get(client: &RunningService<RoleClient, ClientInfo>, id: &str) -> Value {
+async fn get(client: &RunningService<RoleClient, ClientConfig>, id: &str) -> Value {
     let read: GetTaskResult = client
         .peer()
         .get_task(GetTaskParams::new(id.to_owned()))
@@ -137,7 +167,7 @@ async fn get(client: &RunningService<RoleClient, ClientInfo>, id: &str) -> Value
 
 /// Reads `id` until its status is `status` (polled, within the hang guard): the last read.
 async fn until_status(
-    client: &RunningService<RoleClient, ClientInfo>,
+    client: &RunningService<RoleClient, ClientConfig>,
     id: &str,
     status: &str,
 ) -> Value {
@@ -268,4 +298,53 @@ async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
     let done = until_status(&through_second, &id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "deployed", "{done}");
     assert_eq!(lines(&setup.dir, "effects"), ["deploy"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_sessions_task_is_unknown_to_a_session_as_the_in_memory_store_says() {
+    let (setup, _service) = setup("tasks-sessions").await;
+    let (_replica, url) = setup.replica_with_sessions().await;
+
+    let owner = session(&url).await;
+    let id = start(&owner, "report").await;
+    setup.arrived("report-started").await;
+
+    // The task of another session is unknown to this one, for reading, answering and cancelling.
+    let other = session(&url).await;
+    let read = other.peer().get_task(GetTaskParams::new(id.clone())).await;
+    let answered = other
+        .peer()
+        .update_task(UpdateTaskParams::new(id.clone(), Default::default()))
+        .await;
+    let cancelled = other
+        .peer()
+        .cancel_task(CancelTaskParams::new(id.clone()))
+        .await;
+    for (method, error) in [
+        ("tasks/get", read.map(|_| ()).expect_err("read")),
+        ("tasks/update", answered.expect_err("answered")),
+        ("tasks/cancel", cancelled.expect_err("cancelled")),
+    ] {
+        let error = error.to_string();
+        assert!(
+            error.contains("-32602") || error.contains("no task"),
+            "{method}: {error}"
+        );
+        assert!(
+            error.contains(&format!("no task `{id}`")),
+            "{method}: {error}"
+        );
+    }
+    let still = get(&owner, &id).await;
+    assert_eq!(
+        still["status"], "working",
+        "another session's cancel took: {still}"
+    );
+
+    std::fs::write(setup.dir.join("report-release"), "go").unwrap();
+    let done = until_status(&owner, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "report done",
+        "{done}"
+    );
 }

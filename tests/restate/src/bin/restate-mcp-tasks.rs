@@ -1,7 +1,7 @@
 //! The durable MCP tasks scenario of `yiem_restate_tests::tasks` as a process the tests start and
 //! kill: with `YIEM_TASKS_ROLE=service`, the Restate service that runs tasks (`DurableTasks`); with
 //! `replica`, an MCP server over stateless HTTP (`McpHttpServer` at `/mcp`) that keeps its tasks in the
-//! Restate of `YIEM_TASKS_INGRESS`. Listens on `YIEM_RESTATE_LISTEN`.
+//! Restate of `YIEM_TASKS_INGRESS` (with sessions when `YIEM_TASKS_SESSIONS` is set). Listens on `YIEM_RESTATE_LISTEN`.
 
 use yiem_core::mcp::{McpHttpServer, McpServer};
 use yiem_restate::mcp::{DurableTasks, RestateTaskStore};
@@ -30,8 +30,11 @@ async fn main() {
             let listener = tokio::net::TcpListener::bind(listen)
                 .await
                 .expect("the replica listens");
-            McpHttpServer::new(server.task_store(store))
-                .serve(listener, std::future::pending::<()>())
+            let mut http = McpHttpServer::new(server.task_store(store));
+            if std::env::var_os(tasks::SESSIONS_ENV).is_some() {
+                http = http.sessions(16);
+            }
+            http.serve(listener, std::future::pending::<()>())
                 .await
                 .expect("the replica serves");
         }
