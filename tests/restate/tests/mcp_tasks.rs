@@ -68,31 +68,19 @@ impl Setup {
         service
     }
 
-    /// A replica of the MCP server, keeping its tasks in this Restate: the process, and its URL.
-    async fn replica(&self) -> (Service, String) {
+    /// A replica of the MCP server, keeping its tasks in this Restate (with HTTP sessions, each
+    /// task its session's own, when `sessions`): the process, and its URL.
+    async fn replica(&self, sessions: bool) -> (Service, String) {
         let role = Path::new("replica");
         let ingress = PathBuf::from(&self.server.ingress);
-        let env = [
+        let mut env = vec![
             (ROLE_ENV, role),
             (DIR_ENV, self.dir.0.as_path()),
             (INGRESS_ENV, ingress.as_path()),
         ];
-        let replica = Service::start(&binary(), free_port(), &env, None).await;
-        let url = format!("{}/mcp", replica.uri);
-        (replica, url)
-    }
-
-    /// A replica with HTTP sessions, whose tasks are each their session's own.
-    async fn replica_with_sessions(&self) -> (Service, String) {
-        let role = Path::new("replica");
-        let ingress = PathBuf::from(&self.server.ingress);
-        let on = Path::new("1");
-        let env = [
-            (ROLE_ENV, role),
-            (DIR_ENV, self.dir.0.as_path()),
-            (INGRESS_ENV, ingress.as_path()),
-            (SESSIONS_ENV, on),
-        ];
+        if sessions {
+            env.push((SESSIONS_ENV, Path::new("1")));
+        }
         let replica = Service::start(&binary(), free_port(), &env, None).await;
         let url = format!("{}/mcp", replica.uri);
         (replica, url)
@@ -185,8 +173,8 @@ async fn until_status(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_started_through_a_replica_that_is_killed_is_read_and_ended_through_another() {
     let (setup, _service) = setup("tasks-replicas").await;
-    let (first, first_url) = setup.replica().await;
-    let (_second, second_url) = setup.replica().await;
+    let (first, first_url) = setup.replica(false).await;
+    let (_second, second_url) = setup.replica(false).await;
 
     let through_first = client(&first_url).await;
     let id = start(&through_first, "report").await;
@@ -225,8 +213,8 @@ async fn a_task_started_through_a_replica_that_is_killed_is_read_and_ended_throu
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_task_cancelled_mid_run_stops_its_side_effect_and_stays_cancelled() {
     let (setup, _service) = setup("tasks-cancel").await;
-    let (_first, first_url) = setup.replica().await;
-    let (_second, second_url) = setup.replica().await;
+    let (_first, first_url) = setup.replica(false).await;
+    let (_second, second_url) = setup.replica(false).await;
 
     let through_first = client(&first_url).await;
     let id = start(&through_first, "ticker").await;
@@ -261,7 +249,7 @@ async fn a_durable_task_cancelled_mid_run_stops_its_side_effect_and_stays_cancel
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
     let (setup, service) = setup("tasks-approval").await;
-    let (first, first_url) = setup.replica().await;
+    let (first, first_url) = setup.replica(false).await;
 
     let through_first = client(&first_url).await;
     let id = start(&through_first, "deploy").await;
@@ -281,7 +269,7 @@ async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
     first.kill();
     service.kill();
     let _service = setup.service().await;
-    let (_second, second_url) = setup.replica().await;
+    let (_second, second_url) = setup.replica(false).await;
     let through_second = client(&second_url).await;
     let waiting = get(&through_second, &id).await;
     assert_eq!(waiting["status"], "input_required", "{waiting}");
@@ -303,7 +291,7 @@ async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_sessions_task_is_unknown_to_a_session_as_the_in_memory_store_says() {
     let (setup, _service) = setup("tasks-sessions").await;
-    let (_replica, url) = setup.replica_with_sessions().await;
+    let (_replica, url) = setup.replica(true).await;
 
     let owner = session(&url).await;
     let id = start(&owner, "report").await;

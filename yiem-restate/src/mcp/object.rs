@@ -96,7 +96,8 @@ impl TaskObject {
         ))
     }
 
-    /// Starts the task's run (once: a second start does nothing).
+    /// Starts the task's run (once: a second start does nothing), and its expiry at the end of its
+    /// time to live.
     #[handler]
     async fn start(
         &self,
@@ -106,12 +107,33 @@ impl TaskObject {
         if ctx.get::<String>(RUN).await?.is_some() {
             return Ok(());
         }
+        let Some(Json(task)) = ctx.get::<Json<StoredTask>>(TASK).await? else {
+            return Err(TerminalError::new("no task was saved under this id to start").into());
+        };
         let run = ctx
             .object_client::<TaskRunClient>(ctx.key().to_owned())
             .run(Json(request))
             .send()
             .await?;
         ctx.set(RUN, run.invocation_id().to_owned());
+        // The task's own time to live, not the clock: a replay schedules the same expiry.
+        if let Some(ttl) = task.task.task.ttl_ms {
+            ctx.object_client::<TaskObjectClient>(ctx.key().to_owned())
+                .expire()
+                .send_after(std::time::Duration::from_millis(ttl));
+        }
+        Ok(())
+    }
+
+    /// The task's time to live is over: its run, if it still goes on or waits, is cancelled, and
+    /// everything kept of it is dropped.
+    #[handler]
+    async fn expire(&self, ctx: ObjectContext<'_>) -> HandlerResult<()> {
+        if let Some(run) = ctx.get::<String>(RUN).await? {
+            ctx.invocation_handle(run).cancel();
+        }
+        self.rounds.cancel(ctx.key());
+        ctx.clear_all();
         Ok(())
     }
 
