@@ -4,8 +4,8 @@
 //!
 //! - `report` (a task): writes `report-started`, waits for `report-release`, appends `report` to
 //!   `effects` and answers `report done`;
-//! - `ticker` (a task): appends `tick` to `ticks`, then waits for `ticker-go` for ever; when its call
-//!   is dropped (cancelled) it writes `ticker-stopped`;
+//! - `ticker` (a task): appends `tick` to `ticks`, then waits for `ticker-go`, again and again; when
+//!   its call is dropped while it runs (cancelled) it writes `ticker-stopped`;
 //! - `deploy` (a task that needs approval): appends `deploy` to `effects` and answers `deployed`.
 
 use std::path::PathBuf;
@@ -38,7 +38,7 @@ async fn arrived(name: &str) -> bool {
     yiem_tests::poll::wait_until(|| file(name).exists(), PATIENCE).await
 }
 
-/// Writes `ticker-stopped` when dropped: the ticker's call ended or was dropped.
+/// Writes `ticker-stopped` when dropped: the ticker's call was dropped while it ran.
 struct Stopped;
 
 impl Drop for Stopped {
@@ -69,11 +69,15 @@ pub fn tools() -> ToolStore {
         .task(TaskSupport::Required)
         .parallel()
         .handler(|_ctx: ToolContext, _args: Value| async move {
-            let _stopped = Stopped;
+            let stopped = Stopped;
             loop {
                 append_to(&file("ticks"), "tick");
-                // The test never creates it before the task is cancelled; a hang guard, not a clock.
-                if !arrived("ticker-go").await {
+                // The test never creates it before the task is cancelled; a hang guard (twice the
+                // test's own, so the test gives up first), not a clock. Run out, the call ends
+                // without saying it was stopped.
+                if !yiem_tests::poll::wait_until(|| file("ticker-go").exists(), 2 * PATIENCE).await
+                {
+                    std::mem::forget(stopped);
                     return "the ticker was never stopped".to_owned();
                 }
                 let _ = std::fs::remove_file(file("ticker-go"));
