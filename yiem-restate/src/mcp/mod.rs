@@ -18,6 +18,10 @@
 //! at that moment stops at once when the service process that runs it is the one the cancellation
 //! reaches (one service process, or Restate routing both to the same one), else at its end.
 //!
+//! `McpTask` is called through the ingress, so whoever reaches the ingress can read and change any
+//! task: keep the ingress on the servers' private network, as for a durable agent. A task's state is
+//! dropped from Restate at the end of its time to live (`McpServer::task_ttl`).
+//!
 //! ```no_run
 //! use yiem_core::{mcp::McpServer, store::ToolStore};
 //! use yiem_restate::mcp::{DurableTasks, RestateTaskStore};
