@@ -120,11 +120,20 @@
 //! # }
 //! ```
 
+//!
+//! # MCP tasks
+//!
+//! With the `mcp` feature, an MCP server's tasks (SEP-2663) are durable: `mcp::RestateTaskStore`
+//! keeps them in Restate for every replica of the server, and `mcp::DurableTasks` runs each as a
+//! durable invocation (see the `mcp` module).
+
 mod agent;
 mod api;
 mod driver;
 mod inbox;
 mod log;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 mod object;
 mod step;
 mod store;

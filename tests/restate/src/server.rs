@@ -265,10 +265,20 @@ impl Service {
         stop_at: Option<&str>,
     ) -> Service {
         let mut command = Command::new(binary);
-        command
-            .env("YIEM_RESTATE_LISTEN", format!("127.0.0.1:{port}"))
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::null());
+        command.env("YIEM_RESTATE_LISTEN", format!("127.0.0.1:{port}"));
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        if let Some(step) = stop_at {
+            command.env("YIEM_RESTATE_STOP_AT", step);
+        }
+        Service::spawn(command, port).await
+    }
+
+    /// Starts `command`, which listens on `port` on loopback, and waits until it listens; its log
+    /// goes to `YIEM_RESTATE_SERVICE_LOG` if that is set.
+    pub async fn spawn(mut command: Command, port: u16) -> Service {
+        command.env("RUST_LOG", "info").stdout(Stdio::null());
         match std::env::var_os("YIEM_RESTATE_SERVICE_LOG") {
             Some(log) => command.stderr(
                 std::fs::OpenOptions::new()
@@ -279,15 +289,9 @@ impl Service {
             ),
             None => command.stderr(Stdio::null()),
         };
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        if let Some(step) = stop_at {
-            command.env("YIEM_RESTATE_STOP_AT", step);
-        }
         let child = command
             .spawn()
-            .unwrap_or_else(|e| panic!("{} does not start: {e}", binary.display()));
+            .unwrap_or_else(|e| panic!("{:?} does not start: {e}", command.get_program()));
         let address: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
         assert!(
             wait_until(|| listens(address), PATIENCE).await,

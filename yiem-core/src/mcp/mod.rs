@@ -143,6 +143,6 @@ pub use server::http::{
 pub use server::{
     DEFAULT_MAX_RESULT_BYTES, DEFAULT_MAX_TASKS, DEFAULT_PAGE_SIZE, DEFAULT_TASK_TTL,
     MAX_LOG_BYTES_PER_CALL, MAX_LOG_MESSAGES_PER_CALL, McpServeError, McpServer, MemoryTaskStore,
-    PROTOCOL_VERSIONS, StoredTask, TaskStore, TaskStoreError, serve_stdio,
+    PROTOCOL_VERSIONS, StoredTask, TaskRequest, TaskStore, TaskStoreError, serve_stdio,
 };
 pub use yiem_macros::{prompt, resource};

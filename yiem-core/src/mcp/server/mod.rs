@@ -54,7 +54,8 @@ use crate::tool::definition::AgentTool;
 use self::asker::{ClientAsker, Forward, Forwarding};
 use self::listing::Listing;
 pub use self::tasks::{
-    DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL, MemoryTaskStore, StoredTask, TaskStore, TaskStoreError,
+    DEFAULT_MAX_TASKS, DEFAULT_TASK_TTL, MemoryTaskStore, StoredTask, TaskRequest, TaskStore,
+    TaskStoreError,
 };
 use super::context::ContextStore;
 use super::convert::call_tool_result;

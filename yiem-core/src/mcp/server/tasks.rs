@@ -63,6 +63,11 @@ impl StoredTask {
         &self.task.task.task_id
     }
 
+    /// Whether the task is past its time to live: a store answers a load of it with `None`.
+    pub fn is_expired(&self) -> bool {
+        self.expires_at_ms <= now_ms()
+    }
+
     /// Whether the task has ended (completed, failed or cancelled).
     pub fn is_terminal(&self) -> bool {
         self.task.status().is_terminal()
@@ -92,6 +97,65 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task with this id, if the store has it and it has not expired.
     fn load<'a>(&'a self, id: &'a str)
     -> BoxFuture<'a, Result<Option<StoredTask>, TaskStoreError>>;
+
+    /// Runs the task just saved in the store's own way — durably, in whatever process the store
+    /// picks — and answers `true`; `false` (the default) leaves the run to this process. A store that
+    /// runs tasks runs each round with [`McpServer::task_round`] (the same call as any), and learns
+    /// of answers and cancellation through [`save`](Self::save): the task saved `working` after
+    /// `input_required` (every question answered), or saved `cancelled`.
+    fn run<'a>(
+        &'a self,
+        task: &'a StoredTask,
+        request: &'a TaskRequest,
+    ) -> BoxFuture<'a, Result<bool, TaskStoreError>> {
+        let _ = (task, request);
+        Box::pin(std::future::ready(Ok(false)))
+    }
+}
+
+/// What a task's run needs of the request that created it, to run its call in another request or
+/// process: the client's protocol revision, name and declared capabilities. Saved by a store that runs
+/// tasks itself ([`TaskStore::run`]), given back to [`McpServer::task_round`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TaskRequest {
+    client_info: Option<rmcp::model::Implementation>,
+    client_capabilities: Option<rmcp::model::ClientCapabilities>,
+}
+
+impl TaskRequest {
+    /// What `context`'s request says of its client.
+    fn of(context: &RequestContext<RoleServer>) -> TaskRequest {
+        TaskRequest {
+            client_info: context.client_info(),
+            client_capabilities: context.client_capabilities(),
+        }
+    }
+
+    /// A request of the client as this one says it, for a run away from its connection: of the
+    /// 2026-07-28 revision whatever the client spoke, so that the call's questions become the task's
+    /// `input_required` (answered with `tasks/update`) rather than requests over a connection that is
+    /// gone; its notifications go nowhere (the client polls `tasks/get`).
+    fn detached(
+        &self,
+        server: &McpServer,
+        cancel: CancellationToken,
+    ) -> RequestContext<RoleServer> {
+        // A peer whose connection is closed: the service over it ends at once, its sends fail.
+        let (ours, theirs) = tokio::io::duplex(64);
+        drop(theirs);
+        let service = rmcp::service::serve_directly(server.clone(), tokio::io::split(ours), None);
+        let mut context =
+            RequestContext::new(rmcp::model::RequestId::Number(0), service.peer().clone());
+        context.meta = rmcp::model::RequestMetaObject::with_client_context(
+            ProtocolVersion::V_2026_07_28,
+            self.client_info
+                .clone()
+                .unwrap_or_else(|| rmcp::model::Implementation::new("unknown", "0")),
+            self.client_capabilities.clone().unwrap_or_default(),
+        );
+        context.ct = cancel;
+        context
+    }
 }
 
 /// Tasks in this process's memory: lost when it exits, bounded ([`DEFAULT_MAX_TASKS`]), each dropped
@@ -158,10 +222,7 @@ impl TaskStore for MemoryTaskStore {
             .tasks
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        let task = tasks
-            .get(id)
-            .filter(|task| task.expires_at_ms > now_ms())
-            .cloned();
+        let task = tasks.get(id).filter(|task| !task.is_expired()).cloned();
         Box::pin(std::future::ready(Ok(task)))
     }
 }
@@ -170,6 +231,8 @@ impl TaskStore for MemoryTaskStore {
 pub(super) struct Tasks {
     store: Arc<dyn TaskStore>,
     ttl: Duration,
+    /// Tools whose calls may be tasks although they do not say so ([`McpServer::task_tools`]).
+    optional: Arc<std::collections::HashSet<String>>,
     /// The runs of this process, by task id.
     running: Mutex<HashMap<String, Running>>,
     /// Serializes the read-change-save of a task's state between its run and `tasks/update` or
@@ -190,6 +253,7 @@ impl Default for Tasks {
         Tasks {
             store: Arc::new(MemoryTaskStore::default()),
             ttl: DEFAULT_TASK_TTL,
+            optional: Arc::default(),
             running: Mutex::default(),
             changing: tokio::sync::Mutex::new(()),
         }
@@ -218,6 +282,7 @@ impl McpServer {
         let tasks = Tasks {
             store: Arc::new(store),
             ttl: self.config.tasks.ttl,
+            optional: Arc::clone(&self.config.tasks.optional),
             ..Tasks::default()
         };
         self.config_mut().tasks = Arc::new(tasks);
@@ -238,10 +303,45 @@ impl McpServer {
         let tasks = Tasks {
             store: Arc::clone(&self.config.tasks.store),
             ttl: ttl.max(Duration::from_millis(1)),
+            optional: Arc::clone(&self.config.tasks.optional),
             ..Tasks::default()
         };
         self.config_mut().tasks = Arc::new(tasks);
         self
+    }
+
+    /// Lets calls of these tools be tasks, as [`TaskSupport::Optional`] does, although the tools do
+    /// not say so (`#[tool(task)]`): for tools you did not write, such as a long `bash` command. A
+    /// tool that says more ([`TaskSupport::Required`]) keeps its own.
+    ///
+    /// ```
+    /// use yiem_core::{mcp::McpServer, store::ToolStore};
+    ///
+    /// let server = McpServer::new(ToolStore::new("shell")).task_tools(["bash"]);
+    /// # let _ = server;
+    /// ```
+    pub fn task_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let mut optional = (*self.config.tasks.optional).clone();
+        optional.extend(tools.into_iter().map(Into::into));
+        let tasks = Tasks {
+            store: Arc::clone(&self.config.tasks.store),
+            ttl: self.config.tasks.ttl,
+            optional: Arc::new(optional),
+            ..Tasks::default()
+        };
+        self.config_mut().tasks = Arc::new(tasks);
+        self
+    }
+
+    /// Whether calls of `tool` may be tasks on this server: the tool's own say, or
+    /// [`task_tools`](Self::task_tools).
+    fn task_support(&self, tool: &AgentTool) -> TaskSupport {
+        match tool.task_support() {
+            TaskSupport::Forbidden if self.config.tasks.optional.contains(tool.name()) => {
+                TaskSupport::Optional
+            }
+            support => support,
+        }
     }
 
     /// Declares the tasks extension when a tool of the store may run as a task.
@@ -251,7 +351,7 @@ impl McpServer {
             .store
             .tools()
             .iter()
-            .any(|tool| tool.task_support().allows_tasks());
+            .any(|tool| self.task_support(tool).allows_tasks());
         if any {
             capabilities
                 .extensions
@@ -274,7 +374,7 @@ impl McpServer {
         answers: Option<&InputResponses>,
         context: &RequestContext<RoleServer>,
     ) -> Option<Result<CallToolResponse, ErrorData>> {
-        let support = tool.task_support();
+        let support = self.task_support(tool);
         if !support.allows_tasks() {
             return None;
         }
@@ -347,8 +447,19 @@ impl McpServer {
         let id = stored.id().to_owned();
         let running = !stored.is_terminal();
         let status = stored.task.task.status;
-        tasks.store.save(stored).await.map_err(store_error)?;
-        if running {
+        tasks
+            .store
+            .save(stored.clone())
+            .await
+            .map_err(store_error)?;
+        // The one place that decides where a task runs: the store's own way, else this process.
+        let durable = running
+            && tasks
+                .store
+                .run(&stored, &TaskRequest::of(context))
+                .await
+                .map_err(store_error)?;
+        if running && !durable {
             let cancel = CancellationToken::new();
             let answered = Arc::new(Notify::new());
             tasks.running().insert(
@@ -388,34 +499,21 @@ impl McpServer {
             if stored.is_terminal() {
                 break; // cancelled
             }
-            // The answers so far, each bound to its question; a state that does not open fails the
-            // task as it would fail the call.
-            let given = match self.config.state_key.open(
-                "tools/call",
-                tool.name(),
-                stored.state.as_deref(),
-                Some(stored.answers.clone()),
-            ) {
-                Ok(given) => given,
-                Err(error) => {
-                    self.change(&id, &context, |task| set(task, failed(error)))
-                        .await;
-                    break;
-                }
-            };
-            let outcome = tokio::select! {
+            let (payload, state) = tokio::select! {
                 biased;
                 () = cancel.cancelled() => break,
-                outcome = self.call(&tool, stored.arguments.clone(), given, &context) => outcome,
+                round = self.round(&tool, &stored, &context) => round,
             };
             if cancel.is_cancelled() {
                 break; // the call ended because it was cancelled: the task says so already
             }
-            let next = match outcome {
-                Outcome::Done(message) => self.ended(tool.name(), message),
-                Outcome::Missing(capability) => failed(missing_capability(tool.name(), capability)),
-                Outcome::Refused(why) => failed(refused(&why)),
-                Outcome::Ask { questions, state } => {
+            let next = match (payload, state) {
+                (
+                    TaskPayload::InputRequired {
+                        input_requests: questions,
+                    },
+                    Some(state),
+                ) => {
                     // Armed before the state is saved, so an answer that comes at once is not missed.
                     let waiting = answered.notified();
                     tokio::pin!(waiting);
@@ -440,11 +538,96 @@ impl McpServer {
                         () = waiting => continue,
                     }
                 }
+                (ended, _) => ended,
             };
             self.change(&id, &context, |task| set(task, next)).await;
             break;
         }
         self.config.tasks.running().remove(&id);
+    }
+
+    /// One round of the call of `task`, for a [`TaskStore`] that runs tasks itself
+    /// ([`TaskStore::run`]): the call runs through this server's call path as any call does
+    /// (approval, hooks, events, limits), with every answer the task holds, in a request of the client
+    /// `request` describes, until it ends or asks (then the task's questions are the round's). It stops
+    /// when `cancel` is cancelled (the round's outcome then does not matter: the task was cancelled).
+    ///
+    /// Answers the task as the round leaves it: `completed` or `failed` with the result or error, or
+    /// `input_required` with the questions and every answer so far. A round whose task's tool this
+    /// server does not have fails the task.
+    pub async fn task_round(
+        &self,
+        task: &StoredTask,
+        request: &TaskRequest,
+        cancel: CancellationToken,
+    ) -> StoredTask {
+        let (payload, state) = match self.config.store.get(&task.tool) {
+            Some(tool) => {
+                let context = request.detached(self, cancel.clone());
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => (TaskPayload::Cancelled, None),
+                    round = self.round(&tool, task, &context) => round,
+                }
+            }
+            None => (
+                failed(ErrorData::internal_error(
+                    format!(
+                        "the server that runs task `{}` has no tool `{}`; the task failed",
+                        task.id(),
+                        task.tool
+                    ),
+                    None,
+                )),
+                None,
+            ),
+        };
+        let mut next = task.clone();
+        if let Some(state) = state {
+            // The answers so far are in the new state; the next ones answer its questions.
+            next.state = Some(state);
+            next.answers = InputResponses::new();
+        }
+        set(&mut next, payload);
+        next.task.task.last_updated_at =
+            chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        next
+    }
+
+    /// One round of the task's call in `context`, with the answers its signed state carries and
+    /// those given since: its end, or its questions with the state that carries every answer so far.
+    /// A state that does not open fails the task as it would fail the call.
+    async fn round(
+        &self,
+        tool: &AgentTool,
+        task: &StoredTask,
+        context: &RequestContext<RoleServer>,
+    ) -> (TaskPayload, Option<String>) {
+        let given = match self.config.state_key.open(
+            "tools/call",
+            tool.name(),
+            task.state.as_deref(),
+            Some(task.answers.clone()),
+        ) {
+            Ok(given) => given,
+            Err(error) => return (failed(error), None),
+        };
+        match self
+            .call(tool, task.arguments.clone(), given, context)
+            .await
+        {
+            Outcome::Done(message) => (self.ended(tool.name(), message), None),
+            Outcome::Missing(capability) => {
+                (failed(missing_capability(tool.name(), capability)), None)
+            }
+            Outcome::Refused(why) => (failed(refused(&why)), None),
+            Outcome::Ask { questions, state } => (
+                TaskPayload::InputRequired {
+                    input_requests: questions,
+                },
+                Some(state),
+            ),
+        }
     }
 
     /// What an ended call makes of its task: its result, or for a tool that panicked, a failure.
