@@ -55,7 +55,7 @@ impl AgentBuilder {
 
     /// Lets the agent's tools ask its own model for a completion ([`ToolContext::sample`](crate::tool::ToolContext::sample)),
     /// within the run's accounts: what each request uses is added to the run's usage
-    /// ([`AgentRun::usage`]), so the run's token limits ([`RunLimits`]) hold for it too
+    /// ([`AgentRun::usage`]), so the run's token limits ([`RunLimits`](super::RunLimits)) hold for it too
     /// (a run past them stops before its next model call). A handler given with
     /// [`AgentSettings::sampling`] is replaced.
     ///
@@ -88,7 +88,7 @@ impl AgentBuilder {
     }
 
     /// The id of the conversation, on every run's `invoke_agent` span as `gen_ai.conversation.id`
-    /// (see [`telemetry`]); by default a fresh UUID per agent.
+    /// (see [`telemetry`](crate::telemetry)); by default a fresh UUID per agent.
     pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
         self.conversation_id = Some(id.into());
         self

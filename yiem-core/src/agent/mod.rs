@@ -20,7 +20,7 @@
 //!
 //! # Approvals, limits, resuming
 //!
-//! A call whose tool needs approval ([`AgentTool::needs_approval`], or an [`ApprovalPolicy`]) pauses the
+//! A call whose tool needs approval ([`AgentTool::needs_approval`](crate::tool::AgentTool::needs_approval), or an [`ApprovalPolicy`]) pauses the
 //! run before any call of its batch runs; [`Agent::prompt`] returns with
 //! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A tool's
 //! question ([`ToolContext::elicit`](crate::tool::ToolContext::elicit)) pauses an agent that has no elicitation

@@ -67,7 +67,7 @@ pub enum RunStop {
 }
 
 impl RunStop {
-    /// Whether [`AgentRun::resume`] can continue the run (after raising a limit, say): true for limits,
+    /// Whether [`AgentRun::resume`](super::AgentRun::resume) can continue the run (after raising a limit, say): true for limits,
     /// aborts, model errors and hook stops; false for a finished run (prompt again) and for one waiting
     /// for approvals (decide instead) or answers (answer instead).
     pub fn is_resumable(&self) -> bool {
@@ -124,15 +124,15 @@ impl RunStop {
     }
 }
 
-/// What the driver does next. See [`AgentRun::next_step`]. Exhaustive: the [`drive`](crate::agent::drive())
+/// What the driver does next. See [`AgentRun::next_step`](super::AgentRun::next_step). Exhaustive: the [`drive`](crate::agent::drive())
 /// loop matches it in one place, so a new step is a compile error there.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
-    /// Call the model with [`AgentRun::system_prompt`] and [`AgentRun::messages`]; report its reply with
-    /// [`AgentRun::model_replied`].
+    /// Call the model with [`AgentRun::system_prompt`](super::AgentRun::system_prompt) and [`AgentRun::messages`](super::AgentRun::messages); report its reply with
+    /// [`AgentRun::model_replied`](super::AgentRun::model_replied).
     CallModel,
     /// Run these calls of `assistant` (one result each, in plan order) and report them with
-    /// [`AgentRun::tools_ran`].
+    /// [`AgentRun::tools_ran`](super::AgentRun::tools_ran).
     RunTools {
         /// The reply the calls belong to.
         assistant: AssistantMessage,

@@ -61,7 +61,7 @@ impl AgentRun {
 
     /// Records the model's reply to [`Step::CallModel`]. `needs_approval` says, for each of its tool
     /// calls, whether it must wait for a decision (`Some(reason)`); calls of tools approved with
-    /// [`Decision::AlwaysApprove`] earlier in the run never wait. A reply cut off by the output limit has
+    /// [`Decision::AlwaysApprove`](crate::agent::Decision::AlwaysApprove) earlier in the run never wait. A reply cut off by the output limit has
     /// its calls refused (their arguments may be truncated) without asking.
     pub fn model_replied(
         &mut self,

@@ -172,7 +172,7 @@ impl AgentRun {
         Ok(())
     }
 
-    /// Answers the question `key` of the call `call_id` ([`RunStop::AwaitingAnswer`]). An accepted
+    /// Answers the question `key` of the call `call_id` ([`RunStop::AwaitingAnswer`](super::RunStop::AwaitingAnswer)). An accepted
     /// answer must fit the question's form (fields left out get the form's defaults). Once every
     /// question that waits has an answer, the calls that asked run again from the start, their
     /// questions answered in the order they ask them; the batch's other calls keep their results. On
