@@ -20,7 +20,7 @@
 //!
 //! # Approvals, limits, resuming
 //!
-//! A call whose tool needs approval ([`AgentTool::needs_approval`], or an [`ApprovalPolicy`]) pauses the
+//! A call whose tool needs approval ([`AgentTool::needs_approval`](crate::tool::AgentTool::needs_approval), or an [`ApprovalPolicy`]) pauses the
 //! run before any call of its batch runs; [`Agent::prompt`] returns with
 //! [`RunStop::AwaitingApproval`]. [`Agent::resume`] with a [`Decision`] per call goes on. A tool's
 //! question ([`ToolContext::elicit`](crate::tool::ToolContext::elicit)) pauses an agent that has no elicitation
@@ -39,9 +39,17 @@
 //! the first `turn_start`; pi-agent-core emits one per turn, and so does yiem). A turn that waits for
 //! approval ends when its batch has run, after the resume.
 
+//
+// This file holds [`Agent`] and its queues; its parts beside the protocol's: `builder` ([`AgentBuilder`]),
+// `context` (what the hooks see and return), `driving` (the drive loop's effects performed in process),
+// `config`, `drive`, `sampling`.
+
 pub(crate) mod asked;
+mod builder;
 mod config;
+mod context;
 mod drive;
+mod driving;
 mod limits;
 pub(crate) mod paused;
 mod resume;
@@ -53,11 +61,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 pub use crate::approval::{ApprovalPolicy, Decision, PendingApproval};
 pub use crate::ask::questions::{AskedQuestions, PendingQuestion};
+pub use builder::AgentBuilder;
 pub use config::{AgentConfig, AgentSettings};
+pub use context::{AgentContext, NextTurnContext, TurnUpdate};
 pub use drive::{Batch, Effects, Mail, Resumed, Waiting, drive};
 pub use limits::{DEFAULT_MAX_TURNS, RunLimits};
 pub use resume::ResumeError;
@@ -66,120 +75,10 @@ pub use run::{AgentRun, RUN_FORMAT_VERSION, RunStop, Step};
 pub(crate) use saved::canonical_json;
 pub use saved::{RunKey, RunMismatch, Signature};
 
-use crate::call::ToolResultMessage;
-use crate::event::{AgentEvent, EventBus, EventStream};
-use crate::llm::{Model, stream_reply};
-use crate::message::{AgentMessage, AssistantMessage, UserMessage};
+use crate::event::{AgentEvent, EventStream};
+use crate::llm::Model;
+use crate::message::{AgentMessage, UserMessage};
 use crate::store::registry::ToolStore;
-use crate::telemetry;
-use crate::tool::definition::AgentTool;
-
-/// What the model will see on its next call; `prepare_context` may change any of it.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct AgentContext {
-    /// The system prompt.
-    pub system_prompt: String,
-    /// The conversation.
-    pub messages: Vec<AgentMessage>,
-    /// The tools offered (and the only ones that can run this turn).
-    pub tools: Vec<AgentTool>,
-}
-
-/// What `prepare_next_turn` sees after a turn.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct NextTurnContext {
-    /// The turn's assistant message.
-    pub message: AssistantMessage,
-    /// The results of its tool calls.
-    pub tool_results: Vec<ToolResultMessage>,
-    /// The whole conversation.
-    pub messages: Vec<AgentMessage>,
-}
-
-impl NextTurnContext {
-    /// What a driver shows `prepare_next_turn` after the turn of `message`, whose calls gave
-    /// `tool_results`, in the conversation `messages`.
-    pub fn new(
-        message: AssistantMessage,
-        tool_results: Vec<ToolResultMessage>,
-        messages: Vec<AgentMessage>,
-    ) -> Self {
-        NextTurnContext {
-            message,
-            tool_results,
-            messages,
-        }
-    }
-}
-
-/// Changes `prepare_next_turn` makes before the next model call; `None` keeps a field as it is.
-#[derive(Clone, Default)]
-#[non_exhaustive]
-pub struct TurnUpdate {
-    /// A new system prompt.
-    pub system_prompt: Option<String>,
-    /// A new conversation (e.g. compacted).
-    pub messages: Option<Vec<AgentMessage>>,
-    /// Another model.
-    pub model: Option<Arc<dyn Model>>,
-    /// End the run after this turn.
-    pub stop: bool,
-}
-
-impl TurnUpdate {
-    /// An update that changes nothing yet.
-    pub fn new() -> Self {
-        TurnUpdate::default()
-    }
-
-    /// A new system prompt.
-    #[must_use]
-    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
-        self.system_prompt = Some(prompt.into());
-        self
-    }
-
-    /// A new conversation (e.g. compacted).
-    #[must_use]
-    pub fn messages(mut self, messages: Vec<AgentMessage>) -> Self {
-        self.messages = Some(messages);
-        self
-    }
-
-    /// Another model from the next model call on.
-    #[must_use]
-    pub fn model(mut self, model: Arc<dyn Model>) -> Self {
-        self.model = Some(model);
-        self
-    }
-
-    /// Ends the run after this turn.
-    #[must_use]
-    pub fn stopping(mut self) -> Self {
-        self.stop = true;
-        self
-    }
-
-    /// Applies the update to `run`, as every driver does: the system prompt, the conversation (refused,
-    /// as by [`AgentRun::set_messages`], while calls wait or run) and the stop
-    /// ([`RunStop::StoppedByHook`]). Gives back the model it names, for the driver to use from the next
-    /// model call on, and whether the conversation was replaced.
-    pub fn apply(self, run: &mut AgentRun) -> (Option<Arc<dyn Model>>, bool) {
-        if let Some(prompt) = self.system_prompt {
-            run.set_system_prompt(prompt);
-        }
-        let replaced = match self.messages {
-            Some(messages) => run.set_messages(messages),
-            None => false,
-        };
-        if self.stop {
-            run.stop(RunStop::StoppedByHook);
-        }
-        (self.model, replaced)
-    }
-}
 
 /// What one call of [`Agent::prompt`] or [`Agent::resume`] did: the messages it added and why the run
 /// stopped.
@@ -223,118 +122,6 @@ impl RunOutcome {
         match &self.stop {
             RunStop::AwaitingAnswer { questions } => questions,
             _ => &[],
-        }
-    }
-}
-
-/// Builds an [`Agent`]: the model, where its conversation starts, and the [`AgentConfig`] (whose setters,
-/// shared with the durable runner's builder, come from [`AgentSettings`]).
-#[must_use]
-pub struct AgentBuilder {
-    config: AgentConfig,
-    model: Option<Arc<dyn Model>>,
-    messages: Vec<AgentMessage>,
-    run: Option<AgentRun>,
-    conversation_id: Option<String>,
-    sampling_by_own_model: bool,
-}
-
-impl AgentSettings for AgentBuilder {
-    fn settings(&mut self) -> &mut AgentConfig {
-        &mut self.config
-    }
-}
-
-impl AgentBuilder {
-    /// The model. Required.
-    pub fn model(mut self, model: impl Model + 'static) -> Self {
-        self.model = Some(Arc::new(model));
-        self
-    }
-
-    /// The model, already shared.
-    pub fn shared_model(mut self, model: Arc<dyn Model>) -> Self {
-        self.model = Some(model);
-        self
-    }
-
-    /// Lets the agent's tools ask its own model for a completion ([`ToolContext::sample`](crate::tool::ToolContext::sample)),
-    /// within the run's accounts: what each request uses is added to the run's usage
-    /// ([`AgentRun::usage`]), so the run's token limits ([`RunLimits`]) hold for it too
-    /// (a run past them stops before its next model call). A handler given with
-    /// [`AgentSettings::sampling`] is replaced.
-    ///
-    /// ```
-    /// use yiem_core::{agent::Agent, llm::{ScriptedModel, ScriptedTurn}};
-    ///
-    /// let agent = Agent::builder()
-    ///     .model(ScriptedModel::new([ScriptedTurn::text("hi")]))
-    ///     .sampling_by_own_model()
-    ///     .build();
-    /// # let _ = agent;
-    /// ```
-    pub fn sampling_by_own_model(mut self) -> Self {
-        self.sampling_by_own_model = true;
-        self
-    }
-
-    /// Starts from an existing conversation.
-    pub fn messages(mut self, messages: Vec<AgentMessage>) -> Self {
-        self.messages = messages;
-        self
-    }
-
-    /// Starts from a saved run (see [`Agent::run_state`]); its conversation and system prompt replace
-    /// those given here, and [`Agent::resume`] goes on where it stopped. A run read without a valid tag
-    /// ([`AgentRun::asks_again`]) waits for the calls this agent's approval policy asks about.
-    pub fn run(mut self, run: AgentRun) -> Self {
-        self.run = Some(run);
-        self
-    }
-
-    /// The id of the conversation, on every run's `invoke_agent` span as `gen_ai.conversation.id`
-    /// (see [`telemetry`]); by default a fresh UUID per agent.
-    pub fn conversation_id(mut self, id: impl Into<String>) -> Self {
-        self.conversation_id = Some(id.into());
-        self
-    }
-
-    /// Builds the agent.
-    ///
-    /// # Panics
-    ///
-    /// If no model was given: that is a programming error, not a run-time condition.
-    pub fn build(self) -> Agent {
-        let model = self
-            .model
-            .expect("Agent::builder() needs .model(...) before .build()");
-        let mut config = self.config;
-        let sampled = self.sampling_by_own_model.then(Arc::default);
-        if let Some(used) = &sampled {
-            let sampler = sampling::counting_sampler(Arc::clone(&model), Arc::clone(used));
-            config.executor = config.executor.clone().with_sampling(sampler);
-        }
-        #[cfg(feature = "code-mode")]
-        config.install_code_mode();
-        let run = self.run.map(|run| reapply_approvals(&config, run));
-        let run = run.unwrap_or_else(|| {
-            let mut run = AgentRun::new(config.system_prompt.clone(), self.messages);
-            run.set_limits(config.limits);
-            run.set_stop_at_tools(config.stop_at_tools.clone());
-            run
-        });
-        Agent {
-            shared: Arc::new(Shared {
-                state: Mutex::new(State { model, run }),
-                limits: Mutex::new(config.limits),
-                config,
-                sampled,
-                conversation_id: self.conversation_id.unwrap_or_else(crate::id::fresh_uuid),
-                run_lock: tokio::sync::Mutex::new(()),
-                steering: Mutex::default(),
-                follow_ups: Mutex::default(),
-                current: Mutex::default(),
-            }),
         }
     }
 }
@@ -448,18 +235,6 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Starts building an agent.
-    pub fn builder() -> AgentBuilder {
-        AgentBuilder {
-            config: AgentConfig::default(),
-            model: None,
-            messages: Vec::new(),
-            run: None,
-            conversation_id: None,
-            sampling_by_own_model: false,
-        }
-    }
-
     /// Sends `text` as a user message and runs until the agent stops; returns what the run added and why
     /// it stopped. If a run is active, this one waits for it (and any prompt sent earlier) to finish first.
     pub async fn prompt(&self, text: impl Into<String>) -> RunOutcome {
@@ -680,38 +455,6 @@ impl Agent {
     pub fn tools(&self) -> ToolStore {
         self.shared.config.tools.clone()
     }
-
-    /// Runs the step machine until the run stops, starting it with `prompts` if given.
-    async fn drive(&self, prompts: Option<Vec<UserMessage>>) -> RunOutcome {
-        let cancel = CancellationToken::new();
-        *lock(&self.shared.current) = Some(cancel.clone());
-        let mut driving = Driving {
-            shared: &self.shared,
-            cancel,
-            events: self.shared.config.events().clone(),
-            done: false,
-        };
-        let span = {
-            let state = lock(&self.shared.state);
-            telemetry::invoke_agent(
-                &self.shared.conversation_id,
-                state.model.name(),
-                state.model.provider_name(),
-            )
-        };
-        let config = &self.shared.config;
-        let outcome = if span.is_disabled() {
-            drive(config, &mut driving, prompts).await
-        } else {
-            drive(config, &mut driving, prompts)
-                .instrument(span.clone())
-                .await
-        };
-        let Ok(outcome) = outcome;
-        driving.done = true;
-        outcome.stop.record(&span);
-        outcome
-    }
 }
 
 impl From<&str> for UserMessage {
@@ -735,152 +478,6 @@ fn reapply_approvals(config: &AgentConfig, mut run: AgentRun) -> AgentRun {
     let (_, offered) = config.context(run.system_prompt(), run.messages());
     run.reapply_approvals(|call| config.needs_approval(&offered, call));
     run
-}
-
-/// One drive in process: performs the effects of the [`drive`](drive()) loop on the agent's shared state (the
-/// model stream and the batch under the drive's cancellation). If its future is dropped mid-step,
-/// `Drop` cancels what runs and leaves the run valid and stopped.
-struct Driving<'a> {
-    shared: &'a Shared,
-    cancel: CancellationToken,
-    events: EventBus,
-    done: bool,
-}
-
-impl Drop for Driving<'_> {
-    fn drop(&mut self) {
-        if !self.done {
-            // Dropped mid-run (a caller's timeout): every call still gets a result, and the run stays
-            // valid for the next request.
-            self.cancel.cancel();
-            let mut state = lock(&self.shared.state);
-            state
-                .run
-                .interrupt("the run was dropped before the call returned");
-            state.run.take_events();
-        }
-        *lock(&self.shared.current) = None;
-    }
-}
-
-/// The agent's run, locked for a transition of the drive loop.
-struct RunGuard<'a>(std::sync::MutexGuard<'a, State>);
-
-impl std::ops::Deref for RunGuard<'_> {
-    type Target = AgentRun;
-    fn deref(&self) -> &AgentRun {
-        &self.0.run
-    }
-}
-
-impl std::ops::DerefMut for RunGuard<'_> {
-    fn deref_mut(&mut self) -> &mut AgentRun {
-        &mut self.0.run
-    }
-}
-
-impl Effects for Driving<'_> {
-    type Error = std::convert::Infallible;
-
-    fn run(&mut self) -> impl std::ops::DerefMut<Target = AgentRun> + '_ {
-        RunGuard(lock(&self.shared.state))
-    }
-
-    fn emit(&mut self, event: AgentEvent) {
-        self.events.emit(event);
-    }
-
-    async fn mail(&mut self) -> Result<Mail, Self::Error> {
-        // Between steps the loop lets the runtime run other tasks (a caller's timeout among them).
-        tokio::task::yield_now().await;
-        Ok(Mail {
-            steering: lock(&self.shared.steering).drain(..).collect(),
-            follow_ups: lock(&self.shared.follow_ups).drain(..).collect(),
-            ..Mail::default()
-        })
-    }
-
-    async fn model_reply(
-        &mut self,
-        _turn: u32,
-        request: crate::llm::ModelRequest,
-    ) -> Result<AssistantMessage, Self::Error> {
-        let model = Arc::clone(&lock(&self.shared.state).model);
-        Ok(stream_reply(model.as_ref(), request, &self.cancel, &self.events).await)
-    }
-
-    fn executor(&self) -> crate::exec::executor::ToolExecutor {
-        self.shared.config.executor.clone()
-    }
-
-    async fn run_batch(
-        &mut self,
-        batch: Batch,
-    ) -> Result<crate::exec::executor::ToolCallBatch, Self::Error> {
-        // The tools' requests to the agent's own model are held to the run's token limits as they go.
-        if let Some(sampled) = &self.shared.sampled {
-            let (total, limits) = {
-                let state = lock(&self.shared.state);
-                (state.run.usage(), state.run.limits())
-            };
-            let mut budget = lock(sampled);
-            budget.total = total;
-            budget.limits = limits;
-            budget.sampled.clear();
-        }
-        Ok(batch
-            .executor
-            .execute_plan(
-                &batch.tools,
-                batch.plan,
-                Some(batch.assistant),
-                &self.cancel,
-            )
-            .await)
-    }
-
-    async fn journal<T>(&mut self, _name: String, value: T) -> Result<T, Self::Error>
-    where
-        T: serde::Serialize + serde::de::DeserializeOwned + Send + 'static,
-    {
-        Ok(value)
-    }
-
-    async fn wait(&mut self, _waiting: Waiting) -> Result<Option<Resumed>, Self::Error> {
-        // The drive ends: `Agent::resume` and `Agent::answer` begin the next.
-        Ok(None)
-    }
-
-    fn save(&mut self, _rewritten: bool) {
-        // The run lives in the agent's state, read with `Agent::run_state`.
-    }
-
-    fn set_model(&mut self, model: Arc<dyn Model>) {
-        lock(&self.shared.state).model = model;
-    }
-
-    fn cancelled(&self) -> bool {
-        self.cancel.is_cancelled()
-    }
-
-    fn sampled(&mut self) -> Vec<crate::result::Usage> {
-        match &self.shared.sampled {
-            Some(sampled) => std::mem::take(&mut lock(sampled).sampled),
-            None => Vec::new(),
-        }
-    }
-}
-
-impl std::fmt::Debug for TurnUpdate {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TurnUpdate").finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for AgentBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AgentBuilder").finish_non_exhaustive()
-    }
 }
 
 impl std::fmt::Debug for Agent {

@@ -28,7 +28,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{DialectError, Rewriter, append_description, definition_name, is_null_schema};
+use super::nodes::{append_description, definition_name, is_null_schema};
+use super::{DialectError, Rewriter};
 
 /// Unions inside a root union are expanded up to this depth.
 const MAX_NESTING: usize = 4;

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::transport::auth::{
-    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession, ClientCredentialsConfig, CredentialStore, OAuthHttpClient,
-    OAuthTokenResponse, StoredCredentials, WWWAuthenticateParams,
+    AuthClient, AuthorizationCallback, AuthorizationManager, AuthorizationMetadata,
+    AuthorizationRequest, AuthorizationSession, ClientCredentialsConfig, CredentialStore,
+    OAuthHttpClient, OAuthTokenResponse, StoredCredentials, WWWAuthenticateParams,
 };
 
 use super::dpop::{Dpop, ResourceRequests, TokenRequests};
@@ -187,11 +187,7 @@ impl Authorizer {
     /// A new authorization from the challenge: discovery, client identity, the grant.
     async fn authorize(&self, challenge: &str) -> Result<(), McpClientError> {
         let mut manager = self.new_manager().await?;
-        let resolution = manager
-            .resolve_metadata_from_challenge(Some(challenge))
-            .await
-            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
-        manager.set_metadata(resolution.metadata);
+        self.discover(&mut manager, Some(challenge)).await?;
         let manager = match &self.config.grant {
             Grant::AuthorizationCode {
                 redirect_uri,
@@ -304,6 +300,21 @@ impl Authorizer {
         }
     }
 
+    /// Discovery from the server's `challenge` (its resource metadata, then its authorization server's):
+    /// the metadata, set on `manager` for the grant that follows. Every grant starts here.
+    async fn discover(
+        &self,
+        manager: &mut AuthorizationManager,
+        challenge: Option<&str>,
+    ) -> Result<AuthorizationMetadata, McpClientError> {
+        let resolution = manager
+            .resolve_metadata_from_challenge(challenge)
+            .await
+            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
+        manager.set_metadata(resolution.metadata.clone());
+        Ok(resolution.metadata)
+    }
+
     /// A manager for this server over the configured store.
     async fn new_manager(&self) -> Result<AuthorizationManager, McpClientError> {
         let http: Arc<dyn OAuthHttpClient> = self.http.clone();
@@ -325,12 +336,7 @@ impl Authorizer {
         scopes: &[String],
         challenge: Option<&str>,
     ) -> Result<AuthorizationManager, McpClientError> {
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
-        let metadata = resolution.metadata;
-        manager.set_metadata(metadata.clone());
+        let metadata = self.discover(&mut manager, challenge).await?;
         let token_endpoint = metadata.token_endpoint.clone();
         // The issuer discovery checked (RFC 8414); the token endpoint's origin for a server without
         // metadata.
@@ -580,11 +586,7 @@ impl Authorizer {
         scopes: &[String],
         challenge: Option<&str>,
     ) -> Result<AuthorizationManager, McpClientError> {
-        let resolution = manager
-            .resolve_metadata_from_challenge(challenge)
-            .await
-            .map_err(|error| self.failed(format!("discovery failed: {error}")))?;
-        manager.set_metadata(resolution.metadata);
+        self.discover(&mut manager, challenge).await?;
         let config = ClientCredentialsConfig::ClientSecret {
             client_id: client_id.to_owned(),
             client_secret: client_secret.to_owned(),
