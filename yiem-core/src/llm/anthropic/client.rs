@@ -621,7 +621,7 @@ impl EventParser {
         }
     }
 
-    fn stream_event(&mut self, kind: &str, event: &Value) -> Result<Vec<ModelEvent>, String> {
+    fn stream_event(&mut self, kind: &str, event: &mut Value) -> Result<Vec<ModelEvent>, String> {
         let mut events = Vec::new();
         let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
         match kind {
@@ -636,15 +636,11 @@ impl EventParser {
                 self.start_block(index, block, &mut events);
             }
             "content_block_delta" => {
-                let delta = event.get("delta").unwrap_or(&Value::Null);
-                let text = |key: &str| {
-                    delta
-                        .get(key)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                match (delta.get("type").and_then(Value::as_str), self.block(index)) {
+                let mut none = Value::Null;
+                let delta = event.get_mut("delta").unwrap_or(&mut none);
+                let kind = delta.get("type").and_then(Value::as_str).map(str::to_owned);
+                let mut text = |key: &str| transport::take_str(delta, key);
+                match (kind.as_deref(), self.block(index)) {
                     (Some("text_delta"), _) => events.push(ModelEvent::TextDelta(text("text"))),
                     (Some("thinking_delta"), _) => {
                         events.push(ModelEvent::ThinkingDelta(text("thinking")))
@@ -706,7 +702,7 @@ impl EventParser {
 impl StreamParser for EventParser {
     fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let event: Value = serde_json::from_str(data).map_err(|error| {
+        let mut event: Value = serde_json::from_str(data).map_err(|error| {
             format!(
                 "event {} is not JSON ({error}): {}",
                 self.chunks,
@@ -719,15 +715,15 @@ impl StreamParser for EventParser {
             .and_then(Value::as_str)
             .unwrap_or(name)
             .to_owned();
-        self.stream_event(&kind, &event)
+        self.stream_event(&kind, &mut event)
     }
 
     fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let message: Value = serde_json::from_str(data)
+        let mut message: Value = serde_json::from_str(data)
             .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
         if message.get("type").and_then(Value::as_str) == Some("error") {
-            return self.stream_event("error", &message);
+            return self.stream_event("error", &mut message);
         }
         let mut events = Vec::new();
         if let Some(Value::Array(blocks)) = message.get("content") {

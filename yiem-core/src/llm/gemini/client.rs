@@ -187,7 +187,7 @@ pub(crate) struct ResponseParser {
 }
 
 impl ResponseParser {
-    fn response(&mut self, response: &Value) -> Result<Vec<ModelEvent>, String> {
+    fn response(&mut self, response: &mut Value) -> Result<Vec<ModelEvent>, String> {
         if let Some(error) = response.get("error").filter(|e| !e.is_null()) {
             return Err(format!(
                 "the server reported an error in the stream: {}",
@@ -203,9 +203,9 @@ impl ResponseParser {
             .cache(number("cachedContentTokenCount"), 0);
         }
         let candidate = response
-            .get("candidates")
-            .and_then(Value::as_array)
-            .and_then(|candidates| candidates.first());
+            .get_mut("candidates")
+            .and_then(Value::as_array_mut)
+            .and_then(|candidates| candidates.first_mut());
         let Some(candidate) = candidate else {
             if let Some(reason) = response
                 .pointer("/promptFeedback/blockReason")
@@ -218,13 +218,13 @@ impl ResponseParser {
             return Ok(Vec::new());
         };
         let mut events = Vec::new();
-        let parts = candidate
-            .pointer("/content/parts")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
-        for part in parts {
-            self.part(part, &mut events);
+        if let Some(parts) = candidate
+            .pointer_mut("/content/parts")
+            .and_then(Value::as_array_mut)
+        {
+            for part in parts {
+                self.part(part, &mut events);
+            }
         }
         if let Some(reason) = candidate.get("finishReason").and_then(Value::as_str) {
             self.finish_reason = Some(reason.to_owned());
@@ -232,7 +232,8 @@ impl ResponseParser {
         Ok(events)
     }
 
-    fn part(&mut self, part: &Value, events: &mut Vec<ModelEvent>) {
+    /// The events of one part, its text moved out of it.
+    fn part(&mut self, part: &mut Value, events: &mut Vec<ModelEvent>) {
         let signature = part
             .get("thoughtSignature")
             .and_then(Value::as_str)
@@ -260,13 +261,13 @@ impl ResponseParser {
             events.push(ModelEvent::ToolCallEnd { index: slot });
             return;
         }
-        if let Some(text) = part.get("text").and_then(Value::as_str)
-            && !text.is_empty()
-        {
-            if part.get("thought").and_then(Value::as_bool) == Some(true) {
-                events.push(ModelEvent::ThinkingDelta(text.to_owned()));
+        let thought = part.get("thought").and_then(Value::as_bool) == Some(true);
+        let text = transport::take_str(part, "text");
+        if !text.is_empty() {
+            if thought {
+                events.push(ModelEvent::ThinkingDelta(text));
             } else {
-                events.push(ModelEvent::TextDelta(text.to_owned()));
+                events.push(ModelEvent::TextDelta(text));
             }
         }
         // A signature on a text part (or alone) follows it, where it is sent back on its own part.
@@ -277,26 +278,26 @@ impl ResponseParser {
 impl StreamParser for ResponseParser {
     fn event(&mut self, _name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let response: Value = serde_json::from_str(data).map_err(|error| {
+        let mut response: Value = serde_json::from_str(data).map_err(|error| {
             format!(
                 "chunk {} is not JSON ({error}): {}",
                 self.chunks,
                 preview(data)
             )
         })?;
-        self.response(&response)
+        self.response(&mut response)
     }
 
     fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
         // Without `alt=sse` the stream is one JSON array of responses; `generateContent` answers one.
         let value: Value = serde_json::from_str(data)
             .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
-        let responses = match value {
+        let mut responses = match value {
             Value::Array(items) => items,
             other => vec![other],
         };
         let mut events = Vec::new();
-        for response in &responses {
+        for response in &mut responses {
             self.chunks += 1;
             events.extend(self.response(response)?);
         }

@@ -406,7 +406,7 @@ impl ChunkParser {
     /// The events of one chunk (a `data:` payload), or the error that ends the stream.
     fn chunk(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let chunk: Value = serde_json::from_str(data).map_err(|error| {
+        let mut chunk: Value = serde_json::from_str(data).map_err(|error| {
             format!(
                 "chunk {} is not JSON ({error}): {}",
                 self.chunks,
@@ -424,18 +424,23 @@ impl ChunkParser {
         }
         let mut events = Vec::new();
         let choice = chunk
-            .get("choices")
-            .and_then(Value::as_array)
+            .get_mut("choices")
+            .and_then(Value::as_array_mut)
             .and_then(|choices| {
                 choices
-                    .iter()
+                    .iter_mut()
                     .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
             });
         let Some(choice) = choice else {
             return Ok(events);
         };
         // Streaming chunks carry `delta`; a non-streaming body (read as one chunk) carries `message`.
-        if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
+        let key = if choice.get("delta").is_some() {
+            "delta"
+        } else {
+            "message"
+        };
+        if let Some(delta) = choice.get_mut(key) {
             self.delta(delta, &mut events);
         }
         if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
@@ -445,31 +450,30 @@ impl ChunkParser {
         Ok(events)
     }
 
-    fn delta(&mut self, delta: &Value, events: &mut Vec<ModelEvent>) {
+    /// The events of a delta, its texts moved out of it.
+    fn delta(&mut self, delta: &mut Value, events: &mut Vec<ModelEvent>) {
         for key in ["reasoning_content", "reasoning"] {
-            if let Some(thinking) = delta.get(key).and_then(Value::as_str)
-                && !thinking.is_empty()
-            {
-                events.push(ModelEvent::ThinkingDelta(thinking.to_owned()));
+            let thinking = transport::take_str(delta, key);
+            if !thinking.is_empty() {
+                events.push(ModelEvent::ThinkingDelta(thinking));
                 break;
             }
         }
-        match delta.get("content") {
+        match delta.get_mut("content") {
             Some(Value::String(text)) if !text.is_empty() => {
-                events.push(ModelEvent::TextDelta(text.clone()))
+                events.push(ModelEvent::TextDelta(std::mem::take(text)))
             }
             Some(Value::Array(parts)) => {
                 for part in parts {
-                    if let Some(text) = part.get("text").and_then(Value::as_str)
-                        && !text.is_empty()
-                    {
-                        events.push(ModelEvent::TextDelta(text.to_owned()));
+                    let text = transport::take_str(part, "text");
+                    if !text.is_empty() {
+                        events.push(ModelEvent::TextDelta(text));
                     }
                 }
             }
             _ => {}
         }
-        if let Some(Value::Array(calls)) = delta.get("tool_calls")
+        if let Some(Value::Array(calls)) = delta.get_mut("tool_calls")
             && !calls.is_empty()
         {
             self.saw_tool_calls = true;
@@ -480,14 +484,24 @@ impl ChunkParser {
         // The legacy `function_call` counts only in a stream that never used `tool_calls`: some servers
         // send every piece in both fields, and reading both doubles the arguments or the call.
         if !self.saw_tool_calls
-            && let Some(function) = delta.get("function_call").filter(|f| f.is_object())
+            && let Some(function) = delta.get_mut("function_call").filter(|f| f.is_object())
         {
-            self.tool_call(&json!({"index": 0, "function": function}), events);
+            let function = function.take();
+            self.tool_call(&mut json!({"index": 0, "function": function}), events);
         }
     }
 
     /// One entry of a delta's `tool_calls`.
-    fn tool_call(&mut self, entry: &Value, events: &mut Vec<ModelEvent>) {
+    fn tool_call(&mut self, entry: &mut Value, events: &mut Vec<ModelEvent>) {
+        let function = match entry.get("function") {
+            Some(_) => &mut entry["function"],
+            None => &mut *entry,
+        };
+        let arguments = match function.get_mut("arguments") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(piece)) => std::mem::take(piece),
+            Some(whole) => whole.to_string(),
+        };
         let function = entry.get("function").unwrap_or(entry);
         let text = |value: Option<&Value>| {
             value
@@ -497,11 +511,6 @@ impl ChunkParser {
         };
         let id = text(entry.get("id"));
         let name = text(function.get("name"));
-        let arguments = match function.get("arguments") {
-            None | Some(Value::Null) => String::new(),
-            Some(Value::String(piece)) => piece.clone(),
-            Some(whole) => whole.to_string(),
-        };
         let key = entry.get("index").and_then(Value::as_u64);
         let slot = match self.find_call(key, id.as_deref(), name.as_deref()) {
             Some(slot) => slot,

@@ -577,7 +577,7 @@ impl EventParser {
             let arguments = text(if custom { "input" } else { "arguments" });
             if !arguments.is_empty() {
                 entry.streamed = true;
-                self.call_piece(slot, arguments, events);
+                self.call_piece(slot, arguments.to_owned(), events);
             }
         }
         self.items.push(entry);
@@ -627,7 +627,7 @@ impl EventParser {
                     && let Some(arguments) = item.get(field).and_then(Value::as_str)
                     && !arguments.is_empty()
                 {
-                    self.call_piece(slot, arguments, events);
+                    self.call_piece(slot, arguments.to_owned(), events);
                 }
                 self.close_call(slot, events);
             }
@@ -665,7 +665,7 @@ impl EventParser {
         if !self.closed.contains(&slot) {
             if self.custom.contains(&slot) {
                 // The text's end closes the arguments `{"input": "<text>"}`.
-                self.call_piece(slot, "", events);
+                self.call_piece(slot, String::new(), events);
                 events.push(ModelEvent::ToolCallDelta {
                     index: slot,
                     arguments: "\"}".into(),
@@ -679,12 +679,12 @@ impl EventParser {
     /// The next piece of call `slot`'s arguments: JSON text for a function call, the text itself for a
     /// custom tool's call, whose arguments are `{"input": "<text>"}` (each piece escaped as JSON string
     /// content, so the arguments parse as they grow, and partial-argument events show the text so far).
-    fn call_piece(&mut self, slot: usize, piece: &str, events: &mut Vec<ModelEvent>) {
+    fn call_piece(&mut self, slot: usize, piece: String, events: &mut Vec<ModelEvent>) {
         if !self.custom.contains(&slot) {
             if !piece.is_empty() {
                 events.push(ModelEvent::ToolCallDelta {
                     index: slot,
-                    arguments: piece.to_owned(),
+                    arguments: piece,
                 });
             }
             return;
@@ -745,7 +745,7 @@ impl EventParser {
         Ok(())
     }
 
-    fn stream_event(&mut self, kind: &str, event: &Value) -> Result<Vec<ModelEvent>, String> {
+    fn stream_event(&mut self, kind: &str, event: &mut Value) -> Result<Vec<ModelEvent>, String> {
         let mut events = Vec::new();
         let output_index = event.get("output_index").and_then(Value::as_u64);
         match kind {
@@ -764,10 +764,9 @@ impl EventParser {
             }
             "response.output_text.delta" => {
                 self.streamed(event);
-                if let Some(delta) = event.get("delta").and_then(Value::as_str)
-                    && !delta.is_empty()
-                {
-                    events.push(ModelEvent::TextDelta(delta.to_owned()));
+                let delta = transport::take_str(event, "delta");
+                if !delta.is_empty() {
+                    events.push(ModelEvent::TextDelta(delta));
                 }
             }
             "response.refusal.delta" => {
@@ -825,24 +824,23 @@ impl EventParser {
                 let whole = if for_custom { "input" } else { "arguments" };
                 let piece = if kind.ends_with(".delta") {
                     item.streamed = true;
-                    event.get("delta").and_then(Value::as_str).unwrap_or("")
+                    transport::take_str(event, "delta")
                 } else if !item.streamed {
                     // Sent whole, without deltas.
                     item.streamed = true;
-                    event.get(whole).and_then(Value::as_str).unwrap_or("")
+                    transport::take_str(event, whole)
                 } else {
-                    ""
+                    String::new()
                 };
                 if !piece.is_empty() {
                     self.call_piece(slot, piece, &mut events);
                 }
             }
             "response.completed" | "response.incomplete" | "response.failed" => {
-                let response = event.get("response").unwrap_or(&Value::Null);
+                let mut response = event.get_mut("response").map_or(Value::Null, Value::take);
                 if kind == "response.failed" {
-                    return Err(failure(response));
+                    return Err(failure(&response));
                 }
-                let mut response = response.clone();
                 if kind == "response.incomplete"
                     && let Value::Object(object) = &mut response
                 {
@@ -893,7 +891,7 @@ fn failure(response: &Value) -> String {
 impl StreamParser for EventParser {
     fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let event: Value = serde_json::from_str(data).map_err(|error| {
+        let mut event: Value = serde_json::from_str(data).map_err(|error| {
             format!(
                 "event {} is not JSON ({error}): {}",
                 self.chunks,
@@ -906,7 +904,7 @@ impl StreamParser for EventParser {
             .and_then(Value::as_str)
             .unwrap_or(name)
             .to_owned();
-        self.stream_event(&kind, &event)
+        self.stream_event(&kind, &mut event)
     }
 
     fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {

@@ -77,6 +77,15 @@ pub(crate) fn parse_all<'a>(
     out
 }
 
+/// The string at `key` of `value`, moved out (an empty one is left in its place), or an empty one.
+/// A parser owns each event's JSON, so a long delta leaves it without a copy.
+pub(crate) fn take_str(value: &mut serde_json::Value, key: &str) -> String {
+    match value.get_mut(key) {
+        Some(serde_json::Value::String(text)) => std::mem::take(text),
+        _ => String::new(),
+    }
+}
+
 /// The default longest time to read one whole reply, from its response headers to its end: 30 minutes.
 pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
@@ -747,7 +756,7 @@ impl Run {
                 Flow::Stop
             }
             Some(Ok(event)) => {
-                let data = event.data.trim();
+                let data = event.data().trim();
                 if event.event == "error" {
                     let message = server_message(data.as_bytes());
                     self.fail(format!(
