@@ -3,10 +3,11 @@
 
 pub(crate) mod client;
 pub(crate) mod format;
+pub(crate) mod stream;
 
-#[doc(hidden)]
-pub use client::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
 pub use client::{
     AnthropicConfig, AnthropicModel, AnthropicToolSearch, CodeExecutionVersion, PromptCache,
 };
 pub use format::to_anthropic_messages;
+#[doc(hidden)]
+pub use stream::parse_events_for_fuzzing as parse_anthropic_events_for_fuzzing;
