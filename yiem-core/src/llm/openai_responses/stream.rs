@@ -478,19 +478,7 @@ fn failure(response: &Value) -> String {
 impl StreamParser for EventParser {
     fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let mut event: Value = serde_json::from_str(data).map_err(|error| {
-            format!(
-                "event {} is not JSON ({error}): {}",
-                self.chunks,
-                preview(data)
-            )
-        })?;
-        // The `type` field names the event; the `event:` line is the same name when present.
-        let kind = event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or(name)
-            .to_owned();
+        let (kind, mut event) = transport::typed_event(self.chunks, name, data)?;
         self.stream_event(&kind, &mut event)
     }
 

@@ -86,6 +86,29 @@ pub(crate) fn take_str(value: &mut serde_json::Value, key: &str) -> String {
     }
 }
 
+/// The `number`th event of a stream whose JSON names its kind in `type` (Anthropic's, the Responses
+/// API's): its kind (the `event:` line's `name` where `type` is missing) and its JSON, or an error
+/// naming the event and showing the start of what came.
+#[cfg(any(feature = "anthropic", feature = "openai-responses"))]
+pub(crate) fn typed_event(
+    number: usize,
+    name: &str,
+    data: &str,
+) -> Result<(String, serde_json::Value), String> {
+    let event: serde_json::Value = serde_json::from_str(data).map_err(|error| {
+        format!(
+            "event {number} is not JSON ({error}): {}",
+            failure::preview(data)
+        )
+    })?;
+    let kind = event
+        .get("type")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or(name)
+        .to_owned();
+    Ok((kind, event))
+}
+
 /// The default longest time to read one whole reply, from its response headers to its end: 30 minutes.
 pub(crate) const DEFAULT_REPLY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
