@@ -6,9 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use rmcp::model::UpdateTaskParams;
 use serde_json::json;
-use yiem_restate_tests::mcp_client::{client, get, start, until_status};
+use yiem_restate_tests::mcp_client::{approve, client, get, only_question, start, until_status};
 use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
 use yiem_tests::poll::wait_until;
 
@@ -146,11 +145,7 @@ async fn a_bash_task_waits_for_its_approval_across_a_restart_of_every_process() 
     )
     .await;
     let asked = until_status(&through_first, &id, "input_required").await;
-    let questions = asked["inputRequests"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no questions: {asked}"));
-    assert_eq!(questions.len(), 1, "{asked}");
-    let key = questions.keys().next().unwrap().clone();
+    let key = only_question(&asked);
     assert_eq!(deployment.effects(), "", "it ran before it was approved");
 
     drop(through_first);
@@ -162,15 +157,7 @@ async fn a_bash_task_waits_for_its_approval_across_a_restart_of_every_process() 
     let waiting = get(&through_second, &id).await;
     assert_eq!(waiting["status"], "input_required", "{waiting}");
 
-    let answers = serde_json::from_value(json!({
-        key: {"action": "accept", "content": {"approve": true}}
-    }))
-    .unwrap();
-    through_second
-        .peer()
-        .update_task(UpdateTaskParams::new(id.clone(), answers))
-        .await
-        .expect("the approval is taken");
+    approve(&through_second, &id, &key).await;
     let done = until_status(&through_second, &id, "completed").await;
     let text = done["result"]["content"][0]["text"]
         .as_str()

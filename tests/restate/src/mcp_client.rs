@@ -3,7 +3,7 @@
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams,
-    GetTaskResult, Implementation, ProtocolVersion,
+    GetTaskResult, Implementation, ProtocolVersion, UpdateTaskParams,
 };
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -95,4 +95,26 @@ pub async fn until_status(
         }
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// The key of the one question the task `read` (`tasks/get` in `input_required`) asks.
+pub fn only_question(read: &Value) -> String {
+    let questions = read["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no questions: {read}"));
+    assert_eq!(questions.len(), 1, "{read}");
+    questions.keys().next().unwrap().clone()
+}
+
+/// Approves the call of task `id` (its question `key`) with `tasks/update`.
+pub async fn approve(client: &RunningService<RoleClient, ClientConfig>, id: &str, key: &str) {
+    let answers = serde_json::from_value(json!({
+        key: {"action": "accept", "content": {"approve": true}}
+    }))
+    .unwrap();
+    client
+        .peer()
+        .update_task(UpdateTaskParams::new(id.to_owned(), answers))
+        .await
+        .expect("the approval is taken");
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use rmcp::model::{CancelTaskParams, GetTaskParams, UpdateTaskParams};
 use serde_json::json;
-use yiem_restate_tests::mcp_client::{client, get, session, start, until_status};
+use yiem_restate_tests::mcp_client::{
+    approve, client, get, only_question, session, start, until_status,
+};
 use yiem_restate_tests::server::{PATIENCE, RestateServer, Service, TempDir, free_port};
 use yiem_restate_tests::tasks::{DIR_ENV, INGRESS_ENV, ROLE_ENV, SESSIONS_ENV};
 use yiem_tests::poll::wait_until;
@@ -173,11 +175,7 @@ async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
     let through_first = client(&first_url).await;
     let id = start(&through_first, "deploy", json!({})).await;
     let asked = until_status(&through_first, &id, "input_required").await;
-    let questions = asked["inputRequests"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no questions: {asked}"));
-    assert_eq!(questions.len(), 1, "{asked}");
-    let key = questions.keys().next().unwrap().clone();
+    let key = only_question(&asked);
     assert!(
         lines(&setup.dir, "effects").is_empty(),
         "it ran before it was approved"
@@ -193,15 +191,7 @@ async fn a_durable_task_that_needs_approval_waits_for_it_across_a_restart() {
     let waiting = get(&through_second, &id).await;
     assert_eq!(waiting["status"], "input_required", "{waiting}");
 
-    let answers = serde_json::from_value(json!({
-        key: {"action": "accept", "content": {"approve": true}}
-    }))
-    .unwrap();
-    through_second
-        .peer()
-        .update_task(UpdateTaskParams::new(id.clone(), answers))
-        .await
-        .expect("the approval is taken");
+    approve(&through_second, &id, &key).await;
     let done = until_status(&through_second, &id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "deployed", "{done}");
     assert_eq!(lines(&setup.dir, "effects"), ["deploy"]);
