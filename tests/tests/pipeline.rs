@@ -1071,12 +1071,21 @@ fn a_recorded_span_encloses_the_call_and_records_its_outcome() {
         .unwrap();
     let store = ToolStore::new("spans");
     store.register(logs).unwrap();
-    let batch = tracing::subscriber::with_default(subscriber, || {
+    let run = || {
         current_thread().block_on(ToolExecutor::new().execute(
             &store,
             vec![ToolCall::new("c1", "logs", json!({}))],
             &CancellationToken::new(),
         ))
+    };
+    // The span's callsite is registered here, before the subscriber exists, so that setting the
+    // subscriber decides its interest: tracing caches a callsite's interest when it is first hit, and
+    // a first hit by another test's thread while this subscriber is being set could cache "never"
+    // (and the interest is rebuilt once more under it).
+    run();
+    let batch = tracing::subscriber::with_default(subscriber, || {
+        tracing::callsite::rebuild_interest_cache();
+        run()
     });
     assert_eq!(batch.messages[0].result.text_content(), "logged");
     let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
