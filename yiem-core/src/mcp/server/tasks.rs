@@ -278,15 +278,10 @@ impl McpServer {
     /// let server = McpServer::new(ToolStore::new("reports")).task_store(MemoryTaskStore::default());
     /// # let _ = server;
     /// ```
-    pub fn task_store(mut self, store: impl TaskStore) -> Self {
-        let tasks = Tasks {
-            store: Arc::new(store),
-            ttl: self.config.tasks.ttl,
-            optional: Arc::clone(&self.config.tasks.optional),
-            ..Tasks::default()
-        };
-        self.config_mut().tasks = Arc::new(tasks);
-        self
+    pub fn task_store(self, store: impl TaskStore) -> Self {
+        let tasks = &self.config.tasks;
+        let (ttl, optional) = (tasks.ttl, Arc::clone(&tasks.optional));
+        self.tasks(Arc::new(store), ttl, optional)
     }
 
     /// How long a task is kept after it was created (`ttlMs`; default [`DEFAULT_TASK_TTL`]): after it,
@@ -299,15 +294,10 @@ impl McpServer {
     /// let server = McpServer::new(ToolStore::new("reports")).task_ttl(Duration::from_secs(3600));
     /// # let _ = server;
     /// ```
-    pub fn task_ttl(mut self, ttl: Duration) -> Self {
-        let tasks = Tasks {
-            store: Arc::clone(&self.config.tasks.store),
-            ttl: ttl.max(Duration::from_millis(1)),
-            optional: Arc::clone(&self.config.tasks.optional),
-            ..Tasks::default()
-        };
-        self.config_mut().tasks = Arc::new(tasks);
-        self
+    pub fn task_ttl(self, ttl: Duration) -> Self {
+        let tasks = &self.config.tasks;
+        let (store, optional) = (Arc::clone(&tasks.store), Arc::clone(&tasks.optional));
+        self.tasks(store, ttl.max(Duration::from_millis(1)), optional)
     }
 
     /// Lets calls of these tools be tasks, as [`TaskSupport::Optional`] does, although the tools do
@@ -320,16 +310,28 @@ impl McpServer {
     /// let server = McpServer::new(ToolStore::new("shell")).task_tools(["bash"]);
     /// # let _ = server;
     /// ```
-    pub fn task_tools(mut self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        let mut optional = (*self.config.tasks.optional).clone();
+    pub fn task_tools(self, tools: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        let tasks = &self.config.tasks;
+        let mut optional = (*tasks.optional).clone();
         optional.extend(tools.into_iter().map(Into::into));
-        let tasks = Tasks {
-            store: Arc::clone(&self.config.tasks.store),
-            ttl: self.config.tasks.ttl,
-            optional: Arc::new(optional),
+        let (store, ttl) = (Arc::clone(&tasks.store), tasks.ttl);
+        self.tasks(store, ttl, Arc::new(optional))
+    }
+
+    /// The server with its task settings replaced, and no run of its own yet (a setter is called
+    /// before the server serves).
+    fn tasks(
+        mut self,
+        store: Arc<dyn TaskStore>,
+        ttl: Duration,
+        optional: Arc<std::collections::HashSet<String>>,
+    ) -> Self {
+        self.config_mut().tasks = Arc::new(Tasks {
+            store,
+            ttl,
+            optional,
             ..Tasks::default()
-        };
-        self.config_mut().tasks = Arc::new(tasks);
+        });
         self
     }
 
