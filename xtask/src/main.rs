@@ -5,7 +5,8 @@
 //! else) this installs them when they are missing and it can (as root, with `apt-get`), or says in one line
 //! what to install; then it runs `cargo test -p yiem-core` (a tool author's build: default features, which
 //! the workspace's feature unification would hide), `cargo test --workspace`, and the sentence embedder's
-//! tests (`cargo test -p yiem-core --features embeddings --test embeddings`: candle is in no other build)
+//! tests (`cargo test -p yiem-core --features embeddings --lib --test embeddings`: candle is in no other
+//! build)
 //! and `yiem mcp`'s durable tasks (`cargo test -p yiem-tools --features restate --test mcp_restate_tasks`),
 //! each with `--no-fail-fast` (one red test binary does not hide the others) and `ARGS` appended. The
 //! Python, npm and Restate components that some tests use, and the embedder's model (all-MiniLM-L6-v2,
@@ -65,6 +66,7 @@ fn test(args: Vec<String>) -> ExitCode {
         "yiem-core",
         "--features",
         "embeddings",
+        "--lib",
         "--test",
         "embeddings",
     ];

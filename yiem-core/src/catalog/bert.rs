@@ -13,29 +13,38 @@ use candle_core::{D, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
+use yiem_dense::Packed;
+
 /// A linear layer, `x · Wᵀ + b`, with f32 or int8 weights.
-struct Dense {
-    /// `QMatMul::Tensor` (the model's f32 weights) or `QMatMul::QTensor` (`Q8_0`).
-    weight: QMatMul,
-    bias: Tensor,
-    /// Zeros appended to each input row (int8 only): candle's fast int8 kernels take inputs whose
-    /// size is a multiple of 256, so a 384-wide input is read as 512 wide against zero weights.
-    pad: usize,
+enum Dense {
+    /// The model's f32 weights, packed for yiem's own product (`yiem_dense`).
+    F32(Packed),
+    /// candle's `Q8_0` weights.
+    Int8 {
+        weight: QMatMul,
+        bias: Tensor,
+        /// Zeros appended to each input row: candle's fast int8 kernels take inputs whose size is a
+        /// multiple of 256, so a 384-wide input is read as 512 wide against zero weights.
+        pad: usize,
+    },
 }
 
 impl Dense {
     /// The layer from its `(out, in)` weight and `(out)` bias, quantized to int8 if asked.
     fn new(weight: Tensor, bias: Tensor, int8: bool) -> Result<Self> {
-        let (weight, pad) = if int8 {
-            let inputs = weight.dim(1)?;
+        let (outputs, inputs) = weight.dims2()?;
+        if int8 {
             let pad = inputs.next_multiple_of(256) - inputs;
             let padded = weight.pad_with_zeros(1, 0, pad)?;
             let weight = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
-            (weight, pad)
-        } else {
-            (QMatMul::Tensor(weight), 0)
-        };
-        Ok(Dense { weight, bias, pad })
+            return Ok(Dense::Int8 { weight, bias, pad });
+        }
+        Ok(Dense::F32(Packed::new(
+            &weight.flatten_all()?.to_vec1::<f32>()?,
+            &bias.to_vec1::<f32>()?,
+            outputs,
+            inputs,
+        )))
     }
 
     fn load(vb: VarBuilder, inputs: usize, outputs: usize, int8: bool) -> Result<Self> {
@@ -47,12 +56,36 @@ impl Dense {
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
-        let xs = if self.pad > 0 {
-            &xs.pad_with_zeros(D::Minus1, 0, self.pad)?
-        } else {
-            xs
-        };
-        self.weight.forward(xs)?.broadcast_add(&self.bias)
+        match self {
+            Dense::F32(packed) => {
+                let mut dims = xs.dims().to_vec();
+                let inputs = dims.pop().unwrap_or(0);
+                if inputs != packed.inputs() {
+                    candle_core::bail!("a layer of {} inputs given {inputs}", packed.inputs());
+                }
+                let rows = dims.iter().product();
+                // The input's numbers read where candle keeps them, not copied out.
+                let xs = xs.contiguous()?;
+                let (storage, layout) = xs.storage_and_layout();
+                let candle_core::Storage::Cpu(storage) = &*storage else {
+                    candle_core::bail!("the sentence embedder runs on the CPU");
+                };
+                let Some((start, end)) = layout.contiguous_offsets() else {
+                    candle_core::bail!("a layer's input is not contiguous");
+                };
+                let out = packed.forward(&storage.as_slice::<f32>()?[start..end], rows);
+                dims.push(packed.outputs());
+                Tensor::from_vec(out, dims, xs.device())
+            }
+            Dense::Int8 { weight, bias, pad } => {
+                let xs = if *pad > 0 {
+                    &xs.pad_with_zeros(D::Minus1, 0, *pad)?
+                } else {
+                    xs
+                };
+                weight.forward(xs)?.broadcast_add(bias)
+            }
+        }
     }
 }
 
