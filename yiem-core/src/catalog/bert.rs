@@ -2,11 +2,12 @@
 //! forward pass (embeddings, six or so layers of attention and feed-forward, each closed by a residual
 //! and a layer norm), written again over candle's operations so that its linear layers can be int8.
 //!
-//! Why not candle-transformers' `BertModel`: its linear layers are f32 only, and a query's time is those
-//! products (see BENCHMARKS.md, "The sentence embedder"). Here every linear layer is a `Dense` whose
-//! weights are the model's f32 numbers or, quantized at load, candle's `Q8_0` blocks (groups of 32
-//! weights as int8 with one scale each, multiplied by AVX2 / VNNI integer kernels). One forward pass
-//! serves both. Query, key and value are one product of a 3 × wider layer, so a layer is four products.
+//! Why not candle-transformers' `BertModel`: a query's time is its linear layers' products (see
+//! BENCHMARKS.md, "The sentence embedder"), which it runs through candle's matmul, made for large
+//! products. Here every linear layer is a `Dense` whose weights are the model's f32 numbers, packed at
+//! load for `yiem_dense` (a product that reads them once for all of a query's tokens), or, quantized at
+//! load, candle's `Q8_0` blocks (groups of 32 weights as int8 with one scale each, multiplied by AVX2 /
+//! VNNI integer kernels). One forward pass serves both. Query, key and value are one product of a 3 × wider layer, so a layer is four products.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{D, Module, Result, Tensor};

@@ -309,8 +309,8 @@ impl SentenceEmbedder {
     /// **The vectors are no longer quite the model's**: measured on all-MiniLM-L6-v2, the 13 cosine
     /// similarities sentence-transformers publishes move by up to 0.009 (f32: within 0.0001), and
     /// tool search's recall is about the same (BENCHMARKS.md, "The sentence embedder"). What it buys
-    /// is time: a short query's vector in about half the time where candle's int8 kernels find
-    /// AVX-512 VNNI or AVX-VNNI (an AVX2-only CPU falls back to slower ones). candle runs them on a
+    /// is time: a short query's vector in about three quarters of the f32 time where candle's int8
+    /// kernels find AVX-512 VNNI or AVX-VNNI (an AVX2-only CPU falls back to slower ones). candle runs them on a
     /// pool of spinning threads, one per core; where the cores are busy with other work, one thread
     /// (`CANDLE_NUM_THREADS=1` in the environment) is faster. A [`HybridRanker`](super::HybridRanker)
     /// cache file keeps int8 vectors apart from f32 ones ([`Embedder::model_name`] says which).
