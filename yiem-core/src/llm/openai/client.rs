@@ -30,7 +30,7 @@ use super::format::{MessageFormat, OpenAiFormat, usage_from_openai};
 use crate::dialect::{Dialect, DialectError};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser, client_setters};
+use crate::llm::transport::{self, EventData, StreamParser, client_setters};
 use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
@@ -360,15 +360,15 @@ pub(crate) struct ChunkParser {
 }
 
 impl StreamParser for ChunkParser {
-    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
-        if data == "[DONE]" {
+    fn event(&mut self, _name: &str, data: EventData) -> Result<Vec<ModelEvent>, String> {
+        if &*data == "[DONE]" {
             self.done = true;
             return Ok(Vec::new());
         }
         self.chunk(data)
     }
 
-    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn body(&mut self, data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunk(data)
     }
 
@@ -404,13 +404,13 @@ struct CallState {
 
 impl ChunkParser {
     /// The events of one chunk (a `data:` payload), or the error that ends the stream.
-    fn chunk(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn chunk(&mut self, mut data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let mut chunk: Value = serde_json::from_str(data).map_err(|error| {
+        let mut chunk = data.json().map_err(|error| {
             format!(
                 "chunk {} is not JSON ({error}): {}",
                 self.chunks,
-                preview(data)
+                preview(&data)
             )
         })?;
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
@@ -673,7 +673,7 @@ mod tests {
         let mut parser = ChunkParser::default();
         let mut events = Vec::new();
         for chunk in chunks {
-            events.extend(parser.chunk(chunk).unwrap());
+            events.extend(parser.chunk((*chunk).into()).unwrap());
         }
         events.extend(parser.finish());
         events

@@ -13,6 +13,8 @@
 
 use std::collections::VecDeque;
 
+use super::EventData;
+
 /// A `data:` line at least this long that fills the pending buffer moves into its event (see the
 /// module's docs); a shorter one is copied, so small events do not each carry a buffer of a chunk.
 const MOVE_LINE_BYTES: usize = 64 << 10;
@@ -27,8 +29,14 @@ pub(crate) struct SseEvent {
 }
 
 impl SseEvent {
+    /// The event's name, and its data without surrounding whitespace.
+    pub(crate) fn into_parts(self) -> (String, EventData) {
+        (self.event, EventData::trimmed(self.data, self.start))
+    }
+
     /// The event's data.
-    pub(crate) fn data(&self) -> &str {
+    #[cfg(test)]
+    fn data(&self) -> &str {
         &self.data[self.start..]
     }
 }
