@@ -395,7 +395,10 @@ struct CallState {
     key: Option<u64>,
     id: String,
     name: String,
-    /// The arguments so far (to tell whether an index-less call is complete).
+    /// The arguments so far, kept only where they decide something: while the call waits for its
+    /// name, and for an index-less call (a piece that repeats its name continues it only while they
+    /// are not yet whole). A call with an index passes its pieces straight on, so a long one is not
+    /// copied; it counts as never whole (only its index, or an index-less piece, continues it).
     arguments: String,
     /// Whether `ToolCallStart` went out (it waits for the name).
     started: bool,
@@ -538,7 +541,9 @@ impl ChunkParser {
                 call.name = name;
             }
         }
-        call.arguments.push_str(&arguments);
+        if !call.started || call.key.is_none() {
+            call.arguments.push_str(&arguments);
+        }
         if !call.started && !call.name.is_empty() {
             call.started = true;
             events.push(ModelEvent::ToolCallStart {
@@ -547,9 +552,14 @@ impl ChunkParser {
                 name: call.name.clone(),
             });
             if !call.arguments.is_empty() {
+                let arguments = if call.key.is_some() {
+                    std::mem::take(&mut call.arguments)
+                } else {
+                    call.arguments.clone()
+                };
                 events.push(ModelEvent::ToolCallDelta {
                     index: slot,
-                    arguments: call.arguments.clone(),
+                    arguments,
                 });
             }
         } else if call.started && !arguments.is_empty() {
@@ -613,7 +623,7 @@ impl ChunkParser {
                 if !call.arguments.is_empty() {
                     events.push(ModelEvent::ToolCallDelta {
                         index,
-                        arguments: call.arguments.clone(),
+                        arguments: std::mem::take(&mut call.arguments),
                     });
                 }
             }
@@ -648,9 +658,11 @@ impl ChunkParser {
 }
 
 impl CallState {
-    /// Whether the arguments so far are a whole JSON value.
+    /// Whether the arguments so far are a whole JSON value (never, for a call with an index: its
+    /// arguments are not kept).
     fn complete(&self) -> bool {
-        !self.arguments.trim().is_empty()
+        self.key.is_none()
+            && !self.arguments.trim().is_empty()
             && serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
     }
 }
@@ -716,6 +728,33 @@ mod tests {
                 ModelEvent::Done {
                     stop_reason: StopReason::ToolUse,
                     usage: Usage::default()
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_call_with_an_index_is_continued_by_an_index_less_piece_that_repeats_its_name() {
+        // Its arguments are not kept, so whether they are whole is not asked: the piece continues it.
+        let events = parse(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"x","arguments":":1}"}}]}}]}"#,
+        ]);
+        assert_eq!(
+            events[..3],
+            [
+                ModelEvent::ToolCallStart {
+                    index: 0,
+                    id: "a".into(),
+                    name: "x".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: "{\"a\"".into()
+                },
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments: ":1}".into()
                 },
             ]
         );
