@@ -8,8 +8,9 @@
 //!
 //! A long line is not copied: when a `data:` line of at least [`MOVE_LINE_BYTES`] fills the pending
 //! buffer (what follows it is no longer than it), the buffer itself becomes the event's data and only
-//! the rest is copied to a new one. A 32 MB delta is then one buffer from the socket to the parser,
-//! where it was two (each of 32 MB or more a fresh `mmap` whose pages fault in as it is written).
+//! the rest is copied to a new one. A 32 MB delta is then one buffer from the socket to the delta's
+//! `String` ([`EventData::json`] decodes it there), where it was four (each of 32 MB or more a fresh
+//! `mmap` whose pages fault in as it is written).
 
 use std::collections::VecDeque;
 
