@@ -78,19 +78,17 @@ impl EventData {
         if placeholders(&value) != 1 {
             return None;
         }
+        let slot = placeholder_mut(&mut value)?; // none when the string was a key
         let offset = self.range.start;
         let buffer = std::mem::take(&mut self.buffer).into_bytes();
         self.range = 0..0;
-        let decoded = decode_in_place(buffer, string.start + offset..string.end + offset);
-        Some(match (decoded, placeholder_mut(&mut value)) {
-            (Some(decoded), Some(slot)) => {
-                *slot = Value::String(decoded);
-                Ok(value)
-            }
-            _ => Err(serde::de::Error::custom(
-                "a checked string did not decode in place",
-            )),
-        })
+        let Some(decoded) = decode_in_place(buffer, string.start + offset..string.end + offset)
+        else {
+            let error = "a checked string did not decode in place";
+            return Some(Err(serde::de::Error::custom(error)));
+        };
+        *slot = Value::String(decoded);
+        Some(Ok(value))
     }
 }
 
@@ -206,12 +204,15 @@ fn decode_in_place(mut buffer: Vec<u8>, contents: Range<usize>) -> Option<String
     String::from_utf8(buffer).ok()
 }
 
-/// How many string values of `value` are the placeholder.
+/// How many strings of `value`, keys included, are the placeholder.
 fn placeholders(value: &Value) -> usize {
     match value {
         Value::String(text) => usize::from(text == PLACEHOLDER),
         Value::Array(items) => items.iter().map(placeholders).sum(),
-        Value::Object(members) => members.values().map(placeholders).sum(),
+        Value::Object(members) => members
+            .iter()
+            .map(|(key, member)| usize::from(key == PLACEHOLDER) + placeholders(member))
+            .sum(),
         _ => 0,
     }
 }
@@ -287,6 +288,8 @@ mod tests {
         check(&format!(r#"{{"a": {PLACEHOLDER_JSON}, "b": "{longer}"}}"#));
         check(&format!(r#"{{"b": "{longer}", "c": {PLACEHOLDER_JSON}}}"#));
         check(&format!(r#"{{{PLACEHOLDER_JSON}: "{longer}"}}"#));
+        // The longest string a key, the placeholder a value.
+        check(&format!(r#"{{"{longer}": 1, "a": {PLACEHOLDER_JSON}}}"#));
         check(r#"{"a": "longer string here", "a": "x"}"#);
         check(r#"{"a": "x", "a": "longer string here"}"#);
         check(r#"{"longer key than any value": 1}"#);
