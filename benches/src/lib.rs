@@ -443,6 +443,7 @@ pub mod http {
 /// reply per provider client from a server on 127.0.0.1, whose single text delta (or single tool-call
 /// argument delta, `{"city": "<text>"}`) is as long as asked, sent as one body the socket delivers in pieces.
 pub mod provider_streams {
+    use std::ops::Range;
     use std::sync::Arc;
 
     use futures::StreamExt;
@@ -481,6 +482,30 @@ pub mod provider_streams {
     }
 
     pub const PROVIDERS: [&str; 4] = ["openai", "responses", "anthropic", "gemini"];
+
+    /// The floor of one reply: its body, from the same server, read with reqwest into one buffer as it
+    /// arrives (grown as the pieces come, as a stream's reader must), and the delta's bytes (at `delta`
+    /// in the body) taken out of that buffer as a `String` without parsing — the least any client does:
+    /// receive the bytes into new memory. The string's length.
+    pub async fn floor_once(http: &reqwest::Client, root: &str, delta: Range<usize>) -> usize {
+        let mut response = http.post(root).body("{}").send().await.unwrap();
+        let mut body = Vec::new();
+        while let Some(piece) = response.chunk().await.unwrap() {
+            body.extend_from_slice(&piece);
+        }
+        body.truncate(delta.end);
+        body.drain(..delta.start);
+        String::from_utf8(body).unwrap().len()
+    }
+
+    /// Where `text` (a [`text`] delta) first is in the body of `response` (a whole HTTP response, as
+    /// [`reply`] makes it): where its first bytes first are (a needle of 32 MB is slow to search for).
+    pub fn delta_range(response: &str, text: &str) -> Range<usize> {
+        let body = &response[response.find("\r\n\r\n").unwrap() + 4..];
+        let start = body.find(&text[..text.len().min(64)]).unwrap();
+        assert_eq!(&body[start..start + text.len()], text);
+        start..start + text.len()
+    }
 
     fn data(payload: Value) -> String {
         format!("data: {payload}\n\n")

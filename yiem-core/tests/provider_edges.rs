@@ -287,14 +287,21 @@ async fn a_stream_of_keep_alive_comments_ends_at_the_reply_timeout() {
     }
 }
 
-/// `pieces` cut into HTTP chunks of `size` bytes.
+/// `pieces` cut into HTTP chunks of about `size` bytes (each ends at a character's end).
 fn chunked(pieces: Vec<String>, size: usize) -> Vec<String> {
     let whole = pieces.concat();
-    whole
-        .as_bytes()
-        .chunks(size)
-        .map(|chunk| String::from_utf8(chunk.to_vec()).unwrap())
-        .collect()
+    let mut chunks = Vec::new();
+    let mut rest = whole.as_str();
+    while !rest.is_empty() {
+        let mut cut = size.min(rest.len());
+        while !rest.is_char_boundary(cut) {
+            cut += 1;
+        }
+        let (chunk, after) = rest.split_at(cut);
+        chunks.push(chunk.to_owned());
+        rest = after;
+    }
+    chunks
 }
 
 /// The message `provider`'s client makes of `events` sent in HTTP chunks of 16 KB, read within a minute
@@ -315,19 +322,23 @@ async fn read_in_a_minute(provider: Provider, events: Vec<String>) -> AssistantM
 }
 
 #[tokio::test]
-async fn a_delta_of_sixteen_megabytes_in_small_chunks_is_read_in_linear_time() {
+async fn a_delta_of_sixteen_megabytes_in_small_chunks_is_read_in_linear_time_and_exactly() {
     // Read quadratically (each chunk re-reading the pending line), this took minutes; linearly, a
-    // second or two in a debug build.
+    // second or two in a debug build. Every 4 KB holds every kind of escape: the client decodes a long
+    // delta within the event's own buffer.
+    let text = format!("{}abcd\"\\\n\té😀\u{1}x", "abcdefgh".repeat(510)).repeat(4096);
     for provider in PROVIDERS {
-        let text = "abcdefgh".repeat(2 << 20);
         let message = read_in_a_minute(provider, provider.text(&text)).await;
-        assert_eq!(message.text_content().len(), text.len(), "{provider:?}");
+        assert!(message.text_content() == text, "{provider:?}");
 
-        let arguments = format!(r#"{{"city":"{}"}}"#, "t".repeat(8 << 20));
+        let arguments = serde_json::json!({ "city": text[..8 << 20] }).to_string();
         let message = read_in_a_minute(provider, provider.tool_call(&[&arguments])).await;
         let calls: Vec<_> = message.tool_calls().collect();
         assert_eq!(calls.len(), 1, "{provider:?}");
-        assert_eq!(calls[0].arguments["city"].as_str().unwrap().len(), 8 << 20);
+        assert!(
+            calls[0].arguments["city"] == text[..8 << 20],
+            "{provider:?}"
+        );
     }
 }
 

@@ -2,7 +2,8 @@
 //! time, and the process's minor page faults and user and system CPU time per reply (from
 //! `/proc/self/stat`), counted around the N replies only (two replies run before them, so the allocator
 //! is in the state a criterion run leaves it in). Under `valgrind --tool=callgrind`, the difference
-//! between two values of N gives the instructions per reply (`provider-stream-callgrind.sh`).
+//! between two values of N gives the instructions per reply (`provider-stream-callgrind.sh`). The kinds
+//! `text_floor` and `arguments_floor` run the floor of that reply instead (`floor_once`).
 //!
 //! ```text
 //! cargo build --release --bin provider-stream-count
@@ -12,7 +13,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use yiem_benches::provider_streams::{PROVIDERS, SIZES, model, reply, serve, stream_once, text};
+use yiem_benches::provider_streams::{
+    PROVIDERS, SIZES, delta_range, floor_once, model, reply, serve, stream_once, text,
+};
 
 /// The process's minor page faults, user and system CPU time (clock ticks) so far.
 fn usage() -> [u64; 3] {
@@ -25,16 +28,17 @@ fn usage() -> [u64; 3] {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let usage_text = "usage: provider-stream-count <openai|responses|anthropic|gemini> <text|arguments> <512KB|4MB|32MB> <N>";
+    let usage_text = "usage: provider-stream-count <openai|responses|anthropic|gemini> <text|arguments|text_floor|arguments_floor> <512KB|4MB|32MB> <N>";
     let [provider, kind, size, n] = &args[..] else {
         panic!("{usage_text}");
     };
     assert!(PROVIDERS.contains(&provider.as_str()), "{usage_text}");
-    let call = match kind.as_str() {
+    let call = match kind.trim_end_matches("_floor") {
         "text" => false,
         "arguments" => true,
         _ => panic!("{usage_text}"),
     };
+    let floor = kind.ends_with("_floor");
     let (_, bytes) = SIZES
         .into_iter()
         .find(|(label, _)| label == size)
@@ -45,12 +49,23 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
-    let root = runtime.block_on(serve(Arc::new(reply(provider, &text(bytes), call))));
+    let text = text(bytes);
+    let response = reply(provider, &text, call);
+    let delta = delta_range(&response, &text);
+    let root = runtime.block_on(serve(Arc::new(response)));
     let model = model(provider, &root);
+    let http = reqwest::Client::new();
     let what = format!("{provider} {kind} {size}");
+    let once = || async {
+        if floor {
+            floor_once(&http, &root, delta.clone()).await
+        } else {
+            stream_once(model.as_ref(), &what).await
+        }
+    };
     runtime.block_on(async {
         for _ in 0..2 {
-            stream_once(model.as_ref(), &what).await;
+            once().await;
         }
     });
     let ticks = 100.0; // USER_HZ on Linux
@@ -59,7 +74,7 @@ fn main() {
     runtime.block_on(async {
         for _ in 0..n {
             let start = Instant::now();
-            stream_once(model.as_ref(), &what).await;
+            once().await;
             times.push(start.elapsed().as_secs_f64() * 1e3);
         }
     });

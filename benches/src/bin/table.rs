@@ -3,7 +3,9 @@
 //!
 //! - `dispatch_*`, `batch_*`: the benchmark whose name starts with `floor`;
 //! - `scale`: the same function with 1 tool;
-//! - `tool_list*`: none; the time per tool instead.
+//! - `tool_list*`: none; the time per tool instead;
+//! - `provider_stream/*`: one table, each client and kind at each size with its growth and its multiple
+//!   of the floor of the same size (`<kind>_floor`), and the floor's own growth.
 //!
 //! ```text
 //! cargo bench && cargo run --release --bin table
@@ -84,6 +86,12 @@ fn main() {
                 .unwrap_or(f64::NAN),
         });
     }
+    let streams: BTreeMap<String, Vec<Entry>> = groups
+        .extract_if(.., |group, _| group.starts_with("provider_stream/"))
+        .collect();
+    if !streams.is_empty() {
+        provider_streams(&streams);
+    }
     for (group, mut entries) in groups {
         entries.sort_by(|a, b| {
             let key = |e: &Entry| {
@@ -144,6 +152,45 @@ fn main() {
             let ratio =
                 base.map_or_else(|| "–".to_owned(), |b| format!("{:.2}", entry.median_ns / b));
             println!("| {name} | {} | {ratio} |", human(entry.median_ns));
+        }
+    }
+}
+
+/// The provider-stream table (issue 50): per client and kind, the median at each size, 8× growth, the
+/// multiple of the floor at each size, and the floor's own growth from 4 MB to 32 MB.
+fn provider_streams(groups: &BTreeMap<String, Vec<Entry>>) {
+    const SIZES: [&str; 3] = ["512KB", "4MB", "32MB"];
+    println!("\n#### `provider_stream`\n");
+    println!(
+        "| client, kind | 512 KB | 4 MB | 32 MB | 4 MB / 512 KB | 32 MB / 4 MB | × floor 512 KB | 4 MB | 32 MB | floor 4 MB / 512 KB | 32 MB / 4 MB |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (group, entries) in groups {
+        let client = group.trim_start_matches("provider_stream/");
+        for kind in ["text", "arguments"] {
+            let medians = |function: &str| {
+                SIZES.map(|size| {
+                    entries
+                        .iter()
+                        .find(|e| e.function == function && e.parameter.as_deref() == Some(size))
+                        .map_or(f64::NAN, |e| e.median_ns)
+                })
+            };
+            let (time, floor) = (medians(kind), medians(&format!("{kind}_floor")));
+            let ratio = |a: f64, b: f64| format!("{:.1}×", a / b);
+            println!(
+                "| {client}, {kind} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                human(time[0]),
+                human(time[1]),
+                human(time[2]),
+                ratio(time[1], time[0]),
+                ratio(time[2], time[1]),
+                ratio(time[0], floor[0]),
+                ratio(time[1], floor[1]),
+                ratio(time[2], floor[2]),
+                ratio(floor[1], floor[0]),
+                ratio(floor[2], floor[1]),
+            );
         }
     }
 }

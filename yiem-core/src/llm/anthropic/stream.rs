@@ -5,7 +5,7 @@ use super::format::{CONTAINER_BLOCK, PROVIDER};
 use crate::call::ToolCaller;
 use crate::llm::ModelEvent;
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser};
+use crate::llm::transport::{self, EventData, StreamParser};
 use crate::message::StopReason;
 use crate::result::Usage;
 use serde_json::{Value, json};
@@ -270,16 +270,17 @@ impl EventParser {
 }
 
 impl StreamParser for EventParser {
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn event(&mut self, name: &str, data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
         let (kind, mut event) = transport::typed_event(self.chunks, name, data)?;
         self.stream_event(&kind, &mut event)
     }
 
-    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn body(&mut self, mut data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let mut message: Value = serde_json::from_str(data)
-            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
+        let mut message: Value = data
+            .json()
+            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(&data)))?;
         if message.get("type").and_then(Value::as_str) == Some("error") {
             return self.stream_event("error", &mut message);
         }
@@ -387,7 +388,7 @@ mod tests {
         let mut parser = EventParser::default();
         let mut out = Vec::new();
         for event in events {
-            out.extend(parser.event("", event).unwrap());
+            out.extend(parser.event("", (*event).into()).unwrap());
         }
         out.extend(parser.finish());
         out
@@ -437,7 +438,7 @@ mod tests {
         let error = parser
             .event(
                 "",
-                r#"{"type":"content_block_delta","index":7,"delta":{"type":"input_json_delta","partial_json":"{"}}"#,
+                r#"{"type":"content_block_delta","index":7,"delta":{"type":"input_json_delta","partial_json":"{"}}"#.into(),
             )
             .unwrap_err();
         assert!(error.contains("block 7"), "{error}");

@@ -11,7 +11,7 @@ use super::format::to_gemini_contents;
 use crate::dialect::{Dialect, DialectError};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser, client_setters};
+use crate::llm::transport::{self, EventData, StreamParser, client_setters};
 use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
@@ -276,22 +276,23 @@ impl ResponseParser {
 }
 
 impl StreamParser for ResponseParser {
-    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn event(&mut self, _name: &str, mut data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let mut response: Value = serde_json::from_str(data).map_err(|error| {
+        let mut response = data.json().map_err(|error| {
             format!(
                 "chunk {} is not JSON ({error}): {}",
                 self.chunks,
-                preview(data)
+                preview(&data)
             )
         })?;
         self.response(&mut response)
     }
 
-    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn body(&mut self, mut data: EventData) -> Result<Vec<ModelEvent>, String> {
         // Without `alt=sse` the stream is one JSON array of responses; `generateContent` answers one.
-        let value: Value = serde_json::from_str(data)
-            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
+        let value = data
+            .json()
+            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(&data)))?;
         let mut responses = match value {
             Value::Array(items) => items,
             other => vec![other],

@@ -30,7 +30,7 @@ use super::format::{MessageFormat, OpenAiFormat, usage_from_openai};
 use crate::dialect::{Dialect, DialectError};
 use crate::llm::transport::config::{ClientConfig, ConfigError};
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser, client_setters};
+use crate::llm::transport::{self, EventData, StreamParser, client_setters};
 use crate::llm::{ModelEvent, ModelRequest};
 use crate::message::StopReason;
 use crate::result::Usage;
@@ -360,15 +360,15 @@ pub(crate) struct ChunkParser {
 }
 
 impl StreamParser for ChunkParser {
-    fn event(&mut self, _name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
-        if data == "[DONE]" {
+    fn event(&mut self, _name: &str, data: EventData) -> Result<Vec<ModelEvent>, String> {
+        if &*data == "[DONE]" {
             self.done = true;
             return Ok(Vec::new());
         }
         self.chunk(data)
     }
 
-    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn body(&mut self, data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunk(data)
     }
 
@@ -395,7 +395,10 @@ struct CallState {
     key: Option<u64>,
     id: String,
     name: String,
-    /// The arguments so far (to tell whether an index-less call is complete).
+    /// The arguments so far, kept only where they decide something: while the call waits for its
+    /// name, and for an index-less call (a piece that repeats its name continues it only while they
+    /// are not yet whole). A call with an index passes its pieces straight on, so a long one is not
+    /// copied; it counts as never whole (only its index, or an index-less piece, continues it).
     arguments: String,
     /// Whether `ToolCallStart` went out (it waits for the name).
     started: bool,
@@ -404,13 +407,13 @@ struct CallState {
 
 impl ChunkParser {
     /// The events of one chunk (a `data:` payload), or the error that ends the stream.
-    fn chunk(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn chunk(&mut self, mut data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let mut chunk: Value = serde_json::from_str(data).map_err(|error| {
+        let mut chunk = data.json().map_err(|error| {
             format!(
                 "chunk {} is not JSON ({error}): {}",
                 self.chunks,
-                preview(data)
+                preview(&data)
             )
         })?;
         if let Some(error) = chunk.get("error").filter(|e| !e.is_null()) {
@@ -538,7 +541,9 @@ impl ChunkParser {
                 call.name = name;
             }
         }
-        call.arguments.push_str(&arguments);
+        if !call.started || call.key.is_none() {
+            call.arguments.push_str(&arguments);
+        }
         if !call.started && !call.name.is_empty() {
             call.started = true;
             events.push(ModelEvent::ToolCallStart {
@@ -547,9 +552,14 @@ impl ChunkParser {
                 name: call.name.clone(),
             });
             if !call.arguments.is_empty() {
+                let arguments = if call.key.is_some() {
+                    std::mem::take(&mut call.arguments)
+                } else {
+                    call.arguments.clone()
+                };
                 events.push(ModelEvent::ToolCallDelta {
                     index: slot,
-                    arguments: call.arguments.clone(),
+                    arguments,
                 });
             }
         } else if call.started && !arguments.is_empty() {
@@ -613,7 +623,7 @@ impl ChunkParser {
                 if !call.arguments.is_empty() {
                     events.push(ModelEvent::ToolCallDelta {
                         index,
-                        arguments: call.arguments.clone(),
+                        arguments: std::mem::take(&mut call.arguments),
                     });
                 }
             }
@@ -648,9 +658,11 @@ impl ChunkParser {
 }
 
 impl CallState {
-    /// Whether the arguments so far are a whole JSON value.
+    /// Whether the arguments so far are a whole JSON value (never, for a call with an index: its
+    /// arguments are not kept).
     fn complete(&self) -> bool {
-        !self.arguments.trim().is_empty()
+        self.key.is_none()
+            && !self.arguments.trim().is_empty()
             && serde_json::from_str::<serde::de::IgnoredAny>(&self.arguments).is_ok()
     }
 }
@@ -673,7 +685,7 @@ mod tests {
         let mut parser = ChunkParser::default();
         let mut events = Vec::new();
         for chunk in chunks {
-            events.extend(parser.chunk(chunk).unwrap());
+            events.extend(parser.chunk((*chunk).into()).unwrap());
         }
         events.extend(parser.finish());
         events
@@ -719,6 +731,30 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_call_with_an_index_is_continued_by_an_index_less_piece_that_repeats_its_name() {
+        // Its arguments are not kept, so whether they are whole is not asked: the piece continues it.
+        let events = parse(&[
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"x","arguments":"{\"a\""}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"function":{"name":"x","arguments":":1}"}}]}}]}"#,
+        ]);
+        let starts = events
+            .iter()
+            .filter(|event| matches!(event, ModelEvent::ToolCallStart { .. }))
+            .count();
+        let arguments: String = events
+            .iter()
+            .filter_map(|event| match event {
+                ModelEvent::ToolCallDelta {
+                    index: 0,
+                    arguments,
+                } => Some(arguments.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!((starts, arguments.as_str()), (1, r#"{"a":1}"#));
     }
 
     #[test]

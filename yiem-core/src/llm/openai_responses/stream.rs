@@ -5,7 +5,7 @@ use super::format::{PROVIDER, usage_from_responses};
 use crate::call::ToolCaller;
 use crate::llm::ModelEvent;
 use crate::llm::transport::failure::{error_text, preview};
-use crate::llm::transport::{self, StreamParser};
+use crate::llm::transport::{self, EventData, StreamParser};
 use crate::message::StopReason;
 use crate::result::Usage;
 use serde_json::{Value, json};
@@ -476,16 +476,17 @@ fn failure(response: &Value) -> String {
 }
 
 impl StreamParser for EventParser {
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn event(&mut self, name: &str, data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
         let (kind, mut event) = transport::typed_event(self.chunks, name, data)?;
         self.stream_event(&kind, &mut event)
     }
 
-    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String> {
+    fn body(&mut self, mut data: EventData) -> Result<Vec<ModelEvent>, String> {
         self.chunks += 1;
-        let response: Value = serde_json::from_str(data)
-            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(data)))?;
+        let response: Value = data
+            .json()
+            .map_err(|error| format!("the body is not JSON ({error}): {}", preview(&data)))?;
         if let Some(error) = response.get("error").filter(|e| !e.is_null())
             && response.get("status").is_none()
         {

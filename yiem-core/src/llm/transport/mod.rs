@@ -14,6 +14,7 @@
 //! time to follow (a 256 KB `write` in 4-byte deltas once re-parsed its whole text 65 536 times).
 
 pub(crate) mod config;
+mod data;
 pub(crate) mod failure;
 pub(crate) mod partial;
 pub(crate) mod retry;
@@ -28,6 +29,7 @@ use futures::{Stream, StreamExt, stream};
 use tokio_util::sync::CancellationToken;
 
 use self::config::{ClientConfig, ConfigError};
+pub(crate) use self::data::EventData;
 use self::failure::{
     attempts, bounded, chunk_count, error_chain, redacted, root_cause, seconds, server_message,
 };
@@ -41,10 +43,11 @@ use crate::llm::{Model, ModelEvent, ModelRequest, ModelStream};
 /// body) into [`ModelEvent`]s and says when the reply is complete.
 pub(crate) trait StreamParser: Send + 'static {
     /// The events of one server-sent event (`name` is its `event:` field, empty when absent), or the
-    /// text of the error that ends the stream.
-    fn event(&mut self, name: &str, data: &str) -> Result<Vec<ModelEvent>, String>;
+    /// text of the error that ends the stream. The data is the parser's: [`EventData::json`] moves a
+    /// long string out of it without a copy.
+    fn event(&mut self, name: &str, data: EventData) -> Result<Vec<ModelEvent>, String>;
     /// The events of a whole JSON body, from a server that answered without streaming.
-    fn body(&mut self, data: &str) -> Result<Vec<ModelEvent>, String>;
+    fn body(&mut self, data: EventData) -> Result<Vec<ModelEvent>, String>;
     /// Whether an event that ends the stream arrived (`[DONE]`, `message_stop`).
     fn ended(&self) -> bool;
     /// Whether the reply is complete (its stop reason arrived), so a stream that ends or breaks now lost
@@ -65,7 +68,7 @@ pub(crate) fn parse_all<'a>(
 ) -> Vec<ModelEvent> {
     let mut out = Vec::new();
     for (name, data) in events {
-        match parser.event(name, data) {
+        match parser.event(name, data.into()) {
             Ok(more) => out.extend(more),
             Err(error) => {
                 out.push(ModelEvent::Error(error));
@@ -93,12 +96,12 @@ pub(crate) fn take_str(value: &mut serde_json::Value, key: &str) -> String {
 pub(crate) fn typed_event(
     number: usize,
     name: &str,
-    data: &str,
+    mut data: EventData,
 ) -> Result<(String, serde_json::Value), String> {
-    let event: serde_json::Value = serde_json::from_str(data).map_err(|error| {
+    let event = data.json().map_err(|error| {
         format!(
             "event {number} is not JSON ({error}): {}",
-            failure::preview(data)
+            failure::preview(&data)
         )
     })?;
     let kind = event
@@ -706,8 +709,9 @@ impl Run {
             self.fail(format!("the body is larger than the {limit} bytes allowed"));
             return;
         }
-        let text = String::from_utf8_lossy(&body).into_owned();
-        match self.parser.body(&text) {
+        let text = String::from_utf8(body)
+            .unwrap_or_else(|error| String::from_utf8_lossy(error.as_bytes()).into_owned());
+        match self.parser.body(text.into()) {
             Ok(events) => {
                 self.push(events);
                 if !matches!(self.queue.back(), Some(ModelEvent::Error(_))) {
@@ -779,8 +783,8 @@ impl Run {
                 Flow::Stop
             }
             Some(Ok(event)) => {
-                let data = event.data().trim();
-                if event.event == "error" {
+                let (name, data) = event.into_parts();
+                if name == "error" {
                     let message = server_message(data.as_bytes());
                     self.fail(format!(
                         "the server reported an error in the stream: {message}"
@@ -790,7 +794,7 @@ impl Run {
                 if data.is_empty() {
                     return Flow::Continue;
                 }
-                match self.parser.event(&event.event, data) {
+                match self.parser.event(&name, data) {
                     Ok(events) => {
                         self.push(events);
                         if matches!(self.queue.back(), Some(ModelEvent::Error(_))) {

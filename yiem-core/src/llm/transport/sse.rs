@@ -8,10 +8,13 @@
 //!
 //! A long line is not copied: when a `data:` line of at least [`MOVE_LINE_BYTES`] fills the pending
 //! buffer (what follows it is no longer than it), the buffer itself becomes the event's data and only
-//! the rest is copied to a new one. A 32 MB delta is then one buffer from the socket to the parser,
-//! where it was two (each of 32 MB or more a fresh `mmap` whose pages fault in as it is written).
+//! the rest is copied to a new one. A 32 MB delta is then one buffer from the socket to the delta's
+//! `String` ([`EventData::json`] decodes it there), where it was four (each of 32 MB or more a fresh
+//! `mmap` whose pages fault in as it is written).
 
 use std::collections::VecDeque;
+
+use super::EventData;
 
 /// A `data:` line at least this long that fills the pending buffer moves into its event (see the
 /// module's docs); a shorter one is copied, so small events do not each carry a buffer of a chunk.
@@ -27,8 +30,14 @@ pub(crate) struct SseEvent {
 }
 
 impl SseEvent {
+    /// The event's name, and its data without surrounding whitespace.
+    pub(crate) fn into_parts(self) -> (String, EventData) {
+        (self.event, EventData::trimmed(self.data, self.start))
+    }
+
     /// The event's data.
-    pub(crate) fn data(&self) -> &str {
+    #[cfg(test)]
+    fn data(&self) -> &str {
         &self.data[self.start..]
     }
 }
