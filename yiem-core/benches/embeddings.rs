@@ -12,9 +12,9 @@
 //! - `embeddings/parts/*`, where a query's time goes at 10,000 tools: `tokenize` (the model's tokenizer
 //!   alone), `embed` (the query's vector: tokenizer, model, pooling), `words` (the tuned BM25's best 100),
 //!   `rank` (the whole hybrid query with a stand-in embedder that costs nothing: words, cosines, best 5).
-//! - `embeddings/int8/embed` and `embeddings/int8/query/10000`: the same with the model's linear layers
-//!   in int8 (`SentenceEmbedder::quantized(true)`; its tools' vectors made by it, kept in the same file
-//!   under its own model name).
+//! - `embeddings/{f32,int8}/embed` and `embeddings/{f32,int8}/query/10000`: the same with the model's
+//!   linear layers' weights kept as f32 or int8 (`SentenceEmbedder::weights`) instead of the default
+//!   f16; the tools' vectors made by that model, kept in a file of their own.
 //!
 //! Run without a filter, it also prints, outside criterion (one run takes half a minute), the time to
 //! embed the first 1,000 tools' texts (`catalog::embedding_text`) in the ranker's batches of 64; and the
@@ -34,7 +34,8 @@ use std::time::Instant;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use yiem_core::catalog::{
-    Bm25Ranker, EmbedError, Embedder, HybridRanker, Ranker, SentenceEmbedder, embedding_text,
+    Bm25Ranker, EmbedError, Embedder, HybridRanker, Ranker, SentenceEmbedder, Weights,
+    embedding_text,
 };
 
 const QUERIES: [&str; 4] = [
@@ -174,9 +175,10 @@ fn embeddings(c: &mut Criterion) {
 
     // One ranker for every size, the largest first: the 10,000 tools' texts include the 1,000's and the
     // 100's, so each text is embedded once (the ranker's cache keeps the last index's texts, not more).
-    // The tools' vectors are kept beside the model (`cache_file`), so only the first run embeds them.
-    let ranker =
-        HybridRanker::new(Copies(model)).cache_file(folder.with_file_name("bench-vectors.jsonl"));
+    // The tools' vectors are kept beside the model (`cache_file`), so only the first run embeds them: a
+    // file per kind of weights, as a file keeps one model's vectors.
+    let ranker = HybridRanker::new(Copies(model))
+        .cache_file(folder.with_file_name("bench-vectors-f16.jsonl"));
     for count in [10_000, 1_000, 100] {
         let tools = bfcl::bfcl_tools(count);
         // Built when the benchmark runs (criterion calls the closure only for the benchmarks a filter
@@ -197,27 +199,30 @@ fn embeddings(c: &mut Criterion) {
         });
     }
 
-    // int8, loaded after the f32 figures so that the memory printed above is the f32 model's.
-    let int8 = SentenceEmbedder::from_dir(&folder)
-        .and_then(|model| model.quantized(true))
-        .expect("all-MiniLM-L6-v2 loads in int8");
-    group.bench_function("int8/embed", |b| {
-        b.iter(|| {
-            next = (next + 1) % QUERIES.len();
-            black_box(int8.embed(&[black_box(QUERIES[next])]).unwrap())
-        })
-    });
-    let ranker =
-        HybridRanker::new(Copies(int8)).cache_file(folder.with_file_name("bench-vectors.jsonl"));
-    let tools = bfcl::bfcl_tools(10_000);
-    let index = OnceCell::new();
-    group.bench_function("int8/query/10000", |b| {
-        let index = index.get_or_init(|| ranker.index(&tools));
-        b.iter(|| {
-            next = (next + 1) % QUERIES.len();
-            black_box(index.search(black_box(QUERIES[next]), 5))
-        })
-    });
+    // The other kinds of weights, loaded after the default's figures so that the memory printed above
+    // is the default model's.
+    for (kind, weights) in [("f32", Weights::F32), ("int8", Weights::Int8)] {
+        let other = SentenceEmbedder::from_dir(&folder)
+            .and_then(|model| model.weights(weights))
+            .expect("all-MiniLM-L6-v2 loads");
+        group.bench_function(format!("{kind}/embed"), |b| {
+            b.iter(|| {
+                next = (next + 1) % QUERIES.len();
+                black_box(other.embed(&[black_box(QUERIES[next])]).unwrap())
+            })
+        });
+        let ranker = HybridRanker::new(Copies(other))
+            .cache_file(folder.with_file_name(format!("bench-vectors-{kind}.jsonl")));
+        let tools = bfcl::bfcl_tools(10_000);
+        let index = OnceCell::new();
+        group.bench_function(format!("{kind}/query/10000"), |b| {
+            let index = index.get_or_init(|| ranker.index(&tools));
+            b.iter(|| {
+                next = (next + 1) % QUERIES.len();
+                black_box(index.search(black_box(QUERIES[next]), 5))
+            })
+        });
+    }
     group.finish();
 }
 

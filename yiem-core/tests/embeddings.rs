@@ -10,13 +10,24 @@ use std::sync::{Arc, Mutex};
 
 use yiem_core::catalog::{
     EmbedError, Embedder, Fallback, HybridRanker, ModelError, SentenceEmbedder, ToolSearch,
-    Truncated,
+    Truncated, Weights,
 };
 use yiem_core::{store::ToolStore, tool::AgentTool};
 
+/// The model as loaded by default (f16 weights).
 fn minilm() -> &'static SentenceEmbedder {
     static MODEL: std::sync::OnceLock<SentenceEmbedder> = std::sync::OnceLock::new();
     MODEL.get_or_init(|| SentenceEmbedder::from_dir(model::minilm()).unwrap())
+}
+
+/// The model with its own f32 weights.
+fn minilm_f32() -> &'static SentenceEmbedder {
+    static MODEL: std::sync::OnceLock<SentenceEmbedder> = std::sync::OnceLock::new();
+    MODEL.get_or_init(|| {
+        SentenceEmbedder::from_dir(model::minilm())
+            .and_then(|model| model.weights(Weights::F32))
+            .unwrap()
+    })
 }
 
 fn cosine(a: &[f32], b: &[f32]) -> f32 {
@@ -84,28 +95,54 @@ const PUBLISHED: &[(&str, &str, f32)] = &[
     ),
 ];
 
+/// With f32 weights and with the default f16 ones, each published similarity within 1e-3; f16 is
+/// really f16 (its vectors are not f32's) and each of its vectors within a cosine of 0.99999 of f32's
+/// (measured: 1 − 2.4e-7).
 #[test]
 fn the_vectors_give_the_similarities_sentence_transformers_publishes() {
-    let model = minilm();
-    assert_eq!(model.dimensions(), 384);
-    assert_eq!(model.max_tokens(), 256);
     // All texts in one call (batched, sorted by length inside), so batching is checked too.
     let texts: Vec<&str> = PUBLISHED.iter().flat_map(|(a, b, _)| [*a, *b]).collect();
-    let vectors = model.embed(&texts).unwrap();
-    for (at, (a, b, published)) in PUBLISHED.iter().enumerate() {
-        let (x, y) = (&vectors[2 * at], &vectors[2 * at + 1]);
-        // Normalized, as the model's modules.json says (a Normalize module).
-        let length = x.iter().map(|v| v * v).sum::<f32>().sqrt();
-        assert!((length - 1.0).abs() < 1e-5, "{a:?} has length {length}");
-        let similarity = cosine(x, y);
-        assert!(
-            (similarity - published).abs() < 1e-3,
-            "{a:?} vs {b:?}: {similarity:.4}, published {published:.4}"
-        );
+    let exact = minilm_f32().embed(&texts).unwrap();
+    for (model, weights) in [(minilm_f32(), "f32"), (minilm(), "f16")] {
+        assert_eq!(model.dimensions(), 384);
+        assert_eq!(model.max_tokens(), 256);
+        let vectors = model.embed(&texts).unwrap();
+        for (at, (a, b, published)) in PUBLISHED.iter().enumerate() {
+            let (x, y) = (&vectors[2 * at], &vectors[2 * at + 1]);
+            // Normalized, as the model's modules.json says (a Normalize module).
+            let length = x.iter().map(|v| v * v).sum::<f32>().sqrt();
+            assert!((length - 1.0).abs() < 1e-5, "{a:?} has length {length}");
+            let similarity = cosine(x, y);
+            assert!(
+                (similarity - published).abs() < 1e-3,
+                "{weights}: {a:?} vs {b:?}: {similarity:.4}, published {published:.4}"
+            );
+        }
+        // One text alone (no padding), and the first four together (a short batch: both run on a
+        // thread of their own), give the vectors they get in the batch of all (on rayon's pool).
+        let alone = model.embed(&[texts[0]]).unwrap();
+        assert!(cosine(&alone[0], &vectors[0]) > 0.99999, "{weights}");
+        let four = model.embed(&texts[..4]).unwrap();
+        assert_eq!(four.len(), 4);
+        for (at, vector) in four.iter().enumerate() {
+            assert!(
+                cosine(vector, &vectors[at]) > 0.99999,
+                "{weights}: text {at}"
+            );
+        }
+        if weights == "f16" {
+            let differs = vectors
+                .iter()
+                .flatten()
+                .zip(exact.iter().flatten())
+                .any(|(a, b)| a != b);
+            assert!(differs, "the f16 vectors are the f32 ones");
+            let moved = (0..texts.len())
+                .map(|at| 1.0 - cosine(&vectors[at], &exact[at]))
+                .fold(0f32, f32::max);
+            assert!(moved < 1e-5, "f16 moved a vector by a cosine of {moved}");
+        }
     }
-    // One text alone (no padding) gives the vector it gets in a batch with longer texts.
-    let alone = model.embed(&[texts[0]]).unwrap();
-    assert!(cosine(&alone[0], &vectors[0]) > 0.99999);
 }
 
 #[test]
@@ -198,6 +235,36 @@ fn a_model_of_another_family_is_refused_by_name() {
             .contains("SentenceEmbedder runs BERT models"),
         "{error}"
     );
+}
+
+/// A query runs on a one-thread pool of its calling thread's own: four threads asking at once (each
+/// with its own pool, started together at a barrier) get the vectors one thread gets alone.
+#[test]
+fn queries_from_several_threads_get_the_vectors_one_thread_gets() {
+    let model = minilm();
+    let queries: Vec<&str> = PUBLISHED.iter().take(4).map(|(a, _, _)| *a).collect();
+    let alone: Vec<Vec<f32>> = queries
+        .iter()
+        .map(|query| model.embed(&[query]).unwrap().remove(0))
+        .collect();
+    let start = std::sync::Barrier::new(queries.len());
+    let together: Vec<Vec<f32>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = queries
+            .iter()
+            .map(|query| {
+                let start = &start;
+                scope.spawn(move || {
+                    start.wait();
+                    (0..3)
+                        .map(|_| model.embed(&[query]).unwrap().remove(0))
+                        .last()
+                        .unwrap()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    assert_eq!(together, alone);
 }
 
 #[test]
@@ -329,16 +396,16 @@ fn the_model_name_for_a_cache_file_is_the_hash_of_the_files_read() {
     assert_ne!(other.model_name().unwrap(), name);
 }
 
-/// int8 (`quantized(true)`) moves the published similarities a little (up to 0.009 measured with
+/// int8 (`Weights::Int8`) moves the published similarities a little (up to 0.009 measured with
 /// candle's VNNI kernels), never far; it is really int8 (its vectors differ from f32's), its cache name
-/// says so, and `quantized(false)` gives the model's f32 vectors back.
+/// says so (as f16's does), and `Weights::F32` gives the model's f32 vectors back.
 #[test]
 fn the_int8_model_stays_near_the_published_similarities_and_says_it_is_int8() {
     let texts: Vec<&str> = PUBLISHED.iter().flat_map(|(a, b, _)| [*a, *b]).collect();
-    let exact = minilm().embed(&texts).unwrap();
+    let exact = minilm_f32().embed(&texts).unwrap();
     let int8 = SentenceEmbedder::from_dir(model::minilm())
         .unwrap()
-        .quantized(true)
+        .weights(Weights::Int8)
         .unwrap();
     let vectors = int8.embed(&texts).unwrap();
     let mut moved = 0f32;
@@ -352,9 +419,11 @@ fn the_int8_model_stays_near_the_published_similarities_and_says_it_is_int8() {
     }
     assert!(moved > 1e-5, "the int8 vectors are the f32 ones: {moved}");
     let name = int8.model_name().unwrap();
-    assert_eq!(name, format!("{}+q8_0", minilm().model_name().unwrap()));
-    let back = int8.quantized(false).unwrap();
-    assert_eq!(back.model_name(), minilm().model_name());
+    let f32_name = minilm_f32().model_name().unwrap();
+    assert_eq!(name, format!("{f32_name}+q8_0"));
+    assert_eq!(minilm().model_name(), Some(format!("{f32_name}+f16")));
+    let back = int8.weights(Weights::F32).unwrap();
+    assert_eq!(back.model_name(), Some(f32_name));
     let again = back.embed(&texts[..2]).unwrap();
     assert!(cosine(&again[0], &exact[0]) > 0.99999);
 }

@@ -1,5 +1,6 @@
-//! A linear layer's f32 product, `x · Wᵀ + b`, with its weights packed once, at load: the products of
-//! yiem's sentence embedder (`yiem_core::catalog::SentenceEmbedder`).
+//! A linear layer's product, `x · Wᵀ + b`, with its weights packed once, at load: the products of
+//! yiem's sentence embedder (`yiem_core::catalog::SentenceEmbedder`), and tool search's cosines of a
+//! query with every tool (`HybridRanker`: the tools' vectors are a layer whose outputs are the tools).
 //!
 //! ```
 //! // Two outputs of three inputs: W is (outputs, inputs), row-major.
@@ -14,17 +15,21 @@
 //! the whole weight matrix again on every call and runs its kernel well below the core's speed on so
 //! few rows (see BENCHMARKS.md, "The sentence embedder"). Here the weights are laid out at load as
 //! panels of 16 outputs, input by input, so a product reads each panel once from memory and keeps a
-//! tile of rows × 16 outputs in registers while it walks the inputs: up to 24 rows with AVX-512, 6 with
+//! tile of rows × 16 outputs in registers while it walks the inputs: up to 22 rows with AVX-512, 6 with
 //! AVX2 and FMA, chosen when the layer is made; elsewhere the same loop in plain code. Long batches (the
 //! tools' texts) are split by rows over the machine's cores, in blocks of rows that stay in cache.
+//!
+//! The weights can be kept as f16 ([`Precision::F16`]): a short product waits on reading its weights
+//! more than on its arithmetic, and f16 halves what it reads. Each weight is rounded to the nearest f16
+//! once, at load; the products and sums stay f32.
 
 /// Outputs per panel: one AVX-512 register, two AVX2 registers.
 const LANES: usize = 16;
 
-/// How far ahead of the product the weights are fetched, in numbers: a few dozen cache lines, so that
+/// How far ahead of the product the weights are fetched, in bytes: a few dozen cache lines, so that
 /// memory's latency is hidden behind a tile's arithmetic (without it, a query's products wait on it
 /// twice as long as they compute).
-const AHEAD: usize = 512;
+const AHEAD: usize = 2048;
 
 /// Rows multiplied against every panel before the next rows: at 1,536 inputs, 576 KiB of them, within
 /// a core's second-level cache.
@@ -38,7 +43,7 @@ const THREADED_ROWS: usize = 256;
 pub enum Isa {
     /// Plain Rust (vectorized as the target allows).
     Plain,
-    /// AVX2 with fused multiply-add.
+    /// AVX2 with fused multiply-add and F16C (every CPU with AVX2 and FMA has F16C).
     Avx2,
     /// AVX-512 (foundation).
     Avx512,
@@ -65,6 +70,7 @@ impl Isa {
             Isa::Avx2 => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
+                    && std::arch::is_x86_feature_detected!("f16c")
             }
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => std::arch::is_x86_feature_detected!("avx512f"),
@@ -74,60 +80,75 @@ impl Isa {
     }
 }
 
+/// How a layer keeps its weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precision {
+    /// As given.
+    F32,
+    /// Each rounded to the nearest IEEE half (f16): half the memory, and half of what a product reads.
+    /// Products and sums are f32.
+    F16,
+}
+
 /// `x · Wᵀ + b` for a `(outputs, inputs)` weight matrix, packed.
 pub struct Packed {
     inputs: usize,
     outputs: usize,
     /// Panel `p` holds, for each input `i` in turn, the weights of outputs `16p .. 16p + 16` for `i`
     /// (zeros past `outputs`).
-    panels: Vec<f32>,
+    panels: Panels,
     /// The bias, zeros past `outputs` to a whole panel.
     bias: Vec<f32>,
     isa: Isa,
 }
 
+enum Panels {
+    F32(Vec<f32>),
+    /// IEEE half bits.
+    F16(Vec<u16>),
+}
+
 impl Packed {
-    /// Packs `weight` (`outputs` rows of `inputs` numbers, row-major) and `bias` (`outputs`), for the
-    /// best instructions this machine runs.
+    /// Packs `weight` (`outputs` rows of `inputs` numbers, row-major) and `bias` (`outputs`) as f32,
+    /// for the best instructions this machine runs.
     ///
     /// # Panics
     /// If `weight` is not `outputs × inputs` long or `bias` not `outputs`.
     pub fn new(weight: &[f32], bias: &[f32], outputs: usize, inputs: usize) -> Self {
-        Packed::build(weight, bias, outputs, inputs, Isa::detect())
+        Packed::with(weight, bias, outputs, inputs, Precision::F32, Isa::detect())
+            .expect("Isa::detect finds only instructions this machine runs")
     }
 
-    /// The same with the instructions given, `None` if this machine does not run them.
-    pub fn with_isa(
+    /// The same with the weights kept as `precision` and the instructions given, `None` if this
+    /// machine does not run them.
+    ///
+    /// # Panics
+    /// As [`Packed::new`].
+    pub fn with(
         weight: &[f32],
         bias: &[f32],
         outputs: usize,
         inputs: usize,
+        precision: Precision,
         isa: Isa,
     ) -> Option<Self> {
-        isa.available()
-            .then(|| Packed::build(weight, bias, outputs, inputs, isa))
-    }
-
-    fn build(weight: &[f32], bias: &[f32], outputs: usize, inputs: usize, isa: Isa) -> Self {
+        if !isa.available() {
+            return None;
+        }
         assert_eq!(weight.len(), outputs * inputs, "weight is outputs × inputs");
         assert_eq!(bias.len(), outputs, "one bias per output");
-        let count = outputs.div_ceil(LANES);
-        let mut panels = vec![0.0; count * inputs * LANES];
-        for (output, row) in weight.chunks_exact(inputs.max(1)).enumerate() {
-            let panel = &mut panels[output / LANES * inputs * LANES..][..inputs * LANES];
-            for (input, &value) in row.iter().enumerate() {
-                panel[input * LANES + output % LANES] = value;
-            }
-        }
         let mut padded = bias.to_vec();
-        padded.resize(count * LANES, 0.0);
-        Packed {
+        padded.resize(outputs.div_ceil(LANES) * LANES, 0.0);
+        Some(Packed {
             inputs,
             outputs,
-            panels,
+            panels: match precision {
+                Precision::F32 => Panels::F32(pack(weight, outputs, inputs)),
+                Precision::F16 => Panels::F16(pack(weight, outputs, inputs)),
+            },
             bias: padded,
             isa,
-        }
+        })
     }
 
     pub fn inputs(&self) -> usize {
@@ -141,6 +162,14 @@ impl Packed {
     /// The instructions it runs with.
     pub fn isa(&self) -> Isa {
         self.isa
+    }
+
+    /// How it keeps its weights.
+    pub fn precision(&self) -> Precision {
+        match self.panels {
+            Panels::F32(_) => Precision::F32,
+            Panels::F16(_) => Precision::F16,
+        }
     }
 
     /// `rows` rows of `inputs` numbers (row-major) to `rows` rows of `outputs` numbers.
@@ -188,29 +217,120 @@ impl Packed {
             .chunks(BLOCK_ROWS * self.inputs)
             .zip(out.chunks_mut(BLOCK_ROWS * self.outputs))
         {
-            match self.isa {
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: a `Packed` holds `Isa::Avx512` only where the CPU has AVX-512
-                // (`Isa::detect`, `with_isa`).
-                Isa::Avx512 => unsafe { avx512(self, xs, out) },
-                #[cfg(target_arch = "x86_64")]
-                // SAFETY: as above, for AVX2 and FMA.
-                Isa::Avx2 => unsafe { avx2(self, xs, out) },
-                _ => plain(self, xs, out),
+            match &self.panels {
+                Panels::F32(panels) => self.block(panels, xs, out),
+                Panels::F16(panels) => self.block(panels, xs, out),
             }
         }
+    }
+
+    fn block<W: Weight>(&self, panels: &[W], xs: &[f32], out: &mut [f32]) {
+        match self.isa {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a `Packed` holds `Isa::Avx512` only where the CPU has AVX-512
+            // (`Isa::detect`, `with`).
+            Isa::Avx512 => unsafe { avx512(self, panels, xs, out) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above, for AVX2, FMA and F16C.
+            Isa::Avx2 => unsafe { avx2(self, panels, xs, out) },
+            _ => plain(self, panels, xs, out),
+        }
+    }
+}
+
+/// `weight` (`outputs × inputs`, row-major) as panels of 16 outputs, input by input.
+fn pack<W: Weight>(weight: &[f32], outputs: usize, inputs: usize) -> Vec<W> {
+    let mut panels = vec![W::pack(0.0); outputs.div_ceil(LANES) * inputs * LANES];
+    for (output, row) in weight.chunks_exact(inputs.max(1)).enumerate() {
+        let panel = &mut panels[output / LANES * inputs * LANES..][..inputs * LANES];
+        for (input, &value) in row.iter().enumerate() {
+            panel[input * LANES + output % LANES] = W::pack(value);
+        }
+    }
+    panels
+}
+
+/// A weight as packed: f32, or f16's bits.
+trait Weight: Copy + Send + Sync {
+    fn pack(value: f32) -> Self;
+    fn value(self) -> f32;
+    /// 16 weights from `at` on.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512, and 16 weights are there to read.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load16(at: *const Self) -> std::arch::x86_64::__m512;
+    /// 8 weights from `at` on.
+    ///
+    /// # Safety
+    /// The CPU has AVX2 and F16C, and 8 weights are there to read.
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(at: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl Weight for f32 {
+    fn pack(value: f32) -> f32 {
+        value
+    }
+
+    fn value(self) -> f32 {
+        self
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load16(at: *const f32) -> std::arch::x86_64::__m512 {
+        // SAFETY: the caller's.
+        unsafe { std::arch::x86_64::_mm512_loadu_ps(at) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn load8(at: *const f32) -> std::arch::x86_64::__m256 {
+        // SAFETY: the caller's.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(at) }
+    }
+}
+
+impl Weight for u16 {
+    fn pack(value: f32) -> u16 {
+        half::f16::from_f32(value).to_bits()
+    }
+
+    fn value(self) -> f32 {
+        half::f16::from_bits(self).to_f32()
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn load16(at: *const u16) -> std::arch::x86_64::__m512 {
+        use std::arch::x86_64::{_mm256_loadu_si256, _mm512_cvtph_ps};
+        // SAFETY: the caller's (16 halves are 256 bits).
+        unsafe { _mm512_cvtph_ps(_mm256_loadu_si256(at.cast())) }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    unsafe fn load8(at: *const u16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm256_cvtph_ps};
+        // SAFETY: the caller's (8 halves are 128 bits).
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(at.cast())) }
     }
 }
 
 /// Panel by panel, each read once from memory: the rows in as few tiles as the registers allow, of
 /// nearly equal height, so that one pass over a panel serves a short input's every row.
 macro_rules! panels {
-    ($packed:expr, $xs:expr, $out:expr, $tile:ident, [$($height:literal),*]) => {{
+    ($packed:expr, $panels:expr, $xs:expr, $out:expr, $tile:ident, [$($height:literal),*]) => {{
         let (packed, xs, out): (&Packed, &[f32], &mut [f32]) = ($packed, $xs, $out);
         let rows = out.len() / packed.outputs;
         let tallest = *[$($height),*].last().unwrap();
         let tiles = rows.div_ceil(tallest);
-        for (at, panel) in packed.panels.chunks_exact(packed.inputs * LANES).enumerate() {
+        for (at, panel) in $panels.chunks_exact(packed.inputs * LANES).enumerate() {
             let tile = Tile {
                 panel,
                 bias: packed.bias[at * LANES..][..LANES].try_into().unwrap(),
@@ -222,7 +342,7 @@ macro_rules! panels {
             for left in (1..=tiles).rev() {
                 let height = (rows - row).div_ceil(left);
                 match height {
-                    $($height => $tile::<$height>(&tile, xs, out, row),)*
+                    $($height => $tile::<$height, _>(&tile, xs, out, row),)*
                     _ => unreachable!("a tile is 1 to {tallest} rows"),
                 }
                 row += height;
@@ -231,42 +351,44 @@ macro_rules! panels {
     }};
 }
 
-/// With 32 registers, tiles of up to 24 rows: a query's tokens in one pass.
+/// With 32 registers, tiles of up to 22 rows: a query's tokens in one pass. (At 23 and 24 rows the
+/// compiler's code for a tile runs at a third of its speed, measured with the example `tiles`.)
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
-fn avx512(packed: &Packed, xs: &[f32], out: &mut [f32]) {
+fn avx512<W: Weight>(packed: &Packed, panels: &[W], xs: &[f32], out: &mut [f32]) {
     panels!(
         packed,
+        panels,
         xs,
         out,
         tile_avx512,
         [
-            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24
+            1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22
         ]
     );
 }
 
 /// With 16 registers, two per row: tiles of up to 6 rows.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn avx2(packed: &Packed, xs: &[f32], out: &mut [f32]) {
-    panels!(packed, xs, out, tile_avx2, [1, 2, 3, 4, 5, 6]);
+#[target_feature(enable = "avx2,fma,f16c")]
+fn avx2<W: Weight>(packed: &Packed, panels: &[W], xs: &[f32], out: &mut [f32]) {
+    panels!(packed, panels, xs, out, tile_avx2, [1, 2, 3, 4, 5, 6]);
 }
 
-fn plain(packed: &Packed, xs: &[f32], out: &mut [f32]) {
-    panels!(packed, xs, out, tile_plain, [1, 2, 3, 4]);
+fn plain<W: Weight>(packed: &Packed, panels: &[W], xs: &[f32], out: &mut [f32]) {
+    panels!(packed, panels, xs, out, tile_plain, [1, 2, 3, 4]);
 }
 
 /// One panel of 16 outputs against some rows.
-struct Tile<'a> {
-    panel: &'a [f32],
+struct Tile<'a, W> {
+    panel: &'a [W],
     bias: &'a [f32; LANES],
     inputs: usize,
     outputs: usize,
     column: usize,
 }
 
-impl Tile<'_> {
+impl<W> Tile<'_, W> {
     /// The `R` rows of `xs` from `row` on, each `inputs` long.
     #[inline(always)]
     fn rows<'x, const R: usize>(&self, xs: &'x [f32], row: usize) -> [&'x [f32]; R] {
@@ -287,7 +409,7 @@ impl Tile<'_> {
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
-fn tile_avx512<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: usize) {
+fn tile_avx512<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut [f32], row: usize) {
     use std::arch::x86_64::{
         _MM_HINT_T0, _mm_prefetch, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps,
         _mm512_storeu_ps,
@@ -300,9 +422,10 @@ fn tile_avx512<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: us
         // to call from Rust 1.9x on, `unsafe` before).
         #[allow(unused_unsafe)]
         unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().wrapping_add(AHEAD).cast())
+            _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().cast::<i8>().wrapping_add(AHEAD))
         };
-        let weights = unsafe { _mm512_loadu_ps(weights.as_ptr()) };
+        // SAFETY: a panel's input has 16 weights.
+        let weights = unsafe { W::load16(weights.as_ptr()) };
         for r in 0..R {
             sums[r] = _mm512_fmadd_ps(_mm512_set1_ps(x[r][input]), weights, sums[r]);
         }
@@ -317,8 +440,8 @@ fn tile_avx512<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: us
 /// `R` rows of one panel, the sums in `2R` AVX2 registers.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-#[target_feature(enable = "avx2,fma")]
-fn tile_avx2<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: usize) {
+#[target_feature(enable = "avx2,fma,f16c")]
+fn tile_avx2<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut [f32], row: usize) {
     use std::arch::x86_64::{
         _MM_HINT_T0, _mm_prefetch, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps,
         _mm256_storeu_ps,
@@ -337,14 +460,10 @@ fn tile_avx2<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: usiz
         // to call from Rust 1.9x on, `unsafe` before).
         #[allow(unused_unsafe)]
         unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().wrapping_add(AHEAD).cast())
+            _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().cast::<i8>().wrapping_add(AHEAD))
         };
-        let weights = unsafe {
-            [
-                _mm256_loadu_ps(weights.as_ptr()),
-                _mm256_loadu_ps(weights[8..].as_ptr()),
-            ]
-        };
+        // SAFETY: a panel's input has 16 weights.
+        let weights = unsafe { [W::load8(weights.as_ptr()), W::load8(weights[8..].as_ptr())] };
         for r in 0..R {
             let value = _mm256_set1_ps(x[r][input]);
             sums[r][0] = _mm256_fmadd_ps(value, weights[0], sums[r][0]);
@@ -362,10 +481,11 @@ fn tile_avx2<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: usiz
 }
 
 /// `R` rows of one panel in plain Rust.
-fn tile_plain<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: usize) {
+fn tile_plain<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut [f32], row: usize) {
     let x = tile.rows::<R>(xs, row);
     let mut sums = [*tile.bias; R];
     for (input, weights) in tile.panel.chunks_exact(LANES).enumerate() {
+        let weights: [f32; LANES] = std::array::from_fn(|lane| weights[lane].value());
         for r in 0..R {
             let value = x[r][input];
             for (sum, weight) in sums[r].iter_mut().zip(weights) {
@@ -378,7 +498,7 @@ fn tile_plain<const R: usize>(tile: &Tile, xs: &[f32], out: &mut [f32], row: usi
 
 #[cfg(test)]
 mod tests {
-    use super::{Isa, Packed};
+    use super::{Isa, Packed, Precision, Weight};
 
     /// Numbers in [-1, 1) from a seed, the same on every run.
     fn numbers(count: usize, seed: u64) -> Vec<f32> {
@@ -391,6 +511,21 @@ mod tests {
                 (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
             })
             .collect()
+    }
+
+    #[test]
+    fn f16_keeps_the_nearest_half() {
+        for (value, bits) in [
+            (1.0, 0x3c00),
+            (-2.0, 0xc000),
+            (0.1, 0x2e66),
+            (65504.0, 0x7bff),
+            (1e6, 0x7c00),
+            (6e-8, 0x0001),
+            (1e-9, 0x0000),
+        ] {
+            assert_eq!(u16::pack(value), bits, "{value}");
+        }
     }
 
     #[test]
@@ -414,25 +549,34 @@ mod tests {
             let weight = numbers(outputs * inputs, 1);
             let bias = numbers(outputs, 2);
             let xs = numbers(rows * inputs, 3);
-            for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
-                let got = Packed::with_isa(&weight, &bias, outputs, inputs, isa)
-                    .unwrap()
-                    .forward(&xs, rows);
-                assert_eq!(got.len(), rows * outputs);
-                for row in 0..rows {
-                    for output in 0..outputs {
-                        let want = f64::from(bias[output])
-                            + (0..inputs)
-                                .map(|i| {
-                                    f64::from(xs[row * inputs + i])
-                                        * f64::from(weight[output * inputs + i])
-                                })
-                                .sum::<f64>();
-                        let have = f64::from(got[row * outputs + output]);
-                        assert!(
-                            (have - want).abs() <= 1e-5 * (1.0 + inputs as f64).sqrt(),
-                            "{isa:?} {rows}×{inputs}→{outputs} at ({row}, {output}): {have} against {want}"
-                        );
+            for precision in [Precision::F32, Precision::F16] {
+                // The weights the product must use: f16's nearest to each, for f16.
+                let kept: Vec<f32> = match precision {
+                    Precision::F32 => weight.clone(),
+                    Precision::F16 => weight.iter().map(|w| u16::pack(*w).value()).collect(),
+                };
+                for isa in Isa::ALL.into_iter().filter(|isa| isa.available()) {
+                    let layer =
+                        Packed::with(&weight, &bias, outputs, inputs, precision, isa).unwrap();
+                    assert_eq!((layer.precision(), layer.isa()), (precision, isa));
+                    let got = layer.forward(&xs, rows);
+                    assert_eq!(got.len(), rows * outputs);
+                    for row in 0..rows {
+                        for output in 0..outputs {
+                            let want = f64::from(bias[output])
+                                + (0..inputs)
+                                    .map(|i| {
+                                        f64::from(xs[row * inputs + i])
+                                            * f64::from(kept[output * inputs + i])
+                                    })
+                                    .sum::<f64>();
+                            let have = f64::from(got[row * outputs + output]);
+                            assert!(
+                                (have - want).abs() <= 1e-5 * (1.0 + inputs as f64).sqrt(),
+                                "{precision:?} {isa:?} {rows}×{inputs}→{outputs} at ({row}, {output}): \
+                                 {have} against {want}"
+                            );
+                        }
                     }
                 }
             }

@@ -1,12 +1,12 @@
 //! The BERT encoder [`SentenceEmbedder`](super::SentenceEmbedder) runs: candle-transformers' `bert`
 //! forward pass (embeddings, six or so layers of attention and feed-forward, each closed by a residual
-//! and a layer norm), written again over candle's operations so that its linear layers can be int8.
+//! and a layer norm), written again over candle's operations so that its linear layers are its own.
 //!
 //! Why not candle-transformers' `BertModel`: a query's time is its linear layers' products (see
 //! BENCHMARKS.md, "The sentence embedder"), which it runs through candle's matmul, made for large
-//! products. Here every linear layer is a `Dense` whose weights are the model's f32 numbers, packed at
-//! load for `yiem_dense` (a product that reads them once for all of a query's tokens), or, quantized at
-//! load, candle's `Q8_0` blocks (groups of 32 weights as int8 with one scale each, multiplied by AVX2 /
+//! products. Here every linear layer is a `Dense` whose weights are packed at load for `yiem_dense` (a
+//! product that reads them once for all of a query's tokens), as f16 or f32, or, quantized at load,
+//! candle's `Q8_0` blocks (groups of 32 weights as int8 with one scale each, multiplied by AVX2 /
 //! VNNI integer kernels). One forward pass serves both. Query, key and value are one product of a 3 × wider layer, so a layer is four products.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
@@ -14,12 +14,14 @@ use candle_core::{D, Module, Result, Tensor};
 use candle_nn::{Embedding, LayerNorm, VarBuilder};
 use candle_transformers::models::bert::{Config, HiddenAct};
 
-use yiem_dense::Packed;
+use yiem_dense::{Isa, Packed, Precision};
 
-/// A linear layer, `x · Wᵀ + b`, with f32 or int8 weights.
+use super::sentence::Weights;
+
+/// A linear layer, `x · Wᵀ + b`, with f16, f32 or int8 weights.
 enum Dense {
-    /// The model's f32 weights, packed for yiem's own product (`yiem_dense`).
-    F32(Packed),
+    /// f16 or f32 weights, packed for yiem's own product (`yiem_dense`).
+    Packed(Packed),
     /// candle's `Q8_0` weights.
     Int8 {
         weight: QMatMul,
@@ -31,34 +33,38 @@ enum Dense {
 }
 
 impl Dense {
-    /// The layer from its `(out, in)` weight and `(out)` bias, quantized to int8 if asked.
-    fn new(weight: Tensor, bias: Tensor, int8: bool) -> Result<Self> {
+    /// The layer from its `(out, in)` weight and `(out)` bias, its weights kept as asked.
+    fn new(weight: Tensor, bias: Tensor, weights: Weights) -> Result<Self> {
         let (outputs, inputs) = weight.dims2()?;
-        if int8 {
-            let pad = inputs.next_multiple_of(256) - inputs;
-            let padded = weight.pad_with_zeros(1, 0, pad)?;
-            let weight = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
-            return Ok(Dense::Int8 { weight, bias, pad });
-        }
-        Ok(Dense::F32(Packed::new(
-            &weight.flatten_all()?.to_vec1::<f32>()?,
-            &bias.to_vec1::<f32>()?,
-            outputs,
-            inputs,
-        )))
+        let precision = match weights {
+            Weights::F32 => Precision::F32,
+            Weights::F16 => Precision::F16,
+            Weights::Int8 => {
+                let pad = inputs.next_multiple_of(256) - inputs;
+                let padded = weight.pad_with_zeros(1, 0, pad)?;
+                let weight = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
+                return Ok(Dense::Int8 { weight, bias, pad });
+            }
+        };
+        let weight = weight.flatten_all()?.to_vec1::<f32>()?;
+        let bias = bias.to_vec1::<f32>()?;
+        // `Isa::detect` finds only instructions this machine runs.
+        Packed::with(&weight, &bias, outputs, inputs, precision, Isa::detect())
+            .map(Dense::Packed)
+            .ok_or_else(|| candle_core::Error::Msg("this CPU runs no product".into()))
     }
 
-    fn load(vb: VarBuilder, inputs: usize, outputs: usize, int8: bool) -> Result<Self> {
+    fn load(vb: VarBuilder, inputs: usize, outputs: usize, weights: Weights) -> Result<Self> {
         Dense::new(
             vb.get((outputs, inputs), "weight")?,
             vb.get(outputs, "bias")?,
-            int8,
+            weights,
         )
     }
 
     fn forward(&self, xs: &Tensor) -> Result<Tensor> {
         match self {
-            Dense::F32(packed) => {
+            Dense::Packed(packed) => {
                 let mut dims = xs.dims().to_vec();
                 let inputs = dims.pop().unwrap_or(0);
                 if inputs != packed.inputs() {
@@ -114,8 +120,8 @@ pub(super) struct Bert {
 
 impl Bert {
     /// The encoder's weights from a BERT safetensors file (with or without the `bert.` prefix), its
-    /// linear layers in int8 when `int8` (their input sizes must then be multiples of 32).
-    pub(super) fn load(vb: VarBuilder, config: &Config, int8: bool) -> Result<Self> {
+    /// linear layers' kept as `weights` says.
+    pub(super) fn load(vb: VarBuilder, config: &Config, weights: Weights) -> Result<Self> {
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")
         } else {
@@ -149,7 +155,7 @@ impl Bert {
                 let vb = vb.pp(format!("encoder.layer.{at}"));
                 let attention = vb.pp("attention");
                 let parts = ["query", "key", "value"].map(|part| attention.pp("self").pp(part));
-                let weights = parts
+                let qkv = parts
                     .iter()
                     .map(|vb| vb.get((hidden, hidden), "weight"))
                     .collect::<Result<Vec<_>>>()?;
@@ -158,20 +164,25 @@ impl Bert {
                     .map(|vb| vb.get(hidden, "bias"))
                     .collect::<Result<Vec<_>>>()?;
                 Ok(Layer {
-                    qkv: Dense::new(Tensor::cat(&weights, 0)?, Tensor::cat(&biases, 0)?, int8)?,
-                    attention_out: Dense::load(attention.pp("output.dense"), hidden, hidden, int8)?,
+                    qkv: Dense::new(Tensor::cat(&qkv, 0)?, Tensor::cat(&biases, 0)?, weights)?,
+                    attention_out: Dense::load(
+                        attention.pp("output.dense"),
+                        hidden,
+                        hidden,
+                        weights,
+                    )?,
                     attention_norm: norm(attention.pp("output.LayerNorm"))?,
                     intermediate: Dense::load(
                         vb.pp("intermediate.dense"),
                         hidden,
                         config.intermediate_size,
-                        int8,
+                        weights,
                     )?,
                     output: Dense::load(
                         vb.pp("output.dense"),
                         config.intermediate_size,
                         hidden,
-                        int8,
+                        weights,
                     )?,
                     output_norm: norm(vb.pp("output.LayerNorm"))?,
                 })

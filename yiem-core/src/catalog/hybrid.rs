@@ -7,6 +7,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use yiem_dense::Packed;
+
 use super::cache::{Disk, VectorCache};
 use super::rank::{Bm25Ranker, Ranker, ToolIndex, identifier_words};
 use crate::tool::definition::{AgentTool, title_case};
@@ -304,11 +306,11 @@ impl fmt::Debug for HybridRanker {
 impl Ranker for HybridRanker {
     fn index(&self, tools: &[AgentTool]) -> Box<dyn ToolIndex> {
         let words = self.words.index(tools);
-        let vectors = if tools.is_empty() {
-            Some(Vectors::default())
+        let cosines = if tools.is_empty() {
+            Some(Vectors::default().into_cosines())
         } else {
             match self.embed_tools(tools) {
-                Ok(vectors) => Some(vectors),
+                Ok(vectors) => Some(vectors.into_cosines()),
                 Err(error) => {
                     report(self.on_fallback.as_ref(), Fallback::Tools(error));
                     None
@@ -317,7 +319,7 @@ impl Ranker for HybridRanker {
         };
         Box::new(HybridIndex {
             words,
-            vectors,
+            cosines,
             tools: tools.len(),
             embedder: Arc::clone(&self.embedder),
             weight: self.weight,
@@ -388,9 +390,22 @@ impl Vectors {
         Ok(())
     }
 
-    fn get(&self, at: usize) -> &[f32] {
-        &self.numbers[at * self.length..(at + 1) * self.length]
+    /// The vectors as one linear layer whose outputs are the tools, so that a query's cosines are
+    /// one product (`yiem_dense`: the vectors packed once, then read in one pass at the speed memory
+    /// gives; 15 MB for 10,000 tools of 384 numbers).
+    fn into_cosines(self) -> Cosines {
+        let tools = self.numbers.len().checked_div(self.length).unwrap_or(0);
+        Cosines {
+            length: self.length,
+            layer: Packed::new(&self.numbers, &vec![0.0; tools], tools, self.length),
+        }
     }
+}
+
+/// The tools' normalized vectors, packed: [`Vectors::into_cosines`].
+struct Cosines {
+    length: usize,
+    layer: Packed,
 }
 
 /// `vector` at length 1 (all zeros stays all zeros), if it has `length` finite numbers.
@@ -429,7 +444,7 @@ fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// A word index and the tools' vectors (`None` when they could not be made).
 struct HybridIndex {
     words: Box<dyn ToolIndex>,
-    vectors: Option<Vectors>,
+    cosines: Option<Cosines>,
     tools: usize,
     embedder: Arc<dyn Embedder>,
     weight: f32,
@@ -452,22 +467,23 @@ impl HybridIndex {
 
 impl ToolIndex for HybridIndex {
     fn search(&self, query: &str, k: usize) -> Vec<(usize, f32)> {
-        let Some(vectors) = self.vectors.as_ref().filter(|_| self.tools > 0) else {
+        let Some(cosines) = self.cosines.as_ref().filter(|_| self.tools > 0) else {
             return self.words.search(query, k);
         };
         if query.trim().is_empty() || k == 0 {
             return self.words.search(query, k);
         }
-        let asked = match self.query_vector(query, vectors.length) {
+        let asked = match self.query_vector(query, cosines.length) {
             Ok(vector) => vector,
             Err(error) => {
                 report(self.on_fallback.as_ref(), Fallback::Query(error));
                 return self.words.search(query, k);
             }
         };
-        let mut scores: Vec<f32> = (0..self.tools)
-            .map(|at| (1.0 - self.weight) * dot(&asked, vectors.get(at)))
-            .collect();
+        let mut scores = cosines.layer.forward(&asked, 1);
+        for score in &mut scores {
+            *score *= 1.0 - self.weight;
+        }
         let by_words = self.words.search(query, WORD_CANDIDATES.max(k));
         if let Some(best) = by_words.first().map(|(_, score)| *score)
             && best > 0.0

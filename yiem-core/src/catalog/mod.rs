@@ -74,7 +74,7 @@ pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};
 pub use search::{ToolSearch, defer_when_large};
 #[cfg(feature = "embeddings")]
-pub use sentence::{Embedding, ModelError, SentenceEmbedder, Truncated};
+pub use sentence::{Embedding, ModelError, SentenceEmbedder, Truncated, Weights};
 
 pub use crate::store::registry::{RequestTools, SEARCH_TOOLS};
 

@@ -18,6 +18,9 @@ use super::hybrid::{EmbedError, Embedder};
 /// How many texts go through the model at once; the texts of a call are sorted by length first, so a
 /// batch pads little.
 const MODEL_BATCH: usize = 32;
+/// Batches of fewer rows (texts × tokens) than this run their candle operations on one thread of their
+/// own (see `forward_on_one_thread`); `yiem_dense` splits a product over threads from the same size on.
+const ONE_THREAD_ROWS: usize = 256;
 /// The longest text the tokenizer is given, in bytes: a model reads a few hundred tokens, and no text
 /// needs more than this many bytes for them. Longer texts are cut here first (at a character), so a
 /// 1 MB description costs what 64 KiB does.
@@ -60,8 +63,8 @@ const MAX_TEXT_BYTES: usize = 64 * 1024;
 pub struct SentenceEmbedder {
     model: Bert,
     config: Config,
-    /// Whether the linear layers are int8 ([`SentenceEmbedder::quantized`]).
-    quantized: bool,
+    /// How the linear layers keep their weights ([`SentenceEmbedder::weights`]).
+    weights: Weights,
     tokenizer: Tokenizer,
     pooling: Pooling,
     normalize: bool,
@@ -71,6 +74,30 @@ pub struct SentenceEmbedder {
     /// The files read, for [`Embedder::model_name`].
     files: Vec<PathBuf>,
     name: OnceLock<Option<String>>,
+}
+
+/// How a [`SentenceEmbedder`]'s linear layers (attention and feed-forward: nearly all of the model's
+/// arithmetic and memory) keep their weights, set with [`SentenceEmbedder::weights`].
+///
+/// A short query's time is mostly the reading of those weights (about 42 MB in f32 for
+/// all-MiniLM-L6-v2, once per query), so fewer bytes make a faster query. Measured on all-MiniLM-L6-v2
+/// (BENCHMARKS.md, "The sentence embedder"), the 13 cosine similarities sentence-transformers publishes
+/// (to four decimals) are met within 0.00005 with f32, 0.00011 with f16 and 0.009 with int8.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Weights {
+    /// The model's own f32 numbers: vectors as sentence-transformers computes them on the CPU.
+    F32,
+    /// Each weight rounded to the nearest f16 when the model is loaded (the default): half the memory
+    /// and about two thirds of f32's time for a query. Products and sums are still f32.
+    #[default]
+    F16,
+    /// candle's `Q8_0`: 32 weights as int8 with one scale, and each layer's input quantized per row the
+    /// same way before an integer product (AVX-512 VNNI or AVX-VNNI kernels where the CPU has them,
+    /// slower ones elsewhere). Its vectors move the most; it saves little over f16. candle runs these
+    /// products on a pool of spinning threads, one per core: where the cores are busy with other
+    /// work, one thread (`CANDLE_NUM_THREADS=1` in the environment) is faster.
+    Int8,
 }
 
 /// Why a model folder could not be loaded by [`SentenceEmbedder::from_dir`].
@@ -257,7 +284,7 @@ impl SentenceEmbedder {
             .map_err(|error| invalid(&tokenizer_file, error))?;
 
         let weights_file = folder.join("model.safetensors");
-        let model = load(&weights_file, &config, false)?;
+        let model = load(&weights_file, &config, Weights::default())?;
         let vocabulary = tokenizer.get_vocab_size(true);
         if vocabulary > config.vocab_size {
             return Err(invalid(
@@ -289,7 +316,7 @@ impl SentenceEmbedder {
         Ok(SentenceEmbedder {
             model,
             config,
-            quantized: false,
+            weights: Weights::default(),
             tokenizer,
             pooling,
             normalize,
@@ -301,30 +328,26 @@ impl SentenceEmbedder {
         })
     }
 
-    /// Runs the model's linear layers (attention and feed-forward, nearly all of its arithmetic) in
-    /// int8 when `on`: their weights, read again from `model.safetensors`, are quantized as candle's
-    /// `Q8_0` (32 weights as int8 with one scale), and each layer's input is quantized per row the
-    /// same way before an integer product. `false` (the default) is the model's f32 weights.
-    ///
-    /// **The vectors are no longer quite the model's**: measured on all-MiniLM-L6-v2, the 13 cosine
-    /// similarities sentence-transformers publishes move by up to 0.009 (f32: within 0.0001), and
-    /// tool search's recall is about the same (BENCHMARKS.md, "The sentence embedder"). What it buys
-    /// is time: a short query's vector in about three quarters of the f32 time where candle's int8
-    /// kernels find AVX-512 VNNI or AVX-VNNI (an AVX2-only CPU falls back to slower ones). candle runs them on a
-    /// pool of spinning threads, one per core; where the cores are busy with other work, one thread
-    /// (`CANDLE_NUM_THREADS=1` in the environment) is faster. A [`HybridRanker`](super::HybridRanker)
-    /// cache file keeps int8 vectors apart from f32 ones ([`Embedder::model_name`] says which).
+    /// Keeps the model's linear layers' weights as `weights` says (f16 unless told otherwise; see
+    /// [`Weights`]), reading them again from `model.safetensors` if that changes them. A
+    /// [`HybridRanker`](super::HybridRanker) cache file keeps each kind's vectors apart
+    /// ([`Embedder::model_name`] says which).
     ///
     /// ```no_run
-    /// use yiem_core::catalog::SentenceEmbedder;
+    /// use yiem_core::catalog::{SentenceEmbedder, Weights};
     ///
-    /// let model = SentenceEmbedder::from_dir("models/all-MiniLM-L6-v2")?.quantized(true)?;
+    /// // The model's own f32 numbers, for vectors exactly as sentence-transformers makes them.
+    /// let model = SentenceEmbedder::from_dir("models/all-MiniLM-L6-v2")?.weights(Weights::F32)?;
     /// # Ok::<(), yiem_core::catalog::ModelError>(())
     /// ```
-    pub fn quantized(mut self, on: bool) -> Result<Self, ModelError> {
-        if on != self.quantized {
-            self.model = load(&self.folder.join("model.safetensors"), &self.config, on)?;
-            self.quantized = on;
+    pub fn weights(mut self, weights: Weights) -> Result<Self, ModelError> {
+        if weights != self.weights {
+            self.model = load(
+                &self.folder.join("model.safetensors"),
+                &self.config,
+                weights,
+            )?;
+            self.weights = weights;
         }
         Ok(self)
     }
@@ -368,8 +391,14 @@ impl SentenceEmbedder {
         let mut vectors: Vec<Option<Vec<f32>>> = vec![None; texts.len()];
         for batch in order.chunks(MODEL_BATCH) {
             let ids: Vec<&[u32]> = batch.iter().map(|at| encoded[*at].0.as_slice()).collect();
-            let pooled = guarded(|| self.forward(&ids))
+            let pooled = guarded(|| self.forward_on_one_thread(&ids))
                 .map_err(|error| EmbedError::failed(format!("the model failed: {error}")))?;
+            if pooled.len() != batch.len() {
+                return Err(EmbedError::Count {
+                    asked: batch.len(),
+                    returned: pooled.len(),
+                });
+            }
             for (at, vector) in batch.iter().zip(pooled) {
                 vectors[*at] = Some(vector);
             }
@@ -382,6 +411,31 @@ impl SentenceEmbedder {
                 truncated,
             })
             .collect())
+    }
+
+    /// [`forward`](Self::forward), a short batch (a query) on a thread of its own. candle splits its
+    /// small operations (softmax, layer norms, sums) over rayon's pool and waits for them each time;
+    /// for a query's few rows, waking the pool's threads dozens of times costs more than the work, a
+    /// third of a query's time measured. On a pool of one thread they stay on that thread. Each calling
+    /// thread has its own (made on first use, gone with it), so queries from several threads still run
+    /// side by side. Long batches (the tools' texts) use rayon's pool, over every core.
+    fn forward_on_one_thread(&self, ids: &[&[u32]]) -> candle_core::Result<Vec<Vec<f32>>> {
+        thread_local! {
+            static ONE: Option<rayon::ThreadPool> = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .thread_name(|_| "yiem-embed".into())
+                .build()
+                .ok();
+        }
+        let rows = ids.len() * ids.iter().map(|ids| ids.len()).max().unwrap_or(0);
+        if rows >= ONE_THREAD_ROWS {
+            return self.forward(ids);
+        }
+        // Without a thread of its own (none could be started), the batch runs here, only slower.
+        ONE.with(|one| match one {
+            Some(pool) => pool.install(|| self.forward(ids)),
+            None => self.forward(ids),
+        })
     }
 
     /// One batch of token ids through the model, pooled (and normalized if the model says so).
@@ -452,9 +506,9 @@ impl Embedder for SentenceEmbedder {
     }
 
     /// `sentence-transformers/sha256:` and the SHA-256 of the files the model was read from (computed
-    /// once, on first use: about a quarter of a second for all-MiniLM-L6-v2), then `+q8_0` if its
-    /// layers are int8 ([`quantized`](SentenceEmbedder::quantized)); `None` if the files can no
-    /// longer be read.
+    /// once, on first use: about a quarter of a second for all-MiniLM-L6-v2), then `+f16` or `+q8_0`
+    /// for its layers' [`Weights`] (nothing for f32: the model's own numbers); `None` if the files can
+    /// no longer be read.
     fn model_name(&self) -> Option<String> {
         self.name
             .get_or_init(|| {
@@ -473,12 +527,10 @@ impl Embedder for SentenceEmbedder {
                 Some(format!("sentence-transformers/sha256:{hex}"))
             })
             .as_ref()
-            .map(|name| {
-                if self.quantized {
-                    format!("{name}+q8_0")
-                } else {
-                    name.clone()
-                }
+            .map(|name| match self.weights {
+                Weights::F32 => name.clone(),
+                Weights::F16 => format!("{name}+f16"),
+                Weights::Int8 => format!("{name}+q8_0"),
             })
     }
 }
@@ -490,7 +542,7 @@ impl fmt::Debug for SentenceEmbedder {
             .field("dimensions", &self.dimensions)
             .field("max_tokens", &self.max_tokens)
             .field("normalize", &self.normalize)
-            .field("quantized", &self.quantized)
+            .field("weights", &self.weights)
             .finish_non_exhaustive()
     }
 }
@@ -518,12 +570,12 @@ fn pooling(file: &Path, config: PoolingConfig) -> Result<Pooling, ModelError> {
     Ok(pooling)
 }
 
-/// The encoder from a safetensors file, its linear layers in int8 if `int8`.
-fn load(file: &Path, config: &Config, int8: bool) -> Result<Bert, ModelError> {
+/// The encoder from a safetensors file, its linear layers' weights kept as `kind` says.
+fn load(file: &Path, config: &Config, kind: Weights) -> Result<Bert, ModelError> {
     let weights = read(file)?;
     guarded(|| {
         let weights = VarBuilder::from_buffered_safetensors(weights, DType::F32, &Device::Cpu)?;
-        Bert::load(weights, config, int8)
+        Bert::load(weights, config, kind)
     })
     .map_err(|error| invalid(file, error))
 }
