@@ -45,8 +45,7 @@ fn main() {
         AnthropicModel::new(AnthropicConfig::new("k", "claude").tool_search(search)).unwrap()
     };
     let responses = |search| {
-        OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt").tool_search(search))
-            .unwrap()
+        OpenAiResponsesModel::new(OpenAiResponsesConfig::new("gpt").tool_search(search)).unwrap()
     };
     let chat = OpenAiModel::new(OpenAiConfig::new("https://api.openai.com/v1", "gpt")).unwrap();
     let gemini = GeminiModel::new(GeminiConfig::new("k", "gemini")).unwrap();
