@@ -8,6 +8,7 @@ mod model;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use candle_core::{Device, Tensor};
 use yiem_core::catalog::{
     EmbedError, Embedder, Fallback, HybridRanker, ModelError, SentenceEmbedder, ToolSearch,
     Truncated, Weights,
@@ -349,6 +350,57 @@ fn a_hybrid_search_with_the_model_finds_by_meaning_and_never_falls_back_silently
         "{:?}",
         told.lock().unwrap()
     );
+}
+
+/// A model with a weight beyond f16's range (one weight of a layer set to 1e6): with the default f16
+/// weights, that layer keeps its f32 numbers, so the vectors stay finite and near the f32 model's of
+/// the same file (not infinities turned to NaN by the next layer norm). A weight that is not a number
+/// is an error.
+#[test]
+fn a_weight_beyond_f16_keeps_its_layer_in_f32() {
+    let folder = copy_without("model.safetensors", "huge-weight");
+    let mut tensors =
+        candle_core::safetensors::load(model::minilm().join("model.safetensors"), &Device::Cpu)
+            .unwrap();
+    let name = tensors
+        .keys()
+        .find(|name| name.ends_with("encoder.layer.0.output.dense.weight"))
+        .unwrap()
+        .clone();
+    let layer = tensors[&name].clone();
+    let mut numbers = layer.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    numbers[7] = 1e6;
+    let huge = Tensor::from_vec(numbers, layer.shape(), &Device::Cpu).unwrap();
+    tensors.insert(name.clone(), huge);
+    candle_core::safetensors::save(&tensors, folder.join("model.safetensors")).unwrap();
+
+    let texts: Vec<&str> = PUBLISHED.iter().take(4).map(|(a, _, _)| *a).collect();
+    let f16 = SentenceEmbedder::from_dir(&folder).unwrap();
+    let f32 = SentenceEmbedder::from_dir(&folder)
+        .and_then(|model| model.weights(Weights::F32))
+        .unwrap();
+    let (half, full) = (f16.embed(&texts).unwrap(), f32.embed(&texts).unwrap());
+    for (at, (half, full)) in half.iter().zip(&full).enumerate() {
+        assert!(
+            half.iter().all(|x| x.is_finite()),
+            "text {at}: {:?}",
+            &half[..4]
+        );
+        assert!(cosine(half, full) > 0.99999, "text {at}");
+    }
+
+    // A weight that is not a number gives an error that says so, not vectors of NaN.
+    let mut numbers = layer.flatten_all().unwrap().to_vec1::<f32>().unwrap();
+    numbers[7] = f32::NAN;
+    let broken = Tensor::from_vec(numbers, layer.shape(), &Device::Cpu).unwrap();
+    tensors.insert(name, broken);
+    candle_core::safetensors::save(&tensors, folder.join("model.safetensors")).unwrap();
+    let error = SentenceEmbedder::from_dir(&folder)
+        .unwrap()
+        .embed(&texts)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("not finite"), "{error}");
 }
 
 /// A copy of the model's folder under the target directory (the weights hard-linked) without `file`.

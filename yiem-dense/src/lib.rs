@@ -86,8 +86,21 @@ pub enum Precision {
     /// As given.
     F32,
     /// Each rounded to the nearest IEEE half (f16): half the memory, and half of what a product reads.
-    /// Products and sums are f32.
+    /// Products and sums are f32. A weight beyond f16's range (±65,504) is kept as ±infinity:
+    /// [`Precision::holds`] says whether a layer's weights fit.
     F16,
+}
+
+impl Precision {
+    /// Whether every finite one of `weights` stays finite when kept at this precision.
+    pub fn holds(self, weights: &[f32]) -> bool {
+        match self {
+            Precision::F32 => true,
+            Precision::F16 => weights
+                .iter()
+                .all(|weight| !weight.is_finite() || u16::pack(*weight).value().is_finite()),
+        }
+    }
 }
 
 /// `x · Wᵀ + b` for a `(outputs, inputs)` weight matrix, packed.
@@ -511,6 +524,14 @@ mod tests {
                 (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
             })
             .collect()
+    }
+
+    #[test]
+    fn f16_holds_weights_up_to_its_largest() {
+        assert!(Precision::F16.holds(&[65504.0, -65519.0, 1e-9, f32::INFINITY, f32::NAN]));
+        assert!(!Precision::F16.holds(&[1.0, 65520.0]));
+        assert!(!Precision::F16.holds(&[-1e6]));
+        assert!(Precision::F32.holds(&[f32::MAX]));
     }
 
     #[test]

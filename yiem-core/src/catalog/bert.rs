@@ -37,18 +37,20 @@ impl Dense {
     /// The layer from its `(out, in)` weight and `(out)` bias, its weights kept as asked.
     fn new(weight: Tensor, bias: Tensor, weights: Weights) -> Result<Self> {
         let (outputs, inputs) = weight.dims2()?;
-        let precision = match weights {
-            Weights::F32 => Precision::F32,
-            Weights::F16 => Precision::F16,
-            Weights::Int8 => {
-                let pad = inputs.next_multiple_of(256) - inputs;
-                let padded = weight.pad_with_zeros(1, 0, pad)?;
-                let weight = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
-                return Ok(Dense::Int8 { weight, bias, pad });
-            }
-        };
+        if weights == Weights::Int8 {
+            let pad = inputs.next_multiple_of(256) - inputs;
+            let padded = weight.pad_with_zeros(1, 0, pad)?;
+            let weight = QMatMul::from_qtensor(QTensor::quantize(&padded, GgmlDType::Q8_0)?)?;
+            return Ok(Dense::Int8 { weight, bias, pad });
+        }
         let weight = weight.flatten_all()?.to_vec1::<f32>()?;
         let bias = bias.to_vec1::<f32>()?;
+        // A layer with a weight f16 cannot hold keeps its f32 numbers rather than infinities.
+        let precision = if weights == Weights::F16 && Precision::F16.holds(&weight) {
+            Precision::F16
+        } else {
+            Precision::F32
+        };
         // `Isa::detect` finds only instructions this machine runs.
         Packed::with(&weight, &bias, outputs, inputs, precision, Isa::detect())
             .map(Dense::Packed)

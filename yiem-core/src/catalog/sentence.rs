@@ -90,12 +90,13 @@ pub enum Weights {
     /// The model's own f32 numbers: vectors as sentence-transformers computes them on the CPU.
     F32,
     /// Each weight rounded to the nearest f16 when the model is loaded (the default): half the memory
-    /// and about 70 % of f32's time for a query. Products and sums are still f32.
+    /// and about 70 % of f32's time for a query. Products and sums are still f32. A layer with a weight
+    /// beyond f16's range (±65,504) keeps its f32 numbers.
     #[default]
     F16,
     /// candle's `Q8_0`: 32 weights as int8 with one scale, and each layer's input quantized per row the
     /// same way before an integer product (AVX-512 VNNI or AVX-VNNI kernels where the CPU has them,
-    /// slower ones elsewhere). Its vectors move the most; it saves little over f16. candle runs these
+    /// slower ones elsewhere). Its vectors move the most, and it is no faster than f16. candle runs these
     /// products on a pool of spinning threads, one per core: where the cores are busy with other
     /// work, one thread (`CANDLE_NUM_THREADS=1` in the environment) is faster.
     Int8,
@@ -401,6 +402,12 @@ impl SentenceEmbedder {
                 });
             }
             for (at, vector) in batch.iter().zip(pooled) {
+                if !vector.iter().all(|x| x.is_finite()) {
+                    return Err(EmbedError::failed(format!(
+                        "the model gave text {at} a vector with a number that is not finite (are \
+                         its weights corrupt?)"
+                    )));
+                }
                 vectors[*at] = Some(vector);
             }
         }

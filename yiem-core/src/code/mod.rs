@@ -18,7 +18,7 @@
 //!   Interrupts are uncatchable, so a limit stops a program whatever it catches.
 //! - **Its tree is small**: two crates of its own (the C engine is compiled by `cc`, about 15 s) against
 //!   Monty's Ruff parser, `chrono`, `fancy-regex`, `num-bigint` and more; and `rquickjs` needs Rust 1.87,
-//!   below the workspace's 1.88, where Monty would raise it to 1.95.
+//!   below the workspace's 1.89, where Monty would raise it to 1.95.
 //!
 //! Monty's snapshots (a paused interpreter serialized) are not needed: yiem resumes by replay (below).
 //!
