@@ -67,6 +67,8 @@ use serde_json::Value;
 
 use crate::message::{AssistantContent, AssistantMessage};
 
+#[cfg(feature = "embeddings")]
+pub use bert::Weights;
 #[cfg(feature = "tool-search")]
 pub use hybrid::{EmbedError, Embedder, Fallback, HybridRanker, embedding_text};
 #[cfg(feature = "tool-search")]
@@ -74,7 +76,7 @@ pub use rank::Bm25Ranker;
 pub use rank::{Ranker, ToolIndex, searchable_text};
 pub use search::{ToolSearch, defer_when_large};
 #[cfg(feature = "embeddings")]
-pub use sentence::{Embedding, ModelError, SentenceEmbedder, Truncated, Weights};
+pub use sentence::{Embedding, ModelError, SentenceEmbedder, Truncated};
 
 pub use crate::store::registry::{RequestTools, SEARCH_TOOLS};
 

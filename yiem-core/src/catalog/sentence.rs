@@ -12,7 +12,7 @@ use candle_transformers::models::bert::Config;
 use serde::Deserialize;
 use tokenizers::{Tokenizer, TruncationParams};
 
-use super::bert::Bert;
+use super::bert::{Bert, Weights};
 use super::hybrid::{EmbedError, Embedder};
 
 /// How many texts go through the model at once; the texts of a call are sorted by length first, so a
@@ -75,31 +75,6 @@ pub struct SentenceEmbedder {
     /// The files read, for [`Embedder::model_name`].
     files: Vec<PathBuf>,
     name: OnceLock<Option<String>>,
-}
-
-/// How a [`SentenceEmbedder`]'s linear layers (attention and feed-forward: nearly all of the model's
-/// arithmetic and memory) keep their weights, set with [`SentenceEmbedder::weights`].
-///
-/// A short query's time is mostly the reading of those weights (about 42 MB in f32 for
-/// all-MiniLM-L6-v2, once per query), so fewer bytes make a faster query. Measured on all-MiniLM-L6-v2
-/// (BENCHMARKS.md, "The sentence embedder"), the 13 cosine similarities sentence-transformers publishes
-/// (to four decimals) are met within 0.00005 with f32, 0.00011 with f16 and 0.009 with int8.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Weights {
-    /// The model's own f32 numbers: vectors as sentence-transformers computes them on the CPU.
-    F32,
-    /// Each weight rounded to the nearest f16 when the model is loaded (the default): half the memory
-    /// and about 70 % of f32's time for a query. Products and sums are still f32. A layer with a weight
-    /// beyond f16's range (±65,504) keeps its f32 numbers.
-    #[default]
-    F16,
-    /// candle's `Q8_0`: 32 weights as int8 with one scale, and each layer's input quantized per row the
-    /// same way before an integer product (AVX-512 VNNI or AVX-VNNI kernels where the CPU has them,
-    /// slower ones elsewhere). Its vectors move the most, and it is no faster than f16. candle runs these
-    /// products on a pool of spinning threads, one per core: where the cores are busy with other
-    /// work, one thread (`CANDLE_NUM_THREADS=1` in the environment) is faster.
-    Int8,
 }
 
 /// Why a model folder could not be loaded by [`SentenceEmbedder::from_dir`].
