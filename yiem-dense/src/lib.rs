@@ -418,25 +418,30 @@ impl<W> Tile<'_, W> {
     }
 }
 
+/// Asks for the weights `AHEAD` bytes past `weights` to be brought into the cache.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn fetch_ahead<W>(weights: &[W]) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    // SAFETY: a prefetch is a hint that reads nothing and cannot fault, wherever it points (safe to
+    // call from Rust 1.9x on, `unsafe` before); SSE, which it needs, is in every x86-64 CPU.
+    #[allow(unused_unsafe)]
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().cast::<i8>().wrapping_add(AHEAD))
+    };
+}
+
 /// `R` rows of one panel, the sums in `R` AVX-512 registers.
 #[cfg(target_arch = "x86_64")]
 #[inline]
 #[target_feature(enable = "avx512f")]
 fn tile_avx512<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut [f32], row: usize) {
-    use std::arch::x86_64::{
-        _MM_HINT_T0, _mm_prefetch, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps,
-        _mm512_storeu_ps,
-    };
+    use std::arch::x86_64::{_mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_storeu_ps};
     let x = tile.rows::<R>(xs, row);
     // SAFETY: every load and store is of 16 numbers at the start of a 16-number array.
     let mut sums = [unsafe { _mm512_loadu_ps(tile.bias.as_ptr()) }; R];
     for (input, weights) in tile.panel.chunks_exact(LANES).enumerate() {
-        // SAFETY: a prefetch is a hint that reads nothing and cannot fault, wherever it points (safe
-        // to call from Rust 1.9x on, `unsafe` before).
-        #[allow(unused_unsafe)]
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().cast::<i8>().wrapping_add(AHEAD))
-        };
+        fetch_ahead(weights);
         // SAFETY: a panel's input has 16 weights.
         let weights = unsafe { W::load16(weights.as_ptr()) };
         for r in 0..R {
@@ -455,10 +460,7 @@ fn tile_avx512<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut 
 #[inline]
 #[target_feature(enable = "avx2,fma,f16c")]
 fn tile_avx2<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut [f32], row: usize) {
-    use std::arch::x86_64::{
-        _MM_HINT_T0, _mm_prefetch, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps,
-        _mm256_storeu_ps,
-    };
+    use std::arch::x86_64::{_mm256_fmadd_ps, _mm256_loadu_ps, _mm256_set1_ps, _mm256_storeu_ps};
     let x = tile.rows::<R>(xs, row);
     // SAFETY: every load and store is of 8 numbers within a 16-number array.
     let bias = unsafe {
@@ -469,12 +471,7 @@ fn tile_avx2<const R: usize, W: Weight>(tile: &Tile<W>, xs: &[f32], out: &mut [f
     };
     let mut sums = [bias; R];
     for (input, weights) in tile.panel.chunks_exact(LANES).enumerate() {
-        // SAFETY: a prefetch is a hint that reads nothing and cannot fault, wherever it points (safe
-        // to call from Rust 1.9x on, `unsafe` before).
-        #[allow(unused_unsafe)]
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(weights.as_ptr().cast::<i8>().wrapping_add(AHEAD))
-        };
+        fetch_ahead(weights);
         // SAFETY: a panel's input has 16 weights.
         let weights = unsafe { [W::load8(weights.as_ptr()), W::load8(weights[8..].as_ptr())] };
         for r in 0..R {
